@@ -1,0 +1,1 @@
+//! The host <-> NIC contract: register blocks, doorbells, descriptors, admin commands, CSR queues.

@@ -1,0 +1,1 @@
+//! Layout tables for the generated SystemVerilog package and register documentation.

@@ -1,0 +1,1 @@
+//! pcap read/write for MRC frames.

@@ -1,0 +1,1 @@
+//! Wire formats. See `abi/WIRE.md`.

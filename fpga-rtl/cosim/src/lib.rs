@@ -1,0 +1,1 @@
+//! # mrc-rtl-cosim: RTL blocks checked against `mrc_firmware::datapath`

@@ -1,0 +1,2 @@
+//! # mrc-driver: the host side of MRC NICs
+#![deny(unsafe_code)]

@@ -1,0 +1,2 @@
+//! # mrc-sim: cycle-level NIC + fabric simulator
+#![deny(unsafe_code)]

@@ -1,0 +1,3 @@
+fn main() {
+    println!("mrc-sim: the simulator has not landed yet (issue 5).");
+}

@@ -1,0 +1,1 @@
+//! # mrc-tests: whole-system tests
