@@ -2,5 +2,11 @@
 //!
 //! `no_std`, no allocation: runs unchanged on the NIC's RISC-V cores, inside the simulator and in
 //! tests.
+//!
+//! - [`datapath`]: per-packet reference models (what the RTL implements).
+//! - [`engine`]: the slow path on coalesced events (sans-IO: `handle_*` in, `poll_*` out).
 #![no_std]
 #![deny(unsafe_code)]
+
+pub mod datapath;
+pub mod engine;

@@ -1,2 +1,4 @@
 //! # mrc-sim: cycle-level NIC + fabric simulator
 #![deny(unsafe_code)]
+
+pub mod core;

@@ -1,0 +1,1 @@
+//! The deterministic discrete-event core: picosecond time, event queue, clock domains.
