@@ -19,9 +19,13 @@ re-parsed and its checksum recomputed independently before it is written.
   bth, mrh, evx, tsx, reth, immdt, ack, nack, probe (field names as in the dissector, booleans as
   JSON true/false, mrh.ev_format as its number); payload_len.
 
-Malformed vectors carry `"malformed": true`, an `"error"` kind (see MALFORMED below), an
-`"expert"` object {"severity": "error"|"warning", "match": substring} naming the expert info the
-dissector must raise, and `fields` for the layers that still decode.
+Malformed vectors carry `"malformed": true`, an `"error"` kind, an `"expert"` object
+{"severity": "error"|"warning", "match": substring} naming the expert info the dissector must
+raise, and `fields` for the layers that still decode. Error kinds: truncated_bth, bad_version,
+ev_format_3, unknown_opcode, reth_length_mismatch (a parseable packet that breaks the RETH rule),
+truncated_reth, truncated_ackx, srh_segments_left, zero_udp_checksum, reserved_nonzero (BTH byte 4
+reserved bits set; only a warning for the dissector, a decoder may accept it but then cannot
+re-emit the same bytes).
 
 Run from anywhere: python3 abi/testdata/scapy_vectors.py
 """

@@ -492,12 +492,16 @@ mrc.prefs.port = Pref.uint("UDP port", MRC_UDP_PORT, "UDP destination port of MR
 
 local udp_port_table = DissectorTable.get("udp.port")
 local registered_port = MRC_UDP_PORT
+-- whatever owned the port before (RoCEv2 for 4791), given back when the port preference moves
+local previous_owner = udp_port_table:get_dissector(registered_port)
 udp_port_table:add(registered_port, mrc)
 
 function mrc.prefs_changed()
     if mrc.prefs.port ~= registered_port then
         udp_port_table:remove(registered_port, mrc)
+        if previous_owner ~= nil then udp_port_table:add(registered_port, previous_owner) end
         registered_port = mrc.prefs.port
+        previous_owner = udp_port_table:get_dissector(registered_port)
         udp_port_table:add(registered_port, mrc)
     end
 end
