@@ -49,6 +49,8 @@ pub mod wire;
 #[cfg(feature = "std")]
 pub mod gen;
 #[cfg(feature = "std")]
+pub mod json;
+#[cfg(feature = "std")]
 pub mod pcap;
 
 pub use psn::Psn;

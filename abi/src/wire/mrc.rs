@@ -342,10 +342,10 @@ impl<T: AsRef<[u8]>> MrcPacket<T> {
             Opcode::EvProbe | Opcode::EvProbeReply => Header::Probe,
             _ => Header::Reth,
         };
-        need(b, at + RETH_LEN.min(body_len(op)), body_header)?;
-        if op.has_imm() {
-            need(b, at + body_len(op), Header::ImmDt)?;
+        if op.is_write() {
+            need(b, at + RETH_LEN, Header::Reth)?;
         }
+        need(b, at + body_len(op), if op.has_imm() { Header::ImmDt } else { body_header })?;
         let payload_at = at + body_len(op);
         Ok(MrcPacket {
             buffer,

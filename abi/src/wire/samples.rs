@@ -33,6 +33,18 @@ pub const SAMPLE_EV_VALUE: u32 = 0x1234_5678;
 const SRC_NIC: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 1, 0, 0, 0, 1);
 const DST_NIC: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 2, 0, 0, 0, 2);
 
+/// The EV value samples carry in their EVX: the UDP source port, the STEV value, or the index of
+/// the SRv6 route in the EV profile.
+pub const fn sample_ev_value(format: EvFormat) -> u32 {
+    match format {
+        EvFormat::Udp => SAMPLE_UDP_PORT as u32,
+        EvFormat::Stev => SAMPLE_EV_VALUE,
+        EvFormat::Srv6 => 7,
+    }
+}
+
+const SAMPLE_UDP_PORT: u16 = 0xd00d;
+
 /// The encapsulations the samples cover: the three EV formats, SRv6 with and without an SRH.
 pub const ENCAPS: [(EvFormat, bool); 4] = [
     (EvFormat::Udp, false),
@@ -57,7 +69,7 @@ fn encap(format: EvFormat, with_srh: bool) -> (Encap, UdpRepr) {
     match format {
         EvFormat::Udp => (
             Encap::Plain(ip(SRC_NIC, DST_NIC, IP_PROTO_UDP, 0)),
-            UdpRepr { src_port: 0xd00d },
+            UdpRepr { src_port: SAMPLE_UDP_PORT },
         ),
         EvFormat::Stev => {
             let (fl, port) = stev_encode(SAMPLE_EV_VALUE);
@@ -83,7 +95,7 @@ fn encap(format: EvFormat, with_srh: bool) -> (Encap, UdpRepr) {
             let inner = ip(SRC_NIC, DST_NIC, IP_PROTO_UDP, 0);
             (
                 Encap::Srv6 { outer, srh, inner },
-                UdpRepr { src_port: 0xd00d },
+                UdpRepr { src_port: SAMPLE_UDP_PORT },
             )
         }
     }
@@ -126,7 +138,7 @@ pub fn frame(
             evx: Some(EvxRepr {
                 ev_index: 42,
                 plane: 3,
-                ev_value: SAMPLE_EV_VALUE,
+                ev_value: sample_ev_value(format),
             }),
             tsx: Some(TsxRepr {
                 tx_ts_ns: 1_000_000,
