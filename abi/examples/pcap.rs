@@ -23,8 +23,11 @@ fn samples(path: &str) -> Result<(), String> {
     let mut buf = [0u8; 2048];
     let mut n = 0;
     for (i, (name, frame)) in wire::samples::all().enumerate() {
-        let len = frame.emit(&mut buf).map_err(|e| format!("sample {name}: {e}"))?;
-        w.write(Duration::from_micros(i as u64), &buf[..len]).map_err(|e| format!("{path}: {e}"))?;
+        let len = frame
+            .emit(&mut buf)
+            .map_err(|e| format!("sample {name}: {e}"))?;
+        w.write(Duration::from_micros(i as u64), &buf[..len])
+            .map_err(|e| format!("{path}: {e}"))?;
         n += 1;
     }
     w.into_inner().flush().map_err(|e| format!("{path}: {e}"))?;

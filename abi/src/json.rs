@@ -70,10 +70,16 @@ pub fn decode(buf: &[u8]) -> Result<Value, Error> {
         }),
     );
     if let Some(e) = m.evx {
-        o.insert("evx".into(), json!({"ev_index": e.ev_index, "plane": e.plane, "ev_value": e.ev_value}));
+        o.insert(
+            "evx".into(),
+            json!({"ev_index": e.ev_index, "plane": e.plane, "ev_value": e.ev_value}),
+        );
     }
     if let Some(t) = m.tsx {
-        o.insert("tsx".into(), json!({"tx_ts_ns": t.tx_ts_ns, "echo_ts_ns": t.echo_ts_ns}));
+        o.insert(
+            "tsx".into(),
+            json!({"tx_ts_ns": t.tx_ts_ns, "echo_ts_ns": t.echo_ts_ns}),
+        );
     }
     body_json(&m.body, &mut o);
     o.insert("payload_len".into(), json!(f.payload.len()));
@@ -91,7 +97,10 @@ fn ip_json(ip: &Ipv6Repr, payload_len: u16) -> Value {
 fn body_json(body: &Body, o: &mut Map<String, Value>) {
     match body {
         Body::Write { segment, reth } => {
-            o.insert("reth".into(), json!({"va": reth.va, "rkey": reth.rkey, "dma_len": reth.dma_len}));
+            o.insert(
+                "reth".into(),
+                json!({"va": reth.va, "rkey": reth.rkey, "dma_len": reth.dma_len}),
+            );
             if let Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } = segment {
                 o.insert("immdt".into(), json!({"imm": i}));
             }
@@ -116,7 +125,10 @@ fn body_json(body: &Body, o: &mut Map<String, Value>) {
             );
         }
         Body::Probe(p) | Body::ProbeReply(p) => {
-            o.insert("probe".into(), json!({"probe_id": p.probe_id, "ev_index": p.ev_index, "plane": p.plane}));
+            o.insert(
+                "probe".into(),
+                json!({"probe_id": p.probe_id, "ev_index": p.ev_index, "plane": p.plane}),
+            );
         }
     }
 }

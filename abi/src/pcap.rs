@@ -2,8 +2,8 @@
 //! microsecond timestamps. Wireshark and tshark read what this writes.
 
 use std::io::{Read, Write};
-use std::vec::Vec;
 use std::time::Duration;
+use std::vec::Vec;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 use pcap_file::DataLink;
@@ -49,8 +49,14 @@ pub struct Writer<W: Write> {
 impl<W: Write> Writer<W> {
     /// Start a pcap stream (Ethernet, microseconds, snaplen 65535).
     pub fn new(w: W) -> Result<Self, PcapError> {
-        let header = PcapHeader { datalink: DataLink::ETHERNET, snaplen: 65535, ..Default::default() };
-        Ok(Writer { inner: PcapWriter::with_header(w, header)? })
+        let header = PcapHeader {
+            datalink: DataLink::ETHERNET,
+            snaplen: 65535,
+            ..Default::default()
+        };
+        Ok(Writer {
+            inner: PcapWriter::with_header(w, header)?,
+        })
     }
 
     /// Append one frame captured at `ts` (simulated or wall time since the epoch).
@@ -84,13 +90,17 @@ impl<R: Read> Reader<R> {
 
     /// The next frame as (timestamp, bytes), `None` at the end.
     pub fn next_frame(&mut self) -> Option<Result<(Duration, Vec<u8>), PcapError>> {
-        self.inner.next_packet().map(|r| r.map(|p| (p.timestamp, p.data.into_owned())).map_err(PcapError::from))
+        self.inner.next_packet().map(|r| {
+            r.map(|p| (p.timestamp, p.data.into_owned()))
+                .map_err(PcapError::from)
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::vec;
 
     #[test]
     fn round_trip_in_memory() {
@@ -99,7 +109,10 @@ mod tests {
         w.write(Duration::from_micros(6), &[4; 100]).unwrap();
         let bytes = w.into_inner();
         let mut r = Reader::new(&bytes[..]).unwrap();
-        assert_eq!(r.next_frame().unwrap().unwrap(), (Duration::from_micros(5), vec![1, 2, 3]));
+        assert_eq!(
+            r.next_frame().unwrap().unwrap(),
+            (Duration::from_micros(5), vec![1, 2, 3])
+        );
         assert_eq!(r.next_frame().unwrap().unwrap().1.len(), 100);
         assert!(r.next_frame().is_none());
         assert!(Reader::new(&b"not a pcap file at all"[..]).is_err());

@@ -345,7 +345,15 @@ impl<T: AsRef<[u8]>> MrcPacket<T> {
         if op.is_write() {
             need(b, at + RETH_LEN, Header::Reth)?;
         }
-        need(b, at + body_len(op), if op.has_imm() { Header::ImmDt } else { body_header })?;
+        need(
+            b,
+            at + body_len(op),
+            if op.has_imm() {
+                Header::ImmDt
+            } else {
+                body_header
+            },
+        )?;
         let payload_at = at + body_len(op);
         Ok(MrcPacket {
             buffer,

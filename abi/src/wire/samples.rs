@@ -69,7 +69,9 @@ fn encap(format: EvFormat, with_srh: bool) -> (Encap, UdpRepr) {
     match format {
         EvFormat::Udp => (
             Encap::Plain(ip(SRC_NIC, DST_NIC, IP_PROTO_UDP, 0)),
-            UdpRepr { src_port: SAMPLE_UDP_PORT },
+            UdpRepr {
+                src_port: SAMPLE_UDP_PORT,
+            },
         ),
         EvFormat::Stev => {
             let (fl, port) = stev_encode(SAMPLE_EV_VALUE);
@@ -95,7 +97,9 @@ fn encap(format: EvFormat, with_srh: bool) -> (Encap, UdpRepr) {
             let inner = ip(SRC_NIC, DST_NIC, IP_PROTO_UDP, 0);
             (
                 Encap::Srv6 { outer, srh, inner },
-                UdpRepr { src_port: SAMPLE_UDP_PORT },
+                UdpRepr {
+                    src_port: SAMPLE_UDP_PORT,
+                },
             )
         }
     }
