@@ -23,9 +23,8 @@ impl EventFd {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        Ok(EventFd {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(EventFd { fd })
     }
 
     /// Adds `n` to the counter (what the kernel does when the interrupt fires).
@@ -112,7 +111,14 @@ mod tests {
         e.signal(1).unwrap();
         e.signal(2).unwrap();
         assert_eq!(e.wait(Duration::from_millis(10)).unwrap(), 3);
-        assert_eq!(e.wait(Duration::from_millis(1)).unwrap(), 0, "timeout gives 0");
-        assert!(e.signal(u64::MAX).is_err(), "0xffff_ffff_ffff_ffff is not a valid add");
+        assert_eq!(
+            e.wait(Duration::from_millis(1)).unwrap(),
+            0,
+            "timeout gives 0"
+        );
+        assert!(
+            e.signal(u64::MAX).is_err(),
+            "0xffff_ffff_ffff_ffff is not a valid add"
+        );
     }
 }

@@ -122,7 +122,14 @@ mod tests {
         let y = a.alloc(0x2000, 0x4000).unwrap();
         assert_eq!(y, Iova(0x4000));
         a.free(x, 0x1000).unwrap();
-        assert_eq!(a.free(x, 0x1000), Err(BadFree { iova: x, size: 0x1000 }), "double free");
+        assert_eq!(
+            a.free(x, 0x1000),
+            Err(BadFree {
+                iova: x,
+                size: 0x1000
+            }),
+            "double free"
+        );
         a.free(y, 0x2000).unwrap();
         assert_eq!(a.free_bytes(), 0x10_0000);
         assert_eq!(a.free.len(), 1, "everything merged back");

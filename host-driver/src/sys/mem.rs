@@ -31,10 +31,10 @@ pub(crate) enum Access {
 
 /// Plain integer types the volatile accessors move, little-endian on the device side.
 pub(crate) trait Word: Copy {
-    fn from_le(self) -> Self;
+    fn le(self) -> Self;
 }
 macro_rules! word {
-    ($($t:ty),*) => {$(impl Word for $t { fn from_le(self) -> Self { <$t>::from_le(self) } })*};
+    ($($t:ty),*) => {$(impl Word for $t { fn le(self) -> Self { <$t>::from_le(self) } })*};
 }
 word!(u8, u16, u32, u64);
 
@@ -88,7 +88,7 @@ impl RawMem {
         }
         // In bounds of a `usize`-sized block, so it fits a `usize`.
         let off = offset as usize;
-        if (self.as_ptr() as usize + off) % align != 0 {
+        if !(self.as_ptr() as usize + off).is_multiple_of(align) {
             return Err(Access::Misaligned);
         }
         Ok(off)
@@ -100,14 +100,14 @@ impl RawMem {
         // SAFETY: `check` proved `off..off+size_of::<T>()` lies inside the live block and that
         // the address is aligned for `T`; `T` is a plain integer valid for any bits.
         let v = unsafe { std::ptr::read_volatile(self.as_ptr().add(off).cast::<T>()) };
-        Ok(v.from_le())
+        Ok(v.le())
     }
 
     /// Writes one naturally aligned word in little-endian.
     pub(crate) fn write<T: Word>(&self, offset: u64, value: T) -> Result<(), Access> {
         let off = self.check(offset, size_of::<T>(), size_of::<T>())?;
         // SAFETY: as in `read`: in bounds and aligned; no reference to the block exists.
-        unsafe { std::ptr::write_volatile(self.as_ptr().add(off).cast::<T>(), value.from_le()) };
+        unsafe { std::ptr::write_volatile(self.as_ptr().add(off).cast::<T>(), value.le()) };
         Ok(())
     }
 
@@ -117,16 +117,16 @@ impl RawMem {
         let base = self.as_ptr();
         let mut i = 0;
         while i < buf.len() {
-            // SAFETY (both arms): `off + i (+ 8) <= off + buf.len()`, inside the block checked
-            // above; the 8-byte arm runs only on an 8-aligned address.
-            let p = unsafe { base.add(off + i) };
-            if buf.len() - i >= 8 && (p as usize) % 8 == 0 {
-                // SAFETY: see above.
+            // In bounds: `off + i < off + buf.len()`, inside the block checked above.
+            let p = base.wrapping_add(off + i);
+            if buf.len() - i >= 8 && (p as usize).is_multiple_of(8) {
+                // SAFETY: `p..p+8` is inside the checked block (`i + 8 <= buf.len()`) and
+                // 8-aligned; no reference to the block exists.
                 let w = unsafe { std::ptr::read_volatile(p.cast::<u64>()) };
                 buf[i..i + 8].copy_from_slice(&w.to_ne_bytes());
                 i += 8;
             } else {
-                // SAFETY: see above.
+                // SAFETY: `p` is inside the checked block; no reference to the block exists.
                 buf[i] = unsafe { std::ptr::read_volatile(p) };
                 i += 1;
             }
@@ -140,16 +140,17 @@ impl RawMem {
         let base = self.as_ptr();
         let mut i = 0;
         while i < data.len() {
-            // SAFETY (both arms): as in `read_bytes`.
-            let p = unsafe { base.add(off + i) };
-            if data.len() - i >= 8 && (p as usize) % 8 == 0 {
+            // In bounds: `off + i < off + data.len()`, inside the block checked above.
+            let p = base.wrapping_add(off + i);
+            if data.len() - i >= 8 && (p as usize).is_multiple_of(8) {
                 let mut w = [0u8; 8];
                 w.copy_from_slice(&data[i..i + 8]);
-                // SAFETY: see above.
+                // SAFETY: `p..p+8` is inside the checked block (`i + 8 <= data.len()`) and
+                // 8-aligned; no reference to the block exists.
                 unsafe { std::ptr::write_volatile(p.cast::<u64>(), u64::from_ne_bytes(w)) };
                 i += 8;
             } else {
-                // SAFETY: see above.
+                // SAFETY: `p` is inside the checked block; no reference to the block exists.
                 unsafe { std::ptr::write_volatile(p, data[i]) };
                 i += 1;
             }
@@ -169,7 +170,10 @@ impl Drop for RawMem {
 }
 
 fn too_big(len: usize) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, format!("{len} bytes is too large"))
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{len} bytes is too large"),
+    )
 }
 
 /// `v` rounded up to a multiple of the power of two `to`.
@@ -200,7 +204,9 @@ pub(crate) struct DmaInner {
 
 impl DmaInner {
     fn mem(&self) -> &RawMem {
-        self.mem.as_ref().expect("DmaInner::mem is taken only by free/drop")
+        self.mem
+            .as_ref()
+            .expect("DmaInner::mem is taken only by free/drop")
     }
 
     /// Runs the release hook and frees the memory, or leaks it when the release failed.
@@ -229,7 +235,11 @@ impl DmaInner {
 impl Drop for DmaInner {
     fn drop(&mut self) {
         if let Err(e) = self.finish() {
-            log::error!("DMA region at {} ({:#x} bytes) leaked: {e}", self.iova, self.len);
+            log::error!(
+                "DMA region at {} ({:#x} bytes) leaked: {e}",
+                self.iova,
+                self.len
+            );
         }
     }
 }
@@ -326,42 +336,60 @@ impl DmaRegion {
     /// # Errors
     /// [`Error::DmaOutOfRange`].
     pub fn read_u8(&self, offset: u64) -> Result<u8> {
-        self.inner.mem().read(offset).map_err(|a| self.err(a, offset, 1))
+        self.inner
+            .mem()
+            .read(offset)
+            .map_err(|a| self.err(a, offset, 1))
     }
     /// Writes the byte at `offset`.
     ///
     /// # Errors
     /// [`Error::DmaOutOfRange`].
     pub fn write_u8(&self, offset: u64, v: u8) -> Result<()> {
-        self.inner.mem().write(offset, v).map_err(|a| self.err(a, offset, 1))
+        self.inner
+            .mem()
+            .write(offset, v)
+            .map_err(|a| self.err(a, offset, 1))
     }
     /// Reads a little-endian u32 at a 4-aligned `offset`.
     ///
     /// # Errors
     /// [`Error::DmaOutOfRange`], [`Error::DmaMisaligned`].
     pub fn read_u32(&self, offset: u64) -> Result<u32> {
-        self.inner.mem().read(offset).map_err(|a| self.err(a, offset, 4))
+        self.inner
+            .mem()
+            .read(offset)
+            .map_err(|a| self.err(a, offset, 4))
     }
     /// Writes a little-endian u32 at a 4-aligned `offset`.
     ///
     /// # Errors
     /// [`Error::DmaOutOfRange`], [`Error::DmaMisaligned`].
     pub fn write_u32(&self, offset: u64, v: u32) -> Result<()> {
-        self.inner.mem().write(offset, v).map_err(|a| self.err(a, offset, 4))
+        self.inner
+            .mem()
+            .write(offset, v)
+            .map_err(|a| self.err(a, offset, 4))
     }
     /// Reads a little-endian u64 at an 8-aligned `offset`.
     ///
     /// # Errors
     /// [`Error::DmaOutOfRange`], [`Error::DmaMisaligned`].
     pub fn read_u64(&self, offset: u64) -> Result<u64> {
-        self.inner.mem().read(offset).map_err(|a| self.err(a, offset, 8))
+        self.inner
+            .mem()
+            .read(offset)
+            .map_err(|a| self.err(a, offset, 8))
     }
     /// Writes a little-endian u64 at an 8-aligned `offset`.
     ///
     /// # Errors
     /// [`Error::DmaOutOfRange`], [`Error::DmaMisaligned`].
     pub fn write_u64(&self, offset: u64, v: u64) -> Result<()> {
-        self.inner.mem().write(offset, v).map_err(|a| self.err(a, offset, 8))
+        self.inner
+            .mem()
+            .write(offset, v)
+            .map_err(|a| self.err(a, offset, 8))
     }
     /// Copies `buf.len()` bytes at `offset` into `buf`.
     ///
@@ -369,7 +397,10 @@ impl DmaRegion {
     /// [`Error::DmaOutOfRange`] (nothing is copied).
     pub fn read_slice(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let n = buf.len();
-        self.inner.mem().read_bytes(offset, buf).map_err(|a| self.err(a, offset, n))
+        self.inner
+            .mem()
+            .read_bytes(offset, buf)
+            .map_err(|a| self.err(a, offset, n))
     }
     /// Copies `data` to `offset`.
     ///
@@ -441,7 +472,10 @@ impl DmaHandle {
         if !self.covers(iova, size) {
             return Err(fault);
         }
-        let inner = self.inner.upgrade().ok_or(Error::DmaFault { bdf, iova, size })?;
+        let inner = self
+            .inner
+            .upgrade()
+            .ok_or(Error::DmaFault { bdf, iova, size })?;
         let Some(mem) = inner.mem.as_ref() else {
             return Err(fault);
         };
@@ -506,13 +540,40 @@ mod tests {
     #[test]
     fn out_of_range_and_misaligned_are_errors() {
         let r = DmaRegion::new_heap(4096, Iova(0x2000), None).unwrap();
-        assert!(matches!(r.read_u8(4096), Err(Error::DmaOutOfRange { offset: 4096, size: 1, len: 4096, .. })));
-        assert!(matches!(r.write_u64(4092, 1), Err(Error::DmaOutOfRange { .. })));
-        assert!(matches!(r.read_u64(u64::MAX), Err(Error::DmaOutOfRange { .. })));
-        assert!(matches!(r.read_u32(2), Err(Error::DmaMisaligned { offset: 2, size: 4, .. })));
-        assert!(matches!(r.write_u64(4, 0), Err(Error::DmaMisaligned { .. })));
+        assert!(matches!(
+            r.read_u8(4096),
+            Err(Error::DmaOutOfRange {
+                offset: 4096,
+                size: 1,
+                len: 4096,
+                ..
+            })
+        ));
+        assert!(matches!(
+            r.write_u64(4092, 1),
+            Err(Error::DmaOutOfRange { .. })
+        ));
+        assert!(matches!(
+            r.read_u64(u64::MAX),
+            Err(Error::DmaOutOfRange { .. })
+        ));
+        assert!(matches!(
+            r.read_u32(2),
+            Err(Error::DmaMisaligned {
+                offset: 2,
+                size: 4,
+                ..
+            })
+        ));
+        assert!(matches!(
+            r.write_u64(4, 0),
+            Err(Error::DmaMisaligned { .. })
+        ));
         let mut big = vec![0u8; 10];
-        assert!(matches!(r.read_slice(4090, &mut big), Err(Error::DmaOutOfRange { size: 10, .. })));
+        assert!(matches!(
+            r.read_slice(4090, &mut big),
+            Err(Error::DmaOutOfRange { size: 10, .. })
+        ));
         assert!(r.write_slice(4090, &big).is_err());
         // A refused write changed nothing.
         assert_eq!(r.read_u64(4088).unwrap(), 0);
@@ -542,7 +603,10 @@ mod tests {
         drop(r);
         assert_eq!(rec.calls.lock().unwrap().len(), 2);
 
-        let failing = Arc::new(Recorder { fail: true, ..Default::default() });
+        let failing = Arc::new(Recorder {
+            fail: true,
+            ..Default::default()
+        });
         let r = DmaRegion::new_heap(1, Iova(0x9000), Some(failing.clone())).unwrap();
         assert!(matches!(r.free(), Err(Error::DmaUnmap { .. })));
         assert_eq!(failing.calls.lock().unwrap().len(), 1);
@@ -556,10 +620,19 @@ mod tests {
         h.write(bdf, Iova(0x10_0010), &[1, 2, 3]).unwrap();
         assert_eq!(r.read_u8(0x11).unwrap(), 2);
         let mut b = [0u8; 2];
-        assert!(matches!(h.read(bdf, Iova(0x10_0fff), &mut b), Err(Error::DmaFault { .. })));
-        assert!(matches!(h.read(bdf, Iova(0xf_ffff), &mut b), Err(Error::DmaFault { .. })));
+        assert!(matches!(
+            h.read(bdf, Iova(0x10_0fff), &mut b),
+            Err(Error::DmaFault { .. })
+        ));
+        assert!(matches!(
+            h.read(bdf, Iova(0xf_ffff), &mut b),
+            Err(Error::DmaFault { .. })
+        ));
         drop(r);
         assert!(!h.is_live());
-        assert!(matches!(h.read(bdf, Iova(0x10_0010), &mut b), Err(Error::DmaFault { .. })));
+        assert!(matches!(
+            h.read(bdf, Iova(0x10_0010), &mut b),
+            Err(Error::DmaFault { .. })
+        ));
     }
 }

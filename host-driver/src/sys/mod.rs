@@ -33,6 +33,7 @@
 //! assert_eq!(dma.read_u64(8).unwrap(), 42);
 //! ```
 #![allow(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod eventfd;
 mod iova;
@@ -133,7 +134,9 @@ impl FromStr for Bdf {
             }
             u32::from_str_radix(part, 16).map_err(|_| err(what))
         };
-        let (head, func) = s.rsplit_once('.').ok_or_else(|| err("missing '.function'"))?;
+        let (head, func) = s
+            .rsplit_once('.')
+            .ok_or_else(|| err("missing '.function'"))?;
         let parts: Vec<&str> = head.split(':').collect();
         let (domain, bus, dev) = match parts.as_slice() {
             [d, b, v] => (hex(d, 4, "domain must be 1-4 hex digits")?, *b, *v),
@@ -213,7 +216,11 @@ pub enum Error {
     },
     /// A multi-byte DMA region access not aligned to its width.
     #[error("DMA region at {iova}: access of {size} bytes at offset {offset:#x} is not {size}-byte aligned")]
-    DmaMisaligned { iova: Iova, offset: u64, size: usize },
+    DmaMisaligned {
+        iova: Iova,
+        offset: u64,
+        size: usize,
+    },
     /// A device-side access to an IOVA no live DMA region covers (an IOMMU fault).
     #[error("{bdf}: device access of {size} bytes at {iova} hits no mapped DMA region")]
     DmaFault { bdf: Bdf, iova: Iova, size: usize },
@@ -313,7 +320,10 @@ pub enum Error {
         source: io::Error,
     },
     /// Some device in the IOMMU group is not bound to vfio-pci.
-    #[error("IOMMU group {group} is not viable: bind every device in it to vfio-pci; offending: {}", list_members(offending))]
+    #[error(
+        "IOMMU group {group} is not viable: bind every device in it to vfio-pci; offending: {}",
+        list_members(offending)
+    )]
     GroupNotViable {
         group: u32,
         offending: Vec<GroupMember>,
@@ -465,7 +475,7 @@ pub(crate) fn check_mmio(bdf: Bdf, region: u32, offset: u64, size: usize, len: u
             len,
         });
     }
-    if offset % size as u64 != 0 {
+    if !offset.is_multiple_of(size as u64) {
         return Err(Error::MmioMisaligned {
             bdf,
             region,
@@ -500,7 +510,10 @@ mod tests {
         assert_eq!(b, Bdf::new(0, 0, 4, 0).unwrap());
         assert_eq!(b.to_string(), "0000:00:04.0");
         let b: Bdf = "abcd:Ff:1f.7".parse().unwrap();
-        assert_eq!((b.domain, b.bus, b.device, b.function), (0xabcd, 0xff, 0x1f, 7));
+        assert_eq!(
+            (b.domain, b.bus, b.device, b.function),
+            (0xabcd, 0xff, 0x1f, 7)
+        );
         assert_eq!(b.to_string(), "abcd:ff:1f.7");
         let short: Bdf = "03:00.1".parse().unwrap();
         assert_eq!(short, Bdf::new(0, 3, 0, 1).unwrap());
@@ -518,7 +531,10 @@ mod tests {
             ("0000:100:04.0", "bus must be 1-2 hex digits"),
             ("0000:0g:04.0", "non-hex digit"),
             ("0000:+1:04.0", "non-hex digit"),
-            ("1:2:3:4.0", "expected 2 or 3 ':'-separated fields before '.'"),
+            (
+                "1:2:3:4.0",
+                "expected 2 or 3 ':'-separated fields before '.'",
+            ),
             ("0000::04.0", "bus must be 1-2 hex digits"),
         ] {
             let e = input.parse::<Bdf>().unwrap_err();
@@ -539,11 +555,19 @@ mod tests {
         let bdf = Bdf::default();
         assert!(matches!(
             check_mmio(bdf, 0, 6, 4, 16),
-            Err(Error::MmioMisaligned { offset: 6, size: 4, .. })
+            Err(Error::MmioMisaligned {
+                offset: 6,
+                size: 4,
+                ..
+            })
         ));
         assert!(matches!(
             check_mmio(bdf, 0, 16, 4, 16),
-            Err(Error::MmioOutOfRange { offset: 16, len: 16, .. })
+            Err(Error::MmioOutOfRange {
+                offset: 16,
+                len: 16,
+                ..
+            })
         ));
         assert!(check_mmio(bdf, 0, 8, 8, 16).is_ok());
     }
@@ -558,7 +582,10 @@ mod tests {
             }],
         };
         let s = e.to_string();
-        assert!(s.contains("group 7") && s.contains("0000:00:05.0 (driver e1000e)"), "{s}");
+        assert!(
+            s.contains("group 7") && s.contains("0000:00:05.0 (driver e1000e)"),
+            "{s}"
+        );
         let e = Error::Sys {
             bdf: "0000:00:04.0".parse().unwrap(),
             op: "VFIO_DEVICE_RESET",

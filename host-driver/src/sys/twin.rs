@@ -133,7 +133,9 @@ impl TwinDevice {
     /// Out-of-range or misaligned offset.
     pub fn reg_read32(&self, offset: u64) -> Result<u32> {
         check_mmio(self.bdf, 0, offset, 4, self.bar0.len() as u64)?;
-        self.bar0.read(offset).map_err(|_| self.misaligned(offset, 4))
+        self.bar0
+            .read(offset)
+            .map_err(|_| self.misaligned(offset, 4))
     }
     /// Device-side register write (no hooks, no counters).
     ///
@@ -141,7 +143,9 @@ impl TwinDevice {
     /// Out-of-range or misaligned offset.
     pub fn reg_write32(&self, offset: u64, value: u32) -> Result<()> {
         check_mmio(self.bdf, 0, offset, 4, self.bar0.len() as u64)?;
-        self.bar0.write(offset, value).map_err(|_| self.misaligned(offset, 4))
+        self.bar0
+            .write(offset, value)
+            .map_err(|_| self.misaligned(offset, 4))
     }
     /// Device-side 64-bit register read.
     ///
@@ -149,7 +153,9 @@ impl TwinDevice {
     /// Out-of-range or misaligned offset.
     pub fn reg_read64(&self, offset: u64) -> Result<u64> {
         check_mmio(self.bdf, 0, offset, 8, self.bar0.len() as u64)?;
-        self.bar0.read(offset).map_err(|_| self.misaligned(offset, 8))
+        self.bar0
+            .read(offset)
+            .map_err(|_| self.misaligned(offset, 8))
     }
     /// Device-side 64-bit register write.
     ///
@@ -157,7 +163,9 @@ impl TwinDevice {
     /// Out-of-range or misaligned offset.
     pub fn reg_write64(&self, offset: u64, value: u64) -> Result<()> {
         check_mmio(self.bdf, 0, offset, 8, self.bar0.len() as u64)?;
-        self.bar0.write(offset, value).map_err(|_| self.misaligned(offset, 8))
+        self.bar0
+            .write(offset, value)
+            .map_err(|_| self.misaligned(offset, 8))
     }
 
     fn misaligned(&self, offset: u64, size: usize) -> Error {
@@ -316,9 +324,19 @@ impl Twin {
             4 => self.dev.reg_write32(offset, value as u32)?,
             _ => self.dev.reg_write64(offset, value)?,
         }
-        self.dev.counters.mmio_writes.fetch_add(1, Ordering::Relaxed);
+        self.dev
+            .counters
+            .mmio_writes
+            .fetch_add(1, Ordering::Relaxed);
         if let Some(hook) = lock(&self.write_hook).as_mut() {
-            hook(&self.dev, MmioWrite { offset, size, value });
+            hook(
+                &self.dev,
+                MmioWrite {
+                    offset,
+                    size,
+                    value,
+                },
+            );
         }
         Ok(())
     }
@@ -460,16 +478,43 @@ mod tests {
     fn mmio_round_trip_bounds_and_alignment() {
         let t = twin();
         t.mmio_write64(0x100, 0x0102_0304_0506_0708).unwrap();
-        assert_eq!(t.mmio_read32(0x100).unwrap(), 0x0506_0708, "little-endian registers");
+        assert_eq!(
+            t.mmio_read32(0x100).unwrap(),
+            0x0506_0708,
+            "little-endian registers"
+        );
         assert_eq!(t.mmio_read32(0x104).unwrap(), 0x0102_0304);
         let len = t.bar0_len();
-        assert!(matches!(t.mmio_read32(len), Err(Error::MmioOutOfRange { region: 0, size: 4, .. })));
-        assert!(matches!(t.mmio_write64(len - 4, 0), Err(Error::MmioOutOfRange { .. })));
-        assert!(matches!(t.mmio_read64(u64::MAX - 3), Err(Error::MmioOutOfRange { .. })));
-        assert!(matches!(t.mmio_write32(0x102, 0), Err(Error::MmioMisaligned { .. })));
-        assert!(matches!(t.mmio_read64(0x104), Err(Error::MmioMisaligned { .. })));
+        assert!(matches!(
+            t.mmio_read32(len),
+            Err(Error::MmioOutOfRange {
+                region: 0,
+                size: 4,
+                ..
+            })
+        ));
+        assert!(matches!(
+            t.mmio_write64(len - 4, 0),
+            Err(Error::MmioOutOfRange { .. })
+        ));
+        assert!(matches!(
+            t.mmio_read64(u64::MAX - 3),
+            Err(Error::MmioOutOfRange { .. })
+        ));
+        assert!(matches!(
+            t.mmio_write32(0x102, 0),
+            Err(Error::MmioMisaligned { .. })
+        ));
+        assert!(matches!(
+            t.mmio_read64(0x104),
+            Err(Error::MmioMisaligned { .. })
+        ));
         let c = t.device().counters();
-        assert_eq!(c.mmio_writes.load(Ordering::Relaxed), 1, "refused writes are not counted");
+        assert_eq!(
+            c.mmio_writes.load(Ordering::Relaxed),
+            1,
+            "refused writes are not counted"
+        );
         assert_eq!(c.mmio_reads.load(Ordering::Relaxed), 2);
     }
 
@@ -523,9 +568,15 @@ mod tests {
         let iova = r.iova();
         t.device().dma_write(iova, &[9]).unwrap();
         assert_eq!(r.read_u8(0).unwrap(), 9);
-        assert!(matches!(t.device().dma_write(Iova(iova.0 + 4095), &[1, 2]), Err(Error::DmaFault { .. })));
+        assert!(matches!(
+            t.device().dma_write(Iova(iova.0 + 4095), &[1, 2]),
+            Err(Error::DmaFault { .. })
+        ));
         r.free().unwrap();
-        assert!(matches!(t.device().dma_read(iova, &mut [0]), Err(Error::DmaFault { .. })));
+        assert!(matches!(
+            t.device().dma_read(iova, &mut [0]),
+            Err(Error::DmaFault { .. })
+        ));
         let again = t.alloc_dma(4096).unwrap();
         assert_eq!(again.iova(), iova, "freed IOVA range is reused");
         assert_eq!(again.read_u8(0).unwrap(), 0, "new region is zeroed");
@@ -536,11 +587,21 @@ mod tests {
 
     #[test]
     fn dma_errors() {
-        let t = Twin::new(TwinConfig { iova_span: 8192, ..TwinConfig::default() }).unwrap();
+        let t = Twin::new(TwinConfig {
+            iova_span: 8192,
+            ..TwinConfig::default()
+        })
+        .unwrap();
         assert!(matches!(t.alloc_dma(0), Err(Error::DmaZeroSize { .. })));
         let _a = t.alloc_dma(8192).unwrap();
-        assert!(matches!(t.alloc_dma(1), Err(Error::IovaExhausted { size: 4096, .. })));
-        assert!(matches!(t.alloc_dma(usize::MAX), Err(Error::DmaAlloc { .. })));
+        assert!(matches!(
+            t.alloc_dma(1),
+            Err(Error::IovaExhausted { size: 4096, .. })
+        ));
+        assert!(matches!(
+            t.alloc_dma(usize::MAX),
+            Err(Error::DmaAlloc { .. })
+        ));
         t.fail_dma_unmap(true);
         assert!(matches!(_a.free(), Err(Error::DmaUnmap { .. })));
         // The failed unmap leaked the range rather than reusing it.
@@ -552,9 +613,22 @@ mod tests {
     fn interrupts_and_vectors() {
         let t = twin();
         assert_eq!(t.interrupt_vectors(), 4);
-        assert!(matches!(t.interrupt_fd(4), Err(Error::NoSuchVector { vector: 4, count: 4, .. })));
-        assert!(matches!(t.wait_interrupt(9, Duration::ZERO), Err(Error::NoSuchVector { .. })));
-        assert!(matches!(t.device().raise_interrupt(4), Err(Error::NoSuchVector { .. })));
+        assert!(matches!(
+            t.interrupt_fd(4),
+            Err(Error::NoSuchVector {
+                vector: 4,
+                count: 4,
+                ..
+            })
+        ));
+        assert!(matches!(
+            t.wait_interrupt(9, Duration::ZERO),
+            Err(Error::NoSuchVector { .. })
+        ));
+        assert!(matches!(
+            t.device().raise_interrupt(4),
+            Err(Error::NoSuchVector { .. })
+        ));
         t.device().raise_interrupt(0).unwrap();
         t.device().raise_interrupt(0).unwrap();
         // The fd is usable with poll/epoll.
@@ -575,9 +649,22 @@ mod tests {
         assert_eq!(t.config_read_u16(0).unwrap(), 0x1d0f);
         assert_eq!(t.config_read_u16(2).unwrap(), 0x3c00);
         enable_bus_master(&t).unwrap();
-        assert_ne!(t.config_read_u16(PCI_COMMAND).unwrap() & PCI_COMMAND_MASTER, 0);
-        assert!(matches!(t.config_read_u32(4094), Err(Error::ConfigOutOfRange { offset: 4094, size: 4, .. })));
-        assert!(matches!(t.config_write(4096, &[0]), Err(Error::ConfigOutOfRange { .. })));
+        assert_ne!(
+            t.config_read_u16(PCI_COMMAND).unwrap() & PCI_COMMAND_MASTER,
+            0
+        );
+        assert!(matches!(
+            t.config_read_u32(4094),
+            Err(Error::ConfigOutOfRange {
+                offset: 4094,
+                size: 4,
+                ..
+            })
+        ));
+        assert!(matches!(
+            t.config_write(4096, &[0]),
+            Err(Error::ConfigOutOfRange { .. })
+        ));
         let dynamic: &dyn Backend = &t;
         assert_eq!(dynamic.config_len(), 4096, "object-safe");
     }

@@ -97,7 +97,10 @@ fn ptr_arg<T>(p: &mut T) -> libc::c_ulong {
 }
 
 fn not_open(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::NotConnected, format!("VFIO {what} is not open"))
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        format!("VFIO {what} is not open"),
+    )
 }
 
 fn open_rw(path: &Path) -> io::Result<File> {
@@ -285,7 +288,13 @@ impl VfioSys for LinuxVfio {
         };
         // SAFETY: `info` is a live vfio_region_info with argsz and index set; with argsz equal
         // to the base structure the kernel writes no capability chain past it.
-        unsafe { ioctl(self.device()?, VFIO_DEVICE_GET_REGION_INFO, ptr_arg(&mut info)) }?;
+        unsafe {
+            ioctl(
+                self.device()?,
+                VFIO_DEVICE_GET_REGION_INFO,
+                ptr_arg(&mut info),
+            )
+        }?;
         Ok(RegionInfo {
             index,
             flags: info.flags,
@@ -319,12 +328,18 @@ impl VfioSys for LinuxVfio {
     }
 
     fn region_read(&self, region: &RegionInfo, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let at = region.offset.checked_add(offset).ok_or_else(|| io::Error::other("overflow"))?;
+        let at = region
+            .offset
+            .checked_add(offset)
+            .ok_or_else(|| io::Error::other("overflow"))?;
         self.device()?.read_exact_at(buf, at)
     }
 
     fn region_write(&self, region: &RegionInfo, offset: u64, data: &[u8]) -> io::Result<()> {
-        let at = region.offset.checked_add(offset).ok_or_else(|| io::Error::other("overflow"))?;
+        let at = region
+            .offset
+            .checked_add(offset)
+            .ok_or_else(|| io::Error::other("overflow"))?;
         self.device()?.write_all_at(data, at)
     }
 
@@ -343,7 +358,13 @@ impl VfioSys for LinuxVfio {
         words.extend(fds.iter().map(|fd| fd.as_raw_fd() as u32));
         // SAFETY: `words` is a vfio_irq_set header (argsz covering the fds) followed by
         // `count` fds, live for the call; the borrowed fds stay open during it.
-        unsafe { ioctl(self.device()?, VFIO_DEVICE_SET_IRQS, words.as_mut_ptr() as _) }?;
+        unsafe {
+            ioctl(
+                self.device()?,
+                VFIO_DEVICE_SET_IRQS,
+                words.as_mut_ptr() as _,
+            )
+        }?;
         Ok(())
     }
 
@@ -354,7 +375,13 @@ impl VfioSys for LinuxVfio {
             0,
         )?;
         // SAFETY: a bare vfio_irq_set header with count 0, live for the call.
-        unsafe { ioctl(self.device()?, VFIO_DEVICE_SET_IRQS, words.as_mut_ptr() as _) }?;
+        unsafe {
+            ioctl(
+                self.device()?,
+                VFIO_DEVICE_SET_IRQS,
+                words.as_mut_ptr() as _,
+            )
+        }?;
         Ok(())
     }
 
@@ -420,7 +447,11 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))]
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    ))]
     #[test]
     fn ioctl_numbers_match_the_kernel_header() {
         // Values from linux/vfio.h as compiled on x86_64/arm64/riscv64.
@@ -481,16 +512,27 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].driver.as_deref(), Some("vfio-pci"));
         assert_eq!(m[1].to_string(), "0000:00:04.1 (driver e1000e)");
-        assert_eq!(sys.driver_of("0000:00:05.0".parse().unwrap()).unwrap(), None);
-        let missing = sys.iommu_group("0000:00:06.0".parse().unwrap()).unwrap_err();
+        assert_eq!(
+            sys.driver_of("0000:00:05.0".parse().unwrap()).unwrap(),
+            None
+        );
+        let missing = sys
+            .iommu_group("0000:00:06.0".parse().unwrap())
+            .unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]
     fn missing_dev_vfio_is_a_clean_error() {
         let mut sys = LinuxVfio::with_roots("/nonexistent-sys", "/nonexistent-dev-vfio");
-        assert_eq!(sys.open_container().unwrap_err().kind(), io::ErrorKind::NotFound);
-        assert_eq!(sys.api_version().unwrap_err().kind(), io::ErrorKind::NotConnected);
+        assert_eq!(
+            sys.open_container().unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            sys.api_version().unwrap_err().kind(),
+            io::ErrorKind::NotConnected
+        );
         assert!(sys.reset().is_err());
     }
 

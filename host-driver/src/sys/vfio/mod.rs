@@ -264,9 +264,13 @@ impl<S: VfioSys> VfioBackend<S> {
             .map_err(|source| Error::IommuGroup { bdf, source })?;
         let iommu_type = open_container(&mut sys)?;
         open_group(&mut sys, bdf, group)?;
-        sys.set_container().map_err(sys_err("VFIO_GROUP_SET_CONTAINER"))?;
-        sys.set_iommu(iommu_type).map_err(sys_err("VFIO_SET_IOMMU"))?;
-        let info = sys.open_device(bdf).map_err(sys_err("VFIO_GROUP_GET_DEVICE_FD"))?;
+        sys.set_container()
+            .map_err(sys_err("VFIO_GROUP_SET_CONTAINER"))?;
+        sys.set_iommu(iommu_type)
+            .map_err(sys_err("VFIO_SET_IOMMU"))?;
+        let info = sys
+            .open_device(bdf)
+            .map_err(sys_err("VFIO_GROUP_GET_DEVICE_FD"))?;
 
         let bar0 = sys
             .region_info(b::VFIO_PCI_BAR0_REGION_INDEX)
@@ -319,7 +323,10 @@ impl<S: VfioSys> VfioBackend<S> {
     /// The reset ioctl failed.
     pub fn reset(&self) -> Result<bool> {
         if self.info.flags & b::VFIO_DEVICE_FLAGS_RESET == 0 {
-            log::info!("{}: device does not support VFIO_DEVICE_RESET; not reset", self.bdf);
+            log::info!(
+                "{}: device does not support VFIO_DEVICE_RESET; not reset",
+                self.bdf
+            );
             return Ok(false);
         }
         self.sys.reset().map_err(|source| Error::Sys {
@@ -355,7 +362,11 @@ impl<S: VfioSys> VfioBackend<S> {
         // A device without an IRQ index of that kind answers EINVAL: treat it as zero vectors.
         let count = |index| self.sys.irq_info(index).map(|i| i.count).unwrap_or(0);
         let (kind, index, available) = match count(b::VFIO_PCI_MSIX_IRQ_INDEX) {
-            0 => (IrqKind::Msi, b::VFIO_PCI_MSI_IRQ_INDEX, count(b::VFIO_PCI_MSI_IRQ_INDEX)),
+            0 => (
+                IrqKind::Msi,
+                b::VFIO_PCI_MSI_IRQ_INDEX,
+                count(b::VFIO_PCI_MSI_IRQ_INDEX),
+            ),
             n => (IrqKind::Msix, b::VFIO_PCI_MSIX_IRQ_INDEX, n),
         };
         if available == 0 {
@@ -365,7 +376,11 @@ impl<S: VfioSys> VfioBackend<S> {
         let fds = (0..n)
             .map(|_| EventFd::new())
             .collect::<io::Result<Vec<_>>>()
-            .map_err(|source| Error::Sys { bdf, op: "eventfd", source })?;
+            .map_err(|source| Error::Sys {
+                bdf,
+                op: "eventfd",
+                source,
+            })?;
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
         self.sys
             .set_irq_eventfds(index, &borrowed)
@@ -393,16 +408,18 @@ impl<S: VfioSys> VfioBackend<S> {
     fn alloc_pages(&self, size: usize) -> Result<(Pages, usize)> {
         let bdf = self.bdf;
         let alloc = |page: PageSize| {
-            let len = round_up(size, page.bytes()).ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidInput, "DMA size overflows")
-            })?;
+            let len = round_up(size, page.bytes())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "DMA size overflows"))?;
             self.sys.alloc_pages(len, page).map(|p| (p, page.bytes()))
         };
         if self.hugepages {
             match alloc(PageSize::Huge2M) {
                 Ok(p) => return Ok(p),
                 Err(e) => {
-                    let n = self.stats.hugepage_fallbacks.fetch_add(1, Ordering::Relaxed);
+                    let n = self
+                        .stats
+                        .hugepage_fallbacks
+                        .fetch_add(1, Ordering::Relaxed);
                     if n == 0 {
                         log::warn!(
                             "{bdf}: no 2 MiB hugepages for {size:#x} bytes of DMA memory ({e}); \
@@ -471,7 +488,11 @@ fn open_group<S: VfioSys>(sys: &mut S, bdf: Bdf, group: u32) -> Result<()> {
         .collect();
     Err(Error::GroupNotViable {
         group,
-        offending: if offending.is_empty() { members } else { offending },
+        offending: if offending.is_empty() {
+            members
+        } else {
+            offending
+        },
     })
 }
 
@@ -525,19 +546,31 @@ impl<S: VfioSys> Backend for VfioBackend<S> {
     }
     fn mmio_read32(&self, offset: u64) -> Result<u32> {
         check_mmio(self.bdf, 0, offset, 4, self.bar0_len())?;
-        self.bar0.0.read(offset).map_err(|_| self.mmio_err(offset, 4))
+        self.bar0
+            .0
+            .read(offset)
+            .map_err(|_| self.mmio_err(offset, 4))
     }
     fn mmio_write32(&self, offset: u64, value: u32) -> Result<()> {
         check_mmio(self.bdf, 0, offset, 4, self.bar0_len())?;
-        self.bar0.0.write(offset, value).map_err(|_| self.mmio_err(offset, 4))
+        self.bar0
+            .0
+            .write(offset, value)
+            .map_err(|_| self.mmio_err(offset, 4))
     }
     fn mmio_read64(&self, offset: u64) -> Result<u64> {
         check_mmio(self.bdf, 0, offset, 8, self.bar0_len())?;
-        self.bar0.0.read(offset).map_err(|_| self.mmio_err(offset, 8))
+        self.bar0
+            .0
+            .read(offset)
+            .map_err(|_| self.mmio_err(offset, 8))
     }
     fn mmio_write64(&self, offset: u64, value: u64) -> Result<()> {
         check_mmio(self.bdf, 0, offset, 8, self.bar0_len())?;
-        self.bar0.0.write(offset, value).map_err(|_| self.mmio_err(offset, 8))
+        self.bar0
+            .0
+            .write(offset, value)
+            .map_err(|_| self.mmio_err(offset, 8))
     }
 
     fn alloc_dma(&self, size: usize) -> Result<DmaRegion> {
