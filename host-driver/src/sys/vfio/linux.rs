@@ -537,6 +537,19 @@ mod tests {
     }
 
     #[test]
+    fn hugepages_succeed_or_fail_cleanly() {
+        // Whether this machine has 2 MiB pages reserved decides which; neither may panic.
+        match LinuxVfio::new().alloc_pages(HUGE, PageSize::Huge2M) {
+            Ok(p) => {
+                assert_eq!(p.len(), HUGE);
+                assert_eq!(p.0.read::<u64>(HUGE as u64 - 8), Ok(0));
+            }
+            Err(e) => assert!(e.raw_os_error().is_some(), "{e}"),
+        }
+    }
+    const HUGE: usize = super::super::HUGE_PAGE_SIZE;
+
+    #[test]
     fn anonymous_pages_are_zeroed() {
         let sys = LinuxVfio::new();
         let p = sys.alloc_pages(8192, PageSize::Base4K).unwrap();

@@ -480,7 +480,10 @@ fn open_group<S: VfioSys>(sys: &mut S, bdf: Bdf, group: u32) -> Result<()> {
     if viable {
         return Ok(());
     }
-    let members = sys.group_members(group).unwrap_or_default();
+    let members = sys.group_members(group).unwrap_or_else(|e| {
+        log::warn!("IOMMU group {group}: cannot list its devices from sysfs: {e}");
+        Vec::new()
+    });
     let offending: Vec<GroupMember> = members
         .iter()
         .filter(|m| m.driver.as_deref() != Some("vfio-pci"))
