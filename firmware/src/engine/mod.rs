@@ -1,1 +1,5 @@
 //! The MRC engine: the slow path the firmware cores run on coalesced events.
+
+pub mod retry;
+pub mod rng;
+pub mod timer_wheel;
