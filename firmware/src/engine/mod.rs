@@ -3,3 +3,5 @@
 pub mod retry;
 pub mod rng;
 pub mod timer_wheel;
+pub mod cc;
+pub mod fixed;
