@@ -268,7 +268,9 @@ impl EvMask {
     /// Whether `ev` is in the set.
     pub fn contains(&self, ev: u16) -> bool {
         let i = usize::from(ev);
-        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// Members.

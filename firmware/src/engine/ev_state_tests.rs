@@ -8,7 +8,11 @@ use std::vec::Vec;
 type T = EvTable<16>;
 
 fn table(evs: u16, planes: u8, min_active: u16) -> T {
-    EvTable::new(EvConfig { min_active, ..EvConfig::new(evs, planes) }).unwrap()
+    EvTable::new(EvConfig {
+        min_active,
+        ..EvConfig::new(evs, planes)
+    })
+    .unwrap()
 }
 
 fn drain<const N: usize>(t: &mut EvTable<N>) -> Vec<EvEvent> {
@@ -19,17 +23,51 @@ fn drain<const N: usize>(t: &mut EvTable<N>) -> Vec<EvEvent> {
 fn config_validation() {
     let c = EvConfig::new(16, 4);
     let e = |c: EvConfig| T::new(c).err().unwrap();
-    assert_eq!(e(EvConfig { evs: 17, ..c }), EvError::TooManyEvs { evs: 17, capacity: 16 });
+    assert_eq!(
+        e(EvConfig { evs: 17, ..c }),
+        EvError::TooManyEvs {
+            evs: 17,
+            capacity: 16
+        }
+    );
     assert_eq!(e(EvConfig { planes: 0, ..c }), EvError::PlaneCount(0));
     assert_eq!(e(EvConfig { planes: 9, ..c }), EvError::PlaneCount(9));
-    assert_eq!(e(EvConfig { min_active: 17, ..c }), EvError::MinActive { min_active: 17, evs: 16 });
     assert_eq!(
-        e(EvConfig { probe_base_ns: 10, probe_cap_ns: 5, ..c }),
-        EvError::ProbeInterval { base_ns: 10, cap_ns: 5 }
+        e(EvConfig {
+            min_active: 17,
+            ..c
+        }),
+        EvError::MinActive {
+            min_active: 17,
+            evs: 16
+        }
     );
-    assert_eq!(e(EvConfig { ecn_gain_q16: 0, ..c }), EvError::Q16Range(0));
+    assert_eq!(
+        e(EvConfig {
+            probe_base_ns: 10,
+            probe_cap_ns: 5,
+            ..c
+        }),
+        EvError::ProbeInterval {
+            base_ns: 10,
+            cap_ns: 5
+        }
+    );
+    assert_eq!(
+        e(EvConfig {
+            ecn_gain_q16: 0,
+            ..c
+        }),
+        EvError::Q16Range(0)
+    );
     assert!(matches!(
-        e(EvConfig { sprt: SprtParams { alpha_ppm: 0, ..c.sprt }, ..c }),
+        e(EvConfig {
+            sprt: SprtParams {
+                alpha_ppm: 0,
+                ..c.sprt
+            },
+            ..c
+        }),
         EvError::Sprt(_)
     ));
 }
@@ -56,7 +94,12 @@ fn untrimmed_loss_retires_at_once_trim_does_not() {
     assert_eq!(t.state(3), Ok(EvState::AssumedBad));
     assert_eq!(
         drain(&mut t),
-        [EvEvent { ev: 3, old: EvState::Good, new: EvState::AssumedBad, reason: EvReason::Loss }]
+        [EvEvent {
+            ev: 3,
+            old: EvState::Good,
+            new: EvState::AssumedBad,
+            reason: EvReason::Loss
+        }]
     );
     assert!(!t.usable_mask().contains(3));
     assert_eq!(t.plane_capacity(3), 3);
@@ -87,7 +130,11 @@ fn min_active_guard_skips_instead_of_retiring() {
 #[test]
 fn persistent_ecn_skips() {
     let mut t = table(4, 1, 0);
-    let marked = AckFeedback { delivered: 1, ecn_marked: true, rtt_ns: 5_000 };
+    let marked = AckFeedback {
+        delivered: 1,
+        ecn_marked: true,
+        rtt_ns: 5_000,
+    };
     let mut skipped_after = None;
     for n in 1..=40 {
         t.handle_ack(2, 0, marked).unwrap();
@@ -105,16 +152,42 @@ fn persistent_ecn_skips() {
     t.handle_ack(2, 0, marked).unwrap();
     assert_eq!(t.state(2), Ok(EvState::Skip), "still marked: skipped again");
     for _ in 0..3 {
-        t.handle_ack(2, 0, AckFeedback { delivered: 1, ecn_marked: false, rtt_ns: 0 }).unwrap();
+        t.handle_ack(
+            2,
+            0,
+            AckFeedback {
+                delivered: 1,
+                ecn_marked: false,
+                rtt_ns: 0,
+            },
+        )
+        .unwrap();
     }
     t.release_skips();
-    t.handle_ack(2, 0, AckFeedback { delivered: 1, ecn_marked: false, rtt_ns: 0 }).unwrap();
-    assert_eq!(t.state(2), Ok(EvState::Good), "marks stopped: average fell below threshold");
+    t.handle_ack(
+        2,
+        0,
+        AckFeedback {
+            delivered: 1,
+            ecn_marked: false,
+            rtt_ns: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        t.state(2),
+        Ok(EvState::Good),
+        "marks stopped: average fell below threshold"
+    );
 }
 
 #[test]
 fn probes_back_off_and_reply_restores() {
-    let cfg = EvConfig { probe_base_ns: 100, probe_cap_ns: 400, ..EvConfig::new(4, 1) };
+    let cfg = EvConfig {
+        probe_base_ns: 100,
+        probe_cap_ns: 400,
+        ..EvConfig::new(4, 1)
+    };
     let mut t: EvTable<4> = EvTable::new(cfg).unwrap();
     assert_eq!(t.next_probe_deadline(), None);
     t.handle_loss(1, 1_000).unwrap();
@@ -132,13 +205,22 @@ fn probes_back_off_and_reply_restores() {
     }
     assert_eq!(gaps, [200, 400, 400, 400], "doubling, capped");
     let last = t.poll_probe(u64::MAX).unwrap();
-    assert_eq!(t.handle_probe_reply(1, p0.probe_id, 0), Err(EvError::StaleProbe { ev: 1, probe_id: p0.probe_id }));
+    assert_eq!(
+        t.handle_probe_reply(1, p0.probe_id, 0),
+        Err(EvError::StaleProbe {
+            ev: 1,
+            probe_id: p0.probe_id
+        })
+    );
     assert_eq!(t.counters().stale_probe_replies, 1);
     t.handle_probe_reply(1, last.probe_id, 7_000).unwrap();
     assert_eq!(t.state(1), Ok(EvState::Good));
     assert_eq!(t.stats(1).unwrap().rtt_avg_ns, 7_000);
     assert_eq!(drain(&mut t).last().unwrap().reason, EvReason::ProbeReply);
-    assert!(t.handle_probe_reply(1, last.probe_id, 0).is_err(), "already good");
+    assert!(
+        t.handle_probe_reply(1, last.probe_id, 0).is_err(),
+        "already good"
+    );
     // Backoff restarts from the base after a reply.
     t.handle_loss(1, 0).unwrap();
     assert_eq!(t.next_probe_deadline(), Some(100));
@@ -152,11 +234,19 @@ fn plane_down_retires_all_in_one_step_and_plane_up_probes() {
     assert_eq!(t.plane_down(2), Ok(3), "guard does not hold a dead port");
     let ev = drain(&mut t);
     assert_eq!(ev.len(), 3);
-    assert!(ev.iter().all(|e| e.reason == EvReason::PlaneDown && e.new == EvState::AssumedBad));
+    assert!(ev
+        .iter()
+        .all(|e| e.reason == EvReason::PlaneDown && e.new == EvState::AssumedBad));
     assert_eq!(t.plane_capacity(2), 0);
     assert_eq!(t.state(6), Ok(EvState::Denied));
     assert_eq!(t.next_probe_deadline(), None, "no probes on a down plane");
-    assert_eq!(t.plane_down(4), Err(EvError::BadPlane { plane: 4, planes: 4 }));
+    assert_eq!(
+        t.plane_down(4),
+        Err(EvError::BadPlane {
+            plane: 4,
+            planes: 4
+        })
+    );
     t.plane_up(2, 5_000).unwrap();
     assert_eq!(t.next_probe_deadline(), Some(5_000));
     let mut probed = Vec::new();
@@ -173,7 +263,16 @@ fn denied_changes_only_by_controller() {
     let mut t = table(8, 2, 0);
     t.deny(1).unwrap();
     t.handle_loss(1, 0).unwrap();
-    t.handle_ack(1, 0, AckFeedback { delivered: 5, ecn_marked: true, rtt_ns: 1 }).unwrap();
+    t.handle_ack(
+        1,
+        0,
+        AckFeedback {
+            delivered: 5,
+            ecn_marked: true,
+            rtt_ns: 1,
+        },
+    )
+    .unwrap();
     t.plane_down(1).unwrap();
     t.plane_up(1, 0).unwrap();
     assert_eq!(t.state(1), Ok(EvState::Denied));
@@ -183,7 +282,11 @@ fn denied_changes_only_by_controller() {
     t.plane_down(1).unwrap();
     t.deny(3).unwrap();
     t.allow(3, 0).unwrap();
-    assert_eq!(t.state(3), Ok(EvState::AssumedBad), "allowed on a down plane");
+    assert_eq!(
+        t.state(3),
+        Ok(EvState::AssumedBad),
+        "allowed on a down plane"
+    );
 }
 
 #[test]
@@ -220,7 +323,11 @@ fn gray_ev_is_retired_within_bounded_packets() {
     const EVS: u16 = 32;
     for seed in 0..20u64 {
         let mut rng = Rng::new(seed);
-        let cfg = EvConfig { probe_base_ns: 1_000, probe_cap_ns: 1_000_000_000, ..EvConfig::new(EVS, 4) };
+        let cfg = EvConfig {
+            probe_base_ns: 1_000,
+            probe_cap_ns: 1_000_000_000,
+            ..EvConfig::new(EVS, 4)
+        };
         let mut t: EvTable<32> = EvTable::new(cfg).unwrap();
         let gray = 5u16;
         let mut sent_on_gray = 0u32;
@@ -239,7 +346,16 @@ fn gray_ev_is_retired_within_bounded_packets() {
                 if rng.chance_ppm(loss_ppm) {
                     t.handle_loss(ev, now).unwrap();
                 } else {
-                    t.handle_ack(ev, now, AckFeedback { delivered: 1, ecn_marked: false, rtt_ns: 0 }).unwrap();
+                    t.handle_ack(
+                        ev,
+                        now,
+                        AckFeedback {
+                            delivered: 1,
+                            ecn_marked: false,
+                            rtt_ns: 0,
+                        },
+                    )
+                    .unwrap();
                 }
             }
             while let Some(p) = t.poll_probe(now) {

@@ -57,7 +57,7 @@ pub const fn ln_ratio_q20(num: u64, den: u64) -> i64 {
         return 0;
     }
     let l2 = log2_q20(num) - log2_q20(den);
-    (l2 as i128 * LN2_Q20 as i128 >> LOG_FRAC_BITS) as i64
+    ((l2 as i128 * LN2_Q20 as i128) >> LOG_FRAC_BITS) as i64
 }
 
 #[cfg(test)]
@@ -80,7 +80,12 @@ mod tests {
 
     #[test]
     fn ln_ratio_matches_float() {
-        for (n, d) in [(10_000u64, 100u64), (990_000, 999_900), (1, 1_000), (999, 1_000)] {
+        for (n, d) in [
+            (10_000u64, 100u64),
+            (990_000, 999_900),
+            (1, 1_000),
+            (999, 1_000),
+        ] {
             let got = to_f(ln_ratio_q20(n, d));
             let want = (n as f64 / d as f64).ln();
             assert!((got - want).abs() < 1e-5, "{n}/{d}: {got} vs {want}");

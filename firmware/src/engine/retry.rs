@@ -48,7 +48,9 @@ pub struct AckTimeout {
 
 impl AckTimeout {
     /// The largest timeout (`t = 24`, 17 179 869 184 ns).
-    pub const MAX: AckTimeout = AckTimeout { exponent: MAX_TIMEOUT_EXPONENT };
+    pub const MAX: AckTimeout = AckTimeout {
+        exponent: MAX_TIMEOUT_EXPONENT,
+    };
 
     /// The timeout for QP attribute `t`.
     ///
@@ -180,7 +182,13 @@ impl RetryState {
 
     /// Idle state from an already validated policy and timeout.
     pub const fn new(policy: RetryPolicy, base: AckTimeout) -> Self {
-        RetryState { policy, base, retries: 0, deadline_ns: None, gave_up: false }
+        RetryState {
+            policy,
+            base,
+            retries: 0,
+            deadline_ns: None,
+            gave_up: false,
+        }
     }
 
     /// The policy.
@@ -234,13 +242,18 @@ impl RetryState {
             if next > u32::from(max) {
                 self.deadline_ns = None;
                 self.gave_up = true;
-                return RetryDecision::GiveUp { retries: self.retries };
+                return RetryDecision::GiveUp {
+                    retries: self.retries,
+                };
             }
         }
         self.retries = next;
         let deadline_ns = now_ns.saturating_add(self.policy.timeout_ns(self.base, next));
         self.deadline_ns = Some(deadline_ns);
-        RetryDecision::Retry { retry: next, deadline_ns }
+        RetryDecision::Retry {
+            retry: next,
+            deadline_ns,
+        }
     }
 }
 
@@ -263,12 +276,27 @@ mod tests {
 
     #[test]
     fn policy_ranges() {
-        assert_eq!(RetryPolicy::from_count(0), Ok(RetryPolicy::Linear { max_retries: 0 }));
-        assert_eq!(RetryPolicy::from_count(7), Ok(RetryPolicy::Linear { max_retries: 7 }));
-        assert_eq!(RetryPolicy::from_count(8), Ok(RetryPolicy::Exponential { max_retries: 8 }));
-        assert_eq!(RetryPolicy::from_count(24), Ok(RetryPolicy::Exponential { max_retries: 24 }));
+        assert_eq!(
+            RetryPolicy::from_count(0),
+            Ok(RetryPolicy::Linear { max_retries: 0 })
+        );
+        assert_eq!(
+            RetryPolicy::from_count(7),
+            Ok(RetryPolicy::Linear { max_retries: 7 })
+        );
+        assert_eq!(
+            RetryPolicy::from_count(8),
+            Ok(RetryPolicy::Exponential { max_retries: 8 })
+        );
+        assert_eq!(
+            RetryPolicy::from_count(24),
+            Ok(RetryPolicy::Exponential { max_retries: 24 })
+        );
         assert_eq!(RetryPolicy::from_count(25), Ok(RetryPolicy::Forever));
-        assert_eq!(RetryPolicy::from_count(26), Err(RetryError::RetryCountTooLarge { count: 26 }));
+        assert_eq!(
+            RetryPolicy::from_count(26),
+            Err(RetryError::RetryCountTooLarge { count: 26 })
+        );
         assert_eq!(
             RetryState::from_attributes(3, 30),
             Err(RetryError::RetryCountTooLarge { count: 30 })
@@ -284,11 +312,21 @@ mod tests {
         // t = 10: 1 048 576 ns.
         let mut s = RetryState::from_attributes(10, 3).unwrap();
         assert_eq!(s.arm(1_000), 1_000 + 1_048_576);
-        assert_eq!(s.arm(5_000), 1_000 + 1_048_576, "arm keeps an armed deadline");
+        assert_eq!(
+            s.arm(5_000),
+            1_000 + 1_048_576,
+            "arm keeps an armed deadline"
+        );
         let mut now = 1_049_576;
         for k in 1..=3 {
             let d = s.on_timeout(now);
-            assert_eq!(d, RetryDecision::Retry { retry: k, deadline_ns: now + 1_048_576 });
+            assert_eq!(
+                d,
+                RetryDecision::Retry {
+                    retry: k,
+                    deadline_ns: now + 1_048_576
+                }
+            );
             now += 1_048_576;
         }
         assert_eq!(s.on_timeout(now), RetryDecision::GiveUp { retries: 3 });
@@ -322,7 +360,10 @@ mod tests {
             let now = 1_000_000 * i as u64;
             assert_eq!(
                 s.on_timeout(now),
-                RetryDecision::Retry { retry: i as u32 + 1, deadline_ns: now + wait }
+                RetryDecision::Retry {
+                    retry: i as u32 + 1,
+                    deadline_ns: now + wait
+                }
             );
         }
         assert_eq!(s.on_timeout(9), RetryDecision::GiveUp { retries: 8 });

@@ -23,7 +23,9 @@ impl Rng {
     pub const fn new(seed: u64) -> Self {
         let s = splitmix64(seed);
         // xorshift must never hold 0; splitmix64 maps exactly one input to 0.
-        Rng { state: if s == 0 { 0x2545_F491_4F6C_DD1D } else { s } }
+        Rng {
+            state: if s == 0 { 0x2545_F491_4F6C_DD1D } else { s },
+        }
     }
 
     /// Next 64 random bits.

@@ -37,7 +37,12 @@ pub struct SprtParams {
 
 impl Default for SprtParams {
     fn default() -> Self {
-        SprtParams { p0_ppm: 100, p1_ppm: 10_000, alpha_ppm: 1, beta_ppm: 1_000 }
+        SprtParams {
+            p0_ppm: 100,
+            p1_ppm: 10_000,
+            alpha_ppm: 1,
+            beta_ppm: 1_000,
+        }
     }
 }
 
@@ -79,7 +84,10 @@ impl SprtConfig {
     /// [`SprtError`] naming the bad probability.
     pub fn new(p: SprtParams) -> Result<Self, SprtError> {
         if p.p0_ppm == 0 || p.p0_ppm >= p.p1_ppm || p.p1_ppm >= PPM {
-            return Err(SprtError::LossRates { p0_ppm: p.p0_ppm, p1_ppm: p.p1_ppm });
+            return Err(SprtError::LossRates {
+                p0_ppm: p.p0_ppm,
+                p1_ppm: p.p1_ppm,
+            });
         }
         if p.alpha_ppm == 0 || p.alpha_ppm >= PPM / 2 {
             return Err(SprtError::Alpha(p.alpha_ppm));
@@ -88,8 +96,12 @@ impl SprtConfig {
             return Err(SprtError::Beta(p.beta_ppm));
         }
         let m = u64::from(PPM);
-        let (p0, p1, a, b) =
-            (u64::from(p.p0_ppm), u64::from(p.p1_ppm), u64::from(p.alpha_ppm), u64::from(p.beta_ppm));
+        let (p0, p1, a, b) = (
+            u64::from(p.p0_ppm),
+            u64::from(p.p1_ppm),
+            u64::from(p.alpha_ppm),
+            u64::from(p.beta_ppm),
+        );
         Ok(SprtConfig {
             loss_step_q20: ln_ratio_q20(p1, p0),
             // Guarantee a strictly negative step even if rounding would give 0.
@@ -157,11 +169,29 @@ mod tests {
         let d = SprtParams::default();
         assert!(SprtConfig::new(d).is_ok());
         let e = |p: SprtParams| SprtConfig::new(p).unwrap_err();
-        assert_eq!(e(SprtParams { p0_ppm: 0, ..d }), SprtError::LossRates { p0_ppm: 0, p1_ppm: 10_000 });
-        assert!(matches!(e(SprtParams { p1_ppm: 100, ..d }), SprtError::LossRates { .. }));
-        assert!(matches!(e(SprtParams { p1_ppm: PPM, ..d }), SprtError::LossRates { .. }));
+        assert_eq!(
+            e(SprtParams { p0_ppm: 0, ..d }),
+            SprtError::LossRates {
+                p0_ppm: 0,
+                p1_ppm: 10_000
+            }
+        );
+        assert!(matches!(
+            e(SprtParams { p1_ppm: 100, ..d }),
+            SprtError::LossRates { .. }
+        ));
+        assert!(matches!(
+            e(SprtParams { p1_ppm: PPM, ..d }),
+            SprtError::LossRates { .. }
+        ));
         assert_eq!(e(SprtParams { alpha_ppm: 0, ..d }), SprtError::Alpha(0));
-        assert_eq!(e(SprtParams { beta_ppm: PPM / 2, ..d }), SprtError::Beta(PPM / 2));
+        assert_eq!(
+            e(SprtParams {
+                beta_ppm: PPM / 2,
+                ..d
+            }),
+            SprtError::Beta(PPM / 2)
+        );
     }
 
     #[test]
@@ -191,7 +221,11 @@ mod tests {
     /// (alpha = beta = 1% here so a few thousand seeded runs measure it).
     #[test]
     fn healthy_paths_rarely_retired() {
-        let p = SprtParams { alpha_ppm: 10_000, beta_ppm: 10_000, ..SprtParams::default() };
+        let p = SprtParams {
+            alpha_ppm: 10_000,
+            beta_ppm: 10_000,
+            ..SprtParams::default()
+        };
         let cfg = SprtConfig::new(p).unwrap();
         let mut rng = Rng::new(0x5EED);
         let trials = 4_000;

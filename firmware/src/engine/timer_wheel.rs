@@ -135,6 +135,9 @@ pub struct TimerWheel<const N: usize> {
     next_seq: u64,
     len: u32,
     counters: TimerCounters,
+    /// Test only: break tie ordering, to show the model check catches it.
+    #[cfg(test)]
+    planted_tie_bug: bool,
 }
 
 impl<const N: usize> TimerWheel<N> {
@@ -171,6 +174,8 @@ impl<const N: usize> TimerWheel<N> {
             next_seq: 0,
             len: 0,
             counters: TimerCounters::default(),
+            #[cfg(test)]
+            planted_tie_bug: false,
         })
     }
 
@@ -224,7 +229,10 @@ impl<const N: usize> TimerWheel<N> {
             self.counters.armed_in_past += 1;
         }
         self.place(idx);
-        Ok(TimerHandle { index: idx, generation })
+        Ok(TimerHandle {
+            index: idx,
+            generation,
+        })
     }
 
     /// Cancel an armed timer; returns its id.
@@ -288,11 +296,14 @@ impl<const N: usize> TimerWheel<N> {
         self.unlink(idx);
         self.release(idx);
         self.counters.expired += 1;
-        Some(Expired { id: s.id, deadline_ns: s.deadline_ns })
+        Some(Expired {
+            id: s.id,
+            deadline_ns: s.deadline_ns,
+        })
     }
 
     fn tick_of(&self, deadline_ns: u64) -> u64 {
-        deadline_ns / self.tick_ns + u64::from(deadline_ns % self.tick_ns != 0)
+        deadline_ns / self.tick_ns + u64::from(!deadline_ns.is_multiple_of(self.tick_ns))
     }
 
     fn fire_ns(&self, deadline_ns: u64) -> u64 {
@@ -304,10 +315,17 @@ impl<const N: usize> TimerWheel<N> {
     fn next_event(&self) -> Option<NextEvent> {
         for level in 0..LEVELS {
             let group = (self.cur_tick >> (SLOT_BITS * level as u32)) & (SLOTS as u64 - 1);
-            let ahead = if group == SLOTS as u64 - 1 { 0 } else { !0u64 << (group + 1) };
+            let ahead = if group == SLOTS as u64 - 1 {
+                0
+            } else {
+                !0u64 << (group + 1)
+            };
             let hits = self.occupied[level] & ahead;
             if hits != 0 {
-                return Some(NextEvent::Bucket { level, slot: hits.trailing_zeros() as usize });
+                return Some(NextEvent::Bucket {
+                    level,
+                    slot: hits.trailing_zeros() as usize,
+                });
             }
         }
         (self.overflow_head != NIL).then_some(NextEvent::Overflow)
@@ -364,7 +382,9 @@ impl<const N: usize> TimerWheel<N> {
 
     /// Put slot `idx` (unlinked) into the list its deadline belongs to, relative to `cur_tick`.
     fn place(&mut self, idx: u32) {
-        let Some(s) = self.slots.get(idx as usize) else { return };
+        let Some(s) = self.slots.get(idx as usize) else {
+            return;
+        };
         let (deadline_ns, seq) = (s.deadline_ns, s.seq);
         let tick = self.tick_of(deadline_ns);
         if tick <= self.cur_tick {
@@ -382,7 +402,14 @@ impl<const N: usize> TimerWheel<N> {
         }
         let slot = ((tick >> (SLOT_BITS * level as u32)) & (SLOTS as u64 - 1)) as usize;
         let head = self.buckets[level][slot];
-        self.push_front(idx, head, Loc::Bucket { level: level as u8, slot: slot as u8 });
+        self.push_front(
+            idx,
+            head,
+            Loc::Bucket {
+                level: level as u8,
+                slot: slot as u8,
+            },
+        );
         self.buckets[level][slot] = idx;
         self.occupied[level] |= 1u64 << slot;
     }
@@ -403,6 +430,11 @@ impl<const N: usize> TimerWheel<N> {
         let key = (deadline_ns, seq);
         let mut after = self.ready_tail;
         while let Some(s) = self.slots.get(after as usize) {
+            // The planted bug ignores arm order among equal deadlines.
+            #[cfg(test)]
+            if self.planted_tie_bug && s.deadline_ns == deadline_ns {
+                break;
+            }
             if (s.deadline_ns, s.seq) <= key {
                 break;
             }
@@ -429,7 +461,9 @@ impl<const N: usize> TimerWheel<N> {
 
     /// Remove slot `idx` from whatever list holds it.
     fn unlink(&mut self, idx: u32) {
-        let Some(s) = self.slots.get(idx as usize) else { return };
+        let Some(s) = self.slots.get(idx as usize) else {
+            return;
+        };
         let (prev, next, loc) = (s.prev, s.next, s.loc);
         if let Some(n) = self.slots.get_mut(next as usize) {
             n.prev = prev;
@@ -461,7 +495,9 @@ impl<const N: usize> TimerWheel<N> {
     /// Return an unlinked slot to the free list, bumping its generation.
     fn release(&mut self, idx: u32) -> TimerId {
         let free_head = self.free_head;
-        let Some(s) = self.slots.get_mut(idx as usize) else { return TimerId(0) };
+        let Some(s) = self.slots.get_mut(idx as usize) else {
+            return TimerId(0);
+        };
         s.loc = Loc::Free;
         s.generation = s.generation.wrapping_add(1);
         s.next = free_head;

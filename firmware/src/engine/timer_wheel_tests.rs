@@ -3,6 +3,7 @@ extern crate std;
 use super::*;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use std::vec;
 use std::vec::Vec;
 
 #[test]
@@ -21,7 +22,9 @@ fn fires_in_deadline_order_with_ties_by_arm_order() {
     assert_eq!(w.poll_expired(299), None, "never early");
     assert_eq!(w.poll_expired(300).map(|e| e.id), Some(TimerId(2)));
     assert_eq!(w.poll_expired(300), None);
-    let order: Vec<u32> = core::iter::from_fn(|| w.poll_expired(10_000)).map(|e| e.id.0).collect();
+    let order: Vec<u32> = core::iter::from_fn(|| w.poll_expired(10_000))
+        .map(|e| e.id.0)
+        .collect();
     assert_eq!(order, [4, 1, 3]);
     assert!(w.is_empty());
     assert_eq!(w.next_deadline(), None);
@@ -34,10 +37,18 @@ fn stale_handles_are_errors_not_wrong_cancels() {
     assert_eq!(w.cancel(h1), Ok(TimerId(1)));
     assert_eq!(w.cancel(h1), Err(TimerError::StaleHandle));
     let h2 = w.arm(TimerId(2), 10).unwrap();
-    assert_eq!(w.cancel(h1), Err(TimerError::StaleHandle), "slot reused, old handle stale");
+    assert_eq!(
+        w.cancel(h1),
+        Err(TimerError::StaleHandle),
+        "slot reused, old handle stale"
+    );
     assert_eq!(w.deadline_of(h2), Some(10));
     assert_eq!(w.poll_expired(10).map(|e| e.id), Some(TimerId(2)));
-    assert_eq!(w.cancel(h2), Err(TimerError::StaleHandle), "fired timer cannot be cancelled");
+    assert_eq!(
+        w.cancel(h2),
+        Err(TimerError::StaleHandle),
+        "fired timer cannot be cancelled"
+    );
     assert_eq!(w.counters().stale, 3);
 }
 
@@ -62,7 +73,11 @@ fn far_deadlines_and_huge_jumps() {
     assert_eq!(w.next_deadline(), Some(5_000));
     assert_eq!(w.poll_expired(1 << 49).map(|e| e.id), Some(TimerId(3)));
     assert_eq!(w.poll_expired(1 << 49), None);
-    assert_eq!(w.next_deadline(), Some(1_125_899_906_843_000), "rounded up to the tick");
+    assert_eq!(
+        w.next_deadline(),
+        Some(1_125_899_906_843_000),
+        "rounded up to the tick"
+    );
     assert_eq!(w.poll_expired(u64::MAX - 1).map(|e| e.id), Some(TimerId(2)));
     assert_eq!(w.poll_expired(u64::MAX - 1).map(|e| e.id), Some(TimerId(4)));
     // 1000 does not divide u64::MAX: that deadline's tick ends after the end of time, so it
@@ -81,7 +96,11 @@ fn past_deadlines_fire_at_next_poll_and_time_never_goes_back() {
     assert_eq!(w.poll_expired(1_000), None);
     w.arm(TimerId(9), 5).unwrap();
     assert_eq!(w.counters().armed_in_past, 1);
-    assert_eq!(w.poll_expired(0).map(|e| e.id), Some(TimerId(9)), "earlier now = previous now");
+    assert_eq!(
+        w.poll_expired(0).map(|e| e.id),
+        Some(TimerId(9)),
+        "earlier now = previous now"
+    );
 }
 
 #[derive(Clone, Debug)]
@@ -115,89 +134,132 @@ fn scenario() -> impl Strategy<Value = (u64, Vec<Op>)> {
         .prop_flat_map(|tick| (Just(tick), proptest::collection::vec(op(tick), 1..300)))
 }
 
+/// Run `ops` on the wheel and on a BTreeMap model: same expiries in the same order, never
+/// early, never later than the first poll at or after the deadline's tick, same next deadline.
+fn check_against_model(tick: u64, ops: Vec<Op>, planted_bug: bool) -> Result<(), TestCaseError> {
+    const CAP: usize = 64;
+    let mut w = TimerWheel::<CAP>::new(tick).unwrap();
+    w.planted_tie_bug = planted_bug;
+    // (deadline, seq) -> (id, handle)
+    let mut model: BTreeMap<(u64, u64), (u32, TimerHandle, u64)> = BTreeMap::new();
+    let mut polls = 0u64;
+    let mut stale: Vec<TimerHandle> = Vec::new();
+    let mut now = 0u64;
+    let mut prev_poll = 0u64;
+    let mut seq = 0u64;
+    let mut next_id = 0u32;
+    let due_tick = |d: u64| d / tick + u64::from(!d.is_multiple_of(tick));
+    for op in ops {
+        match op {
+            Op::Arm { delta, past } => {
+                let d = if past {
+                    now.saturating_sub(delta)
+                } else {
+                    now.saturating_add(delta)
+                };
+                let r = w.arm(TimerId(next_id), d);
+                if model.len() == CAP {
+                    prop_assert_eq!(
+                        r,
+                        Err(TimerError::Full {
+                            capacity: CAP as u32
+                        })
+                    );
+                } else {
+                    let h = r.unwrap();
+                    model.insert((d, seq), (next_id, h, polls));
+                    seq += 1;
+                    next_id += 1;
+                }
+            }
+            Op::Cancel(i) => {
+                if model.is_empty() {
+                    continue;
+                }
+                let key = *model.keys().nth(i % model.len()).unwrap();
+                let (id, h, _) = model.remove(&key).unwrap();
+                prop_assert_eq!(w.cancel(h), Ok(TimerId(id)));
+                stale.push(h);
+            }
+            Op::CancelStale(i) => {
+                if stale.is_empty() {
+                    continue;
+                }
+                let h = stale[i % stale.len()];
+                prop_assert_eq!(w.cancel(h), Err(TimerError::StaleHandle));
+            }
+            Op::Advance(delta) => {
+                now = now.saturating_add(delta);
+                let now_tick = now / tick;
+                let expect: Vec<(u64, u64)> = model
+                    .keys()
+                    .copied()
+                    .filter(|&(d, _)| due_tick(d) <= now_tick)
+                    .collect();
+                let mut got = Vec::new();
+                while let Some(e) = w.poll_expired(now) {
+                    got.push(e);
+                    prop_assert!(got.len() <= CAP);
+                }
+                prop_assert_eq!(got.len(), expect.len());
+                for (e, key) in got.iter().zip(expect.iter()) {
+                    let (id, h, armed_at_poll) = model.remove(key).unwrap();
+                    prop_assert_eq!(e.id, TimerId(id));
+                    prop_assert_eq!(e.deadline_ns, key.0);
+                    prop_assert!(e.deadline_ns <= now, "early");
+                    // Not late: unless it was armed since the previous poll, it was not
+                    // due then, so at most one tick (minus 1 ns) separates its deadline
+                    // from the first poll that could report it.
+                    if armed_at_poll < polls {
+                        prop_assert!(due_tick(e.deadline_ns) > prev_poll / tick, "late");
+                        prop_assert!(prev_poll < e.deadline_ns.saturating_add(tick));
+                    }
+                    stale.push(h);
+                }
+                // Nothing that is a full tick overdue is left.
+                if let Some(&(d, _)) = model.keys().next() {
+                    prop_assert!(
+                        d.saturating_add(tick) > now,
+                        "late timer left: {d} now {now}"
+                    );
+                }
+                prev_poll = now;
+                polls += 1;
+            }
+        }
+        prop_assert_eq!(w.len(), model.len());
+        let expect_next = model
+            .keys()
+            .next()
+            .map(|&(d, _)| due_tick(d).saturating_mul(tick));
+        prop_assert_eq!(w.next_deadline(), expect_next);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
-    /// The wheel against a BTreeMap model: same expiries in the same order, never early, and
-    /// never later than the first poll at or after the deadline's tick.
     #[test]
     fn matches_btreemap_model((tick, ops) in scenario()) {
-        const CAP: usize = 64;
-        let mut w = TimerWheel::<CAP>::new(tick).unwrap();
-        // (deadline, seq) -> (id, handle)
-        let mut model: BTreeMap<(u64, u64), (u32, TimerHandle, u64)> = BTreeMap::new();
-        let mut polls = 0u64;
-        let mut stale: Vec<TimerHandle> = Vec::new();
-        let mut now = 0u64;
-        let mut prev_poll = 0u64;
-        let mut seq = 0u64;
-        let mut next_id = 0u32;
-        let due_tick = |d: u64| d / tick + u64::from(d % tick != 0);
-        for op in ops {
-            match op {
-                Op::Arm { delta, past } => {
-                    let d = if past { now.saturating_sub(delta) } else { now.saturating_add(delta) };
-                    let r = w.arm(TimerId(next_id), d);
-                    if model.len() == CAP {
-                        prop_assert_eq!(r, Err(TimerError::Full { capacity: CAP as u32 }));
-                    } else {
-                        let h = r.unwrap();
-                        model.insert((d, seq), (next_id, h, polls));
-                        seq += 1;
-                        next_id += 1;
-                    }
-                }
-                Op::Cancel(i) => {
-                    if model.is_empty() { continue; }
-                    let key = *model.keys().nth(i % model.len()).unwrap();
-                    let (id, h, _) = model.remove(&key).unwrap();
-                    prop_assert_eq!(w.cancel(h), Ok(TimerId(id)));
-                    stale.push(h);
-                }
-                Op::CancelStale(i) => {
-                    if stale.is_empty() { continue; }
-                    let h = stale[i % stale.len()];
-                    prop_assert_eq!(w.cancel(h), Err(TimerError::StaleHandle));
-                }
-                Op::Advance(delta) => {
-                    now = now.saturating_add(delta);
-                    let now_tick = now / tick;
-                    let expect: Vec<(u64, u64)> = model
-                        .keys()
-                        .copied()
-                        .filter(|&(d, _)| due_tick(d) <= now_tick)
-                        .collect();
-                    let mut got = Vec::new();
-                    while let Some(e) = w.poll_expired(now) {
-                        got.push(e);
-                        prop_assert!(got.len() <= CAP);
-                    }
-                    prop_assert_eq!(got.len(), expect.len());
-                    for (e, key) in got.iter().zip(expect.iter()) {
-                        let (id, h, armed_at_poll) = model.remove(key).unwrap();
-                        prop_assert_eq!(e.id, TimerId(id));
-                        prop_assert_eq!(e.deadline_ns, key.0);
-                        prop_assert!(e.deadline_ns <= now, "early");
-                        // Not late: unless it was armed since the previous poll, it was not
-                        // due then, so at most one tick (minus 1 ns) separates its deadline
-                        // from the first poll that could report it.
-                        if armed_at_poll < polls {
-                            prop_assert!(due_tick(e.deadline_ns) > prev_poll / tick, "late");
-                            prop_assert!(prev_poll < e.deadline_ns.saturating_add(tick));
-                        }
-                        stale.push(h);
-                    }
-                    // Nothing that is a full tick overdue is left.
-                    if let Some(&(d, _)) = model.keys().next() {
-                        prop_assert!(d.saturating_add(tick) > now, "late timer left: {d} now {now}");
-                    }
-                    prev_poll = now;
-                    polls += 1;
-                }
-            }
-            prop_assert_eq!(w.len(), model.len());
-            let expect_next = model.keys().next().map(|&(d, _)| due_tick(d).saturating_mul(tick));
-            prop_assert_eq!(w.next_deadline(), expect_next);
-        }
+        check_against_model(tick, ops, false)?;
     }
+}
+
+/// The model check is not vacuous: a wheel that reverses equal-deadline ties is caught.
+#[test]
+fn model_check_catches_a_planted_tie_bug() {
+    let ops = vec![
+        Op::Arm {
+            delta: 10,
+            past: false,
+        },
+        Op::Arm {
+            delta: 10,
+            past: false,
+        },
+        Op::Advance(20),
+    ];
+    assert!(check_against_model(1, ops.clone(), false).is_ok());
+    assert!(check_against_model(1, ops, true).is_err());
 }

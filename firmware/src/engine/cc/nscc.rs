@@ -101,7 +101,11 @@ impl NsccParams {
     ///
     /// # Errors
     /// [`NsccParamError`] for a zero input or a BDP that overflows.
-    pub fn for_link(link_bps: u64, base_rtt_ns: u64, mtu_bytes: u32) -> Result<Self, NsccParamError> {
+    pub fn for_link(
+        link_bps: u64,
+        base_rtt_ns: u64,
+        mtu_bytes: u32,
+    ) -> Result<Self, NsccParamError> {
         if link_bps == 0 {
             return Err(NsccParamError::ZeroLinkRate);
         }
@@ -121,7 +125,8 @@ impl NsccParams {
         let init = (bdp as u64).clamp(min, max);
         let target = (base_rtt_ns / 2).max(1);
         let fi_scale = (u128::from(link_bps) * u128::from(Q16_ONE) / 100_000_000_000)
-            .clamp(u128::from(Q16_ONE / 16), u128::from(Self::MAX_GAIN_Q16)) as u32;
+            .clamp(u128::from(Q16_ONE / 16), u128::from(Self::MAX_GAIN_Q16))
+            as u32;
         let p = NsccParams {
             mtu_bytes,
             base_rtt_ns,
@@ -158,7 +163,11 @@ impl NsccParams {
         if self.min_cwnd_bytes == 0 {
             return Err(E::ZeroMinCwnd);
         }
-        let (min, init, max) = (self.min_cwnd_bytes, self.init_cwnd_bytes, self.max_cwnd_bytes);
+        let (min, init, max) = (
+            self.min_cwnd_bytes,
+            self.init_cwnd_bytes,
+            self.max_cwnd_bytes,
+        );
         if !(min <= init && init <= max) {
             return Err(E::WindowOrder { min, init, max });
         }
@@ -273,7 +282,7 @@ impl Nscc {
         let num = u128::from(units_q16)
             .saturating_mul(u128::from(self.p.mtu_bytes))
             .saturating_mul(u128::from(acked));
-        let inc = num / u128::from(self.cwnd_bytes.max(1)) >> 16;
+        let inc = (num / u128::from(self.cwnd_bytes.max(1))) >> 16;
         u64::try_from(inc).unwrap_or(u64::MAX)
     }
 

@@ -29,7 +29,10 @@ fn validation_names_the_bad_field() {
     assert_eq!(NsccParams::for_link(0, 1, 1), Err(E::ZeroLinkRate));
     assert_eq!(NsccParams::for_link(1, 0, 1), Err(E::ZeroBaseRtt));
     assert_eq!(NsccParams::for_link(1, 1, 0), Err(E::ZeroMtu));
-    assert_eq!(NsccParams::for_link(u64::MAX, u64::MAX, 1), Err(E::BdpOverflow));
+    assert_eq!(
+        NsccParams::for_link(u64::MAX, u64::MAX, 1),
+        Err(E::BdpOverflow)
+    );
     let ok = params();
     let bad = |f: fn(&mut NsccParams)| {
         let mut p = ok;
@@ -46,7 +49,11 @@ fn validation_names_the_bad_field() {
     assert_eq!(bad(|p| p.min_cwnd_bytes = 0), E::ZeroMinCwnd);
     assert_eq!(
         bad(|p| p.init_cwnd_bytes = 1),
-        E::WindowOrder { min: 4_096, init: 1, max: 187_500 }
+        E::WindowOrder {
+            min: 4_096,
+            init: 1,
+            max: 187_500
+        }
     );
     assert!(Nscc::try_new(ok).is_ok());
 }
@@ -66,7 +73,10 @@ fn quadrants() {
     // No ECN + low (not near-empty) delay: proportional increase.
     n.on_ack(1, 4_096, false, low);
     let after_pi = n.cwnd_bytes();
-    assert!(after_pi > 125_000 && after_pi < 125_000 + 4_096, "{after_pi}");
+    assert!(
+        after_pi > 125_000 && after_pi < 125_000 + 4_096,
+        "{after_pi}"
+    );
 
     // No ECN + high delay: fair increase, small.
     let mut f = Nscc::new(p);
@@ -133,7 +143,10 @@ fn sustained_ecn_and_delay_decreases_to_min() {
         }
         now += rtt;
         let w = n.cwnd_bytes();
-        assert!(w < last || w == p.min_cwnd_bytes, "round {round}: {w} !< {last}");
+        assert!(
+            w < last || w == p.min_cwnd_bytes,
+            "round {round}: {w} !< {last}"
+        );
         last = w;
     }
     assert_eq!(last, p.min_cwnd_bytes);
@@ -142,7 +155,10 @@ fn sustained_ecn_and_delay_decreases_to_min() {
 #[test]
 fn clean_acks_grow_to_max_and_stay() {
     let p = params();
-    let mut n = Nscc::new(NsccParams { init_cwnd_bytes: p.min_cwnd_bytes, ..p });
+    let mut n = Nscc::new(NsccParams {
+        init_cwnd_bytes: p.min_cwnd_bytes,
+        ..p
+    });
     let mut last = n.cwnd_bytes();
     for i in 0..10_000u64 {
         n.on_ack(i * 100, 4_096, false, BASE + 100);
@@ -154,7 +170,12 @@ fn clean_acks_grow_to_max_and_stay() {
 
 #[derive(Clone, Debug)]
 enum Ev {
-    Ack { dt: u64, bytes: u64, ecn: bool, rtt: u64 },
+    Ack {
+        dt: u64,
+        bytes: u64,
+        ecn: bool,
+        rtt: u64,
+    },
     Trim(u64),
     Nack(u64),
     Timeout,
@@ -173,10 +194,23 @@ fn ev() -> impl Strategy<Value = Ev> {
 }
 
 fn any_params() -> impl Strategy<Value = NsccParams> {
-    (1u64..1_000_000_000_000, 1u64..10_000_000, 1u32..10_000, 1..=Q16_ONE, 1..Q16_ONE, 0..=NsccParams::MAX_GAIN_Q16)
+    (
+        1u64..1_000_000_000_000,
+        1u64..10_000_000,
+        1u32..10_000,
+        1..=Q16_ONE,
+        1..Q16_ONE,
+        0..=NsccParams::MAX_GAIN_Q16,
+    )
         .prop_filter_map("valid", |(rate, rtt, mtu, gamma, md, eta)| {
             let p = NsccParams::for_link(rate, rtt, mtu).ok()?;
-            let p = NsccParams { gamma_q16: gamma, max_md_jump_q16: md, eta_q16: eta, fi_q16: eta, ..p };
+            let p = NsccParams {
+                gamma_q16: gamma,
+                max_md_jump_q16: md,
+                eta_q16: eta,
+                fi_q16: eta,
+                ..p
+            };
             p.validate().ok().map(|_| p)
         })
 }

@@ -25,13 +25,19 @@ impl<const N: usize> EvTable<N> {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         if usize::from(cfg.evs) > N {
-            return Err(EvError::TooManyEvs { evs: cfg.evs, capacity: N as u16 });
+            return Err(EvError::TooManyEvs {
+                evs: cfg.evs,
+                capacity: N as u16,
+            });
         }
         if cfg.planes == 0 || usize::from(cfg.planes) > MAX_PLANES {
             return Err(EvError::PlaneCount(cfg.planes));
         }
         if cfg.min_active > cfg.evs {
-            return Err(EvError::MinActive { min_active: cfg.min_active, evs: cfg.evs });
+            return Err(EvError::MinActive {
+                min_active: cfg.min_active,
+                evs: cfg.evs,
+            });
         }
         if cfg.probe_base_ns == 0 || cfg.probe_cap_ns < cfg.probe_base_ns {
             return Err(EvError::ProbeInterval {
@@ -39,7 +45,11 @@ impl<const N: usize> EvTable<N> {
                 cap_ns: cfg.probe_cap_ns,
             });
         }
-        for q in [cfg.ecn_gain_q16, cfg.ecn_skip_threshold_q16, cfg.rtt_gain_q16] {
+        for q in [
+            cfg.ecn_gain_q16,
+            cfg.ecn_skip_threshold_q16,
+            cfg.rtt_gain_q16,
+        ] {
             if q == 0 || q > Q16_ONE {
                 return Err(EvError::Q16Range(q));
             }
@@ -108,7 +118,10 @@ impl<const N: usize> EvTable<N> {
     /// # Errors
     /// [`EvError::BadEv`].
     pub fn stats(&self, ev: u16) -> Result<EvStats, EvError> {
-        let e = self.get(ev).ok_or(EvError::BadEv { ev, evs: self.cfg.evs })?;
+        let e = self.get(ev).ok_or(EvError::BadEv {
+            ev,
+            evs: self.cfg.evs,
+        })?;
         Ok(EvStats {
             state: e.state,
             plane: e.plane,
@@ -141,7 +154,10 @@ impl<const N: usize> EvTable<N> {
 
     /// `Good` EVs on `plane` (0 for a plane out of range).
     pub fn plane_capacity(&self, plane: u8) -> u16 {
-        self.good_per_plane.get(usize::from(plane)).copied().unwrap_or(0)
+        self.good_per_plane
+            .get(usize::from(plane))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// `Good` EVs on every plane.
@@ -262,10 +278,17 @@ impl<const N: usize> EvTable<N> {
         self.next_probe_id = self.next_probe_id.wrapping_add(1);
         let e = &mut self.evs[i];
         e.probe_id = Some(id);
-        e.probe_interval_ns = e.probe_interval_ns.saturating_mul(2).min(self.cfg.probe_cap_ns);
+        e.probe_interval_ns = e
+            .probe_interval_ns
+            .saturating_mul(2)
+            .min(self.cfg.probe_cap_ns);
         e.next_probe_ns = now_ns.saturating_add(e.probe_interval_ns);
         self.counters.probes_sent += 1;
-        Some(ProbeRequest { ev: i as u16, plane: e.plane, probe_id: id })
+        Some(ProbeRequest {
+            ev: i as u16,
+            plane: e.plane,
+            probe_id: id,
+        })
     }
 
     /// When [`EvTable::poll_probe`] next returns a probe (`None`: nothing to probe).
@@ -370,7 +393,11 @@ impl<const N: usize> EvTable<N> {
         e.ecn_q16 = 0;
         e.probe_interval_ns = self.cfg.probe_base_ns;
         e.next_probe_ns = now_ns;
-        let new = if down { EvState::AssumedBad } else { EvState::Good };
+        let new = if down {
+            EvState::AssumedBad
+        } else {
+            EvState::Good
+        };
         self.set_state(i, new, EvReason::ControllerAllow);
         Ok(())
     }
@@ -390,7 +417,10 @@ impl<const N: usize> EvTable<N> {
             Ok(usize::from(ev))
         } else {
             self.counters.bad_index += 1;
-            Err(EvError::BadEv { ev, evs: self.cfg.evs })
+            Err(EvError::BadEv {
+                ev,
+                evs: self.cfg.evs,
+            })
         }
     }
 
@@ -399,7 +429,10 @@ impl<const N: usize> EvTable<N> {
             Ok(())
         } else {
             self.counters.bad_index += 1;
-            Err(EvError::BadPlane { plane, planes: self.cfg.planes })
+            Err(EvError::BadPlane {
+                plane,
+                planes: self.cfg.planes,
+            })
         }
     }
 
@@ -440,7 +473,11 @@ impl<const N: usize> EvTable<N> {
 
     fn bump_plane(&mut self, plane: u8, up: bool) {
         if let Some(c) = self.good_per_plane.get_mut(usize::from(plane)) {
-            *c = if up { c.saturating_add(1) } else { c.saturating_sub(1) };
+            *c = if up {
+                c.saturating_add(1)
+            } else {
+                c.saturating_sub(1)
+            };
         }
     }
 
@@ -467,7 +504,12 @@ impl<const N: usize> EvTable<N> {
             self.bump_plane(plane, true);
         }
         self.usable.set(i, new == EvState::Good);
-        let event = EvEvent { ev: i as u16, old, new, reason };
+        let event = EvEvent {
+            ev: i as u16,
+            old,
+            new,
+            reason,
+        };
         if self.events.push_back(event).is_err() {
             self.counters.events_dropped += 1;
         }
