@@ -1,1 +1,29 @@
 //! The MRC engine: the slow path the firmware cores run on coalesced events.
+//!
+//! The engine is sans-IO and never reads a clock: every input carries `now_ns: u64`, every
+//! output is polled. Everything here is integer or fixed point (the NIC cores have no FPU),
+//! bounded (const-generic capacities, no allocation, no recursion) and deterministic
+//! (randomness only from [`rng::Rng`] with a seed from the configuration). No input panics;
+//! every refused input is an error value and a counter.
+//!
+//! Building blocks:
+//! - [`timer_wheel`]: hierarchical timer wheel, O(1) arm/cancel with generation-checked
+//!   handles, expiries in deadline order.
+//! - [`cc`]: congestion control behind the [`cc::Controller`] trait, enum-dispatched
+//!   ([`cc::Cc`]): NSCC (ECN + delay sender window) and a fixed window.
+//! - [`ev_state`]: the per-QP EV table (GOOD / SKIP / ASSUMED_BAD / DENIED), loss retirement
+//!   with a `min_active` guard, probes with backoff, plane down/up, ECN/RTT feedback, gray-loss
+//!   detection, the usable mask for the datapath sprayer and per-plane capacity.
+//! - [`sprt`]: the sequential probability ratio test behind gray-loss detection.
+//! - [`retry`]: ACK timeout (`1.024 us * 2^t`) and the linear / exponential / forever retry
+//!   policy.
+//! - [`fixed`]: fixed-point helpers (Q16 EWMA, integer logarithms).
+//! - [`rng`]: a tiny seeded PRNG (SplitMix64 + xorshift64*).
+
+pub mod cc;
+pub mod ev_state;
+pub mod fixed;
+pub mod retry;
+pub mod rng;
+pub mod sprt;
+pub mod timer_wheel;

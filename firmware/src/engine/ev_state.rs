@@ -1,0 +1,321 @@
+//! Per-QP entropy value (EV) table: the state of every path a QP sprays over.
+//!
+//! States ([`EvState`]): `Good` (sprayed), `Skip` (left out once, then `Good` again),
+//! `AssumedBad` (retired, probed back), `Denied` (by the controller; only the controller moves
+//! an EV in or out of it). Rules:
+//!
+//! - A lost packet that was **not trimmed** retires its EV at once (`AssumedBad`), unless that
+//!   would leave fewer than `min_active` active (`Good` or `Skip`) EVs: then the EV is marked
+//!   `Skip` and a guard hit is counted. With `immediate_retire = false` only the gray-loss test
+//!   retires on loss.
+//! - A **trim** never retires (it is congestion, and it proves the path delivers headers).
+//! - Per-EV ECN and RTT feedback is averaged (EWMA, Q16); an EV whose ECN average reaches
+//!   `ecn_skip_threshold` is marked `Skip` whenever it is `Good`.
+//! - `AssumedBad` EVs are **probed** with exponential backoff: the first probe goes
+//!   `probe_base_ns` after retirement, then the gap doubles up to `probe_cap_ns`; the reply to
+//!   the latest probe brings the EV back to `Good` and resets the backoff.
+//! - [`EvTable::plane_down`] retires every EV of the plane in one step (no guard: the port is
+//!   gone) and stops probing them; [`EvTable::plane_up`] starts probing them at once.
+//! - **Gray loss** (beyond MRC): every EV runs the SPRT of [`crate::engine::sprt`] over its
+//!   delivered/lost counts; crossing the upper bound retires it (reason `GrayLoss`, guard
+//!   applies) and its probing restarts at the capped interval, so a path that passes probes but
+//!   loses data stays out. See that module for the false-retire bound `alpha`.
+//!
+//! Every state change queues an [`EvEvent`] for [`EvTable::poll_event`]; a full queue drops the
+//! event and counts it. [`EvTable::usable_mask`] / [`EvTable::for_each_usable`] give what the
+//! datapath sprayer table is written from; [`EvTable::plane_capacity`] counts `Good` EVs per
+//! plane for capacity-weighted plane balance. Bad indices are errors and counted, never panics.
+
+use heapless::Deque;
+
+use crate::engine::fixed::{ewma_q16, Q16_ONE};
+use crate::engine::sprt::{Sprt, SprtConfig, SprtError, SprtParams, SprtVerdict};
+
+/// Planes (NIC ports) an EV table can spread over.
+pub const MAX_PLANES: usize = 8;
+/// Largest EV table: the usable mask is 256 bits.
+pub const MAX_EVS: usize = 256;
+
+/// The state of one EV.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EvState {
+    /// In the sprayer table.
+    Good,
+    /// Left out of the next sprayer pass, then `Good`.
+    Skip,
+    /// Retired; probed back.
+    AssumedBad,
+    /// Excluded by the controller.
+    Denied,
+}
+
+/// Why an EV changed state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EvReason {
+    /// A packet on it was lost (not trimmed).
+    Loss,
+    /// A loss would have retired it but `min_active` holds it (skipped instead).
+    LossGuarded,
+    /// Its ECN average crossed the skip threshold.
+    EcnPersistent,
+    /// The sprayer passed over it once.
+    SkipServed,
+    /// A probe reply arrived.
+    ProbeReply,
+    /// Its plane went down.
+    PlaneDown,
+    /// The gray-loss test decided it loses too much.
+    GrayLoss,
+    /// The controller denied it.
+    ControllerDeny,
+    /// The controller allowed it again.
+    ControllerAllow,
+}
+
+/// One state change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvEvent {
+    /// EV index in the QP's table.
+    pub ev: u16,
+    /// State before.
+    pub old: EvState,
+    /// State after.
+    pub new: EvState,
+    /// Why.
+    pub reason: EvReason,
+}
+
+/// A probe the engine should send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ProbeRequest {
+    /// EV to probe.
+    pub ev: u16,
+    /// Its plane.
+    pub plane: u8,
+    /// The id to put in PRBX; only the reply carrying it restores the EV.
+    pub probe_id: u32,
+}
+
+/// Something wrong with an EV table call or its configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EvError {
+    /// EV index not below the number of active EVs.
+    BadEv {
+        /// Index given.
+        ev: u16,
+        /// EVs in the table.
+        evs: u16,
+    },
+    /// Plane not below the number of planes.
+    BadPlane {
+        /// Plane given.
+        plane: u8,
+        /// Planes configured.
+        planes: u8,
+    },
+    /// More EVs than the table holds (`N`, at most 256).
+    TooManyEvs {
+        /// Requested.
+        evs: u16,
+        /// Capacity.
+        capacity: u16,
+    },
+    /// Planes not in `1..=8`.
+    PlaneCount(u8),
+    /// `min_active` above the number of EVs.
+    MinActive {
+        /// Requested.
+        min_active: u16,
+        /// EVs in the table.
+        evs: u16,
+    },
+    /// Probe intervals not `0 < base <= cap`.
+    ProbeInterval {
+        /// Base.
+        base_ns: u64,
+        /// Cap.
+        cap_ns: u64,
+    },
+    /// A Q16 gain or threshold not in `(0, 1.0]`.
+    Q16Range(u32),
+    /// The gray-loss test parameters.
+    Sprt(SprtError),
+    /// A probe reply that is not for the latest probe of an `AssumedBad` EV.
+    StaleProbe {
+        /// EV.
+        ev: u16,
+        /// Id in the reply.
+        probe_id: u32,
+    },
+}
+
+/// EV table configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvConfig {
+    /// EVs in use (at most the table capacity `N`).
+    pub evs: u16,
+    /// Planes; EV `i` starts on plane `i % planes`.
+    pub planes: u8,
+    /// Fewest active EVs a loss may leave.
+    pub min_active: u16,
+    /// Retire on the first untrimmed loss (MRC behaviour).
+    pub immediate_retire: bool,
+    /// First probe interval.
+    pub probe_base_ns: u64,
+    /// Largest probe interval.
+    pub probe_cap_ns: u64,
+    /// EWMA gain of the per-EV ECN mark average, Q16.
+    pub ecn_gain_q16: u32,
+    /// ECN average at which a `Good` EV is skipped, Q16.
+    pub ecn_skip_threshold_q16: u32,
+    /// EWMA gain of the per-EV RTT average, Q16.
+    pub rtt_gain_q16: u32,
+    /// Gray-loss test.
+    pub sprt: SprtParams,
+}
+
+impl EvConfig {
+    /// Defaults for `evs` EVs over `planes` planes: `min_active = evs / 4`, immediate retire,
+    /// probes 10 us doubling to 10 ms, ECN gain 1/16 and skip at 1/2, RTT gain 1/8, default SPRT.
+    pub fn new(evs: u16, planes: u8) -> Self {
+        EvConfig {
+            evs,
+            planes,
+            min_active: evs / 4,
+            immediate_retire: true,
+            probe_base_ns: 10_000,
+            probe_cap_ns: 10_000_000,
+            ecn_gain_q16: Q16_ONE / 16,
+            ecn_skip_threshold_q16: Q16_ONE / 2,
+            rtt_gain_q16: Q16_ONE / 8,
+            sprt: SprtParams::default(),
+        }
+    }
+}
+
+/// Per-EV statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvStats {
+    /// State.
+    pub state: EvState,
+    /// Plane.
+    pub plane: u8,
+    /// ECN mark average, Q16 (1.0 = every ACK marked).
+    pub ecn_q16: u32,
+    /// RTT average (0 = no sample yet).
+    pub rtt_avg_ns: u64,
+    /// Packets delivered.
+    pub delivered: u64,
+    /// Packets lost (untrimmed).
+    pub lost: u64,
+    /// Trimmed packets.
+    pub trimmed: u64,
+}
+
+/// Table-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvCounters {
+    /// Losses that would have retired an EV but were held by `min_active`.
+    pub guard_hits: u64,
+    /// Events dropped because the event queue was full.
+    pub events_dropped: u64,
+    /// Calls with an EV index or plane out of range.
+    pub bad_index: u64,
+    /// Probe replies not matching the latest probe.
+    pub stale_probe_replies: u64,
+    /// Probes requested.
+    pub probes_sent: u64,
+    /// EVs retired by the gray-loss test.
+    pub gray_retires: u64,
+    /// EVs skipped for persistent ECN.
+    pub ecn_skips: u64,
+    /// Losses reported on EVs already retired or denied.
+    pub losses_on_retired: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ev {
+    state: EvState,
+    plane: u8,
+    ecn_q16: u32,
+    rtt_avg_ns: u64,
+    sprt: Sprt,
+    delivered: u64,
+    lost: u64,
+    trimmed: u64,
+    probe_interval_ns: u64,
+    next_probe_ns: u64,
+    /// Id of the latest probe sent, if one is outstanding.
+    probe_id: Option<u32>,
+}
+
+/// A set of EV indices (up to 256).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvMask {
+    words: [u64; MAX_EVS / 64],
+}
+
+impl EvMask {
+    /// Whether `ev` is in the set.
+    pub fn contains(&self, ev: u16) -> bool {
+        let i = usize::from(ev);
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// Members.
+    pub fn count(&self) -> u32 {
+        self.words.iter().map(|w| w.count_ones()).sum()
+    }
+
+    /// The raw bitmap, bit `i % 64` of word `i / 64` for EV `i`.
+    pub fn words(&self) -> [u64; MAX_EVS / 64] {
+        self.words
+    }
+
+    /// Members in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        (0..MAX_EVS as u16).filter(|&ev| self.contains(ev))
+    }
+
+    fn set(&mut self, ev: usize, on: bool) {
+        if let Some(w) = self.words.get_mut(ev / 64) {
+            if on {
+                *w |= 1 << (ev % 64);
+            } else {
+                *w &= !(1 << (ev % 64));
+            }
+        }
+    }
+}
+
+/// The EV table of one QP, holding up to `N` (at most 256) EVs.
+pub struct EvTable<const N: usize> {
+    cfg: EvConfig,
+    sprt: SprtConfig,
+    evs: [Ev; N],
+    usable: EvMask,
+    good_per_plane: [u16; MAX_PLANES],
+    active: u16,
+    planes_down: u8,
+    next_probe_id: u32,
+    events: Deque<EvEvent, N>,
+    counters: EvCounters,
+}
+
+#[cfg(test)]
+#[path = "ev_state_tests.rs"]
+mod tests;
+
+mod table;
+pub use table::AckFeedback;

@@ -1,0 +1,517 @@
+//! The [`EvTable`] operations.
+
+use super::*;
+
+/// Feedback carried by one coalesced ACK for one EV.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckFeedback {
+    /// Data packets on this EV the ACK covers.
+    pub delivered: u32,
+    /// Whether any of them was CE-marked.
+    pub ecn_marked: bool,
+    /// RTT sample from the echoed timestamp (0 = none).
+    pub rtt_ns: u64,
+}
+
+impl<const N: usize> EvTable<N> {
+    const CAPACITY_OK: () = assert!(N <= MAX_EVS, "EvTable holds at most 256 EVs");
+
+    /// A table with every EV `Good`, EV `i` on plane `i % planes`.
+    ///
+    /// # Errors
+    /// [`EvError`] naming the bad configuration field.
+    pub fn new(cfg: EvConfig) -> Result<Self, EvError> {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        if usize::from(cfg.evs) > N {
+            return Err(EvError::TooManyEvs {
+                evs: cfg.evs,
+                capacity: N as u16,
+            });
+        }
+        if cfg.planes == 0 || usize::from(cfg.planes) > MAX_PLANES {
+            return Err(EvError::PlaneCount(cfg.planes));
+        }
+        if cfg.min_active > cfg.evs {
+            return Err(EvError::MinActive {
+                min_active: cfg.min_active,
+                evs: cfg.evs,
+            });
+        }
+        if cfg.probe_base_ns == 0 || cfg.probe_cap_ns < cfg.probe_base_ns {
+            return Err(EvError::ProbeInterval {
+                base_ns: cfg.probe_base_ns,
+                cap_ns: cfg.probe_cap_ns,
+            });
+        }
+        for q in [
+            cfg.ecn_gain_q16,
+            cfg.ecn_skip_threshold_q16,
+            cfg.rtt_gain_q16,
+        ] {
+            if q == 0 || q > Q16_ONE {
+                return Err(EvError::Q16Range(q));
+            }
+        }
+        let sprt = SprtConfig::new(cfg.sprt).map_err(EvError::Sprt)?;
+        let blank = Ev {
+            state: EvState::Good,
+            plane: 0,
+            ecn_q16: 0,
+            rtt_avg_ns: 0,
+            sprt: Sprt::default(),
+            delivered: 0,
+            lost: 0,
+            trimmed: 0,
+            probe_interval_ns: cfg.probe_base_ns,
+            next_probe_ns: 0,
+            probe_id: None,
+        };
+        let mut t = EvTable {
+            cfg,
+            sprt,
+            evs: [blank; N],
+            usable: EvMask::default(),
+            good_per_plane: [0; MAX_PLANES],
+            active: cfg.evs,
+            planes_down: 0,
+            next_probe_id: 0,
+            events: Deque::new(),
+            counters: EvCounters::default(),
+        };
+        for (i, ev) in t.evs.iter_mut().enumerate().take(usize::from(cfg.evs)) {
+            ev.plane = (i % usize::from(cfg.planes)) as u8;
+            t.usable.set(i, true);
+            if let Some(c) = t.good_per_plane.get_mut(usize::from(ev.plane)) {
+                *c += 1;
+            }
+        }
+        Ok(t)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EvConfig {
+        &self.cfg
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> EvCounters {
+        self.counters
+    }
+
+    /// `Good` + `Skip` EVs.
+    pub fn active(&self) -> u16 {
+        self.active
+    }
+
+    /// The state of `ev`.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`].
+    pub fn state(&self, ev: u16) -> Result<EvState, EvError> {
+        self.stats(ev).map(|s| s.state)
+    }
+
+    /// Statistics of `ev`.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`].
+    pub fn stats(&self, ev: u16) -> Result<EvStats, EvError> {
+        let e = self.get(ev).ok_or(EvError::BadEv {
+            ev,
+            evs: self.cfg.evs,
+        })?;
+        Ok(EvStats {
+            state: e.state,
+            plane: e.plane,
+            ecn_q16: e.ecn_q16,
+            rtt_avg_ns: e.rtt_avg_ns,
+            delivered: e.delivered,
+            lost: e.lost,
+            trimmed: e.trimmed,
+        })
+    }
+
+    /// The next state change, oldest first.
+    pub fn poll_event(&mut self) -> Option<EvEvent> {
+        self.events.pop_front()
+    }
+
+    /// The `Good` EVs: what the datapath sprayer table is written from.
+    pub fn usable_mask(&self) -> EvMask {
+        self.usable
+    }
+
+    /// Call `f(ev, plane)` for every `Good` EV in index order.
+    pub fn for_each_usable(&self, mut f: impl FnMut(u16, u8)) {
+        for (i, e) in self.evs.iter().enumerate().take(usize::from(self.cfg.evs)) {
+            if e.state == EvState::Good {
+                f(i as u16, e.plane);
+            }
+        }
+    }
+
+    /// `Good` EVs on `plane` (0 for a plane out of range).
+    pub fn plane_capacity(&self, plane: u8) -> u16 {
+        self.good_per_plane
+            .get(usize::from(plane))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// `Good` EVs on every plane.
+    pub fn plane_capacities(&self) -> [u16; MAX_PLANES] {
+        self.good_per_plane
+    }
+
+    /// Whether `plane` is down.
+    pub fn plane_is_down(&self, plane: u8) -> bool {
+        plane < 8 && self.planes_down & (1 << plane) != 0
+    }
+
+    /// Move `ev` to `plane` (when the EV profile maps EVs to planes differently).
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] or [`EvError::BadPlane`].
+    pub fn set_plane(&mut self, ev: u16, plane: u8) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        self.check_plane(plane)?;
+        let old = self.evs[i].plane;
+        if self.evs[i].state == EvState::Good {
+            self.bump_plane(old, false);
+            self.bump_plane(plane, true);
+        }
+        self.evs[i].plane = plane;
+        Ok(())
+    }
+
+    /// A coalesced ACK reported feedback for packets sent on `ev`.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn handle_ack(&mut self, ev: u16, now_ns: u64, fb: AckFeedback) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        let e = &mut self.evs[i];
+        e.delivered = e.delivered.saturating_add(u64::from(fb.delivered));
+        let sample = if fb.ecn_marked { u64::from(Q16_ONE) } else { 0 };
+        e.ecn_q16 = ewma_q16(u64::from(e.ecn_q16), sample, self.cfg.ecn_gain_q16) as u32;
+        if fb.rtt_ns != 0 {
+            e.rtt_avg_ns = if e.rtt_avg_ns == 0 {
+                fb.rtt_ns
+            } else {
+                ewma_q16(e.rtt_avg_ns, fb.rtt_ns, self.cfg.rtt_gain_q16)
+            };
+        }
+        let verdict = e.sprt.observe(&self.sprt, fb.delivered, 0);
+        let (state, ecn) = (e.state, e.ecn_q16);
+        if verdict == SprtVerdict::Gray {
+            self.retire_gray(i, now_ns);
+        } else if state == EvState::Good && ecn >= self.cfg.ecn_skip_threshold_q16 {
+            self.counters.ecn_skips += 1;
+            self.set_state(i, EvState::Skip, EvReason::EcnPersistent);
+        }
+        Ok(())
+    }
+
+    /// A packet sent on `ev` was trimmed: counted, never retires (and proves the path delivers).
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn handle_trim(&mut self, ev: u16) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        let e = &mut self.evs[i];
+        e.trimmed = e.trimmed.saturating_add(1);
+        // A trimmed header reached the receiver: a delivery for the gray-loss test.
+        let _ = e.sprt.observe(&self.sprt, 1, 0);
+        Ok(())
+    }
+
+    /// A packet sent on `ev` was lost without being trimmed.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn handle_loss(&mut self, ev: u16, now_ns: u64) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        let e = &mut self.evs[i];
+        e.lost = e.lost.saturating_add(1);
+        let verdict = e.sprt.observe(&self.sprt, 0, 1);
+        let state = e.state;
+        if !matches!(state, EvState::Good | EvState::Skip) {
+            self.counters.losses_on_retired += 1;
+            return Ok(());
+        }
+        if verdict == SprtVerdict::Gray {
+            self.retire_gray(i, now_ns);
+        } else if self.cfg.immediate_retire {
+            self.retire(i, now_ns, EvReason::Loss);
+        }
+        Ok(())
+    }
+
+    /// The sprayer passed over every `Skip` EV once: they become `Good`.
+    pub fn release_skips(&mut self) {
+        for i in 0..usize::from(self.cfg.evs).min(N) {
+            if self.evs[i].state == EvState::Skip {
+                self.set_state(i, EvState::Good, EvReason::SkipServed);
+            }
+        }
+    }
+
+    /// The sprayer passed over `ev` once: `Skip` becomes `Good` (other states unchanged).
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn handle_skip_served(&mut self, ev: u16) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        if self.evs[i].state == EvState::Skip {
+            self.set_state(i, EvState::Good, EvReason::SkipServed);
+        }
+        Ok(())
+    }
+
+    /// The next probe due at `now_ns`: the `AssumedBad` EV on a live plane whose probe time is
+    /// earliest (ties: lowest index). Its next probe is scheduled after a doubled interval.
+    pub fn poll_probe(&mut self, now_ns: u64) -> Option<ProbeRequest> {
+        let i = self.earliest_probe().filter(|&(_, at)| at <= now_ns)?.0;
+        let id = self.next_probe_id;
+        self.next_probe_id = self.next_probe_id.wrapping_add(1);
+        let e = &mut self.evs[i];
+        e.probe_id = Some(id);
+        e.probe_interval_ns = e
+            .probe_interval_ns
+            .saturating_mul(2)
+            .min(self.cfg.probe_cap_ns);
+        e.next_probe_ns = now_ns.saturating_add(e.probe_interval_ns);
+        self.counters.probes_sent += 1;
+        Some(ProbeRequest {
+            ev: i as u16,
+            plane: e.plane,
+            probe_id: id,
+        })
+    }
+
+    /// When [`EvTable::poll_probe`] next returns a probe (`None`: nothing to probe).
+    pub fn next_probe_deadline(&self) -> Option<u64> {
+        self.earliest_probe().map(|(_, at)| at)
+    }
+
+    /// The reply to probe `probe_id` on `ev` arrived: the EV is `Good` again.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`]; [`EvError::StaleProbe`] (counted) when the EV is not `AssumedBad`,
+    /// its plane is down, or the id is not its latest probe.
+    pub fn handle_probe_reply(
+        &mut self,
+        ev: u16,
+        probe_id: u32,
+        rtt_ns: u64,
+    ) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        let e = self.evs[i];
+        let down = self.plane_is_down(e.plane);
+        if e.state != EvState::AssumedBad || down || e.probe_id != Some(probe_id) {
+            self.counters.stale_probe_replies += 1;
+            return Err(EvError::StaleProbe { ev, probe_id });
+        }
+        let e = &mut self.evs[i];
+        e.probe_id = None;
+        e.probe_interval_ns = self.cfg.probe_base_ns;
+        e.ecn_q16 = 0;
+        if rtt_ns != 0 {
+            e.rtt_avg_ns = rtt_ns;
+        }
+        self.set_state(i, EvState::Good, EvReason::ProbeReply);
+        Ok(())
+    }
+
+    /// Plane `plane` went down: every EV on it that is not `Denied` is retired at once (no
+    /// guard) and not probed until [`EvTable::plane_up`]. Returns how many were retired.
+    ///
+    /// # Errors
+    /// [`EvError::BadPlane`] (counted).
+    pub fn plane_down(&mut self, plane: u8) -> Result<u16, EvError> {
+        self.check_plane(plane)?;
+        self.planes_down |= 1 << plane;
+        let mut n = 0;
+        for i in 0..usize::from(self.cfg.evs).min(N) {
+            let e = &mut self.evs[i];
+            if e.plane != plane {
+                continue;
+            }
+            e.probe_id = None;
+            if matches!(e.state, EvState::Good | EvState::Skip) {
+                self.set_state(i, EvState::AssumedBad, EvReason::PlaneDown);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Plane `plane` came back: its `AssumedBad` EVs are probed from `now_ns`, base interval.
+    ///
+    /// # Errors
+    /// [`EvError::BadPlane`] (counted).
+    pub fn plane_up(&mut self, plane: u8, now_ns: u64) -> Result<(), EvError> {
+        self.check_plane(plane)?;
+        self.planes_down &= !(1 << plane);
+        let base = self.cfg.probe_base_ns;
+        for e in self.evs.iter_mut().take(usize::from(self.cfg.evs)) {
+            if e.plane == plane && e.state == EvState::AssumedBad {
+                e.next_probe_ns = now_ns;
+                e.probe_interval_ns = base;
+                e.probe_id = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The controller denies `ev`: `Denied` until [`EvTable::allow`].
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn deny(&mut self, ev: u16) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        self.evs[i].probe_id = None;
+        self.set_state(i, EvState::Denied, EvReason::ControllerDeny);
+        Ok(())
+    }
+
+    /// The controller allows `ev` again: `Good` if its plane is up, else `AssumedBad` (probed
+    /// when the plane comes back). No effect on an EV that is not `Denied`.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn allow(&mut self, ev: u16, now_ns: u64) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        let down = self.plane_is_down(self.evs[i].plane);
+        let e = &mut self.evs[i];
+        if e.state != EvState::Denied {
+            return Ok(());
+        }
+        e.sprt.reset();
+        e.ecn_q16 = 0;
+        e.probe_interval_ns = self.cfg.probe_base_ns;
+        e.next_probe_ns = now_ns;
+        let new = if down {
+            EvState::AssumedBad
+        } else {
+            EvState::Good
+        };
+        self.set_state(i, new, EvReason::ControllerAllow);
+        Ok(())
+    }
+
+    // ---- internals ----
+
+    fn get(&self, ev: u16) -> Option<&Ev> {
+        if ev < self.cfg.evs {
+            self.evs.get(usize::from(ev))
+        } else {
+            None
+        }
+    }
+
+    fn index(&mut self, ev: u16) -> Result<usize, EvError> {
+        if usize::from(ev) < usize::from(self.cfg.evs).min(N) {
+            Ok(usize::from(ev))
+        } else {
+            self.counters.bad_index += 1;
+            Err(EvError::BadEv {
+                ev,
+                evs: self.cfg.evs,
+            })
+        }
+    }
+
+    fn check_plane(&mut self, plane: u8) -> Result<(), EvError> {
+        if plane < self.cfg.planes {
+            Ok(())
+        } else {
+            self.counters.bad_index += 1;
+            Err(EvError::BadPlane {
+                plane,
+                planes: self.cfg.planes,
+            })
+        }
+    }
+
+    fn earliest_probe(&self) -> Option<(usize, u64)> {
+        let mut best: Option<(usize, u64)> = None;
+        for (i, e) in self.evs.iter().enumerate().take(usize::from(self.cfg.evs)) {
+            if e.state == EvState::AssumedBad
+                && !self.plane_is_down(e.plane)
+                && best.is_none_or(|(_, at)| e.next_probe_ns < at)
+            {
+                best = Some((i, e.next_probe_ns));
+            }
+        }
+        best
+    }
+
+    /// Retire `i` (Good/Skip) unless `min_active` holds it, in which case it is skipped.
+    fn retire(&mut self, i: usize, now_ns: u64, reason: EvReason) {
+        if self.active <= self.cfg.min_active {
+            self.counters.guard_hits += 1;
+            self.set_state(i, EvState::Skip, EvReason::LossGuarded);
+            return;
+        }
+        let e = &mut self.evs[i];
+        e.probe_id = None;
+        e.next_probe_ns = now_ns.saturating_add(e.probe_interval_ns);
+        self.set_state(i, EvState::AssumedBad, reason);
+    }
+
+    fn retire_gray(&mut self, i: usize, now_ns: u64) {
+        if !matches!(self.evs[i].state, EvState::Good | EvState::Skip) {
+            return;
+        }
+        self.counters.gray_retires += 1;
+        self.evs[i].probe_interval_ns = self.cfg.probe_cap_ns;
+        self.retire(i, now_ns, EvReason::GrayLoss);
+    }
+
+    fn bump_plane(&mut self, plane: u8, up: bool) {
+        if let Some(c) = self.good_per_plane.get_mut(usize::from(plane)) {
+            *c = if up {
+                c.saturating_add(1)
+            } else {
+                c.saturating_sub(1)
+            };
+        }
+    }
+
+    /// The one place a state changes: keeps the mask, counts and event queue in step.
+    fn set_state(&mut self, i: usize, new: EvState, reason: EvReason) {
+        let Some(e) = self.evs.get_mut(i) else { return };
+        let old = e.state;
+        if old == new {
+            return;
+        }
+        e.state = new;
+        let plane = e.plane;
+        let was_active = matches!(old, EvState::Good | EvState::Skip);
+        let is_active = matches!(new, EvState::Good | EvState::Skip);
+        match (was_active, is_active) {
+            (true, false) => self.active = self.active.saturating_sub(1),
+            (false, true) => self.active = self.active.saturating_add(1),
+            _ => {}
+        }
+        if old == EvState::Good {
+            self.bump_plane(plane, false);
+        }
+        if new == EvState::Good {
+            self.bump_plane(plane, true);
+        }
+        self.usable.set(i, new == EvState::Good);
+        let event = EvEvent {
+            ev: i as u16,
+            old,
+            new,
+            reason,
+        };
+        if self.events.push_back(event).is_err() {
+            self.counters.events_dropped += 1;
+        }
+    }
+}

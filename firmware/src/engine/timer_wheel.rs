@@ -1,0 +1,512 @@
+//! A hierarchical timer wheel with O(1) arm and cancel.
+//!
+//! Time is in nanoseconds and comes in from the caller; the wheel counts in ticks of `tick_ns`.
+//! A timer with deadline `d` belongs to tick `ceil(d / tick_ns)` and is due once
+//! `floor(now_ns / tick_ns)` reaches that tick, so it is **never early** (`d <= now_ns`) and at
+//! most **one tick minus 1 ns late** relative to the first poll at which it is due. (Hence a
+//! deadline inside the last, partial tick before `u64::MAX` never fires: it is "never".)
+//!
+//! Layout: a slab of `N` timer slots; four levels of 64 buckets (level `l` buckets span `64^l`
+//! ticks, 2^24 ticks in all) plus an overflow list for deadlines further out; every bucket is an
+//! intrusive doubly-linked list through the slab, with a 64-bit occupancy map per level so empty
+//! stretches of time are skipped in one step. Due timers move to a ready list kept sorted by
+//! `(deadline_ns, arm order)`, so [`TimerWheel::poll_expired`] yields them in deadline order with
+//! ties broken by arm order.
+//!
+//! Handles carry a generation: cancelling a timer that already fired or was cancelled is a
+//! [`TimerError::StaleHandle`], never the cancellation of whichever timer reuses the slot.
+//! A full slab is [`TimerError::Full`] and counted. No allocation, no recursion, no panics.
+
+const LEVELS: usize = 4;
+const SLOT_BITS: u32 = 6;
+const SLOTS: usize = 1 << SLOT_BITS;
+/// Ticks the wheel levels cover; later deadlines wait in the overflow list.
+const WHEEL_SPAN_BITS: u32 = SLOT_BITS * LEVELS as u32;
+const NIL: u32 = u32::MAX;
+
+/// The caller's name for a timer, returned when it expires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TimerId(pub u32);
+
+/// A handle to an armed timer: slab index plus generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TimerHandle {
+    index: u32,
+    generation: u32,
+}
+
+/// A timer that fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Expired {
+    /// The id given at arm time.
+    pub id: TimerId,
+    /// The deadline given at arm time.
+    pub deadline_ns: u64,
+}
+
+/// What went wrong with a timer operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TimerError {
+    /// All `N` slots hold armed timers.
+    Full {
+        /// The slab capacity.
+        capacity: u32,
+    },
+    /// The handle's timer already fired or was cancelled (or the handle is from another wheel).
+    StaleHandle,
+    /// `tick_ns` was 0.
+    ZeroTick,
+}
+
+/// Counters; every refused operation is counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TimerCounters {
+    /// Timers armed.
+    pub armed: u64,
+    /// Timers cancelled.
+    pub cancelled: u64,
+    /// Timers returned by `poll_expired`.
+    pub expired: u64,
+    /// Arms refused because the slab was full.
+    pub full: u64,
+    /// Cancels refused because the handle was stale.
+    pub stale: u64,
+    /// Timers armed with a deadline already due.
+    pub armed_in_past: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loc {
+    Free,
+    Bucket { level: u8, slot: u8 },
+    Overflow,
+    Ready,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    deadline_ns: u64,
+    seq: u64,
+    id: TimerId,
+    generation: u32,
+    next: u32,
+    prev: u32,
+    loc: Loc,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        deadline_ns: 0,
+        seq: 0,
+        id: TimerId(0),
+        generation: 0,
+        next: NIL,
+        prev: NIL,
+        loc: Loc::Free,
+    };
+}
+
+/// Where the next wheel event is.
+#[derive(Clone, Copy)]
+enum NextEvent {
+    Bucket { level: usize, slot: usize },
+    Overflow,
+}
+
+/// A hierarchical timer wheel holding at most `N` timers (`N < 2^32 - 1`).
+pub struct TimerWheel<const N: usize> {
+    slots: [Slot; N],
+    free_head: u32,
+    buckets: [[u32; SLOTS]; LEVELS],
+    occupied: [u64; LEVELS],
+    overflow_head: u32,
+    /// Lower bound of the smallest deadline tick in the overflow list.
+    overflow_min_tick: u64,
+    ready_head: u32,
+    ready_tail: u32,
+    /// Every timer of tick <= `cur_tick` is in the ready list.
+    cur_tick: u64,
+    tick_ns: u64,
+    next_seq: u64,
+    len: u32,
+    counters: TimerCounters,
+    /// Test only: break tie ordering, to show the model check catches it.
+    #[cfg(test)]
+    planted_tie_bug: bool,
+}
+
+impl<const N: usize> TimerWheel<N> {
+    const CAPACITY_OK: () = assert!(N < NIL as usize, "TimerWheel capacity must be < 2^32 - 1");
+
+    /// An empty wheel whose tick is `tick_ns`, starting at time 0.
+    ///
+    /// # Errors
+    /// [`TimerError::ZeroTick`] when `tick_ns == 0`.
+    pub fn new(tick_ns: u64) -> Result<Self, TimerError> {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        if tick_ns == 0 {
+            return Err(TimerError::ZeroTick);
+        }
+        let mut slots = [Slot::EMPTY; N];
+        // Free list threads through `next`.
+        let mut i = 0;
+        while i < N {
+            slots[i].next = if i + 1 < N { (i + 1) as u32 } else { NIL };
+            i += 1;
+        }
+        Ok(TimerWheel {
+            slots,
+            free_head: if N == 0 { NIL } else { 0 },
+            buckets: [[NIL; SLOTS]; LEVELS],
+            occupied: [0; LEVELS],
+            overflow_head: NIL,
+            overflow_min_tick: u64::MAX,
+            ready_head: NIL,
+            ready_tail: NIL,
+            cur_tick: 0,
+            tick_ns,
+            next_seq: 0,
+            len: 0,
+            counters: TimerCounters::default(),
+            #[cfg(test)]
+            planted_tie_bug: false,
+        })
+    }
+
+    /// The tick length in ns.
+    pub fn tick_ns(&self) -> u64 {
+        self.tick_ns
+    }
+
+    /// Armed timers.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// No armed timer.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slab capacity `N`.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> TimerCounters {
+        self.counters
+    }
+
+    /// Arm a timer named `id` that fires at `deadline_ns` (a deadline already due fires at the
+    /// next poll).
+    ///
+    /// # Errors
+    /// [`TimerError::Full`] (counted) when `N` timers are armed.
+    pub fn arm(&mut self, id: TimerId, deadline_ns: u64) -> Result<TimerHandle, TimerError> {
+        let idx = self.free_head;
+        let Some(slot) = self.slots.get_mut(idx as usize) else {
+            self.counters.full += 1;
+            return Err(TimerError::Full { capacity: N as u32 });
+        };
+        self.free_head = slot.next;
+        slot.deadline_ns = deadline_ns;
+        slot.seq = self.next_seq;
+        slot.id = id;
+        slot.next = NIL;
+        slot.prev = NIL;
+        let generation = slot.generation;
+        self.next_seq += 1;
+        self.len += 1;
+        self.counters.armed += 1;
+        if self.tick_of(deadline_ns) <= self.cur_tick {
+            self.counters.armed_in_past += 1;
+        }
+        self.place(idx);
+        Ok(TimerHandle {
+            index: idx,
+            generation,
+        })
+    }
+
+    /// Cancel an armed timer; returns its id.
+    ///
+    /// # Errors
+    /// [`TimerError::StaleHandle`] (counted) when the timer already fired or was cancelled.
+    pub fn cancel(&mut self, handle: TimerHandle) -> Result<TimerId, TimerError> {
+        let live = match self.slots.get(handle.index as usize) {
+            Some(s) => s.generation == handle.generation && s.loc != Loc::Free,
+            None => false,
+        };
+        if !live {
+            self.counters.stale += 1;
+            return Err(TimerError::StaleHandle);
+        }
+        self.unlink(handle.index);
+        let id = self.release(handle.index);
+        self.counters.cancelled += 1;
+        Ok(id)
+    }
+
+    /// The deadline of an armed timer, `None` if the handle is stale.
+    pub fn deadline_of(&self, handle: TimerHandle) -> Option<u64> {
+        let s = self.slots.get(handle.index as usize)?;
+        (s.generation == handle.generation && s.loc != Loc::Free).then_some(s.deadline_ns)
+    }
+
+    /// The earliest instant at which [`TimerWheel::poll_expired`] returns a timer: the first
+    /// deadline rounded up to its tick (`None` when no timer is armed). Polling at this instant
+    /// yields at least one timer unless it is cancelled first.
+    pub fn next_deadline(&self) -> Option<u64> {
+        if let Some(s) = self.slots.get(self.ready_head as usize) {
+            return Some(self.fire_ns(s.deadline_ns));
+        }
+        let head = match self.next_event()? {
+            NextEvent::Bucket { level, slot } => self.buckets[level][slot],
+            NextEvent::Overflow => self.overflow_head,
+        };
+        // The earliest timer lives in this one list: levels cover disjoint, ordered ranges.
+        let mut min = u64::MAX;
+        let mut i = head;
+        while let Some(s) = self.slots.get(i as usize) {
+            min = min.min(s.deadline_ns);
+            i = s.next;
+        }
+        Some(self.fire_ns(min))
+    }
+
+    /// The next due timer at `now_ns`: the one with the smallest `(deadline, arm order)`, or
+    /// `None` when nothing is due. Call until `None`. Time never goes backwards: a `now_ns`
+    /// earlier than a previous one is treated as the previous one.
+    pub fn poll_expired(&mut self, now_ns: u64) -> Option<Expired> {
+        let target = now_ns / self.tick_ns;
+        while self.ready_head == NIL {
+            if !self.advance_one(target) {
+                break;
+            }
+        }
+        let idx = self.ready_head;
+        let s = *self.slots.get(idx as usize)?;
+        self.unlink(idx);
+        self.release(idx);
+        self.counters.expired += 1;
+        Some(Expired {
+            id: s.id,
+            deadline_ns: s.deadline_ns,
+        })
+    }
+
+    fn tick_of(&self, deadline_ns: u64) -> u64 {
+        deadline_ns / self.tick_ns + u64::from(!deadline_ns.is_multiple_of(self.tick_ns))
+    }
+
+    fn fire_ns(&self, deadline_ns: u64) -> u64 {
+        self.tick_of(deadline_ns).saturating_mul(self.tick_ns)
+    }
+
+    /// The first non-empty list ahead of `cur_tick`, lowest level first (levels hold disjoint,
+    /// increasing ranges of ticks, the overflow list the furthest).
+    fn next_event(&self) -> Option<NextEvent> {
+        for level in 0..LEVELS {
+            let group = (self.cur_tick >> (SLOT_BITS * level as u32)) & (SLOTS as u64 - 1);
+            let ahead = if group == SLOTS as u64 - 1 {
+                0
+            } else {
+                !0u64 << (group + 1)
+            };
+            let hits = self.occupied[level] & ahead;
+            if hits != 0 {
+                return Some(NextEvent::Bucket {
+                    level,
+                    slot: hits.trailing_zeros() as usize,
+                });
+            }
+        }
+        (self.overflow_head != NIL).then_some(NextEvent::Overflow)
+    }
+
+    fn event_tick(&self, ev: NextEvent) -> u64 {
+        match ev {
+            NextEvent::Bucket { level, slot } => {
+                let shift = SLOT_BITS * level as u32;
+                let upper = (self.cur_tick >> (shift + SLOT_BITS)) << (shift + SLOT_BITS);
+                upper | ((slot as u64) << shift)
+            }
+            NextEvent::Overflow => {
+                let start = (self.overflow_min_tick >> WHEEL_SPAN_BITS) << WHEEL_SPAN_BITS;
+                start.max(self.cur_tick)
+            }
+        }
+    }
+
+    /// Move time toward `target` up to the next non-empty list and redistribute it. Returns
+    /// false when nothing lies at or before `target` (time is then at `target`).
+    fn advance_one(&mut self, target: u64) -> bool {
+        let Some(ev) = self.next_event() else {
+            self.cur_tick = self.cur_tick.max(target);
+            return false;
+        };
+        let at = self.event_tick(ev);
+        if at > target {
+            self.cur_tick = self.cur_tick.max(target);
+            return false;
+        }
+        self.cur_tick = at;
+        let mut i = match ev {
+            NextEvent::Bucket { level, slot } => {
+                let head = self.buckets[level][slot];
+                self.buckets[level][slot] = NIL;
+                self.occupied[level] &= !(1u64 << slot);
+                head
+            }
+            NextEvent::Overflow => {
+                let head = self.overflow_head;
+                self.overflow_head = NIL;
+                self.overflow_min_tick = u64::MAX;
+                head
+            }
+        };
+        while let Some(s) = self.slots.get(i as usize) {
+            let next = s.next;
+            self.place(i);
+            i = next;
+        }
+        true
+    }
+
+    /// Put slot `idx` (unlinked) into the list its deadline belongs to, relative to `cur_tick`.
+    fn place(&mut self, idx: u32) {
+        let Some(s) = self.slots.get(idx as usize) else {
+            return;
+        };
+        let (deadline_ns, seq) = (s.deadline_ns, s.seq);
+        let tick = self.tick_of(deadline_ns);
+        if tick <= self.cur_tick {
+            self.insert_ready(idx, deadline_ns, seq);
+            return;
+        }
+        let diff = tick ^ self.cur_tick;
+        let level = ((63 - diff.leading_zeros()) / SLOT_BITS) as usize;
+        if level >= LEVELS {
+            self.overflow_min_tick = self.overflow_min_tick.min(tick);
+            let head = self.overflow_head;
+            self.push_front(idx, head, Loc::Overflow);
+            self.overflow_head = idx;
+            return;
+        }
+        let slot = ((tick >> (SLOT_BITS * level as u32)) & (SLOTS as u64 - 1)) as usize;
+        let head = self.buckets[level][slot];
+        self.push_front(
+            idx,
+            head,
+            Loc::Bucket {
+                level: level as u8,
+                slot: slot as u8,
+            },
+        );
+        self.buckets[level][slot] = idx;
+        self.occupied[level] |= 1u64 << slot;
+    }
+
+    fn push_front(&mut self, idx: u32, head: u32, loc: Loc) {
+        if let Some(h) = self.slots.get_mut(head as usize) {
+            h.prev = idx;
+        }
+        if let Some(s) = self.slots.get_mut(idx as usize) {
+            s.next = head;
+            s.prev = NIL;
+            s.loc = loc;
+        }
+    }
+
+    /// Sorted insert into the ready list, walking from the tail (arms mostly come in order).
+    fn insert_ready(&mut self, idx: u32, deadline_ns: u64, seq: u64) {
+        let key = (deadline_ns, seq);
+        let mut after = self.ready_tail;
+        while let Some(s) = self.slots.get(after as usize) {
+            // The planted bug ignores arm order among equal deadlines.
+            #[cfg(test)]
+            if self.planted_tie_bug && s.deadline_ns == deadline_ns {
+                break;
+            }
+            if (s.deadline_ns, s.seq) <= key {
+                break;
+            }
+            after = s.prev;
+        }
+        let before = match self.slots.get(after as usize) {
+            Some(s) => s.next,
+            None => self.ready_head,
+        };
+        if let Some(s) = self.slots.get_mut(idx as usize) {
+            s.prev = after;
+            s.next = before;
+            s.loc = Loc::Ready;
+        }
+        match self.slots.get_mut(after as usize) {
+            Some(a) => a.next = idx,
+            None => self.ready_head = idx,
+        }
+        match self.slots.get_mut(before as usize) {
+            Some(b) => b.prev = idx,
+            None => self.ready_tail = idx,
+        }
+    }
+
+    /// Remove slot `idx` from whatever list holds it.
+    fn unlink(&mut self, idx: u32) {
+        let Some(s) = self.slots.get(idx as usize) else {
+            return;
+        };
+        let (prev, next, loc) = (s.prev, s.next, s.loc);
+        if let Some(n) = self.slots.get_mut(next as usize) {
+            n.prev = prev;
+        }
+        match self.slots.get_mut(prev as usize) {
+            Some(p) => p.next = next,
+            None => match loc {
+                Loc::Bucket { level, slot } => {
+                    let (l, sl) = (level as usize % LEVELS, slot as usize % SLOTS);
+                    self.buckets[l][sl] = next;
+                    if next == NIL {
+                        self.occupied[l] &= !(1u64 << sl);
+                    }
+                }
+                Loc::Overflow => self.overflow_head = next,
+                Loc::Ready => self.ready_head = next,
+                Loc::Free => {}
+            },
+        }
+        if loc == Loc::Ready && self.ready_tail == idx {
+            self.ready_tail = prev;
+        }
+        if let Some(s) = self.slots.get_mut(idx as usize) {
+            s.next = NIL;
+            s.prev = NIL;
+        }
+    }
+
+    /// Return an unlinked slot to the free list, bumping its generation.
+    fn release(&mut self, idx: u32) -> TimerId {
+        let free_head = self.free_head;
+        let Some(s) = self.slots.get_mut(idx as usize) else {
+            return TimerId(0);
+        };
+        s.loc = Loc::Free;
+        s.generation = s.generation.wrapping_add(1);
+        s.next = free_head;
+        self.free_head = idx;
+        self.len -= 1;
+        s.id
+    }
+}
+
+#[cfg(test)]
+#[path = "timer_wheel_tests.rs"]
+mod tests;
