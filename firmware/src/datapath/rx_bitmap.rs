@@ -337,7 +337,7 @@ mod tests {
         #[test]
         fn matches_set_model(
             start in prop_oneof![0u64..1000, (1u64 << 24) - 600..(1u64 << 24)],
-            ops in proptest::collection::vec((-40i64..300, -80i64..300), 1..600),
+            ops in proptest::collection::vec((-40i64..300, -80i64..300), 1..250),
         ) {
             // Absolute PSNs start one modulus up so offsets behind stay positive.
             let start = start + (1 << 24);
