@@ -28,6 +28,55 @@
 //! whose outcome is [`RxOutcome::New`]. The firmware engine consumes the [`AckSummary`] /
 //! [`NackSummary`] records the remote side's generator produced, and writes the sprayer's EV
 //! table (usable bits, weights, skip-once flags).
+//!
+//! # Example: one message through the blocks
+//!
+//! ```
+//! use mrc_abi::Psn;
+//! use mrc_firmware::datapath::*;
+//!
+//! // Sender: segment a 2500-byte write-with-immediate, give each packet an EV.
+//! let mut sprayer: Sprayer<16, 2> = Sprayer::new();
+//! sprayer.set_ev(0, EvSlot { usable: true, weight: 1, plane: 0, skip_once: false }).unwrap();
+//! sprayer.set_ev(1, EvSlot { usable: true, weight: 1, plane: 1, skip_once: false }).unwrap();
+//! let req = WriteRequest {
+//!     remote_va: 0x1000,
+//!     rkey: 7,
+//!     len: 2500,
+//!     imm: Some(0xfeed),
+//!     mtu_payload: 1024,
+//!     start_psn: Psn::new(0),
+//! };
+//! let mut seg = Segmenter::new();
+//! assert_eq!(seg.start(req), Ok(3));
+//!
+//! // Receiver: one registered region, an ACK generator for the QP.
+//! let mut regions: PlacementTable<4> = PlacementTable::new();
+//! regions
+//!     .register(MemRegion { rkey: 7, base_va: 0x1000, length: 4096, access: Access::REMOTE_WRITE })
+//!     .unwrap();
+//! let mut acks: AckGen<4> = AckGen::new(0x11, Psn::new(0), AckGenConfig::default());
+//!
+//! let mut last = None;
+//! while let Some(pkt) = seg.next_packet() {
+//!     let ev = sprayer.next_ev().unwrap();
+//!     let rx = RxPacket {
+//!         psn: pkt.psn,
+//!         ev_index: ev.index,
+//!         plane: ev.plane,
+//!         has_imm: pkt.opcode.has_imm(),
+//!         ..RxPacket::default()
+//!     };
+//!     let decision = acks.handle_packet(0, &rx);
+//!     assert!(decision.place);
+//!     let placed = regions.check_write(pkt.rkey, pkt.remote_va, pkt.payload_len, pkt.payload_len);
+//!     assert!(matches!(placed, Ok(Placement::Write { slot: 0, .. })));
+//!     last = decision.event;
+//! }
+//! // The immediate on the last packet makes the generator ACK at once.
+//! let Some(AckEvent::Ack(ack)) = last else { panic!("no ACK") };
+//! assert_eq!((ack.cum_psn, ack.pkt_count, ack.plane), (Psn::new(3), 3, 0));
+//! ```
 
 pub mod ack_gen;
 pub mod placement;
