@@ -1,0 +1,469 @@
+//! Coalesced ACK / NACK generator: the receive side's answer to data packets.
+//!
+//! # Hardware block
+//!
+//! - **State** (per QP): the QP number, the [`AckGenConfig`], the QP's [`RxBitmap`] (owned
+//!   here), and the *pending* ACK interval: data packets and CE-marked packets counted since the
+//!   last ACK, the ECN plane mask, the EV index / plane / tx timestamp of the latest counted
+//!   packet, and the time the interval's first packet arrived.
+//! - **Inputs**: one received data packet per call ([`AckGen::handle_packet`], with the current
+//!   time `now_ns`), and timer expiry ([`AckGen::handle_timeout`]). Time is always passed in.
+//! - **Outputs**: at most one [`AckEvent`] per call: an [`AckSummary`] (ACK) or a
+//!   [`NackSummary`] (NACK); [`AckGen::poll_timeout`] says when the next timer-driven ACK is due.
+//! - **Capacity**: the window of the owned [`RxBitmap<WORDS>`]; interval counts saturate at
+//!   `u16::MAX` (the ACKX field width).
+//!
+//! # Rules, in order, for one data packet
+//!
+//! 1. **Trimmed** (MRH TRIMMED / TRIMMED_LAST_HOP): the payload is gone, so the PSN is *not*
+//!    marked received. If it is in the window and not yet received: NACK with reason
+//!    `TRIMMED` / `TRIMMED_LAST_HOP`. If already received: nothing (a stale copy; counted). If
+//!    beyond the window: NACK `OUT_OF_WINDOW`. Trimmed packets are not counted in the interval.
+//! 2. **Out of window**: NACK `OUT_OF_WINDOW`, not counted in the interval.
+//! 3. Otherwise the packet is counted in the interval (packet count, CE count and ECN plane mask
+//!    bit when CE-marked; the ACK echoes its EV index, plane and tx timestamp), and an ACK is
+//!    emitted **now** when any of these holds:
+//!    - it is a **duplicate** (the sender retransmitted: re-synchronise it);
+//!    - it opens a **gap**: it is new and lies beyond `next_max` (one past the highest PSN
+//!      received so far), i.e. it arrives ahead of a hole that was not there before (only with
+//!      [`AckGenConfig::ack_on_gap`]); packets that fill holes do not trigger;
+//!    - it carries **immediate data** (the sender's completion ordering waits on it);
+//!    - its BTH **A** (ack request) bit is set;
+//!    - the interval holds [`AckGenConfig::coalesce_pkts`] packets.
+//!
+//!    Otherwise the ACK waits for more packets or for the timer: `coalesce_ns` after the
+//!    interval's first packet.
+//!
+//! The SACK of every ACK starts at the cumulative PSN (`sack_base = cum_psn`, so bit 0 is always
+//! clear: the cumulative PSN is by definition missing) and covers the next 64 PSNs.
+//!
+//! Placement (RETH checks) happens after this block for packets the tracker called new; its
+//! failures become NACKs built with [`AckGen::nack_for`].
+
+use mrc_abi::Psn;
+
+use super::rx_bitmap::{RxBitmap, RxOutcome};
+
+/// NACK reason codes (NACKX byte 0, abi/WIRE.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum NackReason {
+    /// Payload trimmed in the fabric (congestion): retransmit, keep the EV.
+    Trimmed = 1,
+    /// Trimmed at the last-hop switch (incast): retransmit, keep the EV.
+    TrimmedLastHop = 2,
+    /// PSN outside the responder's window.
+    OutOfWindow = 3,
+    /// Bad rkey or access outside a registered region: fatal for the QP.
+    RemoteAccess = 4,
+    /// RETH length does not match the payload: fatal for the QP.
+    Length = 5,
+    /// Write-with-Immediate without a posted receive: fatal for the QP.
+    NoRecvBuffer = 6,
+    /// QP unknown or not in RTR/RTS.
+    InvalidQp = 7,
+    /// More Write-with-Immediate in flight than the negotiated maximum.
+    TooManyWimm = 8,
+}
+
+impl NackReason {
+    /// The wire code.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The reason for a wire code, `None` for an unknown code.
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => Self::Trimmed,
+            2 => Self::TrimmedLastHop,
+            3 => Self::OutOfWindow,
+            4 => Self::RemoteAccess,
+            5 => Self::Length,
+            6 => Self::NoRecvBuffer,
+            7 => Self::InvalidQp,
+            8 => Self::TooManyWimm,
+            _ => return None,
+        })
+    }
+
+    /// True when the reason ends the QP (it moves to the error state).
+    pub const fn is_fatal(self) -> bool {
+        matches!(self, Self::RemoteAccess | Self::Length | Self::NoRecvBuffer)
+    }
+}
+
+/// Trim marks from the MRH flags of a received packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TrimMark {
+    /// Payload intact.
+    #[default]
+    None,
+    /// MRH TRIMMED set.
+    Trimmed,
+    /// MRH TRIMMED and TRIMMED_LAST_HOP set.
+    TrimmedLastHop,
+}
+
+/// The fields of a received data packet the generator looks at (parsed by the wire block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxPacket {
+    /// BTH PSN.
+    pub psn: Psn,
+    /// EVX EV index (0 when the packet has no EVX).
+    pub ev_index: u16,
+    /// EVX plane, or the port the packet arrived on.
+    pub plane: u8,
+    /// IPv6 ECN field was CE.
+    pub ce: bool,
+    /// MRH trim flags.
+    pub trim: TrimMark,
+    /// The opcode carries immediate data (WRITE_LAST_IMM / WRITE_ONLY_IMM).
+    pub has_imm: bool,
+    /// BTH A bit.
+    pub ack_req: bool,
+    /// TSX tx timestamp (0 without TSX), echoed in the ACK.
+    pub tx_ts_ns: u32,
+}
+
+/// A coalesced ACK: what the wire block encodes as an ACK packet's ACKX (+ TSX echo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckSummary {
+    pub qpn: u32,
+    /// Every PSN before it has been received.
+    pub cum_psn: Psn,
+    /// PSN of bit 0 of `sack_bitmap`.
+    pub sack_base: Psn,
+    /// Bit `i` = PSN `sack_base + i` received.
+    pub sack_bitmap: u64,
+    /// EV index of the data packet that triggered this ACK (the latest one counted).
+    pub ev_index: u16,
+    /// Plane of that packet.
+    pub plane: u8,
+    /// Bit `p` = a CE mark arrived on plane `p` during the interval.
+    pub ecn_plane_mask: u8,
+    /// CE-marked data packets in the interval.
+    pub ce_count: u16,
+    /// Data packets in the interval.
+    pub pkt_count: u16,
+    /// Tx timestamp of the triggering packet.
+    pub echo_ts_ns: u32,
+}
+
+/// A NACK: what the wire block encodes as a NACK packet's NACKX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NackSummary {
+    pub qpn: u32,
+    pub reason: NackReason,
+    /// The NACKed PSN.
+    pub psn: Psn,
+    /// The responder's cumulative PSN.
+    pub cum_psn: Psn,
+    /// EV index of the NACKed packet.
+    pub ev_index: u16,
+    /// Plane of the NACKed packet.
+    pub plane: u8,
+}
+
+/// The generator's decision for one received data packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckDecision {
+    /// The tracker's view of the PSN (for a trimmed packet: whether it was already received or
+    /// beyond the window; a trimmed packet is never marked received).
+    pub outcome: RxOutcome,
+    /// Place the payload: the packet is untrimmed and its PSN is new.
+    pub place: bool,
+    /// The ACK or NACK to send now, if any.
+    pub event: Option<AckEvent>,
+}
+
+/// The generator's output for one input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AckEvent {
+    Ack(AckSummary),
+    Nack(NackSummary),
+}
+
+/// Coalescing policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckGenConfig {
+    /// ACK after this many counted data packets (0 is read as 1: ACK every packet).
+    pub coalesce_pkts: u16,
+    /// ACK at the latest this long after the interval's first packet.
+    pub coalesce_ns: u64,
+    /// ACK immediately when a packet opens a new hole.
+    pub ack_on_gap: bool,
+}
+
+impl Default for AckGenConfig {
+    fn default() -> Self {
+        AckGenConfig {
+            coalesce_pkts: 16,
+            coalesce_ns: 4_000,
+            ack_on_gap: true,
+        }
+    }
+}
+
+/// ACK generator counters (free-running, wrapping). Each ACK is counted once, under the first
+/// matching cause in the order duplicate, gap, immediate, ack request, count, timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AckGenCounters {
+    pub acks_duplicate: u64,
+    pub acks_gap: u64,
+    pub acks_imm: u64,
+    pub acks_ack_req: u64,
+    pub acks_count: u64,
+    pub acks_timer: u64,
+    pub nacks_trimmed: u64,
+    pub nacks_out_of_window: u64,
+    /// NACKs built by [`AckGen::nack_for`] (placement and other receive errors).
+    pub nacks_other: u64,
+    /// Trimmed copies of already received PSNs, ignored.
+    pub trimmed_stale: u64,
+    /// CE marks on a plane `>= 8` (no ECN mask bit; still counted in `ce_count`).
+    pub ce_plane_out_of_range: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Interval {
+    pkt_count: u16,
+    ce_count: u16,
+    ecn_plane_mask: u8,
+    ev_index: u16,
+    plane: u8,
+    echo_ts_ns: u32,
+    /// Arrival time of the interval's first packet; `None` when the interval is empty.
+    since_ns: Option<u64>,
+}
+
+#[derive(Clone, Copy)]
+enum Cause {
+    Duplicate,
+    Gap,
+    Imm,
+    AckReq,
+    Count,
+    Timer,
+}
+
+/// The ACK generator of one QP, owning its receive tracker. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckGen<const WORDS: usize> {
+    qpn: u32,
+    config: AckGenConfig,
+    rx: RxBitmap<WORDS>,
+    interval: Interval,
+    counters: AckGenCounters,
+}
+
+impl<const WORDS: usize> AckGen<WORDS> {
+    /// A generator for `qpn` expecting `start` as the first PSN.
+    pub fn new(qpn: u32, start: Psn, config: AckGenConfig) -> Self {
+        AckGen {
+            qpn,
+            config: AckGenConfig {
+                coalesce_pkts: config.coalesce_pkts.max(1),
+                ..config
+            },
+            rx: RxBitmap::new(start),
+            interval: Interval::default(),
+            counters: AckGenCounters::default(),
+        }
+    }
+
+    /// The receive tracker.
+    pub fn rx(&self) -> &RxBitmap<WORDS> {
+        &self.rx
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> AckGenCounters {
+        self.counters
+    }
+
+    /// The (normalised) configuration.
+    pub fn config(&self) -> AckGenConfig {
+        self.config
+    }
+
+    /// Data packets counted since the last ACK.
+    pub fn pending_packets(&self) -> u16 {
+        self.interval.pkt_count
+    }
+
+    /// Per-packet decision for one received data packet at time `now_ns`.
+    pub fn handle_packet(&mut self, now_ns: u64, pkt: &RxPacket) -> AckDecision {
+        let (outcome, event) = match pkt.trim {
+            TrimMark::None => self.handle_data(now_ns, pkt),
+            TrimMark::Trimmed => self.handle_trimmed(pkt, NackReason::Trimmed),
+            TrimMark::TrimmedLastHop => self.handle_trimmed(pkt, NackReason::TrimmedLastHop),
+        };
+        AckDecision {
+            outcome,
+            place: outcome == RxOutcome::New && pkt.trim == TrimMark::None,
+            event,
+        }
+    }
+
+    fn handle_trimmed(
+        &mut self,
+        pkt: &RxPacket,
+        reason: NackReason,
+    ) -> (RxOutcome, Option<AckEvent>) {
+        let cum = self.rx.cum_psn();
+        let beyond =
+            pkt.psn.distance_from(cum) >= 0 && !pkt.psn.in_window(cum, RxBitmap::<WORDS>::WINDOW);
+        if beyond {
+            return (
+                RxOutcome::OutOfWindow,
+                Some(self.nack(pkt, NackReason::OutOfWindow)),
+            );
+        }
+        if self.rx.is_received(pkt.psn) {
+            self.counters.trimmed_stale = self.counters.trimmed_stale.wrapping_add(1);
+            return (RxOutcome::Duplicate, None);
+        }
+        (RxOutcome::New, Some(self.nack(pkt, reason)))
+    }
+
+    fn handle_data(&mut self, now_ns: u64, pkt: &RxPacket) -> (RxOutcome, Option<AckEvent>) {
+        let next_max_before = self.rx.next_max_psn();
+        let outcome = self.rx.receive(pkt.psn);
+        let cause = match outcome {
+            RxOutcome::OutOfWindow => {
+                return (outcome, Some(self.nack(pkt, NackReason::OutOfWindow)));
+            }
+            RxOutcome::Duplicate => Some(Cause::Duplicate),
+            RxOutcome::New if self.config.ack_on_gap && pkt.psn.is_after(next_max_before) => {
+                Some(Cause::Gap)
+            }
+            RxOutcome::New => None,
+        };
+        self.count(now_ns, pkt);
+        let cause = cause.or(if pkt.has_imm {
+            Some(Cause::Imm)
+        } else if pkt.ack_req {
+            Some(Cause::AckReq)
+        } else if self.interval.pkt_count >= self.config.coalesce_pkts {
+            Some(Cause::Count)
+        } else {
+            None
+        });
+        (outcome, cause.map(|c| AckEvent::Ack(self.emit(c))))
+    }
+
+    /// When the timer-driven ACK of the pending interval is due (`None` when nothing is
+    /// pending).
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.interval
+            .since_ns
+            .map(|t| t.saturating_add(self.config.coalesce_ns))
+    }
+
+    /// Timer input: the pending ACK if it is due at `now_ns`.
+    pub fn handle_timeout(&mut self, now_ns: u64) -> Option<AckSummary> {
+        match self.poll_timeout() {
+            Some(due) if due <= now_ns => Some(self.emit(Cause::Timer)),
+            _ => None,
+        }
+    }
+
+    /// Build (and count) a NACK for `pkt` from a later receive stage, e.g. a placement error.
+    pub fn nack_for(&mut self, pkt: &RxPacket, reason: NackReason) -> NackSummary {
+        self.counters.nacks_other = self.counters.nacks_other.wrapping_add(1);
+        self.summary_nack(pkt, reason)
+    }
+
+    /// Forget all receive state and expect `start` next (QP setup); counters are kept.
+    pub fn reset(&mut self, start: Psn) {
+        self.rx.reset(start);
+        self.interval = Interval::default();
+    }
+
+    fn nack(&mut self, pkt: &RxPacket, reason: NackReason) -> AckEvent {
+        let c = &mut self.counters;
+        match reason {
+            NackReason::OutOfWindow => {
+                c.nacks_out_of_window = c.nacks_out_of_window.wrapping_add(1)
+            }
+            NackReason::Trimmed | NackReason::TrimmedLastHop => {
+                c.nacks_trimmed = c.nacks_trimmed.wrapping_add(1)
+            }
+            _ => c.nacks_other = c.nacks_other.wrapping_add(1),
+        }
+        AckEvent::Nack(self.summary_nack(pkt, reason))
+    }
+
+    fn summary_nack(&self, pkt: &RxPacket, reason: NackReason) -> NackSummary {
+        NackSummary {
+            qpn: self.qpn,
+            reason,
+            psn: pkt.psn,
+            cum_psn: self.rx.cum_psn(),
+            ev_index: pkt.ev_index,
+            plane: pkt.plane,
+        }
+    }
+
+    fn count(&mut self, now_ns: u64, pkt: &RxPacket) {
+        let iv = &mut self.interval;
+        iv.pkt_count = iv.pkt_count.saturating_add(1);
+        if pkt.ce {
+            iv.ce_count = iv.ce_count.saturating_add(1);
+            match 1u8.checked_shl(u32::from(pkt.plane)) {
+                Some(bit) => iv.ecn_plane_mask |= bit,
+                None => {
+                    self.counters.ce_plane_out_of_range =
+                        self.counters.ce_plane_out_of_range.wrapping_add(1)
+                }
+            }
+        }
+        iv.ev_index = pkt.ev_index;
+        iv.plane = pkt.plane;
+        iv.echo_ts_ns = pkt.tx_ts_ns;
+        if iv.since_ns.is_none() {
+            iv.since_ns = Some(now_ns);
+        }
+    }
+
+    fn emit(&mut self, cause: Cause) -> AckSummary {
+        let c = &mut self.counters;
+        let counter = match cause {
+            Cause::Duplicate => &mut c.acks_duplicate,
+            Cause::Gap => &mut c.acks_gap,
+            Cause::Imm => &mut c.acks_imm,
+            Cause::AckReq => &mut c.acks_ack_req,
+            Cause::Count => &mut c.acks_count,
+            Cause::Timer => &mut c.acks_timer,
+        };
+        *counter = counter.wrapping_add(1);
+        let sack = self.rx.sack(self.rx.cum_psn());
+        let iv = core::mem::take(&mut self.interval);
+        AckSummary {
+            qpn: self.qpn,
+            cum_psn: sack.cum_psn,
+            sack_base: sack.sack_base,
+            sack_bitmap: sack.bitmap,
+            ev_index: iv.ev_index,
+            plane: iv.plane,
+            ecn_plane_mask: iv.ecn_plane_mask,
+            ce_count: iv.ce_count,
+            pkt_count: iv.pkt_count,
+            echo_ts_ns: iv.echo_ts_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "ack_gen_tests.rs"]
+mod tests;

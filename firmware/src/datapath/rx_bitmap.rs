@@ -1,0 +1,365 @@
+//! Receive PSN tracker: which PSNs of a QP have arrived, and the cumulative PSN.
+//!
+//! # Hardware block
+//!
+//! - **State** (per QP): the cumulative PSN `cum` (every PSN before it has been received; `cum`
+//!   itself has not), a ring of `W = 64 * WORDS` bits for PSNs `cum .. cum + W` with the bit of
+//!   `cum` at ring position `head`, and `next_max`, one past the highest PSN received so far
+//!   (`== cum` when there is no hole).
+//! - **Input**: one received data PSN per call ([`RxBitmap::receive`]).
+//! - **Output**: [`RxOutcome`]: `New` (bit was clear, now set), `Duplicate` (already received,
+//!   including any PSN before `cum` in 24-bit wrap order), `OutOfWindow` (at or beyond
+//!   `cum + W`). When the PSN at `cum` arrives, `cum` advances over every consecutive received
+//!   PSN, clearing their bits (hardware: find-first-zero over the ring; here a loop bounded by
+//!   `W`).
+//! - **Capacity**: `1 <= WORDS` and `W <= 2^22` (a quarter of the PSN space, so "before `cum`"
+//!   and "beyond the window" never overlap); checked at compile time. A typical window is
+//!   `MPR * 128` PSNs.
+//!
+//! PSN comparisons use 24-bit wrap-around arithmetic ([`Psn`]): a PSN up to `2^23 - 1` behind
+//! `cum` counts as before it.
+
+use mrc_abi::Psn;
+
+/// What the tracker made of one received PSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RxOutcome {
+    /// First arrival of a PSN inside the window: place the payload.
+    New,
+    /// Already received (bit set, or before the cumulative PSN): drop the payload, re-ACK.
+    Duplicate,
+    /// At or beyond `cum + W`: drop, NACK `OUT_OF_WINDOW`.
+    OutOfWindow,
+}
+
+/// A selective acknowledgement: the contents of an ACK's ACKX PSN fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Sack {
+    /// Every PSN before it has been received.
+    pub cum_psn: Psn,
+    /// The PSN of bit 0 of `bitmap`.
+    pub sack_base: Psn,
+    /// Bit `i` (LSB = 0) set = PSN `sack_base + i` received.
+    pub bitmap: u64,
+}
+
+/// Receive tracker counters (free-running, wrapping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxCounters {
+    /// PSNs received for the first time.
+    pub new: u64,
+    /// PSNs received again.
+    pub duplicates: u64,
+    /// PSNs beyond the window, dropped.
+    pub out_of_window: u64,
+}
+
+/// The receive PSN tracker of one QP with a window of `64 * WORDS` PSNs. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RxBitmap<const WORDS: usize> {
+    cum: Psn,
+    next_max: Psn,
+    /// Ring position of `cum`, `< W`.
+    head: usize,
+    words: [u64; WORDS],
+    counters: RxCounters,
+}
+
+impl<const WORDS: usize> RxBitmap<WORDS> {
+    /// Window size in PSNs.
+    pub const WINDOW: u32 = (WORDS as u32).wrapping_mul(64);
+    const WINDOW_BITS: usize = WORDS * 64;
+    const CAPACITY_OK: () = assert!(
+        WORDS >= 1 && WORDS <= (1 << 16),
+        "RxBitmap needs 1 <= WORDS <= 2^16 (window <= 2^22 PSNs)"
+    );
+
+    /// A tracker expecting `start` next (everything before it counts as received).
+    pub fn new(start: Psn) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        RxBitmap {
+            cum: start,
+            next_max: start,
+            head: 0,
+            words: [0; WORDS],
+            counters: RxCounters::default(),
+        }
+    }
+
+    /// Forget everything and expect `start` next (QP setup); counters are kept.
+    pub fn reset(&mut self, start: Psn) {
+        self.cum = start;
+        self.next_max = start;
+        self.head = 0;
+        self.words = [0; WORDS];
+    }
+
+    /// The cumulative PSN: every PSN before it has been received, it has not.
+    pub fn cum_psn(&self) -> Psn {
+        self.cum
+    }
+
+    /// One past the highest PSN received (in wrap order); equals [`Self::cum_psn`] when no PSN
+    /// beyond the cumulative one has arrived.
+    pub fn next_max_psn(&self) -> Psn {
+        self.next_max
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> RxCounters {
+        self.counters
+    }
+
+    /// Per-packet update: record the arrival of `psn`.
+    pub fn receive(&mut self, psn: Psn) -> RxOutcome {
+        let outcome = self.classify_and_set(psn);
+        let c = &mut self.counters;
+        match outcome {
+            RxOutcome::New => c.new = c.new.wrapping_add(1),
+            RxOutcome::Duplicate => c.duplicates = c.duplicates.wrapping_add(1),
+            RxOutcome::OutOfWindow => c.out_of_window = c.out_of_window.wrapping_add(1),
+        }
+        outcome
+    }
+
+    fn classify_and_set(&mut self, psn: Psn) -> RxOutcome {
+        let Some(offset) = self.window_offset(psn) else {
+            return if psn.distance_from(self.cum) < 0 {
+                RxOutcome::Duplicate
+            } else {
+                RxOutcome::OutOfWindow
+            };
+        };
+        let pos = self.ring_pos(offset);
+        if self.bit(pos) {
+            return RxOutcome::Duplicate;
+        }
+        self.set_bit(pos, true);
+        if psn.distance_from(self.next_max) >= 0 {
+            self.next_max = psn.add(1);
+        }
+        if offset == 0 {
+            self.advance();
+        }
+        RxOutcome::New
+    }
+
+    /// True when `psn` has been received (before `cum`, or its bit is set).
+    pub fn is_received(&self, psn: Psn) -> bool {
+        match self.window_offset(psn) {
+            Some(offset) => self.bit(self.ring_pos(offset)),
+            None => psn.distance_from(self.cum) < 0,
+        }
+    }
+
+    /// The SACK for the 64 PSNs from `base`: bit `i` = PSN `base + i` received. PSNs before
+    /// `cum` read as received, PSNs beyond the window as not received.
+    pub fn sack(&self, base: Psn) -> Sack {
+        let mut bitmap = 0u64;
+        for i in 0..64u32 {
+            if self.is_received(base.add(i)) {
+                bitmap |= 1 << i;
+            }
+        }
+        Sack {
+            cum_psn: self.cum,
+            sack_base: base,
+            bitmap,
+        }
+    }
+
+    /// Offset of `psn` from `cum` when it lies in the window.
+    fn window_offset(&self, psn: Psn) -> Option<u32> {
+        let d = psn.distance_from(self.cum);
+        u32::try_from(d).ok().filter(|&d| d < Self::WINDOW)
+    }
+
+    fn ring_pos(&self, offset: u32) -> usize {
+        // offset < W and head < W, so the sum cannot overflow usize.
+        (self.head + offset as usize) % Self::WINDOW_BITS
+    }
+
+    fn bit(&self, pos: usize) -> bool {
+        self.words
+            .get(pos / 64)
+            .is_some_and(|w| (w >> (pos % 64)) & 1 == 1)
+    }
+
+    fn set_bit(&mut self, pos: usize, value: bool) {
+        if let Some(w) = self.words.get_mut(pos / 64) {
+            let mask = 1u64 << (pos % 64);
+            if value {
+                *w |= mask;
+            } else {
+                *w &= !mask;
+            }
+        }
+    }
+
+    /// Move `cum` over consecutive received PSNs, clearing their bits.
+    fn advance(&mut self) {
+        for _ in 0..Self::WINDOW_BITS {
+            if !self.bit(self.head) {
+                break;
+            }
+            self.set_bit(self.head, false);
+            self.head = (self.head + 1) % Self::WINDOW_BITS;
+            self.cum = self.cum.add(1);
+        }
+        if self.next_max.distance_from(self.cum) < 0 {
+            self.next_max = self.cum;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    extern crate std;
+
+    type Rx = RxBitmap<4>; // 256 PSNs
+
+    #[test]
+    fn in_order_advances() {
+        let mut rx = Rx::new(Psn::new(10));
+        assert_eq!(rx.receive(Psn::new(10)), RxOutcome::New);
+        assert_eq!(rx.receive(Psn::new(11)), RxOutcome::New);
+        assert_eq!(rx.cum_psn(), Psn::new(12));
+        assert_eq!(rx.next_max_psn(), Psn::new(12));
+        assert_eq!(rx.receive(Psn::new(11)), RxOutcome::Duplicate);
+        assert_eq!(rx.receive(Psn::new(9)), RxOutcome::Duplicate);
+    }
+
+    #[test]
+    fn hole_then_fill() {
+        let mut rx = Rx::new(Psn::new(0));
+        assert_eq!(rx.receive(Psn::new(2)), RxOutcome::New);
+        assert_eq!(rx.receive(Psn::new(3)), RxOutcome::New);
+        assert_eq!(rx.cum_psn(), Psn::new(0));
+        assert_eq!(rx.next_max_psn(), Psn::new(4));
+        let s = rx.sack(Psn::new(0));
+        assert_eq!(s.bitmap, 0b1100);
+        assert_eq!(rx.receive(Psn::new(3)), RxOutcome::Duplicate);
+        assert_eq!(rx.receive(Psn::new(0)), RxOutcome::New);
+        assert_eq!(rx.cum_psn(), Psn::new(1));
+        assert_eq!(rx.receive(Psn::new(1)), RxOutcome::New);
+        assert_eq!(rx.cum_psn(), Psn::new(4));
+        assert_eq!(
+            rx.counters(),
+            RxCounters {
+                new: 4,
+                duplicates: 1,
+                out_of_window: 0
+            }
+        );
+    }
+
+    #[test]
+    fn window_edge() {
+        let mut rx = Rx::new(Psn::new(100));
+        assert_eq!(rx.receive(Psn::new(100 + 255)), RxOutcome::New);
+        assert_eq!(rx.receive(Psn::new(100 + 256)), RxOutcome::OutOfWindow);
+        assert_eq!(rx.counters().out_of_window, 1);
+    }
+
+    #[test]
+    fn wraps_at_2_pow_24() {
+        let top = Psn::MASK;
+        let mut rx = Rx::new(Psn::new(top - 1));
+        assert_eq!(rx.receive(Psn::new(1)), RxOutcome::New);
+        assert_eq!(rx.receive(Psn::new(top - 1)), RxOutcome::New);
+        assert_eq!(rx.receive(Psn::new(top)), RxOutcome::New);
+        assert_eq!(rx.cum_psn(), Psn::new(0));
+        assert_eq!(rx.receive(Psn::new(0)), RxOutcome::New);
+        assert_eq!(rx.cum_psn(), Psn::new(2));
+        assert_eq!(rx.receive(Psn::new(top)), RxOutcome::Duplicate);
+        let s = rx.sack(Psn::new(top - 2));
+        // top-2, top-1, top, 0, 1 received (before cum), 2 onwards not.
+        assert_eq!(s.bitmap, 0b1_1111);
+    }
+
+    #[test]
+    fn sack_beyond_window_is_zero() {
+        let rx = Rx::new(Psn::new(0));
+        assert_eq!(rx.sack(Psn::new(1000)).bitmap, 0);
+        assert_eq!(rx.sack(Psn::new(0).sub(64)).bitmap, u64::MAX);
+    }
+
+    #[test]
+    fn full_window_then_head_fills() {
+        let mut rx = Rx::new(Psn::new(5));
+        for i in 1..256 {
+            assert_eq!(rx.receive(Psn::new(5 + i)), RxOutcome::New);
+        }
+        assert_eq!(rx.receive(Psn::new(5)), RxOutcome::New);
+        assert_eq!(rx.cum_psn(), Psn::new(5 + 256));
+        assert_eq!(rx.receive(Psn::new(5 + 256 + 255)), RxOutcome::New);
+    }
+
+    /// Reference model: absolute (unwrapped) PSNs in a set.
+    struct Model {
+        start: u64,
+        cum: u64,
+        got: BTreeSet<u64>,
+    }
+
+    impl Model {
+        fn received(&self, abs: u64) -> bool {
+            abs < self.cum || self.got.contains(&abs)
+        }
+        fn receive(&mut self, abs: u64, window: u64) -> RxOutcome {
+            if self.received(abs) {
+                return RxOutcome::Duplicate;
+            }
+            if abs >= self.cum + window {
+                return RxOutcome::OutOfWindow;
+            }
+            self.got.insert(abs);
+            while self.got.remove(&self.cum) {
+                self.cum += 1;
+            }
+            RxOutcome::New
+        }
+    }
+
+    fn psn(abs: u64) -> Psn {
+        Psn::new(abs as u32)
+    }
+
+    proptest! {
+        #[test]
+        fn matches_set_model(
+            start in prop_oneof![0u64..1000, (1u64 << 24) - 600..(1u64 << 24)],
+            ops in proptest::collection::vec((-40i64..300, -80i64..300), 1..250),
+        ) {
+            // Absolute PSNs start one modulus up so offsets behind stay positive.
+            let start = start + (1 << 24);
+            let mut model = Model { start, cum: start, got: BTreeSet::new() };
+            let mut rx = Rx::new(psn(start));
+            for (k, b) in ops {
+                let abs = (model.cum as i64 + k) as u64;
+                prop_assert_eq!(rx.receive(psn(abs)), model.receive(abs, 256));
+                prop_assert_eq!(rx.cum_psn(), psn(model.cum));
+                let max_next = model.got.iter().next_back().map_or(model.cum, |m| m + 1);
+                prop_assert_eq!(rx.next_max_psn(), psn(max_next.max(model.cum)));
+                let base = (model.cum as i64 + b) as u64;
+                let sack = rx.sack(psn(base));
+                let mut want = 0u64;
+                for i in 0..64 {
+                    if model.received(base + i) {
+                        want |= 1 << i;
+                    }
+                }
+                prop_assert_eq!(sack, Sack { cum_psn: psn(model.cum), sack_base: psn(base), bitmap: want });
+            }
+            prop_assert!(model.cum >= model.start);
+        }
+    }
+}

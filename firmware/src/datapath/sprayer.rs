@@ -1,0 +1,374 @@
+//! EV sprayer: picks the entropy value (EV, hence path and plane) of every outgoing packet.
+//!
+//! # Hardware block
+//!
+//! - **State** (per QP): a table of `N` EV slots, each [`EvSlot`] `{usable, weight 1..=15, plane
+//!   0..P-1, skip_once}`, written by firmware; `P` per-plane weights `0..=15` (default 1, 0 =
+//!   the plane takes no traffic); the scheduler position: a plane cursor and round, and per plane
+//!   an EV cursor and round. Derived per-plane summaries (usable EV count, largest usable
+//!   weight) are recomputed on every firmware write, never on the packet path.
+//! - **Input**: one request per packet ([`Sprayer::next_ev`]).
+//! - **Output**: the chosen [`EvPick`] `{index, plane}`, or `None` when no EV is usable (counted
+//!   in [`SprayerCounters::no_usable`]).
+//! - **Capacity**: `1 <= N <= 65536` EVs, `1 <= P <= 8` planes (the ACK's ECN plane mask is 8
+//!   bits); checked at compile time.
+//!
+//! # Algorithm
+//!
+//! Two levels of *interleaved* weighted round robin (IWRR), which spreads each EV's share evenly
+//! in time instead of sending `weight` packets back to back:
+//!
+//! 1. **Plane**: scan planes in index order in rounds `r = 1, 2, ...`; a plane is eligible in
+//!    round `r` when its plane weight is `>= r` and it has at least one usable EV. After the last
+//!    plane the round advances, and wraps to 1 after the largest eligible plane weight. With all
+//!    plane weights equal this is plain round robin, so plane pick counts never differ by more
+//!    than one while the usable set is unchanged.
+//! 2. **EV within the plane**: the same scan over the slot table, restricted to usable EVs of
+//!    that plane, with the EV weights. Over one full cycle (`sum of weights` picks of that plane)
+//!    each usable EV is picked exactly `weight` times.
+//!
+//! **Skip-once**: when the scan reaches an otherwise eligible EV whose `skip_once` flag is set,
+//! the flag clears, the EV is passed over (counted in [`SprayerCounters::skips`]) and the scan
+//! continues. The pick sequence is therefore the unskipped sequence with that EV's next pick
+//! removed. A flag on an unusable EV waits until the EV is usable and reached.
+//!
+//! Every scan is bounded: at most `(WEIGHT_MAX + 3)` passes over the table (proof: a failing pass
+//! clears every skip flag it met, and the round returns to 1, where every usable EV is eligible,
+//! within `WEIGHT_MAX + 1` passes).
+
+/// Largest EV or plane weight.
+pub const WEIGHT_MAX: u8 = 15;
+
+/// One EV slot of a QP's EV table, as firmware writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvSlot {
+    /// The EV may carry traffic (firmware clears it for failed or retired paths).
+    pub usable: bool,
+    /// Relative share within its plane, `1..=WEIGHT_MAX`.
+    pub weight: u8,
+    /// Plane (NIC port) the EV's packets leave on, `0..P`.
+    pub plane: u8,
+    /// Pass over this EV once, then clear the flag.
+    pub skip_once: bool,
+}
+
+/// The sprayer's decision for one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvPick {
+    /// Index of the EV in the QP's EV table.
+    pub index: u16,
+    /// Plane the packet leaves on.
+    pub plane: u8,
+}
+
+/// A firmware write the sprayer refused (the table is unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SprayerError {
+    /// The EV index is not below the table size `N`.
+    IndexOutOfRange { index: u16 },
+    /// An EV weight outside `1..=WEIGHT_MAX`, or a plane weight above `WEIGHT_MAX`.
+    BadWeight { weight: u8 },
+    /// The plane is not below `P`.
+    BadPlane { plane: u8 },
+}
+
+/// Sprayer counters (free-running, wrapping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SprayerCounters {
+    /// Packets given an EV.
+    pub picks: u64,
+    /// Requests with no usable EV on any eligible plane (the packet waits; firmware is told).
+    pub no_usable: u64,
+    /// EVs passed over because of their skip-once flag.
+    pub skips: u64,
+    /// Firmware writes refused with a [`SprayerError`].
+    pub bad_writes: u64,
+}
+
+/// The EV sprayer of one QP: `N` EV slots over `P` planes. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sprayer<const N: usize, const P: usize> {
+    slots: [EvSlot; N],
+    plane_weight: [u8; P],
+    /// Derived: usable EVs per plane.
+    plane_usable: [u32; P],
+    /// Derived: largest weight among usable EVs per plane (0 when none).
+    plane_max_ev_weight: [u8; P],
+    /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
+    ev_cursor: [usize; P],
+    ev_round: [u8; P],
+    plane_cursor: usize,
+    plane_round: u8,
+    counters: SprayerCounters,
+}
+
+impl<const N: usize, const P: usize> Default for Sprayer<N, P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize, const P: usize> Sprayer<N, P> {
+    const CAPACITY_OK: () = assert!(
+        N >= 1 && N <= 65536 && P >= 1 && P <= 8,
+        "Sprayer needs 1 <= N <= 65536 EVs and 1 <= P <= 8 planes"
+    );
+
+    /// An empty table (no usable EV), all plane weights 1.
+    pub fn new() -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        Sprayer {
+            slots: [EvSlot::default(); N],
+            plane_weight: [1; P],
+            plane_usable: [0; P],
+            plane_max_ev_weight: [0; P],
+            ev_cursor: [0; P],
+            ev_round: [1; P],
+            plane_cursor: 0,
+            plane_round: 1,
+            counters: SprayerCounters::default(),
+        }
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> SprayerCounters {
+        self.counters
+    }
+
+    /// The slot at `index`, if `index < N`.
+    pub fn ev(&self, index: u16) -> Option<EvSlot> {
+        self.slots.get(usize::from(index)).copied()
+    }
+
+    /// The weight of `plane`, if `plane < P`.
+    pub fn plane_weight(&self, plane: u8) -> Option<u8> {
+        self.plane_weight.get(usize::from(plane)).copied()
+    }
+
+    /// Number of usable EVs on `plane` (0 for a plane `>= P`).
+    pub fn usable_on_plane(&self, plane: u8) -> u32 {
+        self.plane_usable
+            .get(usize::from(plane))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Firmware write: replace the slot at `index`.
+    ///
+    /// # Errors
+    /// [`SprayerError::IndexOutOfRange`], [`SprayerError::BadWeight`] (weight not in
+    /// `1..=WEIGHT_MAX`, checked even for an unusable slot), [`SprayerError::BadPlane`].
+    pub fn set_ev(&mut self, index: u16, slot: EvSlot) -> Result<(), SprayerError> {
+        let result = self.try_set_ev(index, slot);
+        if result.is_err() {
+            self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
+        }
+        result
+    }
+
+    fn try_set_ev(&mut self, index: u16, slot: EvSlot) -> Result<(), SprayerError> {
+        if slot.weight == 0 || slot.weight > WEIGHT_MAX {
+            return Err(SprayerError::BadWeight {
+                weight: slot.weight,
+            });
+        }
+        if usize::from(slot.plane) >= P {
+            return Err(SprayerError::BadPlane { plane: slot.plane });
+        }
+        let entry = self
+            .slots
+            .get_mut(usize::from(index))
+            .ok_or(SprayerError::IndexOutOfRange { index })?;
+        let old_plane = entry.plane;
+        *entry = slot;
+        self.recompute_plane(usize::from(old_plane));
+        self.recompute_plane(usize::from(slot.plane));
+        Ok(())
+    }
+
+    /// Firmware write: set or clear the usable bit of the slot at `index`.
+    ///
+    /// # Errors
+    /// [`SprayerError::IndexOutOfRange`]; [`SprayerError::BadWeight`] when making usable a slot
+    /// that was never given a weight.
+    pub fn set_usable(&mut self, index: u16, usable: bool) -> Result<(), SprayerError> {
+        let Some(slot) = self.ev(index) else {
+            self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
+            return Err(SprayerError::IndexOutOfRange { index });
+        };
+        if usable {
+            self.set_ev(index, EvSlot { usable, ..slot })
+        } else {
+            // Clearing never needs a valid weight (the slot may never have been written).
+            if let Some(entry) = self.slots.get_mut(usize::from(index)) {
+                entry.usable = false;
+            }
+            self.recompute_plane(usize::from(slot.plane));
+            Ok(())
+        }
+    }
+
+    /// Firmware write: set the skip-once flag of the slot at `index`.
+    ///
+    /// # Errors
+    /// [`SprayerError::IndexOutOfRange`].
+    pub fn mark_skip(&mut self, index: u16) -> Result<(), SprayerError> {
+        match self.slots.get_mut(usize::from(index)) {
+            Some(slot) => {
+                slot.skip_once = true;
+                Ok(())
+            }
+            None => {
+                self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
+                Err(SprayerError::IndexOutOfRange { index })
+            }
+        }
+    }
+
+    /// Firmware write: set the weight of `plane` (`0..=WEIGHT_MAX`; 0 stops traffic on it).
+    ///
+    /// # Errors
+    /// [`SprayerError::BadPlane`], [`SprayerError::BadWeight`].
+    pub fn set_plane_weight(&mut self, plane: u8, weight: u8) -> Result<(), SprayerError> {
+        let result = if weight > WEIGHT_MAX {
+            Err(SprayerError::BadWeight { weight })
+        } else {
+            match self.plane_weight.get_mut(usize::from(plane)) {
+                Some(w) => {
+                    *w = weight;
+                    Ok(())
+                }
+                None => Err(SprayerError::BadPlane { plane }),
+            }
+        };
+        if result.is_err() {
+            self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
+        }
+        result
+    }
+
+    /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
+    /// plane with a non-zero weight.
+    pub fn next_ev(&mut self) -> Option<EvPick> {
+        let picked = self
+            .pick_plane()
+            .and_then(|plane| self.pick_ev_on(plane).map(|index| (index, plane)));
+        match picked {
+            Some((index, plane)) => {
+                self.counters.picks = self.counters.picks.wrapping_add(1);
+                Some(EvPick {
+                    // Both fit: index < N <= 65536 and plane < P <= 8.
+                    index: u16::try_from(index).unwrap_or(u16::MAX),
+                    plane: u8::try_from(plane).unwrap_or(u8::MAX),
+                })
+            }
+            None => {
+                self.counters.no_usable = self.counters.no_usable.wrapping_add(1);
+                None
+            }
+        }
+    }
+
+    fn plane_eligible_weight(&self, plane: usize) -> u8 {
+        let usable = self.plane_usable.get(plane).copied().unwrap_or(0);
+        if usable == 0 {
+            0
+        } else {
+            self.plane_weight.get(plane).copied().unwrap_or(0)
+        }
+    }
+
+    fn pick_plane(&mut self) -> Option<usize> {
+        let max_weight = (0..P)
+            .map(|p| self.plane_eligible_weight(p))
+            .max()
+            .unwrap_or(0);
+        if max_weight == 0 {
+            return None;
+        }
+        let limit = P * (usize::from(WEIGHT_MAX) + 3);
+        for _ in 0..limit {
+            if self.plane_cursor >= P {
+                self.plane_cursor = 0;
+                self.plane_round = next_round(self.plane_round, max_weight);
+            }
+            let plane = self.plane_cursor;
+            self.plane_cursor += 1;
+            if self.plane_eligible_weight(plane) >= self.plane_round {
+                return Some(plane);
+            }
+        }
+        None
+    }
+
+    fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
+        let max_weight = self.plane_max_ev_weight.get(plane).copied().unwrap_or(0);
+        let mut cursor = self.ev_cursor.get(plane).copied().unwrap_or(0);
+        let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
+        let mut found = None;
+        if max_weight > 0 {
+            let limit = N * (usize::from(WEIGHT_MAX) + 3);
+            for _ in 0..limit {
+                if cursor >= N {
+                    cursor = 0;
+                    round = next_round(round, max_weight);
+                }
+                let index = cursor;
+                cursor += 1;
+                let Some(slot) = self.slots.get_mut(index) else {
+                    continue;
+                };
+                if slot.usable && usize::from(slot.plane) == plane && slot.weight >= round {
+                    if slot.skip_once {
+                        slot.skip_once = false;
+                        self.counters.skips = self.counters.skips.wrapping_add(1);
+                        continue;
+                    }
+                    found = Some(index);
+                    break;
+                }
+            }
+        }
+        if let Some(c) = self.ev_cursor.get_mut(plane) {
+            *c = cursor;
+        }
+        if let Some(r) = self.ev_round.get_mut(plane) {
+            *r = round;
+        }
+        found
+    }
+
+    fn recompute_plane(&mut self, plane: usize) {
+        let (mut usable, mut max_weight) = (0u32, 0u8);
+        for slot in self.slots.iter() {
+            if slot.usable && usize::from(slot.plane) == plane {
+                usable += 1;
+                max_weight = max_weight.max(slot.weight);
+            }
+        }
+        if let Some(u) = self.plane_usable.get_mut(plane) {
+            *u = usable;
+        }
+        if let Some(m) = self.plane_max_ev_weight.get_mut(plane) {
+            *m = max_weight;
+        }
+    }
+}
+
+/// The IWRR round after `round`: wraps to 1 after `max_weight`.
+fn next_round(round: u8, max_weight: u8) -> u8 {
+    if round >= max_weight {
+        1
+    } else {
+        round + 1
+    }
+}
+
+#[cfg(test)]
+#[path = "sprayer_tests.rs"]
+mod tests;
