@@ -10,6 +10,8 @@ use core::net::Ipv6Addr;
 
 /// The IP layers of a frame: one IPv6 header (UDP and STEV formats), or the SRv6 outer header,
 /// optional SRH and inner header.
+// No allocator in no_std: the SRH segment list lives inline, bounded by srh::MAX_SEGMENTS.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Encap {
     /// Ethernet / IPv6 / UDP.
