@@ -413,8 +413,13 @@ mod tests {
                     _ => rng.below(10_000_000),
                 };
                 let to = ComponentId(rng.below(n) as u32);
-                s.after(Duration::from_ps(delay), to, 1, ev.data.wrapping_mul(3).wrapping_add(i))
-                    .unwrap();
+                s.after(
+                    Duration::from_ps(delay),
+                    to,
+                    1,
+                    ev.data.wrapping_mul(3).wrapping_add(i),
+                )
+                .unwrap();
             }
         }
     }
@@ -464,11 +469,14 @@ mod tests {
                 assert!(matches!(r, Err(ScheduleError::Overflow { .. })));
             }
         });
-        sim.schedule(Time::from_ns(5), ComponentId(0), 0, 0).unwrap();
+        sim.schedule(Time::from_ns(5), ComponentId(0), 0, 0)
+            .unwrap();
         sim.run_until_idle();
         assert_eq!(sim.stats().rejected_past, 2);
         assert_eq!(sim.stats().events, 1);
-        assert!(sim.schedule(Time::from_ns(4), ComponentId(0), 0, 0).is_err());
+        assert!(sim
+            .schedule(Time::from_ns(4), ComponentId(0), 0, 0)
+            .is_err());
         assert_eq!(sim.stats().rejected_past, 3);
     }
 
@@ -479,7 +487,8 @@ mod tests {
             seen.push((now.as_ns(), ev.data));
         });
         for (t, d) in [(30, 0), (10, 1), (10, 2), (20, 3), (10, 4)] {
-            sim.schedule(Time::from_ns(t), ComponentId(0), 0, d).unwrap();
+            sim.schedule(Time::from_ns(t), ComponentId(0), 0, d)
+                .unwrap();
         }
         assert_eq!(sim.next_event_time(), Some(Time::from_ns(10)));
         assert_eq!(sim.run_until(Time::from_ns(15)), RunOutcome::TimeLimit);

@@ -119,7 +119,7 @@ fn fmt_ps(ps: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             }
             let mut frac_digits = digits;
             let mut frac = frac;
-            while frac % 10 == 0 {
+            while frac.is_multiple_of(10) {
                 frac /= 10;
                 frac_digits -= 1;
             }
