@@ -129,38 +129,42 @@ fn bench(c: &mut Criterion) {
 
 /// Wall-clock summary in one run: events/s for each queue and the ratio.
 fn summary() {
-    const OPS: u64 = 5_000_000;
+    // `OPS=n` in the environment overrides the count.
+    let ops: u64 = std::env::var("OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5_000_000);
     let inc = increments(2);
     let mut w = Model::new(Wheel(EventQueue::new()), inc.clone());
     let mut h = Model::new(Heap(BinaryHeap::new(), 0), inc);
-    for _ in 0..OPS / 5 {
+    for _ in 0..ops / 5 {
         wheel_step(&mut w);
         heap_step(&mut h);
     }
     let t0 = Instant::now();
-    for _ in 0..OPS {
+    for _ in 0..ops {
         wheel_step(&mut w);
     }
     let wheel_s = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
-    for _ in 0..OPS {
+    for _ in 0..ops {
         heap_step(&mut h);
     }
     let heap_s = t0.elapsed().as_secs_f64();
     assert_eq!(w.now, h.now, "both queues must pop the same times");
     let qs = w.q.0.stats();
     println!(
-        "hold model, {PENDING} pending, {OPS} pop+push each (one event = one pop + one push):"
+        "hold model, {PENDING} pending, {ops} pop+push each (one event = one pop + one push):"
     );
     println!(
         "  EventQueue : {:>6.2} M events/s  ({:.1} ns/event)",
-        OPS as f64 / wheel_s / 1e6,
-        wheel_s * 1e9 / OPS as f64
+        ops as f64 / wheel_s / 1e6,
+        wheel_s * 1e9 / ops as f64
     );
     println!(
         "  BinaryHeap : {:>6.2} M events/s  ({:.1} ns/event)",
-        OPS as f64 / heap_s / 1e6,
-        heap_s * 1e9 / OPS as f64
+        ops as f64 / heap_s / 1e6,
+        heap_s * 1e9 / ops as f64
     );
     println!("  ratio      : {:.2}x", heap_s / wheel_s);
     println!(
