@@ -8,8 +8,8 @@
 //!
 //! # Structure
 //! Time is cut into ticks of `2^shift` ps. With `cur` the current tick:
-//! - `front`: a small binary heap with every event whose tick is `< cur` (the bucket being
-//!   consumed, plus anything pushed into the past or the present);
+//! - `front`: a binary heap with every event whose tick is `< cur`: the bucket being consumed
+//!   (tens to thousands of events, in cache) plus anything pushed into the past or the present;
 //! - `buckets`: a ring of `nb` unsorted vectors, bucket `t % nb` holding the events of tick `t`
 //!   for `cur <= t < cur + nb`, and a bitmap of the non-empty ones;
 //! - `overflow`: a binary heap of the events at ticks `>= cur + nb`.
@@ -17,12 +17,13 @@
 //! `pop` takes from `front`; when it is empty the next non-empty bucket (found through the
 //! bitmap) is heapified into `front` in place (the two vectors swap allocations), `cur` moves past
 //! it, and overflow events that came into the horizon migrate into the ring. Every event is
-//! therefore touched O(1) times plus a heap operation on a handful of same-bucket neighbours.
+//! therefore touched O(1) times plus a heap operation among its in-cache bucket neighbours.
 //!
 //! The tick width and ring size are re-chosen (`rebuild`, O(len)) when the population doubles or
 //! quarters, or when the observed bucket loads or overflow migrations say the layout is off (the
 //! ring holds about 16 events per bucket and reaches the 99th percentile of pending times);
-//! rebuilds are amortized over at least `len` operations. In steady state no operation allocates: vectors keep their capacity.
+//! rebuilds are amortized over at least `len` operations. In steady state no operation
+//! allocates: vectors keep their capacity.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -251,7 +252,9 @@ impl<P: Copy> EventQueue<P> {
         self.pop()
     }
 
-    /// Time of the earliest pending event, without removing it.
+    /// Time of the earliest pending event, without removing it. Read-only, so when the front
+    /// heap is empty it scans the next bucket (O(bucket)); loops should use
+    /// [`EventQueue::pop_at_or_before`] instead.
     pub fn peek_time(&self) -> Option<Time> {
         if let Some(e) = self.front.peek() {
             return Some(Time::from_ps(e.time));
