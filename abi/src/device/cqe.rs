@@ -5,9 +5,10 @@
 //! entry is new exactly when its owner bit equals the value expected for the host's consumer
 //! index. The host reads the rest of the entry only after it saw the owner bit (acquire order).
 
+use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::QPN_LIMIT;
 
@@ -99,9 +100,8 @@ pub const CQE_OWNER: u8 = 1 << 0;
 /// CQE flag: the incoming Write-with-Immediate had SE set.
 pub const CQE_SOLICITED: u8 = 1 << 1;
 
+le_struct! {
 /// The CQE as laid out in the ring, 32 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct Cqe {
     /// The `wr_id` of the completed WQE.
     pub wr_id: U64,
@@ -125,6 +125,7 @@ pub struct Cqe {
     pub rsvd2: U16,
     /// Vendor syndrome: more detail for errors (e.g. the NACK reason), 0 on success.
     pub syndrome: U32,
+}
 }
 
 const _: () = {

@@ -12,18 +12,18 @@
 //! are 24-bit values in 32-bit words whose top byte must be 0 unless documented otherwise.
 //! [`CsrEvent::decode`] checks every field; [`CsrEvent::encode`] writes the 32 bytes.
 
+use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::{all_zero, EvState, QPN_LIMIT};
 
 /// Size of one CSR entry.
 pub const ENTRY_BYTES: usize = 32;
 
+le_struct! {
 /// Ring registers of one CSR queue, 32 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct CsrQueueRegs {
     /// NIC-local address of entry 0.
     pub base: U32,
@@ -37,6 +37,7 @@ pub struct CsrQueueRegs {
     pub overflow: U32,
     /// Reserved (0).
     pub rsvd: [U32; 3],
+}
 }
 
 /// Ring arithmetic shared by producers and consumers.
@@ -146,14 +147,14 @@ impl CsrKind {
 }
 
 macro_rules! csr_entry {
-    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-        #[repr(C)]
-        pub struct $name {
-            /// [`CsrKind`] code.
-            pub kind: u8,
-            $($(#[$fm])* pub $f: $t,)*
+    ($(#[doc = $sd:literal])* $name:ident { $($(#[doc = $d:literal])* $f:ident : $t:ty),* $(,)? }) => {
+        le_struct! {
+            $(#[doc = $sd])*
+            pub struct $name {
+                /// [`CsrKind`] code.
+                pub kind: u8,
+                $($(#[doc = $d])* pub $f: $t,)*
+            }
         }
         const _: () = assert!(size_of::<$name>() == ENTRY_BYTES);
     };

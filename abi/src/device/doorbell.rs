@@ -6,16 +6,15 @@
 //! each doorbell as one 32-bit little-endian store, after a `fence(Release)` that orders its
 //! descriptor writes before it. Reads return the last value written.
 
+use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::U32;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Size of a doorbell page.
 pub const PAGE_BYTES: usize = 4096;
 
+le_struct! {
 /// The register layout of one doorbell page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct DoorbellPage {
     /// WO send queue producer index (free-running 32-bit count of posted send WQEs).
     pub sq_producer: U32,
@@ -25,6 +24,7 @@ pub struct DoorbellPage {
     pub cq_doorbell: U32,
     /// Reserved: writes ignored, reads 0.
     pub rsvd: [u8; PAGE_BYTES - 12],
+}
 }
 
 const _: () = {

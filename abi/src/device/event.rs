@@ -4,9 +4,10 @@
 //! Each kind uses the generic words `object` and `arg[0..4]` as documented on [`Event`]; unused
 //! words are 0.
 
+use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::{EvState, QPN_LIMIT};
 
@@ -95,9 +96,8 @@ impl FwEventCode {
 /// Event record flag: owner (phase) bit.
 pub const EVENT_OWNER: u8 = 1 << 0;
 
+le_struct! {
 /// The event record as laid out in the ring, 32 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct EventRecord {
     /// [`EventKind`].
     pub kind: u8,
@@ -111,6 +111,7 @@ pub struct EventRecord {
     pub arg: [U32; 4],
     /// Device time of the event, ns.
     pub timestamp_ns: U64,
+}
 }
 
 const _: () = {

@@ -93,8 +93,3 @@ impl EvEncoding {
 pub(crate) fn all_zero(bytes: &[u8]) -> bool {
     bytes.iter().all(|b| *b == 0)
 }
-
-/// The size in bytes of the field a projection closure points at (used by layout asserts).
-pub(crate) const fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
-    core::mem::size_of::<F>()
-}

@@ -14,13 +14,13 @@
 //! Offsets in the [`defaults`] module are where the reference device (RTL and simulator) puts
 //! each block; a host must not assume them and discovers the chain instead.
 
+use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U16, U32};
-use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromZeros, IntoBytes};
 
+le_struct! {
 /// The common header of every register block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct BlockHeader {
     /// Block type ([`BlockType`]).
     pub block_type: U16,
@@ -28,6 +28,7 @@ pub struct BlockHeader {
     pub version: U16,
     /// BAR0 offset of the next block; 0 = this is the last.
     pub next: U32,
+}
 }
 
 impl BlockHeader {
@@ -126,9 +127,8 @@ pub mod caps {
     pub const ALL: u32 = (1 << 7) - 1;
 }
 
+le_struct! {
 /// The DEVICE register block (type 0x0001), 64 bytes, always at BAR0 offset 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct DeviceBlock {
     /// Block header.
     pub header: BlockHeader,
@@ -161,7 +161,9 @@ pub struct DeviceBlock {
     /// RW scratch register, no effect (bus tests).
     pub scratch: U32,
 }
+}
 
+le_struct! {
 /// A queue register block: the ADMIN queue (type 0x0002) or the EVENT queue (type 0x0003), 64 B.
 ///
 /// Admin queue: the host writes 64-byte [`crate::device::admin::AdminCmd`]s into the ring at
@@ -171,8 +173,6 @@ pub struct DeviceBlock {
 /// Event queue: the device writes 32-byte [`crate::device::event::EventRecord`]s at `base` and
 /// advances `producer`; the host writes its consumer index into `doorbell`. `resp_base` is unused.
 /// Indices are free-running 32-bit counters; the slot is `index mod 2^log2_entries`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct QueueBlock {
     /// Block header.
     pub header: BlockHeader,
@@ -201,14 +201,14 @@ pub struct QueueBlock {
     /// Reserved, reads 0.
     pub rsvd: [U32; 3],
 }
+}
 
+le_struct! {
 /// The DOORBELL block (type 0x0004), 32 bytes.
 ///
 /// Doorbell page `n` (a [`crate::device::doorbell::DoorbellPage`]) is at BAR0 offset
 /// `offset + n * stride`; page `n` carries the SQ/RQ doorbells of QP `n` and the CQ doorbell of
 /// CQ `n`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct DoorbellBlock {
     /// Block header.
     pub header: BlockHeader,
@@ -221,10 +221,10 @@ pub struct DoorbellBlock {
     /// Reserved, reads 0.
     pub rsvd: [U32; 3],
 }
+}
 
+le_struct! {
 /// One port's registers inside the [`PortBlock`], 16 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct PortRegs {
     /// RO administrative state (0 down, 1 up); set through the admin queue.
     pub admin_state: U32,
@@ -235,10 +235,10 @@ pub struct PortRegs {
     /// RO network plane this port is cabled to.
     pub plane_id: U32,
 }
+}
 
+le_struct! {
 /// The PORT block (type 0x0005): `num_ports` valid entries of [`MAX_PORTS`], 144 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct PortBlock {
     /// Block header.
     pub header: BlockHeader,
@@ -249,10 +249,10 @@ pub struct PortBlock {
     /// Per-port registers; entries at and beyond `num_ports` read 0.
     pub ports: [PortRegs; MAX_PORTS],
 }
+}
 
+le_struct! {
 /// The FW block (type 0x0006), 64 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct FwBlock {
     /// Block header.
     pub header: BlockHeader,
@@ -280,6 +280,7 @@ pub struct FwBlock {
     pub update_state: U32,
     /// Reserved, reads 0.
     pub rsvd: [U32; 3],
+}
 }
 
 const _: () = {

@@ -6,9 +6,10 @@
 //! receive only carries the `wr_id` the completion returns (MRC has no RNR: a Write-with-Immediate
 //! without a posted receive is a fatal `NO_RECV_BUFFER` error for the QP).
 
+use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::all_zero;
 
@@ -46,11 +47,8 @@ pub const SEND_FENCE: u8 = 1 << 2;
 /// Every defined send flag.
 pub const SEND_FLAGS_ALL: u8 = SEND_SIGNALED | SEND_SOLICITED | SEND_FENCE;
 
+le_struct! {
 /// One local buffer: `len` bytes at `addr` in memory region `lkey`. 16 bytes.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Default, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
-#[repr(C)]
 pub struct Sge {
     /// Virtual address (in the MR's address space).
     pub addr: U64,
@@ -58,6 +56,7 @@ pub struct Sge {
     pub len: U32,
     /// Local key of the memory region.
     pub lkey: U32,
+}
 }
 
 impl Sge {
@@ -71,9 +70,8 @@ impl Sge {
     }
 }
 
+le_struct! {
 /// The send WQE as laid out in the ring, 64 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct SendWqe {
     /// [`SendOpcode`].
     pub opcode: u8,
@@ -96,15 +94,16 @@ pub struct SendWqe {
     /// Scatter-gather list; unused entries are 0.
     pub sge: [Sge; MAX_SEND_SGE],
 }
+}
 
+le_struct! {
 /// The receive WQE as laid out in the ring, 32 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct RecvWqe {
     /// Caller's id, returned in the completion.
     pub wr_id: U64,
     /// Reserved (0).
     pub rsvd: [u8; 24],
+}
 }
 
 const _: () = {
@@ -180,7 +179,7 @@ impl SendRequest {
             return Err(WqeError::BadFlags(self.flags & !SEND_FLAGS_ALL));
         }
         let total = self.total_len().ok_or(WqeError::LengthMismatch)?;
-        let mut sge = [Sge::default(); MAX_SEND_SGE];
+        let mut sge = [Sge::new_zeroed(); MAX_SEND_SGE];
         sge[..self.sges.len()].copy_from_slice(&self.sges);
         Ok(SendWqe {
             opcode: self.opcode() as u8,

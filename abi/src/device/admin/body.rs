@@ -1,19 +1,19 @@
 //! Per-command body structs of admin commands (little-endian, at most 56 bytes each, written at
 //! byte 8 of the [`super::AdminCmd`]; the rest of the body area is reserved and must be 0).
 
+use crate::layout::le_struct;
 use core::mem::size_of;
 use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::BODY_BYTES;
 
 macro_rules! body {
-    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
-        #[repr(C)]
-        pub struct $name {
-            $($(#[$fm])* pub $f: $t,)*
+    ($(#[doc = $sd:literal])* $name:ident { $($(#[doc = $d:literal])* $f:ident : $t:ty),* $(,)? }) => {
+        le_struct! {
+            $(#[doc = $sd])*
+            pub struct $name {
+                $($(#[doc = $d])* pub $f: $t,)*
+            }
         }
         const _: () = assert!(size_of::<$name>() <= BODY_BYTES && size_of::<$name>() % 4 == 0);
     };

@@ -14,9 +14,10 @@
 
 pub mod body;
 
+use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::{all_zero, EvEncoding, QPN_LIMIT};
 use body::*;
@@ -64,9 +65,8 @@ pub const MAX_ACK_TIMEOUT_EXP: u8 = 24;
 /// Most EVs in one EV profile.
 pub const MAX_EVS_PER_PROFILE: u16 = 4096;
 
+le_struct! {
 /// An admin command as laid out in the ring, 64 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct AdminCmd {
     /// [`Opcode`].
     pub opcode: u8,
@@ -79,10 +79,10 @@ pub struct AdminCmd {
     /// The opcode's body struct, zero-padded.
     pub body: [u8; BODY_BYTES],
 }
+}
 
+le_struct! {
 /// An admin response as laid out in the response ring, 32 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
 pub struct AdminResp {
     /// [`AdminStatus`].
     pub status: u8,
@@ -94,6 +94,7 @@ pub struct AdminResp {
     pub syndrome: U32,
     /// Result words (per opcode, see [`Opcode`]).
     pub result: [U64; 3],
+}
 }
 
 const _: () = {
