@@ -8,7 +8,6 @@
 use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, IntoBytes};
 
 use super::QPN_LIMIT;
 
@@ -260,6 +259,7 @@ mod tests {
     extern crate std;
     use super::*;
     use proptest::prelude::*;
+    use zerocopy::{FromBytes, IntoBytes};
 
     #[test]
     fn byte_literal() {

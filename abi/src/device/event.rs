@@ -7,7 +7,6 @@
 use crate::layout::le_struct;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U32, U64};
-use zerocopy::{FromBytes, IntoBytes};
 
 use super::{EvState, QPN_LIMIT};
 
@@ -402,6 +401,7 @@ pub(crate) mod tests {
     extern crate std;
     use super::*;
     use proptest::prelude::*;
+    use zerocopy::{FromBytes, IntoBytes};
 
     #[test]
     fn byte_literal() {

@@ -421,8 +421,9 @@ pub fn discover(
     bar_len: u32,
     mut read32: impl FnMut(u32) -> u32,
 ) -> Result<RegisterMap, DiscoverError> {
-    let in_bar =
-        |off: u32, len: u32| off % 4 == 0 && off.checked_add(len).is_some_and(|e| e <= bar_len);
+    let in_bar = |off: u32, len: u32| {
+        off.is_multiple_of(4) && off.checked_add(len).is_some_and(|e| e <= bar_len)
+    };
     let mut map = RegisterMap::default();
     let mut seen = [false; BlockType::ALL.len()];
     let mut offset = 0u32;

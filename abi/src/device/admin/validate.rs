@@ -94,7 +94,7 @@ pub(super) fn decode_body(op: Opcode, body: &[u8; BODY_BYTES]) -> Result<AdminCo
             );
             ensure!(b.rsvd == 0, rsv!(CreateCq, rsvd));
             ensure!(b.rsvd2.get() == 0, rsv!(CreateCq, rsvd2));
-            ensure!(b.base.get() % 32 == 0, bad!(CreateCq, base));
+            ensure!(b.base.get().is_multiple_of(32), bad!(CreateCq, base));
             C::CreateCq(b)
         }
         Opcode::CreateQp => {
@@ -102,8 +102,8 @@ pub(super) fn decode_body(op: Opcode, body: &[u8; BODY_BYTES]) -> Result<AdminCo
             ensure!((1..=16).contains(&b.sq_log2), bad!(CreateQp, sq_log2));
             ensure!((1..=16).contains(&b.rq_log2), bad!(CreateQp, rq_log2));
             ensure!(b.rsvd.get() == 0, rsv!(CreateQp, rsvd));
-            ensure!(b.sq_base.get() % 64 == 0, bad!(CreateQp, sq_base));
-            ensure!(b.rq_base.get() % 32 == 0, bad!(CreateQp, rq_base));
+            ensure!(b.sq_base.get().is_multiple_of(64), bad!(CreateQp, sq_base));
+            ensure!(b.rq_base.get().is_multiple_of(32), bad!(CreateQp, rq_base));
             C::CreateQp(b)
         }
         Opcode::ModifyQp => C::ModifyQp(modify_qp(body)?),
