@@ -11,9 +11,13 @@
 //! (the structure read as one little-endian number); for [`Endian::Big`] layouts bit 0 is the most
 //! significant bit of byte 0 (the first bit on the wire).
 
+mod constants;
 mod tables;
+mod wire;
 
-pub use tables::{CONSTANTS, ENUMS, LAYOUTS, REGISTER_BLOCKS, WIRE_LAYOUTS};
+pub use constants::{CONSTANTS, ENUMS};
+pub use tables::{LAYOUTS, REGISTER_BLOCKS};
+pub use wire::WIRE_LAYOUTS;
 
 /// Byte order of a layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

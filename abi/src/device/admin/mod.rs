@@ -125,41 +125,41 @@ macro_rules! codes {
 }
 
 codes!(
-    /// Admin opcodes. "result" names the response's result words (unlisted: none).
+    /// Admin opcodes. "Result" lists the response's result words (unlisted: none).
     Opcode: u8 {
-        /// Body none. Result: [fw image version, max MRs << 32 | max PDs, max CQ entries << 32 | max QP entries].
+        /// Body none. Result: (fw image version, max MRs << 32 | max PDs, max CQ entries << 32 | max QP entries).
         QueryDevice = 0x01,
-        /// Body none. Result: [PD number].
+        /// Body none. Result: (PD number).
         AllocPd = 0x02,
         /// Body [`ObjectId`] (PD).
         DeallocPd = 0x03,
-        /// Body [`RegMr`]. Result: [lkey, rkey].
+        /// Body [`RegMr`]. Result: (lkey, rkey).
         RegMr = 0x04,
         /// Body [`ObjectId`] (lkey).
         DeregMr = 0x05,
-        /// Body [`CreateCq`]. Result: [CQN].
+        /// Body [`CreateCq`]. Result: (CQN).
         CreateCq = 0x06,
         /// Body [`ObjectId`] (CQN).
         DestroyCq = 0x07,
-        /// Body [`CreateQp`]. Result: [QPN (its doorbell page index)].
+        /// Body [`CreateQp`]. Result: (QPN (its doorbell page index)).
         CreateQp = 0x08,
         /// Body [`QpInit`], [`QpRtr`], [`QpRts`] or [`QpReset`] by `to_state`.
         ModifyQp = 0x09,
-        /// Body [`ObjectId`] (QPN). Result: [state, sq psn << 32 | rq psn, usable EVs].
+        /// Body [`ObjectId`] (QPN). Result: (state, sq psn << 32 | rq psn, usable EVs).
         QueryQp = 0x0A,
         /// Body [`ObjectId`] (QPN).
         DestroyQp = 0x0B,
         /// Body [`PortAdmin`].
         SetPortAdminState = 0x10,
-        /// Body [`ObjectId`] (port). Result: [admin << 32 | oper, speed Mb/s, plane].
+        /// Body [`ObjectId`] (port). Result: (admin << 32 | oper, speed Mb/s, plane).
         QueryPort = 0x11,
-        /// Body [`EvFormatProfile`]. Result: [profile id].
+        /// Body [`EvFormatProfile`]. Result: (profile id).
         CreateEvFormatProfile = 0x20,
         /// Body [`EvFormatProfile`].
         ModifyEvFormatProfile = 0x21,
         /// Body [`ObjectId`].
         DestroyEvFormatProfile = 0x22,
-        /// Body [`EvProfile`]. Result: [profile id].
+        /// Body [`EvProfile`]. Result: (profile id).
         CreateEvProfile = 0x23,
         /// Body [`EvProfile`] (state changes INIT -> ONLINE <-> OFFLINE, min active, mask).
         ModifyEvProfile = 0x24,
@@ -169,17 +169,17 @@ codes!(
         DenyEv = 0x26,
         /// Body [`ReplaceEv`].
         ReplaceEv = 0x27,
-        /// Body [`EvRef`]. Result: [state, value, last RTT ns].
+        /// Body [`EvRef`]. Result: (state, value, last RTT ns).
         QueryEv = 0x28,
         /// Body [`ProbeEv`] (result comes as an event).
         ProbeEv = 0x29,
-        /// Body [`CcProfile`]. Result: [profile id].
+        /// Body [`CcProfile`]. Result: (profile id).
         CreateCcProfile = 0x30,
         /// Body [`CcProfile`].
         ModifyCcProfile = 0x31,
         /// Body [`ObjectId`].
         DestroyCcProfile = 0x32,
-        /// Body none. Result: [running slot << 32 | update state, running version, staged version].
+        /// Body none. Result: (running slot << 32 | update state, running version, staged version).
         FwStatus = 0x40,
         /// Body [`FwBegin`].
         FwBegin = 0x41,
