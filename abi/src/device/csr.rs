@@ -462,7 +462,8 @@ fn zero(b: &[u8]) -> Result<(), CsrError> {
 }
 
 impl CsrEvent {
-    /// The 32 bytes of this entry (written as is; [`CsrEvent::decode`] checks them).
+    /// The 32 bytes of this entry: the struct's bytes with the kind byte set from the variant
+    /// ([`CsrEvent::decode`] checks the other fields).
     pub fn encode(&self) -> [u8; ENTRY_BYTES] {
         let mut out = [0u8; ENTRY_BYTES];
         let b = match self {
@@ -481,7 +482,28 @@ impl CsrEvent {
             CsrEvent::PostEvent(e) => e.as_bytes(),
         };
         out.copy_from_slice(b);
+        // The variant decides the kind, whatever the struct's `kind` field holds.
+        out[0] = self.kind() as u8;
         out
+    }
+
+    /// The kind of this entry.
+    pub const fn kind(&self) -> CsrKind {
+        match self {
+            CsrEvent::AckSummary(_) => CsrKind::AckSummary,
+            CsrEvent::Nack(_) => CsrKind::Nack,
+            CsrEvent::TxDone(_) => CsrKind::TxDone,
+            CsrEvent::WimmPlaced(_) => CsrKind::WimmPlaced,
+            CsrEvent::ProbeReply(_) => CsrKind::ProbeReply,
+            CsrEvent::PortEvent(_) => CsrKind::PortEvent,
+            CsrEvent::RxDrops(_) => CsrKind::RxDrops,
+            CsrEvent::Retransmit(_) => CsrKind::Retransmit,
+            CsrEvent::EvUpdate(_) => CsrKind::EvUpdate,
+            CsrEvent::SendProbe(_) => CsrKind::SendProbe,
+            CsrEvent::WindowUpdate(_) => CsrKind::WindowUpdate,
+            CsrEvent::PostCqe(_) => CsrKind::PostCqe,
+            CsrEvent::PostEvent(_) => CsrKind::PostEvent,
+        }
     }
 
     /// Checks and decodes the entry at the start of `bytes`.
@@ -665,6 +687,70 @@ impl AckSummary {
     /// The cumulative PSN.
     pub fn cum_psn(&self) -> crate::Psn {
         crate::Psn::new(self.cum_psn.get())
+    }
+}
+
+impl NackEntry {
+    /// The NACKed PSN.
+    pub fn psn(&self) -> crate::Psn {
+        crate::Psn::new(self.psn.get())
+    }
+}
+
+impl Retransmit {
+    /// A retransmit request (QPN truncated to 24 bits).
+    pub fn new(qpn: u32, psn: crate::Psn, ev_index: u16) -> Self {
+        Retransmit {
+            kind: CsrKind::Retransmit as u8,
+            rsvd: 0,
+            ev_index: ev_index.into(),
+            qpn: (qpn & (QPN_LIMIT - 1)).into(),
+            psn: psn.value().into(),
+            rsvd2: [0; 20],
+        }
+    }
+}
+
+impl EvUpdate {
+    /// An EV table update (QPN truncated to 24 bits).
+    pub fn new(qpn: u32, ev_index: u16, state: EvState, weight: u16) -> Self {
+        EvUpdate {
+            kind: CsrKind::EvUpdate as u8,
+            state: state as u8,
+            ev_index: ev_index.into(),
+            qpn: (qpn & (QPN_LIMIT - 1)).into(),
+            weight: weight.into(),
+            rsvd: [0; 22],
+        }
+    }
+}
+
+impl SendProbe {
+    /// A probe request (QPN truncated to 24 bits).
+    pub fn new(qpn: u32, ev_index: u16, probe_id: u32) -> Self {
+        SendProbe {
+            kind: CsrKind::SendProbe as u8,
+            rsvd: 0,
+            ev_index: ev_index.into(),
+            qpn: (qpn & (QPN_LIMIT - 1)).into(),
+            probe_id: probe_id.into(),
+            rsvd2: [0; 20],
+        }
+    }
+}
+
+impl WindowUpdate {
+    /// A window update (QPN truncated to 24 bits).
+    pub fn new(qpn: u32, cwnd_bytes: u32, limit_psn: crate::Psn, pacing_ns: u32) -> Self {
+        WindowUpdate {
+            kind: CsrKind::WindowUpdate as u8,
+            rsvd: [0; 3],
+            qpn: (qpn & (QPN_LIMIT - 1)).into(),
+            cwnd_bytes: cwnd_bytes.into(),
+            limit_psn: limit_psn.value().into(),
+            pacing_ns: pacing_ns.into(),
+            rsvd2: [0; 12],
+        }
     }
 }
 

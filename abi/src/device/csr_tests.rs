@@ -37,6 +37,36 @@ fn byte_literal_ack_summary() {
 }
 
 #[test]
+fn constructors_decode() {
+    use crate::Psn;
+    let r = Retransmit::new(5, Psn::new(0xFF_FFFF), 3);
+    assert_eq!(
+        CsrEvent::decode(&CsrEvent::Retransmit(r).encode()),
+        Ok(CsrEvent::Retransmit(r))
+    );
+    let u = EvUpdate::new(5, 7, EvState::Good, 1);
+    assert_eq!(
+        CsrEvent::decode(&CsrEvent::EvUpdate(u).encode()),
+        Ok(CsrEvent::EvUpdate(u))
+    );
+    let bad = EvUpdate::new(5, 7, EvState::Good, 0);
+    assert_eq!(
+        CsrEvent::decode(&CsrEvent::EvUpdate(bad).encode()),
+        Err(CsrError::BadValue(8))
+    );
+    let p = SendProbe::new(5, 7, 99);
+    assert_eq!(
+        CsrEvent::decode(&CsrEvent::SendProbe(p).encode()),
+        Ok(CsrEvent::SendProbe(p))
+    );
+    let w = WindowUpdate::new(5, 65536, Psn::new(1000), 0);
+    assert_eq!(
+        CsrEvent::decode(&CsrEvent::WindowUpdate(w).encode()),
+        Ok(CsrEvent::WindowUpdate(w))
+    );
+}
+
+#[test]
 fn ring_arithmetic() {
     let r = CsrRing::new(3).unwrap();
     assert_eq!(r.entries(), 8);
@@ -262,6 +292,13 @@ proptest! {
         if let Ok(e) = CsrEvent::decode(&b) {
             prop_assert_eq!(e.encode(), b);
         }
+    }
+
+    #[test]
+    fn kind_byte_follows_the_variant(e in csr_event()) {
+        let b = e.encode();
+        prop_assert_eq!(b[0], e.kind() as u8);
+        prop_assert_eq!(CsrKind::from_u8(b[0]), Some(e.kind()));
     }
 
     #[test]

@@ -296,4 +296,13 @@ proptest! {
         prop_assert_eq!(e.owner(), owner);
         prop_assert_eq!(e.decode(), Ok(reply));
     }
+
+    #[test]
+    fn random_responses_never_panic(b in proptest::collection::vec(any::<u8>(), 32)) {
+        let r = AdminResp::read_from_bytes(&b).unwrap();
+        if let Ok(reply) = r.decode() {
+            let enc = reply.encode(r.owner());
+            prop_assert_eq!(enc.as_bytes(), &b[..]);
+        }
+    }
 }
