@@ -186,7 +186,7 @@ mod tests {
     };
     use crate::device::cqe::{CqeOpcode, CqeStatus};
     use crate::device::event::{CqErrorReason, EventKind, FwEventCode};
-    use crate::device::{csr::CsrKind, regs::BlockType, wqe::SendOpcode, EvEncoding, EvState};
+    use crate::device::{csr::CsrKind, regs::BlockType, wqe::SendOpcode, EvFormat, EvState};
     use std::collections::BTreeSet;
     use std::format;
     use std::string::String;
@@ -275,7 +275,7 @@ mod tests {
         .map(|(n, v)| (String::from(n), v as u64))
         .collect();
         assert_eq!(group("cq_error_reason"), cq);
-        let ev = rust(EvEncoding::ALL.into_iter().map(|e| (e, e as u64)));
+        let ev = rust(EvFormat::ALL.into_iter().map(|e| (e, e as u64)));
         assert_eq!(group("ev_format"), ev);
     }
 

@@ -6,6 +6,8 @@
 //! prints a skip message and passes without checking.
 #![cfg(feature = "std")]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,18 +21,7 @@ const MRC_HEADERS: [&str; 9] = [
 ];
 
 fn tshark_available() -> bool {
-    let ok = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is required in CI but was not found"
-        );
-        eprintln!("SKIPPED: tshark not found; install it (apt-get install tshark) to run this cross-check");
-    }
-    ok
+    common::tool_or_skip("tshark", &["--version"], "apt-get install tshark")
 }
 
 fn manifest() -> PathBuf {

@@ -643,7 +643,7 @@ package mrc_abi_pkg;
     logic [7:0] hop_limit; // Hop limit (> 0).
     logic [7:0] dscp; // DSCP of data packets (0..=63).
     logic [7:0] flags; // `FMT_*` flags.
-    logic [7:0] encoding; // `crate::device::EvEncoding` code.
+    logic [7:0] encoding; // `crate::device::EvFormat` code.
     logic [31:0] id; // Profile id (MODIFY; 0 in CREATE).
   } ev_format_profile_t;
 

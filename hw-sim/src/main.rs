@@ -12,7 +12,9 @@ use mrc_abi::wire::{ethernet, samples, EvFormat, Frame, Header};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    println!("mrc-sim: the NIC + fabric simulator has not landed yet (issue 5); nothing is simulated.");
+    println!(
+        "mrc-sim: the NIC + fabric simulator has not landed yet (issue 5); nothing is simulated."
+    );
     println!("What runs today: one MRC Write-with-Immediate over an SRv6 uSID route with an SRH,");
     println!("forwarded hop by hop by the uSID rule (keep the 32-bit block, shift by 16).\n");
     match walk() {
@@ -28,7 +30,10 @@ fn walk() -> Result<(), mrc_abi::wire::Error> {
     let frame = samples::write_only_imm(EvFormat::Srv6, true);
     let mut buf = vec![0u8; frame.buffer_len()];
     let len = frame.emit(&mut buf)?;
-    println!("sent {len}-byte frame, outer destination {}", frame.encap.outer().dst);
+    println!(
+        "sent {len}-byte frame, outer destination {}",
+        frame.encap.outer().dst
+    );
     for hop in 1.. {
         let (ip_bytes, rest) = buf[ethernet::HEADER_LEN..].split_at_mut(ipv6::HEADER_LEN);
         let mut outer = Ipv6Packet::new_checked(ip_bytes, Header::Ipv6)?;

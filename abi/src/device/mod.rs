@@ -61,33 +61,8 @@ impl EvState {
     }
 }
 
-/// How an EV is carried on the wire. Numbered like the MRH "EV format" field (`abi/WIRE.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum EvEncoding {
-    /// EV in the UDP source port.
-    Udp = 0,
-    /// Structured EV: IPv6 flow label + UDP source port.
-    Stev = 1,
-    /// SRv6 uSID carrier in the outer IPv6 destination.
-    Srv6 = 2,
-}
-
-impl EvEncoding {
-    /// Every encoding, in code order.
-    pub const ALL: [EvEncoding; 3] = [Self::Udp, Self::Stev, Self::Srv6];
-
-    /// The encoding with code `v`, if any.
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(Self::Udp),
-            1 => Some(Self::Stev),
-            2 => Some(Self::Srv6),
-            _ => None,
-        }
-    }
-}
+/// How an EV is carried on the wire: the wire module's type, numbered like the MRH field.
+pub use crate::wire::EvFormat;
 
 /// True when every byte of `bytes` is zero (reserved areas must be).
 pub(crate) fn all_zero(bytes: &[u8]) -> bool {

@@ -45,7 +45,7 @@ impl AbiVersion {
 pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 0);
 
 /// The wire format version (the MRH version field, `abi/WIRE.md`).
-pub const WIRE_VERSION: u8 = 1;
+pub const WIRE_VERSION: u8 = crate::wire::MRC_VERSION;
 
 /// Why a host and a device cannot work together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -253,3 +253,31 @@ const _: () = {
         i += 1;
     }
 };
+
+// The tables above must describe the headers the codec in `crate::wire` actually reads and writes.
+const _: () = {
+    use crate::wire::{bth, ethernet, ipv6, mrc, srh, udp};
+    let expect: [(usize, usize); 13] = [
+        (ethernet::HEADER_LEN, 0),
+        (ipv6::HEADER_LEN, 1),
+        (srh::FIXED_LEN, 2),
+        (udp::HEADER_LEN, 3),
+        (bth::HEADER_LEN, 4),
+        (mrc::MRH_LEN, 5),
+        (mrc::EVX_LEN, 6),
+        (mrc::TSX_LEN, 7),
+        (mrc::RETH_LEN, 8),
+        (mrc::IMMDT_LEN, 9),
+        (mrc::ACKX_LEN, 10),
+        (mrc::NACKX_LEN, 11),
+        (mrc::PRBX_LEN, 12),
+    ];
+    let mut i = 0;
+    while i < expect.len() {
+        assert!(
+            WIRE_LAYOUTS[expect[i].1].size_bytes as usize == expect[i].0,
+            "wire layout size differs from the codec"
+        );
+        i += 1;
+    }
+};

@@ -166,7 +166,7 @@ body!(
     EvFormatProfile {
         /// Profile id (MODIFY; 0 in CREATE).
         id: U32,
-        /// [`crate::device::EvEncoding`] code.
+        /// [`crate::device::EvFormat`] code.
         encoding: u8,
         /// `FMT_*` flags.
         flags: u8,

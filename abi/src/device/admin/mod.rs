@@ -19,7 +19,7 @@ use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::{all_zero, EvEncoding, QPN_LIMIT};
+use super::{all_zero, EvFormat, QPN_LIMIT};
 use body::*;
 
 /// Bytes of the body area of a command.
@@ -598,8 +598,8 @@ impl QpRts {
 
 impl EvFormatProfile {
     /// The EV encoding, if the code is valid.
-    pub fn encoding(&self) -> Option<EvEncoding> {
-        EvEncoding::from_u8(self.encoding)
+    pub fn encoding(&self) -> Option<EvFormat> {
+        EvFormat::from_code(self.encoding).ok()
     }
 }
 

@@ -264,7 +264,7 @@ fn ev_format(b: EvFormatProfile, create: bool) -> Result<EvFormatProfile, AdminE
         ensure!(b.id.get() == 0, rsv!(EvFormatProfile, id));
     }
     ensure!(
-        EvEncoding::from_u8(b.encoding).is_some(),
+        EvFormat::from_code(b.encoding).ok().is_some(),
         bad!(EvFormatProfile, encoding)
     );
     ensure!(
