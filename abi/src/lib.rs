@@ -10,7 +10,9 @@
 //!   entries, completions, events, admin commands, the CSR event queues between the datapath and
 //!   the firmware cores, and the ABI version handshake.
 //! - [`layout`]: tables describing those layouts, from which `fpga-rtl/generated/mrc_abi_pkg.sv`
-//!   and `abi/REGISTERS.md` are generated (`just regs`).
+//!   and `abi/REGISTERS.md` are generated (`just regs`, through `gen`).
+//! - With `std`: `pcap` (read and write capture files Wireshark opens) and `json` (one JSON
+//!   object per decoded frame, the field names of the Wireshark dissector `abi/wireshark/mrc.lua`).
 //!
 //! ## Contract
 //! - `#![no_std]`, no allocation, no unsafe code. The `std` feature adds pcap files, JSON

@@ -16,7 +16,7 @@ use core::net::Ipv6Addr;
 pub enum Encap {
     /// Ethernet / IPv6 / UDP.
     Plain(Ipv6Repr),
-    /// Ethernet / outer IPv6 / [SRH] / inner IPv6 / UDP.
+    /// Ethernet / outer IPv6 / optional SRH / inner IPv6 / UDP.
     Srv6 {
         /// Outer header; its destination is the active uSID carrier.
         outer: Ipv6Repr,
