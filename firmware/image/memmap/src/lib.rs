@@ -168,7 +168,13 @@ impl Target {
                 return Err(format!("section region {alias} is not RAM"));
             }
         }
-        if self.region.iter().filter(|r| r.kind == Kind::Noinit).count() != 1 {
+        if self
+            .region
+            .iter()
+            .filter(|r| r.kind == Kind::Noinit)
+            .count()
+            != 1
+        {
             return Err("exactly one noinit region is needed".into());
         }
         for (name, r) in &self.registers {
@@ -190,7 +196,11 @@ const HEADER: &str = "Generated from firmware/memory-map.toml by mrc-memmap; do 
 pub fn linker_script(map: &MemoryMap, name: &str) -> Result<String, String> {
     let t = map.get(name)?;
     let mut s = format!("/* {HEADER} Target: {name}. */\nMEMORY\n{{\n");
-    for r in t.region.iter().filter(|r| matches!(r.kind, Kind::Ram | Kind::Noinit)) {
+    for r in t
+        .region
+        .iter()
+        .filter(|r| matches!(r.kind, Kind::Ram | Kind::Noinit))
+    {
         let attrs = if r.kind == Kind::Noinit { "rw" } else { "rwx" };
         writeln!(
             s,
@@ -244,7 +254,12 @@ pub fn rust_consts(map: &MemoryMap, name: &str) -> Result<String, String> {
         writeln!(s, "/// Register {n} ({} + {:#x}).", r.region, r.offset).ok();
         writeln!(s, "pub const {n}: usize = {addr:#x};").ok();
     }
-    writeln!(s, "/// Rate of the MTIME counter.\npub const MTIME_HZ: u64 = {};", t.mtime_hz).ok();
+    writeln!(
+        s,
+        "/// Rate of the MTIME counter.\npub const MTIME_HZ: u64 = {};",
+        t.mtime_hz
+    )
+    .ok();
     Ok(s)
 }
 
@@ -264,9 +279,24 @@ pub fn chip_yaml(map: &MemoryMap) -> Result<String, String> {
     );
     for r in &t.region {
         let (tag, access) = match r.kind {
-            Kind::Ram | Kind::Noinit => ("Ram", format!("read: true\n      write: true\n      execute: {}\n      boot: {}", r.kind == Kind::Ram, r.boot)),
-            Kind::Nvm => ("Nvm", "read: true\n      write: true\n      execute: false\n      boot: false".to_string()),
-            Kind::Device => ("Generic", "read: true\n      write: true\n      execute: false\n      boot: false".to_string()),
+            Kind::Ram | Kind::Noinit => (
+                "Ram",
+                format!(
+                    "read: true\n      write: true\n      execute: {}\n      boot: {}",
+                    r.kind == Kind::Ram,
+                    r.boot
+                ),
+            ),
+            Kind::Nvm => (
+                "Nvm",
+                "read: true\n      write: true\n      execute: false\n      boot: false"
+                    .to_string(),
+            ),
+            Kind::Device => (
+                "Generic",
+                "read: true\n      write: true\n      execute: false\n      boot: false"
+                    .to_string(),
+            ),
         };
         write!(
             s,

@@ -75,8 +75,14 @@ fn inconsistent_maps_are_refused() {
 #[test]
 fn hal_consts_name_the_registers() {
     let nic = mrc_memmap::rust_consts(&map(), "nic").unwrap();
-    assert!(nic.contains("pub const WDT_KICK: usize = 0x40000010;"), "{nic}");
+    assert!(
+        nic.contains("pub const WDT_KICK: usize = 0x40000010;"),
+        "{nic}"
+    );
     let qemu = mrc_memmap::rust_consts(&map(), "qemu").unwrap();
-    assert!(qemu.contains("pub const FINISHER: usize = 0x100000;"), "{qemu}");
+    assert!(
+        qemu.contains("pub const FINISHER: usize = 0x100000;"),
+        "{qemu}"
+    );
     assert!(qemu.contains("pub const MTIME_HZ: u64 = 10000000;"));
 }
