@@ -1,0 +1,53 @@
+//! # mrc-nic-board: what the NIC image needs from its board, host-testable
+//!
+//! `no_std`, no unsafe, no allocation; built for the NIC core by the image and for the host by
+//! `cargo test` (with `embedded-hal-mock` standing in for the I2C bus, pins and delays).
+//!
+//! - [`cmis`]: transceiver management over I2C per CMIS 5 (module identity, module state,
+//!   per-lane flags); a lost module or link is a [`cmis::PortEvent::Down`].
+//! - [`leds`]: one link LED per port through `embedded_hal::digital::OutputPin`.
+//! - [`crash`]: the crash record kept across reset (panic location, reason, last events).
+//! - [`logring`]: the byte ring the host reads logs from.
+//!
+//! The crash record and the log ring are `#[repr(C)]` with fixed layouts (documented on each
+//! type) so the host can read them from the `NOINIT` region of `firmware/memory-map.toml`.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cmis;
+pub mod crash;
+pub mod leds;
+pub mod logring;
+
+/// The block at the origin of the `NOINIT` region: crash record, then log ring.
+#[derive(Clone, Debug)]
+#[repr(C)]
+pub struct Noinit {
+    /// The crash record (offset 0).
+    pub crash: crash::CrashRecord,
+    /// The log ring (offset `size_of::<CrashRecord>()` = 160).
+    pub log: logring::LogRing<{ logring::LOG_RING_BYTES }>,
+}
+
+impl Noinit {
+    /// A zeroed block (crash record invalid, log ring empty).
+    pub const fn new() -> Self {
+        Noinit {
+            crash: crash::CrashRecord::EMPTY,
+            log: logring::LogRing::new(),
+        }
+    }
+}
+
+impl Default for Noinit {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<crash::CrashRecord>() == 160);
+const _: () = assert!(
+    core::mem::size_of::<Noinit>() <= 4096,
+    "NOINIT region is 4 KiB"
+);

@@ -1,0 +1,88 @@
+//! The committed generated files are up to date, and the chip description loads in probe-rs.
+
+use std::path::{Path, PathBuf};
+
+fn image_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn map() -> mrc_memmap::MemoryMap {
+    let text = std::fs::read_to_string(image_dir().join("../memory-map.toml")).unwrap();
+    mrc_memmap::MemoryMap::parse(&text).unwrap()
+}
+
+#[test]
+fn committed_files_are_up_to_date() {
+    let update = std::env::var_os("UPDATE_GENERATED").is_some();
+    let mut stale = Vec::new();
+    for (name, text) in mrc_memmap::committed_files(&map()).unwrap() {
+        let path = image_dir().join(name);
+        if update {
+            std::fs::write(&path, &text).unwrap();
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(name);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale generated files {stale:?}: run `just fw-gen` (UPDATE_GENERATED=1 cargo test -p mrc-memmap)"
+    );
+}
+
+#[test]
+fn chip_description_loads_in_probe_rs() {
+    let text = std::fs::read_to_string(image_dir().join("mrc-nic.chip.yaml")).unwrap();
+    let family: probe_rs_target::ChipFamily = yaml_serde::from_str(&text).unwrap();
+    family.validate().unwrap();
+    assert_eq!(family.name, "MRC-NIC");
+    let chip = &family.variants[0];
+    assert_eq!(chip.cores[0].core_type, probe_rs_target::CoreType::Riscv);
+    let boot: Vec<_> = chip
+        .memory_map
+        .iter()
+        .filter_map(|r| r.as_ram_region())
+        .filter(|r| r.access().boot)
+        .collect();
+    assert_eq!(boot.len(), 1, "exactly one boot region");
+    assert_eq!(boot[0].range.start, 0);
+    assert!(chip.memory_map.iter().any(|r| r.as_nvm_region().is_some()));
+}
+
+#[test]
+fn a_broken_description_is_caught() {
+    // The check above is only worth something if probe-rs refuses bad files.
+    let text = std::fs::read_to_string(image_dir().join("mrc-nic.chip.yaml")).unwrap();
+    let broken = text.replace("type: riscv", "type: not-a-core");
+    assert!(yaml_serde::from_str::<probe_rs_target::ChipFamily>(&broken).is_err());
+    let no_core = text.replace("core_access_options: !Riscv", "core_access_options: !Arm");
+    let family: Result<probe_rs_target::ChipFamily, _> = yaml_serde::from_str(&no_core);
+    assert!(family.map(|f| f.validate().is_err()).unwrap_or(true));
+}
+
+#[test]
+fn inconsistent_maps_are_refused() {
+    let text = std::fs::read_to_string(image_dir().join("../memory-map.toml")).unwrap();
+    let overlap = text.replace("origin = 0x1000_F000", "origin = 0x1000_E000");
+    assert!(mrc_memmap::MemoryMap::parse(&overlap)
+        .unwrap_err()
+        .contains("overlap"));
+    let bad_alias = text.replacen("text = \"ITCM\"", "text = \"CSR\"", 1);
+    assert!(mrc_memmap::MemoryMap::parse(&bad_alias)
+        .unwrap_err()
+        .contains("not RAM"));
+}
+
+#[test]
+fn hal_consts_name_the_registers() {
+    let nic = mrc_memmap::rust_consts(&map(), "nic").unwrap();
+    assert!(
+        nic.contains("pub const WDT_KICK: usize = 0x40000010;"),
+        "{nic}"
+    );
+    let qemu = mrc_memmap::rust_consts(&map(), "qemu").unwrap();
+    assert!(
+        qemu.contains("pub const FINISHER: usize = 0x100000;"),
+        "{qemu}"
+    );
+    assert!(qemu.contains("pub const MTIME_HZ: u64 = 10000000;"));
+}

@@ -1,0 +1,62 @@
+//! # mrc-nic: the MRC image for the NIC's embedded RISC-V cores
+//!
+//! Boot (riscv-rt), recover the `NOINIT` block (crash record, log ring), start the watchdog,
+//! then the main loop: read the timer once, kick the watchdog, hand `now` to the [`runtime`]
+//! (timers, EV tables, port events, datapath CSR queues). With the `qemu` feature the image runs
+//! the [`selftest`] instead and exits QEMU with its verdict.
+//!
+//! All unsafe code is in [`hal`]; the rest of the image is `#![deny(unsafe_code)]`.
+#![no_std]
+#![no_main]
+#![deny(unsafe_code)]
+
+mod hal;
+mod runtime;
+#[cfg(feature = "qemu")]
+mod selftest;
+
+use mrc_nic_board::crash::{event, EventKind};
+
+/// The ABI major this image speaks. TODO(abi): take `mrc_abi::device::ABI_VERSION` once mrc-abi
+/// defines it.
+pub const ABI_MAJOR: u16 = 1;
+/// Watchdog period.
+const WATCHDOG_NS: u32 = 50_000_000;
+
+#[riscv_rt::entry]
+fn main() -> ! {
+    let boot = hal::boot();
+    defmt::info!(
+        "mrc-nic boot: abi {}, log bytes kept {}",
+        ABI_MAJOR,
+        boot.log_kept
+    );
+    if let Some((reason, line, _)) = boot.crash {
+        defmt::warn!(
+            "previous run crashed: reason {} line/cause {}",
+            reason as u16,
+            line
+        );
+    }
+    hal::trace(event(EventKind::Boot, 0));
+    hal::watchdog_start(WATCHDOG_NS);
+
+    #[cfg(feature = "qemu")]
+    {
+        let passed = selftest::run();
+        hal::exit(passed)
+    }
+    #[cfg(not(feature = "qemu"))]
+    {
+        let mut rt = runtime::Runtime::new();
+        hal::CsrQueue::RX.init();
+        loop {
+            let now_ns = hal::now_ns();
+            hal::watchdog_kick();
+            while let Some(word) = hal::CsrQueue::RX.pop() {
+                rt.handle_csr_event(now_ns, word);
+            }
+            rt.step(now_ns);
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! The QEMU self-test: exercises, with fixed inputs, every engine block that exists today, the
+//! update verifier (Ed25519 on the core), the crash record and the main loop, prints counters
+//! and a final `self-test passed` / `self-test FAILED` record. The two-NIC test kit plugs in here
+//! once the engine issue lands.
+
+use mrc_firmware::engine::cc::{Controller, Nscc, NsccParams};
+use mrc_firmware::engine::retry::{RetryDecision, RetryState};
+use mrc_firmware::engine::rng::Rng;
+use mrc_firmware::engine::timer_wheel::{TimerId, TimerWheel};
+use mrc_fw_update::slots::{BootControl, BootDecision, Slot};
+use mrc_fw_update::test_key;
+use mrc_fw_update::update::{RamSlots, SlotStorage, UpdateError, UpdatePolicy, Updater};
+use mrc_nic_board::cmis::{DownReason, PortEvent};
+use mrc_nic_board::crash::{event, CrashReason, CrashRecord, EventKind, EventTrace};
+
+use crate::hal;
+use crate::runtime::Runtime;
+
+static TEST_IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/test-image.bin"));
+
+struct Check {
+    passed: u32,
+    failed: u32,
+}
+
+impl Check {
+    fn that(&mut self, ok: bool, what: &str) {
+        if ok {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+            defmt::error!("check failed: {=str}", what);
+        }
+    }
+}
+
+/// Run everything; true when every check passed.
+pub fn run() -> bool {
+    let mut c = Check {
+        passed: 0,
+        failed: 0,
+    };
+    timer_wheel(&mut c);
+    retry(&mut c);
+    congestion(&mut c);
+    main_loop(&mut c);
+    update(&mut c);
+    crash_record(&mut c);
+    defmt::info!("checks: {} passed, {} failed", c.passed, c.failed);
+    if c.failed == 0 {
+        defmt::info!("self-test passed");
+        true
+    } else {
+        defmt::error!("self-test FAILED");
+        false
+    }
+}
+
+fn timer_wheel(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 1));
+    let mut w = match TimerWheel::<256>::new(1_024) {
+        Ok(w) => w,
+        Err(_) => return c.that(false, "timer wheel config"),
+    };
+    let mut rng = Rng::new(7);
+    let start = hal::instret();
+    for i in 0..256u32 {
+        let armed = w.arm(TimerId(i), rng.below(10_000_000)).is_ok();
+        c.that(armed, "arm");
+    }
+    let (mut n, mut last, mut ordered) = (0u32, 0u64, true);
+    let mut now = 0;
+    while now <= 10_000_000 {
+        while let Some(e) = w.poll_expired(now) {
+            ordered &= e.deadline_ns >= last && e.deadline_ns <= now;
+            last = e.deadline_ns;
+            n += 1;
+        }
+        now += 50_000;
+    }
+    let per_op = (hal::instret() - start) / 256;
+    c.that(
+        n == 256 && ordered,
+        "timers fire once, in deadline order, never early",
+    );
+    defmt::info!("timer wheel: {} fired, {} instr per arm+expire", n, per_op);
+}
+
+fn retry(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 2));
+    let Ok(mut r) = RetryState::from_attributes(3, 7) else {
+        return c.that(false, "retry attributes");
+    };
+    let mut now = r.arm(0);
+    let mut retries = 0;
+    loop {
+        match r.on_timeout(now) {
+            RetryDecision::Retry { deadline_ns, .. } => {
+                c.that(
+                    deadline_ns == now + 8_192,
+                    "linear timeout is 1.024us * 2^3",
+                );
+                now = deadline_ns;
+                retries += 1;
+            }
+            RetryDecision::GiveUp { retries: n } => {
+                c.that(n == 7, "gives up after retry_cnt");
+                break;
+            }
+        }
+    }
+    c.that(retries == 7, "seven retries");
+    c.that(
+        RetryState::from_attributes(25, 0).is_err(),
+        "t > 24 refused",
+    );
+    defmt::info!("retry: {} retries then give-up", retries);
+}
+
+fn congestion(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 3));
+    let Ok(p) = NsccParams::for_link(100_000_000_000, 10_000, 4_096) else {
+        return c.that(false, "nscc params");
+    };
+    let mut cc = Nscc::new(p);
+    let init = cc.cwnd_bytes();
+    for i in 0..200u64 {
+        cc.on_ack(i * 1_000, 4_096, false, 10_000);
+    }
+    let grown = cc.cwnd_bytes();
+    for i in 0..50u64 {
+        cc.on_ack(300_000 + i * 1_000, 4_096, true, 60_000);
+    }
+    let shrunk = cc.cwnd_bytes();
+    let in_bounds = shrunk >= p.min_cwnd_bytes && grown <= p.max_cwnd_bytes;
+    c.that(grown >= init, "window grows without congestion");
+    c.that(shrunk < grown, "ECN + delay shrinks the window");
+    c.that(in_bounds, "window stays in bounds");
+    defmt::info!("nscc: cwnd {} -> {} -> {}", init, grown, shrunk);
+}
+
+fn main_loop(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 4));
+    let mut rt = Runtime::new();
+    let before = rt.evs().active();
+    rt.handle_port_event(
+        0,
+        PortEvent::Down {
+            port: 1,
+            reason: DownReason::RxLos { lanes: 1 },
+        },
+    );
+    c.that(rt.evs().plane_is_down(1), "port down retires the plane");
+    c.that(
+        rt.evs().active() == before - before / 4,
+        "a quarter of the EVs retired",
+    );
+    rt.handle_port_event(0, PortEvent::Up { port: 1 });
+    const ITERS: u64 = 1_000;
+    let start_ns = hal::now_ns();
+    let start = hal::instret();
+    for _ in 0..ITERS {
+        let now_ns = hal::now_ns();
+        hal::watchdog_kick();
+        rt.step(now_ns);
+    }
+    let per_iter = (hal::instret() - start) / ITERS;
+    let k = rt.counters();
+    c.that(k.iterations == ITERS, "loop ran");
+    c.that(k.probes > 0, "probes requested after plane up");
+    defmt::info!(
+        "main loop: {} iterations over {} ns, {} instr/iteration, probes {}, timers {}",
+        ITERS,
+        hal::now_ns() - start_ns,
+        per_iter,
+        k.probes,
+        k.timers_fired
+    );
+}
+
+fn update(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 5));
+    let policy = UpdatePolicy {
+        abi_major: crate::ABI_MAJOR,
+        public_key: test_key::PUBLIC_KEY,
+    };
+    let mut flash = RamSlots::<2048>::new();
+    let mut control = BootControl::factory(1, 2);
+    let mut install = |image: &[u8], flip: Option<usize>, policy: &UpdatePolicy| {
+        let mut up = Updater::new(Slot::A);
+        if up.begin(&mut control, &mut flash).is_err() {
+            return Err(UpdateError::Busy);
+        }
+        for (i, chunk) in image.chunks(256).enumerate() {
+            up.write(&mut flash, (i * 256) as u32, chunk)?;
+        }
+        if let Some(at) = flip {
+            let mut b = [0u8; 1];
+            let _ = flash.read(Slot::B, at as u32, &mut b);
+            let _ = flash.write(Slot::B, at as u32, &[b[0] ^ 0x10]);
+        }
+        up.finish(&mut control, &flash, policy)
+            .map(|i| i.header.image_version)
+    };
+    let start = hal::instret();
+    let good = install(TEST_IMAGE, None, &policy);
+    let verify_instr = hal::instret() - start;
+    c.that(good == Ok(2), "signed image accepted");
+    c.that(
+        matches!(
+            install(TEST_IMAGE, Some(600), &policy),
+            Err(UpdateError::BadCrc { .. })
+        ),
+        "bad CRC refused",
+    );
+    c.that(
+        install(TEST_IMAGE, Some(70), &policy) == Err(UpdateError::BadSignature),
+        "bad signature refused",
+    );
+    c.that(
+        matches!(
+            install(&TEST_IMAGE[..TEST_IMAGE.len() - 8], None, &policy),
+            Err(UpdateError::Truncated { .. })
+        ),
+        "truncated image refused",
+    );
+    let other_abi = UpdatePolicy {
+        abi_major: crate::ABI_MAJOR + 1,
+        ..policy
+    };
+    c.that(
+        matches!(
+            install(TEST_IMAGE, None, &other_abi),
+            Err(UpdateError::WrongAbi { .. })
+        ),
+        "wrong ABI refused",
+    );
+    // Accept, never confirm: rolled back after two trial boots.
+    let _ = install(TEST_IMAGE, None, &policy);
+    let d1 = control.select_boot();
+    let d2 = control.select_boot();
+    let d3 = control.select_boot();
+    c.that(
+        matches!(
+            d1,
+            BootDecision::Boot {
+                slot: Slot::B,
+                trial: true
+            }
+        ) && matches!(d2, BootDecision::Boot { trial: true, .. })
+            && d3
+                == BootDecision::RolledBack {
+                    from: Slot::B,
+                    to: Slot::A,
+                },
+        "unconfirmed image rolled back",
+    );
+    defmt::info!(
+        "update: {} byte image verified (CRC + Ed25519) in {} instr",
+        TEST_IMAGE.len(),
+        verify_instr
+    );
+}
+
+fn crash_record(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 6));
+    let mut t = EventTrace::new();
+    t.push(event(EventKind::PortDown, 0x0105));
+    let mut r = CrashRecord::EMPTY;
+    r.record(CrashReason::Panic, 3, file!(), line!(), 0, &t);
+    let ok = r
+        .read()
+        .is_some_and(|x| x.reason == CrashReason::Panic && x.file == file!());
+    c.that(ok, "crash record round trip");
+}

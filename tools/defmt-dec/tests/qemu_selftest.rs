@@ -1,0 +1,90 @@
+//! Build the QEMU self-test image, run it under `qemu-system-riscv32 -icount shift=0`, decode
+//! its defmt output and require: exit status 0, a clean decode, a `self-test passed` record.
+//!
+//! Skips (with a message) when QEMU or the riscv32 target is missing, unless `CI` is set, where
+//! a missing tool is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn image_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/image")
+}
+
+fn skip_or_fail(why: &str) {
+    if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false") {
+        panic!("qemu self-test cannot run in CI: {why}");
+    }
+    eprintln!("SKIPPED qemu self-test: {why}");
+}
+
+#[test]
+fn qemu_self_test_passes() {
+    if Command::new("qemu-system-riscv32")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return skip_or_fail("qemu-system-riscv32 not found");
+    }
+    let targets = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .current_dir(image_dir())
+        .output();
+    let has_target = targets
+        .as_ref()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("riscv32imac-unknown-none-elf"));
+    if !has_target {
+        return skip_or_fail("rust target riscv32imac-unknown-none-elf not installed");
+    }
+    let build = Command::new("cargo")
+        .args(["build", "--release", "--features", "qemu"])
+        .current_dir(image_dir())
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("RUSTFLAGS")
+        .env("DEFMT_LOG", "info")
+        .status()
+        .expect("cargo build");
+    assert!(build.success(), "image build failed");
+    let elf = image_dir().join("target/riscv32imac-unknown-none-elf/release/mrc-nic");
+    let out = Command::new("timeout")
+        .args([
+            "300",
+            "qemu-system-riscv32",
+            "-machine",
+            "virt",
+            "-bios",
+            "none",
+        ])
+        .args(["-display", "none", "-serial", "null", "-monitor", "none"])
+        .args([
+            "-semihosting-config",
+            "enable=on,target=native",
+            "-icount",
+            "shift=0",
+        ])
+        .arg("-kernel")
+        .arg(&elf)
+        .output()
+        .expect("run qemu");
+    let dec = Command::new(env!("CARGO_BIN_EXE_mrc-defmt-dec"))
+        .arg(&elf)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(&out.stdout)?;
+            child.wait_with_output()
+        })
+        .expect("run mrc-defmt-dec");
+    let text = String::from_utf8_lossy(&dec.stdout);
+    println!("{text}");
+    assert!(out.status.success(), "QEMU exited with {:?}", out.status);
+    assert!(dec.status.success(), "defmt decode error");
+    assert!(
+        text.lines().any(|l| l == "INFO self-test passed"),
+        "no `self-test passed` record"
+    );
+}
