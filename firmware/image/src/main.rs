@@ -17,9 +17,8 @@ mod selftest;
 
 use mrc_nic_board::crash::{event, EventKind};
 
-/// The ABI major this image speaks. TODO(abi): take `mrc_abi::device::ABI_VERSION` once mrc-abi
-/// defines it.
-pub const ABI_MAJOR: u16 = 1;
+/// The ABI major this image speaks: the device contract's, from mrc-abi.
+pub const ABI_MAJOR: u16 = mrc_abi::device::version::ABI_VERSION.major;
 /// Watchdog period.
 const WATCHDOG_NS: u32 = 50_000_000;
 
