@@ -327,6 +327,36 @@ impl<
         }
     }
 
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The state.
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+
+    /// The requester half (from RTS).
+    pub fn requester(&self) -> Option<&Requester<WIN, SQ>> {
+        self.req.as_ref()
+    }
+
+    /// The responder half (from RTR).
+    pub fn responder(&self) -> Option<&Responder<WORDS, RQ>> {
+        self.resp.as_ref()
+    }
+
+    /// The EV table.
+    pub fn ev_table(&self) -> &EvTable<EVS> {
+        &self.ev
+    }
+
+    /// Transmit stalls.
+    pub fn stalls(&self) -> StallCounters {
+        self.stalls
+    }
+
     /// Controller window (for reports).
     pub fn cwnd_bytes(&self) -> u64 {
         self.cc.cwnd_bytes()
