@@ -42,20 +42,33 @@ fn one_seed_delivers_everything() {
 #[test]
 fn few_hundred_seeds_exactly_once_in_order() {
     let failures = check_seeds(0..300);
-    assert!(failures.is_empty(), "{} failing seeds: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+    assert!(
+        failures.is_empty(),
+        "{} failing seeds: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
 }
 
 #[test]
 #[ignore = "long campaign: cargo test -p mrc-firmware --release --test exactly_once -- --ignored"]
 fn thousands_of_seeds() {
     let failures = check_seeds(1_000..11_000);
-    assert!(failures.is_empty(), "{} failing seeds: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+    assert!(
+        failures.is_empty(),
+        "{} failing seeds: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
 }
 
 /// Replay one seed from `MRC_SEED` (default 0) and print its report.
 #[test]
 fn replay() {
-    let seed: u64 = std::env::var("MRC_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let seed: u64 = std::env::var("MRC_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let cfg = PairConfig::chaos(seed);
     println!("config: {cfg:#?}");
     let r = big_stack(move || run_seed(cfg));

@@ -157,7 +157,8 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.lost += 1;
             return;
         }
-        let is_data = pkt.payload_len() > 0 || matches!(pkt.body, crate::engine::TxBody::Write { .. });
+        let is_data =
+            pkt.payload_len() > 0 || matches!(pkt.body, crate::engine::TxBody::Write { .. });
         let mut f = Flight {
             to,
             at_ns: now_ns.saturating_add(self.cfg.latency_ns),
@@ -219,7 +220,11 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
 
     /// The earliest delivery time.
     pub fn next_due(&self) -> Option<u64> {
-        let fifo = self.fifo.get(self.head).and_then(|f| f.as_ref()).map(|f| f.at_ns);
+        let fifo = self
+            .fifo
+            .get(self.head)
+            .and_then(|f| f.as_ref())
+            .map(|f| f.at_ns);
         let fifo = if self.len > 0 { fifo } else { None };
         let late = if self.late_len > 0 {
             self.late.iter().flatten().map(|f| f.at_ns).min()

@@ -49,8 +49,10 @@ pub struct PairConfig {
     /// EVs per QP (at most 256) and planes (at most 4).
     pub evs: u16,
     pub planes: u8,
-    /// Messages per direction (at most [`MAX_MSGS`]; fewer if the memory runs out).
+    /// Messages per direction per wave (at most [`MAX_MSGS`]; fewer if the memory runs out).
     pub messages: usize,
+    /// Waves: each posts a fresh workload once the previous one completed and was checked.
+    pub waves: u32,
     /// Largest message length.
     pub max_len: u32,
     /// Chance a message carries an immediate, ppm.
@@ -73,7 +75,7 @@ impl PairConfig {
     pub fn chaos(seed: u64) -> Self {
         let mut r = Rng::new(seed ^ 0x5eed);
         let planes = 4;
-        let outage_start = 5_000 + r.below(40_000);
+        let outage_start = 2_000 + r.below(30_000);
         PairConfig {
             seed,
             channel: ChannelConfig {
@@ -99,6 +101,7 @@ impl PairConfig {
             evs: 256,
             planes,
             messages: 8 + r.below(24) as usize,
+            waves: 4 + r.below(12) as u32,
             max_len: 1 + r.below(900) as u32,
             imm_ppm: 400_000,
             unsignaled_ppm: 200_000,
@@ -116,11 +119,26 @@ impl PairConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
     /// A completion with an error status.
-    ErrorCompletion { nic: u8, now_ns: u64, wr_id: u64, status: CompletionError },
+    ErrorCompletion {
+        nic: u8,
+        now_ns: u64,
+        wr_id: u64,
+        status: CompletionError,
+    },
     /// A send completion out of posting order (or a duplicate).
-    SendOrder { nic: u8, now_ns: u64, wr_id: u64, expected: Option<u64> },
+    SendOrder {
+        nic: u8,
+        now_ns: u64,
+        wr_id: u64,
+        expected: Option<u64>,
+    },
     /// An immediate completion out of order, duplicated or with the wrong immediate.
-    ImmOrder { nic: u8, now_ns: u64, imm: u32, expected: Option<u32> },
+    ImmOrder {
+        nic: u8,
+        now_ns: u64,
+        imm: u32,
+        expected: Option<u32>,
+    },
     /// An immediate completed before every byte of its message was in place.
     ImmBeforeData { nic: u8, now_ns: u64, msg: usize },
     /// A destination byte differs from its source at the end.
@@ -180,6 +198,9 @@ pub struct Pair<const PB: usize> {
     plane_state: u8,
     ev_events: u64,
     completions: u64,
+    wave: u32,
+    messages_total: usize,
+    rng: Rng,
 }
 
 fn qp_attrs(cfg: &PairConfig, dest_qpn: u32) -> QpAttrs {
@@ -215,7 +236,6 @@ impl<const PB: usize> Pair<PB> {
     /// # Errors
     /// [`Failure::Setup`] when the engine refuses the setup.
     pub fn new(cfg: PairConfig) -> Result<Self, Failure> {
-        let mut rng = Rng::new(cfg.seed);
         let mk = || -> Result<Nic, Failure> {
             let mut engine = TkEngine::new(cfg.engine).map_err(|_| Failure::Setup)?;
             let qpn = engine.create_qp().map_err(|_| Failure::Setup)?;
@@ -238,14 +258,14 @@ impl<const PB: usize> Pair<PB> {
             plane_state: 0,
             ev_events: 0,
             completions: 0,
+            wave: 0,
+            messages_total: 0,
+            rng: Rng::new(cfg.seed),
         };
         for n in 0..2 {
             let peer = pair.nics[1 - n].qpn;
             let a = qp_attrs(&cfg, peer);
             let nic = &mut pair.nics[n];
-            for b in nic.mem.iter_mut() {
-                *b = rng.next_u32() as u8;
-            }
             let e = &mut nic.engine;
             e.register_region(MemRegion {
                 rkey: 0x100,
@@ -258,35 +278,60 @@ impl<const PB: usize> Pair<PB> {
                 e.modify_qp(nic.qpn, s, &a, 0).map_err(|_| Failure::Setup)?;
             }
         }
+        pair.post_wave()?;
+        Ok(pair)
+    }
+
+    /// Reset the checker and post a fresh workload in both directions.
+    fn post_wave(&mut self) -> Result<(), Failure> {
+        for nic in self.nics.iter_mut() {
+            for b in nic.mem.iter_mut() {
+                *b = self.rng.next_u32() as u8;
+            }
+            nic.writes = [0; MEM];
+        }
+        self.msgs = [Vec::new(), Vec::new()];
+        self.next_send = [0; 2];
+        self.next_imm = [0; 2];
+        self.done_sends = [0; 2];
         for d in 0..2 {
             let (mut src, mut dst) = (0usize, 0usize);
-            for i in 0..cfg.messages.min(MAX_MSGS) {
-                let len = rng.below(u64::from(cfg.max_len) + 1) as usize;
+            for i in 0..self.cfg.messages.min(MAX_MSGS) {
+                let len = self.rng.below(u64::from(self.cfg.max_len) + 1) as usize;
                 if src + len > HALF || dst + len > HALF {
                     break;
                 }
                 let m = Msg {
-                    wr_id: (d as u64) << 32 | i as u64,
+                    wr_id: u64::from(self.wave) << 40 | (d as u64) << 32 | i as u64,
                     src,
                     dst,
                     len,
-                    imm: rng.chance_ppm(cfg.imm_ppm).then(|| rng.next_u32()),
-                    signaled: !rng.chance_ppm(cfg.unsignaled_ppm),
+                    imm: self
+                        .rng
+                        .chance_ppm(self.cfg.imm_ppm)
+                        .then(|| self.rng.next_u32()),
+                    signaled: !self.rng.chance_ppm(self.cfg.unsignaled_ppm),
                 };
                 src += len;
                 dst += len;
-                let _ = pair.msgs[d].push(m);
+                let _ = self.msgs[d].push(m);
             }
-            for m in pair.msgs[d].clone().iter() {
+            for m in self.msgs[d].clone().iter() {
+                self.messages_total += 1;
                 let (sq, rq) = (d, 1 - d);
                 if m.imm.is_some() {
-                    let r = &mut pair.nics[rq];
-                    r.engine.post_recv(r.qpn, m.wr_id).map_err(|_| Failure::Setup)?;
+                    let r = &mut self.nics[rq];
+                    r.engine
+                        .post_recv(r.qpn, m.wr_id)
+                        .map_err(|_| Failure::Setup)?;
                 }
-                let s = &mut pair.nics[sq];
+                let s = &mut self.nics[sq];
                 let wr = SendWr {
                     wr_id: m.wr_id,
-                    local: LocalBuf { handle: 0, offset: m.src as u64 },
+                    local: LocalBuf {
+                        handle: 0,
+                        offset: m.src as u64,
+                    },
                     remote_va: DST_VA + m.dst as u64,
                     rkey: 0x100,
                     len: m.len as u32,
@@ -296,7 +341,7 @@ impl<const PB: usize> Pair<PB> {
                 s.engine.post_send(s.qpn, wr).map_err(|_| Failure::Setup)?;
             }
         }
-        Ok(pair)
+        Ok(())
     }
 
     fn all_done(&self) -> bool {
@@ -308,8 +353,8 @@ impl<const PB: usize> Pair<PB> {
                 .qp(nic.qpn)
                 .and_then(|q| q.requester())
                 .is_some_and(|r| r.queued() == 0);
-            sq_empty &&
-            self.done_sends[d] == self.msgs[d].iter().filter(|m| m.signaled).count()
+            sq_empty
+                && self.done_sends[d] == self.msgs[d].iter().filter(|m| m.signaled).count()
                 && self.next_imm[1 - d] == self.msgs[d].iter().filter(|m| m.imm.is_some()).count()
         })
     }
@@ -325,7 +370,12 @@ impl<const PB: usize> Pair<PB> {
             progress |= self.drain_outputs()?;
             if self.all_done() {
                 self.final_check()?;
-                return Ok(self.report());
+                self.wave += 1;
+                if self.wave >= self.cfg.waves.max(1) {
+                    return Ok(self.report());
+                }
+                self.post_wave()?;
+                continue;
             }
             for n in self.nics.iter_mut() {
                 n.engine.handle_timeout(self.now_ns);
@@ -344,11 +394,17 @@ impl<const PB: usize> Pair<PB> {
             .flatten()
             .min();
             match next {
-                None => return Err(Failure::Stuck { now_ns: self.now_ns }),
+                None => {
+                    return Err(Failure::Stuck {
+                        now_ns: self.now_ns,
+                    })
+                }
                 Some(t) => self.now_ns = self.now_ns.max(t),
             }
             if self.now_ns > self.cfg.max_time_ns {
-                return Err(Failure::Liveness { now_ns: self.now_ns });
+                return Err(Failure::Liveness {
+                    now_ns: self.now_ns,
+                });
             }
             self.plane_edges();
         }
@@ -416,18 +472,31 @@ impl<const PB: usize> Pair<PB> {
             let mut repr = f.pkt.to_repr();
             repr.mrh.trimmed = f.trim != Trim::None;
             repr.mrh.trimmed_last_hop = f.trim == Trim::LastHop;
-            let payload_len = if f.trim == Trim::None { f.pkt.payload_len() } else { 0 };
+            let payload_len = if f.trim == Trim::None {
+                f.pkt.payload_len()
+            } else {
+                0
+            };
             let payload = f.payload.get(..payload_len as usize).unwrap_or(&[]);
             if self.cfg.wire_bytes {
-                repr = wire_round_trip::<PB>(&repr, payload).ok_or(Failure::Wire { now_ns: self.now_ns })?;
+                repr = wire_round_trip::<PB>(&repr, payload).ok_or(Failure::Wire {
+                    now_ns: self.now_ns,
+                })?;
             }
-            let meta = RxMeta { payload_len, ce: f.ce };
+            let meta = RxMeta {
+                payload_len,
+                ce: f.ce,
+            };
             let nic = &mut self.nics[to];
-            if let RxVerdict::Place { offset, len, .. } = nic.engine.handle_packet(self.now_ns, &repr, meta) {
+            if let RxVerdict::Place { offset, len, .. } =
+                nic.engine.handle_packet(self.now_ns, &repr, meta)
+            {
                 let at = HALF + offset as usize;
                 let len = len as usize;
                 if PB > 0 {
-                    if let (Some(dst), Some(src)) = (nic.mem.get_mut(at..at + len), payload.get(..len)) {
+                    if let (Some(dst), Some(src)) =
+                        (nic.mem.get_mut(at..at + len), payload.get(..len))
+                    {
                         dst.copy_from_slice(src);
                     }
                 }
@@ -459,7 +528,12 @@ impl<const PB: usize> Pair<PB> {
     fn check_completion(&mut self, n: usize, c: &Completion) -> Result<(), Failure> {
         let (nic, now_ns) = (n as u8, self.now_ns);
         if let Err(status) = c.status {
-            return Err(Failure::ErrorCompletion { nic, now_ns, wr_id: c.wr_id, status });
+            return Err(Failure::ErrorCompletion {
+                nic,
+                now_ns,
+                wr_id: c.wr_id,
+                status,
+            });
         }
         match c.kind {
             CompletionKind::Send => {
@@ -471,7 +545,12 @@ impl<const PB: usize> Pair<PB> {
                 }
                 let expected = msgs.get(i).map(|m| m.wr_id);
                 if expected != Some(c.wr_id) {
-                    return Err(Failure::SendOrder { nic, now_ns, wr_id: c.wr_id, expected });
+                    return Err(Failure::SendOrder {
+                        nic,
+                        now_ns,
+                        wr_id: c.wr_id,
+                        expected,
+                    });
                 }
                 self.next_send[n] = i + 1;
                 self.done_sends[n] += 1;
@@ -488,18 +567,37 @@ impl<const PB: usize> Pair<PB> {
                 let k = self.next_imm[n];
                 let expected = imms.get(k).and_then(|(_, m)| m.imm);
                 let Some((idx, m)) = imms.get(k).copied() else {
-                    return Err(Failure::ImmOrder { nic, now_ns, imm, expected });
+                    return Err(Failure::ImmOrder {
+                        nic,
+                        now_ns,
+                        imm,
+                        expected,
+                    });
                 };
                 if expected != Some(imm) || m.wr_id != c.wr_id {
-                    return Err(Failure::ImmOrder { nic, now_ns, imm, expected });
+                    return Err(Failure::ImmOrder {
+                        nic,
+                        now_ns,
+                        imm,
+                        expected,
+                    });
                 }
                 if PB > 0 && !self.msg_in_place(d, &m) {
-                    return Err(Failure::ImmBeforeData { nic, now_ns, msg: idx });
+                    return Err(Failure::ImmBeforeData {
+                        nic,
+                        now_ns,
+                        msg: idx,
+                    });
                 }
                 self.next_imm[n] = k + 1;
             }
             CompletionKind::Recv => {
-                return Err(Failure::ImmOrder { nic, now_ns, imm: 0, expected: None });
+                return Err(Failure::ImmOrder {
+                    nic,
+                    now_ns,
+                    imm: 0,
+                    expected: None,
+                });
             }
         }
         Ok(())
@@ -517,17 +615,31 @@ impl<const PB: usize> Pair<PB> {
             for m in self.msgs[d].iter() {
                 if PB > 0 && !self.msg_in_place(d, m) {
                     let offset = (0..m.len)
-                        .find(|&i| self.nics[d].mem.get(m.src + i) != self.nics[to].mem.get(HALF + m.dst + i))
+                        .find(|&i| {
+                            self.nics[d].mem.get(m.src + i)
+                                != self.nics[to].mem.get(HALF + m.dst + i)
+                        })
                         .unwrap_or(0);
-                    return Err(Failure::Bytes { nic: to as u8, offset: m.dst + offset });
+                    return Err(Failure::Bytes {
+                        nic: to as u8,
+                        offset: m.dst + offset,
+                    });
                 }
                 for e in expect.iter_mut().skip(m.dst).take(m.len) {
                     *e = 1;
                 }
             }
-            for (i, (&want, &got)) in expect.iter().zip(self.nics[to].writes.iter().skip(HALF)).enumerate() {
+            for (i, (&want, &got)) in expect
+                .iter()
+                .zip(self.nics[to].writes.iter().skip(HALF))
+                .enumerate()
+            {
                 if want != got {
-                    return Err(Failure::WriteCount { nic: to as u8, offset: i, count: got });
+                    return Err(Failure::WriteCount {
+                        nic: to as u8,
+                        offset: i,
+                        count: got,
+                    });
                 }
             }
         }
@@ -538,11 +650,14 @@ impl<const PB: usize> Pair<PB> {
     pub fn report(&self) -> Report {
         Report {
             end_ns: self.now_ns,
-            messages: self.msgs[0].len() + self.msgs[1].len(),
+            messages: self.messages_total,
             completions: self.completions,
             ev_events: self.ev_events,
             channel: self.channel.counters(),
-            engines: [self.nics[0].engine.counters(), self.nics[1].engine.counters()],
+            engines: [
+                self.nics[0].engine.counters(),
+                self.nics[1].engine.counters(),
+            ],
         }
     }
 }
