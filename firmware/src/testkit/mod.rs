@@ -21,6 +21,7 @@
 pub mod channel;
 pub mod fuzz_ops;
 pub mod pair;
+pub mod stream;
 
 use crate::engine::Engine;
 
