@@ -65,7 +65,8 @@ pub struct StreamReport {
 }
 
 fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
-    let nscc = NsccParams::for_link(400_000_000_000, 2 * cfg.latency_ns + 1_000, cfg.mtu_payload).ok()?;
+    let nscc =
+        NsccParams::for_link(400_000_000_000, 2 * cfg.latency_ns + 1_000, cfg.mtu_payload).ok()?;
     let mut table = EvConfig::new(cfg.evs, cfg.planes);
     table.probe_base_ns = 20_000;
     Some(QpAttrs {
@@ -134,14 +135,22 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     let total_msgs = cfg.packets.div_ceil(u64::from(cfg.msg_packets.max(1)));
     let last_len = {
         let rem = cfg.packets % u64::from(cfg.msg_packets.max(1));
-        if rem == 0 { msg_len } else { rem as u32 * cfg.mtu_payload }
+        if rem == 0 {
+            msg_len
+        } else {
+            rem as u32 * cfg.mtu_payload
+        }
     };
     let mut now = 0u64;
     let mut posted = 0u64;
     loop {
         // Keep the send queue full.
         while posted < total_msgs {
-            let len = if posted + 1 == total_msgs { last_len } else { msg_len };
+            let len = if posted + 1 == total_msgs {
+                last_len
+            } else {
+                msg_len
+            };
             let wr = SendWr {
                 wr_id: posted,
                 local: LocalBuf::default(),
