@@ -106,7 +106,14 @@ impl WriteRequest {
     /// below [`Self::packet_count`].
     pub fn descriptor(&self, index: u32) -> Option<PacketDesc> {
         let packets = self.packet_count().ok()?;
-        if index >= packets {
+        self.descriptor_in(index, packets)
+    }
+
+    /// [`Self::descriptor`] when the caller already knows `packets == self.packet_count()`
+    /// (the engine stores it per work request, so the per-packet path skips the division).
+    /// `None` when `index >= packets` or the offsets overflow.
+    pub fn descriptor_in(&self, index: u32, packets: u32) -> Option<PacketDesc> {
+        if index >= packets || self.mtu_payload == 0 {
             return None;
         }
         // index < packets <= len / mtu rounded up, so offset < len (or 0 for len 0).

@@ -101,6 +101,8 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
     ev_cursor: [usize; P],
     ev_round: [u8; P],
+    /// Derived: largest eligible plane weight (0 when no plane can take traffic).
+    max_plane_weight: u8,
     plane_cursor: usize,
     plane_round: u8,
     counters: SprayerCounters,
@@ -129,6 +131,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_max_ev_weight: [0; P],
             ev_cursor: [0; P],
             ev_round: [1; P],
+            max_plane_weight: 0,
             plane_cursor: 0,
             plane_round: 1,
             counters: SprayerCounters::default(),
@@ -246,6 +249,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 None => Err(SprayerError::BadPlane { plane }),
             }
         };
+        self.recompute_max_plane_weight();
         if result.is_err() {
             self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
         }
@@ -284,10 +288,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     }
 
     fn pick_plane(&mut self) -> Option<usize> {
-        let max_weight = (0..P)
-            .map(|p| self.plane_eligible_weight(p))
-            .max()
-            .unwrap_or(0);
+        let max_weight = self.max_plane_weight;
         if max_weight == 0 {
             return None;
         }
@@ -357,6 +358,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if let Some(m) = self.plane_max_ev_weight.get_mut(plane) {
             *m = max_weight;
         }
+        self.recompute_max_plane_weight();
+    }
+
+    fn recompute_max_plane_weight(&mut self) {
+        self.max_plane_weight = (0..P)
+            .map(|p| self.plane_eligible_weight(p))
+            .max()
+            .unwrap_or(0);
     }
 }
 

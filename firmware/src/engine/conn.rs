@@ -144,6 +144,11 @@ impl<
         }
     }
 
+    /// The sprayer served skip-once flags since the last [`Self::sync_ev`].
+    pub(crate) fn skips_pending(&self) -> bool {
+        self.sprayer.counters().skips != self.skips_seen
+    }
+
     /// Apply queued EV state changes to the sprayer, pass them on, rebalance planes.
     pub(crate) fn sync_ev(
         &mut self,

@@ -409,11 +409,22 @@ impl<
                 *t = None;
             }
             match kind {
-                T_RETRY => self.fire_retry(slot, now_ns),
-                T_ACK => self.fire_ack(slot, now_ns),
-                _ => self.fire_probe(slot, now_ns),
+                T_RETRY => {
+                    self.fire_retry(slot, now_ns);
+                    let d = self
+                        .qp(slot as u32)
+                        .and_then(|q| q.req.as_ref()?.deadline_ns());
+                    self.sync_timer(slot, T_RETRY, d);
+                }
+                T_ACK => {
+                    self.fire_ack(slot, now_ns);
+                    self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+                }
+                _ => {
+                    self.fire_probe(slot, now_ns);
+                    self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+                }
             }
-            self.sync_all_timers(slot);
         }
     }
 
@@ -504,7 +515,10 @@ impl<
                 } else {
                     count!(self.counters.data_sent);
                 }
-                if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
+                // Sending changes EV states only through served skip-once flags.
+                if qp.skips_pending()
+                    && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
+                {
                     self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
                 }
                 if !had_deadline {
@@ -654,9 +668,12 @@ impl<
             Body::Probe(p) => self.rx_probe(now_ns, slot, state, repr, &p),
             Body::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, repr, &p),
         };
-        if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
-            if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
-                self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+        // The responder path never touches the EV table.
+        if !matches!(repr.body, Body::Write { .. }) {
+            if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+                if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
+                    self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+                }
             }
         }
         v

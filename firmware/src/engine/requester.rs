@@ -324,7 +324,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 let found = self.sq.iter().find_map(|w| {
                     let d = psn.distance_from(w.start_psn);
                     (d >= 0 && (d as u32) < w.npkts)
-                        .then(|| self.request(w).descriptor(d as u32).map(|desc| (w, desc)))
+                        .then(|| {
+                            self.request(w)
+                                .descriptor_in(d as u32, w.npkts)
+                                .map(|desc| (w, desc))
+                        })
                         .flatten()
                 });
                 if let Some((w, desc)) = found {
@@ -343,7 +347,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if index == 0 && w.wr.imm.is_some() && self.wimm_inflight >= self.max_wimm {
             return Err(Stall::Wimm);
         }
-        let desc = self.request(&w).descriptor(index).ok_or(Stall::Idle)?;
+        let desc = self
+            .request(&w)
+            .descriptor_in(index, w.npkts)
+            .ok_or(Stall::Idle)?;
         Ok(self.candidate_for(&w, desc, false))
     }
 
