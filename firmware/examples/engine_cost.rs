@@ -10,7 +10,20 @@
 //!     target/release/examples/engine_cost     # total instructions / delivered_packets
 //! ```
 
+use core::mem::size_of;
+
+use mrc_firmware::datapath::Sprayer;
+use mrc_firmware::engine::ev_state::EvTable;
+use mrc_firmware::engine::Qp;
 use mrc_firmware::testkit::stream::{run_stream, StreamConfig};
+use mrc_firmware::testkit::TkEngine;
+
+/// RAM of one EV: its EV-table entry (state, statistics, probe state, event-queue slot) and its
+/// sprayer slot, measured as the growth of the structs per EV.
+fn ram_per_ev_bytes() -> usize {
+    (size_of::<EvTable<256>>() - size_of::<EvTable<128>>()) / 128
+        + (size_of::<Sprayer<256, 4>>() - size_of::<Sprayer<128, 4>>()) / 128
+}
 
 fn main() {
     // Two engines and the channel live on the stack: give them room.
@@ -27,7 +40,8 @@ fn main() {
             "\"completions\":{},\"data_sent\":{},\"retransmits\":{},\"acks_sent\":{},",
             "\"nacks_sent\":{},\"duplicates_received\":{},\"out_of_window\":{},\"probes_sent\":{},",
             "\"probe_replies_sent\":{},\"probe_replies_ok\":{},\"ev_events\":{},\"timeouts_fired\":{},",
-            "\"ctrl_dropped\":{},\"channel_sent\":{},\"channel_lost\":{},\"channel_overflow\":{}}}"
+            "\"ctrl_dropped\":{},\"channel_sent\":{},\"channel_lost\":{},\"channel_overflow\":{},",
+            "\"ram_per_qp_bytes\":{},\"ram_per_ev_bytes\":{},\"ram_engine_bytes\":{}}}"
         ),
         r.delivered_packets,
         r.failed,
@@ -49,6 +63,10 @@ fn main() {
         c.sent,
         c.lost,
         c.overflow,
+        // A QP of the test-kit engine: 256 EVs over 4 planes, 512-PSN windows, 32-entry queues.
+        size_of::<Qp<256, 4, 512, 8, 32, 32>>(),
+        ram_per_ev_bytes(),
+        size_of::<TkEngine>(),
     );
     if r.failed || r.delivered_packets != 1_000_000 {
         std::process::exit(1);

@@ -313,26 +313,34 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
         let mut found = None;
         if max_weight > 0 {
-            let limit = N * (usize::from(WEIGHT_MAX) + 3);
+            let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
+            // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
+            // failing passes (module docs) plus N flags plus the pick.
+            let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
             for _ in 0..limit {
                 if cursor >= N {
                     cursor = 0;
                     round = next_round(round, max_weight);
                 }
-                let index = cursor;
-                cursor += 1;
-                let Some(slot) = self.slots.get_mut(index) else {
+                let rest = self.slots.get(cursor..).unwrap_or(&[]);
+                let Some(off) = rest
+                    .iter()
+                    .position(|s| s.usable && s.plane == plane_u8 && s.weight >= round)
+                else {
+                    cursor = N;
                     continue;
                 };
-                if slot.usable && usize::from(slot.plane) == plane && slot.weight >= round {
+                let index = cursor + off;
+                cursor = index + 1;
+                if let Some(slot) = self.slots.get_mut(index) {
                     if slot.skip_once {
                         slot.skip_once = false;
                         self.counters.skips = self.counters.skips.wrapping_add(1);
                         continue;
                     }
-                    found = Some(index);
-                    break;
                 }
+                found = Some(index);
+                break;
             }
         }
         if let Some(c) = self.ev_cursor.get_mut(plane) {

@@ -533,27 +533,34 @@ impl World {
             let nic = n as u8;
             while self.nics[n].poll_ev_event().is_some() {}
             while let Some(c) = self.nics[n].poll_completion() {
-                let (last, order_err): (&mut Option<u64>, fn(u8, u64, u64) -> Violation) =
-                    match c.kind {
-                        CompletionKind::Send => {
-                            if c.status.is_ok() && c.wr_id & BAD != 0 {
-                                return Err(Violation::BadRkeySucceeded {
-                                    nic,
-                                    wr_id: c.wr_id,
-                                });
-                            }
-                            (&mut self.last_send[n], |nic, wr_id, last| {
-                                Violation::SendOrder { nic, wr_id, last }
-                            })
-                        }
-                        _ => (&mut self.last_recv[n], |nic, wr_id, last| {
-                            Violation::RecvOrder { nic, wr_id, last }
-                        }),
-                    };
                 let id = c.wr_id & !BAD;
+                let send = c.kind == CompletionKind::Send;
+                if send && c.status.is_ok() && c.wr_id & BAD != 0 {
+                    return Err(Violation::BadRkeySucceeded {
+                        nic,
+                        wr_id: c.wr_id,
+                    });
+                }
+                let last = if send {
+                    &mut self.last_send[n]
+                } else {
+                    &mut self.last_recv[n]
+                };
                 if let Some(l) = *last {
                     if id <= l {
-                        return Err(order_err(nic, id, l));
+                        return Err(if send {
+                            Violation::SendOrder {
+                                nic,
+                                wr_id: id,
+                                last: l,
+                            }
+                        } else {
+                            Violation::RecvOrder {
+                                nic,
+                                wr_id: id,
+                                last: l,
+                            }
+                        });
                     }
                 }
                 *last = Some(id);
