@@ -96,8 +96,7 @@ pub struct ChannelCounters {
 pub struct Channel<const CAP: usize, const PB: usize> {
     cfg: ChannelConfig,
     rng: Rng,
-    /// Ring of `len` packets from `head`; slots outside it are stale copies.
-    fifo: [Flight<PB>; CAP],
+    fifo: [Option<Flight<PB>>; CAP],
     head: usize,
     len: usize,
     late: [Option<Flight<PB>>; LATE],
@@ -108,30 +107,10 @@ pub struct Channel<const CAP: usize, const PB: usize> {
 impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// An empty channel.
     pub fn new(cfg: ChannelConfig, seed: u64) -> Self {
-        let blank = Flight {
-            to: 0,
-            at_ns: 0,
-            pkt: crate::engine::TxPacket {
-                src_qpn: 0,
-                dest_qpn: 0,
-                psn: mrc_abi::Psn::new(0),
-                msn: 0,
-                ev_format: mrc_abi::wire::EvFormat::Udp,
-                evx: mrc_abi::wire::EvxRepr::default(),
-                tx_ts_ns: 0,
-                echo_ts_ns: 0,
-                retransmit: false,
-                ack_req: false,
-                body: crate::engine::TxBody::Probe(mrc_abi::wire::ProbeRepr::default()),
-            },
-            trim: Trim::None,
-            ce: false,
-            payload: [0; PB],
-        };
         Channel {
             cfg,
             rng: Rng::new(seed),
-            fifo: [blank; CAP],
+            fifo: [None; CAP],
             head: 0,
             len: 0,
             late: [None; LATE],
@@ -234,14 +213,18 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let i = (self.head + self.len) % CAP;
         if let Some(s) = self.fifo.get_mut(i) {
-            *s = f;
+            *s = Some(f);
             self.len += 1;
         }
     }
 
     /// The earliest delivery time.
     pub fn next_due(&self) -> Option<u64> {
-        let fifo = self.fifo.get(self.head).map(|f| f.at_ns);
+        let fifo = self
+            .fifo
+            .get(self.head)
+            .and_then(|f| f.as_ref())
+            .map(|f| f.at_ns);
         let fifo = if self.len > 0 { fifo } else { None };
         let late = if self.late_len > 0 {
             self.late.iter().flatten().map(|f| f.at_ns).min()
@@ -279,16 +262,12 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if self.len == 0 {
             return None;
         }
-        let f = self.fifo.get(self.head)?;
-        if f.at_ns <= now_ns {
-            let f = *f;
-            self.head = if self.head + 1 >= CAP {
-                0
-            } else {
-                self.head + 1
-            };
+        let slot = self.fifo.get_mut(self.head)?;
+        if slot.is_some_and(|f| f.at_ns <= now_ns) {
+            let f = slot.take();
+            self.head = (self.head + 1) % CAP;
             self.len -= 1;
-            return Some(f);
+            return f;
         }
         None
     }
