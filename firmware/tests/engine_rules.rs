@@ -43,6 +43,7 @@ struct Two {
 }
 
 impl Two {
+    #[allow(clippy::needless_range_loop)]
     fn new(retry_cnt: u8) -> Self {
         let cfg = mrc_firmware::engine::EngineConfig {
             mtu_payload: 256,
