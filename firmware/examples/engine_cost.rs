@@ -4,7 +4,7 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind): 1,905,204,192 instructions for the whole
+//! Measured (seed 1, x86-64 release, callgrind): 1,905,203,628 instructions for the whole
 //! program, i.e. **~1,905 instructions per delivered packet**, against a budget of 300. Where
 //! they go (inclusive, per delivered packet): sender `poll_transmit` ~729 (requester window and
 //! descriptor ~320, sprayer model ~160), receiver `handle_packet` ~620 (responder + ACK
