@@ -10,3 +10,5 @@
 
 pub mod datapath;
 pub mod engine;
+#[cfg(feature = "testkit")]
+pub mod testkit;

@@ -44,55 +44,8 @@ use mrc_abi::Psn;
 
 use super::rx_bitmap::{RxBitmap, RxOutcome};
 
-/// NACK reason codes (NACKX byte 0, abi/WIRE.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum NackReason {
-    /// Payload trimmed in the fabric (congestion): retransmit, keep the EV.
-    Trimmed = 1,
-    /// Trimmed at the last-hop switch (incast): retransmit, keep the EV.
-    TrimmedLastHop = 2,
-    /// PSN outside the responder's window.
-    OutOfWindow = 3,
-    /// Bad rkey or access outside a registered region: fatal for the QP.
-    RemoteAccess = 4,
-    /// RETH length does not match the payload: fatal for the QP.
-    Length = 5,
-    /// Write-with-Immediate without a posted receive: fatal for the QP.
-    NoRecvBuffer = 6,
-    /// QP unknown or not in RTR/RTS.
-    InvalidQp = 7,
-    /// More Write-with-Immediate in flight than the negotiated maximum.
-    TooManyWimm = 8,
-}
-
-impl NackReason {
-    /// The wire code.
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The reason for a wire code, `None` for an unknown code.
-    pub const fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            1 => Self::Trimmed,
-            2 => Self::TrimmedLastHop,
-            3 => Self::OutOfWindow,
-            4 => Self::RemoteAccess,
-            5 => Self::Length,
-            6 => Self::NoRecvBuffer,
-            7 => Self::InvalidQp,
-            8 => Self::TooManyWimm,
-            _ => return None,
-        })
-    }
-
-    /// True when the reason ends the QP (it moves to the error state).
-    pub const fn is_fatal(self) -> bool {
-        matches!(self, Self::RemoteAccess | Self::Length | Self::NoRecvBuffer)
-    }
-}
+/// NACK reason codes (NACKX byte 0): the one definition lives in the wire codec.
+pub use mrc_abi::wire::NackReason;
 
 /// Trim marks from the MRH flags of a received packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

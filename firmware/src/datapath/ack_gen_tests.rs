@@ -40,12 +40,12 @@ fn nack(d: AckDecision) -> NackSummary {
 #[test]
 fn nack_reason_codes_round_trip() {
     for code in 0..=255u8 {
-        match NackReason::from_code(code) {
-            Some(r) => assert_eq!(r.code(), code),
-            None => assert!(code == 0 || code > 8),
+        match NackReason::from_u8(code) {
+            Ok(r) => assert_eq!(r as u8, code),
+            Err(_) => assert!(code == 0 || code > 8),
         }
     }
-    assert_eq!(NackReason::TooManyWimm.code(), 8);
+    assert_eq!(NackReason::TooManyWimm as u8, 8);
     assert!(NackReason::Length.is_fatal());
     assert!(!NackReason::Trimmed.is_fatal());
 }

@@ -92,7 +92,5 @@ pub use placement::{
     Access, MemRegion, Placement, PlacementCounters, PlacementError, PlacementTable, RegisterError,
 };
 pub use rx_bitmap::{RxBitmap, RxCounters, RxOutcome, Sack};
-pub use segmenter::{
-    PacketDesc, SegmentError, Segmenter, SegmenterCounters, WriteOpcode, WriteRequest,
-};
+pub use segmenter::{Opcode, PacketDesc, SegmentError, Segmenter, SegmenterCounters, WriteRequest};
 pub use sprayer::{EvPick, EvSlot, Sprayer, SprayerCounters, SprayerError};

@@ -159,17 +159,44 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
     /// The SACK for the 64 PSNs from `base`: bit `i` = PSN `base + i` received. PSNs before
     /// `cum` read as received, PSNs beyond the window as not received.
     pub fn sack(&self, base: Psn) -> Sack {
-        let mut bitmap = 0u64;
-        for i in 0..64u32 {
-            if self.is_received(base.add(i)) {
-                bitmap |= 1 << i;
+        let bitmap = match self.window_offset(base) {
+            // Fast path (hardware: a 64-bit funnel shift of the ring): `base` inside the window.
+            Some(offset) => self.ring_bits(offset),
+            None => {
+                let mut bitmap = 0u64;
+                for i in 0..64u32 {
+                    if self.is_received(base.add(i)) {
+                        bitmap |= 1 << i;
+                    }
+                }
+                bitmap
             }
-        }
+        };
         Sack {
             cum_psn: self.cum,
             sack_base: base,
             bitmap,
         }
+    }
+
+    /// The 64 tracker bits for PSNs `cum + offset ..`, zero beyond the window (`offset < W`).
+    fn ring_bits(&self, offset: u32) -> u64 {
+        let pos = self.ring_pos(offset);
+        let (word, shift) = (pos / 64, pos % 64);
+        let lo = self.words.get(word).copied().unwrap_or(0) >> shift;
+        let hi = if shift == 0 {
+            0
+        } else {
+            let next = (word + 1) % WORDS;
+            self.words.get(next).copied().unwrap_or(0) << (64 - shift)
+        };
+        let in_window = Self::WINDOW - offset;
+        let mask = if in_window >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << in_window) - 1
+        };
+        (lo | hi) & mask
     }
 
     /// Offset of `psn` from `cum` when it lies in the window.

@@ -24,56 +24,8 @@ use mrc_abi::Psn;
 /// unambiguously with wrap-around arithmetic and fit a receive window bound.
 pub const MAX_PACKETS: u32 = 1 << 22;
 
-/// Write opcodes (BTH byte 0, abi/WIRE.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum WriteOpcode {
-    WriteFirst = 0xC0,
-    WriteMiddle = 0xC1,
-    WriteLast = 0xC2,
-    WriteLastImm = 0xC3,
-    WriteOnly = 0xC4,
-    WriteOnlyImm = 0xC5,
-}
-
-impl WriteOpcode {
-    /// The wire code.
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The opcode for a wire code, `None` when it is not a write opcode.
-    pub const fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            0xC0 => Self::WriteFirst,
-            0xC1 => Self::WriteMiddle,
-            0xC2 => Self::WriteLast,
-            0xC3 => Self::WriteLastImm,
-            0xC4 => Self::WriteOnly,
-            0xC5 => Self::WriteOnlyImm,
-            _ => return None,
-        })
-    }
-
-    /// The packet carries ImmDt.
-    pub const fn has_imm(self) -> bool {
-        matches!(self, Self::WriteLastImm | Self::WriteOnlyImm)
-    }
-
-    /// The packet starts a message.
-    pub const fn is_first(self) -> bool {
-        matches!(
-            self,
-            Self::WriteFirst | Self::WriteOnly | Self::WriteOnlyImm
-        )
-    }
-
-    /// The packet ends a message.
-    pub const fn is_last(self) -> bool {
-        !matches!(self, Self::WriteFirst | Self::WriteMiddle)
-    }
-}
+/// Write opcodes are [`Opcode`]'s write variants (BTH byte 0): one definition, in the wire codec.
+pub use mrc_abi::wire::Opcode;
 
 /// A send work request for an RDMA WRITE, as the segmenter needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +49,8 @@ pub struct WriteRequest {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PacketDesc {
     pub psn: Psn,
-    pub opcode: WriteOpcode,
+    /// One of the six write opcodes.
+    pub opcode: Opcode,
     /// Index of the packet in its message, from 0.
     pub index: u32,
     /// RETH virtual address: where this packet's payload goes.
@@ -153,7 +106,14 @@ impl WriteRequest {
     /// below [`Self::packet_count`].
     pub fn descriptor(&self, index: u32) -> Option<PacketDesc> {
         let packets = self.packet_count().ok()?;
-        if index >= packets {
+        self.descriptor_in(index, packets)
+    }
+
+    /// [`Self::descriptor`] when the caller already knows `packets == self.packet_count()`
+    /// (the engine stores it per work request, so the per-packet path skips the division).
+    /// `None` when `index >= packets` or the offsets overflow.
+    pub fn descriptor_in(&self, index: u32, packets: u32) -> Option<PacketDesc> {
+        if index >= packets || self.mtu_payload == 0 {
             return None;
         }
         // index < packets <= len / mtu rounded up, so offset < len (or 0 for len 0).
@@ -161,12 +121,12 @@ impl WriteRequest {
         let payload_len = self.len.checked_sub(offset)?.min(self.mtu_payload);
         let last = index + 1 == packets;
         let opcode = match (packets == 1, index == 0, last, self.imm.is_some()) {
-            (true, _, _, false) => WriteOpcode::WriteOnly,
-            (true, _, _, true) => WriteOpcode::WriteOnlyImm,
-            (false, true, _, _) => WriteOpcode::WriteFirst,
-            (false, false, false, _) => WriteOpcode::WriteMiddle,
-            (false, false, true, false) => WriteOpcode::WriteLast,
-            (false, false, true, true) => WriteOpcode::WriteLastImm,
+            (true, _, _, false) => Opcode::WriteOnly,
+            (true, _, _, true) => Opcode::WriteOnlyImm,
+            (false, true, _, _) => Opcode::WriteFirst,
+            (false, false, false, _) => Opcode::WriteMiddle,
+            (false, false, true, false) => Opcode::WriteLast,
+            (false, false, true, true) => Opcode::WriteLastImm,
         };
         Some(PacketDesc {
             psn: self.start_psn.add(index),
@@ -317,7 +277,7 @@ mod tests {
     #[test]
     fn three_packets_with_immediate() {
         let got = all(req(2500, 1000, Some(0xfeed)));
-        let ops: Vec<u8> = got.iter().map(|d| d.opcode.code()).collect();
+        let ops: Vec<u8> = got.iter().map(|d| d.opcode as u8).collect();
         assert_eq!(ops, [0xC0, 0xC1, 0xC3]);
         assert_eq!(got[2].psn, Psn::new(102));
         assert_eq!(got[2].remote_va, 0x10_0000 + 2000);
@@ -331,18 +291,15 @@ mod tests {
     fn only_packets() {
         let got = all(req(0, 1000, None));
         assert_eq!(got.len(), 1);
-        assert_eq!(
-            (got[0].opcode, got[0].payload_len),
-            (WriteOpcode::WriteOnly, 0)
-        );
+        assert_eq!((got[0].opcode, got[0].payload_len), (Opcode::WriteOnly, 0));
         let got = all(req(1000, 1000, Some(1)));
         assert_eq!(
             (got[0].opcode, got[0].payload_len, got[0].imm),
-            (WriteOpcode::WriteOnlyImm, 1000, Some(1))
+            (Opcode::WriteOnlyImm, 1000, Some(1))
         );
         let got = all(req(1001, 1000, None));
-        let ops: Vec<WriteOpcode> = got.iter().map(|d| d.opcode).collect();
-        assert_eq!(ops, [WriteOpcode::WriteFirst, WriteOpcode::WriteLast]);
+        let ops: Vec<Opcode> = got.iter().map(|d| d.opcode).collect();
+        assert_eq!(ops, [Opcode::WriteFirst, Opcode::WriteLast]);
     }
 
     #[test]
@@ -387,19 +344,18 @@ mod tests {
         assert_eq!(r.descriptor_for_psn(Psn::new(Psn::MASK - 1)), None);
     }
 
-    #[test]
-    fn opcode_codes_round_trip() {
-        for code in 0..=255u8 {
-            if let Some(op) = WriteOpcode::from_code(code) {
-                assert_eq!(op.code(), code);
-                assert_eq!(
-                    op.is_first() && op.is_last(),
-                    matches!(op, WriteOpcode::WriteOnly | WriteOpcode::WriteOnlyImm)
-                );
-            } else {
-                assert!(!(0xC0..=0xC5).contains(&code));
-            }
-        }
+    fn is_first(op: Opcode) -> bool {
+        matches!(
+            op,
+            Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm
+        )
+    }
+
+    fn is_last(op: Opcode) -> bool {
+        matches!(
+            op,
+            Opcode::WriteLast | Opcode::WriteLastImm | Opcode::WriteOnly | Opcode::WriteOnlyImm
+        )
     }
 
     proptest! {
@@ -440,8 +396,8 @@ mod tests {
                 if i + 1 < count {
                     prop_assert_eq!(d.payload_len, mtu);
                 }
-                prop_assert_eq!(d.opcode.is_first(), i == 0);
-                prop_assert_eq!(d.opcode.is_last(), i + 1 == count);
+                prop_assert_eq!(is_first(d.opcode), i == 0);
+                prop_assert_eq!(is_last(d.opcode), i + 1 == count);
                 prop_assert_eq!(d.opcode.has_imm(), i + 1 == count && imm.is_some());
                 prop_assert_eq!(d.imm, if d.opcode.has_imm() { imm } else { None });
                 prop_assert_eq!(r.descriptor_for_psn(d.psn), Some(*d));

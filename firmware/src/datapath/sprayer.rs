@@ -101,6 +101,8 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
     ev_cursor: [usize; P],
     ev_round: [u8; P],
+    /// Derived: largest eligible plane weight (0 when no plane can take traffic).
+    max_plane_weight: u8,
     plane_cursor: usize,
     plane_round: u8,
     counters: SprayerCounters,
@@ -129,6 +131,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_max_ev_weight: [0; P],
             ev_cursor: [0; P],
             ev_round: [1; P],
+            max_plane_weight: 0,
             plane_cursor: 0,
             plane_round: 1,
             counters: SprayerCounters::default(),
@@ -246,6 +249,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 None => Err(SprayerError::BadPlane { plane }),
             }
         };
+        self.recompute_max_plane_weight();
         if result.is_err() {
             self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
         }
@@ -284,10 +288,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     }
 
     fn pick_plane(&mut self) -> Option<usize> {
-        let max_weight = (0..P)
-            .map(|p| self.plane_eligible_weight(p))
-            .max()
-            .unwrap_or(0);
+        let max_weight = self.max_plane_weight;
         if max_weight == 0 {
             return None;
         }
@@ -312,26 +313,34 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
         let mut found = None;
         if max_weight > 0 {
-            let limit = N * (usize::from(WEIGHT_MAX) + 3);
+            let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
+            // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
+            // failing passes (module docs) plus N flags plus the pick.
+            let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
             for _ in 0..limit {
                 if cursor >= N {
                     cursor = 0;
                     round = next_round(round, max_weight);
                 }
-                let index = cursor;
-                cursor += 1;
-                let Some(slot) = self.slots.get_mut(index) else {
+                let rest = self.slots.get(cursor..).unwrap_or(&[]);
+                let Some(off) = rest
+                    .iter()
+                    .position(|s| s.usable && s.plane == plane_u8 && s.weight >= round)
+                else {
+                    cursor = N;
                     continue;
                 };
-                if slot.usable && usize::from(slot.plane) == plane && slot.weight >= round {
+                let index = cursor + off;
+                cursor = index + 1;
+                if let Some(slot) = self.slots.get_mut(index) {
                     if slot.skip_once {
                         slot.skip_once = false;
                         self.counters.skips = self.counters.skips.wrapping_add(1);
                         continue;
                     }
-                    found = Some(index);
-                    break;
                 }
+                found = Some(index);
+                break;
             }
         }
         if let Some(c) = self.ev_cursor.get_mut(plane) {
@@ -357,6 +366,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if let Some(m) = self.plane_max_ev_weight.get_mut(plane) {
             *m = max_weight;
         }
+        self.recompute_max_plane_weight();
+    }
+
+    fn recompute_max_plane_weight(&mut self) {
+        self.max_plane_weight = (0..P)
+            .map(|p| self.plane_eligible_weight(p))
+            .max()
+            .unwrap_or(0);
     }
 }
 

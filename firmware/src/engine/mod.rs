@@ -6,6 +6,14 @@
 //! (randomness only from [`rng::Rng`] with a seed from the configuration). No input panics;
 //! every refused input is an error value and a counter.
 //!
+//! The engine proper:
+//! - [`nic::Engine`]: every QP of a NIC, registered regions, timers, output queues; the
+//!   sans-IO surface (`handle_packet`, `handle_timeout`, `handle_plane_down/up`,
+//!   `poll_transmit`, `poll_completion`, `poll_ev_event`, `poll_timeout`).
+//! - [`qp`]: the QP state machine and OCP attribute rules; [`conn::Qp`]: one QP's state.
+//! - [`requester`] / [`responder`]: the two halves of a QP.
+//! - [`packet`]: packet descriptors, work requests, completions.
+//!
 //! Building blocks:
 //! - [`timer_wheel`]: hierarchical timer wheel, O(1) arm/cancel with generation-checked
 //!   handles, expiries in deadline order.
@@ -21,9 +29,25 @@
 //! - [`rng`]: a tiny seeded PRNG (SplitMix64 + xorshift64*).
 
 pub mod cc;
+pub mod conn;
 pub mod ev_state;
 pub mod fixed;
+pub mod nic;
+pub mod packet;
+pub mod qp;
+pub mod requester;
+pub mod responder;
 pub mod retry;
 pub mod rng;
 pub mod sprt;
 pub mod timer_wheel;
+
+pub use conn::{Qp, QpEvEvent, StallCounters};
+pub use nic::{Engine, EngineConfig, EngineCounters, EngineError, TIMERS_PER_QP};
+pub use packet::{
+    Completion, CompletionError, CompletionKind, DropReason, LocalBuf, RxMeta, RxVerdict, SendWr,
+    TxBody, TxPacket,
+};
+pub use qp::{Attr, CcProfile, EvProfile, QpAttrs, QpError, QpHint, QpState};
+pub use requester::RequesterCounters;
+pub use responder::ResponderCounters;

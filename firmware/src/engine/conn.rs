@@ -1,0 +1,369 @@
+//! One QP's full state: the state machine, its EV table and sprayer, its CC, its requester and
+//! responder halves, and the glue between them. [`super::Engine`] owns a table of these.
+
+use heapless::Deque;
+use mrc_abi::wire::{AckRepr, EvFormat, EvxRepr, NackRepr, RethRepr, TsxRepr};
+use mrc_abi::Psn;
+
+use crate::datapath::ack_gen::AckEvent;
+use crate::datapath::sprayer::{EvSlot, Sprayer, WEIGHT_MAX};
+use crate::engine::cc::{Cc, Controller, FixedWindow};
+use crate::engine::ev_state::{EvConfig, EvError, EvEvent, EvState, EvTable, MAX_PLANES};
+use crate::engine::packet::{CompletionError, TxBody, TxPacket};
+use crate::engine::qp::{InitParams, QpState};
+use crate::engine::requester::{Requester, Stall};
+use crate::engine::responder::Responder;
+use crate::engine::timer_wheel::TimerHandle;
+
+/// An EV state change, tagged with its QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct QpEvEvent {
+    pub qpn: u32,
+    pub event: EvEvent,
+}
+
+/// Capacity of the engine's EV event queue.
+pub const EV_EVENT_CAP: usize = 64;
+/// Capacity of the engine's control packet queue (ACK, NACK, probes, probe replies).
+pub const CTRL_CAP: usize = 64;
+
+/// Timer kinds per QP.
+pub(crate) const T_RETRY: usize = 0;
+pub(crate) const T_ACK: usize = 1;
+pub(crate) const T_PROBE: usize = 2;
+pub(crate) const TIMER_KINDS: usize = 3;
+
+/// Transmit-side stall counters of one QP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StallCounters {
+    pub window: u64,
+    pub cc: u64,
+    pub wimm: u64,
+    /// No usable EV on any plane: the packet waits.
+    pub no_ev: u64,
+}
+
+/// One QP. See the module docs.
+pub struct Qp<
+    const EVS: usize,
+    const P: usize,
+    const WIN: usize,
+    const WORDS: usize,
+    const SQ: usize,
+    const RQ: usize,
+> {
+    pub(crate) qpn: u32,
+    pub(crate) state: QpState,
+    pub(crate) init: Option<InitParams>,
+    pub(crate) dest_qpn: u32,
+    pub(crate) ev: EvTable<EVS>,
+    pub(crate) sprayer: Sprayer<EVS, P>,
+    pub(crate) cc: Cc,
+    pub(crate) req: Option<Requester<WIN, SQ>>,
+    pub(crate) resp: Option<Responder<WORDS, RQ>>,
+    pub(crate) timers: [Option<(TimerHandle, u64)>; TIMER_KINDS],
+    pub(crate) stalls: StallCounters,
+    ev_format: EvFormat,
+    value_base: u32,
+    skips_seen: u64,
+}
+
+impl<
+        const EVS: usize,
+        const P: usize,
+        const WIN: usize,
+        const WORDS: usize,
+        const SQ: usize,
+        const RQ: usize,
+    > Qp<EVS, P, WIN, WORDS, SQ, RQ>
+{
+    /// A QP in RESET (its EV table empty until INIT).
+    pub(crate) fn new(qpn: u32) -> Result<Self, EvError> {
+        Ok(Qp {
+            qpn,
+            state: QpState::Reset,
+            init: None,
+            dest_qpn: 0,
+            ev: EvTable::new(EvConfig::new(0, 1))?,
+            sprayer: Sprayer::new(),
+            cc: Cc::Fixed(FixedWindow { cwnd_bytes: 1 }),
+            req: None,
+            resp: None,
+            timers: [None; TIMER_KINDS],
+            stalls: StallCounters::default(),
+            ev_format: EvFormat::Udp,
+            value_base: 0,
+            skips_seen: 0,
+        })
+    }
+
+    /// Bind the INIT profiles: a fresh EV table, sprayer table and controller.
+    pub(crate) fn apply_init(&mut self, p: InitParams) -> Result<(), crate::engine::qp::QpError> {
+        use crate::engine::qp::QpError;
+        let mut table = p.ev_profile.table;
+        // The sprayer holds at most P planes.
+        table.planes = table.planes.min(P.min(MAX_PLANES) as u8).max(1);
+        let ev = EvTable::new(table).map_err(QpError::Ev)?;
+        let cc = p.cc_profile.build()?;
+        let mut sprayer = Sprayer::new();
+        ev.for_each_usable(|i, plane| {
+            let _ = sprayer.set_ev(
+                i,
+                EvSlot {
+                    usable: true,
+                    weight: 1,
+                    plane,
+                    skip_once: false,
+                },
+            );
+        });
+        self.ev = ev;
+        self.cc = cc;
+        self.sprayer = sprayer;
+        self.skips_seen = 0;
+        self.ev_format = p.ev_profile.format;
+        self.value_base = p.ev_profile.value_base;
+        self.init = Some(p);
+        Ok(())
+    }
+
+    pub(crate) fn ev_value(&self, index: u16) -> u32 {
+        self.value_base.wrapping_add(u32::from(index))
+    }
+
+    /// Move to ERROR with a cause for each half.
+    pub(crate) fn fail(&mut self, req_cause: CompletionError, resp_cause: CompletionError) {
+        self.state = QpState::Error;
+        if let Some(r) = self.req.as_mut() {
+            r.enter_error(req_cause);
+        }
+        if let Some(r) = self.resp.as_mut() {
+            r.enter_error(resp_cause);
+        }
+    }
+
+    /// The sprayer served skip-once flags since the last [`Self::sync_ev`].
+    pub(crate) fn skips_pending(&self) -> bool {
+        self.sprayer.counters().skips != self.skips_seen
+    }
+
+    /// Apply queued EV state changes to the sprayer, pass them on, rebalance planes.
+    pub(crate) fn sync_ev(
+        &mut self,
+        out: &mut Deque<QpEvEvent, EV_EVENT_CAP>,
+        dropped: &mut u64,
+    ) -> bool {
+        let skips = self.sprayer.counters().skips;
+        if skips != self.skips_seen {
+            self.skips_seen = skips;
+            for i in 0..self.ev.config().evs {
+                if self.ev.state(i) == Ok(EvState::Skip)
+                    && self.sprayer.ev(i).is_some_and(|s| !s.skip_once)
+                {
+                    let _ = self.ev.handle_skip_served(i);
+                }
+            }
+        }
+        let mut changed = false;
+        while let Some(e) = self.ev.poll_event() {
+            changed = true;
+            let _ = match e.new {
+                EvState::Good => self.sprayer.set_usable(e.ev, true),
+                EvState::Skip => self
+                    .sprayer
+                    .set_usable(e.ev, true)
+                    .and_then(|()| self.sprayer.mark_skip(e.ev)),
+                EvState::AssumedBad | EvState::Denied => self.sprayer.set_usable(e.ev, false),
+            };
+            let ev = QpEvEvent {
+                qpn: self.qpn,
+                event: e,
+            };
+            if out.push_back(ev).is_err() {
+                *dropped += 1;
+            }
+        }
+        if changed {
+            self.rebalance_planes();
+        }
+        changed
+    }
+
+    /// Capacity-weighted plane balance: plane weight proportional to its `Good` EVs.
+    fn rebalance_planes(&mut self) {
+        let caps = self.ev.plane_capacities();
+        let max = caps.iter().copied().max().unwrap_or(0);
+        if max == 0 {
+            return;
+        }
+        for (p, &cap) in caps.iter().enumerate().take(P) {
+            let w = (u32::from(WEIGHT_MAX) * u32::from(cap)).div_ceil(u32::from(max));
+            let _ = self
+                .sprayer
+                .set_plane_weight(p as u8, w.clamp(1, u32::from(WEIGHT_MAX)) as u8);
+        }
+    }
+
+    /// The next data packet (retransmission first), if the window, CC and EVs allow.
+    pub(crate) fn poll_data(&mut self, now_ns: u64) -> Option<TxPacket> {
+        if self.state != QpState::Rts {
+            return None;
+        }
+        let req = self.req.as_mut()?;
+        let c = match req.peek(&self.cc) {
+            Ok(c) => c,
+            Err(stall) => {
+                match stall {
+                    Stall::Window => self.stalls.window += 1,
+                    Stall::Cc => self.stalls.cc += 1,
+                    Stall::Wimm => self.stalls.wimm += 1,
+                    Stall::Idle => {}
+                }
+                return None;
+            }
+        };
+        let Some(mut pick) = self.sprayer.next_ev() else {
+            self.stalls.no_ev += 1;
+            return None;
+        };
+        if c.avoid_ev == Some(pick.index) {
+            if let Some(p2) = self.sprayer.next_ev() {
+                pick = p2;
+            }
+        }
+        req.commit(&c, pick.index, pick.plane, now_ns);
+        Some(TxPacket {
+            src_qpn: self.qpn,
+            dest_qpn: self.dest_qpn,
+            psn: c.desc.psn,
+            msn: c.msn,
+            ev_format: self.ev_format,
+            evx: EvxRepr {
+                ev_index: pick.index,
+                plane: pick.plane,
+                ev_value: self.ev_value(pick.index),
+            },
+            tx_ts_ns: now_ns as u32,
+            echo_ts_ns: 0,
+            retransmit: c.retransmit,
+            ack_req: c.ack_req,
+            body: TxBody::Write {
+                segment: c.segment,
+                reth: RethRepr {
+                    va: c.desc.remote_va,
+                    rkey: c.desc.rkey,
+                    dma_len: c.desc.payload_len,
+                },
+                local: c.local,
+            },
+        })
+    }
+
+    /// A control packet to the peer QP on EV `evx`.
+    pub(crate) fn control(
+        &self,
+        now_ns: u64,
+        psn: Psn,
+        evx: EvxRepr,
+        echo: u32,
+        body: TxBody,
+    ) -> TxPacket {
+        TxPacket {
+            src_qpn: self.qpn,
+            dest_qpn: self.dest_qpn,
+            psn,
+            msn: 0,
+            ev_format: self.ev_format,
+            evx,
+            tx_ts_ns: now_ns as u32,
+            echo_ts_ns: echo,
+            retransmit: false,
+            ack_req: false,
+            body,
+        }
+    }
+
+    /// The packet for an ACK generator output (sent back on the data packet's EV and plane).
+    pub(crate) fn ack_packet(&self, now_ns: u64, e: &AckEvent, echo: u32) -> TxPacket {
+        match e {
+            AckEvent::Ack(a) => {
+                let evx = EvxRepr {
+                    ev_index: a.ev_index,
+                    plane: a.plane,
+                    ev_value: self.ev_value(a.ev_index),
+                };
+                let body = TxBody::Ack(AckRepr {
+                    cum_psn: a.cum_psn,
+                    sack_base: a.sack_base,
+                    sack_bitmap: a.sack_bitmap,
+                    ev_index: a.ev_index,
+                    plane: a.plane,
+                    ecn_plane_mask: a.ecn_plane_mask,
+                    ce_count: a.ce_count,
+                    pkt_count: a.pkt_count,
+                });
+                self.control(now_ns, a.cum_psn, evx, a.echo_ts_ns, body)
+            }
+            AckEvent::Nack(n) => {
+                let evx = EvxRepr {
+                    ev_index: n.ev_index,
+                    plane: n.plane,
+                    ev_value: self.ev_value(n.ev_index),
+                };
+                let body = TxBody::Nack(NackRepr {
+                    reason: n.reason,
+                    psn: n.psn,
+                    cum_psn: n.cum_psn,
+                    ev_index: n.ev_index,
+                    plane: n.plane,
+                });
+                self.control(now_ns, n.cum_psn, evx, echo, body)
+            }
+        }
+    }
+
+    /// The RTT sample of a packet echoing `tsx` (0 = none).
+    pub(crate) fn rtt_ns(now_ns: u64, tsx: Option<TsxRepr>) -> u64 {
+        match tsx {
+            Some(t) if t.echo_ts_ns != 0 => u64::from((now_ns as u32).wrapping_sub(t.echo_ts_ns)),
+            _ => 0,
+        }
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The state.
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+
+    /// The requester half (from RTS).
+    pub fn requester(&self) -> Option<&Requester<WIN, SQ>> {
+        self.req.as_ref()
+    }
+
+    /// The responder half (from RTR).
+    pub fn responder(&self) -> Option<&Responder<WORDS, RQ>> {
+        self.resp.as_ref()
+    }
+
+    /// The EV table.
+    pub fn ev_table(&self) -> &EvTable<EVS> {
+        &self.ev
+    }
+
+    /// Transmit stalls.
+    pub fn stalls(&self) -> StallCounters {
+        self.stalls
+    }
+
+    /// Controller window (for reports).
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.cc.cwnd_bytes()
+    }
+}

@@ -1,0 +1,639 @@
+//! [`Engine`]: every QP of one NIC, the registered regions, the timers and the output queues.
+//!
+//! Sans-IO: inputs are `handle_*(now_ns, ..)` and host calls (`create_qp`, `modify_qp`,
+//! `post_send`, `post_recv`, `register_region`), outputs are polled (`poll_transmit`,
+//! `poll_completion`, `poll_ev_event`), and [`Engine::poll_timeout`] says when to call
+//! [`Engine::handle_timeout`] next. The engine never reads a clock, never touches payload bytes
+//! and never allocates; every refused input is an error value and a counter.
+//!
+//! Capacities (const generics): `Q` QPs, `EVS` EVs per QP over `P` planes, a PSN window of
+//! `WIN = 64 * WORDS` PSNs per direction, `SQ` send and `RQ` receive work requests per QP, `R`
+//! registered regions, `TM` timers (3 per QP suffice).
+
+use heapless::Deque;
+use mrc_abi::wire::{EvxRepr, ProbeRepr};
+use mrc_abi::Psn;
+
+use crate::datapath::ack_gen::AckGenConfig;
+use crate::datapath::placement::{MemRegion, PlacementTable, RegisterError};
+use crate::engine::conn::{
+    Qp, QpEvEvent, CTRL_CAP, EV_EVENT_CAP, TIMER_KINDS, T_ACK, T_PROBE, T_RETRY,
+};
+use crate::engine::packet::{Completion, CompletionError, SendWr, TxBody, TxPacket};
+use crate::engine::qp::{transition_allowed, QpAttrs, QpError, QpState};
+use crate::engine::requester::Requester;
+use crate::engine::responder::Responder;
+use crate::engine::timer_wheel::{TimerId, TimerWheel};
+
+#[path = "nic_rx.rs"]
+mod rx;
+
+/// Engine-wide configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EngineConfig {
+    /// Payload bytes per full packet, `1..=65535`.
+    pub mtu_payload: u32,
+    /// ACK coalescing of every responder.
+    pub ack: AckGenConfig,
+    /// Timer wheel tick.
+    pub tick_ns: u64,
+    /// A SACK hole is a loss once this many later transmissions are acknowledged.
+    pub reorder_tx: u32,
+    /// Test only: forget to retransmit on `TRIMMED_LAST_HOP` (the planted bug the test kit's
+    /// checker must catch).
+    #[cfg(feature = "testkit")]
+    pub planted_bug: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            mtu_payload: 4096,
+            ack: AckGenConfig::default(),
+            tick_ns: 256,
+            reorder_tx: 8,
+            #[cfg(feature = "testkit")]
+            planted_bug: false,
+        }
+    }
+}
+
+/// A bad engine configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EngineError {
+    /// `mtu_payload` not in `1..=65535`.
+    Mtu(u32),
+    /// `tick_ns` is 0.
+    ZeroTick,
+}
+
+/// Engine counters: every drop and error has one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EngineCounters {
+    pub rx_packets: u64,
+    pub rx_unknown_qp: u64,
+    pub rx_qp_not_ready: u64,
+    pub rx_duplicate: u64,
+    pub rx_trimmed: u64,
+    pub rx_out_of_window: u64,
+    pub rx_remote_access: u64,
+    pub rx_length: u64,
+    pub rx_no_recv_buffer: u64,
+    pub rx_too_many_wimm: u64,
+    pub rx_stale: u64,
+    pub rx_missing_evx: u64,
+    pub rx_unexpected: u64,
+    pub placed: u64,
+    pub data_sent: u64,
+    pub retransmits_sent: u64,
+    pub acks_sent: u64,
+    pub nacks_sent: u64,
+    pub probes_sent: u64,
+    pub probe_replies_sent: u64,
+    pub probe_replies_ok: u64,
+    /// Control packets dropped because the control queue was full.
+    pub ctrl_dropped: u64,
+    pub ev_events_dropped: u64,
+    pub ev_events: u64,
+    pub timer_arm_failed: u64,
+    pub timeouts_fired: u64,
+    pub qp_errors: u64,
+    pub completions: u64,
+    pub plane_downs: u64,
+    pub plane_ups: u64,
+}
+
+/// The engine of one NIC. See the module docs.
+pub struct Engine<
+    const Q: usize,
+    const EVS: usize,
+    const P: usize,
+    const WIN: usize,
+    const WORDS: usize,
+    const SQ: usize,
+    const RQ: usize,
+    const R: usize,
+    const TM: usize,
+> {
+    cfg: EngineConfig,
+    qps: [Option<Qp<EVS, P, WIN, WORDS, SQ, RQ>>; Q],
+    regions: PlacementTable<R>,
+    ctrl: Deque<TxPacket, CTRL_CAP>,
+    ev_events: Deque<QpEvEvent, EV_EVENT_CAP>,
+    timers: TimerWheel<TM>,
+    tx_rr: usize,
+    cq_rr: usize,
+    counters: EngineCounters,
+}
+
+macro_rules! count {
+    ($c:expr) => {
+        $c = $c.wrapping_add(1)
+    };
+}
+
+impl<
+        const Q: usize,
+        const EVS: usize,
+        const P: usize,
+        const WIN: usize,
+        const WORDS: usize,
+        const SQ: usize,
+        const RQ: usize,
+        const R: usize,
+        const TM: usize,
+    > Engine<Q, EVS, P, WIN, WORDS, SQ, RQ, R, TM>
+{
+    const CAPACITY_OK: () = assert!(
+        WIN == 64 * WORDS && Q >= 1 && Q < (1 << 22) && TM >= 1,
+        "Engine needs WIN == 64 * WORDS, 1 <= Q < 2^22, TM >= 1"
+    );
+
+    /// An engine with no QP and no region.
+    ///
+    /// # Errors
+    /// [`EngineError`] naming the bad field.
+    pub fn new(cfg: EngineConfig) -> Result<Self, EngineError> {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        if cfg.mtu_payload == 0 || cfg.mtu_payload > u32::from(u16::MAX) {
+            return Err(EngineError::Mtu(cfg.mtu_payload));
+        }
+        let timers = TimerWheel::new(cfg.tick_ns).map_err(|_| EngineError::ZeroTick)?;
+        Ok(Engine {
+            cfg,
+            qps: core::array::from_fn(|_| None),
+            regions: PlacementTable::new(),
+            ctrl: Deque::new(),
+            ev_events: Deque::new(),
+            timers,
+            tx_rr: 0,
+            cq_rr: 0,
+            counters: EngineCounters::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> EngineCounters {
+        self.counters
+    }
+
+    /// The registered regions (and their placement counters).
+    pub fn regions(&self) -> &PlacementTable<R> {
+        &self.regions
+    }
+
+    /// The QP `qpn`, for inspection.
+    pub fn qp(&self, qpn: u32) -> Option<&Qp<EVS, P, WIN, WORDS, SQ, RQ>> {
+        self.qps.get(qpn as usize).and_then(Option::as_ref)
+    }
+
+    /// The state of QP `qpn`.
+    pub fn qp_state(&self, qpn: u32) -> Option<QpState> {
+        self.qp(qpn).map(|q| q.state)
+    }
+
+    fn qp_mut(&mut self, qpn: u32) -> Result<&mut Qp<EVS, P, WIN, WORDS, SQ, RQ>, QpError> {
+        self.qps
+            .get_mut(qpn as usize)
+            .and_then(Option::as_mut)
+            .ok_or(QpError::UnknownQp { qpn })
+    }
+
+    /// Register a memory region remote peers may write.
+    ///
+    /// # Errors
+    /// [`RegisterError`] (counted by the table).
+    pub fn register_region(&mut self, region: MemRegion) -> Result<u16, RegisterError> {
+        self.regions.register(region)
+    }
+
+    /// Remove a region.
+    ///
+    /// # Errors
+    /// [`RegisterError::UnknownRkey`].
+    pub fn deregister_region(&mut self, rkey: u32) -> Result<MemRegion, RegisterError> {
+        self.regions.deregister(rkey)
+    }
+
+    /// Create a QP in RESET; returns its number.
+    ///
+    /// # Errors
+    /// [`QpError::TableFull`].
+    pub fn create_qp(&mut self) -> Result<u32, QpError> {
+        let slot = self
+            .qps
+            .iter()
+            .position(Option::is_none)
+            .ok_or(QpError::TableFull)?;
+        let qp = Qp::new(slot as u32).map_err(QpError::Ev)?;
+        if let Some(s) = self.qps.get_mut(slot) {
+            *s = Some(qp);
+        }
+        Ok(slot as u32)
+    }
+
+    /// Destroy a QP (its work requests are dropped without completions).
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`].
+    pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), QpError> {
+        self.qp_mut(qpn)?;
+        self.cancel_timers(qpn);
+        if let Some(s) = self.qps.get_mut(qpn as usize) {
+            *s = None;
+        }
+        Ok(())
+    }
+
+    fn cancel_timers(&mut self, qpn: u32) {
+        let Some(qp) = self.qps.get_mut(qpn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        for t in qp.timers.iter_mut() {
+            if let Some((h, _)) = t.take() {
+                let _ = self.timers.cancel(h);
+            }
+        }
+    }
+
+    /// Move QP `qpn` to `to` with `attrs` (see [`crate::engine::qp`] for the rules).
+    ///
+    /// # Errors
+    /// [`QpError`] naming what failed; the QP is unchanged.
+    pub fn modify_qp(
+        &mut self,
+        qpn: u32,
+        to: QpState,
+        attrs: &QpAttrs,
+        _now_ns: u64,
+    ) -> Result<(), QpError> {
+        let from = self.qp_mut(qpn)?.state;
+        if !transition_allowed(from, to) {
+            return Err(QpError::BadTransition { from, to });
+        }
+        match to {
+            QpState::Reset => {
+                self.cancel_timers(qpn);
+                let fresh = Qp::new(qpn).map_err(QpError::Ev)?;
+                *self.qp_mut(qpn)? = fresh;
+            }
+            QpState::Init => {
+                let p = attrs.init_params(EVS)?;
+                self.qp_mut(qpn)?.apply_init(p)?;
+                self.qp_mut(qpn)?.state = QpState::Init;
+            }
+            QpState::Rtr => {
+                let p = attrs.rtr_params(WIN, RQ)?;
+                let ack = self.cfg.ack;
+                let qp = self.qp_mut(qpn)?;
+                qp.dest_qpn = p.dest_qpn;
+                qp.resp = Some(Responder::new(qpn, &p, ack));
+                qp.state = QpState::Rtr;
+            }
+            QpState::Rts => {
+                let p = attrs.rts_params(WIN, SQ)?;
+                let (mtu, reorder) = (self.cfg.mtu_payload, self.cfg.reorder_tx);
+                let bug = self.planted_bug();
+                let qp = self.qp_mut(qpn)?;
+                qp.req = Some(Requester::new(&p, mtu, reorder, bug));
+                qp.state = QpState::Rts;
+            }
+            QpState::Error => {
+                count!(self.counters.qp_errors);
+                self.qp_mut(qpn)?
+                    .fail(CompletionError::Flushed, CompletionError::Flushed);
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(feature = "testkit")]
+    fn planted_bug(&self) -> bool {
+        self.cfg.planted_bug
+    }
+
+    #[cfg(not(feature = "testkit"))]
+    fn planted_bug(&self) -> bool {
+        false
+    }
+
+    /// Post a send work request on an RTS QP.
+    ///
+    /// # Errors
+    /// [`QpError::WrongState`], [`QpError::QueueFull`], [`QpError::BadWorkRequest`].
+    pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), QpError> {
+        let qp = self.qp_mut(qpn)?;
+        match (qp.state, qp.req.as_mut()) {
+            (QpState::Rts, Some(r)) => r.post_send(wr),
+            (state, _) => Err(QpError::WrongState { state }),
+        }
+    }
+
+    /// Post a receive buffer (for an incoming immediate) on an RTR or RTS QP.
+    ///
+    /// # Errors
+    /// [`QpError::WrongState`], [`QpError::QueueFull`].
+    pub fn post_recv(&mut self, qpn: u32, wr_id: u64) -> Result<(), QpError> {
+        let qp = self.qp_mut(qpn)?;
+        match (qp.state, qp.resp.as_mut()) {
+            (QpState::Rtr | QpState::Rts, Some(r)) => r.post_recv(wr_id),
+            (state, _) => Err(QpError::WrongState { state }),
+        }
+    }
+
+    // ---- timers ----
+
+    fn sync_timer(&mut self, slot: usize, kind: usize, want: Option<u64>) {
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(d) = want else { return };
+        let cur = qp.timers.get(kind).copied().flatten();
+        if let Some((h, at)) = cur {
+            if at <= d {
+                return;
+            }
+            let _ = self.timers.cancel(h);
+        }
+        let id = TimerId((slot * TIMER_KINDS + kind) as u32);
+        let entry = match self.timers.arm(id, d) {
+            Ok(h) => Some((h, d)),
+            Err(_) => {
+                count!(self.counters.timer_arm_failed);
+                None
+            }
+        };
+        if let Some(t) = qp.timers.get_mut(kind) {
+            *t = entry;
+        }
+    }
+
+    fn sync_all_timers(&mut self, slot: usize) {
+        let Some(qp) = self.qps.get(slot).and_then(Option::as_ref) else {
+            return;
+        };
+        let retry = qp.req.as_ref().and_then(|r| r.deadline_ns());
+        let ack = qp.resp.as_ref().and_then(|r| r.ack_deadline_ns());
+        let probe = qp.ev.next_probe_deadline();
+        self.sync_timer(slot, T_RETRY, retry);
+        self.sync_timer(slot, T_ACK, ack);
+        self.sync_timer(slot, T_PROBE, probe);
+    }
+
+    /// When [`Engine::handle_timeout`] should next be called (`None`: no timer armed).
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.timers.next_deadline()
+    }
+
+    /// Run every timer due at `now_ns`.
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        for _ in 0..TM.saturating_mul(2).max(8) {
+            let Some(exp) = self.timers.poll_expired(now_ns) else {
+                return;
+            };
+            count!(self.counters.timeouts_fired);
+            let slot = exp.id.0 as usize / TIMER_KINDS;
+            let kind = exp.id.0 as usize % TIMER_KINDS;
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if let Some(t) = qp.timers.get_mut(kind) {
+                *t = None;
+            }
+            match kind {
+                T_RETRY => {
+                    self.fire_retry(slot, now_ns);
+                    let d = self
+                        .qp(slot as u32)
+                        .and_then(|q| q.req.as_ref()?.deadline_ns());
+                    self.sync_timer(slot, T_RETRY, d);
+                }
+                T_ACK => {
+                    self.fire_ack(slot, now_ns);
+                    self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+                }
+                _ => {
+                    self.fire_probe(slot, now_ns);
+                    self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+                }
+            }
+        }
+    }
+
+    fn fire_retry(&mut self, slot: usize, now_ns: u64) {
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let gave_up = match qp.req.as_mut() {
+            Some(r) if qp.state == QpState::Rts => r.handle_timeout(now_ns, &mut qp.cc).is_err(),
+            _ => false,
+        };
+        if gave_up {
+            qp.fail(CompletionError::RetryExceeded, CompletionError::Flushed);
+            count!(self.counters.qp_errors);
+        }
+    }
+
+    fn fire_ack(&mut self, slot: usize, now_ns: u64) {
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(ev) = qp.resp.as_mut().and_then(|r| r.handle_timeout(now_ns)) else {
+            return;
+        };
+        let pkt = qp.ack_packet(now_ns, &ev, 0);
+        self.push_ctrl(pkt);
+    }
+
+    fn fire_probe(&mut self, slot: usize, now_ns: u64) {
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
+            return;
+        }
+        let mut pkts: heapless::Vec<TxPacket, 8> = heapless::Vec::new();
+        while !pkts.is_full() {
+            let Some(p) = qp.ev.poll_probe(now_ns) else {
+                break;
+            };
+            let evx = EvxRepr {
+                ev_index: p.ev,
+                plane: p.plane,
+                ev_value: qp.ev_value(p.ev),
+            };
+            let body = TxBody::Probe(ProbeRepr {
+                probe_id: p.probe_id,
+                ev_index: p.ev,
+                plane: p.plane,
+            });
+            let _ = pkts.push(qp.control(now_ns, Psn::new(0), evx, 0, body));
+        }
+        for p in pkts {
+            count!(self.counters.probes_sent);
+            self.push_ctrl(p);
+        }
+    }
+
+    fn push_ctrl(&mut self, pkt: TxPacket) {
+        if self.ctrl.push_back(pkt).is_err() {
+            count!(self.counters.ctrl_dropped);
+        }
+    }
+
+    // ---- outputs ----
+
+    /// The next packet to send: control packets first, then data from the QPs in turn.
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<TxPacket> {
+        if let Some(p) = self.ctrl.pop_front() {
+            match p.body {
+                TxBody::Ack(_) => count!(self.counters.acks_sent),
+                TxBody::Nack(_) => count!(self.counters.nacks_sent),
+                TxBody::ProbeReply(_) => count!(self.counters.probe_replies_sent),
+                _ => {}
+            }
+            return Some(p);
+        }
+        for _ in 0..Q {
+            let slot = self.tx_rr;
+            self.tx_rr = if slot + 1 >= Q { 0 } else { slot + 1 };
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            let had_deadline = qp.req.as_ref().and_then(|r| r.deadline_ns()).is_some();
+            if let Some(p) = qp.poll_data(now_ns) {
+                if p.retransmit {
+                    count!(self.counters.retransmits_sent);
+                } else {
+                    count!(self.counters.data_sent);
+                }
+                // Sending changes EV states only through served skip-once flags.
+                if qp.skips_pending()
+                    && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
+                {
+                    self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+                }
+                if !had_deadline {
+                    let d = self
+                        .qp(slot as u32)
+                        .and_then(|q| q.req.as_ref()?.deadline_ns());
+                    self.sync_timer(slot, T_RETRY, d);
+                }
+                self.tx_rr = slot;
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    fn probe_deadline(&self, slot: usize) -> Option<u64> {
+        self.qp(slot as u32)
+            .and_then(|q| q.ev.next_probe_deadline())
+    }
+
+    /// The next completion (per QP in posting order; QPs in turn).
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        for _ in 0..Q {
+            let slot = self.cq_rr;
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+                self.cq_rr = if slot + 1 >= Q { 0 } else { slot + 1 };
+                continue;
+            };
+            let qpn = qp.qpn;
+            let c = qp
+                .req
+                .as_mut()
+                .and_then(|r| r.poll_completion(qpn))
+                .or_else(|| qp.resp.as_mut().and_then(|r| r.poll_completion(qpn)));
+            if let Some(c) = c {
+                count!(self.counters.completions);
+                return Some(c);
+            }
+            self.cq_rr = if slot + 1 >= Q { 0 } else { slot + 1 };
+        }
+        None
+    }
+
+    /// The next EV state change of any QP.
+    pub fn poll_ev_event(&mut self) -> Option<QpEvEvent> {
+        let e = self.ev_events.pop_front()?;
+        count!(self.counters.ev_events);
+        Some(e)
+    }
+
+    // ---- inputs ----
+
+    /// Plane (NIC port) `plane` went down: every QP retires its EVs there in one step and
+    /// resends what was in flight on it.
+    pub fn handle_plane_down(&mut self, now_ns: u64, plane: u8) {
+        let _ = now_ns;
+        count!(self.counters.plane_downs);
+        for slot in 0..Q {
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if qp.init.is_none() {
+                continue;
+            }
+            let _ = qp.ev.plane_down(plane);
+            if let Some(r) = qp.req.as_mut() {
+                r.plane_down(plane);
+            }
+            qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+            self.sync_all_timers(slot);
+        }
+    }
+
+    /// Plane `plane` came back: its EVs are probed from `now_ns`.
+    pub fn handle_plane_up(&mut self, now_ns: u64, plane: u8) {
+        count!(self.counters.plane_ups);
+        for slot in 0..Q {
+            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if qp.init.is_none() {
+                continue;
+            }
+            let _ = qp.ev.plane_up(plane, now_ns);
+            qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+            self.sync_all_timers(slot);
+        }
+    }
+
+    /// Controller: deny (`allow == false`) or allow EV `ev` of QP `qpn`.
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`], [`QpError::Ev`].
+    pub fn set_ev_allowed(
+        &mut self,
+        now_ns: u64,
+        qpn: u32,
+        ev: u16,
+        allow: bool,
+    ) -> Result<(), QpError> {
+        let qp = self.qp_mut(qpn)?;
+        if allow {
+            qp.ev.allow(ev, now_ns).map_err(QpError::Ev)?;
+        } else {
+            qp.ev.deny(ev).map_err(QpError::Ev)?;
+        }
+        let qp = self.qps.get_mut(qpn as usize).and_then(Option::as_mut);
+        if let Some(qp) = qp {
+            qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+        }
+        self.sync_all_timers(qpn as usize);
+        Ok(())
+    }
+}
+
+/// Room each QP needs in the timer wheel.
+pub const TIMERS_PER_QP: usize = TIMER_KINDS;

@@ -1,0 +1,299 @@
+//! [`Engine::handle_packet`]: the receive side of the engine (writes to the responder, ACK /
+//! NACK to the requester, probes and probe replies to the EV table).
+
+use mrc_abi::wire::{Body, EvxRepr, MrcRepr, NackReason, ProbeRepr, Segment};
+use mrc_abi::Psn;
+
+use super::Engine;
+use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
+use crate::datapath::placement::Placement;
+use crate::engine::conn::{Qp, T_ACK, T_PROBE, T_RETRY};
+use crate::engine::packet::{CompletionError, DropReason, RxMeta, RxVerdict, TxBody};
+use crate::engine::qp::QpState;
+use crate::engine::requester::NackEffect;
+use crate::engine::responder::WriteResult;
+
+macro_rules! count {
+    ($c:expr) => {
+        $c = $c.wrapping_add(1)
+    };
+}
+
+impl<
+        const Q: usize,
+        const EVS: usize,
+        const P: usize,
+        const WIN: usize,
+        const WORDS: usize,
+        const SQ: usize,
+        const RQ: usize,
+        const R: usize,
+        const TM: usize,
+    > Engine<Q, EVS, P, WIN, WORDS, SQ, RQ, R, TM>
+{
+    pub(super) fn drop_rx(&mut self, reason: DropReason) -> RxVerdict {
+        let c = &mut self.counters;
+        match reason {
+            DropReason::UnknownQp => count!(c.rx_unknown_qp),
+            DropReason::QpNotReady => count!(c.rx_qp_not_ready),
+            DropReason::Duplicate => count!(c.rx_duplicate),
+            DropReason::Trimmed => count!(c.rx_trimmed),
+            DropReason::OutOfWindow => count!(c.rx_out_of_window),
+            DropReason::RemoteAccess => count!(c.rx_remote_access),
+            DropReason::Length => count!(c.rx_length),
+            DropReason::NoRecvBuffer => count!(c.rx_no_recv_buffer),
+            DropReason::TooManyWimm => count!(c.rx_too_many_wimm),
+            DropReason::Stale => count!(c.rx_stale),
+            DropReason::MissingEvx => count!(c.rx_missing_evx),
+            DropReason::Unexpected => count!(c.rx_unexpected),
+        }
+        RxVerdict::Dropped(reason)
+    }
+
+    /// A received packet: its parsed MRC headers and what the wire block measured.
+    pub fn handle_packet(&mut self, now_ns: u64, repr: &MrcRepr, meta: RxMeta) -> RxVerdict {
+        count!(self.counters.rx_packets);
+        let slot = repr.bth.dest_qp as usize;
+        let Some(state) = self.qps.get(slot).and_then(Option::as_ref).map(|q| q.state) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let v = match repr.body {
+            Body::Write { segment, reth } => {
+                self.rx_write(now_ns, slot, state, repr, &segment, &reth, meta)
+            }
+            Body::Ack(a) => self.rx_ack(now_ns, slot, state, repr, &a),
+            Body::Nack(n) => self.rx_nack(now_ns, slot, state, &n),
+            Body::Probe(p) => self.rx_probe(now_ns, slot, state, repr, &p),
+            Body::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, repr, &p),
+        };
+        // The responder path never touches the EV table.
+        if !matches!(repr.body, Body::Write { .. }) {
+            if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+                if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
+                    self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+                }
+            }
+        }
+        v
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rx_write(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        state: QpState,
+        repr: &MrcRepr,
+        segment: &Segment,
+        reth: &mrc_abi::wire::RethRepr,
+        meta: RxMeta,
+    ) -> RxVerdict {
+        let evx = repr.evx.unwrap_or_default();
+        let tx_ts = repr.tsx.map_or(0, |t| t.tx_ts_ns);
+        if !matches!(state, QpState::Rtr | QpState::Rts) {
+            if state == QpState::Error {
+                self.nack_invalid_qp(now_ns, slot, repr, evx, tx_ts);
+            }
+            return self.drop_rx(DropReason::QpNotReady);
+        }
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let Some(resp) = qp.resp.as_mut() else {
+            return self.drop_rx(DropReason::QpNotReady);
+        };
+        let trim = match (repr.mrh.trimmed, repr.mrh.trimmed_last_hop) {
+            (false, _) => TrimMark::None,
+            (true, false) => TrimMark::Trimmed,
+            (true, true) => TrimMark::TrimmedLastHop,
+        };
+        let imm = match segment {
+            Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } => {
+                Some((*i, repr.mrh.msn))
+            }
+            _ => None,
+        };
+        let pkt = RxPacket {
+            psn: repr.bth.psn,
+            ev_index: evx.ev_index,
+            plane: evx.plane,
+            ce: meta.ce,
+            trim,
+            has_imm: imm.is_some(),
+            ack_req: repr.bth.ack_req,
+            tx_ts_ns: tx_ts,
+        };
+        let (result, event) =
+            resp.handle_write(now_ns, &pkt, reth, imm, meta.payload_len, &mut self.regions);
+        if let Some(e) = event {
+            let p = qp.ack_packet(now_ns, &e, tx_ts);
+            self.push_ctrl(p);
+        }
+        let verdict = match result {
+            WriteResult::Place(Placement::Write {
+                slot: s,
+                offset,
+                len,
+            }) => {
+                count!(self.counters.placed);
+                RxVerdict::Place {
+                    qpn: slot as u32,
+                    slot: s,
+                    offset,
+                    len,
+                }
+            }
+            WriteResult::Place(Placement::Empty) => {
+                count!(self.counters.placed);
+                RxVerdict::Consumed
+            }
+            WriteResult::Drop(r) => self.drop_rx(r),
+            WriteResult::Fatal(reason) => {
+                if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+                    qp.fail(
+                        CompletionError::Flushed,
+                        CompletionError::LocalQpError(reason),
+                    );
+                }
+                count!(self.counters.qp_errors);
+                self.drop_rx(match reason {
+                    NackReason::Length => DropReason::Length,
+                    NackReason::NoRecvBuffer => DropReason::NoRecvBuffer,
+                    _ => DropReason::RemoteAccess,
+                })
+            }
+        };
+        self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+        verdict
+    }
+
+    pub(super) fn ack_deadline(&self, slot: usize) -> Option<u64> {
+        self.qp(slot as u32)
+            .and_then(|q| q.resp.as_ref()?.ack_deadline_ns())
+    }
+
+    pub(super) fn nack_invalid_qp(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        repr: &MrcRepr,
+        evx: EvxRepr,
+        echo: u32,
+    ) {
+        let Some(qp) = self.qp(slot as u32) else {
+            return;
+        };
+        let n = crate::datapath::ack_gen::NackSummary {
+            qpn: slot as u32,
+            reason: NackReason::InvalidQp,
+            psn: repr.bth.psn,
+            cum_psn: repr.bth.psn,
+            ev_index: evx.ev_index,
+            plane: evx.plane,
+        };
+        let p = qp.ack_packet(now_ns, &AckEvent::Nack(n), echo);
+        self.push_ctrl(p);
+    }
+
+    pub(super) fn rx_ack(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        state: QpState,
+        repr: &MrcRepr,
+        a: &mrc_abi::wire::AckRepr,
+    ) -> RxVerdict {
+        if state != QpState::Rts {
+            return self.drop_rx(DropReason::QpNotReady);
+        }
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, repr.tsx);
+        let Some(req) = qp.req.as_mut() else {
+            return self.drop_rx(DropReason::QpNotReady);
+        };
+        req.handle_ack(now_ns, a, rtt, &mut qp.ev, &mut qp.cc);
+        let d = req.deadline_ns();
+        self.sync_timer(slot, T_RETRY, d);
+        RxVerdict::Consumed
+    }
+
+    pub(super) fn rx_nack(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        state: QpState,
+        n: &mrc_abi::wire::NackRepr,
+    ) -> RxVerdict {
+        if state != QpState::Rts {
+            return self.drop_rx(DropReason::QpNotReady);
+        }
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let Some(req) = qp.req.as_mut() else {
+            return self.drop_rx(DropReason::QpNotReady);
+        };
+        match req.handle_nack(now_ns, n, &mut qp.ev, &mut qp.cc) {
+            NackEffect::Fatal(reason) => {
+                qp.fail(
+                    CompletionError::RemoteNack(reason),
+                    CompletionError::Flushed,
+                );
+                count!(self.counters.qp_errors);
+            }
+            NackEffect::None => {}
+        }
+        RxVerdict::Consumed
+    }
+
+    pub(super) fn rx_probe(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        state: QpState,
+        repr: &MrcRepr,
+        p: &ProbeRepr,
+    ) -> RxVerdict {
+        if !matches!(state, QpState::Rtr | QpState::Rts) {
+            return self.drop_rx(DropReason::QpNotReady);
+        }
+        let Some(qp) = self.qp(slot as u32) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let evx = repr.evx.unwrap_or(EvxRepr {
+            ev_index: p.ev_index,
+            plane: p.plane,
+            ev_value: 0,
+        });
+        let echo = repr.tsx.map_or(0, |t| t.tx_ts_ns);
+        let pkt = qp.control(now_ns, Psn::new(0), evx, echo, TxBody::ProbeReply(*p));
+        self.push_ctrl(pkt);
+        RxVerdict::Consumed
+    }
+
+    pub(super) fn rx_probe_reply(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        state: QpState,
+        repr: &MrcRepr,
+        p: &ProbeRepr,
+    ) -> RxVerdict {
+        if !matches!(state, QpState::Rtr | QpState::Rts) {
+            return self.drop_rx(DropReason::QpNotReady);
+        }
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, repr.tsx);
+        match qp.ev.handle_probe_reply(p.ev_index, p.probe_id, rtt) {
+            Ok(()) => {
+                count!(self.counters.probe_replies_ok);
+                RxVerdict::Consumed
+            }
+            Err(_) => self.drop_rx(DropReason::Stale),
+        }
+    }
+}

@@ -1,0 +1,616 @@
+//! The requester half of a QP: send queue, PSN window, SACK/NACK processing, retransmission,
+//! ACK timeout, completions in posting order.
+//!
+//! # State
+//! - A bounded send queue of posted work requests ([`SendWr`]) with their PSN ranges; PSNs are
+//!   assigned at post time, so packets leave in PSN order and a WQE is done once the
+//!   cumulative ACK passes its last PSN.
+//! - One slot per PSN of the window `[una, nxt)` (`WIN` slots, a ring): the EV and plane it
+//!   last left on, its payload length, its transmission sequence number, and a state
+//!   (in flight / acknowledged / waiting for retransmission).
+//! - A retransmission queue (each PSN at most once, so `WIN` entries suffice).
+//!
+//! # Rules
+//! - **Window**: a new PSN leaves only while `nxt - una < MPR * 128`, the CC window has room
+//!   and (for the first packet of a Write-with-Immediate) fewer than `max_wimm` are in flight.
+//!   Retransmissions go first and only need CC room.
+//! - **ACK**: everything before `cum_psn` and every SACK bit is acknowledged. A hole below the
+//!   highest SACKed PSN whose last transmission is at least `reorder_tx` transmissions older
+//!   than the newest acknowledged one is an **untrimmed loss**: its EV is retired
+//!   (`EvTable::handle_loss`) and it is retransmitted on a different EV.
+//! - **NACK** by reason: `TRIMMED` / `TRIMMED_LAST_HOP` retransmit and keep the EV (counted as
+//!   a trim); `OUT_OF_WINDOW` retransmits; `TOO_MANY_WIMM` waits for the timeout; fatal
+//!   reasons (`REMOTE_ACCESS`, `LENGTH`, `NO_RECV_BUFFER`, `INVALID_QP`) put the QP in ERROR.
+//! - **Timeout**: the retry policy decides; a retry retransmits every unacknowledged PSN, a
+//!   give-up puts the QP in ERROR with [`CompletionError::RetryExceeded`].
+//! - **Completions** come from the head of the send queue only, so they are in posting order;
+//!   in ERROR every remaining WQE completes with an error (the first with the cause).
+
+use heapless::Deque;
+use mrc_abi::wire::{AckRepr, NackReason, NackRepr, Segment};
+use mrc_abi::Psn;
+
+use crate::datapath::segmenter::{PacketDesc, WriteRequest};
+use crate::engine::cc::{Cc, Controller};
+use crate::engine::ev_state::{AckFeedback, EvTable};
+use crate::engine::packet::{Completion, CompletionError, CompletionKind, LocalBuf, SendWr};
+use crate::engine::qp::{QpError, RtsParams};
+use crate::engine::retry::{RetryDecision, RetryState};
+
+const F_INFLIGHT: u8 = 1;
+const F_ACKED: u8 = 2;
+const F_PENDING: u8 = 4;
+/// Retransmit on a different EV than the last one.
+const F_AVOID: u8 = 8;
+
+/// Per-PSN transmit state (12 bytes).
+#[derive(Clone, Copy, Debug, Default)]
+struct TxSlot {
+    tx_seq: u32,
+    ev: u16,
+    len: u16,
+    plane: u8,
+    flags: u8,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SendWqe {
+    wr: SendWr,
+    start_psn: Psn,
+    npkts: u32,
+    msn: u16,
+}
+
+/// Requester counters (saturating where they could matter, else wrapping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RequesterCounters {
+    pub posted: u64,
+    pub post_refused: u64,
+    pub data_sent: u64,
+    pub retransmits: u64,
+    pub acks: u64,
+    /// ACKs whose cumulative PSN was behind `una` or beyond `nxt` (cumulative part ignored).
+    pub acks_stale: u64,
+    pub losses_inferred: u64,
+    pub nacks_trimmed: u64,
+    pub nacks_out_of_window: u64,
+    pub nacks_too_many_wimm: u64,
+    pub nacks_fatal: u64,
+    /// NACKs for PSNs not in flight.
+    pub nacks_stale: u64,
+    pub timeouts: u64,
+    pub give_ups: u64,
+    pub completions: u64,
+    pub flushed: u64,
+}
+
+/// What a NACK did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NackEffect {
+    None,
+    Fatal(NackReason),
+}
+
+/// The next packet the requester would send.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Candidate {
+    pub desc: PacketDesc,
+    pub segment: Segment,
+    pub local: LocalBuf,
+    pub msn: u16,
+    pub retransmit: bool,
+    /// EV to avoid (the one the lost copy took).
+    pub avoid_ev: Option<u16>,
+    pub ack_req: bool,
+    /// First packet of a Write-with-Immediate (counts against `max_wimm`).
+    pub wimm_start: bool,
+}
+
+/// Why no packet can leave now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stall {
+    Idle,
+    Window,
+    Cc,
+    Wimm,
+}
+
+/// The requester of one QP: send queue of `SQ`, window of `WIN` PSNs.
+pub struct Requester<const WIN: usize, const SQ: usize> {
+    sq: Deque<SendWqe, SQ>,
+    /// Index in `sq` of the WQE whose packets are being sent for the first time.
+    send_idx: usize,
+    next_post_psn: Psn,
+    next_msn: u16,
+    una: Psn,
+    nxt: Psn,
+    slots: [TxSlot; WIN],
+    retx: Deque<Psn, WIN>,
+    inflight_bytes: u64,
+    tx_seq: u32,
+    max_acked_seq: u32,
+    retry: RetryState,
+    mpr_psns: u32,
+    max_wimm: u16,
+    wimm_inflight: u16,
+    reorder_tx: u32,
+    mtu: u32,
+    error: Option<CompletionError>,
+    in_error: bool,
+    planted_bug: bool,
+    counters: RequesterCounters,
+}
+
+fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
+    let (a, b) = d.as_slices();
+    match a.get(i) {
+        Some(v) => Some(*v),
+        None => b.get(i.wrapping_sub(a.len())).copied(),
+    }
+}
+
+fn segment_of(desc: &PacketDesc) -> Segment {
+    use mrc_abi::wire::Opcode::*;
+    match desc.opcode {
+        WriteFirst => Segment::First,
+        WriteLast | WriteLastImm => Segment::Last { imm: desc.imm },
+        WriteOnly | WriteOnlyImm => Segment::Only { imm: desc.imm },
+        _ => Segment::Middle,
+    }
+}
+
+impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
+    const CAPACITY_OK: () = assert!(WIN >= 64 && SQ >= 1, "Requester needs WIN >= 64, SQ >= 1");
+
+    /// A requester from validated RTS attributes; `mtu` payload bytes per packet (`1..=65535`),
+    /// loss inferred after `reorder_tx` later transmissions are acknowledged.
+    pub fn new(p: &RtsParams, mtu: u32, reorder_tx: u32, planted_bug: bool) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        Requester {
+            sq: Deque::new(),
+            send_idx: 0,
+            next_post_psn: p.sq_psn,
+            next_msn: 0,
+            una: p.sq_psn,
+            nxt: p.sq_psn,
+            slots: [TxSlot::default(); WIN],
+            retx: Deque::new(),
+            inflight_bytes: 0,
+            tx_seq: 0,
+            max_acked_seq: 0,
+            retry: p.retry,
+            mpr_psns: p.mpr_psns.min(WIN as u32),
+            max_wimm: p.max_wimm,
+            wimm_inflight: 0,
+            reorder_tx: reorder_tx.max(1),
+            mtu: mtu.clamp(1, u32::from(u16::MAX)),
+            error: None,
+            in_error: false,
+            planted_bug,
+            counters: RequesterCounters::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> RequesterCounters {
+        self.counters
+    }
+
+    /// Oldest unacknowledged PSN.
+    pub fn una(&self) -> Psn {
+        self.una
+    }
+
+    /// Next new PSN.
+    pub fn nxt(&self) -> Psn {
+        self.nxt
+    }
+
+    /// Payload bytes in flight (sent, not acknowledged, not declared lost).
+    pub fn inflight_bytes(&self) -> u64 {
+        self.inflight_bytes
+    }
+
+    /// Work requests not yet completed.
+    pub fn queued(&self) -> usize {
+        self.sq.len()
+    }
+
+    /// When the ACK timer fires, if armed.
+    pub fn deadline_ns(&self) -> Option<u64> {
+        self.retry.deadline_ns()
+    }
+
+    /// Post a work request.
+    ///
+    /// # Errors
+    /// [`QpError::QueueFull`], [`QpError::BadWorkRequest`] (counted).
+    pub fn post_send(&mut self, wr: SendWr) -> Result<(), QpError> {
+        let req = WriteRequest {
+            remote_va: wr.remote_va,
+            rkey: wr.rkey,
+            len: wr.len,
+            imm: wr.imm,
+            mtu_payload: self.mtu,
+            start_psn: self.next_post_psn,
+        };
+        let result = match req.packet_count() {
+            Err(_) => Err(QpError::BadWorkRequest),
+            Ok(npkts) => {
+                let wqe = SendWqe {
+                    wr,
+                    start_psn: self.next_post_psn,
+                    npkts,
+                    msn: self.next_msn,
+                };
+                self.sq.push_back(wqe).map_err(|_| QpError::QueueFull)?;
+                self.next_post_psn = self.next_post_psn.add(npkts);
+                self.next_msn = self.next_msn.wrapping_add(1);
+                Ok(())
+            }
+        };
+        match result {
+            Ok(()) => self.counters.posted += 1,
+            Err(_) => self.counters.post_refused += 1,
+        }
+        result
+    }
+
+    fn slot(&self, psn: Psn) -> TxSlot {
+        self.slots
+            .get(psn.value() as usize % WIN)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn slot_mut(&mut self, psn: Psn) -> Option<&mut TxSlot> {
+        self.slots.get_mut(psn.value() as usize % WIN)
+    }
+
+    fn in_flight_range(&self, psn: Psn) -> bool {
+        psn.distance_from(self.una) >= 0 && psn.distance_from(self.nxt) < 0
+    }
+
+    fn request(&self, w: &SendWqe) -> WriteRequest {
+        WriteRequest {
+            remote_va: w.wr.remote_va,
+            rkey: w.wr.rkey,
+            len: w.wr.len,
+            imm: w.wr.imm,
+            mtu_payload: self.mtu,
+            start_psn: w.start_psn,
+        }
+    }
+
+    fn candidate_for(&self, w: &SendWqe, desc: PacketDesc, retransmit: bool) -> Candidate {
+        Candidate {
+            segment: segment_of(&desc),
+            local: LocalBuf {
+                handle: w.wr.local.handle,
+                offset: w
+                    .wr
+                    .local
+                    .offset
+                    .wrapping_add(u64::from(desc.payload_offset)),
+            },
+            msn: w.msn,
+            retransmit,
+            avoid_ev: None,
+            // Ask for an immediate ACK at the end of a message and at the window edge.
+            ack_req: desc.imm.is_some() || desc.index + 1 == w.npkts,
+            wimm_start: desc.index == 0 && w.wr.imm.is_some(),
+            desc,
+        }
+    }
+
+    /// The next packet to send (not yet committed), or why none can leave.
+    pub(crate) fn peek(&mut self, cc: &Cc) -> Result<Candidate, Stall> {
+        if self.in_error {
+            return Err(Stall::Idle);
+        }
+        if !cc.can_send(self.inflight_bytes) {
+            return Err(if self.retx.is_empty() && self.send_idx >= self.sq.len() {
+                Stall::Idle
+            } else {
+                Stall::Cc
+            });
+        }
+        // Retransmissions first; entries acknowledged meanwhile are dropped here.
+        while let Some(&psn) = self.retx.front() {
+            let s = self.slot(psn);
+            if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
+                let found = self.sq.iter().find_map(|w| {
+                    let d = psn.distance_from(w.start_psn);
+                    (d >= 0 && (d as u32) < w.npkts)
+                        .then(|| {
+                            self.request(w)
+                                .descriptor_in(d as u32, w.npkts)
+                                .map(|desc| (w, desc))
+                        })
+                        .flatten()
+                });
+                if let Some((w, desc)) = found {
+                    let mut c = self.candidate_for(w, desc, true);
+                    c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
+                    return Ok(c);
+                }
+            }
+            self.retx.pop_front();
+        }
+        let w = deque_get(&self.sq, self.send_idx).ok_or(Stall::Idle)?;
+        if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
+            return Err(Stall::Window);
+        }
+        let index = u32::try_from(self.nxt.distance_from(w.start_psn)).unwrap_or(0);
+        if index == 0 && w.wr.imm.is_some() && self.wimm_inflight >= self.max_wimm {
+            return Err(Stall::Wimm);
+        }
+        let desc = self
+            .request(&w)
+            .descriptor_in(index, w.npkts)
+            .ok_or(Stall::Idle)?;
+        Ok(self.candidate_for(&w, desc, false))
+    }
+
+    /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
+    pub(crate) fn commit(&mut self, c: &Candidate, ev: u16, plane: u8, now_ns: u64) {
+        let psn = c.desc.psn;
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+        let seq = self.tx_seq;
+        let len = c.desc.payload_len.min(u32::from(u16::MAX)) as u16;
+        if c.retransmit {
+            self.retx.pop_front();
+            self.counters.retransmits += 1;
+        } else {
+            self.nxt = self.nxt.add(1);
+            self.counters.data_sent += 1;
+            if c.wimm_start {
+                self.wimm_inflight = self.wimm_inflight.saturating_add(1);
+            }
+            if let Some(w) = deque_get(&self.sq, self.send_idx) {
+                if self.nxt.distance_from(w.start_psn) as u32 >= w.npkts {
+                    self.send_idx += 1;
+                }
+            }
+        }
+        if let Some(s) = self.slot_mut(psn) {
+            *s = TxSlot {
+                tx_seq: seq,
+                ev,
+                len,
+                plane,
+                flags: F_INFLIGHT,
+            };
+        }
+        self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+        self.retry.arm(now_ns);
+    }
+
+    fn mark_acked(&mut self, psn: Psn) -> u64 {
+        let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) else {
+            return 0;
+        };
+        if s.flags & F_ACKED != 0 {
+            return 0;
+        }
+        let was_inflight = s.flags & F_INFLIGHT != 0;
+        s.flags = F_ACKED;
+        let (len, seq) = (u64::from(s.len), s.tx_seq);
+        if (seq.wrapping_sub(self.max_acked_seq) as i32) > 0 {
+            self.max_acked_seq = seq;
+        }
+        if was_inflight {
+            self.inflight_bytes = self.inflight_bytes.saturating_sub(len);
+        }
+        len
+    }
+
+    /// Declare `psn` lost (it is in flight): queue its retransmission.
+    fn mark_pending(&mut self, psn: Psn, avoid: bool) -> Option<TxSlot> {
+        let s = self.slots.get_mut(psn.value() as usize % WIN)?;
+        if s.flags & F_INFLIGHT == 0 {
+            return None;
+        }
+        let before = *s;
+        s.flags = F_PENDING | if avoid { F_AVOID } else { 0 };
+        self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(before.len));
+        // Cannot overflow: each PSN of the window is queued at most once.
+        let _ = self.retx.push_back(psn);
+        Some(before)
+    }
+
+    /// A coalesced ACK. Returns whether `una` advanced.
+    pub(crate) fn handle_ack<const E: usize>(
+        &mut self,
+        now_ns: u64,
+        a: &AckRepr,
+        rtt_ns: u64,
+        ev: &mut EvTable<E>,
+        cc: &mut Cc,
+    ) -> bool {
+        self.counters.acks += 1;
+        let mut acked_bytes = 0u64;
+        let start = self.una;
+        let cum_ok =
+            a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
+        if cum_ok {
+            while self.una != a.cum_psn {
+                acked_bytes += self.mark_acked(self.una);
+                self.una = self.una.add(1);
+            }
+        } else {
+            self.counters.acks_stale += 1;
+        }
+        // SACK bits.
+        let mut bits = a.sack_bitmap;
+        while bits != 0 {
+            let i = bits.trailing_zeros();
+            bits &= bits - 1;
+            let psn = a.sack_base.add(i);
+            if self.in_flight_range(psn) {
+                acked_bytes += self.mark_acked(psn);
+            }
+        }
+        // Loss inference: holes below the highest SACKed PSN, old enough.
+        if a.sack_bitmap != 0 {
+            let hi = 63 - a.sack_bitmap.leading_zeros();
+            let mut holes = !a.sack_bitmap & ((1u64 << hi) - 1);
+            while holes != 0 {
+                let i = holes.trailing_zeros();
+                holes &= holes - 1;
+                let psn = a.sack_base.add(i);
+                if !self.in_flight_range(psn) {
+                    continue;
+                }
+                let s = self.slot(psn);
+                let age = self.max_acked_seq.wrapping_sub(s.tx_seq) as i32;
+                if s.flags & F_INFLIGHT != 0 && age >= self.reorder_tx as i32 {
+                    if let Some(lost) = self.mark_pending(psn, true) {
+                        self.counters.losses_inferred += 1;
+                        let _ = ev.handle_loss(lost.ev, now_ns);
+                        cc.on_nack(now_ns, u64::from(lost.len));
+                    }
+                }
+            }
+        }
+        let fb = AckFeedback {
+            delivered: u32::from(a.pkt_count),
+            ecn_marked: a.ce_count > 0,
+            rtt_ns,
+        };
+        let _ = ev.handle_ack(a.ev_index, now_ns, fb);
+        cc.on_ack(now_ns, acked_bytes, a.ce_count > 0, rtt_ns);
+        let progress = self.una != start;
+        if progress {
+            self.retry.on_progress(now_ns, self.una != self.nxt);
+        }
+        progress
+    }
+
+    /// A NACK from the responder.
+    pub(crate) fn handle_nack<const E: usize>(
+        &mut self,
+        now_ns: u64,
+        n: &NackRepr,
+        ev: &mut EvTable<E>,
+        cc: &mut Cc,
+    ) -> NackEffect {
+        if n.reason.is_fatal() || n.reason == NackReason::InvalidQp {
+            self.counters.nacks_fatal += 1;
+            return NackEffect::Fatal(n.reason);
+        }
+        let s = self.slot(n.psn);
+        if !self.in_flight_range(n.psn) || s.flags & F_INFLIGHT == 0 {
+            self.counters.nacks_stale += 1;
+            return NackEffect::None;
+        }
+        match n.reason {
+            NackReason::Trimmed | NackReason::TrimmedLastHop => {
+                self.counters.nacks_trimmed += 1;
+                let _ = ev.handle_trim(s.ev);
+                cc.on_trim(now_ns, u64::from(s.len));
+                if self.planted_bug && n.reason == NackReason::TrimmedLastHop {
+                    // Planted bug (tests only): the NACK is taken as the packet's ACK.
+                    let _ = self.mark_acked(n.psn);
+                } else {
+                    let _ = self.mark_pending(n.psn, false);
+                }
+            }
+            NackReason::OutOfWindow => {
+                self.counters.nacks_out_of_window += 1;
+                let _ = self.mark_pending(n.psn, false);
+            }
+            _ => {
+                // TOO_MANY_WIMM: the ACK timeout resends it once the responder has room.
+                self.counters.nacks_too_many_wimm += 1;
+            }
+        }
+        NackEffect::None
+    }
+
+    /// The ACK timer fired at `now_ns`. Returns `Err` when the retry budget is spent.
+    pub(crate) fn handle_timeout(&mut self, now_ns: u64, cc: &mut Cc) -> Result<(), ()> {
+        match self.retry.deadline_ns() {
+            Some(d) if d <= now_ns => {}
+            _ => return Ok(()),
+        }
+        if self.una == self.nxt {
+            self.retry.on_progress(now_ns, false);
+            return Ok(());
+        }
+        self.counters.timeouts += 1;
+        match self.retry.on_timeout(now_ns) {
+            RetryDecision::Retry { .. } => {
+                cc.on_timeout(now_ns);
+                let mut psn = self.una;
+                while psn != self.nxt {
+                    let _ = self.mark_pending(psn, true);
+                    psn = psn.add(1);
+                }
+                Ok(())
+            }
+            RetryDecision::GiveUp { .. } => {
+                self.counters.give_ups += 1;
+                Err(())
+            }
+        }
+    }
+
+    /// Enter ERROR: nothing more is sent; the head WQE will complete with `cause`, the rest
+    /// with [`CompletionError::Flushed`].
+    pub(crate) fn enter_error(&mut self, cause: CompletionError) {
+        if !self.in_error {
+            self.in_error = true;
+            self.error = Some(cause);
+        }
+        self.retx.clear();
+    }
+
+    /// The next completion of this requester, in posting order.
+    pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
+        for _ in 0..SQ {
+            let w = *self.sq.front()?;
+            let end = w.start_psn.add(w.npkts);
+            let done = self.una.distance_from(end) >= 0;
+            let status = if done {
+                Ok(())
+            } else if self.in_error {
+                Err(self.error.take().unwrap_or(CompletionError::Flushed))
+            } else {
+                return None;
+            };
+            self.sq.pop_front();
+            self.send_idx = self.send_idx.saturating_sub(1);
+            if w.wr.imm.is_some() && (done || self.nxt.distance_from(w.start_psn) > 0) {
+                self.wimm_inflight = self.wimm_inflight.saturating_sub(1);
+            }
+            if status.is_err() {
+                self.counters.flushed += 1;
+            }
+            if w.wr.signaled || status.is_err() {
+                self.counters.completions += 1;
+                return Some(Completion {
+                    qpn,
+                    wr_id: w.wr.wr_id,
+                    kind: CompletionKind::Send,
+                    status,
+                });
+            }
+        }
+        None
+    }
+
+    /// Mark every in-flight packet that left on `plane` lost (the port went down).
+    pub(crate) fn plane_down(&mut self, plane: u8) {
+        let mut psn = self.una;
+        while psn != self.nxt {
+            let s = self.slot(psn);
+            if s.plane == plane && s.flags & F_INFLIGHT != 0 {
+                let _ = self.mark_pending(psn, true);
+            }
+            psn = psn.add(1);
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! A simulated multipath channel between two NICs: fixed latency, seeded loss, duplication,
+//! trimming, CE marks, bounded reordering, a silently blackholed EV and a plane outage.
+//!
+//! Packets wait in a FIFO of `CAP` entries (constant latency keeps it in time order); a
+//! reordered packet waits instead in a small side array with extra delay, so it overtakes
+//! nothing but is overtaken. Payload bytes travel with the packet when `PB > 0` (up to `PB`
+//! bytes each); with `PB == 0` payloads are virtual (lengths only). Everything is bounded and
+//! every drop is counted by cause.
+
+use crate::engine::packet::TxPacket;
+use crate::engine::rng::Rng;
+
+/// Side array for reordered packets.
+const LATE: usize = 32;
+
+/// Fault and timing model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelConfig {
+    /// One-way latency.
+    pub latency_ns: u64,
+    /// Independent loss of any packet, ppm.
+    pub loss_ppm: u32,
+    /// Duplication, ppm.
+    pub dup_ppm: u32,
+    /// Trimming of data packets (payload cut, headers delivered), ppm.
+    pub trim_ppm: u32,
+    /// Share of trims done by the last hop, ppm of trims.
+    pub trim_last_hop_ppm: u32,
+    /// CE marking of data packets, ppm.
+    pub ce_ppm: u32,
+    /// Reordering: the packet is delayed by up to `reorder_extra_ns` more, ppm.
+    pub reorder_ppm: u32,
+    pub reorder_extra_ns: u64,
+    /// Every packet on this EV index (either direction) vanishes.
+    pub blackhole_ev: Option<u16>,
+    /// `(plane, down_at_ns, up_at_ns)`: the plane drops everything in between.
+    pub plane_outage: Option<(u8, u64, u64)>,
+}
+
+impl Default for ChannelConfig {
+    fn default() -> Self {
+        ChannelConfig {
+            latency_ns: 2_000,
+            loss_ppm: 0,
+            dup_ppm: 0,
+            trim_ppm: 0,
+            trim_last_hop_ppm: 500_000,
+            ce_ppm: 0,
+            reorder_ppm: 0,
+            reorder_extra_ns: 0,
+            blackhole_ev: None,
+            plane_outage: None,
+        }
+    }
+}
+
+/// Trim state of a packet in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Trim {
+    #[default]
+    None,
+    Trimmed,
+    LastHop,
+}
+
+/// A packet on its way.
+#[derive(Clone, Copy, Debug)]
+pub struct Flight<const PB: usize> {
+    /// Destination NIC (0 or 1).
+    pub to: u8,
+    /// Delivery time.
+    pub at_ns: u64,
+    pub pkt: TxPacket,
+    pub trim: Trim,
+    pub ce: bool,
+    pub payload: [u8; PB],
+}
+
+/// Channel counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelCounters {
+    pub sent: u64,
+    pub delivered: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub trimmed: u64,
+    pub reordered: u64,
+    pub ce_marked: u64,
+    pub blackholed: u64,
+    pub plane_dropped: u64,
+    /// The FIFO was full: dropped.
+    pub overflow: u64,
+}
+
+/// The channel: a FIFO of `CAP` packets plus the reorder side array.
+pub struct Channel<const CAP: usize, const PB: usize> {
+    cfg: ChannelConfig,
+    rng: Rng,
+    fifo: [Option<Flight<PB>>; CAP],
+    head: usize,
+    len: usize,
+    late: [Option<Flight<PB>>; LATE],
+    late_len: usize,
+    counters: ChannelCounters,
+}
+
+impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
+    /// An empty channel.
+    pub fn new(cfg: ChannelConfig, seed: u64) -> Self {
+        Channel {
+            cfg,
+            rng: Rng::new(seed),
+            fifo: [None; CAP],
+            head: 0,
+            len: 0,
+            late: [None; LATE],
+            late_len: 0,
+            counters: ChannelCounters::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> ChannelCounters {
+        self.counters
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ChannelConfig {
+        &self.cfg
+    }
+
+    /// Packets in flight.
+    pub fn in_flight(&self) -> usize {
+        self.len + self.late_len
+    }
+
+    fn plane_dead(&self, plane: u8, now_ns: u64) -> bool {
+        matches!(self.cfg.plane_outage, Some((p, down, up)) if p == plane && now_ns >= down && now_ns < up)
+    }
+
+    fn chance(&mut self, ppm: u32) -> bool {
+        ppm != 0 && self.rng.chance_ppm(ppm)
+    }
+
+    /// Send `pkt` to NIC `to` at `now_ns`; `payload` holds its bytes when `PB > 0`.
+    pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
+        self.counters.sent += 1;
+        if self.cfg.blackhole_ev == Some(pkt.evx.ev_index) {
+            self.counters.blackholed += 1;
+            return;
+        }
+        if self.plane_dead(pkt.evx.plane, now_ns) {
+            self.counters.plane_dropped += 1;
+            return;
+        }
+        if self.chance(self.cfg.loss_ppm) {
+            self.counters.lost += 1;
+            return;
+        }
+        let is_data =
+            pkt.payload_len() > 0 || matches!(pkt.body, crate::engine::TxBody::Write { .. });
+        let mut f = Flight {
+            to,
+            at_ns: now_ns.saturating_add(self.cfg.latency_ns),
+            pkt,
+            trim: Trim::None,
+            ce: false,
+            payload: [0; PB],
+        };
+        if PB > 0 {
+            let n = payload.len().min(PB);
+            if let (Some(dst), Some(src)) = (f.payload.get_mut(..n), payload.get(..n)) {
+                dst.copy_from_slice(src);
+            }
+        }
+        if is_data {
+            if self.chance(self.cfg.trim_ppm) {
+                self.counters.trimmed += 1;
+                f.trim = if self.rng.chance_ppm(self.cfg.trim_last_hop_ppm) {
+                    Trim::LastHop
+                } else {
+                    Trim::Trimmed
+                };
+            }
+            if self.chance(self.cfg.ce_ppm) {
+                self.counters.ce_marked += 1;
+                f.ce = true;
+            }
+        }
+        let dup = self.chance(self.cfg.dup_ppm);
+        self.enqueue(f);
+        if dup {
+            self.counters.duplicated += 1;
+            self.enqueue(f);
+        }
+    }
+
+    fn enqueue(&mut self, mut f: Flight<PB>) {
+        if self.late_len < LATE && self.chance(self.cfg.reorder_ppm) {
+            f.at_ns = f
+                .at_ns
+                .saturating_add(1 + self.rng.below(self.cfg.reorder_extra_ns.max(1)));
+            if let Some(slot) = self.late.iter_mut().find(|s| s.is_none()) {
+                *slot = Some(f);
+                self.late_len += 1;
+                self.counters.reordered += 1;
+                return;
+            }
+        }
+        if self.len >= CAP {
+            self.counters.overflow += 1;
+            return;
+        }
+        let i = (self.head + self.len) % CAP;
+        if let Some(s) = self.fifo.get_mut(i) {
+            *s = Some(f);
+            self.len += 1;
+        }
+    }
+
+    /// The earliest delivery time.
+    pub fn next_due(&self) -> Option<u64> {
+        let fifo = self
+            .fifo
+            .get(self.head)
+            .and_then(|f| f.as_ref())
+            .map(|f| f.at_ns);
+        let fifo = if self.len > 0 { fifo } else { None };
+        let late = if self.late_len > 0 {
+            self.late.iter().flatten().map(|f| f.at_ns).min()
+        } else {
+            None
+        };
+        match (fifo, late) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next packet due at `now_ns` (packets on a plane that died meanwhile are dropped).
+    pub fn pop_due(&mut self, now_ns: u64) -> Option<Flight<PB>> {
+        loop {
+            let f = self.pop_due_raw(now_ns)?;
+            if self.plane_dead(f.pkt.evx.plane, now_ns) {
+                self.counters.plane_dropped += 1;
+                continue;
+            }
+            self.counters.delivered += 1;
+            return Some(f);
+        }
+    }
+
+    fn pop_due_raw(&mut self, now_ns: u64) -> Option<Flight<PB>> {
+        if self.late_len > 0 {
+            for s in self.late.iter_mut() {
+                if s.is_some_and(|f| f.at_ns <= now_ns) {
+                    self.late_len -= 1;
+                    return s.take();
+                }
+            }
+        }
+        if self.len == 0 {
+            return None;
+        }
+        let slot = self.fifo.get_mut(self.head)?;
+        if slot.is_some_and(|f| f.at_ns <= now_ns) {
+            let f = slot.take();
+            self.head = (self.head + 1) % CAP;
+            self.len -= 1;
+            return f;
+        }
+        None
+    }
+}

@@ -1,0 +1,230 @@
+//! A one-way bulk stream for cost measurement: NIC A writes a fixed number of data packets to
+//! NIC B over a lossy [`Channel`] with virtual payloads (lengths only), keeping its send queue
+//! full, until every packet is placed exactly once. Used by `examples/engine_cost.rs`.
+
+use mrc_abi::wire::EvFormat;
+use mrc_abi::Psn;
+
+use super::channel::{Channel, ChannelConfig, ChannelCounters, Trim};
+use super::TkEngine;
+use crate::datapath::placement::{Access, MemRegion};
+use crate::engine::cc::NsccParams;
+use crate::engine::ev_state::EvConfig;
+use crate::engine::packet::{LocalBuf, RxMeta, RxVerdict, SendWr};
+use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
+use crate::engine::{EngineConfig, EngineCounters};
+
+const CAP: usize = 2048;
+const REGION_VA: u64 = 0x40_0000_0000;
+const REGION_LEN: u64 = 1 << 30;
+
+/// Stream setup.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamConfig {
+    pub seed: u64,
+    /// Data packets to deliver.
+    pub packets: u64,
+    /// Packets per message.
+    pub msg_packets: u32,
+    pub mtu_payload: u32,
+    pub loss_ppm: u32,
+    pub evs: u16,
+    pub planes: u8,
+    pub latency_ns: u64,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            seed: 1,
+            packets: 1_000_000,
+            msg_packets: 16,
+            mtu_payload: 4096,
+            loss_ppm: 10_000,
+            evs: 256,
+            planes: 4,
+            latency_ns: 2_000,
+        }
+    }
+}
+
+/// What happened.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamReport {
+    /// Data packets placed at B (each PSN once).
+    pub delivered_packets: u64,
+    pub messages: u64,
+    pub completions: u64,
+    pub ev_events: u64,
+    pub end_ns: u64,
+    pub sender: EngineCounters,
+    pub receiver: EngineCounters,
+    pub channel: ChannelCounters,
+    /// Something went wrong (a completion error, a stall): the run stopped early.
+    pub failed: bool,
+}
+
+fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
+    let nscc =
+        NsccParams::for_link(400_000_000_000, 2 * cfg.latency_ns + 1_000, cfg.mtu_payload).ok()?;
+    let mut table = EvConfig::new(cfg.evs, cfg.planes);
+    table.probe_base_ns = 20_000;
+    Some(QpAttrs {
+        hint: Some(QpHint::default()),
+        ev_profile: Some(EvProfile {
+            table,
+            format: EvFormat::Udp,
+            value_base: 0xC000,
+        }),
+        cc_profile: Some(CcProfile::Nscc(nscc)),
+        dest_qpn: Some(dest),
+        rq_psn: Some(Psn::new(0)),
+        responder_mpr: Some(4),
+        dynamic_mpr: Some(false),
+        responder_max_wimm: Some(8),
+        sq_psn: Some(Psn::new(0)),
+        requester_mpr: Some(4),
+        requester_max_wimm: Some(8),
+        retry_cnt: Some(25),
+        timeout: Some(6),
+    })
+}
+
+/// Run the stream. Stack use is a few hundred KiB (two engines and the channel).
+pub fn run_stream(cfg: StreamConfig) -> StreamReport {
+    let mut rep = StreamReport::default();
+    let ecfg = EngineConfig {
+        mtu_payload: cfg.mtu_payload,
+        ..EngineConfig::default()
+    };
+    let (Ok(mut a), Ok(mut b)) = (TkEngine::new(ecfg), TkEngine::new(ecfg)) else {
+        rep.failed = true;
+        return rep;
+    };
+    let (Ok(qa), Ok(qb)) = (a.create_qp(), b.create_qp()) else {
+        rep.failed = true;
+        return rep;
+    };
+    let (Some(aa), Some(ab)) = (attrs(&cfg, qb), attrs(&cfg, qa)) else {
+        rep.failed = true;
+        return rep;
+    };
+    let region = MemRegion {
+        rkey: 0x200,
+        base_va: REGION_VA,
+        length: REGION_LEN,
+        access: Access::REMOTE_WRITE,
+    };
+    if b.register_region(region).is_err() {
+        rep.failed = true;
+        return rep;
+    }
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        if a.modify_qp(qa, s, &aa, 0).is_err() || b.modify_qp(qb, s, &ab, 0).is_err() {
+            rep.failed = true;
+            return rep;
+        }
+    }
+    let ch_cfg = ChannelConfig {
+        latency_ns: cfg.latency_ns,
+        loss_ppm: cfg.loss_ppm,
+        ..ChannelConfig::default()
+    };
+    let mut ch: Channel<CAP, 0> = Channel::new(ch_cfg, cfg.seed);
+    let msg_len = cfg.msg_packets.saturating_mul(cfg.mtu_payload);
+    let total_msgs = cfg.packets.div_ceil(u64::from(cfg.msg_packets.max(1)));
+    let last_len = {
+        let rem = cfg.packets % u64::from(cfg.msg_packets.max(1));
+        if rem == 0 {
+            msg_len
+        } else {
+            rem as u32 * cfg.mtu_payload
+        }
+    };
+    let mut now = 0u64;
+    let mut posted = 0u64;
+    loop {
+        // Keep the send queue full.
+        while posted < total_msgs {
+            let len = if posted + 1 == total_msgs {
+                last_len
+            } else {
+                msg_len
+            };
+            let wr = SendWr {
+                wr_id: posted,
+                local: LocalBuf::default(),
+                remote_va: REGION_VA + (posted % 256) * u64::from(msg_len),
+                rkey: 0x200,
+                len,
+                imm: None,
+                signaled: true,
+            };
+            if a.post_send(qa, wr).is_err() {
+                break;
+            }
+            posted += 1;
+        }
+        let mut progress = false;
+        while let Some(p) = a.poll_transmit(now) {
+            ch.send(now, 1, p, &[]);
+            progress = true;
+        }
+        while let Some(p) = b.poll_transmit(now) {
+            ch.send(now, 0, p, &[]);
+            progress = true;
+        }
+        while let Some(f) = ch.pop_due(now) {
+            progress = true;
+            let mut repr = f.pkt.to_repr();
+            repr.mrh.trimmed = f.trim != Trim::None;
+            let meta = RxMeta {
+                payload_len: f.pkt.payload_len(),
+                ce: f.ce,
+            };
+            if f.to == 1 {
+                if let RxVerdict::Place { .. } = b.handle_packet(now, &repr, meta) {
+                    rep.delivered_packets += 1;
+                }
+            } else {
+                let _ = a.handle_packet(now, &repr, meta);
+            }
+        }
+        for e in [&mut a, &mut b] {
+            while e.poll_ev_event().is_some() {
+                rep.ev_events += 1;
+            }
+            while let Some(c) = e.poll_completion() {
+                rep.completions += 1;
+                if c.status.is_err() {
+                    rep.failed = true;
+                }
+            }
+        }
+        if rep.failed || rep.completions >= total_msgs {
+            break;
+        }
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+        if progress {
+            continue;
+        }
+        let next = [ch.next_due(), a.poll_timeout(), b.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        match next {
+            Some(t) => now = now.max(t),
+            None => {
+                rep.failed = true;
+                break;
+            }
+        }
+    }
+    rep.messages = posted;
+    rep.end_ns = now;
+    rep.sender = a.counters();
+    rep.receiver = b.counters();
+    rep.channel = ch.counters();
+    rep
+}

@@ -1,0 +1,314 @@
+//! The engine's rules one at a time, on two connected engines with a hand-driven wire.
+
+use mrc_abi::wire::{EvFormat, NackReason};
+use mrc_abi::Psn;
+use mrc_firmware::datapath::{Access, MemRegion};
+use mrc_firmware::engine::ev_state::{EvConfig, EvState};
+use mrc_firmware::engine::{
+    Attr, CcProfile, Completion, CompletionError, CompletionKind, DropReason, EvProfile, LocalBuf,
+    QpAttrs, QpError, QpHint, QpState, RxMeta, RxVerdict, SendWr, TxBody, TxPacket,
+};
+use mrc_firmware::testkit::TkEngine;
+
+const VA: u64 = 0x8000_0000;
+const RKEY: u32 = 0x55;
+
+fn attrs(dest: u32, retry_cnt: u8) -> QpAttrs {
+    QpAttrs {
+        hint: Some(QpHint::default()),
+        ev_profile: Some(EvProfile {
+            table: EvConfig::new(16, 2),
+            format: EvFormat::Udp,
+            value_base: 0xC000,
+        }),
+        cc_profile: Some(CcProfile::Fixed {
+            cwnd_bytes: 1 << 20,
+        }),
+        dest_qpn: Some(dest),
+        rq_psn: Some(Psn::new(100)),
+        responder_mpr: Some(2),
+        dynamic_mpr: None,
+        responder_max_wimm: Some(2),
+        sq_psn: Some(Psn::new(100)),
+        requester_mpr: Some(2),
+        requester_max_wimm: Some(2),
+        retry_cnt: Some(retry_cnt),
+        timeout: Some(3),
+    }
+}
+
+struct Two {
+    e: [Box<TkEngine>; 2],
+    now: u64,
+}
+
+impl Two {
+    #[allow(clippy::needless_range_loop)]
+    fn new(retry_cnt: u8) -> Self {
+        let cfg = mrc_firmware::engine::EngineConfig {
+            mtu_payload: 256,
+            ..Default::default()
+        };
+        let mut e = [
+            Box::new(TkEngine::new(cfg).unwrap()),
+            Box::new(TkEngine::new(cfg).unwrap()),
+        ];
+        for n in 0..2 {
+            assert_eq!(e[n].create_qp(), Ok(0));
+            e[n].register_region(MemRegion {
+                rkey: RKEY,
+                base_va: VA,
+                length: 4096,
+                access: Access::REMOTE_WRITE,
+            })
+            .unwrap();
+            for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+                e[n].modify_qp(0, s, &attrs(0, retry_cnt), 0).unwrap();
+            }
+        }
+        Two { e, now: 0 }
+    }
+
+    fn wr(id: u64, len: u32, rkey: u32, imm: Option<u32>) -> SendWr {
+        SendWr {
+            wr_id: id,
+            local: LocalBuf::default(),
+            remote_va: VA,
+            rkey,
+            len,
+            imm,
+            signaled: true,
+        }
+    }
+
+    fn out(&mut self, n: usize) -> Vec<TxPacket> {
+        std::iter::from_fn(|| self.e[n].poll_transmit(self.now)).collect()
+    }
+
+    fn deliver(&mut self, to: usize, p: &TxPacket, trimmed: bool) -> RxVerdict {
+        let mut r = p.to_repr();
+        r.mrh.trimmed = trimmed;
+        let payload_len = if trimmed { 0 } else { p.payload_len() };
+        self.e[to].handle_packet(
+            self.now,
+            &r,
+            RxMeta {
+                payload_len,
+                ce: false,
+            },
+        )
+    }
+
+    fn completions(&mut self, n: usize) -> Vec<Completion> {
+        std::iter::from_fn(|| self.e[n].poll_completion()).collect()
+    }
+}
+
+#[test]
+fn qp_attribute_rules_are_errors() {
+    let mut e = TkEngine::new(Default::default()).unwrap();
+    let q = e.create_qp().unwrap();
+    assert_eq!(
+        e.modify_qp(q, QpState::Rts, &attrs(0, 3), 0),
+        Err(QpError::BadTransition {
+            from: QpState::Reset,
+            to: QpState::Rts
+        })
+    );
+    let no_cc = QpAttrs {
+        cc_profile: None,
+        ..attrs(0, 3)
+    };
+    assert_eq!(
+        e.modify_qp(q, QpState::Init, &no_cc, 0),
+        Err(QpError::MissingAttr(Attr::CcProfile))
+    );
+    assert_eq!(e.qp_state(q), Some(QpState::Reset));
+    e.modify_qp(q, QpState::Init, &attrs(0, 3), 0).unwrap();
+    let big = QpAttrs {
+        responder_mpr: Some(5),
+        ..attrs(0, 3)
+    };
+    assert_eq!(
+        e.modify_qp(q, QpState::Rtr, &big, 0),
+        Err(QpError::MprTooLarge { mpr: 5, max: 4 })
+    );
+    assert!(matches!(
+        e.post_send(q, Two::wr(1, 10, RKEY, None)),
+        Err(QpError::WrongState { .. })
+    ));
+    e.modify_qp(q, QpState::Error, &QpAttrs::default(), 0)
+        .unwrap();
+    e.modify_qp(q, QpState::Reset, &QpAttrs::default(), 0)
+        .unwrap();
+    assert_eq!(e.qp_state(q), Some(QpState::Reset));
+    assert_eq!(
+        e.modify_qp(7, QpState::Init, &attrs(0, 3), 0),
+        Err(QpError::UnknownQp { qpn: 7 })
+    );
+}
+
+#[test]
+fn a_bad_rkey_is_nacked_fatal_and_never_written() {
+    let mut t = Two::new(3);
+    t.e[0]
+        .post_send(0, Two::wr(1, 100, RKEY + 1, None))
+        .unwrap();
+    t.e[0].post_send(0, Two::wr(2, 100, RKEY, None)).unwrap();
+    let pkts = t.out(0);
+    assert_eq!(pkts.len(), 2);
+    assert_eq!(
+        t.deliver(1, &pkts[0], false),
+        RxVerdict::Dropped(DropReason::RemoteAccess)
+    );
+    assert_eq!(t.e[1].qp_state(0), Some(QpState::Error));
+    // The QP in ERROR NACKs the next write instead of placing it.
+    assert_eq!(
+        t.deliver(1, &pkts[1], false),
+        RxVerdict::Dropped(DropReason::QpNotReady)
+    );
+    assert_eq!(t.e[1].counters().placed, 0);
+    let back = t.out(1);
+    let TxBody::Nack(n) = back[0].body else {
+        panic!("{back:?}")
+    };
+    assert_eq!(n.reason, NackReason::RemoteAccess);
+    for p in &back {
+        t.deliver(0, p, false);
+    }
+    assert_eq!(t.e[0].qp_state(0), Some(QpState::Error));
+    let c = t.completions(0);
+    assert_eq!(c.len(), 2);
+    assert_eq!(
+        c[0].status,
+        Err(CompletionError::RemoteNack(NackReason::RemoteAccess))
+    );
+    assert_eq!(
+        (c[1].wr_id, c[1].status),
+        (2, Err(CompletionError::Flushed))
+    );
+}
+
+#[test]
+fn write_with_immediate_without_a_receive_buffer_is_fatal() {
+    let mut t = Two::new(3);
+    t.e[0].post_send(0, Two::wr(1, 10, RKEY, Some(9))).unwrap();
+    let p = t.out(0);
+    assert_eq!(
+        t.deliver(1, &p[0], false),
+        RxVerdict::Dropped(DropReason::NoRecvBuffer)
+    );
+    let back = t.out(1);
+    assert!(matches!(back[0].body, TxBody::Nack(n) if n.reason == NackReason::NoRecvBuffer));
+    t.deliver(0, &back[0], false);
+    let c = t.completions(0);
+    assert_eq!(
+        c[0].status,
+        Err(CompletionError::RemoteNack(NackReason::NoRecvBuffer))
+    );
+}
+
+#[test]
+fn immediate_completes_only_when_every_earlier_psn_is_placed() {
+    let mut t = Two::new(3);
+    t.e[1].post_recv(0, 77).unwrap();
+    t.e[0].post_send(0, Two::wr(1, 600, RKEY, None)).unwrap(); // 3 packets
+    t.e[0]
+        .post_send(0, Two::wr(2, 8, RKEY, Some(0xabc)))
+        .unwrap(); // 1 packet
+    let p = t.out(0);
+    assert_eq!(p.len(), 4);
+    for i in [3, 2, 0] {
+        assert!(matches!(
+            t.deliver(1, &p[i], false),
+            RxVerdict::Place { .. }
+        ));
+    }
+    assert!(t.completions(1).is_empty(), "PSN of packet 1 still missing");
+    assert!(matches!(
+        t.deliver(1, &p[1], false),
+        RxVerdict::Place { .. }
+    ));
+    let c = t.completions(1);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].wr_id, 77);
+    assert!(matches!(
+        c[0].kind,
+        CompletionKind::RecvImm { imm: 0xabc, msn: 1 }
+    ));
+    // A duplicate is re-ACKed, not placed again.
+    assert_eq!(
+        t.deliver(1, &p[1], false),
+        RxVerdict::Dropped(DropReason::Duplicate)
+    );
+}
+
+#[test]
+fn trimmed_packets_are_resent_and_keep_their_ev() {
+    let mut t = Two::new(3);
+    t.e[0].post_send(0, Two::wr(1, 100, RKEY, None)).unwrap();
+    let p = t.out(0);
+    let ev = p[0].evx.ev_index;
+    assert_eq!(
+        t.deliver(1, &p[0], true),
+        RxVerdict::Dropped(DropReason::Trimmed)
+    );
+    let back = t.out(1);
+    assert!(matches!(back[0].body, TxBody::Nack(n) if n.reason == NackReason::Trimmed));
+    t.deliver(0, &back[0], false);
+    let again = t.out(0);
+    assert_eq!(again.len(), 1);
+    assert!(again[0].retransmit);
+    assert_eq!(again[0].psn, p[0].psn);
+    let st = t.e[0].qp(0).unwrap().ev_table().state(ev).unwrap();
+    assert_eq!(st, EvState::Good);
+}
+
+#[test]
+fn an_untrimmed_loss_retires_its_ev_and_resends_elsewhere() {
+    let mut t = Two::new(3);
+    for i in 0..12 {
+        t.e[0].post_send(0, Two::wr(i, 256, RKEY, None)).unwrap();
+    }
+    let p = t.out(0);
+    assert_eq!(p.len(), 12);
+    let lost_ev = p[0].evx.ev_index;
+    for pkt in &p[1..] {
+        t.deliver(1, pkt, false);
+    }
+    for a in t.out(1) {
+        t.deliver(0, &a, false);
+    }
+    let st = t.e[0].qp(0).unwrap().ev_table().state(lost_ev).unwrap();
+    assert_eq!(st, EvState::AssumedBad);
+    let again = t.out(0);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].psn, p[0].psn);
+    assert_ne!(again[0].evx.ev_index, lost_ev);
+    assert!(std::iter::from_fn(|| t.e[0].poll_ev_event()).any(|e| e.event.ev == lost_ev));
+}
+
+#[test]
+fn retries_run_out_into_an_error_completion_and_a_flush() {
+    let mut t = Two::new(2);
+    t.e[0].post_send(0, Two::wr(1, 10, RKEY, None)).unwrap();
+    t.e[0].post_send(0, Two::wr(2, 10, RKEY, None)).unwrap();
+    let _ = t.out(0); // lost
+    let mut sent = 0;
+    for _ in 0..20 {
+        let Some(at) = t.e[0].poll_timeout() else {
+            break;
+        };
+        t.now = at;
+        t.e[0].handle_timeout(t.now);
+        sent += t.out(0).len();
+        if t.e[0].qp_state(0) == Some(QpState::Error) {
+            break;
+        }
+    }
+    assert_eq!(sent, 4, "two retries of two packets");
+    assert_eq!(t.e[0].qp_state(0), Some(QpState::Error));
+    let c = t.completions(0);
+    assert_eq!(c[0].status, Err(CompletionError::RetryExceeded));
+    assert_eq!(c[1].status, Err(CompletionError::Flushed));
+}
