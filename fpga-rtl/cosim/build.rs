@@ -7,7 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// (top module, C++ class prefix)
-const BLOCKS: [&str; 4] = ["ev_sprayer", "rx_psn_tracker", "csr_event_queue", "hdr_builder"];
+const BLOCKS: [&str; 4] = [
+    "ev_sprayer",
+    "rx_psn_tracker",
+    "csr_event_queue",
+    "hdr_builder",
+];
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_verilator)");
@@ -62,7 +67,11 @@ fn main() {
             }
         }
     }
-    for f in ["verilated.cpp", "verilated_vcd_c.cpp", "verilated_threads.cpp"] {
+    for f in [
+        "verilated.cpp",
+        "verilated_vcd_c.cpp",
+        "verilated_threads.cpp",
+    ] {
         build.file(root.join("include").join(f));
     }
     build.file(manifest.join("csrc").join("shim.cpp"));
@@ -70,15 +79,32 @@ fn main() {
     println!("cargo:rustc-link-lib=pthread");
 }
 
-fn verilate(verilator: &str, pkg: &Path, rtl: &Path, top: &str, prefix: &str, mdir: &Path, bug: bool) {
+fn verilate(
+    verilator: &str,
+    pkg: &Path,
+    rtl: &Path,
+    top: &str,
+    prefix: &str,
+    mdir: &Path,
+    bug: bool,
+) {
     let _ = std::fs::remove_dir_all(mdir);
     let mut cmd = Command::new(verilator);
-    cmd.args(["--cc", "--trace", "-O1", "-Wno-fatal", "--top-module", top, "--prefix", prefix])
-        .arg("-Mdir")
-        .arg(mdir)
-        .arg(format!("-I{}", rtl.display()))
-        .arg(pkg)
-        .arg(rtl.join(format!("{top}.sv")));
+    cmd.args([
+        "--cc",
+        "--trace",
+        "-O1",
+        "-Wno-fatal",
+        "--top-module",
+        top,
+        "--prefix",
+        prefix,
+    ])
+    .arg("-Mdir")
+    .arg(mdir)
+    .arg(format!("-I{}", rtl.display()))
+    .arg(pkg)
+    .arg(rtl.join(format!("{top}.sv")));
     if bug {
         cmd.arg("-DPLANTED_BUG");
     }

@@ -4,7 +4,7 @@
 use crate::{mismatch, Mismatch, Report, Rng, Rtl, Words};
 use mrc_abi::wire::ev::stev_encode;
 use mrc_abi::wire::{
-    BthRepr, Body, Encap, EthernetAddress, EthernetRepr, EvFormat, EvxRepr, Frame, Ipv6Repr,
+    Body, BthRepr, Encap, EthernetAddress, EthernetRepr, EvFormat, EvxRepr, Frame, Ipv6Repr,
     MrcRepr, MrhRepr, Opcode, RethRepr, Segment, TsxRepr, UdpRepr,
 };
 use mrc_abi::Psn;
@@ -58,7 +58,11 @@ fn gen(rng: &mut Rng) -> Desc {
         Opcode::WriteOnly => Segment::Only { imm: None },
         _ => Segment::Only { imm: Some(imm) },
     };
-    let ev_value = if format == EvFormat::Udp { rng.below(1 << 16) as u32 } else { rng.next_u64() as u32 };
+    let ev_value = if format == EvFormat::Udp {
+        rng.below(1 << 16) as u32
+    } else {
+        rng.next_u64() as u32
+    };
     let len = rng.below(300) as usize;
     let payload: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
     let mrc = MrcRepr {
@@ -90,12 +94,19 @@ fn gen(rng: &mut Rng) -> Desc {
         }),
         body: Body::Write {
             segment,
-            reth: RethRepr { va: rng.next_u64(), rkey: rng.next_u64() as u32, dma_len: len as u32 },
+            reth: RethRepr {
+                va: rng.next_u64(),
+                rkey: rng.next_u64() as u32,
+                dma_len: len as u32,
+            },
         },
     };
     Desc {
         format,
-        eth: EthernetRepr { dst: mac(rng), src: mac(rng) },
+        eth: EthernetRepr {
+            dst: mac(rng),
+            src: mac(rng),
+        },
         src: addr(rng),
         dst: addr(rng),
         outer_src: addr(rng),
@@ -139,7 +150,13 @@ fn frame(d: &Desc) -> Vec<u8> {
             d.sport,
         ),
     };
-    let f = Frame { eth: d.eth, encap, udp: UdpRepr { src_port: sport }, mrc: d.mrc, payload: &d.payload };
+    let f = Frame {
+        eth: d.eth,
+        encap,
+        udp: UdpRepr { src_port: sport },
+        mrc: d.mrc,
+        payload: &d.payload,
+    };
     let mut buf = vec![0u8; f.buffer_len()];
     let n = f.emit(&mut buf).expect("emit a generated frame");
     buf.truncate(n - d.payload.len());
@@ -171,8 +188,13 @@ fn encode(d: &Desc, valid: bool, m_ready: bool) -> Words {
     let h = &d.mrc.mrh;
     let evx = d.mrc.evx.unwrap_or_default();
     let tsx = d.mrc.tsx.unwrap_or_default();
-    let Body::Write { reth, .. } = d.mrc.body else { unreachable!("writes only") };
-    w.b(valid).u(d.format as u64, 2).u(mac(d.eth.dst), 48).u(mac(d.eth.src), 48);
+    let Body::Write { reth, .. } = d.mrc.body else {
+        unreachable!("writes only")
+    };
+    w.b(valid)
+        .u(d.format as u64, 2)
+        .u(mac(d.eth.dst), 48)
+        .u(mac(d.eth.src), 48);
     ip(&mut w, d.src);
     ip(&mut w, d.dst);
     ip(&mut w, d.outer_src);
@@ -223,7 +245,11 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             pending = Some(gen(&mut rng));
         }
         let m_ready = rng.chance(80);
-        let mut o = rtl.step(&encode(pending.as_ref().unwrap_or(&idle), pending.is_some(), m_ready));
+        let mut o = rtl.step(&encode(
+            pending.as_ref().unwrap_or(&idle),
+            pending.is_some(),
+            m_ready,
+        ));
         let d_ready = o.b();
         let m_valid = o.b();
         let data = o.bytes_le(512);
@@ -238,7 +264,11 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             }
             if last {
                 let Some(d) = expect.pop_front() else {
-                    return Err(mismatch(cycle, compared, "packet without a descriptor".into()));
+                    return Err(mismatch(
+                        cycle,
+                        compared,
+                        "packet without a descriptor".into(),
+                    ));
                 };
                 let want = frame(&d);
                 if got != want || hdr_len != want.len() {
@@ -260,5 +290,8 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             expect.extend(pending.take());
         }
     }
-    Ok(Report { cycles, transactions: compared })
+    Ok(Report {
+        cycles,
+        transactions: compared,
+    })
 }

@@ -1,7 +1,9 @@
 //! `csr_event_queue.sv` against [`RingModel`]: the ABI ring rules of `mrc_abi::device::csr`.
 
 use crate::{mismatch, Mismatch, Report, Rng, Rtl, Words};
-use mrc_abi::device::csr::{CsrEvent, CsrRing, EvUpdate, Retransmit, SendProbe, WindowUpdate, ENTRY_BYTES};
+use mrc_abi::device::csr::{
+    CsrEvent, CsrRing, EvUpdate, Retransmit, SendProbe, WindowUpdate, ENTRY_BYTES,
+};
 use mrc_abi::device::EvState;
 use mrc_abi::Psn;
 use std::collections::VecDeque;
@@ -74,7 +76,12 @@ fn entry(rng: &mut Rng) -> [u8; ENTRY_BYTES] {
     let ev = rng.below(4096) as u16;
     let ev = match rng.below(4) {
         0 => CsrEvent::Retransmit(Retransmit::new(qpn, Psn::new(rng.next_u64() as u32), ev)),
-        1 => CsrEvent::EvUpdate(EvUpdate::new(qpn, ev, EvState::Good, 1 + rng.below(15) as u16)),
+        1 => CsrEvent::EvUpdate(EvUpdate::new(
+            qpn,
+            ev,
+            EvState::Good,
+            1 + rng.below(15) as u16,
+        )),
         2 => CsrEvent::SendProbe(SendProbe::new(qpn, ev, rng.next_u64() as u32)),
         _ => CsrEvent::WindowUpdate(WindowUpdate::new(
             qpn,
@@ -131,11 +138,19 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
                 return Err(mismatch(
                     cycle,
                     compared,
-                    format!("popped {:02x?}, model {:02x?} ({:?})", m_data, want, CsrEvent::decode(&want)),
+                    format!(
+                        "popped {:02x?}, model {:02x?} ({:?})",
+                        m_data,
+                        want,
+                        CsrEvent::decode(&want)
+                    ),
                 ));
             }
             compared += 1;
         }
     }
-    Ok(Report { cycles, transactions: compared })
+    Ok(Report {
+        cycles,
+        transactions: compared,
+    })
 }

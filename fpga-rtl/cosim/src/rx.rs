@@ -34,7 +34,11 @@ fn gen(rng: &mut Rng, cum: Psn) -> Cmd {
     match rng.below(1000) {
         0..=4 => {
             // Reset, often close to the 24-bit wrap.
-            let v = if rng.bit() { (1 << 24) - rng.below(300) as u32 } else { rng.next_u64() as u32 };
+            let v = if rng.bit() {
+                (1 << 24) - rng.below(300) as u32
+            } else {
+                rng.next_u64() as u32
+            };
             Cmd::Reset(Psn::new(v))
         }
         5..=14 => Cmd::Receive(Psn::new(rng.next_u64() as u32)),
@@ -109,7 +113,11 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
         };
         if rsp_valid && rsp_ready {
             let Some((cmd, want)) = expect.pop_front() else {
-                return Err(mismatch(cycle, compared, "response without a command".into()));
+                return Err(mismatch(
+                    cycle,
+                    compared,
+                    "response without a command".into(),
+                ));
             };
             if got != want {
                 return Err(mismatch(
@@ -125,5 +133,8 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             pending = None;
         }
     }
-    Ok(Report { cycles, transactions: compared })
+    Ok(Report {
+        cycles,
+        transactions: compared,
+    })
 }

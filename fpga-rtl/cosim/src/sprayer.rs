@@ -36,14 +36,27 @@ fn err_code(r: Result<(), SprayerError>) -> u8 {
 }
 
 fn counters(c: SprayerCounters) -> [u32; 4] {
-    [c.picks as u32, c.no_usable as u32, c.skips as u32, c.bad_writes as u32]
+    [
+        c.picks as u32,
+        c.no_usable as u32,
+        c.skips as u32,
+        c.bad_writes as u32,
+    ]
 }
 
 fn gen(rng: &mut Rng, issued: u64) -> Cmd {
     let slot = |rng: &mut Rng, valid: bool| EvSlot {
         usable: rng.chance(85),
-        weight: if valid { 1 + rng.below(15) as u8 } else { rng.below(18) as u8 },
-        plane: if valid { rng.below(P as u64) as u8 } else { rng.below(P as u64 + 2) as u8 },
+        weight: if valid {
+            1 + rng.below(15) as u8
+        } else {
+            rng.below(18) as u8
+        },
+        plane: if valid {
+            rng.below(P as u64) as u8
+        } else {
+            rng.below(P as u64 + 2) as u8
+        },
         skip_once: rng.chance(10),
     };
     if issued < N as u64 && rng.chance(60) {
@@ -70,7 +83,11 @@ fn apply(m: &mut Sprayer<N, P>, c: Cmd) -> Rsp {
         Cmd::MarkSkip(i) => (None, err_code(m.mark_skip(i))),
         Cmd::PlaneWeight(p, w) => (None, err_code(m.set_plane_weight(p, w))),
     };
-    Rsp { pick, err, counters: counters(m.counters()) }
+    Rsp {
+        pick,
+        err,
+        counters: counters(m.counters()),
+    }
 }
 
 fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
@@ -112,12 +129,25 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
         let index = o.u(16) as u16;
         let plane = o.u(8) as u8;
         let err = o.u(2) as u8;
-        let cnt = [o.u(32) as u32, o.u(32) as u32, o.u(32) as u32, o.u(32) as u32];
+        let cnt = [
+            o.u(32) as u32,
+            o.u(32) as u32,
+            o.u(32) as u32,
+            o.u(32) as u32,
+        ];
         if rsp_valid && rsp_ready {
             let Some((cmd, want)) = expect.pop_front() else {
-                return Err(mismatch(cycle, compared, "response without a command".into()));
+                return Err(mismatch(
+                    cycle,
+                    compared,
+                    "response without a command".into(),
+                ));
             };
-            let got = Rsp { pick: found.then_some(EvPick { index, plane }), err, counters: cnt };
+            let got = Rsp {
+                pick: found.then_some(EvPick { index, plane }),
+                err,
+                counters: cnt,
+            };
             if got != want {
                 return Err(mismatch(
                     cycle,
@@ -133,5 +163,8 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             issued += 1;
         }
     }
-    Ok(Report { cycles, transactions: compared })
+    Ok(Report {
+        cycles,
+        transactions: compared,
+    })
 }

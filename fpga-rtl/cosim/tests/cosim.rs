@@ -31,13 +31,19 @@ fn clean(block: Block, name: &str) {
     }
     match run(block, SEED, CYCLES, false, None) {
         Ok(r) => {
-            println!("{name}: {} cycles, {} transactions compared with the model", r.cycles, r.transactions);
+            println!(
+                "{name}: {} cycles, {} transactions compared with the model",
+                r.cycles, r.transactions
+            );
             assert!(r.transactions > 10_000, "{name}: too few transactions");
         }
         Err(m) => {
             let vcd = vcd_path(name);
             let _ = run(block, SEED, m.cycle + 2, false, Some(&vcd));
-            panic!("{name}: RTL differs from the model at {m}\nwaveform: {}", vcd.display());
+            panic!(
+                "{name}: RTL differs from the model at {m}\nwaveform: {}",
+                vcd.display()
+            );
         }
     }
 }
@@ -53,7 +59,10 @@ fn planted(block: Block, name: &str) {
     let vcd = vcd_path(&format!("{name}_bug"));
     let again = run(block, SEED, m.cycle + 2, true, Some(&vcd)).expect_err("deterministic rerun");
     assert_eq!(again, m, "rerun with tracing must fail the same way");
-    assert!(std::fs::metadata(&vcd).is_ok_and(|f| f.len() > 0), "no VCD written");
+    assert!(
+        std::fs::metadata(&vcd).is_ok_and(|f| f.len() > 0),
+        "no VCD written"
+    );
 }
 
 #[test]
