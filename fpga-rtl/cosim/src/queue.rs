@@ -108,7 +108,7 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
         let push = rng.chance(phase_push);
         let data = entry(&mut rng);
         let m_ready = rng.chance(phase_pop);
-        let addr = (rng.below(8) * 4) as u64;
+        let addr = rng.below(8) * 4;
         let mut w = Words::default();
         w.b(push).bytes_le(&data).b(m_ready).u(addr, 5);
         let mut o = rtl.step(&w);
