@@ -27,7 +27,7 @@ echo "|---|---:|---:|---:|---:|"
 for b in "${blocks[@]}"; do
   log="$out/$b.log"
   yosys -q -l "$log" -p "read_verilog -sv -I$here/rtl $here/generated/mrc_abi_pkg.sv $here/rtl/$b.sv; synth_xilinx -top $b -flatten; stat" >/dev/null 2>&1
-  cnt() { grep -E "^\s+[0-9]+\s+$1\s*$" "$log" | awk '{s+=$1} END {print s+0}'; }
+  cnt() { { grep -E "^\s+[0-9]+\s+$1\s*$" "$log" || true; } | awk '{v=$1} END {print v+0}'; }
   lut=0; for c in LUT1 LUT2 LUT3 LUT4 LUT5 LUT6; do lut=$((lut + $(cnt "$c"))); done
   ff=0; for c in FDRE FDSE FDCE FDPE; do ff=$((ff + $(cnt "$c"))); done
   bram=$(( $(cnt RAMB18E1) + $(cnt RAMB36E1) ))
