@@ -1,0 +1,170 @@
+//! `ev_sprayer.sv` against `Sprayer<256, 4>`.
+
+use crate::{mismatch, Mismatch, Report, Rng, Rtl, Words};
+use mrc_firmware::datapath::{EvPick, EvSlot, Sprayer, SprayerCounters, SprayerError};
+use std::collections::VecDeque;
+
+/// EV table size of the RTL instance (`ev_sprayer` parameter N).
+pub const N: usize = 256;
+/// Planes of the RTL instance (parameter P).
+pub const P: usize = 4;
+
+/// One command of the sprayer's command stream.
+#[derive(Debug, Clone, Copy)]
+enum Cmd {
+    Next,
+    SetEv(u16, EvSlot),
+    SetUsable(u16, bool),
+    MarkSkip(u16),
+    PlaneWeight(u8, u8),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rsp {
+    pick: Option<EvPick>,
+    err: u8,
+    counters: [u32; 4],
+}
+
+fn err_code(r: Result<(), SprayerError>) -> u8 {
+    match r {
+        Ok(()) => 0,
+        Err(SprayerError::IndexOutOfRange { .. }) => 1,
+        Err(SprayerError::BadWeight { .. }) => 2,
+        Err(SprayerError::BadPlane { .. }) => 3,
+    }
+}
+
+fn counters(c: SprayerCounters) -> [u32; 4] {
+    [
+        c.picks as u32,
+        c.no_usable as u32,
+        c.skips as u32,
+        c.bad_writes as u32,
+    ]
+}
+
+fn gen(rng: &mut Rng, issued: u64) -> Cmd {
+    let slot = |rng: &mut Rng, valid: bool| EvSlot {
+        usable: rng.chance(85),
+        weight: if valid {
+            1 + rng.below(15) as u8
+        } else {
+            rng.below(18) as u8
+        },
+        plane: if valid {
+            rng.below(P as u64) as u8
+        } else {
+            rng.below(P as u64 + 2) as u8
+        },
+        skip_once: rng.chance(10),
+    };
+    if issued < N as u64 && rng.chance(60) {
+        return Cmd::SetEv(issued as u16, slot(rng, true));
+    }
+    let idx = |rng: &mut Rng| rng.below(N as u64 + 8) as u16;
+    match rng.below(100) {
+        0..=69 => Cmd::Next,
+        70..=77 => {
+            let valid = rng.chance(80);
+            Cmd::SetEv(idx(rng), slot(rng, valid))
+        }
+        78..=86 => Cmd::SetUsable(idx(rng), rng.chance(50)),
+        87..=96 => Cmd::MarkSkip(idx(rng)),
+        _ => Cmd::PlaneWeight(rng.below(P as u64 + 1) as u8, rng.below(17) as u8),
+    }
+}
+
+fn apply(m: &mut Sprayer<N, P>, c: Cmd) -> Rsp {
+    let (pick, err) = match c {
+        Cmd::Next => (m.next_ev(), 0),
+        Cmd::SetEv(i, s) => (None, err_code(m.set_ev(i, s))),
+        Cmd::SetUsable(i, u) => (None, err_code(m.set_usable(i, u))),
+        Cmd::MarkSkip(i) => (None, err_code(m.mark_skip(i))),
+        Cmd::PlaneWeight(p, w) => (None, err_code(m.set_plane_weight(p, w))),
+    };
+    Rsp {
+        pick,
+        err,
+        counters: counters(m.counters()),
+    }
+}
+
+fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
+    let (op, idx, usable, weight, plane, skip) = match c.unwrap_or(Cmd::Next) {
+        Cmd::Next => (0, 0, false, 0, 0, false),
+        Cmd::SetEv(i, s) => (1, i, s.usable, s.weight, s.plane, s.skip_once),
+        Cmd::SetUsable(i, u) => (2, i, u, 0, 0, false),
+        Cmd::MarkSkip(i) => (3, i, false, 0, 0, false),
+        Cmd::PlaneWeight(p, w) => (4, 0, false, w, p, false),
+    };
+    let mut w = Words::default();
+    w.b(c.is_some())
+        .u(op, 3)
+        .u(idx.into(), 16)
+        .b(usable)
+        .u(weight.into(), 8)
+        .u(plane.into(), 8)
+        .b(skip)
+        .b(rsp_ready);
+    w
+}
+
+/// Drive the sprayer for `cycles` clocks.
+pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
+    let mut rng = Rng::new(seed);
+    let mut model: Sprayer<N, P> = Sprayer::new();
+    let mut pending: Option<Cmd> = None;
+    let mut expect: VecDeque<(Cmd, Rsp)> = VecDeque::new();
+    let (mut issued, mut compared) = (0u64, 0u64);
+    for cycle in 0..cycles {
+        if pending.is_none() && rng.chance(85) {
+            pending = Some(gen(&mut rng, issued));
+        }
+        let rsp_ready = rng.chance(75);
+        let mut o = rtl.step(&encode(pending, rsp_ready));
+        let cmd_ready = o.b();
+        let rsp_valid = o.b();
+        let found = o.b();
+        let index = o.u(16) as u16;
+        let plane = o.u(8) as u8;
+        let err = o.u(2) as u8;
+        let cnt = [
+            o.u(32) as u32,
+            o.u(32) as u32,
+            o.u(32) as u32,
+            o.u(32) as u32,
+        ];
+        if rsp_valid && rsp_ready {
+            let Some((cmd, want)) = expect.pop_front() else {
+                return Err(mismatch(
+                    cycle,
+                    compared,
+                    "response without a command".into(),
+                ));
+            };
+            let got = Rsp {
+                pick: found.then_some(EvPick { index, plane }),
+                err,
+                counters: cnt,
+            };
+            if got != want {
+                return Err(mismatch(
+                    cycle,
+                    compared,
+                    format!("{cmd:?}: rtl {got:?}, model {want:?}"),
+                ));
+            }
+            compared += 1;
+        }
+        if let (Some(c), true) = (pending, cmd_ready) {
+            expect.push_back((c, apply(&mut model, c)));
+            pending = None;
+            issued += 1;
+        }
+    }
+    Ok(Report {
+        cycles,
+        transactions: compared,
+    })
+}

@@ -1,0 +1,274 @@
+// ev_sprayer: the EV table of one QP and its per-packet EV decision
+// (reference model: mrc_firmware::datapath::Sprayer<N, P>, same algorithm bit for bit).
+//
+// State: N EV slots {usable, weight 1..15, plane 0..P-1, skip_once}, P plane weights (reset 1),
+// plane cursor/round, and per plane an EV cursor (0..N) and IWRR round.
+// Two-level interleaved weighted round robin: pick a plane (round robin weighted by plane weight,
+// over planes with a usable EV), then an EV of that plane (IWRR by EV weight); skip-once EVs are
+// passed over once and their flag cleared.
+//
+// One command per clock (cmd_ready = !rsp_valid || rsp_ready), one registered response each:
+//   OP_NEXT         Sprayer::next_ev          rsp_found, rsp_index, rsp_plane
+//   OP_SET_EV       Sprayer::set_ev           rsp_err
+//   OP_SET_USABLE   Sprayer::set_usable       rsp_err
+//   OP_MARK_SKIP    Sprayer::mark_skip        rsp_err
+//   OP_PLANE_WEIGHT Sprayer::set_plane_weight rsp_err (cmd_plane, cmd_weight)
+// Firmware writes and packet requests share the command stream (an upstream arbiter orders them).
+//
+// One decision per clock at N = 256: the model's sequential scan needs at most 4 passes over the
+// table (pass 0 from the cursor to the end in the current round, then full passes in the next
+// rounds: a failing full pass clears every skip flag it met, so the next pass in a lower-or-equal
+// eligibility set succeeds). The RTL evaluates the 4 passes in parallel as priority encoders.
+//
+// PLANTED_BUG (co-simulation only): skip-once flags are never cleared.
+`default_nettype none
+module ev_sprayer #(
+    parameter int N = 256,
+    parameter int P = 4
+) (
+    input  wire logic        clk,
+    input  wire logic        rst_n,
+    input  wire logic        cmd_valid,
+    output logic             cmd_ready,
+    input  wire logic [2:0]  cmd_op,
+    input  wire logic [15:0] cmd_index,
+    input  wire logic        cmd_usable,
+    input  wire logic [7:0]  cmd_weight,
+    input  wire logic [7:0]  cmd_plane,
+    input  wire logic        cmd_skip,
+    output logic             rsp_valid,
+    input  wire logic        rsp_ready,
+    output logic             rsp_found,
+    output logic [15:0]      rsp_index,
+    output logic [7:0]       rsp_plane,
+    output logic [1:0]       rsp_err,
+    output logic [31:0]      cnt_picks,
+    output logic [31:0]      cnt_no_usable,
+    output logic [31:0]      cnt_skips,
+    output logic [31:0]      cnt_bad_writes
+);
+  localparam int IW = $clog2(N);
+  localparam int PW = (P > 1) ? $clog2(P) : 1;
+  localparam logic [2:0] OP_NEXT = 3'd0;
+  localparam logic [2:0] OP_SET_EV = 3'd1;
+  localparam logic [2:0] OP_SET_USABLE = 3'd2;
+  localparam logic [2:0] OP_MARK_SKIP = 3'd3;
+  localparam logic [2:0] OP_PLANE_WEIGHT = 3'd4;
+  localparam logic [1:0] ERR_NONE = 2'd0;
+  localparam logic [1:0] ERR_INDEX = 2'd1;
+  localparam logic [1:0] ERR_WEIGHT = 2'd2;
+  localparam logic [1:0] ERR_PLANE = 2'd3;
+  localparam logic [3:0] WEIGHT_MAX = 4'd15;
+
+  // ---- state
+  logic [N-1:0]  usable_q, skip_q;
+  logic [N-1:0][3:0]    weight_q;
+  logic [N-1:0][PW-1:0] plane_q;
+  logic [P-1:0][3:0]    pweight_q;
+  logic [P-1:0][IW:0]   ev_cursor_q;
+  logic [P-1:0][3:0]    ev_round_q;
+  logic [PW:0]   plane_cursor_q;
+  logic [3:0]    plane_round_q;
+
+  function automatic logic [3:0] next_round(input logic [3:0] r, input logic [3:0] m);
+    return (r >= m) ? 4'd1 : r + 4'd1;
+  endfunction
+
+  // ---- derived per-plane summaries (combinational from the table)
+  logic [3:0] plane_max_w [P];
+  logic [3:0] elig_w [P];
+  logic [3:0] max_pw;
+  always_comb begin
+    for (int p = 0; p < P; p++) begin
+      plane_max_w[p] = '0;
+      for (int i = 0; i < N; i++)
+        if (usable_q[i] && plane_q[i] == PW'(p) && weight_q[i] > plane_max_w[p])
+          plane_max_w[p] = weight_q[i];
+    end
+    max_pw = '0;
+    for (int p = 0; p < P; p++) begin
+      elig_w[p] = (plane_max_w[p] != 4'd0) ? pweight_q[p] : 4'd0;
+      if (elig_w[p] > max_pw) max_pw = elig_w[p];
+    end
+  end
+
+  // ---- plane pick: pass 0 from the cursor in the current round, pass 1 over all planes
+  logic          plane_ok;
+  logic [PW-1:0] psel;
+  logic [PW:0]   pcursor_n;
+  logic [3:0]    pround_n;
+  logic          p0_found;
+  logic [PW-1:0] p0, p1;
+  logic [3:0]    pr1;
+  always_comb begin
+    pr1 = next_round(plane_round_q, max_pw);
+    p0_found = 1'b0;
+    p0 = '0;
+    for (int p = P - 1; p >= 0; p--)
+      if ((PW + 1)'(p) >= plane_cursor_q && elig_w[p] >= plane_round_q && elig_w[p] != 4'd0) begin
+        p0_found = 1'b1;
+        p0 = PW'(p);
+      end
+    p1 = '0;
+    for (int p = P - 1; p >= 0; p--) if (elig_w[p] >= pr1 && elig_w[p] != 4'd0) p1 = PW'(p);
+    plane_ok = max_pw != 4'd0;
+    psel = p0_found ? p0 : p1;
+    pround_n = p0_found ? plane_round_q : pr1;
+    pcursor_n = (PW + 1)'(psel) + 1'b1;
+  end
+
+  // ---- EV pick on plane psel: 4 passes in parallel
+  logic [N-1:0] base, ge_c, e0, e1, e2, e3, c0, s1, s2, s3, below, cleared;
+  logic [3:0]   m, r0, r1, r2, r3, ev_round_n;
+  logic [IW:0]  c;
+  logic [3:0]   found;
+  logic [IW-1:0] k0, k1, k2, k3, ksel;
+  logic         ev_ok;
+  logic [15:0]  nskips;
+  always_comb begin
+    m = plane_max_w[psel];
+    c = ev_cursor_q[psel];
+    r0 = ev_round_q[psel];
+    r1 = next_round(r0, m);
+    r2 = next_round(r1, m);
+    r3 = next_round(r2, m);
+    for (int i = 0; i < N; i++) begin
+      base[i] = usable_q[i] && plane_q[i] == psel;
+      ge_c[i] = (IW + 1)'(i) >= c;
+      e0[i] = base[i] && weight_q[i] >= r0;
+      e1[i] = base[i] && weight_q[i] >= r1;
+      e2[i] = base[i] && weight_q[i] >= r2;
+      e3[i] = base[i] && weight_q[i] >= r3;
+    end
+    c0 = ge_c & e0;
+    s1 = skip_q & ~c0;
+    s2 = s1 & ~e1;
+    s3 = s2 & ~e2;
+    found = '0;
+    k0 = '0;
+    k1 = '0;
+    k2 = '0;
+    k3 = '0;
+    for (int i = N - 1; i >= 0; i--) begin
+      if (c0[i] && !skip_q[i]) begin found[0] = 1'b1; k0 = IW'(i); end
+      if (e1[i] && !s1[i]) begin found[1] = 1'b1; k1 = IW'(i); end
+      if (e2[i] && !s2[i]) begin found[2] = 1'b1; k2 = IW'(i); end
+      if (e3[i] && !s3[i]) begin found[3] = 1'b1; k3 = IW'(i); end
+    end
+    ev_ok = found != 4'd0;
+    if (found[0]) begin
+      ksel = k0;
+      ev_round_n = r0;
+    end else if (found[1]) begin
+      ksel = k1;
+      ev_round_n = r1;
+    end else if (found[2]) begin
+      ksel = k2;
+      ev_round_n = r2;
+    end else begin
+      ksel = k3;
+      ev_round_n = r3;
+    end
+    for (int i = 0; i < N; i++) below[i] = IW'(i) < ksel;
+    if (found[0]) cleared = c0 & skip_q & below;
+    else if (found[1]) cleared = (c0 & skip_q) | (e1 & s1 & below);
+    else if (found[2]) cleared = (c0 & skip_q) | (e1 & s1) | (e2 & s2 & below);
+    else cleared = (c0 & skip_q) | (e1 & s1) | (e2 & s2) | (e3 & s3 & below);
+    nskips = '0;
+    for (int i = 0; i < N; i++) nskips = nskips + 16'(cleared[i]);
+  end
+
+  // ---- firmware write checks (same order as the model)
+  logic       idx_ok;
+  logic [1:0] err;
+  always_comb begin
+    idx_ok = cmd_index < 16'(N);
+    err = ERR_NONE;
+    case (cmd_op)
+      OP_SET_EV:
+        if (cmd_weight == 8'd0 || cmd_weight > 8'(WEIGHT_MAX)) err = ERR_WEIGHT;
+        else if (cmd_plane >= 8'(P)) err = ERR_PLANE;
+        else if (!idx_ok) err = ERR_INDEX;
+      OP_SET_USABLE:
+        if (!idx_ok) err = ERR_INDEX;
+        else if (cmd_usable && weight_q[cmd_index[IW-1:0]] == 4'd0) err = ERR_WEIGHT;
+      OP_MARK_SKIP:
+        if (!idx_ok) err = ERR_INDEX;
+      OP_PLANE_WEIGHT:
+        if (cmd_weight > 8'(WEIGHT_MAX)) err = ERR_WEIGHT;
+        else if (cmd_plane >= 8'(P)) err = ERR_PLANE;
+      default: ;
+    endcase
+  end
+
+  wire fire = cmd_valid && cmd_ready;
+  assign cmd_ready = !rsp_valid || rsp_ready;
+  wire [IW-1:0] widx = cmd_index[IW-1:0];
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      usable_q <= '0;
+      skip_q <= '0;
+      weight_q <= '0;
+      plane_q <= '0;
+      pweight_q <= {P{4'd1}};
+      ev_cursor_q <= '0;
+      ev_round_q <= {P{4'd1}};
+      plane_cursor_q <= '0;
+      plane_round_q <= 4'd1;
+      rsp_valid <= 1'b0;
+      rsp_found <= 1'b0;
+      rsp_index <= '0;
+      rsp_plane <= '0;
+      rsp_err <= '0;
+      cnt_picks <= '0;
+      cnt_no_usable <= '0;
+      cnt_skips <= '0;
+      cnt_bad_writes <= '0;
+    end else begin
+      if (rsp_valid && rsp_ready) rsp_valid <= 1'b0;
+      if (fire) begin
+        rsp_valid <= 1'b1;
+        rsp_found <= 1'b0;
+        rsp_index <= '0;
+        rsp_plane <= '0;
+        rsp_err <= err;
+        if (err != ERR_NONE) cnt_bad_writes <= cnt_bad_writes + 32'd1;
+        case (cmd_op)
+          OP_NEXT:
+            if (plane_ok && ev_ok) begin
+              rsp_found <= 1'b1;
+              rsp_index <= 16'(ksel);
+              rsp_plane <= 8'(psel);
+              plane_cursor_q <= pcursor_n;
+              plane_round_q <= pround_n;
+              ev_cursor_q[psel] <= (IW + 1)'(ksel) + 1'b1;
+              ev_round_q[psel] <= ev_round_n;
+`ifndef PLANTED_BUG
+              skip_q <= skip_q & ~cleared;
+`endif
+              cnt_picks <= cnt_picks + 32'd1;
+              cnt_skips <= cnt_skips + 32'(nskips);
+            end else begin
+              cnt_no_usable <= cnt_no_usable + 32'd1;
+            end
+          OP_SET_EV:
+            if (err == ERR_NONE) begin
+              usable_q[widx] <= cmd_usable;
+              weight_q[widx] <= cmd_weight[3:0];
+              plane_q[widx] <= cmd_plane[PW-1:0];
+              skip_q[widx] <= cmd_skip;
+            end
+          OP_SET_USABLE:
+            if (err == ERR_NONE) usable_q[widx] <= cmd_usable;
+          OP_MARK_SKIP:
+            if (err == ERR_NONE) skip_q[widx] <= 1'b1;
+          OP_PLANE_WEIGHT:
+            if (err == ERR_NONE) pweight_q[cmd_plane[PW-1:0]] <= cmd_weight[3:0];
+          default: ;
+        endcase
+      end
+    end
+  end
+endmodule
+`default_nettype wire

@@ -1,0 +1,189 @@
+// rx_psn_tracker: receive PSN bitmap of one QP (reference model: mrc_firmware::datapath::RxBitmap).
+//
+// State: cumulative PSN `cum` (every PSN before it received, `cum` itself not), a ring of
+// W = 64*WORDS bits for PSNs cum .. cum+W-1 with the bit of `cum` at ring position `head`, and
+// `next_max` (one past the highest PSN received). 24-bit wrap-around PSN arithmetic throughout.
+//
+// One command per clock on a valid/ready stream; one registered response per command:
+//   OP_RECEIVE (RxBitmap::receive): classify req_psn New / Duplicate / OutOfWindow, set its bit,
+//     advance `cum` over every consecutive received PSN (find-first-zero over the ring, one clock).
+//     Response: outcome, cum and next_max after the update.
+//   OP_SACK (RxBitmap::sack): the 64-bit SACK from base req_psn: bit i = PSN base+i received
+//     (before cum reads 1, beyond the window 0). State unchanged.
+//   OP_RESET (RxBitmap::reset): expect req_psn next, forget every bit (counters kept).
+// Back-pressure: cmd_ready = !rsp_valid || rsp_ready (throughput: 1 packet per clock).
+// Counters (free-running, wrapping, 32 bits here; the model's are 64): new, dup, oow.
+//
+// PLANTED_BUG (co-simulation only): the window check is off by one (cum+W is accepted).
+`default_nettype none
+module rx_psn_tracker #(
+    parameter int WORDS = 4
+) (
+    input  wire logic        clk,
+    input  wire logic        rst_n,
+    // command
+    input  wire logic        cmd_valid,
+    output logic             cmd_ready,
+    input  wire logic [1:0]  cmd_op,
+    input  wire logic [23:0] cmd_psn,
+    // response
+    output logic             rsp_valid,
+    input  wire logic        rsp_ready,
+    output logic [1:0]       rsp_outcome,
+    output logic [23:0]      rsp_cum,
+    output logic [23:0]      rsp_next_max,
+    output logic [23:0]      rsp_sack_base,
+    output logic [63:0]      rsp_sack_bitmap,
+    // counters
+    output logic [31:0]      cnt_new,
+    output logic [31:0]      cnt_dup,
+    output logic [31:0]      cnt_oow
+);
+  localparam int W = 64 * WORDS;
+  localparam int HW = $clog2(W);
+  localparam int EW = $clog2(W + 128);
+  localparam logic [1:0] OP_RECEIVE = 2'd0;
+  localparam logic [1:0] OP_SACK = 2'd1;
+  localparam logic [1:0] OP_RESET = 2'd2;
+  localparam logic [1:0] OUT_NEW = 2'd0;
+  localparam logic [1:0] OUT_DUP = 2'd1;
+  localparam logic [1:0] OUT_OOW = 2'd2;
+  localparam logic [24:0] WIN = 25'(W);
+
+  logic [23:0]   cum_q, next_max_q;
+  logic [HW-1:0] head_q;
+  logic [W-1:0]  ring_q;
+
+  // Ring rotated so that bit k is the bit of PSN cum+k.
+  logic [W-1:0] rot;
+  always_comb rot = (ring_q >> head_q) | (ring_q << (HW'(W - 1) - head_q + 1'b1));
+
+  // ---- receive
+  logic [23:0]   d;
+  logic          in_win;
+  logic [W-1:0]  rot_set;
+  logic [HW:0]   run;  // consecutive ones from offset 0 after the set (W when all set)
+  logic [1:0]    outcome;
+  logic [23:0]   cum_n, next_max_n;
+  logic [HW-1:0] head_n;
+  logic [W-1:0]  ring_n;
+  logic [W-1:0]  clear_rot;
+  // verilator lint_off UNUSEDSIGNAL
+  logic [23:0]   ahead, behind;  // only the sign bits are used
+  // verilator lint_on UNUSEDSIGNAL
+  always_comb begin
+    d = cmd_psn - cum_q;
+`ifdef PLANTED_BUG
+    in_win = {1'b0, d} <= WIN;
+`else
+    in_win = {1'b0, d} < WIN;
+`endif
+    rot_set = rot;
+    outcome = OUT_NEW;
+    cum_n = cum_q;
+    next_max_n = next_max_q;
+    head_n = head_q;
+    ring_n = ring_q;
+    run = '0;
+    clear_rot = '0;
+    ahead = '0;
+    behind = '0;
+    if (!in_win) begin
+      outcome = d[23] ? OUT_DUP : OUT_OOW;
+    end else if (rot[d[HW-1:0]]) begin
+      outcome = OUT_DUP;
+    end else begin
+      rot_set[d[HW-1:0]] = 1'b1;
+      ring_n[HW'(d[HW-1:0] + head_q)] = 1'b1;
+      ahead = cmd_psn - next_max_q;
+      if (!ahead[23]) next_max_n = cmd_psn + 24'd1;
+      if (d == 24'd0) begin
+        run = (HW + 1)'(W);
+        for (int k = W - 1; k >= 0; k--) if (!rot_set[k]) run = (HW + 1)'(k);
+        for (int k = 0; k < W; k++) clear_rot[k] = (HW + 1)'(k) < run;
+        // Clear the run in ring coordinates: rotate the mask left by head.
+        ring_n = ring_n & ~((clear_rot << head_q) | (clear_rot >> (HW'(W - 1) - head_q + 1'b1)));
+        head_n = head_q + run[HW-1:0];
+        cum_n = cum_q + 24'(run);
+        behind = next_max_n - cum_n;
+        if (behind[23]) next_max_n = cum_n;
+      end
+    end
+  end
+
+  // ---- SACK from base cmd_psn
+  logic [23:0]       sd;      // base - cum
+  logic [23:0]       shift;   // sd + 64
+  logic [W+127:0]    ext;     // bit j: offset j-64 (ones before cum, zeros beyond the window)
+  logic [63:0]       window_bits, sack;
+  logic [23:0]       di;
+  always_comb begin
+    di = '0;
+    sd = cmd_psn - cum_q;
+    shift = sd + 24'd64;
+    ext = {64'd0, rot, {64{1'b1}}};
+    window_bits = (shift < 24'(W + 64)) ? ext[shift[EW-1:0] +: 64] : 64'd0;
+    for (int i = 0; i < 64; i++) begin
+      di = sd + 24'(i);
+      sack[i] = ({1'b0, di} < WIN) ? window_bits[i] : di[23];
+    end
+  end
+
+  wire fire = cmd_valid && cmd_ready;
+  assign cmd_ready = !rsp_valid || rsp_ready;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      cum_q <= '0;
+      next_max_q <= '0;
+      head_q <= '0;
+      ring_q <= '0;
+      rsp_valid <= 1'b0;
+      rsp_outcome <= '0;
+      rsp_cum <= '0;
+      rsp_next_max <= '0;
+      rsp_sack_base <= '0;
+      rsp_sack_bitmap <= '0;
+      cnt_new <= '0;
+      cnt_dup <= '0;
+      cnt_oow <= '0;
+    end else begin
+      if (rsp_valid && rsp_ready) rsp_valid <= 1'b0;
+      if (fire) begin
+        rsp_valid <= 1'b1;
+        rsp_outcome <= OUT_NEW;
+        rsp_sack_base <= cmd_psn;
+        rsp_sack_bitmap <= '0;
+        rsp_cum <= cum_q;
+        rsp_next_max <= next_max_q;
+        case (cmd_op)
+          OP_RECEIVE: begin
+            cum_q <= cum_n;
+            next_max_q <= next_max_n;
+            head_q <= head_n;
+            ring_q <= ring_n;
+            rsp_outcome <= outcome;
+            rsp_cum <= cum_n;
+            rsp_next_max <= next_max_n;
+            case (outcome)
+              OUT_NEW: cnt_new <= cnt_new + 32'd1;
+              OUT_DUP: cnt_dup <= cnt_dup + 32'd1;
+              default: cnt_oow <= cnt_oow + 32'd1;
+            endcase
+          end
+          OP_SACK: rsp_sack_bitmap <= sack;
+          OP_RESET: begin
+            cum_q <= cmd_psn;
+            next_max_q <= cmd_psn;
+            head_q <= '0;
+            ring_q <= '0;
+            rsp_cum <= cmd_psn;
+            rsp_next_max <= cmd_psn;
+          end
+          default: ;
+        endcase
+      end
+    end
+  end
+endmodule
+`default_nettype wire

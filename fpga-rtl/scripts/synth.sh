@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Yosys synth_xilinx of every RTL block; prints a markdown table of LUT / FF / BRAM / LUTRAM.
+# Usage: fpga-rtl/scripts/synth.sh [--readme] [block...]   (default: all four)
+# --readme also replaces the table between the synth markers in fpga-rtl/README.md.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+if [ "${1:-}" = "--readme" ]; then
+  shift
+  table="$("$0" "$@")"
+  printf '%s\n' "$table"
+  TABLE="$table" python3 - "$here/README.md" <<'PY'
+import os, re, sys
+p = sys.argv[1]
+s = open(p).read()
+s = re.sub(r"(<!-- synth:begin[^\n]*-->\n).*?(<!-- synth:end -->)",
+           lambda m: m.group(1) + os.environ["TABLE"] + "\n" + m.group(2), s, flags=re.S)
+open(p, "w").write(s)
+PY
+  exit 0
+fi
+blocks=("$@")
+[ ${#blocks[@]} -eq 0 ] && blocks=(csr_event_queue rx_psn_tracker hdr_builder ev_sprayer)
+out="${SYNTH_OUT:-/tmp/mrc-synth}"
+mkdir -p "$out"
+echo "| block | LUT | FF | BRAM (RAMB18/36) | LUTRAM |"
+echo "|---|---:|---:|---:|---:|"
+for b in "${blocks[@]}"; do
+  log="$out/$b.log"
+  yosys -q -l "$log" -p "read_verilog -sv -I$here/rtl $here/generated/mrc_abi_pkg.sv $here/rtl/$b.sv; synth_xilinx -top $b -flatten; stat" >/dev/null 2>&1
+  cnt() { { grep -E "^\s+[0-9]+\s+$1\s*$" "$log" || true; } | awk '{v=$1} END {print v+0}'; }
+  lut=0; for c in LUT1 LUT2 LUT3 LUT4 LUT5 LUT6; do lut=$((lut + $(cnt "$c"))); done
+  ff=0; for c in FDRE FDSE FDCE FDPE; do ff=$((ff + $(cnt "$c"))); done
+  bram=$(( $(cnt RAMB18E1) + $(cnt RAMB36E1) ))
+  lutram=0; for c in RAM32M RAM64M RAM32X1D RAM64X1D RAM128X1D RAM256X1S RAM64X1S RAM32X1S; do lutram=$((lutram + $(cnt "$c"))); done
+  echo "| $b | $lut | $ff | $bram | $lutram |"
+done
