@@ -30,3 +30,6 @@ pub mod queue;
 pub mod sys;
 
 pub use error::{Error, Result};
+/// The byte-view traits (`IntoBytes`, `FromBytes`) of the ABI's descriptor types, for device
+/// models built on this crate.
+pub use zerocopy;
