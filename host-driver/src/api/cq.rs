@@ -181,7 +181,9 @@ impl CompletionQueue {
         let mut tracks = None;
         let mut bad = None;
         while n < out.len() {
-            let Some(cqe) = self.ring.next()? else { break };
+            let Some(cqe) = self.ring.next_cqe()? else {
+                break;
+            };
             let c = match cqe.decode() {
                 Ok(c) => c,
                 Err(e) => {

@@ -78,10 +78,10 @@ impl Clos {
         match self.tiers {
             2 => Ok(()),
             3 => {
-                if self.pods == 0 || self.leaves % self.pods != 0 {
+                if self.pods == 0 || !self.leaves.is_multiple_of(self.pods) {
                     return Err(bad("3 tiers: pods must divide leaves"));
                 }
-                if self.cores == 0 || self.cores % self.spines != 0 {
+                if self.cores == 0 || !self.cores.is_multiple_of(self.spines) {
                     return Err(bad("3 tiers: cores must be a non-zero multiple of spines"));
                 }
                 Ok(())

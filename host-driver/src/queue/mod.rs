@@ -283,7 +283,7 @@ impl CqRing {
     /// # Errors
     /// DMA access failed.
     #[inline]
-    pub fn next(&mut self) -> Result<Option<Cqe>> {
+    pub fn next_cqe(&mut self) -> Result<Option<Cqe>> {
         let slot = u64::from(self.consumer & (self.depth() - 1));
         let flags = self.mem.read_u8(slot * CQE_BYTES + 22)?;
         if (flags & 1 != 0) != expected_owner(self.consumer, self.log2) {

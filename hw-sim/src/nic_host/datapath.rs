@@ -64,7 +64,7 @@ impl World {
         let log2 = n.reg(block + Q_LOG2);
         let base = n.reg64(block + Q_BASE_LO, block + Q_BASE_HI);
         let entry = if block == ADMIN { 64 } else { 32 };
-        let mut ok = (1..=12).contains(&log2) && base != 0 && base % 64 == 0;
+        let mut ok = (1..=12).contains(&log2) && base != 0 && base.is_multiple_of(64);
         let mut probe = [0u8; 1];
         ok = ok
             && n.dev
