@@ -1,0 +1,238 @@
+//! Protection domains and memory regions.
+
+use std::sync::{Arc, RwLock};
+
+use mrc_abi::device::admin::body::RegMr;
+use mrc_abi::device::admin::{ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::sys::DmaRegion;
+
+/// MR access rights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Access {
+    /// The local device may write it.
+    pub local_write: bool,
+    /// Remote peers may RDMA-write it.
+    pub remote_write: bool,
+}
+
+impl Access {
+    /// Local and remote write.
+    pub const ALL: Access = Access {
+        local_write: true,
+        remote_write: true,
+    };
+    fn bits(self) -> u32 {
+        (if self.local_write {
+            ACCESS_LOCAL_WRITE
+        } else {
+            0
+        }) | if self.remote_write {
+            ACCESS_REMOTE_WRITE
+        } else {
+            0
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MrEntry {
+    pub lkey: u32,
+    pub addr: u64,
+    pub len: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct PdInner {
+    pub dev: Arc<Device>,
+    pub pdn: u32,
+    pub mrs: RwLock<Vec<MrEntry>>,
+}
+
+impl PdInner {
+    /// `len` bytes at `addr` lie in the MR `lkey` of this PD.
+    pub fn covers(&self, lkey: u32, addr: u64, len: u32) -> bool {
+        let mrs = self.mrs.read().unwrap_or_else(|p| p.into_inner());
+        mrs.iter().any(|m| {
+            m.lkey == lkey
+                && addr >= m.addr
+                && addr
+                    .checked_add(u64::from(len))
+                    .is_some_and(|e| e <= m.addr + m.len)
+        })
+    }
+}
+
+impl Drop for PdInner {
+    fn drop(&mut self) {
+        if !self.dev.is_gone() {
+            if let Err(e) = self.dev.dealloc_pd(self.pdn) {
+                log::warn!("dealloc PD {}: {e}", self.pdn);
+            }
+        }
+    }
+}
+
+/// A protection domain: MRs and QPs of one PD may work together.
+#[derive(Clone, Debug)]
+pub struct ProtectionDomain {
+    pub(crate) inner: Arc<PdInner>,
+}
+
+impl ProtectionDomain {
+    pub(crate) fn new(dev: &Arc<Device>) -> Result<ProtectionDomain> {
+        let pdn = dev.alloc_pd()?;
+        Ok(ProtectionDomain {
+            inner: Arc::new(PdInner {
+                dev: dev.clone(),
+                pdn,
+                mrs: RwLock::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The PD number.
+    pub fn pdn(&self) -> u32 {
+        self.inner.pdn
+    }
+
+    /// Allocates `len` bytes of DMA memory and registers it. The region's virtual address is
+    /// its IOVA ([`MemoryRegion::addr`]).
+    ///
+    /// # Errors
+    /// Zero length, DMA allocation, device errors.
+    pub fn reg_mr(&self, len: usize, access: Access) -> Result<MemoryRegion> {
+        let dev = &self.inner.dev;
+        if len == 0 {
+            return Err(Error::InvalidAttribute {
+                object: format!("MR in PD {}", self.inner.pdn),
+                field: "length",
+                value: 0,
+                rule: "> 0",
+            });
+        }
+        let mem = dev.alloc_dma(len)?;
+        let addr = mem.iova().0;
+        let (lkey, rkey) = dev.reg_mr(RegMr {
+            pd: self.inner.pdn.into(),
+            access: access.bits().into(),
+            va: addr.into(),
+            iova: addr.into(),
+            length: (len as u64).into(),
+        })?;
+        self.inner
+            .mrs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(MrEntry {
+                lkey,
+                addr,
+                len: len as u64,
+            });
+        Ok(MemoryRegion {
+            pd: self.inner.clone(),
+            mem,
+            len,
+            lkey,
+            rkey,
+        })
+    }
+}
+
+/// Registered memory: a DMA buffer the NIC reads (local) or writes (remote).
+#[derive(Debug)]
+pub struct MemoryRegion {
+    pd: Arc<PdInner>,
+    mem: DmaRegion,
+    len: usize,
+    lkey: u32,
+    rkey: u32,
+}
+
+impl MemoryRegion {
+    /// Local key (SGEs).
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+    /// Remote key (peers' RETHs).
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+    /// Virtual address of byte 0.
+    pub fn addr(&self) -> u64 {
+        self.mem.iova().0
+    }
+    /// Registered length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Always false: MRs are never empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The owning PD number.
+    pub fn pdn(&self) -> u32 {
+        self.pd.pdn
+    }
+
+    fn range(&self, offset: u64, len: usize) -> Result<()> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|e| e > self.len as u64)
+        {
+            return Err(Error::MrRange {
+                lkey: self.lkey,
+                offset,
+                len,
+                size: self.len,
+            });
+        }
+        self.pd.dev.check()
+    }
+
+    /// Copies `data` into the region at `offset`.
+    ///
+    /// # Errors
+    /// [`Error::MrRange`], [`Error::DeviceGone`].
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.range(offset, data.len())?;
+        Ok(self.mem.write_slice(offset, data)?)
+    }
+    /// Copies bytes at `offset` into `buf`.
+    ///
+    /// # Errors
+    /// [`Error::MrRange`], [`Error::DeviceGone`].
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.range(offset, buf.len())?;
+        Ok(self.mem.read_slice(offset, buf)?)
+    }
+    /// A scatter-gather entry for `len` bytes at `offset`.
+    ///
+    /// # Errors
+    /// [`Error::MrRange`].
+    pub fn sge(&self, offset: u64, len: u32) -> Result<super::Sge> {
+        self.range(offset, len as usize)?;
+        Ok(super::Sge {
+            addr: self.addr() + offset,
+            len,
+            lkey: self.lkey,
+        })
+    }
+}
+
+impl Drop for MemoryRegion {
+    fn drop(&mut self) {
+        self.pd
+            .mrs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|m| m.lkey != self.lkey);
+        if !self.pd.dev.is_gone() {
+            if let Err(e) = self.pd.dev.dereg_mr(self.lkey) {
+                log::warn!("dereg MR {:#x}: {e}", self.lkey);
+            }
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! MMIO write dispatch, doorbells, and the loopback datapath: send WQEs are executed at once
+//! and land in the destination NIC's registered memory.
+
+use mrc_abi::device::admin::QpState;
+use mrc_abi::device::cqe::{Completion, CqeOpcode, CqeStatus};
+use mrc_abi::device::doorbell::{
+    CqDoorbell, CQ_CONSUMER_MASK, CQ_DOORBELL_OFFSET, RQ_PRODUCER_OFFSET, SQ_PRODUCER_OFFSET,
+};
+use mrc_abi::device::event::Event;
+use mrc_abi::device::regs::{control, defaults};
+use mrc_abi::device::wqe::{RecvWqe, SendRequest, SendWqe, SEND_SIGNALED, SEND_SOLICITED};
+use mrc_abi::wire::NackReason;
+use mrc_driver::sys::twin::MmioWrite;
+use mrc_driver::sys::Iova;
+use mrc_driver::zerocopy::FromBytes;
+
+use super::admin::remote_writable;
+use super::state::*;
+use super::World;
+
+/// Where a WQE failed: status for the requester's CQE and the syndrome.
+type Fault = (CqeStatus, u32);
+
+impl World {
+    /// Every driver MMIO write of NIC `i` lands here (after it reached BAR0).
+    pub(crate) fn on_write(&mut self, i: usize, w: MmioWrite) {
+        let value = w.value as u32;
+        let off = w.offset;
+        let db_base = u64::from(defaults::DOORBELL_PAGES);
+        let pages = u64::from(self.nics[i].params.doorbell_pages);
+        if off == u64::from(defaults::DEVICE) + DEV_CONTROL {
+            if value & control::RESET != 0 {
+                self.nics[i].reset();
+            }
+        } else if (ADMIN..ADMIN + 64).contains(&off) || (EVENTQ..EVENTQ + 64).contains(&off) {
+            let block = off & !63;
+            match off - block {
+                Q_CONTROL => self.enable_queue(i, block, value),
+                Q_DOORBELL if block == ADMIN => self.run_admin(i, value),
+                Q_DOORBELL => self.nics[i].reg_w(EVENTQ + Q_CONSUMER, value),
+                _ => {}
+            }
+        } else if off >= db_base && off < db_base + pages * 4096 {
+            let page = ((off - db_base) / 4096) as u32;
+            match (off - db_base) % 4096 {
+                o if o == SQ_PRODUCER_OFFSET as u64 => self.sq_doorbell(i, page, value),
+                o if o == RQ_PRODUCER_OFFSET as u64 => {
+                    if let Some(q) = self.nics[i].qps.get_mut(&page) {
+                        q.rq_prod = value;
+                    }
+                }
+                o if o == CQ_DOORBELL_OFFSET as u64 => self.cq_doorbell(i, page, value),
+                _ => {}
+            }
+        }
+    }
+
+    fn enable_queue(&mut self, i: usize, block: u64, value: u32) {
+        let n = &self.nics[i];
+        if value & 1 == 0 {
+            n.reg_w(block + Q_STATUS, 0);
+            return;
+        }
+        let log2 = n.reg(block + Q_LOG2);
+        let base = n.reg64(block + Q_BASE_LO, block + Q_BASE_HI);
+        let entry = if block == ADMIN { 64 } else { 32 };
+        let mut ok = (1..=12).contains(&log2) && base != 0 && base.is_multiple_of(64);
+        let mut probe = [0u8; 1];
+        ok = ok
+            && n.dev
+                .dma_read(Iova(base + (entry << log2) - 1), &mut probe)
+                .is_ok();
+        if block == ADMIN {
+            let resp = n.reg64(ADMIN + Q_RESP_LO, ADMIN + Q_RESP_HI);
+            ok = ok
+                && resp != 0
+                && n.dev
+                    .dma_read(Iova(resp + (32 << log2) - 1), &mut probe)
+                    .is_ok();
+        }
+        n.reg_w(block + Q_STATUS, if ok { 1 } else { 2 });
+    }
+
+    fn cq_doorbell(&mut self, i: usize, cqn: u32, value: u32) {
+        let Ok(db) = CqDoorbell::decode(value) else {
+            return;
+        };
+        let n = &mut self.nics[i];
+        let Some(cq) = n.cqs.get_mut(&cqn) else {
+            return;
+        };
+        let back = cq.producer.wrapping_sub(db.consumer) & CQ_CONSUMER_MASK;
+        cq.consumer = cq.producer.wrapping_sub(back);
+        if db.arm {
+            cq.armed = Some(db.solicited_only);
+            // Completions already waiting fire an armed CQ at once (no lost wake-up).
+            if cq.producer != cq.consumer && !db.solicited_only {
+                cq.armed = None;
+                let v = cq.vector;
+                n.raise(v);
+            }
+        }
+    }
+
+    fn sq_doorbell(&mut self, i: usize, qpn: u32, producer: u32) {
+        let Some(q) = self.nics[i].qps.get_mut(&qpn) else {
+            return;
+        };
+        q.sq_prod = producer;
+        let state = q.state;
+        match state {
+            QpState::Rts => self.run_sq(i, qpn),
+            QpState::Error => self.flush(i, qpn, self.now_ns),
+            // Other states keep the WQEs until the QP reaches RTS (or is reset).
+            _ => {}
+        }
+    }
+
+    fn run_sq(&mut self, i: usize, qpn: u32) {
+        loop {
+            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+                return;
+            };
+            if q.state != QpState::Rts || q.sq_cons == q.sq_prod {
+                return;
+            }
+            let index = q.sq_cons;
+            if let Some(q) = self.nics[i].qps.get_mut(&qpn) {
+                q.sq_cons = index.wrapping_add(1);
+                q.sq_psn = (q.sq_psn + 1) & 0xFF_FFFF;
+            }
+            self.now_ns += 100;
+            let now = self.now_ns;
+            let slot = u64::from(index & ((1 << q.sq_log2) - 1));
+            let mut raw = [0u8; 64];
+            let req = self.nics[i]
+                .dev
+                .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
+                .ok()
+                .and_then(|()| SendWqe::read_from_bytes(&raw).ok())
+                .map(|w| w.decode());
+            self.nics[i].counters.send_wqes += 1;
+            let (req, result) = match req {
+                Some(Ok(r)) => {
+                    let res = self.execute_write(i, &q, &r, now);
+                    (Some(r), res)
+                }
+                _ => (None, Err((CqeStatus::LocalQpOperation, 0))),
+            };
+            let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
+            let opcode = match req.as_ref().map(SendRequest::opcode) {
+                Some(mrc_abi::device::wqe::SendOpcode::WriteImm) => CqeOpcode::WriteImm,
+                _ => CqeOpcode::Write,
+            };
+            let byte_len = req.as_ref().and_then(SendRequest::total_len).unwrap_or(0);
+            let signaled = req.as_ref().is_some_and(|r| r.flags & SEND_SIGNALED != 0);
+            let n = &mut self.nics[i];
+            match result {
+                Ok(()) => {
+                    if signaled {
+                        let c = completion(wr_id, CqeStatus::Success, opcode, byte_len, qpn, index);
+                        n.post_cqe(q.send_cq, &c, now);
+                    }
+                }
+                Err((status, syndrome)) => {
+                    let mut c = completion(wr_id, status, opcode, byte_len, qpn, index);
+                    c.syndrome = syndrome;
+                    n.post_cqe(q.send_cq, &c, now);
+                    if let Some(qp) = n.qps.get_mut(&qpn) {
+                        qp.state = QpState::Error;
+                    }
+                    n.post_event(
+                        Event::QpFatal {
+                            qpn,
+                            status: status as u8,
+                            syndrome,
+                        },
+                        now,
+                    );
+                    self.flush(i, qpn, now);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Gathers the local bytes, places them at the responder and completes its receive.
+    fn execute_write(&mut self, i: usize, q: &Qp, r: &SendRequest, now: u64) -> Result<(), Fault> {
+        let src = &self.nics[i];
+        let mut data = Vec::new();
+        for s in &r.sges {
+            let mr = src
+                .mrs
+                .get(&s.lkey.get())
+                .filter(|m| m.pd == q.pd)
+                .ok_or((CqeStatus::LocalProtection, s.lkey.get()))?;
+            let len = s.len.get();
+            let iova = mr
+                .translate(s.addr.get(), u64::from(len))
+                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
+            let at = data.len();
+            data.resize(at + len as usize, 0);
+            src.dev
+                .dma_read(Iova(iova), &mut data[at..])
+                .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
+        }
+        let Some(d) = self.nics.iter().position(|n| n.gid == q.remote_addr) else {
+            // Nobody answers at that address: the requester retries until it gives up.
+            return Err((CqeStatus::RetryExceeded, 0));
+        };
+        let invalid = (
+            CqeStatus::RemoteInvalidRequest,
+            NackReason::InvalidQp as u32,
+        );
+        let dq = self.nics[d]
+            .qps
+            .get(&q.dest_qpn)
+            .copied()
+            .filter(|p| matches!(p.state, QpState::Rtr | QpState::Rts))
+            .ok_or(invalid)?;
+        let remote_access = (CqeStatus::RemoteAccess, NackReason::RemoteAccess as u32);
+        let dst = &mut self.nics[d];
+        let iova = if data.is_empty() {
+            None
+        } else {
+            let mr = dst
+                .mrs
+                .get(&(r.rkey & !RKEY_BIT))
+                .filter(|m| r.rkey & RKEY_BIT != 0 && m.pd == dq.pd && remote_writable(m))
+                .ok_or(remote_access)?;
+            Some(
+                mr.translate(r.remote_va, data.len() as u64)
+                    .ok_or(remote_access)?,
+            )
+        };
+        let recv = if r.imm.is_some() {
+            if dq.rq_cons == dq.rq_prod {
+                return Err((
+                    CqeStatus::RemoteNoRecvBuffer,
+                    NackReason::NoRecvBuffer as u32,
+                ));
+            }
+            let slot = u64::from(dq.rq_cons & ((1 << dq.rq_log2) - 1));
+            let mut raw = [0u8; 32];
+            dst.dev
+                .dma_read(Iova(dq.rq_base + slot * 32), &mut raw)
+                .map_err(|_| invalid)?;
+            let wr_id = RecvWqe::read_from_bytes(&raw)
+                .ok()
+                .and_then(|w| w.decode().ok())
+                .ok_or(invalid)?;
+            Some((wr_id, dq.rq_cons))
+        } else {
+            None
+        };
+        if let Some(iova) = iova {
+            dst.dev
+                .dma_write(Iova(iova), &data)
+                .map_err(|_| remote_access)?;
+            dst.counters.bytes_placed += data.len() as u64;
+        }
+        if let (Some((wr_id, rq_index)), Some(imm)) = (recv, r.imm) {
+            if let Some(p) = dst.qps.get_mut(&q.dest_qpn) {
+                p.rq_cons = rq_index.wrapping_add(1);
+                p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
+            }
+            let mut c = completion(
+                wr_id,
+                CqeStatus::Success,
+                CqeOpcode::RecvWriteImm,
+                data.len() as u32,
+                q.dest_qpn,
+                rq_index,
+            );
+            c.imm = Some(imm);
+            c.solicited = r.flags & SEND_SOLICITED != 0;
+            dst.post_cqe(dq.recv_cq, &c, now);
+        } else if let Some(p) = dst.qps.get_mut(&q.dest_qpn) {
+            p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
+        }
+        Ok(())
+    }
+
+    /// A QP in ERROR: every pending send and receive completes with WR_FLUSHED.
+    pub(crate) fn flush(&mut self, i: usize, qpn: u32, now: u64) {
+        let n = &mut self.nics[i];
+        let Some(q) = n.qps.get(&qpn).copied() else {
+            return;
+        };
+        let mut raw = [0u8; 64];
+        let mut idx = q.sq_cons;
+        while idx != q.sq_prod {
+            let slot = u64::from(idx & ((1 << q.sq_log2) - 1));
+            let wr_id = n
+                .dev
+                .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
+                .map_or(0, |()| {
+                    u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]))
+                });
+            let c = completion(wr_id, CqeStatus::WrFlushed, CqeOpcode::Write, 0, qpn, idx);
+            n.post_cqe(q.send_cq, &c, now);
+            idx = idx.wrapping_add(1);
+        }
+        let mut idx = q.rq_cons;
+        while idx != q.rq_prod {
+            let slot = u64::from(idx & ((1 << q.rq_log2) - 1));
+            let wr_id = n
+                .dev
+                .dma_read(Iova(q.rq_base + slot * 32), &mut raw[..32])
+                .map_or(0, |()| {
+                    u64::from_le_bytes(raw[0..8].try_into().unwrap_or([0; 8]))
+                });
+            let mut c = completion(
+                wr_id,
+                CqeStatus::WrFlushed,
+                CqeOpcode::RecvWriteImm,
+                0,
+                qpn,
+                idx,
+            );
+            c.imm = Some(0);
+            n.post_cqe(q.recv_cq, &c, now);
+            idx = idx.wrapping_add(1);
+        }
+        if let Some(qp) = n.qps.get_mut(&qpn) {
+            qp.sq_cons = q.sq_prod;
+            qp.rq_cons = q.rq_prod;
+        }
+    }
+
+    /// A cable event on port `port` of NIC `i`.
+    pub(crate) fn set_link(&mut self, i: usize, port: u8, up: bool) {
+        let now = self.now_ns;
+        let n = &mut self.nics[i];
+        let p = usize::from(port);
+        if p >= n.port_link.len() || n.port_link[p] == up {
+            return;
+        }
+        let was = n.port_admin[p] && n.port_link[p];
+        n.port_link[p] = up;
+        n.publish_port(p);
+        let oper = n.port_admin[p] && up;
+        if oper != was {
+            let plane = n.port_plane(p);
+            let ev = if oper {
+                Event::PortUp {
+                    port,
+                    plane,
+                    speed_mbps: PORT_SPEED_MBPS,
+                }
+            } else {
+                Event::PortDown { port, plane }
+            };
+            n.post_event(ev, now);
+        }
+    }
+}
+
+fn completion(
+    wr_id: u64,
+    status: CqeStatus,
+    opcode: CqeOpcode,
+    byte_len: u32,
+    qpn: u32,
+    index: u32,
+) -> Completion {
+    Completion {
+        wr_id,
+        status,
+        opcode,
+        byte_len,
+        imm: None,
+        qpn,
+        wqe_index: index as u16,
+        solicited: false,
+        syndrome: 0,
+    }
+}

@@ -1,0 +1,262 @@
+//! The simulated NIC host interface: the device side of the driver's [`Backend`] contract.
+//!
+//! Each [`SimNic`] is a [`Twin`] (BAR0, DMA by IOVA, interrupts) with the reference register
+//! map ([`write_default_map`]) and MMIO hooks that make it behave like an MRC NIC's host
+//! interface, functionally and untimed:
+//!
+//! - DEVICE `control.RESET` clears every table and sets `status.READY`.
+//! - The admin queue: commands are fetched by DMA, decoded and validated by
+//!   [`AdminCmd::decode`], executed against PD / MR / CQ / QP / port / profile tables (with the
+//!   checks a NIC makes: objects exist, belong together, are not in use, states allow it, DMA
+//!   addresses are mapped), and answered in the response ring.
+//! - The event queue carries port, QP, CQ and EV events.
+//! - Doorbell pages: a send doorbell executes the QP's new WQEs at once. Writes are delivered
+//!   to the NIC whose address ([`default_gid`]) equals the QP's remote address — another
+//!   [`SimNic`] of the same [`SimHost`] or the same NIC — into the registered memory named by
+//!   the rkey; Write-with-Immediate consumes the responder's next receive and completes it with
+//!   the immediate, in posting order. Every fault a NIC reports (bad lkey, rkey, range, missing
+//!   receive, unknown QP) becomes an error completion, the QP moves to ERROR and a `QpFatal`
+//!   event is posted.
+//! - [`SimNic::surprise_remove`]: every later MMIO read returns all ones, writes are dropped.
+//!
+//! The MRC engine and the fabric plug in later: today delivery is an in-memory loopback.
+//!
+//! Defaults (documented device behaviour): EV profile 0 and CC profile 0 mean the device
+//! defaults (an AUTO UDP profile of `max_evs_per_qp` EVs and the default NSCC parameters).
+
+mod admin;
+mod datapath;
+mod state;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mrc_abi::device::admin::AdminCmd;
+use mrc_abi::device::regs::{caps, default_bar_len, defaults, write_default_map, DeviceParams};
+use mrc_driver::device::{default_gid, SharedBackend};
+use mrc_driver::sys::twin::{MmioWrite, Twin, TwinConfig};
+use mrc_driver::sys::{Backend, Bdf};
+
+pub use state::NicCounters;
+use state::NicState;
+
+/// Shape of a simulated NIC.
+#[derive(Clone, Debug)]
+pub struct SimNicConfig {
+    /// PCI address (its NIC address follows from it).
+    pub bdf: Bdf,
+    /// Register-visible parameters.
+    pub params: DeviceParams,
+    /// Interrupt vectors.
+    pub vectors: u32,
+}
+
+impl SimNicConfig {
+    /// The default NIC at `0000:00:<device>.0`: 4 ports on 4 planes, 64 QPs and CQs, 256 EVs
+    /// per QP, every capability but firmware update.
+    pub fn numbered(device: u8) -> SimNicConfig {
+        SimNicConfig {
+            bdf: Bdf::new(0, 0, device & 31, 0).unwrap_or_default(),
+            params: DeviceParams {
+                device_id: 0x1d0f_3c00,
+                capabilities: caps::ALL & !caps::FW_UPDATE,
+                num_ports: 4,
+                num_planes: 4,
+                max_qps: 64,
+                max_cqs: 64,
+                max_evs_per_qp: 256,
+                doorbell_pages: 64,
+            },
+            vectors: 4,
+        }
+    }
+}
+
+/// Several simulated NICs that can reach each other (today: an in-memory loopback).
+pub struct SimHost {
+    nics: Vec<SimNic>,
+}
+
+/// Everything the NICs of a host share: their device-side state.
+pub(crate) struct World {
+    pub nics: Vec<NicState>,
+    pub now_ns: u64,
+}
+
+fn lock(m: &Mutex<World>) -> MutexGuard<'_, World> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One simulated NIC.
+#[derive(Clone)]
+pub struct SimNic {
+    twin: Arc<Twin>,
+    index: usize,
+    world: Arc<Mutex<World>>,
+    removed: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for SimNic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimNic")
+            .field("bdf", &self.twin.bdf())
+            .field("removed", &self.removed.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Why a simulated host could not be built.
+#[derive(Debug)]
+pub enum SimError {
+    /// The twin backend failed.
+    Sys(mrc_driver::sys::Error),
+    /// The parameters describe no valid register map.
+    BadParams {
+        /// The NIC.
+        bdf: Bdf,
+    },
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Sys(e) => write!(f, "{e}"),
+            SimError::BadParams { bdf } => {
+                write!(
+                    f,
+                    "NIC {bdf}: parameters do not fit the reference register map"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for SimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SimError::Sys(e) => Some(e),
+            SimError::BadParams { .. } => None,
+        }
+    }
+}
+
+impl From<mrc_driver::sys::Error> for SimError {
+    fn from(e: mrc_driver::sys::Error) -> Self {
+        SimError::Sys(e)
+    }
+}
+
+impl SimHost {
+    /// A host with one NIC per config.
+    ///
+    /// # Errors
+    /// Bad parameters or the twin failed.
+    pub fn new(cfgs: &[SimNicConfig]) -> Result<SimHost, SimError> {
+        let world = Arc::new(Mutex::new(World {
+            nics: Vec::new(),
+            now_ns: 0,
+        }));
+        let mut nics = Vec::new();
+        for (index, cfg) in cfgs.iter().enumerate() {
+            let len = default_bar_len(&cfg.params);
+            let twin = Twin::new(TwinConfig {
+                bdf: cfg.bdf,
+                bar0_len: len as u64,
+                vectors: cfg.vectors,
+                vendor_id: (cfg.params.device_id >> 16) as u16,
+                device_id: cfg.params.device_id as u16,
+                iova_base: mrc_driver::sys::Iova(0x1_0000_0000 * (index as u64 + 1)),
+                ..TwinConfig::default()
+            })?;
+            let mut bar = vec![0u8; len];
+            write_default_map(&mut bar, &cfg.params).ok_or(SimError::BadParams { bdf: cfg.bdf })?;
+            let dev = twin.device().clone();
+            for (i, w) in bar.chunks_exact(4).enumerate() {
+                dev.reg_write32(i as u64 * 4, u32::from_le_bytes([w[0], w[1], w[2], w[3]]))?;
+            }
+            lock(&world).nics.push(NicState::new(
+                dev,
+                cfg.vectors,
+                cfg.params,
+                default_gid(cfg.bdf),
+            ));
+            let removed = Arc::new(AtomicBool::new(false));
+            let w = world.clone();
+            let gone = removed.clone();
+            twin.on_mmio_write(move |_, write: MmioWrite| {
+                if !gone.load(Ordering::Relaxed) {
+                    lock(&w).on_write(index, write);
+                }
+            });
+            let gone = removed.clone();
+            let liveness = AtomicU32::new(0);
+            twin.on_mmio_read(move |_, offset, _| {
+                if gone.load(Ordering::Relaxed) {
+                    Some(u64::MAX)
+                } else if offset == u64::from(defaults::DEVICE) + 0x38 {
+                    Some(u64::from(liveness.fetch_add(1, Ordering::Relaxed)))
+                } else {
+                    None
+                }
+            });
+            nics.push(SimNic {
+                twin: Arc::new(twin),
+                index,
+                world: world.clone(),
+                removed,
+            });
+        }
+        Ok(SimHost { nics })
+    }
+
+    /// Two default NICs (`0000:00:04.0` and `0000:00:05.0`) in loopback: the `default`
+    /// scenario.
+    ///
+    /// # Errors
+    /// As [`SimHost::new`].
+    pub fn loopback_pair() -> Result<SimHost, SimError> {
+        SimHost::new(&[SimNicConfig::numbered(4), SimNicConfig::numbered(5)])
+    }
+
+    /// The NICs.
+    pub fn nics(&self) -> &[SimNic] {
+        &self.nics
+    }
+    /// NIC `i`.
+    pub fn nic(&self, i: usize) -> Option<&SimNic> {
+        self.nics.get(i)
+    }
+}
+
+impl SimNic {
+    /// The backend a driver opens.
+    pub fn backend(&self) -> SharedBackend {
+        self.twin.clone()
+    }
+    /// The PCI address.
+    pub fn bdf(&self) -> Bdf {
+        self.twin.bdf()
+    }
+    /// The NIC's address.
+    pub fn gid(&self) -> [u8; 16] {
+        default_gid(self.bdf())
+    }
+    /// Pulls the device: every later MMIO read returns all ones and writes are dropped.
+    pub fn surprise_remove(&self) {
+        self.removed.store(true, Ordering::Relaxed);
+    }
+    /// Device-side counters.
+    pub fn counters(&self) -> NicCounters {
+        lock(&self.world).nics[self.index].counters
+    }
+    /// Sets a port's link (operational) state, as a cable pull would; posts PORT events.
+    pub fn set_link(&self, port: u8, up: bool) {
+        lock(&self.world).set_link(self.index, port, up);
+    }
+}
+
+/// Size of an admin command (for the admin module).
+pub(crate) const ADMIN_CMD_BYTES: u64 = core::mem::size_of::<AdminCmd>() as u64;
+
+#[cfg(test)]
+mod tests;
