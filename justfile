@@ -83,7 +83,15 @@ engine-cost:
 
 # Bind a PCI device to vfio-pci for the driver.
 bind BDF:
-    @just _pending 6 "mrcctl bind {{BDF}}"
+    cargo run -q -p mrcctl -- bind {{BDF}}
+
+# Give a device back to its kernel driver.
+unbind BDF:
+    cargo run -q -p mrcctl -- unbind {{BDF}}
+
+# mrcctl against the simulated NICs, e.g. `just mrcctl perf write-bw`.
+mrcctl *ARGS:
+    cargo run -q --release -p mrcctl -- --sim default {{ARGS}}
 
 # Lint every RTL block (Verilator -Wall, Icarus), run the Icarus bench, co-simulate against the models.
 rtl:
@@ -105,7 +113,8 @@ rtl-report:
 
 # Benchmarks.
 bench:
-    @just _pending 6 "driver and simulator benchmarks"
+    cargo bench -p mrc-sim --bench event_queue
+    cargo bench -p mrc-driver
 
 # Simulator speed and scale benchmark.
 bench-sim *SIZE:
