@@ -220,7 +220,9 @@ fn check_interrupt(dev: &impl Backend) -> Res<()> {
 fn wait_irq(dev: &impl Backend, bits: u32) -> Res<()> {
     let fired = dev.wait_interrupt(0, DEVICE_TIMEOUT)?;
     if fired == 0 {
-        return Err(format!("no interrupt within {DEVICE_TIMEOUT:?} (status bits {bits:#x})").into());
+        return Err(
+            format!("no interrupt within {DEVICE_TIMEOUT:?} (status bits {bits:#x})").into(),
+        );
     }
     let status = dev.mmio_read32(REG_IRQ_STATUS)?;
     if status & bits != bits {

@@ -11,8 +11,8 @@
 //! - the kernel and vfio modules, unpacked from Debian's `linux-image-*-amd64` package
 //!   (`apt-get download` of what `linux-image-amd64` depends on, or the `.deb` named by
 //!   `MRC_VFIO_KERNEL_DEB`); only `vmlinuz` and the vfio/irqbypass modules are extracted;
-//! - `vfio_edu`, statically linked (`+crt-static`, glibc), in its own cargo target directory
-//!   (the outer `cargo test` holds the lock on the usual one);
+//! - `vfio_edu`, statically linked (`+crt-static`, glibc), as the binary of a generated
+//!   one-file package (no dev-dependencies to compile) in its own cargo target directory;
 //! - an uncompressed newc initramfs written here: busybox (static), `guest/init.sh` as `/init`,
 //!   `/dev/console`, the modules in dependency order, the test binary.
 //!
@@ -74,7 +74,11 @@ fn vfio_edu_dma_round_trip_in_a_qemu_guest() {
     let qemu = need!(find_tool("qemu-system-x86_64", &[]));
     let busybox = need!(find_busybox());
     let kernel = need!(prepare_kernel(&work.join("kernel")));
-    println!("vfio_qemu: kernel {} ready at {:?}", kernel.version, start.elapsed());
+    println!(
+        "vfio_qemu: kernel {} ready at {:?}",
+        kernel.version,
+        start.elapsed()
+    );
     let guest_bin = build_guest_binary(&work).unwrap_or_else(|e| panic!("{e}"));
     println!("vfio_qemu: guest binary ready at {:?}", start.elapsed());
 
@@ -87,8 +91,14 @@ fn vfio_edu_dma_round_trip_in_a_qemu_guest() {
     println!("vfio_qemu: seed {seed} (MRC_VFIO_SEED={seed} reproduces), nonce {nonce:016x}");
 
     let boot = Instant::now();
-    let console = run_guest(&qemu, &kernel.vmlinuz, &initrd, nonce, &work.join("console.log"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let console = run_guest(
+        &qemu,
+        &kernel.vmlinuz,
+        &initrd,
+        nonce,
+        &work.join("console.log"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     println!(
         "vfio_qemu: guest ran in {:?} (total {:?})",
         boot.elapsed(),
@@ -146,7 +156,9 @@ fn find_busybox() -> Need<PathBuf> {
     let bb = match find_tool("busybox", &["/bin/busybox", "/usr/bin/busybox"]) {
         Need::Ready(p) => p,
         Need::Missing(_) => {
-            return Need::Missing("busybox is not installed (apt-get install busybox-static)".into())
+            return Need::Missing(
+                "busybox is not installed (apt-get install busybox-static)".into(),
+            )
         }
     };
     match elf_is_static(&bb) {
@@ -163,8 +175,14 @@ fn find_busybox() -> Need<PathBuf> {
 fn elf_is_static(path: &Path) -> Res<bool> {
     let data = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let u16_at = |o: usize| data.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |o: usize| data.get(o..o + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
-    let u64_at = |o: usize| data.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+    let u32_at = |o: usize| {
+        data.get(o..o + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+    };
+    let u64_at = |o: usize| {
+        data.get(o..o + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+    };
     let bad = || format!("{} is not a 64-bit little-endian ELF file", path.display());
     if data.get(..6) != Some(b"\x7fELF\x02\x01") {
         return Err(bad());
@@ -256,7 +274,12 @@ fn kernel_deb(dir: &Path) -> Res<PathBuf> {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with(&format!("{package}_")) && n.ends_with(".deb"))
         })
-        .ok_or_else(|| format!("apt-get download {package} left no .deb in {}", debs.display()))
+        .ok_or_else(|| {
+            format!(
+                "apt-get download {package} left no .deb in {}",
+                debs.display()
+            )
+        })
 }
 
 /// `dpkg-deb --fsys-tarfile DEB | tar -x` of `vmlinuz` and the module directories we need.
@@ -285,7 +308,10 @@ fn unpack(deb: &Path, root: &Path) -> Res<()> {
         .map_err(|e| format!("cannot run tar: {e}"))?;
     let dpkg = dpkg.wait().map_err(|e| e.to_string())?;
     if !dpkg.success() {
-        return Err(format!("dpkg-deb --fsys-tarfile {} failed ({dpkg})", deb.display()));
+        return Err(format!(
+            "dpkg-deb --fsys-tarfile {} failed ({dpkg})",
+            deb.display()
+        ));
     }
     // tar exits non-zero for a pattern with no match (older kernels have no drivers/iommu
     // modules); what must be there is checked by find_kernel.
@@ -298,7 +324,10 @@ fn find_kernel(root: &Path) -> Res<Kernel> {
     let vmlinuz = std::fs::read_dir(&boot)
         .map_err(|e| format!("{}: {e}", boot.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-")))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+        })
         .ok_or("no boot/vmlinuz-*")?;
     let version = vmlinuz.file_name().unwrap().to_string_lossy()["vmlinuz-".len()..].to_owned();
     let mut available = BTreeMap::new();
@@ -331,7 +360,10 @@ fn index_modules(dir: &Path, out: &mut BTreeMap<String, PathBuf>) -> Res<()> {
         let path = entry.map_err(|e| e.to_string())?.path();
         if path.is_dir() {
             index_modules(&path, out)?;
-        } else if let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(module_name)
+        } else if let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(module_name)
         {
             out.insert(name, path);
         }
@@ -381,23 +413,53 @@ fn add_with_deps(
 }
 
 /// Builds `examples/vfio_edu.rs` statically linked, in its own target directory.
+///
+/// It is built as the binary of a one-file package generated under `work/guest-pkg`: its only
+/// dependencies are `mrc-driver` (by path) and `log`, so the build compiles none of the
+/// driver's dev-dependencies (proptest, bench harnesses). The workspace's `Cargo.lock` is
+/// copied in, so it uses the same versions as the workspace. The target directory is separate
+/// because the outer `cargo test` holds the lock on the usual one.
 fn build_guest_binary(work: &Path) -> Res<PathBuf> {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pkg = work.join("guest-pkg");
+    std::fs::create_dir_all(&pkg).map_err(|e| format!("{}: {e}", pkg.display()))?;
+    let manifest = format!(
+        "# Generated by host-driver/tests/vfio_qemu.rs: the VFIO guest's test binary.\n\
+         [package]\nname = \"mrc-vfio-guest\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+         publish = false\n\n\
+         [[bin]]\nname = \"vfio_edu\"\npath = {:?}\n\n\
+         [dependencies]\nmrc-driver = {{ path = {:?} }}\nlog = \"0.4\"\n\n\
+         [workspace]\n",
+        driver.join("examples/vfio_edu.rs").display().to_string(),
+        driver.display().to_string(),
+    );
+    write_if_changed(&pkg.join("Cargo.toml"), manifest.as_bytes())?;
+    if let Ok(lock) = std::fs::read(driver.join("../Cargo.lock")) {
+        write_if_changed(&pkg.join("Cargo.lock"), &lock)?;
+    }
     let target_dir = work.join("cargo");
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     run(Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--example", "vfio_edu", "--target", GUEST_TARGET])
+        .args(["build", "--quiet", "--target", GUEST_TARGET])
         .arg("--manifest-path")
-        .arg(&manifest)
+        .arg(pkg.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("RUSTFLAGS", "-C target-feature=+crt-static -C debuginfo=0")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET"))
     .map_err(|e| format!("building the static guest binary: {e}"))?;
-    let bin = target_dir.join(GUEST_TARGET).join("debug/examples/vfio_edu");
+    let bin = target_dir.join(GUEST_TARGET).join("debug/vfio_edu");
     match elf_is_static(&bin)? {
         true => Ok(bin),
         false => Err(format!("{} is not statically linked", bin.display())),
     }
+}
+
+/// Writes `data` unless the file already holds it (keeps cargo's fingerprints quiet).
+fn write_if_changed(path: &Path, data: &[u8]) -> Res<()> {
+    if std::fs::read(path).is_ok_and(|old| old == data) {
+        return Ok(());
+    }
+    std::fs::write(path, data).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A newc ("070701") cpio archive, the format the kernel unpacks as an initramfs.
@@ -476,7 +538,12 @@ fn write_initramfs(out: &Path, busybox: &Path, guest_bin: &Path, kernel: &Kernel
     cpio.entry("vfio_edu", Cpio::EXEC, (0, 0), &read(guest_bin)?);
     let mut list = String::new();
     for (name, path) in &kernel.modules {
-        cpio.entry(&format!("lib/modules/{name}"), Cpio::FILE, (0, 0), &read(path)?);
+        cpio.entry(
+            &format!("lib/modules/{name}"),
+            Cpio::FILE,
+            (0, 0),
+            &read(path)?,
+        );
         list.push_str(name);
         list.push('\n');
     }
@@ -489,8 +556,17 @@ fn write_initramfs(out: &Path, busybox: &Path, guest_bin: &Path, kernel: &Kernel
 fn run_guest(qemu: &Path, vmlinuz: &Path, initrd: &Path, nonce: u64, log: &Path) -> Res<String> {
     let append = format!("console=ttyS0 intel_iommu=on panic=-1 quiet mrc_nonce={nonce:016x}");
     let mut child = Command::new(qemu)
-        .args(["-accel", "tcg", "-machine", "q35", "-m", "512M", "-smp", "1"])
-        .args(["-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio"])
+        .args([
+            "-accel", "tcg", "-machine", "q35", "-m", "512M", "-smp", "1",
+        ])
+        .args([
+            "-nodefaults",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-serial",
+            "stdio",
+        ])
         // intel-iommu first: it must exist before the devices behind it.
         .args(["-device", "intel-iommu", "-device", "edu"])
         .arg("-kernel")
@@ -551,7 +627,9 @@ fn run_guest(qemu: &Path, vmlinuz: &Path, initrd: &Path, nonce: u64, log: &Path)
         ));
     }
     if out.is_empty() {
-        return Err(format!("QEMU printed nothing on the console ({status:?}): {qemu_err}"));
+        return Err(format!(
+            "QEMU printed nothing on the console ({status:?}): {qemu_err}"
+        ));
     }
     Ok(out)
 }
