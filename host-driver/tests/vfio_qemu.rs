@@ -239,6 +239,10 @@ fn prepare_kernel(dir: &Path) -> Need<Kernel> {
             return Need::Missing(e);
         }
         std::fs::write(&ready, deb.display().to_string()).unwrap();
+        // A downloaded package is not needed once unpacked (70 MB); one named by the user stays.
+        if deb.starts_with(dir) {
+            let _ = std::fs::remove_file(&deb);
+        }
     }
     match find_kernel(&root) {
         Ok(mut k) => {
@@ -572,7 +576,7 @@ impl Cpio {
     }
 
     fn pad(&mut self) {
-        while self.out.len() % 4 != 0 {
+        while !self.out.len().is_multiple_of(4) {
             self.out.push(0);
         }
     }
