@@ -699,3 +699,73 @@ fn run_guest(qemu: &Path, vmlinuz: &Path, initrd: &Path, nonce: u64, log: &Path)
     }
     Ok(out)
 }
+
+/// The helpers the guest test stands on, checked without QEMU.
+mod helpers {
+    use super::*;
+
+    fn field(entry: &[u8], i: usize) -> u32 {
+        let at = 6 + 8 * i;
+        u32::from_str_radix(std::str::from_utf8(&entry[at..at + 8]).unwrap(), 16).unwrap()
+    }
+
+    #[test]
+    fn cpio_entries_are_newc_and_4_byte_aligned() {
+        let mut cpio = Cpio::new();
+        cpio.entry("dev/console", Cpio::CHAR_DEV, (5, 1), &[]);
+        let first_len = cpio.out.len();
+        cpio.entry("init", Cpio::EXEC, (0, 0), b"#!/bin/sh\n");
+        let out = cpio.finish();
+        assert!(out.starts_with(b"070701"));
+        // 110-byte header + "dev/console\0" (12) = 122, padded to 124; no data.
+        assert_eq!(first_len, 124);
+        assert_eq!(field(&out, 1), 0o020_600);
+        assert_eq!((field(&out, 9), field(&out, 10)), (5, 1));
+        assert_eq!(field(&out, 11), 12);
+        let second = &out[first_len..];
+        assert!(second.starts_with(b"070701"));
+        assert_eq!(field(second, 6), 10, "file size");
+        assert_eq!(&second[110..115], b"init\0");
+        // header + "init\0" = 115 -> 116, then 10 bytes of data -> 12.
+        assert_eq!(&second[116..126], b"#!/bin/sh\n");
+        let trailer = &second[128..];
+        assert_eq!(&trailer[110..121], b"TRAILER!!!\0");
+        assert_eq!(out.len() % 4, 0);
+    }
+
+    #[test]
+    fn elf_linkage_is_read_from_the_program_headers() {
+        // This test binary is dynamically linked: it has a PT_INTERP.
+        let me = std::env::current_exe().unwrap();
+        assert_eq!(elf_is_static(&me), Ok(false));
+        let not_elf = Path::new(env!("CARGO_MANIFEST_DIR")).join("guest/init.sh");
+        assert!(elf_is_static(&not_elf)
+            .unwrap_err()
+            .contains("not a 64-bit"));
+    }
+
+    #[test]
+    fn module_names_follow_the_kernel_spelling() {
+        assert_eq!(module_name("vfio-pci.ko").as_deref(), Some("vfio_pci"));
+        assert_eq!(
+            module_name("vfio_iommu_type1.ko").as_deref(),
+            Some("vfio_iommu_type1")
+        );
+        assert_eq!(module_name("modules.order"), None);
+    }
+
+    #[test]
+    fn the_pattern_depends_on_the_nonce() {
+        let a = pattern(1);
+        assert_eq!(a.len(), edu_pattern::EDU_DMA_BYTES);
+        assert_eq!(a, pattern(1));
+        assert_ne!(fnv1a64(&a), fnv1a64(&pattern(2)));
+        // FNV-1a 64 reference values.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(
+            result_line(0xab, 0xcd),
+            "NONCE=00000000000000ab HASH=00000000000000cd"
+        );
+    }
+}
