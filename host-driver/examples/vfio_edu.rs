@@ -9,7 +9,9 @@
 //! bus mastering, one MSI vector on an eventfd), check edu's ID and liveness registers and its
 //! factorial unit, raise and acknowledge an interrupt, then an IOMMU-mapped DMA round trip: a
 //! nonce-derived pattern goes RAM -> edu's buffer -> a second, zeroed RAM buffer, and must come
-//! back byte for byte. On success it prints `NONCE=<nonce> HASH=<FNV-1a of the DMA'd bytes>`
+//! back byte for byte. Then both buffers are freed (IOMMU unmap) and edu DMAs to the freed
+//! IOVA, which must fault in the IOMMU (`UNMAPPED_DMA_IOVA=<iova>`; the host checks the kernel's
+//! DMAR fault report). On success it prints `NONCE=<nonce> HASH=<FNV-1a of the DMA'd bytes>`
 //! (see `guest/edu_pattern.rs`) and exits 0; on any failure `VFIO_EDU_FAIL: <error chain>` and
 //! exit code 1. Every wait is bounded.
 //!
@@ -172,8 +174,15 @@ fn run(bdf: Bdf, nonce: u64) -> Res<String> {
         .into());
     }
     step("DMA round trip matches byte for byte");
+
+    // Freeing unmaps the IOVA (VFIO_IOMMU_UNMAP_DMA); a DMA there must now fault in the
+    // IOMMU instead of reaching memory. The host finds the kernel's DMAR fault report for
+    // this address on the console (init.sh prints the DMAR lines of the kernel log).
+    let stale = dst.iova().0;
     src.free()?;
     dst.free()?;
+    dma(&dev, EDU_BUF, stale, DMA_CMD_TO_RAM)?;
+    println!("UNMAPPED_DMA_IOVA={stale:#x}");
     Ok(result_line(nonce, fnv1a64(&got)))
 }
 

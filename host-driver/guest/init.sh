@@ -64,5 +64,7 @@ done
 
 vfio_bind "$bdf"
 /vfio_edu "$bdf" "$nonce" || fail "vfio_edu exited with status $?"
+# The IOMMU's fault reports (vfio_edu's DMA to an unmapped IOVA must be one of them).
+dmesg | grep "DMAR:.*fault addr"
 echo "MRC_GUEST_DONE"
 poweroff -f

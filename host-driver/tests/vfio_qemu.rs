@@ -4,8 +4,10 @@
 //! The host picks a seeded nonce (`MRC_VFIO_SEED` reproduces a run), passes it on the kernel
 //! command line and expects the guest to print `NONCE=<nonce> HASH=<hash>` on the serial
 //! console, where the hash is that of the nonce-derived pattern after it went RAM -> edu ->
-//! RAM (see `guest/edu_pattern.rs`). QEMU's exit code says nothing, so the console is the
-//! verdict.
+//! RAM (see `guest/edu_pattern.rs`). The guest then DMAs to an IOVA it has just freed; the
+//! console must show the kernel's DMAR fault report for exactly that address (the IOMMU is
+//! enforcing, and freeing a region unmaps it). QEMU's exit code says nothing, so the console
+//! is the verdict.
 //!
 //! What it builds, all cached under `target/tmp/vfio-guest/` so reruns are quick:
 //! - the kernel and vfio modules, unpacked from Debian's `linux-image-*-amd64` package
@@ -123,7 +125,19 @@ fn vfio_edu_dma_round_trip_in_a_qemu_guest() {
         lines.contains(&"MRC_GUEST_DONE"),
         "the guest did not finish cleanly\n{tail}"
     );
-    println!("vfio_qemu: verified {want}");
+    // The guest DMA'd to an IOVA it had just unmapped: the IOMMU must have refused it.
+    let stale = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("UNMAPPED_DMA_IOVA="))
+        .unwrap_or_else(|| panic!("the guest named no unmapped IOVA\n{tail}"));
+    let fault = format!("fault addr {stale}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("DMAR") && l.contains(&fault)),
+        "no IOMMU (DMAR) fault for the DMA to unmapped {stale}: was it really unmapped?\n{tail}"
+    );
+    println!("vfio_qemu: verified {want}; the DMA to unmapped iova {stale} faulted in the IOMMU");
 }
 
 /// The seed from `MRC_VFIO_SEED`, else from the clock (printed, so any run can be repeated).
