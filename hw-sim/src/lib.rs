@@ -2,3 +2,4 @@
 #![deny(unsafe_code)]
 
 pub mod core;
+pub mod fabric;
