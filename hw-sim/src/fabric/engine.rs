@@ -257,7 +257,7 @@ impl Fabric {
                 p.peer = peer;
                 p.link = id;
                 p.rate_bps = rate;
-                p.ps_per_byte = if (8 * PS_PER_S) % rate == 0 {
+                p.ps_per_byte = if (8 * PS_PER_S).is_multiple_of(rate) {
                     8 * PS_PER_S / rate
                 } else {
                     0

@@ -275,7 +275,7 @@ mod tests {
         for pattern in [0u32, 1, 7, 200, 255, 256, 1000, u32::MAX] {
             for len in [0u32, 1, 2, 55, 56, 255, 256, 257, 511, 4096, 4150] {
                 let brute = (0..len)
-                    .map(|i| (pattern.wrapping_add(i) & 0xff))
+                    .map(|i| pattern.wrapping_add(i) & 0xff)
                     .fold(0u32, |a, b| a.wrapping_add(b));
                 assert_eq!(pattern_checksum(pattern, len), brute, "{pattern} {len}");
             }
