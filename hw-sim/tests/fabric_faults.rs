@@ -216,6 +216,38 @@ fn random_loss_and_corruption_are_counted() {
     }
 }
 
+/// Per link and direction, everything sent arrived or was lost on the wire (counted); at every
+/// host port, everything received was delivered or dropped as corrupt.
+fn assert_links_conserve(f: &Fabric) {
+    let mut wire_lost = 0;
+    for l in 0..f.links() {
+        let (a, b) = f.link_ends(LinkId(l)).unwrap();
+        let (ca, cb) = f.link_counters(LinkId(l)).unwrap();
+        for (tx, rx) in [(ca, cb), (cb, ca)] {
+            assert_eq!(
+                tx.tx_packets,
+                rx.rx_packets + tx.wire_lost_packets,
+                "link {l} {a:?}-{b:?}"
+            );
+            assert_eq!(tx.tx_bytes, rx.rx_bytes + tx.wire_lost_bytes, "link {l}");
+            wire_lost += tx.wire_lost_packets;
+        }
+    }
+    let t = f.totals();
+    assert!(wire_lost >= t.dropped(DropCause::RandomLoss));
+    assert!(wire_lost <= t.dropped(DropCause::RandomLoss) + t.dropped(DropCause::LinkDown));
+    let topo = f.topology();
+    let (mut rx, mut corrupt) = (0, 0);
+    for plane in 0..topo.planes() {
+        for h in 0..topo.hosts() {
+            let c = f.port_counters(topo.host_port(h, plane)).unwrap();
+            rx += c.rx_packets;
+            corrupt += c.dropped(DropCause::Corrupt);
+        }
+    }
+    assert_eq!(rx, t.delivered + corrupt);
+}
+
 /// Random traffic on a 2-plane fat tree with faults everywhere; returns the fabric.
 fn chaos(seed: u64, packets: u32, faults: u32) -> (harness::Harness, mrc_sim::core::SimStats) {
     let mut c = FabricConfig::htsim_reference(Shape::FatTree { k: 4 });
@@ -294,6 +326,7 @@ fn conservation_and_determinism_under_chaos() {
         assert!(t.dropped(cause) > 0, "{cause:?} {t:?}");
     }
     assert_eq!(a.fabric.sum_counters().drops, t.drops);
+    assert_links_conserve(&a.fabric);
     for d in &a.delivered {
         assert_eq!(d.host, d.packet.dst);
         assert!(d.packet.payload.verify());
@@ -320,5 +353,6 @@ proptest! {
         prop_assert_eq!(t.in_flight, 0);
         prop_assert_eq!(h.fabric.sum_counters().drops, t.drops);
         prop_assert_eq!(h.fabric.bad_events(), 0);
+        assert_links_conserve(&h.fabric);
     }
 }

@@ -62,6 +62,11 @@ pub struct PortCounters {
     pub tx_packets: u64,
     /// Their bytes.
     pub tx_bytes: u64,
+    /// Of `tx_packets`, those lost on the wire (random loss, or the link failed under them).
+    /// Per link direction: `tx(a) == rx(b) + wire_lost(a)`, in packets and in bytes.
+    pub wire_lost_packets: u64,
+    /// Their bytes.
+    pub wire_lost_bytes: u64,
     /// Packets received from the link (corrupt ones included).
     pub rx_packets: u64,
     /// Their bytes.
@@ -95,6 +100,8 @@ impl PortCounters {
     pub fn add(&mut self, o: &PortCounters) {
         self.tx_packets += o.tx_packets;
         self.tx_bytes += o.tx_bytes;
+        self.wire_lost_packets += o.wire_lost_packets;
+        self.wire_lost_bytes += o.wire_lost_bytes;
         self.rx_packets += o.rx_packets;
         self.rx_bytes += o.rx_bytes;
         for (a, b) in self.drops.iter_mut().zip(o.drops) {

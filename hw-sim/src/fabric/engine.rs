@@ -554,6 +554,13 @@ impl Fabric {
         self.release(id);
     }
 
+    #[inline]
+    fn lost_on_wire(&mut self, ep: u32, size: u64) {
+        let c = &mut self.counters[ep as usize];
+        c.wire_lost_packets += 1;
+        c.wire_lost_bytes += size;
+    }
+
     fn on_inject(&mut self, s: &mut Scheduler<'_>, id: u32) {
         let port = self.slab[id as usize].port;
         if !self.phys_up_port(port) {
@@ -571,6 +578,7 @@ impl Fabric {
             (p.link, p.peer)
         };
         if self.links[link as usize].epoch != slot.epoch {
+            self.lost_on_wire(ep, slot.pkt.size_bytes as u64);
             self.drop_packet(id, ep, DropCause::LinkDown);
             return;
         }
@@ -772,10 +780,12 @@ impl Fabric {
         c.tx_bytes += size;
         let l = &mut self.links[link as usize];
         if !l.up {
+            self.lost_on_wire(ep, size);
             self.drop_packet(id, ep, DropCause::LinkDown);
             return;
         }
         if l.loss_ppm != 0 && l.rng.chance(l.loss_ppm) {
+            self.lost_on_wire(ep, size);
             self.drop_packet(id, ep, DropCause::RandomLoss);
             return;
         }
