@@ -247,3 +247,34 @@ fn pfc_back_pressure_crosses_the_spine_losslessly() {
         assert_eq!(d + hq, 0);
     }
 }
+
+#[test]
+fn events_per_hop_are_bounded_and_idle_ports_schedule_nothing() {
+    let c = FabricConfig::htsim_reference(Shape::FatTree { k: 4 });
+    let mut sim = harness::simulator(c).unwrap();
+    let route = sim
+        .handler()
+        .fabric
+        .topology()
+        .usid_route(0, 15, 0)
+        .unwrap();
+    let mut p = pkt(0, 15, 0, TransportKind::Mrc, Ecn::Ect);
+    p.route = Route::Usid(route);
+    harness::inject_at(&mut sim, Time::ZERO, 0, 0, p).unwrap();
+    sim.run_until_idle();
+    // One injection, then one arrival per link (6): no transmit-complete on idle ports.
+    assert_eq!(sim.stats().events, 1 + 6);
+    // A burst of 10 back to back: at most one transmit-complete per packet per hop besides.
+    let mut sim = harness::simulator(c).unwrap();
+    for seq in 0..10 {
+        let mut p = pkt(0, 15, seq, TransportKind::Mrc, Ecn::Ect);
+        p.route = Route::Usid(route);
+        harness::inject_at(&mut sim, Time::ZERO, 0, 0, p).unwrap();
+    }
+    sim.run_until_idle();
+    let events = sim.stats().events;
+    // The NIC port queues 9 behind the first (9 transmit-completes); downstream ports see
+    // packets arrive exactly as the previous one leaves, so they never queue.
+    assert_eq!(events, 10 * 7 + 9, "{events}");
+    assert_eq!(sim.handler().fabric.totals().delivered, 10);
+}
