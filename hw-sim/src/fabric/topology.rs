@@ -1,0 +1,413 @@
+//! Deterministic ids and wiring of a multi-plane Clos, and uSID source routes through it.
+//!
+//! # Ids
+//! Everything is numbered plane-major so that a plane is one contiguous block (a natural unit
+//! for partitioning):
+//! - hosts `0..hosts`; host `h` has one NIC port on every plane;
+//! - per plane, ports are `[host ports (hosts)] [switch ports]`; global
+//!   `PortId = plane * ports_per_plane + local`; host `h`'s port on plane `p` is
+//!   `p * ports_per_plane + h`;
+//! - per plane, switches are numbered tier by tier (T0 first); global
+//!   `SwitchId = plane * switches_per_plane + local`;
+//! - links are numbered in build order (host links first, then T0-T1, then T1-T2), plane by
+//!   plane.
+//!
+//! # Port numbering and uSIDs
+//! uSID `u` at a switch means "leave by output port `u - 1`" (0 ends a carrier). Ports:
+//! - leaf-spine: leaf `l` ports `0..H` go to hosts `l*H..`, ports `H..H+S` to spines `0..S`
+//!   (`H = S = radix/2`); spine port `l` goes to leaf `l`;
+//! - fat tree (`h = k/2`): edge `(pod, x)` ports `0..h` to its hosts, `h..k` to aggregation
+//!   switches `(pod, 0..h)`; aggregation `(pod, j)` ports `0..h` to edges `(pod, 0..h)`, `h..k` to
+//!   cores `(j, 0..h)`; core `(j, i)` port `p` to aggregation `(p, j)`.
+//!
+//! # Paths
+//! [`Topology::usid_route`] maps `(src, dst, path index)` to a route; indices are taken modulo
+//! [`Topology::path_count`], and distinct indices below it give distinct paths:
+//! - leaf-spine: `S = radix/2` paths between leaves (index -> spine), 1 within a leaf;
+//! - fat tree: `(k/2)^2` paths between pods (index -> aggregation `j = i mod k/2`, core
+//!   `i / (k/2) mod k/2`; k = 16 has 64), `k/2` within a pod, 1 within an edge switch.
+//!
+//! So an MRC QP with 256 EVs on a k = 16 fat tree reuses each inter-pod path four times.
+
+use super::config::{ConfigError, FabricConfig, Shape};
+use super::packet::UsidRoute;
+
+/// A global port id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortId(pub u32);
+/// A global link id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LinkId(pub u32);
+/// A global switch id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SwitchId(pub u32);
+
+/// Who owns a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortOwner {
+    /// A host NIC port.
+    Host {
+        /// The host.
+        host: u32,
+        /// Its plane.
+        plane: u32,
+    },
+    /// A switch port.
+    Switch {
+        /// The switch.
+        switch: SwitchId,
+        /// Its port number on the switch (uSID - 1).
+        port: u32,
+    },
+}
+
+/// Where a switch sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwitchInfo {
+    /// Plane.
+    pub plane: u32,
+    /// Tier: 0 = leaf/edge (T0), 1 = spine/aggregation (T1), 2 = core (T2).
+    pub tier: u8,
+    /// Index within its tier and plane.
+    pub index: u32,
+    /// Number of ports.
+    pub ports: u32,
+}
+
+/// One link to build (both ends, tier of the upper end: 0 = host link).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkSpec {
+    /// Lower end (host or lower-tier switch).
+    pub a: PortId,
+    /// Upper end.
+    pub b: PortId,
+    /// 0: host - T0, 1: T0 - T1, 2: T1 - T2.
+    pub tier: u8,
+}
+
+/// Why no route exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RouteError {
+    /// A host id is out of range.
+    NoSuchHost {
+        /// The host.
+        host: u32,
+    },
+    /// Source and destination are the same host.
+    SameHost,
+}
+
+/// Shape-specific dimensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dims {
+    LeafSpine { hpl: u32, leaves: u32, spines: u32 },
+    FatTree { k: u32, h: u32 },
+}
+
+/// The wiring of a fabric; pure arithmetic plus small per-switch tables.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub(crate) dims: Dims,
+    planes: u32,
+    hosts: u32,
+    switches_per_plane: u32,
+    ports_per_plane: u32,
+    /// Per plane-local switch: first port (plane-local, after the host ports), ports, tier, index.
+    sw_base: Vec<u32>,
+    sw_ports: Vec<u32>,
+    sw_tier: Vec<u8>,
+    sw_index: Vec<u32>,
+}
+
+impl Topology {
+    /// Builds the wiring for `cfg` (validated first).
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the configuration is invalid.
+    pub fn new(cfg: &FabricConfig) -> Result<Topology, ConfigError> {
+        cfg.validate()?;
+        let (dims, hosts, tiers): (Dims, u32, Vec<(u8, u32, u32)>) = match cfg.shape {
+            Shape::LeafSpine { hosts, radix } => {
+                let hpl = radix / 2;
+                let spines = radix / 2;
+                let leaves = hosts.div_ceil(hpl);
+                (
+                    Dims::LeafSpine {
+                        hpl,
+                        leaves,
+                        spines,
+                    },
+                    hosts,
+                    vec![(0, leaves, hpl + spines), (1, spines, leaves)],
+                )
+            }
+            Shape::FatTree { k } => {
+                let h = k / 2;
+                (
+                    Dims::FatTree { k, h },
+                    k * k * k / 4,
+                    vec![(0, k * h, k), (1, k * h, k), (2, h * h, k)],
+                )
+            }
+        };
+        let mut t = Topology {
+            dims,
+            planes: cfg.planes,
+            hosts,
+            switches_per_plane: 0,
+            ports_per_plane: hosts,
+            sw_base: Vec::new(),
+            sw_ports: Vec::new(),
+            sw_tier: Vec::new(),
+            sw_index: Vec::new(),
+        };
+        let mut next = 0u32;
+        for (tier, count, ports) in tiers {
+            for i in 0..count {
+                t.sw_base.push(next);
+                t.sw_ports.push(ports);
+                t.sw_tier.push(tier);
+                t.sw_index.push(i);
+                next += ports;
+            }
+        }
+        t.switches_per_plane = t.sw_base.len() as u32;
+        t.ports_per_plane = hosts + next;
+        Ok(t)
+    }
+
+    /// Hosts.
+    pub fn hosts(&self) -> u32 {
+        self.hosts
+    }
+    /// Planes.
+    pub fn planes(&self) -> u32 {
+        self.planes
+    }
+    /// Switches per plane.
+    pub fn switches_per_plane(&self) -> u32 {
+        self.switches_per_plane
+    }
+    /// Switches in all planes.
+    pub fn switches(&self) -> u32 {
+        self.switches_per_plane * self.planes
+    }
+    /// Ports per plane (host ports included).
+    pub fn ports_per_plane(&self) -> u32 {
+        self.ports_per_plane
+    }
+    /// Ports in all planes.
+    pub fn ports(&self) -> u32 {
+        self.ports_per_plane * self.planes
+    }
+
+    /// Host `host`'s NIC port on `plane`.
+    #[inline]
+    pub fn host_port(&self, host: u32, plane: u32) -> PortId {
+        PortId(plane * self.ports_per_plane + host)
+    }
+
+    /// The switch at `(plane, tier, index)`, if it exists.
+    pub fn switch(&self, plane: u32, tier: u8, index: u32) -> Option<SwitchId> {
+        if plane >= self.planes {
+            return None;
+        }
+        let first = self.sw_tier.iter().position(|t| *t == tier)? as u32;
+        let local = first + index;
+        (local < self.switches_per_plane && self.sw_tier[local as usize] == tier)
+            .then_some(SwitchId(plane * self.switches_per_plane + local))
+    }
+
+    /// Where a switch sits.
+    pub fn switch_info(&self, sw: SwitchId) -> SwitchInfo {
+        let l = (sw.0 % self.switches_per_plane) as usize;
+        SwitchInfo {
+            plane: sw.0 / self.switches_per_plane,
+            tier: self.sw_tier[l],
+            index: self.sw_index[l],
+            ports: self.sw_ports[l],
+        }
+    }
+
+    /// Port `port` (0-based; uSID `port + 1`) of switch `sw`.
+    #[inline]
+    pub fn switch_port(&self, sw: SwitchId, port: u32) -> PortId {
+        let plane = sw.0 / self.switches_per_plane;
+        let l = (sw.0 % self.switches_per_plane) as usize;
+        PortId(plane * self.ports_per_plane + self.hosts + self.sw_base[l] + port)
+    }
+
+    /// Who owns `port`.
+    pub fn port_owner(&self, port: PortId) -> PortOwner {
+        let plane = port.0 / self.ports_per_plane;
+        let local = port.0 % self.ports_per_plane;
+        if local < self.hosts {
+            return PortOwner::Host { host: local, plane };
+        }
+        let off = local - self.hosts;
+        // Switch bases are sorted: the owner is the last base <= off.
+        let l = self.sw_base.partition_point(|b| *b <= off) - 1;
+        PortOwner::Switch {
+            switch: SwitchId(plane * self.switches_per_plane + l as u32),
+            port: off - self.sw_base[l],
+        }
+    }
+
+    /// Plane-local switch number of a switch at `tier`, `index`.
+    #[inline]
+    pub(crate) fn local_switch(&self, tier: u8, index: u32) -> u32 {
+        match (self.dims, tier) {
+            (_, 0) => index,
+            (Dims::LeafSpine { leaves, .. }, _) => leaves + index,
+            (Dims::FatTree { k, h }, 1) => k * h + index,
+            (Dims::FatTree { k, h }, _) => 2 * k * h + index,
+        }
+    }
+
+    /// Plane-local port of port `port` of plane-local switch `local`.
+    #[inline]
+    pub(crate) fn local_port(&self, local: u32, port: u32) -> u32 {
+        self.hosts + self.sw_base[local as usize] + port
+    }
+
+    /// Calls `f` for every link, in link-id order.
+    pub fn for_each_link(&self, mut f: impl FnMut(LinkSpec)) {
+        for plane in 0..self.planes {
+            let base = plane * self.ports_per_plane;
+            let mut emit = |a: u32, b: u32, tier: u8| {
+                f(LinkSpec {
+                    a: PortId(base + a),
+                    b: PortId(base + b),
+                    tier,
+                })
+            };
+            match self.dims {
+                Dims::LeafSpine {
+                    hpl,
+                    leaves,
+                    spines,
+                } => {
+                    for host in 0..self.hosts {
+                        emit(host, self.local_port(host / hpl, host % hpl), 0);
+                    }
+                    for l in 0..leaves {
+                        for s in 0..spines {
+                            let sp = self.local_switch(1, s);
+                            emit(self.local_port(l, hpl + s), self.local_port(sp, l), 1);
+                        }
+                    }
+                }
+                Dims::FatTree { k, h } => {
+                    for host in 0..self.hosts {
+                        emit(host, self.local_port(host / h, host % h), 0);
+                    }
+                    for pod in 0..k {
+                        for x in 0..h {
+                            for j in 0..h {
+                                let agg = self.local_switch(1, pod * h + j);
+                                emit(
+                                    self.local_port(pod * h + x, h + j),
+                                    self.local_port(agg, x),
+                                    1,
+                                );
+                            }
+                        }
+                    }
+                    for pod in 0..k {
+                        for j in 0..h {
+                            let agg = self.local_switch(1, pod * h + j);
+                            for i in 0..h {
+                                let core = self.local_switch(2, j * h + i);
+                                emit(self.local_port(agg, h + i), self.local_port(core, pod), 2);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Distinct source-routed paths from `src` to `dst` (0 for the same host).
+    pub fn path_count(&self, src: u32, dst: u32) -> u32 {
+        if src == dst {
+            return 0;
+        }
+        match self.dims {
+            Dims::LeafSpine { hpl, spines, .. } => {
+                if src / hpl == dst / hpl {
+                    1
+                } else {
+                    spines
+                }
+            }
+            Dims::FatTree { h, .. } => {
+                let (se, de) = (src / h, dst / h);
+                if se == de {
+                    1
+                } else if se / h == de / h {
+                    h
+                } else {
+                    h * h
+                }
+            }
+        }
+    }
+
+    /// Most distinct paths between any two hosts.
+    pub fn max_paths(&self) -> u32 {
+        match self.dims {
+            Dims::LeafSpine { spines, .. } => spines,
+            Dims::FatTree { h, .. } => h * h,
+        }
+    }
+
+    /// The uSID route from `src` to `dst` on path `path` (taken modulo
+    /// [`Topology::path_count`]). Same on every plane.
+    ///
+    /// # Errors
+    /// [`RouteError`] for an unknown host or `src == dst`.
+    pub fn usid_route(&self, src: u32, dst: u32, path: u32) -> Result<UsidRoute, RouteError> {
+        for host in [src, dst] {
+            if host >= self.hosts {
+                return Err(RouteError::NoSuchHost { host });
+            }
+        }
+        if src == dst {
+            return Err(RouteError::SameHost);
+        }
+        let n = self.path_count(src, dst);
+        let p = path % n;
+        // Ports are < 2^16 - 1 (radix <= 4096), so `port + 1` fits a uSID.
+        let u = |port: u32| (port + 1) as u16;
+        let mut hops = [0u16; 5];
+        let len = match self.dims {
+            Dims::LeafSpine { hpl, .. } => {
+                let (sl, dl) = (src / hpl, dst / hpl);
+                if sl == dl {
+                    hops[0] = u(dst % hpl);
+                    1
+                } else {
+                    hops[..3].copy_from_slice(&[u(hpl + p), u(dl), u(dst % hpl)]);
+                    3
+                }
+            }
+            Dims::FatTree { h, .. } => {
+                let (se, de) = (src / h, dst / h);
+                let dst_port = u(dst % h);
+                if se == de {
+                    hops[0] = dst_port;
+                    1
+                } else if se / h == de / h {
+                    hops[..3].copy_from_slice(&[u(h + p), u(de % h), dst_port]);
+                    3
+                } else {
+                    let (j, i) = (p % h, p / h);
+                    hops = [u(h + j), u(h + i), u(de / h), u(de % h), dst_port];
+                    5
+                }
+            }
+        };
+        // At most five hops, none zero: always a valid route.
+        UsidRoute::new(&hops[..len]).map_err(|_| RouteError::SameHost)
+    }
+}
