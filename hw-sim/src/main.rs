@@ -3,7 +3,8 @@
 //! Runs the built-in default scenario ([`Scenario::default_for`]) once per transport, side by
 //! side: 64 hosts with 800G NICs (4 planes x 200 Gb/s), a leaf-spine per plane, every host
 //! writing 16 MiB to a partner in a permutation, and a T0-T1 link of plane 0 failing mid-run.
-//! Every NIC runs the real MRC engine (`mrc_firmware::engine`). `--seed N` changes the seed.
+//! Every NIC runs the real MRC engine (`mrc_firmware::engine`). `--seed N` changes the seed;
+//! `--reorder-tx N` the engine's loss-inference reorder threshold.
 
 use mrc_sim::nic::Transport;
 use mrc_sim::run::{format_table, run, Scenario};
@@ -11,20 +12,25 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let mut seed = 1u64;
+    let mut reorder_tx = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next().map(|v| v.parse::<u64>())) {
             ("--seed", Some(Ok(v))) => seed = v,
+            ("--reorder-tx", Some(Ok(v))) if v > 0 && v <= 512 => reorder_tx = Some(v as u32),
             _ => {
-                eprintln!("usage: mrc-sim [--seed N]");
+                eprintln!("usage: mrc-sim [--seed N] [--reorder-tx 1..=512]");
                 return ExitCode::FAILURE;
             }
         }
     }
-    let base = Scenario {
+    let mut base = Scenario {
         seed,
         ..Scenario::default_for(Transport::Mrc)
     };
+    if let Some(r) = reorder_tx {
+        base.reorder_tx = r;
+    }
     println!("mrc-sim: default scenario (first increment of issue 5), seed {seed}");
     println!(
         "  {:?}, {} planes x {} Gb/s per host, {} us per link, queues {} B, trimming {:?}",
@@ -40,6 +46,10 @@ fn main() -> ExitCode {
         base.bytes_per_host >> 20,
         base.msg_bytes >> 10,
         base.mtu_payload
+    );
+    println!(
+        "  engine: 256 EVs, NSCC, loss inferred after {} later transmissions are SACKed, ACK timeout 1.024 us * 2^{}",
+        base.reorder_tx, base.timeout_exp
     );
     if let Some(f) = base.failure {
         println!(

@@ -105,6 +105,9 @@ pub struct NicConfig {
     pub total_bytes: u64,
     /// Bytes per message.
     pub msg_bytes: u32,
+    /// Engine loss inference: a SACK hole is a loss after this many later transmissions are
+    /// acknowledged ([`EngineConfig::reorder_tx`]).
+    pub reorder_tx: u32,
     /// Engine ACK timeout exponent (`1.024 us * 2^t`).
     pub timeout_exp: u8,
     /// Retries before the engine gives up.
@@ -205,6 +208,7 @@ impl Nic {
         }
         let ecfg = EngineConfig {
             mtu_payload: cfg.mtu_payload,
+            reorder_tx: cfg.reorder_tx,
             ..EngineConfig::default()
         };
         let mut engine =
@@ -290,6 +294,15 @@ impl Nic {
     /// The model's counters.
     pub fn counters(&self) -> NicCounters {
         self.counters
+    }
+
+    /// The sending QP's requester counters (zero if the QP is gone).
+    pub fn requester_counters(&self) -> mrc_firmware::engine::RequesterCounters {
+        self.engine
+            .qp(self.send_qp)
+            .and_then(|q| q.requester())
+            .map(|r| r.counters())
+            .unwrap_or_default()
     }
 
     /// The engine's counters.

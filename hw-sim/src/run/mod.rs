@@ -46,6 +46,9 @@ pub struct Scenario {
     pub msg_bytes: u32,
     /// Payload bytes per full packet.
     pub mtu_payload: u32,
+    /// Engine loss inference threshold (later transmissions acknowledged before a SACK hole
+    /// counts as lost). Spraying over many paths reorders: keep it near the window in packets.
+    pub reorder_tx: u32,
     /// Engine ACK timeout exponent.
     pub timeout_exp: u8,
     /// Engine retry count.
@@ -79,13 +82,14 @@ impl Scenario {
             bytes_per_host: 16 << 20,
             msg_bytes: 256 << 10,
             mtu_payload: 4096,
+            reorder_tx: 32,
             timeout_exp: 5,
-            retry_cnt: 25,
+            retry_cnt: 24,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),
                 t1_link: 0,
             }),
-            time_limit: Time::from_secs(1),
+            time_limit: Time::from_secs(4),
             seed: 1,
         }
     }
@@ -256,6 +260,7 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         base_rtt: sc.base_rtt(),
         total_bytes: sc.bytes_per_host,
         msg_bytes: sc.msg_bytes,
+        reorder_tx: sc.reorder_tx,
         timeout_exp: sc.timeout_exp,
         retry_cnt: sc.retry_cnt,
         seed: sc.seed,

@@ -29,6 +29,16 @@ pub struct RunReport {
     pub retransmits: u64,
     /// Data packets sent (all NICs, retransmits included).
     pub data_sent: u64,
+    /// Losses the senders inferred from SACKs (reorder threshold).
+    pub losses_inferred: u64,
+    /// ACK timeouts of the senders.
+    pub ack_timeouts: u64,
+    /// ACK timeouts that fired (all NICs).
+    pub timeouts: u64,
+    /// Duplicate data packets receivers saw (spurious retransmits show up here).
+    pub rx_duplicates: u64,
+    /// NACKs receivers sent.
+    pub nacks: u64,
     /// Fabric drops by [`DropCause`] index.
     pub drops: [u64; DropCause::COUNT],
     /// Packets trimmed by switches.
@@ -71,10 +81,18 @@ impl RunReport {
         let sum = w.fabric.sum_counters();
         let (mut retransmits, mut data_sent, mut nic_rx_dropped, mut placed, mut acked) =
             (0, 0, 0, 0, 0);
+        let (mut timeouts, mut rx_duplicates, mut nacks) = (0, 0, 0);
+        let (mut losses_inferred, mut ack_timeouts) = (0, 0);
         for n in &w.nics {
             let e = n.engine_counters();
             retransmits += e.retransmits_sent;
             data_sent += e.data_sent;
+            timeouts += e.timeouts_fired;
+            rx_duplicates += e.rx_duplicate;
+            nacks += e.nacks_sent;
+            let rc = n.requester_counters();
+            losses_inferred += rc.losses_inferred;
+            ack_timeouts += rc.timeouts;
             let c = n.counters();
             nic_rx_dropped += c.side_misses + c.bad_payload;
             placed += c.placed_bytes;
@@ -97,6 +115,11 @@ impl RunReport {
                 .unwrap_or(Duration::ZERO),
             retransmits,
             data_sent,
+            losses_inferred,
+            ack_timeouts,
+            timeouts,
+            rx_duplicates,
+            nacks,
             drops: sum.drops,
             trims: sum.trims,
             ecn_marks: sum.ecn_marks,
@@ -155,6 +178,11 @@ pub fn format_table(reports: &[RunReport]) -> String {
     row("longest stall (us)", &|r| us(r.max_stall));
     row("data packets sent", &|r| r.data_sent.to_string());
     row("retransmits", &|r| r.retransmits.to_string());
+    row("losses inferred (SACK)", &|r| r.losses_inferred.to_string());
+    row("ACK timeouts", &|r| r.ack_timeouts.to_string());
+    row("timer expiries", &|r| r.timeouts.to_string());
+    row("NACKs", &|r| r.nacks.to_string());
+    row("duplicates received", &|r| r.rx_duplicates.to_string());
     row("trims", &|r| r.trims.to_string());
     row("ECN marks", &|r| r.ecn_marks.to_string());
     for c in DropCause::ALL {
