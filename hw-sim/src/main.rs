@@ -65,7 +65,10 @@ fn main() -> ExitCode {
     );
     let mut reports = Vec::new();
     for t in [Transport::Mrc, Transport::Mrc1Ev] {
-        let sc = Scenario { transport: t, ..base };
+        let sc = Scenario {
+            transport: t,
+            ..base
+        };
         let wall = std::time::Instant::now();
         match run(&sc) {
             Ok(r) => {
@@ -85,12 +88,16 @@ fn main() -> ExitCode {
     }
     println!("{}", format_table(&reports));
     println!("Not modelled yet (so these figures are the transport and fabric only):");
-    println!("  - roce-ecmp and spray-oblivious transports (RoCE go-back-N, DCQCN, PFC) are not built;");
+    println!(
+        "  - roce-ecmp and spray-oblivious transports (RoCE go-back-N, DCQCN, PFC) are not built;"
+    );
     println!("  - PCIe/DMA timing, doorbells and host memory: the NIC pulls payload instantly;");
     println!("  - firmware core cycle costs and the datapath models' cycle counts: the engine runs in zero time;");
     println!("  - mrc-1ev pins each QP to one plane and one ECMP hash in the NIC model (the engine still");
-    println!("    thinks it sprays over 256 EVs); packet header size is an estimate ({} B);",
-        mrc_sim::nic::HEADER_BYTES);
+    println!(
+        "    thinks it sprays over 256 EVs); packet header size is an estimate ({} B);",
+        mrc_sim::nic::HEADER_BYTES
+    );
     println!("  - no TOML scenarios, JSON, plots or pcap yet; one workload (permutation).");
     ExitCode::SUCCESS
 }

@@ -8,14 +8,25 @@ fn tiny_runs_complete_with_every_byte_acknowledged() {
     for t in [Transport::Mrc, Transport::Mrc1Ev] {
         let sc = Scenario::tiny(t);
         let r = run(&sc).expect("tiny scenario is valid");
-        assert_eq!(r.completed, r.hosts, "{}: {}", t.name(), format_table(&[r.clone()]));
+        assert_eq!(
+            r.completed,
+            r.hosts,
+            "{}: {}",
+            t.name(),
+            format_table(&[r.clone()])
+        );
         assert_eq!(r.failed, 0);
         assert_eq!(r.acked_bytes, sc.bytes_per_host * u64::from(r.hosts));
         // Every byte placed at least once (duplicates of retransmitted packets are not placed).
         assert!(r.placed_bytes >= r.acked_bytes);
         assert_eq!(r.nic_rx_dropped, 0);
         assert_eq!(r.bad_events, 0);
-        assert!(r.ratio() >= 1.0, "{}: faster than ideal: {}", t.name(), r.ratio());
+        assert!(
+            r.ratio() >= 1.0,
+            "{}: faster than ideal: {}",
+            t.name(),
+            r.ratio()
+        );
     }
 }
 
@@ -45,6 +56,30 @@ fn the_failure_drops_packets_and_mrc_recovers() {
     let lost: u64 = r.drops.iter().sum();
     assert_eq!(r.completed, r.hosts);
     // The failure cost packets (data and ACKs); MRC repaired the data by retransmitting.
-    assert!(lost > 0 && r.retransmits > 0, "{lost} lost, {} retransmits", r.retransmits);
+    assert!(
+        lost > 0 && r.retransmits > 0,
+        "{lost} lost, {} retransmits",
+        r.retransmits
+    );
     assert!(r.data_sent >= r.retransmits);
+}
+
+#[test]
+fn nic_and_fabric_counts_agree_end_to_end() {
+    use mrc_sim::core::{Duration, Time};
+    let sc = Scenario::tiny(Transport::Mrc);
+    let mut sim = mrc_sim::run::build(&sc).unwrap();
+    while sim.now() < Time::from_ms(10) && !sim.handler().nics.iter().all(|n| n.done_at().is_some())
+    {
+        let next = sim.now().saturating_add(Duration::from_us(10));
+        sim.run_until(next);
+    }
+    let w = sim.handler();
+    let t = w.fabric.totals();
+    let tx: u64 = w.nics.iter().map(|n| n.counters().tx_packets).sum();
+    let rx: u64 = w.nics.iter().map(|n| n.counters().rx_packets).sum();
+    // Every packet a NIC handed over was injected; every delivery reached a NIC.
+    assert_eq!(tx, t.injected);
+    assert_eq!(rx, t.delivered);
+    assert!(t.conserved(), "{t:?}");
 }

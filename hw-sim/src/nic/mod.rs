@@ -28,6 +28,8 @@
 //! Not modelled (yet): PCIe/DMA timing, the datapath reference models' cycle counts, firmware
 //! core cycle costs, RoCE.
 
+use mrc_abi::wire::EvFormat;
+use mrc_abi::Psn;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::ev_state::EvConfig;
@@ -35,8 +37,6 @@ use mrc_firmware::engine::{
     CcProfile, CompletionKind, Engine, EngineConfig, EngineCounters, EvProfile, LocalBuf, QpAttrs,
     QpHint, QpState, RxMeta, RxVerdict, SendWr, TxBody, TxPacket,
 };
-use mrc_abi::wire::EvFormat;
-use mrc_abi::Psn;
 
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
@@ -213,8 +213,12 @@ impl Nic {
         };
         let mut engine =
             Box::new(SimEngine::new(ecfg).map_err(|_| NicError::Engine("engine config"))?);
-        let send_qp = engine.create_qp().map_err(|_| NicError::Engine("send QP"))?;
-        let recv_qp = engine.create_qp().map_err(|_| NicError::Engine("recv QP"))?;
+        let send_qp = engine
+            .create_qp()
+            .map_err(|_| NicError::Engine("send QP"))?;
+        let recv_qp = engine
+            .create_qp()
+            .map_err(|_| NicError::Engine("recv QP"))?;
         engine
             .register_region(MemRegion {
                 rkey: RKEY,
@@ -296,6 +300,29 @@ impl Nic {
         self.counters
     }
 
+    /// The sending QP's state: (QP state, `una`, `nxt`, bytes in flight, work requests queued).
+    pub fn sender_state(&self) -> Option<(QpState, u32, u32, u64, usize)> {
+        let q = self.engine.qp(self.send_qp)?;
+        let r = q.requester()?;
+        Some((
+            self.engine.qp_state(self.send_qp)?,
+            r.una().value(),
+            r.nxt().value(),
+            r.inflight_bytes(),
+            r.queued(),
+        ))
+    }
+
+    /// When the sending QP's cumulative ACK point last moved (or it had nothing outstanding).
+    pub fn last_progress(&self) -> Time {
+        self.last_progress
+    }
+
+    /// Hosts the send QP writes to and the receive QP hears from.
+    pub fn peers(&self) -> (u32, u32) {
+        (self.send_peer, self.recv_peer)
+    }
+
     /// The sending QP's requester counters (zero if the QP is gone).
     pub fn requester_counters(&self) -> mrc_firmware::engine::RequesterCounters {
         self.engine
@@ -333,7 +360,13 @@ impl Nic {
     }
 
     /// [`ev::TIMER`] at `now`: fires the engine's timers when this is the armed deadline.
-    pub fn on_timer(&mut self, now: Time, fab: &mut Fabric, s: &mut Scheduler<'_>, me: ComponentId) {
+    pub fn on_timer(
+        &mut self,
+        now: Time,
+        fab: &mut Fabric,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) {
         if self.timer_armed != Some(ns(now)) {
             return; // superseded by an earlier deadline, which re-armed on firing
         }
@@ -492,7 +525,10 @@ impl Nic {
             Transport::Mrc1Ev => {
                 // One flow hash per direction of the connection.
                 let h = self.flow_hash ^ u64::from(tx.src_qpn);
-                ((h >> 56) as u32 % u32::from(self.cfg.planes), Route::Ecmp { hash: h })
+                (
+                    (h >> 56) as u32 % u32::from(self.cfg.planes),
+                    Route::Ecmp { hash: h },
+                )
             }
         };
         let control = !matches!(tx.body, TxBody::Write { .. });
@@ -539,8 +575,7 @@ impl Nic {
         if self.timer_armed.is_some_and(|a| a <= t) {
             return;
         }
-        if s
-            .at(Time::from_ns(t), me, ev::TIMER, u64::from(self.host))
+        if s.at(Time::from_ns(t), me, ev::TIMER, u64::from(self.host))
             .is_ok()
         {
             self.timer_armed = Some(t);

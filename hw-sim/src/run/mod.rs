@@ -121,7 +121,10 @@ impl Scenario {
             Shape::FatTree { .. } => 6,
         };
         let ser = |bytes: u64| Duration::from_ps(bytes * 8 * PS_PER_S / self.fabric.host_link_bps);
-        let one_way = self.fabric.propagation.saturating_add(self.fabric.switching_latency);
+        let one_way = self
+            .fabric
+            .propagation
+            .saturating_add(self.fabric.switching_latency);
         one_way
             .saturating_mul(2 * hops)
             .saturating_add(ser(u64::from(self.mtu_payload + HEADER_BYTES)).saturating_mul(hops))
@@ -302,7 +305,8 @@ pub fn run(sc: &Scenario) -> Result<RunReport, RunError> {
         let next = sim.now().saturating_add(step).min(sc.time_limit);
         sim.run_until(next);
         let w = sim.handler();
-        if w.nics.iter().all(|n| n.done_at().is_some() || n.failed()) || sim.now() >= sc.time_limit {
+        if w.nics.iter().all(|n| n.done_at().is_some() || n.failed()) || sim.now() >= sc.time_limit
+        {
             break;
         }
     }

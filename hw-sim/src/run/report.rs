@@ -74,7 +74,8 @@ impl RunReport {
         let completed = fcts.len() as u32;
         let hosts = w.nics.len() as u32;
         let completion = if completed == hosts {
-            fcts.last().map_or(Time::ZERO, |d| Time::ZERO.saturating_add(*d))
+            fcts.last()
+                .map_or(Time::ZERO, |d| Time::ZERO.saturating_add(*d))
         } else {
             sim.now()
         };
@@ -164,10 +165,16 @@ pub fn format_table(reports: &[RunReport]) -> String {
         rows.push((name.to_string(), reports.iter().map(f).collect()));
     };
     row("transport", &|r| r.transport.to_string());
-    row("flows completed", &|r| format!("{}/{}", r.completed, r.hosts));
+    row("flows completed", &|r| {
+        format!("{}/{}", r.completed, r.hosts)
+    });
     row("flows failed (QP error)", &|r| r.failed.to_string());
     row("completion (us)", &|r| {
-        let mark = if r.completed == r.hosts { "" } else { " (stopped)" };
+        let mark = if r.completed == r.hosts {
+            ""
+        } else {
+            " (stopped)"
+        };
         format!("{}{mark}", us(r.completion.since_start()))
     });
     row("ideal (us)", &|r| us(r.ideal));
