@@ -4,7 +4,8 @@
 //! side: 64 hosts with 800G NICs (4 planes x 200 Gb/s), a leaf-spine per plane, every host
 //! writing 16 MiB to a partner in a permutation, and a T0-T1 link of plane 0 failing mid-run.
 //! Every NIC runs the real MRC engine (`mrc_firmware::engine`). `--seed N` changes the seed;
-//! `--reorder-tx N` the engine's loss-inference reorder threshold.
+//! `--reorder-tx N` the engine's loss-inference reorder threshold; `--no-failure` runs without
+//! the link failure (the baseline).
 
 use mrc_sim::nic::Transport;
 use mrc_sim::run::{format_table, run, Scenario};
@@ -13,13 +14,18 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let mut seed = 1u64;
     let mut reorder_tx = None;
+    let mut no_failure = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
+        if a == "--no-failure" {
+            no_failure = true;
+            continue;
+        }
         match (a.as_str(), args.next().map(|v| v.parse::<u64>())) {
             ("--seed", Some(Ok(v))) => seed = v,
             ("--reorder-tx", Some(Ok(v))) if v > 0 && v <= 512 => reorder_tx = Some(v as u32),
             _ => {
-                eprintln!("usage: mrc-sim [--seed N] [--reorder-tx 1..=512]");
+                eprintln!("usage: mrc-sim [--seed N] [--reorder-tx 1..=512] [--no-failure]");
                 return ExitCode::FAILURE;
             }
         }
@@ -28,6 +34,9 @@ fn main() -> ExitCode {
         seed,
         ..Scenario::default_for(Transport::Mrc)
     };
+    if no_failure {
+        base.failure = None;
+    }
     if let Some(r) = reorder_tx {
         base.reorder_tx = r;
     }

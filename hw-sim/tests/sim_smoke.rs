@@ -13,7 +13,7 @@ fn tiny_runs_complete_with_every_byte_acknowledged() {
             r.hosts,
             "{}: {}",
             t.name(),
-            format_table(&[r.clone()])
+            format_table(std::slice::from_ref(&r))
         );
         assert_eq!(r.failed, 0);
         assert_eq!(r.acked_bytes, sc.bytes_per_host * u64::from(r.hosts));
