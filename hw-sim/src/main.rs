@@ -96,6 +96,18 @@ fn main() -> ExitCode {
         }
     }
     println!("{}", format_table(&reports));
+    for r in &reports {
+        if r.completed < r.hosts {
+            println!(
+                "{}: {} of {} flows had not completed when the run stopped at {} ms (the time limit); their QPs were stalled (see longest stall).",
+                r.transport,
+                r.hosts - r.completed,
+                r.hosts,
+                r.completion.as_ps() / 1_000_000_000
+            );
+        }
+    }
+    println!();
     println!("Not modelled yet (so these figures are the transport and fabric only):");
     println!(
         "  - roce-ecmp and spray-oblivious transports (RoCE go-back-N, DCQCN, PFC) are not built;"

@@ -131,6 +131,8 @@ pub struct NicCounters {
     pub inject_errors: u64,
     /// Send completions with an error status.
     pub completion_errors: u64,
+    /// EV state changes the engine reported (retire, deny, recover...).
+    pub ev_state_changes: u64,
     /// Payload bytes the engine told this NIC to place (as a receiver).
     pub placed_bytes: u64,
 }
@@ -409,7 +411,9 @@ impl Nic {
 
     /// After any engine input: completions, posting, transmit, timer, stall bookkeeping.
     fn service(&mut self, now: Time, fab: &mut Fabric, s: &mut Scheduler<'_>, me: ComponentId) {
-        while self.engine.poll_ev_event().is_some() {}
+        while self.engine.poll_ev_event().is_some() {
+            self.counters.ev_state_changes += 1;
+        }
         while let Some(c) = self.engine.poll_completion() {
             if c.qpn != self.send_qp || c.kind != CompletionKind::Send {
                 continue;

@@ -6,6 +6,11 @@
 //! runs it until every flow completed or `time_limit`, and returns a [`RunReport`]. Everything
 //! is seeded from [`Scenario::seed`]: same scenario, same report, bit for bit.
 //!
+//! This is the first increment of issue 5: two transports (`mrc`, `mrc-1ev`), one workload
+//! (permutation), one fault (a T0-T1 link down), built-in scenarios only ([`Scenario::default_for`],
+//! [`Scenario::tiny`]). Not modelled: RoCE / spray-oblivious, PCIe/DMA and host timing, firmware
+//! core cycle costs, the datapath models' cycle counts.
+//!
 //! *Ideal* completion = `bytes_per_host` / the NIC line rate (all planes) + the unloaded base
 //! RTT. *Stall* = the longest time a sending QP with outstanding data saw no new byte
 //! acknowledged.

@@ -29,6 +29,8 @@ pub struct RunReport {
     pub retransmits: u64,
     /// Data packets sent (all NICs, retransmits included).
     pub data_sent: u64,
+    /// EV state changes (all NICs).
+    pub ev_state_changes: u64,
     /// Losses the senders inferred from SACKs (reorder threshold).
     pub losses_inferred: u64,
     /// ACK timeouts of the senders.
@@ -83,7 +85,7 @@ impl RunReport {
         let (mut retransmits, mut data_sent, mut nic_rx_dropped, mut placed, mut acked) =
             (0, 0, 0, 0, 0);
         let (mut timeouts, mut rx_duplicates, mut nacks) = (0, 0, 0);
-        let (mut losses_inferred, mut ack_timeouts) = (0, 0);
+        let (mut losses_inferred, mut ack_timeouts, mut ev_state_changes) = (0, 0, 0);
         for n in &w.nics {
             let e = n.engine_counters();
             retransmits += e.retransmits_sent;
@@ -96,6 +98,7 @@ impl RunReport {
             ack_timeouts += rc.timeouts;
             let c = n.counters();
             nic_rx_dropped += c.side_misses + c.bad_payload;
+            ev_state_changes += c.ev_state_changes;
             placed += c.placed_bytes;
             acked += n.completed_bytes();
         }
@@ -116,6 +119,7 @@ impl RunReport {
                 .unwrap_or(Duration::ZERO),
             retransmits,
             data_sent,
+            ev_state_changes,
             losses_inferred,
             ack_timeouts,
             timeouts,
@@ -185,6 +189,7 @@ pub fn format_table(reports: &[RunReport]) -> String {
     row("longest stall (us)", &|r| us(r.max_stall));
     row("data packets sent", &|r| r.data_sent.to_string());
     row("retransmits", &|r| r.retransmits.to_string());
+    row("EV state changes", &|r| r.ev_state_changes.to_string());
     row("losses inferred (SACK)", &|r| r.losses_inferred.to_string());
     row("ACK timeouts", &|r| r.ack_timeouts.to_string());
     row("timer expiries", &|r| r.timeouts.to_string());
