@@ -334,6 +334,16 @@ impl Nic {
             .unwrap_or_default()
     }
 
+    /// The engine (read-only: QP, EV table and congestion state for diagnostics).
+    pub fn engine(&self) -> &SimEngine {
+        &self.engine
+    }
+
+    /// The sending QP's number (the same on every NIC).
+    pub fn send_qpn(&self) -> u32 {
+        self.send_qp
+    }
+
     /// The engine's counters.
     pub fn engine_counters(&self) -> EngineCounters {
         self.engine.counters()
