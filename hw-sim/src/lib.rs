@@ -8,10 +8,16 @@
 //!   `mrc-driver` runs against; today a functional loopback between NICs, not yet timed and not
 //!   yet running the MRC engine over the fabric.
 //!
-//! The simulator that joins them (NIC model running the MRC engine, transports, workloads,
-//! scenarios, reports) is issue 5.
+//! - [`nic`]: the NIC model running the real MRC engine (`mrc_firmware::engine`) over the
+//!   fabric: EV-to-route mapping, line-rate pulling, engine timers as events.
+//! - [`run`]: scenarios (permutation workload, a T0-T1 link failure), the world that joins
+//!   fabric and NICs, and the per-transport report.
+//!
+//! Issue 5 is the whole simulator; what is here is its first increment (see `run`'s docs).
 #![deny(unsafe_code)]
 
 pub mod core;
 pub mod fabric;
+pub mod nic;
 pub mod nic_host;
+pub mod run;

@@ -1,63 +1,124 @@
 //! `mrc-sim`: the default run of the project (`cargo run --release` at the root).
 //!
-//! The cycle-level simulator of NICs and fabric is not built yet (issue 5). Until it lands this
-//! binary says so, then shows the part of the path that exists: an SRv6 uSID data packet built by
-//! `mrc-abi`, walked hop by hop through the source route the way fabric switches will walk it,
-//! and checked at the destination.
+//! Runs the built-in default scenario ([`Scenario::default_for`]) once per transport, side by
+//! side: 64 hosts with 800G NICs (4 planes x 200 Gb/s), a leaf-spine per plane, every host
+//! writing 16 MiB to a partner in a permutation, and a T0-T1 link of plane 0 failing mid-run.
+//! Every NIC runs the real MRC engine (`mrc_firmware::engine`). `--seed N` changes the seed;
+//! `--reorder-tx N` the engine's loss-inference reorder threshold; `--no-failure` runs without
+//! the link failure (the baseline).
 
-use mrc_abi::wire::ipv6::{self, Ipv6Packet};
-use mrc_abi::wire::srh::SrhPacket;
-use mrc_abi::wire::usid::{self, Step};
-use mrc_abi::wire::{ethernet, samples, EvFormat, Frame, Header};
+use mrc_sim::nic::Transport;
+use mrc_sim::run::{format_table, run, Scenario};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    println!(
-        "mrc-sim: the NIC + fabric simulator has not landed yet (issue 5); nothing is simulated."
-    );
-    println!("What runs today: one MRC Write-with-Immediate over an SRv6 uSID route with an SRH,");
-    println!("forwarded hop by hop by the uSID rule (keep the 32-bit block, shift by 16).\n");
-    match walk() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
+    let mut seed = 1u64;
+    let mut reorder_tx = None;
+    let mut no_failure = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--no-failure" {
+            no_failure = true;
+            continue;
         }
-    }
-}
-
-fn walk() -> Result<(), mrc_abi::wire::Error> {
-    let frame = samples::write_only_imm(EvFormat::Srv6, true);
-    let mut buf = vec![0u8; frame.buffer_len()];
-    let len = frame.emit(&mut buf)?;
-    println!(
-        "sent {len}-byte frame, outer destination {}",
-        frame.encap.outer().dst
-    );
-    for hop in 1.. {
-        let (ip_bytes, rest) = buf[ethernet::HEADER_LEN..].split_at_mut(ipv6::HEADER_LEN);
-        let mut outer = Ipv6Packet::new_checked(ip_bytes, Header::Ipv6)?;
-        let mut srh = SrhPacket::new_checked(rest)?;
-        match usid::advance(&mut outer, Some(&mut srh)) {
-            Step::Hop(u) => println!(
-                "  hop {hop}: switch takes uSID {u:#06x}, rewrites destination to {} (segments left {})",
-                outer.dst(),
-                srh.segments_left()
-            ),
-            Step::Deliver => {
-                println!("  hop {hop}: route used up, deliver by the inner destination");
-                break;
+        match (a.as_str(), args.next().map(|v| v.parse::<u64>())) {
+            ("--seed", Some(Ok(v))) => seed = v,
+            ("--reorder-tx", Some(Ok(v))) if v > 0 && v <= 512 => reorder_tx = Some(v as u32),
+            _ => {
+                eprintln!("usage: mrc-sim [--seed N] [--reorder-tx 1..=512] [--no-failure]");
+                return ExitCode::FAILURE;
             }
         }
     }
-    let arrived = Frame::parse(&buf)?;
-    assert_eq!(arrived.mrc, frame.mrc);
+    let mut base = Scenario {
+        seed,
+        ..Scenario::default_for(Transport::Mrc)
+    };
+    if no_failure {
+        base.failure = None;
+    }
+    if let Some(r) = reorder_tx {
+        base.reorder_tx = r;
+    }
+    println!("mrc-sim: default scenario (first increment of issue 5), seed {seed}");
     println!(
-        "received: {:?} to QP {} PSN {}, {} payload bytes, UDP checksum intact",
-        arrived.mrc.body.opcode(),
-        arrived.mrc.bth.dest_qp,
-        arrived.mrc.bth.psn,
-        arrived.payload.len()
+        "  {:?}, {} planes x {} Gb/s per host, {} us per link, queues {} B, trimming {:?}",
+        base.fabric.shape,
+        base.fabric.planes,
+        base.fabric.host_link_bps / 1_000_000_000,
+        base.fabric.propagation.as_ps() as f64 / 1e6,
+        base.fabric.queue.limit_bytes,
+        base.fabric.queue.trim_bytes,
     );
-    Ok(())
+    println!(
+        "  permutation: every host writes {} MiB to one partner in {} KiB messages, MTU {} B",
+        base.bytes_per_host >> 20,
+        base.msg_bytes >> 10,
+        base.mtu_payload
+    );
+    println!(
+        "  engine: 256 EVs, NSCC, loss inferred after {} later transmissions are SACKed, ACK timeout 1.024 us * 2^{}",
+        base.reorder_tx, base.timeout_exp
+    );
+    if let Some(f) = base.failure {
+        println!(
+            "  failure: T0-T1 link {} of plane 0 goes down at {} us (ECMP reconverges after {} ms; source routes never reroute)",
+            f.t1_link,
+            f.at.as_ps() / 1_000_000,
+            base.fabric.reconvergence.as_ps() / 1_000_000_000
+        );
+    }
+    println!(
+        "  ideal = bytes per host / NIC line rate + base RTT ({:.2} us)\n",
+        base.base_rtt().as_ps() as f64 / 1e6
+    );
+    let mut reports = Vec::new();
+    for t in [Transport::Mrc, Transport::Mrc1Ev] {
+        let sc = Scenario {
+            transport: t,
+            ..base
+        };
+        let wall = std::time::Instant::now();
+        match run(&sc) {
+            Ok(r) => {
+                eprintln!(
+                    "  ran {} in {:.1} s wall ({} events)",
+                    t.name(),
+                    wall.elapsed().as_secs_f64(),
+                    r.events
+                );
+                reports.push(r);
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", t.name());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!("{}", format_table(&reports));
+    for r in &reports {
+        if r.completed < r.hosts {
+            println!(
+                "{}: {} of {} flows had not completed when the run stopped at {} ms (the time limit); their QPs were stalled (see longest stall).",
+                r.transport,
+                r.hosts - r.completed,
+                r.hosts,
+                r.completion.as_ps() / 1_000_000_000
+            );
+        }
+    }
+    println!();
+    println!("Not modelled yet (so these figures are the transport and fabric only):");
+    println!(
+        "  - roce-ecmp and spray-oblivious transports (RoCE go-back-N, DCQCN, PFC) are not built;"
+    );
+    println!("  - PCIe/DMA timing, doorbells and host memory: the NIC pulls payload instantly;");
+    println!("  - firmware core cycle costs and the datapath models' cycle counts: the engine runs in zero time;");
+    println!("  - mrc-1ev pins each QP to one plane and one ECMP hash in the NIC model (the engine still");
+    println!(
+        "    thinks it sprays over 256 EVs); packet header size is an estimate ({} B);",
+        mrc_sim::nic::HEADER_BYTES
+    );
+    println!("  - no TOML scenarios, JSON, plots or pcap yet; one workload (permutation).");
+    ExitCode::SUCCESS
 }

@@ -1,0 +1,225 @@
+//! What a run reports, and the text table.
+
+use crate::core::sim::Simulator;
+use crate::core::time::{Duration, Time};
+use crate::fabric::{DropCause, FabricTotals};
+
+use super::{Scenario, World};
+
+/// The figures of one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunReport {
+    /// Transport name.
+    pub transport: &'static str,
+    /// Hosts (= flows).
+    pub hosts: u32,
+    /// Flows that completed.
+    pub completed: u32,
+    /// Flows whose QP failed (a send completed in error).
+    pub failed: u32,
+    /// When the last flow completed (or the run stopped, if some did not).
+    pub completion: Time,
+    /// Ideal completion.
+    pub ideal: Duration,
+    /// Flow completion times of the completed flows, sorted.
+    pub fcts: Vec<Duration>,
+    /// Longest stall over every sending QP.
+    pub max_stall: Duration,
+    /// Data packets retransmitted (all NICs).
+    pub retransmits: u64,
+    /// Data packets sent (all NICs, retransmits included).
+    pub data_sent: u64,
+    /// EV state changes (all NICs).
+    pub ev_state_changes: u64,
+    /// Losses the senders inferred from SACKs (reorder threshold).
+    pub losses_inferred: u64,
+    /// ACK timeouts of the senders.
+    pub ack_timeouts: u64,
+    /// ACK timeouts that fired (all NICs).
+    pub timeouts: u64,
+    /// Duplicate data packets receivers saw (spurious retransmits show up here).
+    pub rx_duplicates: u64,
+    /// NACKs receivers sent.
+    pub nacks: u64,
+    /// Fabric drops by [`DropCause`] index.
+    pub drops: [u64; DropCause::COUNT],
+    /// Packets trimmed by switches.
+    pub trims: u64,
+    /// Packets marked CE.
+    pub ecn_marks: u64,
+    /// Deliveries the NICs could not decode (side-table slot reused) or whose payload was bad.
+    pub nic_rx_dropped: u64,
+    /// Payload bytes the receivers placed.
+    pub placed_bytes: u64,
+    /// Bytes acknowledged to the senders.
+    pub acked_bytes: u64,
+    /// Fabric totals at the end.
+    pub totals: FabricTotals,
+    /// True when the fabric's totals are conserved.
+    pub conserved: bool,
+    /// Events handled.
+    pub events: u64,
+    /// Events nobody could handle (a model bug if non-zero).
+    pub bad_events: u64,
+}
+
+impl RunReport {
+    /// Gathers the report of a finished run.
+    pub fn collect(sc: &Scenario, sim: &Simulator<World>) -> RunReport {
+        let w = sim.handler();
+        let mut fcts: Vec<Duration> = w
+            .nics
+            .iter()
+            .filter_map(|n| n.done_at().map(Time::since_start))
+            .collect();
+        fcts.sort_unstable();
+        let completed = fcts.len() as u32;
+        let hosts = w.nics.len() as u32;
+        let completion = if completed == hosts {
+            fcts.last()
+                .map_or(Time::ZERO, |d| Time::ZERO.saturating_add(*d))
+        } else {
+            sim.now()
+        };
+        let sum = w.fabric.sum_counters();
+        let (mut retransmits, mut data_sent, mut nic_rx_dropped, mut placed, mut acked) =
+            (0, 0, 0, 0, 0);
+        let (mut timeouts, mut rx_duplicates, mut nacks) = (0, 0, 0);
+        let (mut losses_inferred, mut ack_timeouts, mut ev_state_changes) = (0, 0, 0);
+        for n in &w.nics {
+            let e = n.engine_counters();
+            retransmits += e.retransmits_sent;
+            data_sent += e.data_sent;
+            timeouts += e.timeouts_fired;
+            rx_duplicates += e.rx_duplicate;
+            nacks += e.nacks_sent;
+            let rc = n.requester_counters();
+            losses_inferred += rc.losses_inferred;
+            ack_timeouts += rc.timeouts;
+            let c = n.counters();
+            nic_rx_dropped += c.side_misses + c.bad_payload;
+            ev_state_changes += c.ev_state_changes;
+            placed += c.placed_bytes;
+            acked += n.completed_bytes();
+        }
+        let totals = w.fabric.totals();
+        RunReport {
+            transport: sc.transport.name(),
+            hosts,
+            completed,
+            failed: w.nics.iter().filter(|n| n.failed()).count() as u32,
+            completion,
+            ideal: sc.ideal(),
+            fcts,
+            max_stall: w
+                .nics
+                .iter()
+                .map(|n| n.max_stall())
+                .max()
+                .unwrap_or(Duration::ZERO),
+            retransmits,
+            data_sent,
+            ev_state_changes,
+            losses_inferred,
+            ack_timeouts,
+            timeouts,
+            rx_duplicates,
+            nacks,
+            drops: sum.drops,
+            trims: sum.trims,
+            ecn_marks: sum.ecn_marks,
+            nic_rx_dropped,
+            placed_bytes: placed,
+            acked_bytes: acked,
+            totals,
+            conserved: totals.conserved(),
+            events: sim.stats().events,
+            bad_events: w.bad_events + w.fabric.bad_events(),
+        }
+    }
+
+    /// Completion over ideal.
+    pub fn ratio(&self) -> f64 {
+        self.completion.since_start().as_ps() as f64 / self.ideal.as_ps().max(1) as f64
+    }
+
+    /// The `q`-th percentile (0..=100, nearest rank) of the completed flows' FCTs.
+    pub fn fct_percentile(&self, q: u32) -> Option<Duration> {
+        if self.fcts.is_empty() {
+            return None;
+        }
+        let n = self.fcts.len();
+        let rank = (u64::from(q.min(100)) * n as u64).div_ceil(100).max(1) as usize;
+        self.fcts.get(rank - 1).copied()
+    }
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1}", d.as_ps() as f64 / 1e6)
+}
+
+fn opt_us(d: Option<Duration>) -> String {
+    d.map_or_else(|| "-".to_string(), us)
+}
+
+/// The side-by-side table of `reports` (one column per transport).
+pub fn format_table(reports: &[RunReport]) -> String {
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut row = |name: &str, f: &dyn Fn(&RunReport) -> String| {
+        rows.push((name.to_string(), reports.iter().map(f).collect()));
+    };
+    row("transport", &|r| r.transport.to_string());
+    row("flows completed", &|r| {
+        format!("{}/{}", r.completed, r.hosts)
+    });
+    row("flows failed (QP error)", &|r| r.failed.to_string());
+    row("completion (us)", &|r| {
+        let mark = if r.completed == r.hosts {
+            ""
+        } else {
+            " (stopped)"
+        };
+        format!("{}{mark}", us(r.completion.since_start()))
+    });
+    row("ideal (us)", &|r| us(r.ideal));
+    row("completion / ideal", &|r| format!("{:.3}", r.ratio()));
+    row("FCT p50 (us)", &|r| opt_us(r.fct_percentile(50)));
+    row("FCT p99 (us)", &|r| opt_us(r.fct_percentile(99)));
+    row("FCT max (us)", &|r| opt_us(r.fct_percentile(100)));
+    row("longest stall (us)", &|r| us(r.max_stall));
+    row("data packets sent", &|r| r.data_sent.to_string());
+    row("retransmits", &|r| r.retransmits.to_string());
+    row("EV state changes", &|r| r.ev_state_changes.to_string());
+    row("losses inferred (SACK)", &|r| r.losses_inferred.to_string());
+    row("ACK timeouts", &|r| r.ack_timeouts.to_string());
+    row("timer expiries", &|r| r.timeouts.to_string());
+    row("NACKs", &|r| r.nacks.to_string());
+    row("duplicates received", &|r| r.rx_duplicates.to_string());
+    row("trims", &|r| r.trims.to_string());
+    row("ECN marks", &|r| r.ecn_marks.to_string());
+    for c in DropCause::ALL {
+        let i = c as usize;
+        if reports.iter().any(|r| r.drops[i] > 0) {
+            row(&format!("drops: {}", c.name()), &|r| r.drops[i].to_string());
+        }
+    }
+    row("NIC rx dropped", &|r| r.nic_rx_dropped.to_string());
+    row("fabric conserved", &|r| r.conserved.to_string());
+    row("events", &|r| r.events.to_string());
+    let w0 = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let wc = rows
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(String::len))
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let mut out = String::new();
+    for (name, vals) in rows {
+        out.push_str(&format!("  {name:<w0$}"));
+        for v in vals {
+            out.push_str(&format!("  {v:>wc$}"));
+        }
+        out.push('\n');
+    }
+    out
+}
