@@ -101,6 +101,8 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     len: usize,
     late: [Option<Flight<PB>>; LATE],
     late_len: usize,
+    /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
+    popped_late: Option<Flight<PB>>,
     counters: ChannelCounters,
 }
 
@@ -115,6 +117,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             len: 0,
             late: [None; LATE],
             late_len: 0,
+            popped_late: None,
             counters: ChannelCounters::default(),
         }
     }
@@ -195,6 +198,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
     }
 
+    #[inline]
     fn enqueue(&mut self, mut f: Flight<PB>) {
         if self.late_len < LATE && self.chance(self.cfg.reorder_ppm) {
             f.at_ns = f
@@ -211,7 +215,8 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.overflow += 1;
             return;
         }
-        let i = (self.head + self.len) % CAP;
+        let i = self.head + self.len;
+        let i = if i >= CAP { i - CAP } else { i };
         if let Some(s) = self.fifo.get_mut(i) {
             *s = Some(f);
             self.len += 1;
@@ -239,35 +244,58 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
 
     /// The next packet due at `now_ns` (packets on a plane that died meanwhile are dropped).
     pub fn pop_due(&mut self, now_ns: u64) -> Option<Flight<PB>> {
+        self.pop_due_ref(now_ns).copied()
+    }
+
+    /// [`Self::pop_due`] without copying the packet out: the reference is valid until the
+    /// channel is next used.
+    #[inline]
+    pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
+        let outage = self.cfg.plane_outage.is_some();
         loop {
-            let f = self.pop_due_raw(now_ns)?;
-            if self.plane_dead(f.pkt.evx.plane, now_ns) {
-                self.counters.plane_dropped += 1;
-                continue;
+            let (late, i) = self.pop_due_raw(now_ns)?;
+            if outage {
+                let f = if late {
+                    self.popped_late.as_ref()
+                } else {
+                    self.fifo.get(i).and_then(|s| s.as_ref())
+                };
+                if f.is_some_and(|f| self.plane_dead(f.pkt.evx.plane, now_ns)) {
+                    self.counters.plane_dropped += 1;
+                    continue;
+                }
             }
             self.counters.delivered += 1;
-            return Some(f);
+            return if late {
+                self.popped_late.as_ref()
+            } else {
+                self.fifo.get(i).and_then(|s| s.as_ref())
+            };
         }
     }
 
-    fn pop_due_raw(&mut self, now_ns: u64) -> Option<Flight<PB>> {
+    /// Where the next due packet is: `(true, _)` moved to `popped_late`, `(false, i)` left in
+    /// FIFO slot `i` (now outside the live range; overwritten by a later `enqueue`).
+    #[inline]
+    fn pop_due_raw(&mut self, now_ns: u64) -> Option<(bool, usize)> {
         if self.late_len > 0 {
             for s in self.late.iter_mut() {
                 if s.is_some_and(|f| f.at_ns <= now_ns) {
                     self.late_len -= 1;
-                    return s.take();
+                    self.popped_late = s.take();
+                    return Some((true, 0));
                 }
             }
         }
         if self.len == 0 {
             return None;
         }
-        let slot = self.fifo.get_mut(self.head)?;
-        if slot.is_some_and(|f| f.at_ns <= now_ns) {
-            let f = slot.take();
-            self.head = (self.head + 1) % CAP;
+        let head = self.head;
+        let slot = self.fifo.get(head)?;
+        if slot.as_ref().is_some_and(|f| f.at_ns <= now_ns) {
+            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
-            return f;
+            return Some((false, head));
         }
         None
     }
