@@ -142,6 +142,7 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     counters: RequesterCounters,
 }
 
+#[inline]
 fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
     let (a, b) = d.as_slices();
     match a.get(i) {
@@ -150,6 +151,7 @@ fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
     }
 }
 
+#[inline]
 fn segment_of(desc: &PacketDesc) -> Segment {
     use mrc_abi::wire::Opcode::*;
     match desc.opcode {
@@ -258,6 +260,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         result
     }
 
+    #[inline]
     fn slot(&self, psn: Psn) -> TxSlot {
         self.slots
             .get(psn.value() as usize % WIN)
@@ -265,14 +268,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             .unwrap_or_default()
     }
 
+    #[inline]
     fn slot_mut(&mut self, psn: Psn) -> Option<&mut TxSlot> {
         self.slots.get_mut(psn.value() as usize % WIN)
     }
 
+    #[inline]
     fn in_flight_range(&self, psn: Psn) -> bool {
         psn.distance_from(self.una) >= 0 && psn.distance_from(self.nxt) < 0
     }
 
+    #[inline]
     fn request(&self, w: &SendWqe) -> WriteRequest {
         WriteRequest {
             remote_va: w.wr.remote_va,
@@ -284,6 +290,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
     }
 
+    #[inline]
     fn candidate_for(&self, w: &SendWqe, desc: PacketDesc, retransmit: bool) -> Candidate {
         Candidate {
             segment: segment_of(&desc),
@@ -306,6 +313,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     }
 
     /// The next packet to send (not yet committed), or why none can leave.
+    #[inline]
     pub(crate) fn peek(&mut self, cc: &Cc) -> Result<Candidate, Stall> {
         if self.in_error {
             return Err(Stall::Idle);
@@ -355,6 +363,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     }
 
     /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
+    #[inline]
     pub(crate) fn commit(&mut self, c: &Candidate, ev: u16, plane: u8, now_ns: u64) {
         let psn = c.desc.psn;
         self.tx_seq = self.tx_seq.wrapping_add(1);
