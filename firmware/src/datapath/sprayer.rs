@@ -93,6 +93,9 @@ pub struct SprayerCounters {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sprayer<const N: usize, const P: usize> {
     slots: [EvSlot; N],
+    /// Derived: for each slot, the next slot index on the same plane (0 when none: a next
+    /// index is always > 0). The per-packet scan walks only the plane's own slots.
+    next_on_plane: [u16; N],
     plane_weight: [u8; P],
     /// Derived: usable EVs per plane.
     plane_usable: [u32; P],
@@ -124,8 +127,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     pub fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
-        Sprayer {
+        let mut s = Sprayer {
             slots: [EvSlot::default(); N],
+            next_on_plane: [0; N],
             plane_weight: [1; P],
             plane_usable: [0; P],
             plane_max_ev_weight: [0; P],
@@ -135,7 +139,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_cursor: 0,
             plane_round: 1,
             counters: SprayerCounters::default(),
-        }
+        };
+        s.relink();
+        s
     }
 
     /// The counters.
@@ -189,6 +195,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .ok_or(SprayerError::IndexOutOfRange { index })?;
         let old_plane = entry.plane;
         *entry = slot;
+        if old_plane != slot.plane {
+            self.relink();
+        }
         self.recompute_plane(usize::from(old_plane));
         self.recompute_plane(usize::from(slot.plane));
         Ok(())
@@ -258,6 +267,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
     /// plane with a non-zero weight.
+    #[inline]
     pub fn next_ev(&mut self) -> Option<EvPick> {
         let picked = self
             .pick_plane()
@@ -278,6 +288,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
     }
 
+    #[inline]
     fn plane_eligible_weight(&self, plane: usize) -> u8 {
         let usable = self.plane_usable.get(plane).copied().unwrap_or(0);
         if usable == 0 {
@@ -287,6 +298,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
     }
 
+    #[inline]
     fn pick_plane(&mut self) -> Option<usize> {
         let max_weight = self.max_plane_weight;
         if max_weight == 0 {
@@ -307,6 +319,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         None
     }
 
+    #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
         let max_weight = self.plane_max_ev_weight.get(plane).copied().unwrap_or(0);
         let mut cursor = self.ev_cursor.get(plane).copied().unwrap_or(0);
@@ -322,15 +335,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                     cursor = 0;
                     round = next_round(round, max_weight);
                 }
-                let rest = self.slots.get(cursor..).unwrap_or(&[]);
-                let Some(off) = rest
-                    .iter()
-                    .position(|s| s.usable && s.plane == plane_u8 && s.weight >= round)
-                else {
+                let Some(index) = self.find_on_plane(cursor, plane_u8, round) else {
                     cursor = N;
                     continue;
                 };
-                let index = cursor + off;
                 cursor = index + 1;
                 if let Some(slot) = self.slots.get_mut(index) {
                     if slot.skip_once {
@@ -350,6 +358,54 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             *r = round;
         }
         found
+    }
+
+    /// The first slot at or after `cursor` that is usable, on `plane` and of weight `>= round`
+    /// (the linear scan of the module docs, walking the plane's chain of slots).
+    #[inline]
+    fn find_on_plane(&self, cursor: usize, plane: u8, round: u8) -> Option<usize> {
+        let next = |i: usize| match self.next_on_plane.get(i) {
+            Some(&n) if n != 0 => Some(usize::from(n)),
+            _ => None,
+        };
+        // The first slot of the plane at or after `cursor`: usually `cursor` itself or the
+        // successor of the slot just before it (the last pick); otherwise a plain scan.
+        let mut at = match self.slots.get(cursor) {
+            None => return None,
+            Some(s) if s.plane == plane => Some(cursor),
+            Some(_) => match cursor
+                .checked_sub(1)
+                .and_then(|c| self.slots.get(c).map(|s| (c, s)))
+            {
+                Some((c, s)) if s.plane == plane => next(c),
+                _ => self
+                    .slots
+                    .get(cursor..)
+                    .and_then(|rest| rest.iter().position(|s| s.plane == plane))
+                    .map(|off| cursor + off),
+            },
+        };
+        while let Some(i) = at {
+            match self.slots.get(i) {
+                Some(s) if s.usable && s.weight >= round => return Some(i),
+                Some(_) => at = next(i),
+                None => return None,
+            }
+        }
+        None
+    }
+
+    /// Rebuild `next_on_plane` after a slot changed plane.
+    fn relink(&mut self) {
+        let mut next = [0u16; P];
+        for i in (0..N).rev() {
+            let plane = self.slots.get(i).map_or(0, |s| usize::from(s.plane));
+            if let (Some(link), Some(n)) = (self.next_on_plane.get_mut(i), next.get_mut(plane)) {
+                *link = *n;
+                // i < N <= 65536; index 0 is never anyone's successor.
+                *n = i as u16;
+            }
+        }
     }
 
     fn recompute_plane(&mut self, plane: usize) {
