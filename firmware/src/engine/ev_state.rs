@@ -305,6 +305,9 @@ pub struct EvTable<const N: usize> {
     sprt: SprtConfig,
     evs: [Ev; N],
     usable: EvMask,
+    /// Derived: the `AssumedBad` EVs (the only ones probed), so finding the next probe walks
+    /// them instead of the whole table.
+    bad: EvMask,
     good_per_plane: [u16; MAX_PLANES],
     active: u16,
     planes_down: u8,

@@ -73,6 +73,7 @@ impl<const N: usize> EvTable<N> {
             sprt,
             evs: [blank; N],
             usable: EvMask::default(),
+            bad: EvMask::default(),
             good_per_plane: [0; MAX_PLANES],
             active: cfg.evs,
             planes_down: 0,
@@ -437,16 +438,28 @@ impl<const N: usize> EvTable<N> {
     }
 
     fn earliest_probe(&self) -> Option<(usize, u64)> {
-        let mut best: Option<(usize, u64)> = None;
-        for (i, e) in self.evs.iter().enumerate().take(usize::from(self.cfg.evs)) {
-            if e.state == EvState::AssumedBad
-                && !self.plane_is_down(e.plane)
-                && best.is_none_or(|(_, at)| e.next_probe_ns < at)
-            {
-                best = Some((i, e.next_probe_ns));
+        let (mut best_i, mut best_at) = (usize::MAX, 0u64);
+        let evs = usize::from(self.cfg.evs);
+        let any_down = self.planes_down != 0;
+        // Members of `bad` in increasing index order: exactly the `AssumedBad` EVs (set_state
+        // keeps the mask), so ties go to the lowest index.
+        for (w, &word) in self.bad.words.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let Some(e) = self.evs.get(i).filter(|_| i < evs) else {
+                    break;
+                };
+                let at = e.next_probe_ns;
+                if (best_i == usize::MAX || at < best_at)
+                    && !(any_down && self.plane_is_down(e.plane))
+                {
+                    (best_i, best_at) = (i, at);
+                }
             }
         }
-        best
+        (best_i != usize::MAX).then_some((best_i, best_at))
     }
 
     /// Retire `i` (Good/Skip) unless `min_active` holds it, in which case it is skipped.
@@ -504,6 +517,7 @@ impl<const N: usize> EvTable<N> {
             self.bump_plane(plane, true);
         }
         self.usable.set(i, new == EvState::Good);
+        self.bad.set(i, new == EvState::AssumedBad);
         let event = EvEvent {
             ev: i as u16,
             old,
