@@ -96,6 +96,9 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// Derived: for each slot, the next slot index on the same plane (0 when none: a next
     /// index is always > 0). The per-packet scan walks only the plane's own slots.
     next_on_plane: [u16; N],
+    /// Derived: usable slots per plane and weight, so a write updates the plane's usable
+    /// count and largest weight without rescanning the table.
+    plane_hist: [[u32; WEIGHT_MAX as usize + 1]; P],
     plane_weight: [u8; P],
     /// Derived: usable EVs per plane.
     plane_usable: [u32; P],
@@ -130,6 +133,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         let mut s = Sprayer {
             slots: [EvSlot::default(); N],
             next_on_plane: [0; N],
+            plane_hist: [[0; WEIGHT_MAX as usize + 1]; P],
             plane_weight: [1; P],
             plane_usable: [0; P],
             plane_max_ev_weight: [0; P],
@@ -193,8 +197,11 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .slots
             .get_mut(usize::from(index))
             .ok_or(SprayerError::IndexOutOfRange { index })?;
-        let old_plane = entry.plane;
+        let old = *entry;
+        let old_plane = old.plane;
         *entry = slot;
+        self.hist_update(old, false);
+        self.hist_update(slot, true);
         if old_plane != slot.plane {
             self.relink();
         }
@@ -220,6 +227,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             if let Some(entry) = self.slots.get_mut(usize::from(index)) {
                 entry.usable = false;
             }
+            self.hist_update(slot, false);
             self.recompute_plane(usize::from(slot.plane));
             Ok(())
         }
@@ -408,12 +416,33 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
     }
 
+    /// Count a usable slot into (`add`) or out of its plane's weight histogram.
+    fn hist_update(&mut self, slot: EvSlot, add: bool) {
+        if !slot.usable {
+            return;
+        }
+        let count = self
+            .plane_hist
+            .get_mut(usize::from(slot.plane))
+            .and_then(|h| h.get_mut(usize::from(slot.weight)));
+        if let Some(c) = count {
+            *c = if add {
+                c.saturating_add(1)
+            } else {
+                c.saturating_sub(1)
+            };
+        }
+    }
+
     fn recompute_plane(&mut self, plane: usize) {
         let (mut usable, mut max_weight) = (0u32, 0u8);
-        for slot in self.slots.iter() {
-            if slot.usable && usize::from(slot.plane) == plane {
-                usable += 1;
-                max_weight = max_weight.max(slot.weight);
+        if let Some(h) = self.plane_hist.get(plane) {
+            for (w, &c) in h.iter().enumerate() {
+                usable += c;
+                if c > 0 {
+                    // w <= WEIGHT_MAX
+                    max_weight = w as u8;
+                }
             }
         }
         if let Some(u) = self.plane_usable.get_mut(plane) {
