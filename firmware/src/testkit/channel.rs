@@ -146,6 +146,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     }
 
     /// Send `pkt` to NIC `to` at `now_ns`; `payload` holds its bytes when `PB > 0`.
+    #[inline]
     pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
         self.counters.sent += 1;
         if self.cfg.blackhole_ev == Some(pkt.evx.ev_index) {
@@ -162,12 +163,46 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let is_data =
             pkt.payload_len() > 0 || matches!(pkt.body, crate::engine::TxBody::Write { .. });
+        let (mut trim, mut ce) = (Trim::None, false);
+        if is_data {
+            if self.chance(self.cfg.trim_ppm) {
+                self.counters.trimmed += 1;
+                trim = if self.rng.chance_ppm(self.cfg.trim_last_hop_ppm) {
+                    Trim::LastHop
+                } else {
+                    Trim::Trimmed
+                };
+            }
+            if self.chance(self.cfg.ce_ppm) {
+                self.counters.ce_marked += 1;
+                ce = true;
+            }
+        }
+        let dup = self.chance(self.cfg.dup_ppm);
+        let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+        self.enqueue(to, at_ns, &pkt, trim, ce, payload);
+        if dup {
+            self.counters.duplicated += 1;
+            self.enqueue(to, at_ns, &pkt, trim, ce, payload);
+        }
+    }
+
+    /// A packet in flight, built where it is stored.
+    #[inline]
+    fn flight(
+        to: u8,
+        at_ns: u64,
+        pkt: &TxPacket,
+        trim: Trim,
+        ce: bool,
+        payload: &[u8],
+    ) -> Flight<PB> {
         let mut f = Flight {
             to,
-            at_ns: now_ns.saturating_add(self.cfg.latency_ns),
-            pkt,
-            trim: Trim::None,
-            ce: false,
+            at_ns,
+            pkt: *pkt,
+            trim,
+            ce,
             payload: [0; PB],
         };
         if PB > 0 {
@@ -176,36 +211,23 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 dst.copy_from_slice(src);
             }
         }
-        if is_data {
-            if self.chance(self.cfg.trim_ppm) {
-                self.counters.trimmed += 1;
-                f.trim = if self.rng.chance_ppm(self.cfg.trim_last_hop_ppm) {
-                    Trim::LastHop
-                } else {
-                    Trim::Trimmed
-                };
-            }
-            if self.chance(self.cfg.ce_ppm) {
-                self.counters.ce_marked += 1;
-                f.ce = true;
-            }
-        }
-        let dup = self.chance(self.cfg.dup_ppm);
-        self.enqueue(f);
-        if dup {
-            self.counters.duplicated += 1;
-            self.enqueue(f);
-        }
+        f
     }
 
     #[inline]
-    fn enqueue(&mut self, mut f: Flight<PB>) {
+    fn enqueue(
+        &mut self,
+        to: u8,
+        mut at_ns: u64,
+        pkt: &TxPacket,
+        trim: Trim,
+        ce: bool,
+        payload: &[u8],
+    ) {
         if self.late_len < LATE && self.chance(self.cfg.reorder_ppm) {
-            f.at_ns = f
-                .at_ns
-                .saturating_add(1 + self.rng.below(self.cfg.reorder_extra_ns.max(1)));
+            at_ns = at_ns.saturating_add(1 + self.rng.below(self.cfg.reorder_extra_ns.max(1)));
             if let Some(slot) = self.late.iter_mut().find(|s| s.is_none()) {
-                *slot = Some(f);
+                *slot = Some(Self::flight(to, at_ns, pkt, trim, ce, payload));
                 self.late_len += 1;
                 self.counters.reordered += 1;
                 return;
@@ -218,7 +240,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         let i = self.head + self.len;
         let i = if i >= CAP { i - CAP } else { i };
         if let Some(s) = self.fifo.get_mut(i) {
-            *s = Some(f);
+            *s = Some(Self::flight(to, at_ns, pkt, trim, ce, payload));
             self.len += 1;
         }
     }
