@@ -103,6 +103,8 @@ pub(crate) struct Candidate {
     /// EV to avoid (the one the lost copy took).
     pub avoid_ev: Option<u16>,
     pub ack_req: bool,
+    /// Last packet of its work request (a new transmission of it moves on to the next one).
+    pub last: bool,
     /// First packet of a Write-with-Immediate (counts against `max_wimm`).
     pub wimm_start: bool,
 }
@@ -308,6 +310,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             // Ask for an immediate ACK at the end of a message and at the window edge.
             ack_req: desc.imm.is_some() || desc.index + 1 == w.npkts,
             wimm_start: desc.index == 0 && w.wr.imm.is_some(),
+            last: desc.index + 1 >= w.npkts,
             desc,
         }
     }
@@ -378,10 +381,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             if c.wimm_start {
                 self.wimm_inflight = self.wimm_inflight.saturating_add(1);
             }
-            if let Some(w) = deque_get(&self.sq, self.send_idx) {
-                if self.nxt.distance_from(w.start_psn) as u32 >= w.npkts {
-                    self.send_idx += 1;
-                }
+            // A new transmission comes from the work request at `send_idx` with
+            // `desc.index == old nxt - start_psn`: after it, nxt - start_psn >= npkts exactly
+            // when it was the last packet.
+            if c.last {
+                self.send_idx += 1;
             }
         }
         if let Some(s) = self.slot_mut(psn) {
