@@ -273,6 +273,21 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// channel is next used.
     #[inline]
     pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
+        if self.late_len == 0 && self.cfg.plane_outage.is_none() {
+            // Fast path: only the FIFO head can be due, and no plane drops it.
+            if self.len == 0 {
+                return None;
+            }
+            let head = self.head;
+            let f = self.fifo.get(head)?.as_ref()?;
+            if f.at_ns > now_ns {
+                return None;
+            }
+            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
+            self.len -= 1;
+            self.counters.delivered += 1;
+            return self.fifo.get(head)?.as_ref();
+        }
         let outage = self.cfg.plane_outage.is_some();
         loop {
             let (late, i) = self.pop_due_raw(now_ns)?;
