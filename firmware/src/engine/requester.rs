@@ -328,7 +328,30 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 Stall::Cc
             });
         }
-        // Retransmissions first; entries acknowledged meanwhile are dropped here.
+        // Retransmissions first (out of line: the common path has none queued).
+        if !self.retx.is_empty() {
+            if let Some(c) = self.peek_retx() {
+                return Ok(c);
+            }
+        }
+        let w = deque_get(&self.sq, self.send_idx).ok_or(Stall::Idle)?;
+        if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
+            return Err(Stall::Window);
+        }
+        let index = u32::try_from(self.nxt.distance_from(w.start_psn)).unwrap_or(0);
+        if index == 0 && w.wr.imm.is_some() && self.wimm_inflight >= self.max_wimm {
+            return Err(Stall::Wimm);
+        }
+        let desc = self
+            .request(&w)
+            .descriptor_in(index, w.npkts)
+            .ok_or(Stall::Idle)?;
+        Ok(self.candidate_for(&w, desc, false))
+    }
+
+    /// The first retransmission still wanted; entries acknowledged meanwhile are dropped.
+    #[inline(never)]
+    fn peek_retx(&mut self) -> Option<Candidate> {
         while let Some(&psn) = self.retx.front() {
             let s = self.slot(psn);
             if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
@@ -345,24 +368,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 if let Some((w, desc)) = found {
                     let mut c = self.candidate_for(w, desc, true);
                     c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
-                    return Ok(c);
+                    return Some(c);
                 }
             }
             self.retx.pop_front();
         }
-        let w = deque_get(&self.sq, self.send_idx).ok_or(Stall::Idle)?;
-        if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
-            return Err(Stall::Window);
-        }
-        let index = u32::try_from(self.nxt.distance_from(w.start_psn)).unwrap_or(0);
-        if index == 0 && w.wr.imm.is_some() && self.wimm_inflight >= self.max_wimm {
-            return Err(Stall::Wimm);
-        }
-        let desc = self
-            .request(&w)
-            .descriptor_in(index, w.npkts)
-            .ok_or(Stall::Idle)?;
-        Ok(self.candidate_for(&w, desc, false))
+        None
     }
 
     /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
