@@ -312,6 +312,12 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if max_weight == 0 {
             return None;
         }
+        // Fast path: the first step of the loop below when it picks (no wrap).
+        let plane = self.plane_cursor;
+        if plane < P && self.plane_eligible_weight(plane) >= self.plane_round {
+            self.plane_cursor += 1;
+            return Some(plane);
+        }
         let limit = P * (usize::from(WEIGHT_MAX) + 3);
         for _ in 0..limit {
             if self.plane_cursor >= P {
@@ -333,8 +339,19 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         let mut cursor = self.ev_cursor.get(plane).copied().unwrap_or(0);
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
         let mut found = None;
+        let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
+        // Fast path: the first step of the loop below when it picks (no wrap, no skip flag).
+        if max_weight > 0 && cursor < N {
+            if let Some(index) = self.find_on_plane(cursor, plane_u8, round) {
+                if self.slots.get(index).is_some_and(|s| !s.skip_once) {
+                    if let Some(c) = self.ev_cursor.get_mut(plane) {
+                        *c = index + 1;
+                    }
+                    return Some(index);
+                }
+            }
+        }
         if max_weight > 0 {
-            let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
             // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
             // failing passes (module docs) plus N flags plus the pick.
             let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
