@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind): 1,230,592,652 instructions for the whole
-//! program, i.e. **~1,231 instructions per delivered packet** (was ~1,905), against a budget of
+//! Measured (seed 1, x86-64 release, callgrind): 1,227,415,452 instructions for the whole
+//! program, i.e. **~1,227 instructions per delivered packet** (was ~1,905), against a budget of
 //! 300. Where they go (inclusive, per delivered packet): sender `poll_transmit` ~436 (sprayer
 //! ~88, requester peek/commit ~90, packet build and queue bookkeeping the rest), receiver
 //! `handle_packet` ~465 (responder `handle_write` ~237 with the ACK generator and RX bitmap
