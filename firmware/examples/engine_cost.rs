@@ -4,13 +4,15 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind): 1,905,203,628 instructions for the whole
-//! program, i.e. **~1,905 instructions per delivered packet**, against a budget of 300. Where
-//! they go (inclusive, per delivered packet): sender `poll_transmit` ~729 (requester window and
-//! descriptor ~320, sprayer model ~160), receiver `handle_packet` ~620 (responder + ACK
-//! generator model ~310), channel ~300, timers ~76, driver loop and `to_repr` ~125. RAM: one
-//! test-kit QP (256 EVs, 512-PSN windows, 32-entry queues) is 33,584 bytes, one EV 82 bytes
-//! (EV table entry + sprayer slot), the whole 2-QP test-kit engine 75,536 bytes.
+//! Measured (seed 1, x86-64 release, callgrind): 1,227,415,452 instructions for the whole
+//! program, i.e. **~1,227 instructions per delivered packet** (was ~1,905), against a budget of
+//! 300. Where they go (inclusive, per delivered packet): sender `poll_transmit` ~436 (sprayer
+//! ~88, requester peek/commit ~90, packet build and queue bookkeeping the rest), receiver
+//! `handle_packet` ~465 (responder `handle_write` ~237 with the ACK generator and RX bitmap
+//! ~93 and placement ~22; the sender's ACK processing ~78), channel `send` ~113 and delivery
+//! ~25, `to_repr` ~48, timers ~38, completions ~28. RAM: one test-kit QP (256 EVs, 512-PSN
+//! windows, 32-entry queues) is 34,408 bytes, one EV 84 bytes (EV table entry + sprayer slot
+//! and its plane link), the whole 2-QP test-kit engine 77,184 bytes.
 //!
 //! ```text
 //! cargo run --release -p mrc-firmware --features testkit --example engine_cost

@@ -240,6 +240,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
     }
 
     /// The counters.
+    #[inline]
     pub fn counters(&self) -> AckGenCounters {
         self.counters
     }
@@ -255,6 +256,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
     }
 
     /// Per-packet decision for one received data packet at time `now_ns`.
+    #[inline]
     pub fn handle_packet(&mut self, now_ns: u64, pkt: &RxPacket) -> AckDecision {
         let (outcome, event) = match pkt.trim {
             TrimMark::None => self.handle_data(now_ns, pkt),
@@ -289,6 +291,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
         (RxOutcome::New, Some(self.nack(pkt, reason)))
     }
 
+    #[inline]
     fn handle_data(&mut self, now_ns: u64, pkt: &RxPacket) -> (RxOutcome, Option<AckEvent>) {
         let next_max_before = self.rx.next_max_psn();
         let outcome = self.rx.receive(pkt.psn);
@@ -368,6 +371,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
         }
     }
 
+    #[inline]
     fn count(&mut self, now_ns: u64, pkt: &RxPacket) {
         let iv = &mut self.interval;
         iv.pkt_count = iv.pkt_count.saturating_add(1);

@@ -115,6 +115,7 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
     }
 
     /// Per-packet update: record the arrival of `psn`.
+    #[inline]
     pub fn receive(&mut self, psn: Psn) -> RxOutcome {
         let outcome = self.classify_and_set(psn);
         let c = &mut self.counters;
@@ -126,6 +127,7 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         outcome
     }
 
+    #[inline]
     fn classify_and_set(&mut self, psn: Psn) -> RxOutcome {
         let Some(offset) = self.window_offset(psn) else {
             return if psn.distance_from(self.cum) < 0 {
@@ -200,22 +202,26 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
     }
 
     /// Offset of `psn` from `cum` when it lies in the window.
+    #[inline]
     fn window_offset(&self, psn: Psn) -> Option<u32> {
         let d = psn.distance_from(self.cum);
         u32::try_from(d).ok().filter(|&d| d < Self::WINDOW)
     }
 
+    #[inline]
     fn ring_pos(&self, offset: u32) -> usize {
         // offset < W and head < W, so the sum cannot overflow usize.
         (self.head + offset as usize) % Self::WINDOW_BITS
     }
 
+    #[inline]
     fn bit(&self, pos: usize) -> bool {
         self.words
             .get(pos / 64)
             .is_some_and(|w| (w >> (pos % 64)) & 1 == 1)
     }
 
+    #[inline]
     fn set_bit(&mut self, pos: usize, value: bool) {
         if let Some(w) = self.words.get_mut(pos / 64) {
             let mask = 1u64 << (pos % 64);
@@ -338,9 +344,11 @@ mod tests {
     }
 
     impl Model {
+        #[inline]
         fn received(&self, abs: u64) -> bool {
             abs < self.cum || self.got.contains(&abs)
         }
+        #[inline]
         fn receive(&mut self, abs: u64, window: u64) -> RxOutcome {
             if self.received(abs) {
                 return RxOutcome::Duplicate;

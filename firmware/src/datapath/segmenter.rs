@@ -112,6 +112,7 @@ impl WriteRequest {
     /// [`Self::descriptor`] when the caller already knows `packets == self.packet_count()`
     /// (the engine stores it per work request, so the per-packet path skips the division).
     /// `None` when `index >= packets` or the offsets overflow.
+    #[inline]
     pub fn descriptor_in(&self, index: u32, packets: u32) -> Option<PacketDesc> {
         if index >= packets || self.mtu_payload == 0 {
             return None;

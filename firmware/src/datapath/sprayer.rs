@@ -93,6 +93,12 @@ pub struct SprayerCounters {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sprayer<const N: usize, const P: usize> {
     slots: [EvSlot; N],
+    /// Derived: for each slot, the next slot index on the same plane (0 when none: a next
+    /// index is always > 0). The per-packet scan walks only the plane's own slots.
+    next_on_plane: [u16; N],
+    /// Derived: usable slots per plane and weight, so a write updates the plane's usable
+    /// count and largest weight without rescanning the table.
+    plane_hist: [[u32; WEIGHT_MAX as usize + 1]; P],
     plane_weight: [u8; P],
     /// Derived: usable EVs per plane.
     plane_usable: [u32; P],
@@ -124,8 +130,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     pub fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
-        Sprayer {
+        let mut s = Sprayer {
             slots: [EvSlot::default(); N],
+            next_on_plane: [0; N],
+            plane_hist: [[0; WEIGHT_MAX as usize + 1]; P],
             plane_weight: [1; P],
             plane_usable: [0; P],
             plane_max_ev_weight: [0; P],
@@ -135,7 +143,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_cursor: 0,
             plane_round: 1,
             counters: SprayerCounters::default(),
-        }
+        };
+        s.relink();
+        s
     }
 
     /// The counters.
@@ -187,8 +197,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .slots
             .get_mut(usize::from(index))
             .ok_or(SprayerError::IndexOutOfRange { index })?;
-        let old_plane = entry.plane;
+        let old = *entry;
+        let old_plane = old.plane;
         *entry = slot;
+        self.hist_update(old, false);
+        self.hist_update(slot, true);
+        if old_plane != slot.plane {
+            self.relink();
+        }
         self.recompute_plane(usize::from(old_plane));
         self.recompute_plane(usize::from(slot.plane));
         Ok(())
@@ -211,6 +227,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             if let Some(entry) = self.slots.get_mut(usize::from(index)) {
                 entry.usable = false;
             }
+            self.hist_update(slot, false);
             self.recompute_plane(usize::from(slot.plane));
             Ok(())
         }
@@ -258,6 +275,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
     /// plane with a non-zero weight.
+    #[inline]
     pub fn next_ev(&mut self) -> Option<EvPick> {
         let picked = self
             .pick_plane()
@@ -278,6 +296,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
     }
 
+    #[inline]
     fn plane_eligible_weight(&self, plane: usize) -> u8 {
         let usable = self.plane_usable.get(plane).copied().unwrap_or(0);
         if usable == 0 {
@@ -287,10 +306,17 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
     }
 
+    #[inline]
     fn pick_plane(&mut self) -> Option<usize> {
         let max_weight = self.max_plane_weight;
         if max_weight == 0 {
             return None;
+        }
+        // Fast path: the first step of the loop below when it picks (no wrap).
+        let plane = self.plane_cursor;
+        if plane < P && self.plane_eligible_weight(plane) >= self.plane_round {
+            self.plane_cursor += 1;
+            return Some(plane);
         }
         let limit = P * (usize::from(WEIGHT_MAX) + 3);
         for _ in 0..limit {
@@ -307,13 +333,25 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         None
     }
 
+    #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
         let max_weight = self.plane_max_ev_weight.get(plane).copied().unwrap_or(0);
         let mut cursor = self.ev_cursor.get(plane).copied().unwrap_or(0);
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
         let mut found = None;
+        let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
+        // Fast path: the first step of the loop below when it picks (no wrap, no skip flag).
+        if max_weight > 0 && cursor < N {
+            if let Some(index) = self.find_on_plane(cursor, plane_u8, round) {
+                if self.slots.get(index).is_some_and(|s| !s.skip_once) {
+                    if let Some(c) = self.ev_cursor.get_mut(plane) {
+                        *c = index + 1;
+                    }
+                    return Some(index);
+                }
+            }
+        }
         if max_weight > 0 {
-            let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
             // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
             // failing passes (module docs) plus N flags plus the pick.
             let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
@@ -322,15 +360,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                     cursor = 0;
                     round = next_round(round, max_weight);
                 }
-                let rest = self.slots.get(cursor..).unwrap_or(&[]);
-                let Some(off) = rest
-                    .iter()
-                    .position(|s| s.usable && s.plane == plane_u8 && s.weight >= round)
-                else {
+                let Some(index) = self.find_on_plane(cursor, plane_u8, round) else {
                     cursor = N;
                     continue;
                 };
-                let index = cursor + off;
                 cursor = index + 1;
                 if let Some(slot) = self.slots.get_mut(index) {
                     if slot.skip_once {
@@ -352,12 +385,81 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         found
     }
 
+    /// The first slot at or after `cursor` that is usable, on `plane` and of weight `>= round`
+    /// (the linear scan of the module docs, walking the plane's chain of slots).
+    #[inline]
+    fn find_on_plane(&self, cursor: usize, plane: u8, round: u8) -> Option<usize> {
+        let next = |i: usize| match self.next_on_plane.get(i) {
+            Some(&n) if n != 0 => Some(usize::from(n)),
+            _ => None,
+        };
+        // The first slot of the plane at or after `cursor`: usually `cursor` itself or the
+        // successor of the slot just before it (the last pick); otherwise a plain scan.
+        let mut at = match self.slots.get(cursor) {
+            None => return None,
+            Some(s) if s.plane == plane => Some(cursor),
+            Some(_) => match cursor
+                .checked_sub(1)
+                .and_then(|c| self.slots.get(c).map(|s| (c, s)))
+            {
+                Some((c, s)) if s.plane == plane => next(c),
+                _ => self
+                    .slots
+                    .get(cursor..)
+                    .and_then(|rest| rest.iter().position(|s| s.plane == plane))
+                    .map(|off| cursor + off),
+            },
+        };
+        while let Some(i) = at {
+            match self.slots.get(i) {
+                Some(s) if s.usable && s.weight >= round => return Some(i),
+                Some(_) => at = next(i),
+                None => return None,
+            }
+        }
+        None
+    }
+
+    /// Rebuild `next_on_plane` after a slot changed plane.
+    fn relink(&mut self) {
+        let mut next = [0u16; P];
+        for i in (0..N).rev() {
+            let plane = self.slots.get(i).map_or(0, |s| usize::from(s.plane));
+            if let (Some(link), Some(n)) = (self.next_on_plane.get_mut(i), next.get_mut(plane)) {
+                *link = *n;
+                // i < N <= 65536; index 0 is never anyone's successor.
+                *n = i as u16;
+            }
+        }
+    }
+
+    /// Count a usable slot into (`add`) or out of its plane's weight histogram.
+    fn hist_update(&mut self, slot: EvSlot, add: bool) {
+        if !slot.usable {
+            return;
+        }
+        let count = self
+            .plane_hist
+            .get_mut(usize::from(slot.plane))
+            .and_then(|h| h.get_mut(usize::from(slot.weight)));
+        if let Some(c) = count {
+            *c = if add {
+                c.saturating_add(1)
+            } else {
+                c.saturating_sub(1)
+            };
+        }
+    }
+
     fn recompute_plane(&mut self, plane: usize) {
         let (mut usable, mut max_weight) = (0u32, 0u8);
-        for slot in self.slots.iter() {
-            if slot.usable && usize::from(slot.plane) == plane {
-                usable += 1;
-                max_weight = max_weight.max(slot.weight);
+        if let Some(h) = self.plane_hist.get(plane) {
+            for (w, &c) in h.iter().enumerate() {
+                usable += c;
+                if c > 0 {
+                    // w <= WEIGHT_MAX
+                    max_weight = w as u8;
+                }
             }
         }
         if let Some(u) = self.plane_usable.get_mut(plane) {

@@ -207,6 +207,7 @@ impl<
     }
 
     /// The next data packet (retransmission first), if the window, CC and EVs allow.
+    #[inline]
     pub(crate) fn poll_data(&mut self, now_ns: u64) -> Option<TxPacket> {
         if self.state != QpState::Rts {
             return None;

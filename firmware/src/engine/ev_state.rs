@@ -305,6 +305,12 @@ pub struct EvTable<const N: usize> {
     sprt: SprtConfig,
     evs: [Ev; N],
     usable: EvMask,
+    /// Derived: the `AssumedBad` EVs (the only ones probed), so finding the next probe walks
+    /// them instead of the whole table.
+    bad: EvMask,
+    /// Derived: the next EV to probe and when (what a scan of `bad` would find), kept up to
+    /// date by every write to an EV's state, plane or probe time.
+    probe_best: Option<(usize, u64)>,
     good_per_plane: [u16; MAX_PLANES],
     active: u16,
     planes_down: u8,

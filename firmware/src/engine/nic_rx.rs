@@ -57,14 +57,14 @@ impl<
         let Some(state) = self.qps.get(slot).and_then(Option::as_ref).map(|q| q.state) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
-        let v = match repr.body {
+        let v = match &repr.body {
             Body::Write { segment, reth } => {
-                self.rx_write(now_ns, slot, state, repr, &segment, &reth, meta)
+                self.rx_write(now_ns, slot, state, repr, segment, reth, meta)
             }
-            Body::Ack(a) => self.rx_ack(now_ns, slot, state, repr, &a),
-            Body::Nack(n) => self.rx_nack(now_ns, slot, state, &n),
-            Body::Probe(p) => self.rx_probe(now_ns, slot, state, repr, &p),
-            Body::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, repr, &p),
+            Body::Ack(a) => self.rx_ack(now_ns, slot, state, repr, a),
+            Body::Nack(n) => self.rx_nack(now_ns, slot, state, n),
+            Body::Probe(p) => self.rx_probe(now_ns, slot, state, repr, p),
+            Body::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, repr, p),
         };
         // The responder path never touches the EV table.
         if !matches!(repr.body, Body::Write { .. }) {

@@ -88,6 +88,7 @@ impl TxPacket {
     }
 
     /// Payload bytes (RETH DMA length for writes, 0 otherwise).
+    #[inline]
     pub fn payload_len(&self) -> u32 {
         match self.body {
             TxBody::Write { reth, .. } => reth.dma_len,
@@ -95,6 +96,7 @@ impl TxPacket {
         }
     }
 
+    #[inline]
     fn wire_body(&self) -> Body {
         match self.body {
             TxBody::Write { segment, reth, .. } => Body::Write { segment, reth },
@@ -106,6 +108,7 @@ impl TxPacket {
     }
 
     /// The MRC headers of this packet (with EVX and TSX), ready for `MrcRepr::emit`.
+    #[inline]
     pub fn to_repr(&self) -> MrcRepr {
         let body = self.wire_body();
         MrcRepr {

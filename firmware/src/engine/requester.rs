@@ -103,6 +103,8 @@ pub(crate) struct Candidate {
     /// EV to avoid (the one the lost copy took).
     pub avoid_ev: Option<u16>,
     pub ack_req: bool,
+    /// Last packet of its work request (a new transmission of it moves on to the next one).
+    pub last: bool,
     /// First packet of a Write-with-Immediate (counts against `max_wimm`).
     pub wimm_start: bool,
 }
@@ -142,6 +144,7 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     counters: RequesterCounters,
 }
 
+#[inline]
 fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
     let (a, b) = d.as_slices();
     match a.get(i) {
@@ -150,6 +153,7 @@ fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
     }
 }
 
+#[inline]
 fn segment_of(desc: &PacketDesc) -> Segment {
     use mrc_abi::wire::Opcode::*;
     match desc.opcode {
@@ -258,6 +262,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         result
     }
 
+    #[inline]
     fn slot(&self, psn: Psn) -> TxSlot {
         self.slots
             .get(psn.value() as usize % WIN)
@@ -265,14 +270,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             .unwrap_or_default()
     }
 
+    #[inline]
     fn slot_mut(&mut self, psn: Psn) -> Option<&mut TxSlot> {
         self.slots.get_mut(psn.value() as usize % WIN)
     }
 
+    #[inline]
     fn in_flight_range(&self, psn: Psn) -> bool {
         psn.distance_from(self.una) >= 0 && psn.distance_from(self.nxt) < 0
     }
 
+    #[inline]
     fn request(&self, w: &SendWqe) -> WriteRequest {
         WriteRequest {
             remote_va: w.wr.remote_va,
@@ -284,6 +292,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
     }
 
+    #[inline]
     fn candidate_for(&self, w: &SendWqe, desc: PacketDesc, retransmit: bool) -> Candidate {
         Candidate {
             segment: segment_of(&desc),
@@ -301,11 +310,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             // Ask for an immediate ACK at the end of a message and at the window edge.
             ack_req: desc.imm.is_some() || desc.index + 1 == w.npkts,
             wimm_start: desc.index == 0 && w.wr.imm.is_some(),
+            last: desc.index + 1 >= w.npkts,
             desc,
         }
     }
 
     /// The next packet to send (not yet committed), or why none can leave.
+    #[inline]
     pub(crate) fn peek(&mut self, cc: &Cc) -> Result<Candidate, Stall> {
         if self.in_error {
             return Err(Stall::Idle);
@@ -317,27 +328,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 Stall::Cc
             });
         }
-        // Retransmissions first; entries acknowledged meanwhile are dropped here.
-        while let Some(&psn) = self.retx.front() {
-            let s = self.slot(psn);
-            if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
-                let found = self.sq.iter().find_map(|w| {
-                    let d = psn.distance_from(w.start_psn);
-                    (d >= 0 && (d as u32) < w.npkts)
-                        .then(|| {
-                            self.request(w)
-                                .descriptor_in(d as u32, w.npkts)
-                                .map(|desc| (w, desc))
-                        })
-                        .flatten()
-                });
-                if let Some((w, desc)) = found {
-                    let mut c = self.candidate_for(w, desc, true);
-                    c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
-                    return Ok(c);
-                }
+        // Retransmissions first (out of line: the common path has none queued).
+        if !self.retx.is_empty() {
+            if let Some(c) = self.peek_retx() {
+                return Ok(c);
             }
-            self.retx.pop_front();
         }
         let w = deque_get(&self.sq, self.send_idx).ok_or(Stall::Idle)?;
         if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
@@ -354,7 +349,35 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         Ok(self.candidate_for(&w, desc, false))
     }
 
+    /// The first retransmission still wanted; entries acknowledged meanwhile are dropped.
+    #[inline(never)]
+    fn peek_retx(&mut self) -> Option<Candidate> {
+        while let Some(&psn) = self.retx.front() {
+            let s = self.slot(psn);
+            if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
+                let found = self.sq.iter().find_map(|w| {
+                    let d = psn.distance_from(w.start_psn);
+                    (d >= 0 && (d as u32) < w.npkts)
+                        .then(|| {
+                            self.request(w)
+                                .descriptor_in(d as u32, w.npkts)
+                                .map(|desc| (w, desc))
+                        })
+                        .flatten()
+                });
+                if let Some((w, desc)) = found {
+                    let mut c = self.candidate_for(w, desc, true);
+                    c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
+                    return Some(c);
+                }
+            }
+            self.retx.pop_front();
+        }
+        None
+    }
+
     /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
+    #[inline]
     pub(crate) fn commit(&mut self, c: &Candidate, ev: u16, plane: u8, now_ns: u64) {
         let psn = c.desc.psn;
         self.tx_seq = self.tx_seq.wrapping_add(1);
@@ -369,10 +392,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             if c.wimm_start {
                 self.wimm_inflight = self.wimm_inflight.saturating_add(1);
             }
-            if let Some(w) = deque_get(&self.sq, self.send_idx) {
-                if self.nxt.distance_from(w.start_psn) as u32 >= w.npkts {
-                    self.send_idx += 1;
-                }
+            // A new transmission comes from the work request at `send_idx` with
+            // `desc.index == old nxt - start_psn`: after it, nxt - start_psn >= npkts exactly
+            // when it was the last packet.
+            if c.last {
+                self.send_idx += 1;
             }
         }
         if let Some(s) = self.slot_mut(psn) {

@@ -136,54 +136,64 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         regions: &mut PlacementTable<R>,
     ) -> (WriteResult, Option<AckEvent>) {
         let c = &mut self.counters;
-        if pkt.trim != TrimMark::None {
+        // Trimmed and duplicate packets go through the ACK generator too (it NACKs / re-ACKs
+        // them); one call site for all three keeps it inlined.
+        let early = if pkt.trim != TrimMark::None {
             c.trimmed += 1;
-            let d = self.acks.handle_packet(now_ns, pkt);
-            return (WriteResult::Drop(DropReason::Trimmed), d.event);
-        }
-        let rx = self.acks.rx();
-        let d = pkt.psn.distance_from(rx.cum_psn());
-        if d < 0 || rx.is_received(pkt.psn) {
-            c.duplicates += 1;
-            let d = self.acks.handle_packet(now_ns, pkt);
-            return (WriteResult::Drop(DropReason::Duplicate), d.event);
-        }
-        if d as u32 >= self.mpr_psns {
-            c.out_of_window += 1;
-            let n = self.acks.nack_for(pkt, NackReason::OutOfWindow);
-            return (
-                WriteResult::Drop(DropReason::OutOfWindow),
-                Some(AckEvent::Nack(n)),
-            );
-        }
-        let placement = match regions.check_write(reth.rkey, reth.va, reth.dma_len, payload_len) {
-            Ok(p) => p,
-            Err(e) => {
-                c.access_errors += 1;
-                let reason = e.nack_reason();
-                let n = self.acks.nack_for(pkt, reason);
-                return (WriteResult::Fatal(reason), Some(AckEvent::Nack(n)));
+            Some(DropReason::Trimmed)
+        } else {
+            let rx = self.acks.rx();
+            let d = pkt.psn.distance_from(rx.cum_psn());
+            if d < 0 || rx.is_received(pkt.psn) {
+                c.duplicates += 1;
+                Some(DropReason::Duplicate)
+            } else {
+                if d as u32 >= self.mpr_psns {
+                    c.out_of_window += 1;
+                    let n = self.acks.nack_for(pkt, NackReason::OutOfWindow);
+                    return (
+                        WriteResult::Drop(DropReason::OutOfWindow),
+                        Some(AckEvent::Nack(n)),
+                    );
+                }
+                None
             }
         };
-        if imm.is_some() {
-            if self.pending.len() >= usize::from(self.max_wimm) {
-                c.too_many_wimm += 1;
-                let n = self.acks.nack_for(pkt, NackReason::TooManyWimm);
-                return (
-                    WriteResult::Drop(DropReason::TooManyWimm),
-                    Some(AckEvent::Nack(n)),
-                );
-            }
-            if self.rq.len() <= self.pending.len() {
-                c.no_recv_buffer += 1;
-                let n = self.acks.nack_for(pkt, NackReason::NoRecvBuffer);
-                return (
-                    WriteResult::Fatal(NackReason::NoRecvBuffer),
-                    Some(AckEvent::Nack(n)),
-                );
+        let mut placement = Placement::Empty;
+        if early.is_none() {
+            let c = &mut self.counters;
+            placement = match regions.check_write(reth.rkey, reth.va, reth.dma_len, payload_len) {
+                Ok(p) => p,
+                Err(e) => {
+                    c.access_errors += 1;
+                    let reason = e.nack_reason();
+                    let n = self.acks.nack_for(pkt, reason);
+                    return (WriteResult::Fatal(reason), Some(AckEvent::Nack(n)));
+                }
+            };
+            if imm.is_some() {
+                if self.pending.len() >= usize::from(self.max_wimm) {
+                    c.too_many_wimm += 1;
+                    let n = self.acks.nack_for(pkt, NackReason::TooManyWimm);
+                    return (
+                        WriteResult::Drop(DropReason::TooManyWimm),
+                        Some(AckEvent::Nack(n)),
+                    );
+                }
+                if self.rq.len() <= self.pending.len() {
+                    c.no_recv_buffer += 1;
+                    let n = self.acks.nack_for(pkt, NackReason::NoRecvBuffer);
+                    return (
+                        WriteResult::Fatal(NackReason::NoRecvBuffer),
+                        Some(AckEvent::Nack(n)),
+                    );
+                }
             }
         }
         let decision = self.acks.handle_packet(now_ns, pkt);
+        if let Some(reason) = early {
+            return (WriteResult::Drop(reason), decision.event);
+        }
         if !decision.place {
             // Unreachable given the checks above; counted as a duplicate to stay safe.
             self.counters.duplicates += 1;

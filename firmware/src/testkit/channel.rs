@@ -101,6 +101,8 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     len: usize,
     late: [Option<Flight<PB>>; LATE],
     late_len: usize,
+    /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
+    popped_late: Option<Flight<PB>>,
     counters: ChannelCounters,
 }
 
@@ -115,6 +117,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             len: 0,
             late: [None; LATE],
             late_len: 0,
+            popped_late: None,
             counters: ChannelCounters::default(),
         }
     }
@@ -143,6 +146,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     }
 
     /// Send `pkt` to NIC `to` at `now_ns`; `payload` holds its bytes when `PB > 0`.
+    #[inline]
     pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
         self.counters.sent += 1;
         if self.cfg.blackhole_ev == Some(pkt.evx.ev_index) {
@@ -159,12 +163,46 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let is_data =
             pkt.payload_len() > 0 || matches!(pkt.body, crate::engine::TxBody::Write { .. });
+        let (mut trim, mut ce) = (Trim::None, false);
+        if is_data {
+            if self.chance(self.cfg.trim_ppm) {
+                self.counters.trimmed += 1;
+                trim = if self.rng.chance_ppm(self.cfg.trim_last_hop_ppm) {
+                    Trim::LastHop
+                } else {
+                    Trim::Trimmed
+                };
+            }
+            if self.chance(self.cfg.ce_ppm) {
+                self.counters.ce_marked += 1;
+                ce = true;
+            }
+        }
+        let dup = self.chance(self.cfg.dup_ppm);
+        let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+        self.enqueue(to, at_ns, &pkt, trim, ce, payload);
+        if dup {
+            self.counters.duplicated += 1;
+            self.enqueue(to, at_ns, &pkt, trim, ce, payload);
+        }
+    }
+
+    /// A packet in flight, built where it is stored.
+    #[inline]
+    fn flight(
+        to: u8,
+        at_ns: u64,
+        pkt: &TxPacket,
+        trim: Trim,
+        ce: bool,
+        payload: &[u8],
+    ) -> Flight<PB> {
         let mut f = Flight {
             to,
-            at_ns: now_ns.saturating_add(self.cfg.latency_ns),
-            pkt,
-            trim: Trim::None,
-            ce: false,
+            at_ns,
+            pkt: *pkt,
+            trim,
+            ce,
             payload: [0; PB],
         };
         if PB > 0 {
@@ -173,35 +211,23 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 dst.copy_from_slice(src);
             }
         }
-        if is_data {
-            if self.chance(self.cfg.trim_ppm) {
-                self.counters.trimmed += 1;
-                f.trim = if self.rng.chance_ppm(self.cfg.trim_last_hop_ppm) {
-                    Trim::LastHop
-                } else {
-                    Trim::Trimmed
-                };
-            }
-            if self.chance(self.cfg.ce_ppm) {
-                self.counters.ce_marked += 1;
-                f.ce = true;
-            }
-        }
-        let dup = self.chance(self.cfg.dup_ppm);
-        self.enqueue(f);
-        if dup {
-            self.counters.duplicated += 1;
-            self.enqueue(f);
-        }
+        f
     }
 
-    fn enqueue(&mut self, mut f: Flight<PB>) {
+    #[inline]
+    fn enqueue(
+        &mut self,
+        to: u8,
+        mut at_ns: u64,
+        pkt: &TxPacket,
+        trim: Trim,
+        ce: bool,
+        payload: &[u8],
+    ) {
         if self.late_len < LATE && self.chance(self.cfg.reorder_ppm) {
-            f.at_ns = f
-                .at_ns
-                .saturating_add(1 + self.rng.below(self.cfg.reorder_extra_ns.max(1)));
+            at_ns = at_ns.saturating_add(1 + self.rng.below(self.cfg.reorder_extra_ns.max(1)));
             if let Some(slot) = self.late.iter_mut().find(|s| s.is_none()) {
-                *slot = Some(f);
+                *slot = Some(Self::flight(to, at_ns, pkt, trim, ce, payload));
                 self.late_len += 1;
                 self.counters.reordered += 1;
                 return;
@@ -211,9 +237,10 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.overflow += 1;
             return;
         }
-        let i = (self.head + self.len) % CAP;
+        let i = self.head + self.len;
+        let i = if i >= CAP { i - CAP } else { i };
         if let Some(s) = self.fifo.get_mut(i) {
-            *s = Some(f);
+            *s = Some(Self::flight(to, at_ns, pkt, trim, ce, payload));
             self.len += 1;
         }
     }
@@ -239,35 +266,73 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
 
     /// The next packet due at `now_ns` (packets on a plane that died meanwhile are dropped).
     pub fn pop_due(&mut self, now_ns: u64) -> Option<Flight<PB>> {
+        self.pop_due_ref(now_ns).copied()
+    }
+
+    /// [`Self::pop_due`] without copying the packet out: the reference is valid until the
+    /// channel is next used.
+    #[inline]
+    pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
+        if self.late_len == 0 && self.cfg.plane_outage.is_none() {
+            // Fast path: only the FIFO head can be due, and no plane drops it.
+            if self.len == 0 {
+                return None;
+            }
+            let head = self.head;
+            let f = self.fifo.get(head)?.as_ref()?;
+            if f.at_ns > now_ns {
+                return None;
+            }
+            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
+            self.len -= 1;
+            self.counters.delivered += 1;
+            return self.fifo.get(head)?.as_ref();
+        }
+        let outage = self.cfg.plane_outage.is_some();
         loop {
-            let f = self.pop_due_raw(now_ns)?;
-            if self.plane_dead(f.pkt.evx.plane, now_ns) {
-                self.counters.plane_dropped += 1;
-                continue;
+            let (late, i) = self.pop_due_raw(now_ns)?;
+            if outage {
+                let f = if late {
+                    self.popped_late.as_ref()
+                } else {
+                    self.fifo.get(i).and_then(|s| s.as_ref())
+                };
+                if f.is_some_and(|f| self.plane_dead(f.pkt.evx.plane, now_ns)) {
+                    self.counters.plane_dropped += 1;
+                    continue;
+                }
             }
             self.counters.delivered += 1;
-            return Some(f);
+            return if late {
+                self.popped_late.as_ref()
+            } else {
+                self.fifo.get(i).and_then(|s| s.as_ref())
+            };
         }
     }
 
-    fn pop_due_raw(&mut self, now_ns: u64) -> Option<Flight<PB>> {
+    /// Where the next due packet is: `(true, _)` moved to `popped_late`, `(false, i)` left in
+    /// FIFO slot `i` (now outside the live range; overwritten by a later `enqueue`).
+    #[inline]
+    fn pop_due_raw(&mut self, now_ns: u64) -> Option<(bool, usize)> {
         if self.late_len > 0 {
             for s in self.late.iter_mut() {
                 if s.is_some_and(|f| f.at_ns <= now_ns) {
                     self.late_len -= 1;
-                    return s.take();
+                    self.popped_late = s.take();
+                    return Some((true, 0));
                 }
             }
         }
         if self.len == 0 {
             return None;
         }
-        let slot = self.fifo.get_mut(self.head)?;
-        if slot.is_some_and(|f| f.at_ns <= now_ns) {
-            let f = slot.take();
-            self.head = (self.head + 1) % CAP;
+        let head = self.head;
+        let slot = self.fifo.get(head)?;
+        if slot.as_ref().is_some_and(|f| f.at_ns <= now_ns) {
+            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
-            return f;
+            return Some((false, head));
         }
         None
     }

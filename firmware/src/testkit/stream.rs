@@ -174,7 +174,7 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
             ch.send(now, 0, p, &[]);
             progress = true;
         }
-        while let Some(f) = ch.pop_due(now) {
+        while let Some(f) = ch.pop_due_ref(now) {
             progress = true;
             let mut repr = f.pkt.to_repr();
             repr.mrh.trimmed = f.trim != Trim::None;

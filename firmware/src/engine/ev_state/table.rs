@@ -73,6 +73,8 @@ impl<const N: usize> EvTable<N> {
             sprt,
             evs: [blank; N],
             usable: EvMask::default(),
+            bad: EvMask::default(),
+            probe_best: None,
             good_per_plane: [0; MAX_PLANES],
             active: cfg.evs,
             planes_down: 0,
@@ -183,6 +185,7 @@ impl<const N: usize> EvTable<N> {
             self.bump_plane(plane, true);
         }
         self.evs[i].plane = plane;
+        self.probe_changed(i);
         Ok(())
     }
 
@@ -283,10 +286,12 @@ impl<const N: usize> EvTable<N> {
             .saturating_mul(2)
             .min(self.cfg.probe_cap_ns);
         e.next_probe_ns = now_ns.saturating_add(e.probe_interval_ns);
+        let plane = e.plane;
+        self.probe_changed(i);
         self.counters.probes_sent += 1;
         Some(ProbeRequest {
             ev: i as u16,
-            plane: e.plane,
+            plane,
             probe_id: id,
         })
     }
@@ -345,6 +350,7 @@ impl<const N: usize> EvTable<N> {
                 n += 1;
             }
         }
+        self.probe_best = self.scan_earliest_probe();
         Ok(n)
     }
 
@@ -363,6 +369,7 @@ impl<const N: usize> EvTable<N> {
                 e.probe_id = None;
             }
         }
+        self.probe_best = self.scan_earliest_probe();
         Ok(())
     }
 
@@ -399,6 +406,7 @@ impl<const N: usize> EvTable<N> {
             EvState::Good
         };
         self.set_state(i, new, EvReason::ControllerAllow);
+        self.probe_changed(i);
         Ok(())
     }
 
@@ -437,16 +445,55 @@ impl<const N: usize> EvTable<N> {
     }
 
     fn earliest_probe(&self) -> Option<(usize, u64)> {
-        let mut best: Option<(usize, u64)> = None;
-        for (i, e) in self.evs.iter().enumerate().take(usize::from(self.cfg.evs)) {
-            if e.state == EvState::AssumedBad
-                && !self.plane_is_down(e.plane)
-                && best.is_none_or(|(_, at)| e.next_probe_ns < at)
-            {
-                best = Some((i, e.next_probe_ns));
+        debug_assert_eq!(self.probe_best, self.scan_earliest_probe());
+        self.probe_best
+    }
+
+    /// EV `i` changed state, plane or probe time: update `probe_best`. Only `i` changed, so
+    /// the best stays unless `i` was it (rescan) or now beats it.
+    fn probe_changed(&mut self, i: usize) {
+        if self.probe_best.is_some_and(|(b, _)| b == i) {
+            self.probe_best = self.scan_earliest_probe();
+            return;
+        }
+        let Some(e) = self.evs.get(i) else { return };
+        let member = i < usize::from(self.cfg.evs)
+            && e.state == EvState::AssumedBad
+            && !self.plane_is_down(e.plane);
+        let at = e.next_probe_ns;
+        let better = match self.probe_best {
+            None => true,
+            Some((b, b_at)) => at < b_at || (at == b_at && i < b),
+        };
+        if member && better {
+            self.probe_best = Some((i, at));
+        }
+    }
+
+    /// The `AssumedBad` EV on a live plane with the earliest probe time (ties: lowest index).
+    fn scan_earliest_probe(&self) -> Option<(usize, u64)> {
+        let (mut best_i, mut best_at) = (usize::MAX, 0u64);
+        let evs = usize::from(self.cfg.evs);
+        let any_down = self.planes_down != 0;
+        // Members of `bad` in increasing index order: exactly the `AssumedBad` EVs (set_state
+        // keeps the mask), so ties go to the lowest index.
+        for (w, &word) in self.bad.words.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let Some(e) = self.evs.get(i).filter(|_| i < evs) else {
+                    break;
+                };
+                let at = e.next_probe_ns;
+                if (best_i == usize::MAX || at < best_at)
+                    && !(any_down && self.plane_is_down(e.plane))
+                {
+                    (best_i, best_at) = (i, at);
+                }
             }
         }
-        best
+        (best_i != usize::MAX).then_some((best_i, best_at))
     }
 
     /// Retire `i` (Good/Skip) unless `min_active` holds it, in which case it is skipped.
@@ -460,6 +507,7 @@ impl<const N: usize> EvTable<N> {
         e.probe_id = None;
         e.next_probe_ns = now_ns.saturating_add(e.probe_interval_ns);
         self.set_state(i, EvState::AssumedBad, reason);
+        self.probe_changed(i);
     }
 
     fn retire_gray(&mut self, i: usize, now_ns: u64) {
@@ -504,6 +552,8 @@ impl<const N: usize> EvTable<N> {
             self.bump_plane(plane, true);
         }
         self.usable.set(i, new == EvState::Good);
+        self.bad.set(i, new == EvState::AssumedBad);
+        self.probe_changed(i);
         let event = EvEvent {
             ev: i as u16,
             old,
