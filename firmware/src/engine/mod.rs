@@ -28,6 +28,13 @@
 //! - [`fixed`]: fixed-point helpers (Q16 EWMA, integer logarithms).
 //! - [`rng`]: a tiny seeded PRNG (SplitMix64 + xorshift64*).
 
+/// Bump a wrapping event counter (the engine's counters never panic on overflow).
+macro_rules! count {
+    ($c:expr) => {
+        $c = $c.wrapping_add(1)
+    };
+}
+
 pub mod cc;
 pub mod conn;
 pub mod ev_state;

@@ -129,12 +129,6 @@ pub struct Engine<
     counters: EngineCounters,
 }
 
-macro_rules! count {
-    ($c:expr) => {
-        $c = $c.wrapping_add(1)
-    };
-}
-
 impl<
         const Q: usize,
         const EVS: usize,

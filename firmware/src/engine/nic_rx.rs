@@ -13,12 +13,6 @@ use crate::engine::qp::QpState;
 use crate::engine::requester::NackEffect;
 use crate::engine::responder::WriteResult;
 
-macro_rules! count {
-    ($c:expr) => {
-        $c = $c.wrapping_add(1)
-    };
-}
-
 impl<
         const Q: usize,
         const EVS: usize,
