@@ -21,3 +21,4 @@ pub mod fabric;
 pub mod nic;
 pub mod nic_host;
 pub mod run;
+pub mod workload;

@@ -50,10 +50,14 @@ fn main() -> ExitCode {
         base.fabric.queue.limit_bytes,
         base.fabric.queue.trim_bytes,
     );
+    let mrc_sim::workload::Workload::Permutation {
+        bytes_per_host,
+        msg_bytes,
+    } = base.workload;
     println!(
         "  permutation: every host writes {} MiB to one partner in {} KiB messages, MTU {} B",
-        base.bytes_per_host >> 20,
-        base.msg_bytes >> 10,
+        bytes_per_host >> 20,
+        msg_bytes >> 10,
         base.mtu_payload
     );
     println!(

@@ -16,7 +16,10 @@ fn tiny_runs_complete_with_every_byte_acknowledged() {
             format_table(std::slice::from_ref(&r))
         );
         assert_eq!(r.failed, 0);
-        assert_eq!(r.acked_bytes, sc.bytes_per_host * u64::from(r.hosts));
+        assert_eq!(
+            r.acked_bytes,
+            sc.workload.busiest_nic_bytes(r.hosts) * u64::from(r.hosts)
+        );
         // Every byte placed at least once (duplicates of retransmitted packets are not placed).
         assert!(r.placed_bytes >= r.acked_bytes);
         assert_eq!(r.nic_rx_dropped, 0);

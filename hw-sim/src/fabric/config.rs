@@ -25,6 +25,16 @@ pub enum Shape {
     },
 }
 
+impl Shape {
+    /// Hosts per plane: `hosts` for a leaf-spine, `k^3 / 4` for a fat tree (saturating).
+    pub fn hosts(&self) -> u32 {
+        match *self {
+            Shape::LeafSpine { hosts, .. } => hosts,
+            Shape::FatTree { k } => k.saturating_mul(k).saturating_mul(k) / 4,
+        }
+    }
+}
+
 /// RED-style ECN marking on an output queue: no mark below `kmin_bytes`, always at or above
 /// `kmax_bytes`, linear probability in between (integer parts per million).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -69,21 +69,39 @@ pub mod ev {
     pub const TIMER: u32 = 2;
 }
 
-/// Which transport the NICs run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which transport the NICs run (serde names = report names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Transport {
     /// MRC spraying over 256 EVs on every plane (uSID source routes).
     Mrc,
     /// MRC with every packet of a QP pinned to one plane and one ECMP flow hash.
+    #[serde(rename = "mrc-1ev")]
     Mrc1Ev,
+    /// RoCE: one path per QP by ECMP hash, go-back-N, DCQCN, PFC lossless. Not built yet: a NIC
+    /// refuses it with [`NicError::Config`].
+    RoceEcmp,
+    /// A random EV per packet and no path feedback. Not built yet: a NIC refuses it with
+    /// [`NicError::Config`].
+    SprayOblivious,
 }
 
 impl Transport {
+    /// Every transport, in report order.
+    pub const ALL: [Transport; 4] = [
+        Transport::Mrc,
+        Transport::Mrc1Ev,
+        Transport::RoceEcmp,
+        Transport::SprayOblivious,
+    ];
+
     /// The report name.
     pub fn name(self) -> &'static str {
         match self {
             Transport::Mrc => "mrc",
             Transport::Mrc1Ev => "mrc-1ev",
+            Transport::RoceEcmp => "roce-ecmp",
+            Transport::SprayOblivious => "spray-oblivious",
         }
     }
 }
@@ -204,6 +222,12 @@ impl Nic {
     pub fn new(host: u32, send_peer: u32, recv_peer: u32, cfg: NicConfig) -> Result<Nic, NicError> {
         if cfg.planes == 0 || cfg.planes > 4 {
             return Err(NicError::Config("planes must be 1..=4"));
+        }
+        if matches!(
+            cfg.transport,
+            Transport::RoceEcmp | Transport::SprayOblivious
+        ) {
+            return Err(NicError::Config("transport not built yet"));
         }
         if cfg.msg_bytes == 0 {
             return Err(NicError::Config("msg_bytes must be > 0"));
@@ -536,7 +560,7 @@ impl Nic {
                     }
                 }
             }
-            Transport::Mrc1Ev => {
+            Transport::Mrc1Ev | Transport::RoceEcmp | Transport::SprayOblivious => {
                 // One flow hash per direction of the connection.
                 let h = self.flow_hash ^ u64::from(tx.src_qpn);
                 (

@@ -24,6 +24,7 @@ use crate::core::sim::{ComponentId, Event, Handler, Scheduler, Simulator};
 use crate::core::time::{Duration, Time, PS_PER_S};
 use crate::fabric::{ev as fev, ConfigError, Fabric, FabricConfig, Fault, LinkId, Shape};
 use crate::nic::{ev as nev, Nic, NicConfig, NicError, Transport, HEADER_BYTES};
+use crate::workload::Workload;
 
 const FABRIC: ComponentId = ComponentId(0);
 const NICS: ComponentId = ComponentId(1);
@@ -45,10 +46,8 @@ pub struct Scenario {
     pub fabric: FabricConfig,
     /// Transport.
     pub transport: Transport,
-    /// Bytes each host writes to its partner.
-    pub bytes_per_host: u64,
-    /// Bytes per message.
-    pub msg_bytes: u32,
+    /// What the hosts move.
+    pub workload: Workload,
     /// Payload bytes per full packet.
     pub mtu_payload: u32,
     /// Engine loss inference threshold (later transmissions acknowledged before a SACK hole
@@ -84,8 +83,10 @@ impl Scenario {
         Scenario {
             fabric,
             transport,
-            bytes_per_host: 16 << 20,
-            msg_bytes: 256 << 10,
+            workload: Workload::Permutation {
+                bytes_per_host: 16 << 20,
+                msg_bytes: 256 << 10,
+            },
             mtu_payload: 4096,
             reorder_tx: 32,
             timeout_exp: 5,
@@ -104,8 +105,10 @@ impl Scenario {
         let mut s = Scenario::default_for(transport);
         s.fabric.shape = Shape::LeafSpine { hosts: 8, radix: 4 };
         s.fabric.planes = 2;
-        s.bytes_per_host = 256 << 10;
-        s.msg_bytes = 64 << 10;
+        s.workload = Workload::Permutation {
+            bytes_per_host: 256 << 10,
+            msg_bytes: 64 << 10,
+        };
         s.failure = Some(LinkFailure {
             at: Time::from_us(5),
             t1_link: 0,
@@ -136,11 +139,13 @@ impl Scenario {
             .saturating_add(ser(u64::from(HEADER_BYTES)).saturating_mul(hops))
     }
 
-    /// Ideal completion: bytes per host at NIC line rate plus the base RTT.
+    /// Ideal completion: the bytes the busiest NIC must send at NIC line rate plus the base
+    /// RTT.
     pub fn ideal(&self) -> Duration {
+        let hosts = self.fabric.shape.hosts();
         // Payload bytes at line rate (headers are overhead the transport pays).
         Duration::from_ps(
-            (u128::from(self.bytes_per_host) * 8 * u128::from(PS_PER_S)
+            (u128::from(self.workload.busiest_nic_bytes(hosts)) * 8 * u128::from(PS_PER_S)
                 / u128::from(self.nic_bps())) as u64,
         )
         .saturating_add(self.base_rtt())
@@ -255,6 +260,10 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
     fcfg.seed = sc.seed;
     let fabric = Fabric::new(fcfg, FABRIC).map_err(RunError::Fabric)?;
     let hosts = fabric.topology().hosts();
+    let Workload::Permutation {
+        bytes_per_host,
+        msg_bytes,
+    } = sc.workload;
     let perm = permutation(hosts, sc.seed);
     let mut inv = vec![0u32; hosts as usize];
     for (i, d) in perm.iter().enumerate() {
@@ -266,8 +275,8 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         port_bps: sc.fabric.host_link_bps,
         mtu_payload: sc.mtu_payload,
         base_rtt: sc.base_rtt(),
-        total_bytes: sc.bytes_per_host,
-        msg_bytes: sc.msg_bytes,
+        total_bytes: bytes_per_host,
+        msg_bytes,
         reorder_tx: sc.reorder_tx,
         timeout_exp: sc.timeout_exp,
         retry_cnt: sc.retry_cnt,
