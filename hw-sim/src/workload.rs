@@ -37,3 +37,26 @@ impl Workload {
         }
     }
 }
+
+/// One flow of a workload: `bytes` from `src` to `dst` in messages of `msg_bytes`.
+///
+/// A flow is released at `start`, or, when `after` names another flow, once that flow has
+/// completed (its last byte acknowledged to its sender) and `start` has passed. A NIC model
+/// keeps the flows whose `src` is its host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// Index of the flow in the workload's flow list.
+    pub id: u32,
+    /// Sending host.
+    pub src: u32,
+    /// Receiving host.
+    pub dst: u32,
+    /// Bytes to move (> 0).
+    pub bytes: u64,
+    /// Bytes per message (> 0).
+    pub msg_bytes: u32,
+    /// Earliest release time.
+    pub start: crate::core::time::Time,
+    /// A flow that must complete first.
+    pub after: Option<u32>,
+}
