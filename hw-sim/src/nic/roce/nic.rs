@@ -81,6 +81,8 @@ impl RoceNic {
                     nxt: 0,
                     sent: 0,
                     next_tx: Time::ZERO,
+                    gap_from: Time::ZERO,
+                    gap_bytes: 0,
                     rp: Rp::new(&cfg.dcqcn),
                     timer_from: Time::ZERO,
                     retries: 0,
@@ -591,6 +593,16 @@ impl RoceNic {
             if !q.has_data() || q.nxt - q.una >= MAX_OUTSTANDING {
                 continue;
             }
+            if q.next_tx > now && q.rp.limited() {
+                // The rate may have risen since the last packet: re-time its gap.
+                let p = &self.cfg.dcqcn;
+                q.rp.advance(p, now);
+                let rate = q.rp.rate_bps().min(p.line_bps);
+                q.next_tx = q
+                    .gap_from
+                    .saturating_add(serialization_time(u64::from(q.gap_bytes), rate));
+                earliest = min_time(earliest, q.rp.next_increase());
+            }
             if q.next_tx <= now {
                 self.rr[plane] = (pos + 1) % n;
                 return Pick::Ready(i);
@@ -643,9 +655,10 @@ impl RoceNic {
             p.line_bps
         };
         // Never faster than the port: a dead port (drops at injection) cannot make it burst.
+        q.gap_from = q.next_tx.max(now);
+        q.gap_bytes = size;
         q.next_tx = q
-            .next_tx
-            .max(now)
+            .gap_from
             .saturating_add(serialization_time(u64::from(size), rate.min(p.line_bps)));
         let deadline = q.deadline(self.rto);
         let plane = u32::from(q.plane);

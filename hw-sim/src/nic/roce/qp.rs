@@ -135,8 +135,13 @@ pub struct SendQp {
     pub nxt: u64,
     /// One past the highest PSN sent.
     pub sent: u64,
-    /// Rate limiter: earliest time of the next packet.
+    /// Rate limiter: earliest time of the next packet (`gap_from` plus `gap_bytes` at the
+    /// current rate).
     pub next_tx: Time,
+    /// Rate limiter: where the gap before the next packet starts.
+    pub gap_from: Time,
+    /// Rate limiter: wire bytes of the last packet (the gap is their time at the rate).
+    pub gap_bytes: u32,
     /// DCQCN reaction point.
     pub rp: Rp,
     /// Transport timer start (valid while anything is unacknowledged).
@@ -471,6 +476,8 @@ mod tests {
             nxt: 0,
             sent: 0,
             next_tx: Time::ZERO,
+            gap_from: Time::ZERO,
+            gap_bytes: 0,
             rp: Rp::new(&super::super::dcqcn::DcqcnParams::paper(1_000_000_000)),
             timer_from: Time::ZERO,
             retries: 0,
