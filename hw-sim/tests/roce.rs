@@ -479,3 +479,52 @@ fn dcqcn_recovery_speed_follows_the_increase_steps() {
     assert!(b < a, "{b} vs {a}");
     assert!(totals(&fast).rate_decreases > 0);
 }
+
+/// The default run's shape (64 hosts, 4 x 200 Gb/s planes, radix 16, 16 MiB permutation, a
+/// T0-T1 link of plane 0 failing at 40 us, 150 ms reconvergence, t = 14): prints what
+/// roce-ecmp does there and how long it takes. `cargo test --release -p mrc-sim --test roce
+/// -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn default_scale_failure() {
+    let mut c = FabricConfig::htsim_reference(Shape::LeafSpine {
+        hosts: 64,
+        radix: 16,
+    });
+    c.planes = 4;
+    c.host_link_bps = 200_000_000_000;
+    c.t1_link_bps = 200_000_000_000;
+    c.propagation = Duration::from_ns(500);
+    let c = roce::lossless(c, MTU);
+    let bytes = 16 << 20;
+    let flows = permutation_flows(64, bytes, 1);
+    let mut sim = build(c, &flows, RoceConfig::new(4, 200_000_000_000, MTU, 1));
+    let link = leaf_spine_link(&sim.handler().fabric, 0, 0);
+    sim.schedule(
+        Time::from_us(40),
+        FABRIC,
+        mrc_sim::fabric::ev::FAULT,
+        Fault::LinkDown(link).encode(),
+    )
+    .unwrap();
+    let wall = std::time::Instant::now();
+    run(&mut sim, Time::from_secs(2));
+    let t = totals(&sim);
+    let rs = results(&sim);
+    let done = rs.iter().filter(|r| r.done_at.is_some()).count();
+    let mut fcts: Vec<Duration> = rs.iter().filter_map(|r| r.fct()).collect();
+    fcts.sort_unstable();
+    let stall = rs.iter().map(|r| r.max_stall).max().unwrap();
+    eprintln!(
+        "{done}/64 done, FCT p50 {} max {}, longest stall {stall}, retx {}, timeouts {}, \
+         CNPs {}, events {}, wall {:?}",
+        fcts[fcts.len() / 2],
+        fcts[fcts.len() - 1],
+        t.retransmits,
+        t.timeouts,
+        t.cnps_sent,
+        sim.stats().events,
+        wall.elapsed()
+    );
+    assert_exactly_once(&sim, &flows);
+}

@@ -223,7 +223,7 @@ impl Rp {
         self.cnps += 1;
         self.decreases += 1;
         self.rt_bps = self.rc_bps;
-        let cut = (u128::from(self.rc_bps) * u128::from(self.alpha_q20) >> 21) as u64;
+        let cut = ((u128::from(self.rc_bps) * u128::from(self.alpha_q20)) >> 21) as u64;
         self.rc_bps = self.rc_bps.saturating_sub(cut).max(p.min_bps);
         let a = u64::from(self.alpha_q20);
         let g = u64::from(p.g_q20);
@@ -346,7 +346,7 @@ mod tests {
         // A CNP with alpha < 1 cuts by alpha / 2.
         let rc = rp.rate_bps();
         rp.on_cnp(&p, Time::from_us(60));
-        let cut = (u128::from(rc) * u128::from(expect) >> 21) as u64;
+        let cut = ((u128::from(rc) * u128::from(expect)) >> 21) as u64;
         assert_eq!(rp.rate_bps(), rc - cut);
     }
 
