@@ -77,9 +77,25 @@ impl SpraySelector {
     /// # Errors
     /// [`RouteError`] for an unknown host or `src == dst` (nothing is drawn then).
     pub fn pick(&mut self, topo: &Topology, src: u32, dst: u32) -> Result<SprayPick, RouteError> {
+        self.pick_within(topo, src, dst, topo.planes())
+    }
+
+    /// As [`SpraySelector::pick`] over the first `planes` planes only (a NIC with fewer ports
+    /// than the fabric has planes; clamped to `1..=topo.planes()`).
+    ///
+    /// # Errors
+    /// [`RouteError`] for an unknown host or `src == dst` (nothing is drawn then).
+    pub fn pick_within(
+        &mut self,
+        topo: &Topology,
+        src: u32,
+        dst: u32,
+        planes: u32,
+    ) -> Result<SprayPick, RouteError> {
         // Validate first, so an error consumes no randomness.
         topo.usid_route(src, dst, 0)?;
-        let plane = self.rng.below(u64::from(topo.planes().max(1))) as u32;
+        let planes = planes.clamp(1, topo.planes().max(1));
+        let plane = self.rng.below(u64::from(planes)) as u32;
         let path = self.rng.below(u64::from(topo.path_count(src, dst).max(1))) as u32;
         let route = Route::Usid(topo.usid_route(src, dst, path)?);
         Ok(SprayPick { plane, path, route })
@@ -165,6 +181,7 @@ mod tests {
         let picks: Vec<_> = (0..100).map(|_| s.pick(topo, 0, 1).unwrap()).collect();
         assert!(picks.iter().all(|p| p.path == 0));
         assert!(picks.iter().any(|p| p.plane == 0) && picks.iter().any(|p| p.plane == 1));
+        assert!((0..100).all(|_| s.pick_within(topo, 0, 5, 1).unwrap().plane == 0));
         assert!(s.pick(topo, 0, 0).is_err());
         assert!(s.pick(topo, 0, 99).is_err());
     }
