@@ -37,34 +37,52 @@
 //! `clamp_tgt_rate` variants, receive buffers (RC writes only).
 //!
 //! # Wiring it into a world (same events and calls as [`crate::nic::Nic`])
+//! `tests/roce.rs` holds a complete world (fabric + RoCE NICs) that runs every scenario of
+//! the tests; a world holding both models needs only this:
+//!
+//! 1. **Fabric**: for a `roce-ecmp` run pass the scenario's fabric through
+//!    [`lossless`]`(fabric, mtu_payload)` (PFC on, queues deep enough not to drop; ECN kept).
+//! 2. **Build**: `RoceNic::new(host, &all_flows, RoceConfig::new(planes, port_bps, mtu, seed))`
+//!    for every host (each NIC keeps the flows that start or end at it). An enum
+//!    `enum AnyNic { Mrc(Nic), Roce(RoceNic) }` can forward every call below.
+//! 3. **Events**: the same kinds ([`ev`] is the MRC NIC's module), `data` = host:
+//!    `START -> start`, `PUMP -> on_pump`, `TIMER -> on_timer`, each
+//!    `(now, &mut fabric, scheduler, NICS)`. Schedule `START` at t = 0 for every host; later
+//!    `start` times are the NIC's own timer.
+//! 4. **Deliveries**: `nics[d.host].receive(now, &d.packet, &mut fabric, s, NICS)`: no side
+//!    table header (the MRC NIC's `side_lookup` is `None` for a RoCE NIC).
+//! 5. **Flow dependencies**: after a NIC call, drain `poll_flow_done()` and call
+//!    `flow_completed(id, now, ...)` on every NIC (or on the NIC of the dependent flow).
+//! 6. **Stop** when every NIC has `done_at().is_some() || failed()`.
+//! 7. **Report**: [`RoceNic::done_at`], [`RoceNic::failed`], [`RoceNic::completed_bytes`],
+//!    [`RoceNic::max_stall`] (or [`RoceNic::max_stall_at`] for a run stopped early),
+//!    [`RoceNic::flow_results`] (per-flow FCT, stall, retransmits, rate), [`RoceNic::counters`]
+//!    (retransmits, timeouts, NAKs, duplicates, CNPs, rate decreases) and
+//!    [`RoceNic::pauses_received`]. RoCE has no EVs (0 EV state changes) and infers no loss
+//!    from SACKs (go-back-N: NAKs and timeouts only).
+//!
+//! A QP uses one plane: on a NIC of `P` planes a single flow gets `1/P` of the NIC's line
+//! rate, which is what single-path RoCE on a multi-plane NIC really gets.
+//!
 //! ```
-//! use mrc_sim::core::{ComponentId, Time};
-//! use mrc_sim::fabric::{Fabric, FabricConfig, Shape};
+//! use mrc_sim::core::Time;
+//! use mrc_sim::fabric::{FabricConfig, Shape};
 //! use mrc_sim::nic::roce::{self, RoceConfig, RoceNic};
 //! use mrc_sim::workload::Flow;
 //!
-//! let fabric_cfg = roce::lossless(
+//! let fabric = roce::lossless(
 //!     FabricConfig::htsim_reference(Shape::LeafSpine { hosts: 4, radix: 4 }),
 //!     4096,
 //! );
+//! assert!(fabric.pfc.is_some());
 //! let flows = [Flow { id: 0, src: 0, dst: 3, bytes: 1 << 20, msg_bytes: 1 << 16,
 //!                     start: Time::ZERO, after: None }];
-//! let cfg = RoceConfig::new(1, fabric_cfg.host_link_bps, 4096, 7);
+//! let cfg = RoceConfig::new(1, fabric.host_link_bps, 4096, 7);
 //! let nics: Vec<RoceNic> = (0..4).map(|h| RoceNic::new(h, &flows, cfg).unwrap()).collect();
-//! // In the world's handler, for component NICS (event `data` = host):
-//! //   roce::ev::START => nic.start(now, &mut fabric, s, NICS),
-//! //   roce::ev::PUMP  => nic.on_pump(now, &mut fabric, s, NICS),
-//! //   roce::ev::TIMER => nic.on_timer(now, &mut fabric, s, NICS),
-//! // and for every fabric delivery: nics[d.host].receive(now, &d.packet, &mut fabric, s, NICS).
-//! // After each NIC call: while let Some(done) = nic.poll_flow_done() { tell every NIC
-//! //   (n.flow_completed(done.id, now, ...)) }.
-//! // Done when every NIC's done_at() is Some or failed() is true.
-//! # assert_eq!(nics.len(), 4);
-//! # let _ = Fabric::new(fabric_cfg, ComponentId(1)).unwrap();
+//! assert_eq!(nics[0].flow_results().count(), 1); // host 0 sends flow 0
+//! assert_eq!(nics[3].received_bytes(0), Some(0)); // host 3 receives it
+//! assert_eq!(nics[1].done_at(), Some(Time::ZERO)); // nothing to send
 //! ```
-//! The events are the MRC NIC's ([`ev`]), so one NIC component can hold either model; the
-//! report reads [`RoceNic::done_at`], [`RoceNic::failed`], [`RoceNic::completed_bytes`],
-//! [`RoceNic::max_stall`], [`RoceNic::counters`] and, per flow, [`RoceNic::flow_results`].
 
 pub mod dcqcn;
 mod nic;
