@@ -43,6 +43,9 @@ use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::{Duration, Time, PS_PER_NS};
 use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, Route, TransportKind};
 
+pub mod roce;
+pub mod spray;
+
 /// The engine each simulated NIC runs: 2 QPs (one sending, one receiving), 256 EVs over up to
 /// 4 planes, a 512-PSN window, 32-entry send and receive queues, 4 regions, 8 timers.
 pub type SimEngine = Engine<2, 256, 4, 512, 8, 32, 32, 4, 8>;
