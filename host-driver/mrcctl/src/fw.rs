@@ -226,3 +226,47 @@ pub fn reboot_sim(
 ) -> Result<Arc<Device>, Fail> {
     Device::open(nic.backend(), cfg).map_err(|e| Fail(format!("{}: reset: {e}", nic.bdf())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mrc_driver::device::DeviceConfig;
+    use mrc_fw_update::pack::{pack_image, ImageMeta};
+    use mrc_sim::nic_host::SimHost;
+
+    #[test]
+    fn update_reboot_rollback_reboot_runs_the_old_image_again() {
+        let host = SimHost::loopback_pair().unwrap();
+        let nic = host.nic(0).unwrap();
+        let cfg = DeviceConfig::default();
+        let body = vec![0x5a; 70_000];
+        let img = pack_image(
+            &body,
+            &ImageMeta::new(0x0203_0004, 1),
+            &mrc_fw_update::test_key::SEED,
+        );
+        let dev = reboot_sim(nic, &cfg).unwrap();
+        let v = update(&dev, &img).unwrap();
+        assert_eq!(v["image"]["version"], "2.3.4");
+        assert_eq!(v["after"]["staged_version"], "2.3.4");
+        let dev = reboot_sim(nic, &cfg).unwrap();
+        assert_eq!(status(&dev).unwrap()["update_state"], "PendingConfirm");
+        let v = rollback(&dev).unwrap();
+        assert_eq!(
+            v["running_version"], "2.3.4",
+            "still running until the reset"
+        );
+        let dev = reboot_sim(nic, &cfg).unwrap();
+        let v = status(&dev).unwrap();
+        assert_eq!(
+            (
+                &v["running_slot"],
+                &v["running_version"],
+                &v["update_state"]
+            ),
+            (&json!("A"), &json!("1.0.0"), &json!("Idle"))
+        );
+        let e = confirm(&dev).unwrap_err();
+        assert!(e.0.contains("nothing to confirm"), "{}", e.0);
+    }
+}

@@ -350,7 +350,245 @@ impl World {
 
 #[cfg(test)]
 mod tests {
+    use super::super::SimHost;
     use super::*;
+    use mrc_driver::device::{Device, DeviceConfig};
+    use mrc_fw_update::pack::{pack_image, ImageMeta};
+    use std::sync::Arc;
+
+    const V2: u32 = 0x0200_0000;
+
+    fn open(host: &SimHost) -> Arc<Device> {
+        Device::open(host.nic(0).unwrap().backend(), &DeviceConfig::default()).unwrap()
+    }
+
+    fn image(version: u32, abi: u16) -> Vec<u8> {
+        let body: Vec<u8> = (0..40_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        pack_image(&body, &ImageMeta::new(version, abi), &test_key::SEED)
+    }
+
+    /// Begin, stream in 4 KiB chunks, commit with the CRC of what was sent.
+    fn send(dev: &Device, img: &[u8]) -> Result<(), mrc_driver::Error> {
+        let crc = mrc_fw_update::crc32::crc32(img);
+        dev.fw_begin(FwBegin {
+            magic: mrc_abi::device::admin::FW_IMAGE_MAGIC.into(),
+            version: 0.into(),
+            size: (img.len() as u32).into(),
+            crc32: crc.into(),
+            sha256: [0; 32],
+        })?;
+        let buf = dev.alloc_dma(4096)?;
+        for (i, c) in img.chunks(4096).enumerate() {
+            buf.write_slice(0, c)?;
+            dev.fw_chunk(FwChunk {
+                offset: ((i * 4096) as u32).into(),
+                len: (c.len() as u32).into(),
+                iova: buf.iova().0.into(),
+            })?;
+        }
+        dev.fw_commit(crc)
+    }
+
+    fn reason(e: mrc_driver::Error) -> Option<Reason> {
+        match e {
+            mrc_driver::Error::Admin {
+                status: AdminStatus::FwImageInvalid,
+                syndrome,
+                ..
+            } => Reason::from_syndrome(syndrome),
+            _ => None,
+        }
+    }
+
+    fn state(dev: &Device) -> (u32, u32, FwUpdateState) {
+        let s = dev.fw_status().unwrap();
+        (s.running_slot, s.running_version, s.update_state)
+    }
+
+    const FACTORY: (u32, u32, FwUpdateState) = (0, FACTORY_VERSION, FwUpdateState::Idle);
+
+    #[test]
+    fn each_bad_image_is_refused_with_its_reason_and_the_running_image_stays() {
+        let host = SimHost::loopback_pair().unwrap();
+        let good = image(V2, 1);
+        let mut bad_crc = good.clone();
+        bad_crc[5_000] ^= 1;
+        let mut bad_sig = good.clone();
+        bad_sig[100] ^= 1;
+        let truncated = good[..good.len() - 1].to_vec();
+        let mut trailing = good.clone();
+        trailing.push(0);
+        let mut bad_magic = good.clone();
+        bad_magic[0] = b'X';
+        let cases = [
+            (bad_crc, Reason::BadCrc),
+            (bad_sig, Reason::BadSignature),
+            (image(V2, 2), Reason::WrongAbi),
+            (truncated, Reason::Truncated),
+            (trailing, Reason::TrailingBytes),
+            (bad_magic, Reason::Header),
+        ];
+        for (img, want) in cases {
+            let dev = open(&host);
+            let e = send(&dev, &img).unwrap_err();
+            assert_eq!(reason(e), Some(want));
+            assert_eq!(state(&dev), FACTORY, "{want:?}");
+            // The next boot still runs the factory image.
+            let dev = open(&host);
+            assert_eq!(state(&dev), FACTORY, "{want:?} after reset");
+        }
+    }
+
+    #[test]
+    fn transfer_damage_and_protocol_errors_are_refused() {
+        let host = SimHost::loopback_pair().unwrap();
+        let dev = open(&host);
+        let img = image(V2, 1);
+        // A commit CRC that does not match the bytes received.
+        let crc = mrc_fw_update::crc32::crc32(&img);
+        dev.fw_begin(FwBegin {
+            magic: mrc_abi::device::admin::FW_IMAGE_MAGIC.into(),
+            version: 0.into(),
+            size: (img.len() as u32).into(),
+            crc32: (crc ^ 1).into(),
+            sha256: [0; 32],
+        })
+        .unwrap();
+        let e = dev.fw_begin(FwBegin {
+            magic: mrc_abi::device::admin::FW_IMAGE_MAGIC.into(),
+            version: 0.into(),
+            size: 1.into(),
+            crc32: 0.into(),
+            sha256: [0; 32],
+        });
+        assert!(
+            matches!(
+                e,
+                Err(mrc_driver::Error::Admin {
+                    status: AdminStatus::Busy,
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        let buf = dev.alloc_dma(img.len()).unwrap();
+        buf.write_slice(0, &img).unwrap();
+        let chunk = |off: u32, len: u32| FwChunk {
+            offset: off.into(),
+            len: len.into(),
+            iova: (buf.iova().0 + u64::from(off)).into(),
+        };
+        // Out of order: refused, the session stays open.
+        let e = dev.fw_chunk(chunk(100, 100)).unwrap_err();
+        assert_eq!(reason(e), Some(Reason::OutOfOrder));
+        dev.fw_chunk(chunk(0, img.len() as u32)).unwrap();
+        let e = dev.fw_commit(crc).unwrap_err();
+        assert_eq!(reason(e), Some(Reason::TransferCrc));
+        assert_eq!(state(&dev), FACTORY);
+        // Commands without a session.
+        for r in [dev.fw_commit(crc), dev.fw_confirm(), dev.fw_rollback()] {
+            assert!(
+                matches!(
+                    r,
+                    Err(mrc_driver::Error::Admin {
+                        status: AdminStatus::FwNoUpdate,
+                        ..
+                    })
+                ),
+                "{r:?}"
+            );
+        }
+        // Larger than a slot.
+        let e = dev
+            .fw_begin(FwBegin {
+                magic: mrc_abi::device::admin::FW_IMAGE_MAGIC.into(),
+                version: 0.into(),
+                size: (SLOT_BYTES + 1).into(),
+                crc32: 0.into(),
+                sha256: [0; 32],
+            })
+            .unwrap_err();
+        assert_eq!(reason(e), Some(Reason::TooLarge));
+        assert_eq!(state(&dev), FACTORY);
+    }
+
+    #[test]
+    fn good_update_boots_on_trial_and_stays_once_confirmed() {
+        let host = SimHost::loopback_pair().unwrap();
+        let dev = open(&host);
+        send(&dev, &image(V2, 1)).unwrap();
+        let s = dev.fw_status().unwrap();
+        assert_eq!(
+            (s.update_state, s.staged_version),
+            (FwUpdateState::Committed, V2)
+        );
+        assert_eq!(dev.query_device().unwrap().fw_version, FACTORY_VERSION);
+        let dev = open(&host);
+        assert_eq!(state(&dev), (1, V2, FwUpdateState::PendingConfirm));
+        // No new update while the trial image is unconfirmed.
+        let e = send(&dev, &image(V2 + 1, 1)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                mrc_driver::Error::Admin {
+                    status: AdminStatus::BadState,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        dev.fw_confirm().unwrap();
+        assert_eq!(state(&dev), (1, V2, FwUpdateState::Idle));
+        for _ in 0..4 {
+            let dev = open(&host);
+            assert_eq!(state(&dev), (1, V2, FwUpdateState::Idle));
+        }
+        let dev = open(&host);
+        assert_eq!(dev.query_device().unwrap().fw_version, V2);
+        // The FW register block follows: running slot B, image version.
+        let fw = u64::from(defaults::FIRMWARE);
+        let rd = |f: usize| dev.backend().mmio_read32(fw + f as u64).unwrap();
+        assert_eq!(rd(offset_of!(FwBlock, running_slot)), 1);
+        assert_eq!(rd(offset_of!(FwBlock, image_version)), V2);
+        assert_eq!(
+            rd(offset_of!(FwBlock, update_state)),
+            FwUpdateState::Idle as u32
+        );
+        // The next update goes to slot A (the one not running).
+        send(&dev, &image(V2 + 1, 1)).unwrap();
+        let dev = open(&host);
+        assert_eq!(state(&dev), (0, V2 + 1, FwUpdateState::PendingConfirm));
+    }
+
+    #[test]
+    fn unconfirmed_image_rolls_back_after_its_trial_boots() {
+        let host = SimHost::loopback_pair().unwrap();
+        send(&open(&host), &image(V2, 1)).unwrap();
+        for _ in 0..MAX_TRIAL_BOOTS {
+            let dev = open(&host);
+            assert_eq!(state(&dev), (1, V2, FwUpdateState::PendingConfirm));
+        }
+        let dev = open(&host);
+        assert_eq!(state(&dev), FACTORY, "rolled back");
+        assert!(dev.fw_confirm().is_err(), "nothing left to confirm");
+        assert_eq!(state(&open(&host)), FACTORY);
+    }
+
+    #[test]
+    fn explicit_rollback_of_a_trial_or_committed_image() {
+        let host = SimHost::loopback_pair().unwrap();
+        send(&open(&host), &image(V2, 1)).unwrap();
+        let dev = open(&host);
+        assert_eq!(state(&dev), (1, V2, FwUpdateState::PendingConfirm));
+        dev.fw_rollback().unwrap();
+        assert_eq!(state(&open(&host)), FACTORY);
+        // Committed, never booted: the staged image never runs.
+        let dev = open(&host);
+        send(&dev, &image(V2, 1)).unwrap();
+        dev.fw_rollback().unwrap();
+        assert_eq!(state(&dev), FACTORY);
+        assert_eq!(state(&open(&host)), FACTORY);
+    }
 
     #[test]
     fn vec_slots_read_erased_as_ff_and_bound_writes() {
