@@ -71,17 +71,7 @@ fn qemu_self_test_passes() {
         .arg(&elf)
         .output()
         .expect("run qemu");
-    let dec = Command::new(env!("CARGO_BIN_EXE_mrc-defmt-dec"))
-        .arg(&elf)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().expect("stdin").write_all(&out.stdout)?;
-            child.wait_with_output()
-        })
-        .expect("run mrc-defmt-dec");
+    let dec = decode(&elf, &out.stdout);
     let text = String::from_utf8_lossy(&dec.stdout);
     println!("{text}");
     assert!(out.status.success(), "QEMU exited with {:?}", out.status);
@@ -95,4 +85,33 @@ fn qemu_self_test_passes() {
             .any(|l| l.starts_with("INFO two NICs: ") && l.contains(" messages, ")),
         "no two-NIC counters record"
     );
+    // The decode-error check can fire: a stream cut mid-frame and a garbled one are refused.
+    let cut = decode(&elf, &out.stdout[..out.stdout.len() - 1]);
+    assert!(
+        !cut.status.success(),
+        "a stream cut mid-frame must not decode"
+    );
+    let mut garbled = out.stdout.clone();
+    for b in garbled.iter_mut().take(64) {
+        *b = b.wrapping_add(0x5b) | 1;
+    }
+    assert!(
+        !decode(&elf, &garbled).status.success(),
+        "garbage must not decode"
+    );
+}
+
+fn decode(elf: &Path, stream: &[u8]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mrc-defmt-dec"))
+        .arg(elf)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(stream)?;
+            child.wait_with_output()
+        })
+        .expect("run mrc-defmt-dec")
 }
