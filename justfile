@@ -68,7 +68,6 @@ fw-gen:
 # byte checked) and run it under QEMU, decoding defmt with the in-repo decoder. Fails when QEMU
 # exits non-zero (a failed check) or the stream does not decode.
 qemu:
-    cargo build -q -p mrc-defmt-dec
     cd firmware/image && CARGO_TARGET_DIR=target/qemu cargo build --release --features qemu
     mkdir -p target
     qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-qemu.defmt
