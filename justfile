@@ -83,6 +83,7 @@ fw-size: firmware
     size -A {{image}} | grep -E '^\.(text|rodata|data|bss|noinit) '
     text=$(size -A {{image}} | awk '$1 == ".text" {print $2}'); echo ".text $text of 131072 bytes budget"; test "$text" -le 131072
     just qemu | grep -E 'instr per delivered data packet|self-test passed'
+    size -A {{qemu_image}} | awk '$1 == ".text" {print "QEMU self-test build (engine + test kit + verifier) .text", $2}'
 
 # Engine cost: 1,000,000 data packets over 256 EVs with 1 % loss, instructions counted by callgrind.
 engine-cost:
