@@ -5,6 +5,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 riscv := "riscv32imac-unknown-none-elf"
 image := "firmware/image/target/riscv32imac-unknown-none-elf/release/mrc-nic"
+qemu_image := "firmware/image/target/qemu/riscv32imac-unknown-none-elf/release/mrc-nic"
 export DEFMT_LOG := "info"
 
 # List the recipes.
@@ -49,31 +50,40 @@ fuzz TARGET="decode" SECS="60":
     cd fuzz && cargo +nightly fuzz run {{TARGET}} ../target/fuzz-corpus/{{TARGET}} corpus/{{TARGET}} -- -max_total_time={{SECS}}
 
 # Build the NIC image (release, size-tuned; the artifact is firmware/image/target/.../mrc-nic).
+# The image workspace keeps its own target dirs (target/ for the NIC, target/qemu/ for the
+# self-test build) whatever CARGO_TARGET_DIR says, so the two builds never overwrite each other.
 firmware:
     cargo build -p mrc-firmware --release --target {{riscv}}
-    cd firmware/image && cargo build --release
+    cd firmware/image && CARGO_TARGET_DIR=target cargo build --release
 
 # Host tests of the image's board support and memory-map generator.
 fw-test:
-    cd firmware/image && cargo test --target x86_64-unknown-linux-gnu -p mrc-nic-board -p mrc-memmap
+    cd firmware/image && CARGO_TARGET_DIR=target cargo test --target x86_64-unknown-linux-gnu -p mrc-nic-board -p mrc-memmap
 
 # Regenerate the linker scripts and probe-rs chip description from firmware/memory-map.toml.
 fw-gen:
-    cd firmware/image && UPDATE_GENERATED=1 cargo test --target x86_64-unknown-linux-gnu -p mrc-memmap --test generated
+    cd firmware/image && CARGO_TARGET_DIR=target UPDATE_GENERATED=1 cargo test --target x86_64-unknown-linux-gnu -p mrc-memmap --test generated
 
-# Build the QEMU self-test image and run it under QEMU, decoding defmt with the in-repo decoder.
+# Build the QEMU self-test image (two NICs' engines over lossy planes, a plane failure, every
+# byte checked) and run it under QEMU, decoding defmt with the in-repo decoder. Fails when QEMU
+# exits non-zero (a failed check) or the stream does not decode.
 qemu:
-    cargo build -q -p mrc-defmt-dec
-    cd firmware/image && cargo build --release --features qemu
-    qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native -icount shift=0 -kernel {{image}} | target/debug/mrc-defmt-dec {{image}}
+    cd firmware/image && CARGO_TARGET_DIR=target/qemu cargo build --release --features qemu
+    mkdir -p target
+    qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-qemu.defmt
+    cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-qemu.defmt
 
 # Flash the NIC image with probe-rs (chip description generated from firmware/memory-map.toml).
 flash: firmware
     probe-rs download --chip-description-path firmware/image/mrc-nic.chip.yaml --chip MRC-NIC {{image}}
 
-# Section sizes of the NIC image.
+# Section sizes of the NIC image (budget: .text <= 128 KiB) and the self-test's guest
+# instructions per delivered data packet (minstret under -icount shift=0).
 fw-size: firmware
     size -A {{image}} | grep -E '^\.(text|rodata|data|bss|noinit) '
+    text=$(size -A {{image}} | awk '$1 == ".text" {print $2}'); echo ".text $text of 131072 bytes budget"; test "$text" -le 131072
+    just qemu | grep -E 'instr per delivered data packet|self-test passed'
+    size -A {{qemu_image}} | awk '$1 == ".text" {print "QEMU self-test build (engine + test kit + verifier) .text", $2}'
 
 # Engine cost: 1,000,000 data packets over 256 EVs with 1 % loss, instructions counted by callgrind.
 engine-cost:

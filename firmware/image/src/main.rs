@@ -14,13 +14,15 @@ mod hal;
 mod runtime;
 #[cfg(feature = "qemu")]
 mod selftest;
+#[cfg(feature = "qemu")]
+mod twonic;
 
 use mrc_nic_board::crash::{event, EventKind};
 
 /// The ABI major this image speaks: the device contract's, from mrc-abi.
 pub const ABI_MAJOR: u16 = mrc_abi::device::version::ABI_VERSION.major;
 /// Watchdog period.
-const WATCHDOG_NS: u32 = 50_000_000;
+pub const WATCHDOG_NS: u32 = 50_000_000;
 
 #[riscv_rt::entry]
 fn main() -> ! {

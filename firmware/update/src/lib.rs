@@ -7,6 +7,7 @@
 //! - [`update`]: the host-driven update session and the verifier; every refusal is a typed
 //!   [`update::UpdateError`] and the running image stays.
 //! - [`slots`]: the A/B boot record: trial boots, confirmation, rollback.
+//! - [`reason`]: refusal codes carried in the admin response syndrome, and their words.
 //! - [`crc32`]: CRC-32 (IEEE).
 //! - [`sign`]: sign an image header (host tools and tests; the core only verifies).
 //! - [`test_key`]: **a test-only signing key**, public in this repository.
@@ -36,6 +37,7 @@ pub mod crc32;
 pub mod header;
 #[cfg(feature = "std")]
 pub mod pack;
+pub mod reason;
 pub mod sign;
 pub mod slots;
 pub mod test_key;

@@ -4,6 +4,7 @@
 //! Every failure prints one clear line on stderr naming the device and exits with code 2;
 //! `--json` prints only JSON on stdout.
 
+mod fw;
 mod perf;
 mod sysfs;
 
@@ -73,6 +74,33 @@ enum Cmd {
         #[command(subcommand)]
         test: PerfCmd,
     },
+    /// Firmware: status, update, confirm, rollback.
+    Fw {
+        #[command(subcommand)]
+        cmd: FwCmd,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum FwCmd {
+    /// Running slot and version, update state, staged version.
+    Status,
+    /// Stream a signed image (from `mrc-fw-pack`) to the device and commit it; the device
+    /// verifies it and refuses a bad one with a reason (exit code 2).
+    Update {
+        /// The image file.
+        image: std::path::PathBuf,
+        /// With --sim: reset the NIC after the commit so it boots the image on trial.
+        #[arg(long)]
+        reboot: bool,
+        /// With --reboot: confirm the image once it runs.
+        #[arg(long, requires = "reboot")]
+        confirm: bool,
+    },
+    /// The running trial image is good: keep it.
+    Confirm,
+    /// Boot the previous image at the next reset.
+    Rollback,
 }
 
 #[derive(Subcommand, Debug)]
@@ -360,12 +388,49 @@ fn run(cli: &Cli) -> Result<Value, Fail> {
             };
             Ok(json!({"kind": kind, "id": id}))
         }
+        Cmd::Fw { cmd } => fw_cmd(cli, cmd),
         Cmd::Perf { test } => {
             let t = open(cli)?;
             match test {
                 PerfCmd::WriteBw(a) => perf::write_bw(&t, a),
                 PerfCmd::WriteLat(a) => perf::write_lat(&t, a),
             }
+        }
+    }
+}
+
+fn fw_cmd(cli: &Cli, cmd: &FwCmd) -> Result<Value, Fail> {
+    let t = open(cli)?;
+    let dev = t.ctl.device();
+    match cmd {
+        FwCmd::Status => fw::status(dev),
+        FwCmd::Confirm => fw::confirm(dev),
+        FwCmd::Rollback => fw::rollback(dev),
+        FwCmd::Update {
+            image,
+            reboot,
+            confirm,
+        } => {
+            let bytes = std::fs::read(image)
+                .map_err(|e| Fail(format!("cannot read image {}: {e}", image.display())))?;
+            let sim = match (&t.sim, reboot) {
+                (None, true) => {
+                    return Err(Fail(format!(
+                        "{}: --reboot needs --sim; reset the device to boot the new image",
+                        dev.bdf()
+                    )))
+                }
+                (sim, _) => sim.as_ref().and_then(|h| h.nic(0)),
+            };
+            let mut v = fw::update(dev, &bytes)?;
+            if let (Some(nic), true) = (sim, reboot) {
+                let dev = fw::reboot_sim(nic, &DeviceConfig::default())?;
+                v["after_reboot"] = fw::status(&dev)?;
+                if *confirm {
+                    v["after_confirm"] = fw::confirm(&dev)?;
+                }
+            }
+            Ok(v)
         }
     }
 }

@@ -2,8 +2,8 @@
 
 use mrc_abi::device::admin::body::*;
 use mrc_abi::device::admin::{
-    AdminCmd, AdminCommand, AdminReply, AdminStatus, EvProfileKind, EvProfileState, FwUpdateState,
-    QpModify, QpState, ACCESS_REMOTE_WRITE, EVENT_MASK_EV_DENIED, FMT_TSX, FMT_USE_SRH,
+    AdminCmd, AdminCommand, AdminReply, AdminStatus, EvProfileKind, EvProfileState, QpModify,
+    QpState, ACCESS_REMOTE_WRITE, EVENT_MASK_EV_DENIED, FMT_TSX, FMT_USE_SRH,
 };
 use mrc_abi::device::event::Event;
 use mrc_abi::device::regs::caps;
@@ -119,7 +119,7 @@ impl World {
         let n = &mut self.nics[i];
         match cmd {
             C::QueryDevice => Ok([
-                0x0001_0000,
+                self.fw_version(i).into(),
                 (1024u64 << 32) | 256,
                 (1u64 << 24 << 32) | (1 << 16),
             ]),
@@ -485,12 +485,12 @@ impl World {
                 n.cc_profiles.remove(&id);
                 OK
             }
-            C::FwStatus => Ok([FwUpdateState::Idle as u64, 0x0001_0000, 0]),
-            // No FW_UPDATE capability: an update cannot start, so nothing is in progress.
-            C::FwBegin(_) => Err((AdminStatus::Permission, 0)),
-            C::FwChunk(_) | C::FwCommit(_) | C::FwConfirm | C::FwRollback => {
-                Err((AdminStatus::FwNoUpdate, 0))
-            }
+            C::FwStatus
+            | C::FwBegin(_)
+            | C::FwChunk(_)
+            | C::FwCommit(_)
+            | C::FwConfirm
+            | C::FwRollback => self.fw_execute(i, cmd),
         }
     }
 

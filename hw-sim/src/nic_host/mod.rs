@@ -26,6 +26,7 @@
 
 mod admin;
 mod datapath;
+pub mod firmware;
 mod state;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -53,13 +54,13 @@ pub struct SimNicConfig {
 
 impl SimNicConfig {
     /// The default NIC at `0000:00:<device>.0`: 4 ports on 4 planes, 64 QPs and CQs, 256 EVs
-    /// per QP, every capability but firmware update.
+    /// per QP, every capability (firmware update: see [`firmware`]).
     pub fn numbered(device: u8) -> SimNicConfig {
         SimNicConfig {
             bdf: Bdf::new(0, 0, device & 31, 0).unwrap_or_default(),
             params: DeviceParams {
                 device_id: 0x1d0f_3c00,
-                capabilities: caps::ALL & !caps::FW_UPDATE,
+                capabilities: caps::ALL,
                 num_ports: 4,
                 num_planes: 4,
                 max_qps: 64,
@@ -81,6 +82,8 @@ pub struct SimHost {
 pub(crate) struct World {
     pub nics: Vec<NicState>,
     pub now_ns: u64,
+    /// Per NIC: flash, boot record and update session (kept across device resets).
+    pub fw: Vec<firmware::FwNic>,
 }
 
 fn lock(m: &Mutex<World>) -> MutexGuard<'_, World> {
@@ -155,6 +158,7 @@ impl SimHost {
         let world = Arc::new(Mutex::new(World {
             nics: Vec::new(),
             now_ns: 0,
+            fw: Vec::new(),
         }));
         let mut nics = Vec::new();
         for (index, cfg) in cfgs.iter().enumerate() {
@@ -180,12 +184,15 @@ impl SimHost {
                 cfg.params,
                 default_gid(cfg.bdf),
             ));
+            lock(&world).fw_power_on(index);
             let removed = Arc::new(AtomicBool::new(false));
             let w = world.clone();
             let gone = removed.clone();
             twin.on_mmio_write(move |_, write: MmioWrite| {
                 if !gone.load(Ordering::Relaxed) {
-                    lock(&w).on_write(index, write);
+                    let mut world = lock(&w);
+                    world.on_write(index, write);
+                    world.fw_on_write(index, write.offset, write.value);
                 }
             });
             let gone = removed.clone();

@@ -7,13 +7,17 @@
 use std::io::Read;
 use std::process::ExitCode;
 
-use defmt_decoder::{DecodeError, Table};
+use defmt_decoder::{DecodeError, Encoding, Table};
 
 /// Decode `stream` with the table of `elf`: the records as lines, or the first error.
 fn decode(elf: &[u8], stream: &[u8]) -> Result<Vec<String>, String> {
     let table = Table::parse(elf)
         .map_err(|e| format!("defmt table: {e}"))?
         .ok_or("the ELF has no defmt table")?;
+    // rzcobs ends every frame with a 0 byte: a stream ending otherwise was cut mid-frame (the
+    // decoder itself would only report "need more bytes"). Raw streams have no delimiter.
+    let cut =
+        matches!(table.encoding(), Encoding::Rzcobs) && stream.last().is_some_and(|b| *b != 0);
     let mut dec = table.new_stream_decoder();
     dec.received(stream);
     let mut out = Vec::new();
@@ -26,6 +30,12 @@ fn decode(elf: &[u8], stream: &[u8]) -> Result<Vec<String>, String> {
                     level.to_uppercase(),
                     frame.display_message()
                 ));
+            }
+            Err(DecodeError::UnexpectedEof) if cut => {
+                return Err(format!(
+                    "the stream ends inside a defmt frame after {} records",
+                    out.len()
+                ))
             }
             Err(DecodeError::UnexpectedEof) => return Ok(out),
             Err(DecodeError::Malformed) => {

@@ -1,0 +1,205 @@
+//! The two-NIC part of the QEMU self-test: the engine issue's test kit
+//! (`mrc_firmware::testkit`) on the emulated core.
+//!
+//! - [`checked_pair`]: two NICs' engines and datapath models, real payload bytes, a few thousand
+//!   messages both ways (Write and Write-with-Immediate, signaled and not) over lossy,
+//!   duplicating, trimming, CE-marking, reordering in-memory planes with a blackholed EV and one
+//!   plane down in the middle of the run. The test kit checks every destination byte (each
+//!   written exactly once inside a message, never outside, equal to its source), completion
+//!   order, immediates after their data, and liveness.
+//! - [`planted_bug`]: the same checker must catch the test kit's planted engine bug (a
+//!   `TRIMMED_LAST_HOP` NACK not retransmitted), so a checker that cannot fail is itself caught.
+//! - [`stream`]: a one-way bulk stream with virtual payloads (the `engine_cost` workload, sized
+//!   down): guest instructions per delivered data packet of the engines and channel alone.
+//!
+//! Guest instructions are read from `minstret`; under `qemu -icount shift=0` it counts every
+//! retired instruction exactly, so the figures are deterministic.
+//!
+//! Capacities are the test kit's (`TkEngine`: 2 QPs, 256 EVs, 4 planes, 512-PSN window;
+//! 16 KiB of memory per NIC, a 512-packet channel): they fit the 4 MiB QEMU `virt` RAM map
+//! (the pair lives on the stack, a few hundred KiB), so nothing was sized down.
+
+use mrc_firmware::engine::EngineCounters;
+use mrc_firmware::testkit::channel::ChannelConfig;
+use mrc_firmware::testkit::pair::{PairConfig, MEM};
+use mrc_firmware::testkit::stream::{run_stream, StreamConfig};
+use mrc_firmware::testkit::{Failure, Pair, Report, CHECKED_PAYLOAD};
+use mrc_nic_board::crash::{event, EventKind};
+
+use crate::hal;
+use crate::selftest::Check;
+
+/// Seed of the checked run (same seed, same run, same instruction count).
+const SEED: u64 = 0x4d52_4331;
+/// Waves of up to 32 messages per direction each.
+const WAVES: u32 = 48;
+/// The plane that fails, and when (virtual ns): ~35..58 % into the run, chosen so packets are
+/// in flight on it when it dies (the run has idle gaps waiting on tail-loss timeouts).
+const OUTAGE: (u8, u64, u64) = (2, 3_010_000, 5_010_000);
+/// Watchdog period while one long test-kit run is in progress (the run cannot kick it): the
+/// longest the NIC watchdog takes, ~4.3 s, i.e. ~4.3 G guest instructions under `-icount 0`.
+const LONG_RUN_WATCHDOG_NS: u32 = u32::MAX;
+/// Data packets of the cost stream.
+const STREAM_PACKETS: u64 = 20_000;
+
+/// The checked run's configuration: chaos everywhere, one plane down in the middle.
+fn config() -> PairConfig {
+    let mut cfg = PairConfig::chaos(SEED);
+    cfg.channel = ChannelConfig {
+        latency_ns: 8_000,
+        loss_ppm: 20_000,
+        dup_ppm: 5_000,
+        trim_ppm: 10_000,
+        trim_last_hop_ppm: 500_000,
+        ce_ppm: 20_000,
+        reorder_ppm: 50_000,
+        reorder_extra_ns: 2_000,
+        blackhole_ev: Some(17),
+        plane_outage: Some(OUTAGE),
+    };
+    cfg.messages = 32;
+    cfg.waves = WAVES;
+    cfg.max_len = 480;
+    cfg
+}
+
+fn failure_name(f: &Failure) -> &'static str {
+    match f {
+        Failure::ErrorCompletion { .. } => "error completion",
+        Failure::SendOrder { .. } => "send completion out of order",
+        Failure::ImmOrder { .. } => "immediate out of order or wrong",
+        Failure::ImmBeforeData { .. } => "immediate before its data",
+        Failure::Bytes { .. } => "destination byte differs from source",
+        Failure::WriteCount { .. } => "destination byte not written exactly once",
+        Failure::Wire { .. } => "wire codec round trip",
+        Failure::Stuck { .. } => "stuck",
+        Failure::Liveness { .. } => "liveness (time limit)",
+        Failure::Setup => "setup refused",
+    }
+}
+
+fn sum(e: &[EngineCounters; 2], f: fn(&EngineCounters) -> u64) -> u64 {
+    f(&e[0]) + f(&e[1])
+}
+
+/// Two NICs, a few thousand checked messages, a plane failure in the middle.
+pub fn checked_pair(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 7));
+    hal::watchdog_start(LONG_RUN_WATCHDOG_NS);
+    let start = hal::instret();
+    let result = Pair::<CHECKED_PAYLOAD>::new(config()).and_then(|mut p| p.run());
+    let instr = hal::instret() - start;
+    hal::watchdog_start(crate::WATCHDOG_NS);
+    let r: Report = match result {
+        Ok(r) => r,
+        Err(f) => {
+            defmt::error!("two-NIC run failed: {=str}", failure_name(&f));
+            return c.that(false, "two NICs deliver every byte exactly once");
+        }
+    };
+    let e = &r.engines;
+    let placed = sum(e, |k| k.placed);
+    let ch = r.channel;
+    let bytes_checked = u64::from(WAVES) * 2 * (MEM / 2) as u64;
+    c.that(r.messages >= 2_000, "a few thousand messages");
+    c.that(
+        e.iter().all(|k| k.plane_downs == 1 && k.plane_ups == 1),
+        "both NICs saw the plane go down and come back",
+    );
+    c.that(
+        OUTAGE.2 < r.end_ns && ch.plane_dropped > 0,
+        "the plane failed in the middle of traffic",
+    );
+    c.that(
+        ch.lost > 0 && ch.reordered > 0 && ch.duplicated > 0 && ch.trimmed > 0,
+        "the planes lost, reordered, duplicated and trimmed packets",
+    );
+    c.that(
+        sum(e, |k| k.retransmits_sent) > 0,
+        "losses were repaired by retransmission",
+    );
+    defmt::info!(
+        "two NICs: {} messages, {} completions, {} destination bytes checked, end {} ns (plane {} down {}..{} ns)",
+        r.messages,
+        r.completions,
+        bytes_checked,
+        r.end_ns,
+        OUTAGE.0,
+        OUTAGE.1,
+        OUTAGE.2
+    );
+    defmt::info!(
+        "channel: sent {} delivered {} lost {} dup {} trimmed {} reordered {} ce {} blackholed {} plane-dropped {} overflow {}",
+        ch.sent,
+        ch.delivered,
+        ch.lost,
+        ch.duplicated,
+        ch.trimmed,
+        ch.reordered,
+        ch.ce_marked,
+        ch.blackholed,
+        ch.plane_dropped,
+        ch.overflow
+    );
+    defmt::info!(
+        "engines: placed {} data-sent {} retransmits {} acks {} nacks {} probes {} timeouts {} ev-events {}",
+        placed,
+        sum(e, |k| k.data_sent),
+        sum(e, |k| k.retransmits_sent),
+        sum(e, |k| k.acks_sent),
+        sum(e, |k| k.nacks_sent),
+        sum(e, |k| k.probes_sent),
+        sum(e, |k| k.timeouts_fired),
+        r.ev_events
+    );
+    defmt::info!(
+        "two NICs: {} guest instr, {} instr per delivered data packet (checker, byte copies and wire codec included)",
+        instr,
+        instr / placed.max(1)
+    );
+}
+
+/// The checker catches the planted bug (a trimmed-at-last-hop packet never retransmitted).
+pub fn planted_bug(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 8));
+    let mut cfg = config();
+    cfg.engine.planted_bug = true;
+    cfg.waves = 2;
+    cfg.max_time_ns = 50_000_000;
+    // Enough last-hop trims that the bug bites within two waves.
+    cfg.channel.trim_ppm = 100_000;
+    hal::watchdog_start(LONG_RUN_WATCHDOG_NS);
+    let result = Pair::<CHECKED_PAYLOAD>::new(cfg).and_then(|mut p| p.run());
+    hal::watchdog_start(crate::WATCHDOG_NS);
+    let name = match &result {
+        Ok(_) => "nothing",
+        Err(f) => failure_name(f),
+    };
+    c.that(result.is_err(), "the checker catches the planted bug");
+    defmt::info!("planted bug: the checker reported {=str}", name);
+}
+
+/// The engine cost workload on the core: instructions per delivered data packet.
+pub fn stream(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 9));
+    let cfg = StreamConfig {
+        packets: STREAM_PACKETS,
+        ..StreamConfig::default()
+    };
+    hal::watchdog_start(LONG_RUN_WATCHDOG_NS);
+    let start = hal::instret();
+    let r = run_stream(cfg);
+    let instr = hal::instret() - start;
+    hal::watchdog_start(crate::WATCHDOG_NS);
+    c.that(
+        !r.failed && r.delivered_packets == STREAM_PACKETS,
+        "stream delivers every packet once",
+    );
+    defmt::info!(
+        "stream: {} data packets delivered, {} lost, {} retransmits, {} instr per delivered data packet (engines + channel, 1% loss, 256 EVs)",
+        r.delivered_packets,
+        r.channel.lost,
+        r.sender.retransmits_sent,
+        instr / r.delivered_packets.max(1)
+    );
+}
