@@ -445,6 +445,33 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         Some(before)
     }
 
+    /// After an ACK timeout: every unacknowledged PSN of `[una, nxt)` is queued for
+    /// retransmission **in PSN order**, the oldest (`una`) first, each once.
+    ///
+    /// The queue is rebuilt rather than appended to: PSNs already waiting from an earlier loss
+    /// or timeout would otherwise keep their old place while the ones just sent (and lost
+    /// again) go behind them, so with a window that halves at every timeout the queue only
+    /// rotates a few entries per (doubling) backoff period and `una` can wait behind dozens of
+    /// PSNs the peer cannot acknowledge (beyond its 64-bit SACK bitmap) for seconds after the
+    /// path came back. That was the `mrc-1ev` stuck-PSN bug.
+    fn requeue_all_unacked(&mut self) {
+        self.retx.clear();
+        let mut psn = self.una;
+        while psn != self.nxt {
+            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                if s.flags & F_INFLIGHT != 0 {
+                    self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+                }
+                if s.flags & (F_INFLIGHT | F_PENDING) != 0 {
+                    s.flags = F_PENDING | F_AVOID;
+                    // Cannot overflow: at most `nxt - una <= WIN` entries after the clear.
+                    let _ = self.retx.push_back(psn);
+                }
+            }
+            psn = psn.add(1);
+        }
+    }
+
     /// A coalesced ACK. Returns whether `una` advanced.
     pub(crate) fn handle_ack<const E: usize>(
         &mut self,
@@ -568,11 +595,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         match self.retry.on_timeout(now_ns) {
             RetryDecision::Retry { .. } => {
                 cc.on_timeout(now_ns);
-                let mut psn = self.una;
-                while psn != self.nxt {
-                    let _ = self.mark_pending(psn, true);
-                    psn = psn.add(1);
-                }
+                self.requeue_all_unacked();
                 Ok(())
             }
             RetryDecision::GiveUp { .. } => {
