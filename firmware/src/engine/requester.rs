@@ -412,12 +412,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.retry.arm(now_ns);
     }
 
-    fn mark_acked(&mut self, psn: Psn) -> u64 {
+    /// `psn` is acknowledged; credits the delivery to the EV it last left on. Returns the
+    /// bytes newly acknowledged (0 when it already was).
+    fn mark_acked<const E: usize>(&mut self, psn: Psn, evs: &mut EvTable<E>) -> u64 {
         let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) else {
             return 0;
         };
         if s.flags & F_ACKED != 0 {
             return 0;
+        }
+        if s.flags & F_INFLIGHT != 0 {
+            let _ = evs.handle_delivery(s.ev);
         }
         let was_inflight = s.flags & F_INFLIGHT != 0;
         s.flags = F_ACKED;
@@ -488,7 +493,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
             while self.una != a.cum_psn {
-                acked_bytes += self.mark_acked(self.una);
+                acked_bytes += self.mark_acked(self.una, ev);
                 self.una = self.una.add(1);
             }
         } else {
@@ -501,7 +506,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             bits &= bits - 1;
             let psn = a.sack_base.add(i);
             if self.in_flight_range(psn) {
-                acked_bytes += self.mark_acked(psn);
+                acked_bytes += self.mark_acked(psn, ev);
             }
         }
         // Loss inference: holes below the highest SACKed PSN, old enough.
@@ -526,9 +531,15 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 }
             }
         }
+        // Per-EV feedback. Deliveries were credited above, PSN by PSN, to the EV each one
+        // took. The RTT sample (the echoed timestamp) is the triggering packet's, so it goes
+        // to the ACK's EV. ECN: the ACK carries CE marks only per plane (`ecn_plane_mask`),
+        // not per EV, so the ACK's EV gets a CE sample when its own plane saw a mark in the
+        // interval — never for a mark on another plane.
+        let plane_bit = 1u8.checked_shl(u32::from(a.plane)).unwrap_or(0);
         let fb = AckFeedback {
-            delivered: u32::from(a.pkt_count),
-            ecn_marked: a.ce_count > 0,
+            delivered: 0,
+            ecn_marked: a.ce_count > 0 && a.ecn_plane_mask & plane_bit != 0,
             rtt_ns,
         };
         let _ = ev.handle_ack(a.ev_index, now_ns, fb);
@@ -564,7 +575,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 cc.on_trim(now_ns, u64::from(s.len));
                 if self.planted_bug && n.reason == NackReason::TrimmedLastHop {
                     // Planted bug (tests only): the NACK is taken as the packet's ACK.
-                    let _ = self.mark_acked(n.psn);
+                    let _ = self.mark_acked(n.psn, ev);
                 } else {
                     let _ = self.mark_pending(n.psn, false);
                 }
