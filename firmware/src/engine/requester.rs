@@ -158,7 +158,7 @@ fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
     }
 }
 
-#[inline]
+#[cfg(debug_assertions)]
 fn segment_of(desc: &PacketDesc) -> Segment {
     use mrc_abi::wire::Opcode::*;
     match desc.opcode {
@@ -301,8 +301,21 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
 
     #[inline]
     fn candidate_for(&self, w: &SendWqe, desc: PacketDesc, retransmit: bool) -> Candidate {
+        // The segment straight from the packet's place in its message (the same rule as the
+        // segmenter's opcode choice, without the opcode round trip).
+        let segment = if w.npkts <= 1 {
+            Segment::Only { imm: w.wr.imm }
+        } else if desc.index == 0 {
+            Segment::First
+        } else if desc.index + 1 >= w.npkts {
+            Segment::Last { imm: w.wr.imm }
+        } else {
+            Segment::Middle
+        };
+        #[cfg(debug_assertions)]
+        assert_eq!(segment, segment_of(&desc));
         Candidate {
-            segment: segment_of(&desc),
+            segment,
             local: LocalBuf {
                 handle: w.wr.local.handle,
                 offset: w

@@ -125,7 +125,9 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         self.acks.handle_timeout(now_ns).map(AckEvent::Ack)
     }
 
-    /// One received write packet; see the module docs for the rules.
+    /// One received write packet; see the module docs for the rules. The ACK or NACK it
+    /// calls for, if any, is written to `event` (left untouched otherwise).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn handle_write<const R: usize>(
         &mut self,
         now_ns: u64,
