@@ -1,5 +1,6 @@
 //! A simulated multipath channel between two NICs: fixed latency, seeded loss, duplication,
-//! trimming, CE marks, bounded reordering, a silently blackholed EV and a plane outage.
+//! trimming, CE marks, bounded reordering, a silently blackholed EV, a plane outage and a silent
+//! outage of every path.
 //!
 //! Packets wait in a FIFO of `CAP` entries (constant latency keeps it in time order); a
 //! reordered packet waits instead in a small side array with extra delay, so it overtakes
@@ -92,6 +93,7 @@ pub struct ChannelCounters {
     pub reordered: u64,
     pub ce_marked: u64,
     pub blackholed: u64,
+    /// Dropped by the plane outage or the all-path outage.
     pub plane_dropped: u64,
     /// The FIFO was full: dropped.
     pub overflow: u64,
