@@ -47,6 +47,8 @@ impl Two {
     fn new(retry_cnt: u8) -> Self {
         let cfg = mrc_firmware::engine::EngineConfig {
             mtu_payload: 256,
+            // A short reorder threshold, so a dozen packets show loss inference.
+            reorder_tx: 8,
             ..Default::default()
         };
         let mut e = [
@@ -311,4 +313,33 @@ fn retries_run_out_into_an_error_completion_and_a_flush() {
     let c = t.completions(0);
     assert_eq!(c[0].status, Err(CompletionError::RetryExceeded));
     assert_eq!(c[1].status, Err(CompletionError::Flushed));
+}
+
+#[test]
+fn every_acked_packet_credits_its_own_ev() {
+    let mut t = Two::new(3);
+    for i in 0..6 {
+        t.e[0].post_send(0, Two::wr(i, 256, RKEY, None)).unwrap();
+    }
+    let p = t.out(0);
+    assert_eq!(p.len(), 6);
+    for pkt in &p {
+        t.deliver(1, pkt, false);
+    }
+    let acks = t.out(1);
+    assert!(!acks.is_empty());
+    for a in &acks {
+        t.deliver(0, a, false);
+    }
+    let table = t.e[0].qp(0).unwrap().ev_table();
+    // Each packet went out on its own EV; each of those EVs saw exactly one delivery, however
+    // few ACKs covered them (the ACK names only the EV of the packet that triggered it).
+    for pkt in &p {
+        let s = table.stats(pkt.evx.ev_index).unwrap();
+        assert_eq!(s.delivered, 1, "EV {}", pkt.evx.ev_index);
+    }
+    let total: u64 = (0..table.config().evs)
+        .map(|e| table.stats(e).unwrap().delivered)
+        .sum();
+    assert_eq!(total, 6);
 }

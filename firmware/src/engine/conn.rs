@@ -68,7 +68,14 @@ pub struct Qp<
     ev_format: EvFormat,
     value_base: u32,
     skips_seen: u64,
+    /// EVs whose sprayer skip-once flag was set and not yet seen served (so serving a skip
+    /// looks at these, not at all `EVS`); `skip_overflow` when more were marked than fit.
+    skip_marks: heapless::Vec<u16, SKIP_MARKS>,
+    skip_overflow: bool,
 }
+
+/// Skip-once flags tracked individually; beyond that a served skip scans the whole table.
+const SKIP_MARKS: usize = 16;
 
 impl<
         const EVS: usize,
@@ -96,6 +103,8 @@ impl<
             ev_format: EvFormat::Udp,
             value_base: 0,
             skips_seen: 0,
+            skip_marks: heapless::Vec::new(),
+            skip_overflow: false,
         })
     }
 
@@ -123,6 +132,8 @@ impl<
         self.cc = cc;
         self.sprayer = sprayer;
         self.skips_seen = 0;
+        self.skip_marks.clear();
+        self.skip_overflow = false;
         self.ev_format = p.ev_profile.format;
         self.value_base = p.ev_profile.value_base;
         self.init = Some(p);
@@ -150,6 +161,7 @@ impl<
     }
 
     /// Apply queued EV state changes to the sprayer, pass them on, rebalance planes.
+    #[inline(never)]
     pub(crate) fn sync_ev(
         &mut self,
         out: &mut Deque<QpEvEvent, EV_EVENT_CAP>,
@@ -158,23 +170,21 @@ impl<
         let skips = self.sprayer.counters().skips;
         if skips != self.skips_seen {
             self.skips_seen = skips;
-            for i in 0..self.ev.config().evs {
-                if self.ev.state(i) == Ok(EvState::Skip)
-                    && self.sprayer.ev(i).is_some_and(|s| !s.skip_once)
-                {
-                    let _ = self.ev.handle_skip_served(i);
-                }
-            }
+            self.serve_skips();
         }
         let mut changed = false;
         while let Some(e) = self.ev.poll_event() {
             changed = true;
             let _ = match e.new {
                 EvState::Good => self.sprayer.set_usable(e.ev, true),
-                EvState::Skip => self
-                    .sprayer
-                    .set_usable(e.ev, true)
-                    .and_then(|()| self.sprayer.mark_skip(e.ev)),
+                EvState::Skip => {
+                    if self.skip_marks.push(e.ev).is_err() {
+                        self.skip_overflow = true;
+                    }
+                    self.sprayer
+                        .set_usable(e.ev, true)
+                        .and_then(|()| self.sprayer.mark_skip(e.ev))
+                }
                 EvState::AssumedBad | EvState::Denied => self.sprayer.set_usable(e.ev, false),
             };
             let ev = QpEvEvent {
@@ -189,6 +199,40 @@ impl<
             self.rebalance_planes();
         }
         changed
+    }
+
+    /// The sprayer served skip-once flags: every `Skip` EV whose flag is now clear becomes
+    /// `Good`. Looks only at the EVs marked since (all of them after an overflow).
+    #[inline(never)]
+    fn serve_skips(&mut self) {
+        let served = |ev: &EvTable<EVS>, sp: &Sprayer<EVS, P>, i: u16| {
+            ev.state(i) == Ok(EvState::Skip) && sp.ev(i).is_some_and(|s| !s.skip_once)
+        };
+        if self.skip_overflow {
+            self.skip_overflow = false;
+            self.skip_marks.clear();
+            for i in 0..self.ev.config().evs {
+                if served(&self.ev, &self.sprayer, i) {
+                    let _ = self.ev.handle_skip_served(i);
+                } else if self.sprayer.ev(i).is_some_and(|s| s.skip_once)
+                    && self.skip_marks.push(i).is_err()
+                {
+                    self.skip_overflow = true;
+                }
+            }
+            return;
+        }
+        let mut k = 0;
+        while let Some(&i) = self.skip_marks.get(k) {
+            if self.sprayer.ev(i).is_some_and(|s| s.skip_once) {
+                k += 1; // not served yet
+                continue;
+            }
+            if served(&self.ev, &self.sprayer, i) {
+                let _ = self.ev.handle_skip_served(i);
+            }
+            self.skip_marks.swap_remove(k);
+        }
     }
 
     /// Capacity-weighted plane balance: plane weight proportional to its `Good` EVs.

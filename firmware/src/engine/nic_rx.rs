@@ -117,8 +117,16 @@ impl<
             ack_req: repr.bth.ack_req,
             tx_ts_ns: tx_ts,
         };
-        let (result, event) =
-            resp.handle_write(now_ns, &pkt, reth, imm, meta.payload_len, &mut self.regions);
+        let mut event = None;
+        let result = resp.handle_write(
+            now_ns,
+            &pkt,
+            reth,
+            imm,
+            meta.payload_len,
+            &mut self.regions,
+            &mut event,
+        );
         if let Some(e) = event {
             let p = qp.ack_packet(now_ns, &e, tx_ts);
             self.push_ctrl(p);

@@ -163,7 +163,18 @@ pub struct QpAttrs {
     pub rq_psn: Option<Psn>,
     /// Responder MPR in units of 128 PSNs.
     pub responder_mpr: Option<u16>,
-    /// The responder's MPR may be renegotiated by the requester's window (informational).
+    /// OCP "dynamic MPR": the responder may change its MPR while the QP runs.
+    ///
+    /// Accepted, validated and stored ([`RtrParams::dynamic_mpr`]) but **not acted on**: a
+    /// responder can only shrink or grow the requester's window if it can tell the requester,
+    /// and the MRC ACK of `mrc_abi::wire` (`AckRepr`: cumulative PSN, SACK base and bitmap, EV,
+    /// plane, ECN plane mask, CE and packet counts) has no field that advertises a window.
+    /// Shrinking silently would turn every PSN beyond the new edge into an `OUT_OF_WINDOW`
+    /// NACK and a retransmission; growing silently gains nothing, since the requester keeps
+    /// its own `requester_mpr`. With an advertised-MPR field in the ACK (an ABI change) the
+    /// engine would: responder computes `mpr` in `[1, responder_mpr]` from its free receive
+    /// resources and puts it in every ACK; requester takes `min(requester_mpr, advertised)`
+    /// as its window from the next new PSN on (PSNs already sent stay valid).
     pub dynamic_mpr: Option<bool>,
     pub responder_max_wimm: Option<u16>,
     pub sq_psn: Option<Psn>,

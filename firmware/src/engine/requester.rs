@@ -132,6 +132,11 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     inflight_bytes: u64,
     tx_seq: u32,
     max_acked_seq: u32,
+    /// The SACK bits already applied (`sack_done_bits` relative to `sack_done_base`): ACKs
+    /// repeat their 64-bit bitmap until the hole below it is filled, so only the bits not seen
+    /// before need work. Purely an optimisation: acknowledging twice is harmless.
+    sack_done_base: Psn,
+    sack_done_bits: u64,
     retry: RetryState,
     mpr_psns: u32,
     max_wimm: u16,
@@ -153,7 +158,7 @@ fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
     }
 }
 
-#[inline]
+#[cfg(debug_assertions)]
 fn segment_of(desc: &PacketDesc) -> Segment {
     use mrc_abi::wire::Opcode::*;
     match desc.opcode {
@@ -184,6 +189,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             inflight_bytes: 0,
             tx_seq: 0,
             max_acked_seq: 0,
+            sack_done_base: p.sq_psn,
+            sack_done_bits: 0,
             retry: p.retry,
             mpr_psns: p.mpr_psns.min(WIN as u32),
             max_wimm: p.max_wimm,
@@ -294,8 +301,21 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
 
     #[inline]
     fn candidate_for(&self, w: &SendWqe, desc: PacketDesc, retransmit: bool) -> Candidate {
+        // The segment straight from the packet's place in its message (the same rule as the
+        // segmenter's opcode choice, without the opcode round trip).
+        let segment = if w.npkts <= 1 {
+            Segment::Only { imm: w.wr.imm }
+        } else if desc.index == 0 {
+            Segment::First
+        } else if desc.index + 1 >= w.npkts {
+            Segment::Last { imm: w.wr.imm }
+        } else {
+            Segment::Middle
+        };
+        #[cfg(debug_assertions)]
+        assert_eq!(segment, segment_of(&desc));
         Candidate {
-            segment: segment_of(&desc),
+            segment,
             local: LocalBuf {
                 handle: w.wr.local.handle,
                 offset: w
@@ -412,12 +432,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.retry.arm(now_ns);
     }
 
-    fn mark_acked(&mut self, psn: Psn) -> u64 {
+    /// `psn` is acknowledged; credits the delivery to the EV it last left on. Returns the
+    /// bytes newly acknowledged (0 when it already was).
+    fn mark_acked<const E: usize>(&mut self, psn: Psn, evs: &mut EvTable<E>) -> u64 {
         let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) else {
             return 0;
         };
         if s.flags & F_ACKED != 0 {
             return 0;
+        }
+        if s.flags & F_INFLIGHT != 0 {
+            let _ = evs.handle_delivery(s.ev);
         }
         let was_inflight = s.flags & F_INFLIGHT != 0;
         s.flags = F_ACKED;
@@ -445,6 +470,33 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         Some(before)
     }
 
+    /// After an ACK timeout: every unacknowledged PSN of `[una, nxt)` is queued for
+    /// retransmission **in PSN order**, the oldest (`una`) first, each once.
+    ///
+    /// The queue is rebuilt rather than appended to: PSNs already waiting from an earlier loss
+    /// or timeout would otherwise keep their old place while the ones just sent (and lost
+    /// again) go behind them, so with a window that halves at every timeout the queue only
+    /// rotates a few entries per (doubling) backoff period and `una` can wait behind dozens of
+    /// PSNs the peer cannot acknowledge (beyond its 64-bit SACK bitmap) for seconds after the
+    /// path came back. That was the `mrc-1ev` stuck-PSN bug.
+    fn requeue_all_unacked(&mut self) {
+        self.retx.clear();
+        let mut psn = self.una;
+        while psn != self.nxt {
+            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                if s.flags & F_INFLIGHT != 0 {
+                    self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+                }
+                if s.flags & (F_INFLIGHT | F_PENDING) != 0 {
+                    s.flags = F_PENDING | F_AVOID;
+                    // Cannot overflow: at most `nxt - una <= WIN` entries after the clear.
+                    let _ = self.retx.push_back(psn);
+                }
+            }
+            psn = psn.add(1);
+        }
+    }
+
     /// A coalesced ACK. Returns whether `una` advanced.
     pub(crate) fn handle_ack<const E: usize>(
         &mut self,
@@ -461,20 +513,34 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
             while self.una != a.cum_psn {
-                acked_bytes += self.mark_acked(self.una);
+                acked_bytes += self.mark_acked(self.una, ev);
                 self.una = self.una.add(1);
             }
         } else {
             self.counters.acks_stale += 1;
         }
-        // SACK bits.
-        let mut bits = a.sack_bitmap;
+        // SACK bits, skipping those an earlier ACK already applied.
+        let shift = a.sack_base.distance_from(self.sack_done_base);
+        let seen = if (0..64).contains(&shift) {
+            self.sack_done_bits >> shift
+        } else {
+            0
+        };
+        // Bits below `nxt` are applied below (or are before `una`, hence acknowledged).
+        let below_nxt = match self.nxt.distance_from(a.sack_base) {
+            d if d >= 64 => u64::MAX,
+            d if d <= 0 => 0,
+            d => (1u64 << d) - 1,
+        };
+        self.sack_done_base = a.sack_base;
+        self.sack_done_bits = a.sack_bitmap & below_nxt;
+        let mut bits = a.sack_bitmap & !seen;
         while bits != 0 {
             let i = bits.trailing_zeros();
             bits &= bits - 1;
             let psn = a.sack_base.add(i);
             if self.in_flight_range(psn) {
-                acked_bytes += self.mark_acked(psn);
+                acked_bytes += self.mark_acked(psn, ev);
             }
         }
         // Loss inference: holes below the highest SACKed PSN, old enough.
@@ -499,9 +565,15 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 }
             }
         }
+        // Per-EV feedback. Deliveries were credited above, PSN by PSN, to the EV each one
+        // took. The RTT sample (the echoed timestamp) is the triggering packet's, so it goes
+        // to the ACK's EV. ECN: the ACK carries CE marks only per plane (`ecn_plane_mask`),
+        // not per EV, so the ACK's EV gets a CE sample when its own plane saw a mark in the
+        // interval — never for a mark on another plane.
+        let plane_bit = 1u8.checked_shl(u32::from(a.plane)).unwrap_or(0);
         let fb = AckFeedback {
-            delivered: u32::from(a.pkt_count),
-            ecn_marked: a.ce_count > 0,
+            delivered: 0,
+            ecn_marked: a.ce_count > 0 && a.ecn_plane_mask & plane_bit != 0,
             rtt_ns,
         };
         let _ = ev.handle_ack(a.ev_index, now_ns, fb);
@@ -537,7 +609,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 cc.on_trim(now_ns, u64::from(s.len));
                 if self.planted_bug && n.reason == NackReason::TrimmedLastHop {
                     // Planted bug (tests only): the NACK is taken as the packet's ACK.
-                    let _ = self.mark_acked(n.psn);
+                    let _ = self.mark_acked(n.psn, ev);
                 } else {
                     let _ = self.mark_pending(n.psn, false);
                 }
@@ -568,11 +640,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         match self.retry.on_timeout(now_ns) {
             RetryDecision::Retry { .. } => {
                 cc.on_timeout(now_ns);
-                let mut psn = self.una;
-                while psn != self.nxt {
-                    let _ = self.mark_pending(psn, true);
-                    psn = psn.add(1);
-                }
+                self.requeue_all_unacked();
                 Ok(())
             }
             RetryDecision::GiveUp { .. } => {

@@ -125,7 +125,9 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         self.acks.handle_timeout(now_ns).map(AckEvent::Ack)
     }
 
-    /// One received write packet; see the module docs for the rules.
+    /// One received write packet; see the module docs for the rules. The ACK or NACK it
+    /// calls for, if any, is written to `event` (left untouched otherwise).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn handle_write<const R: usize>(
         &mut self,
         now_ns: u64,
@@ -134,7 +136,8 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         imm: Option<(u32, u16)>,
         payload_len: u32,
         regions: &mut PlacementTable<R>,
-    ) -> (WriteResult, Option<AckEvent>) {
+        event: &mut Option<AckEvent>,
+    ) -> WriteResult {
         let c = &mut self.counters;
         // Trimmed and duplicate packets go through the ACK generator too (it NACKs / re-ACKs
         // them); one call site for all three keeps it inlined.
@@ -151,10 +154,8 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
                 if d as u32 >= self.mpr_psns {
                     c.out_of_window += 1;
                     let n = self.acks.nack_for(pkt, NackReason::OutOfWindow);
-                    return (
-                        WriteResult::Drop(DropReason::OutOfWindow),
-                        Some(AckEvent::Nack(n)),
-                    );
+                    *event = Some(AckEvent::Nack(n));
+                    return WriteResult::Drop(DropReason::OutOfWindow);
                 }
                 None
             }
@@ -168,36 +169,36 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
                     c.access_errors += 1;
                     let reason = e.nack_reason();
                     let n = self.acks.nack_for(pkt, reason);
-                    return (WriteResult::Fatal(reason), Some(AckEvent::Nack(n)));
+                    *event = Some(AckEvent::Nack(n));
+                    return WriteResult::Fatal(reason);
                 }
             };
             if imm.is_some() {
                 if self.pending.len() >= usize::from(self.max_wimm) {
                     c.too_many_wimm += 1;
                     let n = self.acks.nack_for(pkt, NackReason::TooManyWimm);
-                    return (
-                        WriteResult::Drop(DropReason::TooManyWimm),
-                        Some(AckEvent::Nack(n)),
-                    );
+                    *event = Some(AckEvent::Nack(n));
+                    return WriteResult::Drop(DropReason::TooManyWimm);
                 }
                 if self.rq.len() <= self.pending.len() {
                     c.no_recv_buffer += 1;
                     let n = self.acks.nack_for(pkt, NackReason::NoRecvBuffer);
-                    return (
-                        WriteResult::Fatal(NackReason::NoRecvBuffer),
-                        Some(AckEvent::Nack(n)),
-                    );
+                    *event = Some(AckEvent::Nack(n));
+                    return WriteResult::Fatal(NackReason::NoRecvBuffer);
                 }
             }
         }
         let decision = self.acks.handle_packet(now_ns, pkt);
+        if let Some(e) = decision.event {
+            *event = Some(e);
+        }
         if let Some(reason) = early {
-            return (WriteResult::Drop(reason), decision.event);
+            return WriteResult::Drop(reason);
         }
         if !decision.place {
             // Unreachable given the checks above; counted as a duplicate to stay safe.
             self.counters.duplicates += 1;
-            return (WriteResult::Drop(DropReason::Duplicate), decision.event);
+            return WriteResult::Drop(DropReason::Duplicate);
         }
         if let Some((imm, msn)) = imm {
             let cum = self.acks.rx().cum_psn();
@@ -218,7 +219,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
             );
         }
         self.counters.placed += 1;
-        (WriteResult::Place(placement), decision.event)
+        WriteResult::Place(placement)
     }
 
     /// Enter ERROR: waiting immediates are dropped, receive buffers flushed (the first with

@@ -131,6 +131,11 @@ pub struct TimerWheel<const N: usize> {
     ready_tail: u32,
     /// Every timer of tick <= `cur_tick` is in the ready list.
     cur_tick: u64,
+    /// No timer outside the ready list has a tick below this (a lower bound, kept by `arm`
+    /// and by a poll that found nothing due): a poll before it returns at once.
+    quiet_until_tick: u64,
+    /// The latest tick polled (time never goes backwards).
+    now_tick: u64,
     tick_ns: u64,
     next_seq: u64,
     len: u32,
@@ -170,6 +175,8 @@ impl<const N: usize> TimerWheel<N> {
             ready_head: NIL,
             ready_tail: NIL,
             cur_tick: 0,
+            quiet_until_tick: u64::MAX,
+            now_tick: 0,
             tick_ns,
             next_seq: 0,
             len: 0,
@@ -225,9 +232,11 @@ impl<const N: usize> TimerWheel<N> {
         self.next_seq += 1;
         self.len += 1;
         self.counters.armed += 1;
-        if self.tick_of(deadline_ns) <= self.cur_tick {
+        let tick = self.tick_of(deadline_ns);
+        if tick <= self.cur_tick.max(self.now_tick) {
             self.counters.armed_in_past += 1;
         }
+        self.quiet_until_tick = self.quiet_until_tick.min(tick);
         self.place(idx);
         Ok(TimerHandle {
             index: idx,
@@ -285,7 +294,15 @@ impl<const N: usize> TimerWheel<N> {
     /// `None` when nothing is due. Call until `None`. Time never goes backwards: a `now_ns`
     /// earlier than a previous one is treated as the previous one.
     pub fn poll_expired(&mut self, now_ns: u64) -> Option<Expired> {
-        let target = now_ns / self.tick_ns;
+        let target = (now_ns / self.tick_ns).max(self.now_tick);
+        if self.ready_head == NIL && target < self.quiet_until_tick {
+            // Fast path: nothing can be due yet. The wheel's own time (`cur_tick`) stays put:
+            // moving it without redistributing could pass a bucket's start; `now_tick`
+            // remembers how far the caller's time went.
+            self.now_tick = target;
+            return None;
+        }
+        self.now_tick = target;
         while self.ready_head == NIL {
             if !self.advance_one(target) {
                 break;
@@ -350,11 +367,14 @@ impl<const N: usize> TimerWheel<N> {
     fn advance_one(&mut self, target: u64) -> bool {
         let Some(ev) = self.next_event() else {
             self.cur_tick = self.cur_tick.max(target);
+            self.quiet_until_tick = u64::MAX;
             return false;
         };
         let at = self.event_tick(ev);
         if at > target {
             self.cur_tick = self.cur_tick.max(target);
+            // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later.
+            self.quiet_until_tick = at;
             return false;
         }
         self.cur_tick = at;

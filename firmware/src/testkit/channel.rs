@@ -1,5 +1,6 @@
 //! A simulated multipath channel between two NICs: fixed latency, seeded loss, duplication,
-//! trimming, CE marks, bounded reordering, a silently blackholed EV and a plane outage.
+//! trimming, CE marks, bounded reordering, a silently blackholed EV, a plane outage and a silent
+//! outage of every path.
 //!
 //! Packets wait in a FIFO of `CAP` entries (constant latency keeps it in time order); a
 //! reordered packet waits instead in a small side array with extra delay, so it overtakes
@@ -35,6 +36,10 @@ pub struct ChannelConfig {
     pub blackhole_ev: Option<u16>,
     /// `(plane, down_at_ns, up_at_ns)`: the plane drops everything in between.
     pub plane_outage: Option<(u8, u64, u64)>,
+    /// `(down_at_ns, up_at_ns)`: every path (all EVs, all planes, both directions) silently
+    /// drops everything in between; nobody is told (no plane-down event), as when a fabric
+    /// link fails under a flow pinned to it and ECMP reconverges much later.
+    pub path_outage: Option<(u64, u64)>,
 }
 
 impl Default for ChannelConfig {
@@ -50,6 +55,7 @@ impl Default for ChannelConfig {
             reorder_extra_ns: 0,
             blackhole_ev: None,
             plane_outage: None,
+            path_outage: None,
         }
     }
 }
@@ -87,6 +93,7 @@ pub struct ChannelCounters {
     pub reordered: u64,
     pub ce_marked: u64,
     pub blackholed: u64,
+    /// Dropped by the plane outage or the all-path outage.
     pub plane_dropped: u64,
     /// The FIFO was full: dropped.
     pub overflow: u64,
@@ -139,6 +146,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
 
     fn plane_dead(&self, plane: u8, now_ns: u64) -> bool {
         matches!(self.cfg.plane_outage, Some((p, down, up)) if p == plane && now_ns >= down && now_ns < up)
+            || matches!(self.cfg.path_outage, Some((down, up)) if now_ns >= down && now_ns < up)
     }
 
     fn chance(&mut self, ppm: u32) -> bool {
@@ -273,7 +281,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// channel is next used.
     #[inline]
     pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
-        if self.late_len == 0 && self.cfg.plane_outage.is_none() {
+        if self.late_len == 0 && self.cfg.plane_outage.is_none() && self.cfg.path_outage.is_none() {
             // Fast path: only the FIFO head can be due, and no plane drops it.
             if self.len == 0 {
                 return None;
@@ -288,7 +296,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.delivered += 1;
             return self.fifo.get(head)?.as_ref();
         }
-        let outage = self.cfg.plane_outage.is_some();
+        let outage = self.cfg.plane_outage.is_some() || self.cfg.path_outage.is_some();
         loop {
             let (late, i) = self.pop_due_raw(now_ns)?;
             if outage {

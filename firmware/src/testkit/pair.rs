@@ -20,6 +20,7 @@ use mrc_abi::wire::MrcRepr;
 use super::channel::{Channel, ChannelConfig, ChannelCounters, Trim};
 use super::TkEngine;
 use crate::datapath::placement::{Access, MemRegion};
+use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
 use crate::engine::packet::{
     Completion, CompletionError, CompletionKind, LocalBuf, RxMeta, RxVerdict, SendWr,
@@ -67,6 +68,8 @@ pub struct PairConfig {
     pub timeout_exp: u8,
     pub mpr: u16,
     pub max_wimm: u16,
+    /// Congestion control: NSCC (for a 100 Gb/s link) instead of a fixed 64-packet window.
+    pub nscc: bool,
 }
 
 impl PairConfig {
@@ -93,6 +96,7 @@ impl PairConfig {
                     outage_start,
                     outage_start + 10_000 + r.below(200_000),
                 )),
+                path_outage: None,
             },
             engine: EngineConfig {
                 mtu_payload: 128,
@@ -111,6 +115,7 @@ impl PairConfig {
             timeout_exp: 7,
             mpr: 4,
             max_wimm: 8,
+            nscc: false,
         }
     }
 }
@@ -214,9 +219,18 @@ fn qp_attrs(cfg: &PairConfig, dest_qpn: u32) -> QpAttrs {
             format: EvFormat::Udp,
             value_base: 0xC000,
         }),
-        cc_profile: Some(CcProfile::Fixed {
-            cwnd_bytes: 64 * u64::from(cfg.engine.mtu_payload),
-        }),
+        cc_profile: Some(
+            match NsccParams::for_link(
+                100_000_000_000,
+                2 * cfg.channel.latency_ns + 1_000,
+                cfg.engine.mtu_payload,
+            ) {
+                Ok(p) if cfg.nscc => CcProfile::Nscc(p),
+                _ => CcProfile::Fixed {
+                    cwnd_bytes: 64 * u64::from(cfg.engine.mtu_payload),
+                },
+            },
+        ),
         dest_qpn: Some(dest_qpn),
         rq_psn: Some(Psn::new(0x00ff_ff00)),
         responder_mpr: Some(cfg.mpr),
@@ -380,6 +394,9 @@ impl<const PB: usize> Pair<PB> {
             for n in self.nics.iter_mut() {
                 n.engine.handle_timeout(self.now_ns);
             }
+            // A timeout may have queued retransmissions (and freed window): send them now,
+            // as a NIC does, instead of waiting for the next unrelated event.
+            progress |= self.transmit_all();
             progress |= self.drain_outputs()?;
             if progress {
                 continue;

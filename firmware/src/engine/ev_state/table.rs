@@ -217,6 +217,22 @@ impl<const N: usize> EvTable<N> {
         Ok(())
     }
 
+    /// One packet last sent on `ev` was acknowledged (cumulatively or by a SACK bit): a
+    /// delivery for its own EV's counters and gray-loss test. The requester calls this per
+    /// newly acknowledged PSN, since it alone knows which EV each PSN took; a delivery only
+    /// lowers the gray-loss evidence, so it never changes the EV's state.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    #[inline]
+    pub fn handle_delivery(&mut self, ev: u16) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        let e = &mut self.evs[i];
+        e.delivered = e.delivered.saturating_add(1);
+        let _ = e.sprt.observe(&self.sprt, 1, 0);
+        Ok(())
+    }
+
     /// A packet sent on `ev` was trimmed: counted, never retires (and proves the path delivers).
     ///
     /// # Errors
