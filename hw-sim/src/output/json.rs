@@ -11,7 +11,9 @@
 //!                     "completion_over_ideal", "flows", "flows_completed", "flows_failed",
 //!                     "fct_us": { "p50", "p99", "max" }, "max_stall_us", "retransmits",
 //!                     "data_packets_sent", "ev_state_changes", "drops": { cause: n },
-//!                     "trims", "ecn_marks", ... } ],
+//!                     "trims", "ecn_marks", ...,
+//!                     "fcts_us": [sorted FCTs of the completed flows],
+//!                     "goodput_gbps": { "sample_us", "points": [[t_us, Gb/s], ...] } } ],
 //!   "wall_clock": { "seconds": { transport: s } } }
 //! ```
 //! A transport that could not run has `error` set and null figures.
@@ -74,7 +76,18 @@ pub fn document(spec: &ScenarioSpec, outcomes: &[Outcome]) -> Value {
     let transports: Vec<Value> = outcomes
         .iter()
         .map(|o| match &o.result {
-            Ok(r) => report(r),
+            Ok(r) => {
+                let mut v = report(r);
+                v["fcts_us"] = json!(r.fcts.iter().map(|d| us(*d)).collect::<Vec<f64>>());
+                v["goodput_gbps"] = json!({
+                    "sample_us": us(o.series.every),
+                    "points": o.series.goodput_gbps()
+                        .iter()
+                        .map(|(t, g)| [*t, *g])
+                        .collect::<Vec<[f64; 2]>>(),
+                });
+                v
+            }
             Err(e) => json!({
                 "name": o.name,
                 "error": e,

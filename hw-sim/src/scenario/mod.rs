@@ -103,11 +103,15 @@ impl ScenarioSpec {
             key,
             why,
         };
-        if text.trim().is_empty() {
+        let blank = text.lines().all(|l| {
+            let l = l.trim();
+            l.is_empty() || l.starts_with('#')
+        });
+        if blank {
             return Err(err(
                 None,
                 None,
-                "the file is empty (a scenario needs at least `description`, `seed`, \
+                "the file is empty (only blanks and comments; a scenario needs at least `description`, `seed`, \
                  `time_limit_us`, [fabric], [nic] and [workload])"
                     .into(),
             ));
