@@ -14,7 +14,10 @@ fn main() {
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=MRC_SIM_GIT_COMMIT={commit}");
     // Rebuild when HEAD moves (best effort: the paths exist in a normal checkout or worktree).
-    if let Ok(o) = Command::new("git").args(["rev-parse", "--git-dir"]).output() {
+    if let Ok(o) = Command::new("git")
+        .args(["rev-parse", "--git-dir"])
+        .output()
+    {
         if let Ok(dir) = String::from_utf8(o.stdout) {
             let dir = dir.trim();
             if !dir.is_empty() {

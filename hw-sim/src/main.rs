@@ -129,9 +129,12 @@ fn spec_of(a: &RunArgs) -> Result<ScenarioSpec, String> {
     if let Some(r) = a.reorder_tx {
         spec.file.nic.reorder_tx = r;
     }
-    spec.file
-        .validate()
-        .map_err(|(key, why)| format!("{} (with the command-line options): {key}: {why}", spec.origin))?;
+    spec.file.validate().map_err(|(key, why)| {
+        format!(
+            "{} (with the command-line options): {key}: {why}",
+            spec.origin
+        )
+    })?;
     Ok(spec)
 }
 
@@ -256,6 +259,8 @@ fn print_not_modelled() {
     println!("  - PCIe/DMA timing, doorbells and host memory: the NIC pulls payload instantly;");
     println!("  - firmware core cycle costs and the datapath models' cycle counts: the engine runs in zero time;");
     println!("  - mrc-1ev pins each QP to one plane and one ECMP hash in the NIC model (the engine still");
-    println!("    thinks it sprays over 256 EVs); packet header size is an estimate ({HEADER_BYTES} B);");
+    println!(
+        "    thinks it sprays over 256 EVs); packet header size is an estimate ({HEADER_BYTES} B);"
+    );
     println!("  - one workload (permutation).");
 }

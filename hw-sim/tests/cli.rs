@@ -35,7 +35,10 @@ fn scenarios_lists_every_builtin() {
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
     for name in ["default", "permutation-1024", "tiny"] {
-        assert!(out.contains(&format!("  {name} ")), "{name} missing:\n{out}");
+        assert!(
+            out.contains(&format!("  {name} ")),
+            "{name} missing:\n{out}"
+        );
     }
 }
 
@@ -51,7 +54,10 @@ fn errors_exit_2_with_a_message_and_no_panic() {
     let missing = tmp("missing.toml");
     let missing_s = missing.to_str().unwrap();
     let cases: Vec<(Vec<&str>, String)> = vec![
-        (vec!["run", "nope"], "mrc-sim: error: nope: no such scenario".into()),
+        (
+            vec!["run", "nope"],
+            "mrc-sim: error: nope: no such scenario".into(),
+        ),
         (
             vec!["run", missing_s],
             format!("mrc-sim: error: {missing_s}: cannot read the file: No such file"),
@@ -60,18 +66,37 @@ fn errors_exit_2_with_a_message_and_no_panic() {
             vec!["run", bad_s],
             format!("mrc-sim: error: {bad_s}: line 9: fabric.plains: unknown key"),
         ),
-        (vec!["run", "tiny", "--transport", "foo"], "unknown transport `foo`".into()),
-        (vec!["run", "tiny", "--seed", "x"], "invalid value 'x' for '--seed".into()),
-        (vec!["run", "tiny", "--pcap-filter", "host=1"], "--pcap <OUT>".into()),
         (
-            vec!["run", "tiny", "--pcap", "/dev/null", "--pcap-filter", "hots=1"],
+            vec!["run", "tiny", "--transport", "foo"],
+            "unknown transport `foo`".into(),
+        ),
+        (
+            vec!["run", "tiny", "--seed", "x"],
+            "invalid value 'x' for '--seed".into(),
+        ),
+        (
+            vec!["run", "tiny", "--pcap-filter", "host=1"],
+            "--pcap <OUT>".into(),
+        ),
+        (
+            vec![
+                "run",
+                "tiny",
+                "--pcap",
+                "/dev/null",
+                "--pcap-filter",
+                "hots=1",
+            ],
             "mrc-sim: error: pcap filter `hots=1`: unknown key `hots`".into(),
         ),
         (
             vec!["run", "tiny", "--reorder-tx", "0"],
             "nic.reorder_tx: must be 1..=512".into(),
         ),
-        (vec!["bogus"], "mrc-sim: error: bogus: no such scenario".into()),
+        (
+            vec!["bogus"],
+            "mrc-sim: error: bogus: no such scenario".into(),
+        ),
         (vec!["--bogus"], "unexpected argument '--bogus'".into()),
     ];
     for (args, want) in cases {
@@ -141,8 +166,14 @@ fn transport_and_svg_options() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    let header = out.lines().find(|l| l.trim_start().starts_with("transport ")).unwrap();
-    assert_eq!(header.split_whitespace().collect::<Vec<_>>(), ["transport", "mrc"]);
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("transport "))
+        .unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["transport", "mrc"]
+    );
     for f in ["throughput.svg", "fct_cdf.svg"] {
         let s = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(s.starts_with("<svg") && s.contains("<polyline"), "{f}");
@@ -163,7 +194,9 @@ fn tshark_or_skip() -> bool {
             std::env::var_os("CI").is_none(),
             "tshark is required in CI but was not found (apt-get install tshark)"
         );
-        eprintln!("SKIPPED: tshark not found; install it (apt-get install tshark) to run this check");
+        eprintln!(
+            "SKIPPED: tshark not found; install it (apt-get install tshark) to run this check"
+        );
     }
     ok
 }
@@ -222,7 +255,9 @@ fn pcap_frames_decode_in_tshark() {
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(r[0], "", "frame {}: expert info {}", i + 1, r[0]);
         assert_eq!(r[1], "1", "frame {}: UDP checksum not good", i + 1);
-        let psn: u32 = r[2].parse().unwrap_or_else(|_| panic!("frame {}: no PSN: {r:?}", i + 1));
+        let psn: u32 = r[2]
+            .parse()
+            .unwrap_or_else(|_| panic!("frame {}: no PSN: {r:?}", i + 1));
         let len: u32 = r[3].parse().unwrap();
         if len > 0 {
             data += 1;
@@ -233,7 +268,9 @@ fn pcap_frames_decode_in_tshark() {
         // Host 3 sends or receives every frame (its NIC address ends in ::3).
         let addrs: Vec<&str> = r[4].split(',').chain(r[5].split(',')).collect();
         assert!(
-            addrs.iter().any(|a| *a == "fd00::3" || *a == "fd00:0:0:1::3"),
+            addrs
+                .iter()
+                .any(|a| *a == "fd00::3" || *a == "fd00:0:0:1::3"),
             "frame {}: host 3 neither sends nor receives: {r:?}",
             i + 1
         );

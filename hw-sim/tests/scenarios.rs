@@ -18,9 +18,8 @@ fn every_builtin_is_valid_and_is_the_shipped_file() {
     for (name, text) in BUILTIN {
         let on_disk = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
         assert_eq!(*text, on_disk, "{name}: the compiled-in copy is stale");
-        let spec = ScenarioSpec::builtin(name).unwrap_or_else(|| {
-            panic!("{name}: {}", ScenarioSpec::parse(name, text).unwrap_err())
-        });
+        let spec = ScenarioSpec::builtin(name)
+            .unwrap_or_else(|| panic!("{name}: {}", ScenarioSpec::parse(name, text).unwrap_err()));
         assert_eq!(spec.name, *name);
         assert_eq!(spec.origin, "built-in");
         assert_eq!(ScenarioSpec::resolve(name).unwrap(), spec);
@@ -63,7 +62,10 @@ fn the_fidelity_scenario_is_what_issue_5_fixes() {
         .scenario(Transport::Mrc);
     let f = s.fabric;
     assert_eq!(f.shape.hosts(), 1024);
-    assert_eq!((f.planes, f.host_link_bps, f.t1_link_bps, f.t2_link_bps), (1, 100e9 as u64, 100e9 as u64, 100e9 as u64));
+    assert_eq!(
+        (f.planes, f.host_link_bps, f.t1_link_bps, f.t2_link_bps),
+        (1, 100e9 as u64, 100e9 as u64, 100e9 as u64)
+    );
     assert_eq!(s.mtu_payload + mrc_sim::nic::HEADER_BYTES, 4150);
     assert_eq!(f.propagation.as_ns(), 1_000);
     assert!(f.switching_latency.is_zero());
@@ -170,14 +172,18 @@ fn empty_and_missing_files() {
 
 #[test]
 fn an_observed_run_reports_what_run_reports() {
-    let sc = ScenarioSpec::builtin("tiny").unwrap().scenario(Transport::Mrc);
+    let sc = ScenarioSpec::builtin("tiny")
+        .unwrap()
+        .scenario(Transport::Mrc);
     let plain = run(&sc).unwrap();
     let mut rec = output::Recorder::new(mrc_sim::core::time::Duration::from_us(2));
     let observed = run_observed(&sc, &mut rec).unwrap();
     assert_eq!(plain, observed);
     let s = &rec.series.samples;
     assert!(s.len() > 5);
-    assert!(s.windows(2).all(|w| w[0].at < w[1].at && w[0].placed_bytes <= w[1].placed_bytes));
+    assert!(s
+        .windows(2)
+        .all(|w| w[0].at < w[1].at && w[0].placed_bytes <= w[1].placed_bytes));
     assert_eq!(s.last().unwrap().placed_bytes, plain.placed_bytes);
 }
 
@@ -197,5 +203,9 @@ fn same_seed_same_json() {
     let (o, _) = output::run_all(&other, None, false).unwrap();
     let mut d = json::document(&other, &o);
     d.as_object_mut().unwrap().remove("wall_clock");
-    assert_ne!(a, serde_json::to_string(&d).unwrap(), "the seed changes nothing");
+    assert_ne!(
+        a,
+        serde_json::to_string(&d).unwrap(),
+        "the seed changes nothing"
+    );
 }

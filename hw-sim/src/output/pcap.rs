@@ -147,11 +147,9 @@ impl Filter {
                         }
                     })
                 }
-                _ => {
-                    return Err(format!(
-                        "pcap filter `{term}`: unknown key `{k}` (keys: host, qp, psn, kind, time_us)"
-                    ))
-                }
+                _ => return Err(format!(
+                    "pcap filter `{term}`: unknown key `{k}` (keys: host, qp, psn, kind, time_us)"
+                )),
             }
         }
         Ok(f)
@@ -199,7 +197,8 @@ impl Capture {
     /// # Errors
     /// A message naming the file when it cannot be created.
     pub fn create(path: &Path, filter: Filter, transport: Transport) -> Result<Capture, String> {
-        let f = File::create(path).map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+        let f =
+            File::create(path).map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
         let writer = Writer::new(BufWriter::new(f))
             .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
         Ok(Capture {
@@ -243,7 +242,10 @@ impl Capture {
         let len = match self.frame(world, src, dst, p) {
             Ok(n) => n,
             Err(e) => {
-                self.error = Some(format!("pcap: cannot build the frame of PSN {}: {e}", p.psn.value()));
+                self.error = Some(format!(
+                    "pcap: cannot build the frame of PSN {}: {e}",
+                    p.psn.value()
+                ));
                 return;
             }
         };
@@ -338,7 +340,12 @@ impl Capture {
             .usid_route(src, dst, path)
             .map_err(|e| format!("no route {src} -> {dst}: {e:?}"))?;
         let cs = route.carriers();
-        let used = |c: &[u16]| c.iter().copied().take_while(|u| *u != 0).collect::<Vec<u16>>();
+        let used = |c: &[u16]| {
+            c.iter()
+                .copied()
+                .take_while(|u| *u != 0)
+                .collect::<Vec<u16>>()
+        };
         let c1 = carrier(DEFAULT_BLOCK, &used(&cs[0])).map_err(bad)?;
         if !route.has_second_carrier() {
             return Ok((c1, None));
@@ -377,4 +384,43 @@ pub fn nic_addr(host: u32, plane: u8) -> Ipv6Addr {
 fn mac(host: u32, plane: u8) -> EthernetAddress {
     let h = host.to_be_bytes();
     EthernetAddress([0x02, 0, plane, h[1], h[2], h[3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_parses_every_term() {
+        let f = Filter::parse("host=3, qp=1 psn=10..20 kind=nack time_us=5..=9").unwrap();
+        assert_eq!(
+            f,
+            Filter {
+                host: Some(3),
+                qp: Some(1),
+                psn: Some((10, 20)),
+                kind: Some(Kind::Nack),
+                time_us: Some((5, 9)),
+            }
+        );
+        assert_eq!(Filter::parse("").unwrap(), Filter::default());
+        assert_eq!(Filter::parse("psn=7").unwrap().psn, Some((7, 7)));
+        assert_eq!(Filter::parse("host=3").unwrap().tap(), Tap::Host(3));
+        assert_eq!(Filter::parse("kind=data").unwrap().tap(), Tap::All);
+    }
+
+    #[test]
+    fn filter_errors_name_the_term() {
+        for (expr, want) in [
+            ("host", "pcap filter `host`: expected KEY=VALUE (keys: host, qp, psn, kind, time_us)"),
+            ("hots=1", "pcap filter `hots=1`: unknown key `hots` (keys: host, qp, psn, kind, time_us)"),
+            ("psn=9..3", "pcap filter `psn=9..3`: empty range (start > end)"),
+            ("psn=a..3", "pcap filter `psn=a..3`: `a` is not a number"),
+            ("host=1..2", "pcap filter `host=1..2`: host takes one number"),
+            ("host=99999999999", "pcap filter `host=99999999999`: 99999999999 is too large"),
+            ("kind=ping", "pcap filter `kind=ping`: kind must be data, ack, nack, probe, probe-reply or control"),
+        ] {
+            assert_eq!(Filter::parse(expr).unwrap_err(), want);
+        }
+    }
 }

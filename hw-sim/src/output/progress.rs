@@ -23,11 +23,10 @@ impl Progress {
             return None;
         }
         let bar = ProgressBar::new(total_bytes.max(1));
-        let style = ProgressStyle::with_template(
-            "  {prefix:>16} [{bar:30}] {percent:>3}% acked  {msg}",
-        )
-        .map(|s| s.progress_chars("=> "))
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let style =
+            ProgressStyle::with_template("  {prefix:>16} [{bar:30}] {percent:>3}% acked  {msg}")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_prefix(label.to_string());
         Some(Progress {

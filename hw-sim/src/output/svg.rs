@@ -127,7 +127,10 @@ fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String>
     let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{title}: flow completion times"), ("sans-serif", 20))
+        .caption(
+            format!("{title}: flow completion times"),
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)

@@ -403,7 +403,11 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
                     while let Some(p) = nic.side_lookup(next_tag[i]) {
                         next_tag[i] += 1;
                         let (to, from) = nic.peers();
-                        let dst = if p.src_qpn == nic.send_qpn() { to } else { from };
+                        let dst = if p.src_qpn == nic.send_qpn() {
+                            to
+                        } else {
+                            from
+                        };
                         if let Tap::Host(x) = tap {
                             if *h != x && dst != x {
                                 continue;
@@ -424,9 +428,7 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
         if now >= next_check || now >= sc.time_limit {
             next_check = next_check.saturating_add(check);
             let w = sim.handler();
-            if w.nics.iter().all(|n| n.done_at().is_some() || n.failed())
-                || now >= sc.time_limit
-            {
+            if w.nics.iter().all(|n| n.done_at().is_some() || n.failed()) || now >= sc.time_limit {
                 break;
             }
         }

@@ -130,7 +130,9 @@ impl ScenarioSpec {
             let (key, why) = explain(&path, inner.message().trim());
             err(line, key, why)
         })?;
-        parsed.validate().map_err(|(key, why)| err(None, Some(key), why))?;
+        parsed
+            .validate()
+            .map_err(|(key, why)| err(None, Some(key), why))?;
         let name = Path::new(file)
             .file_stem()
             .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned());

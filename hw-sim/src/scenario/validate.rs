@@ -69,7 +69,10 @@ impl ScenarioFile {
             if u64::from(f.t1_link) >= links {
                 return bad(
                     "failure.t1_link",
-                    format!("this fabric has {links} T0-T1 links per plane (0..={})", links - 1),
+                    format!(
+                        "this fabric has {links} T0-T1 links per plane (0..={})",
+                        links - 1
+                    ),
                 );
             }
         }
@@ -101,7 +104,7 @@ impl ScenarioFile {
     }
 
     fn validate_workload(&self) -> Result<(), Bad> {
-        #[allow(unreachable_patterns)] // more kinds are coming; they bring their own checks
+        #[allow(unreachable_patterns, clippy::single_match)] // more kinds are coming, with their checks
         match self.workload {
             Workload::Permutation {
                 bytes_per_host,
