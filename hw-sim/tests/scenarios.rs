@@ -209,3 +209,20 @@ fn same_seed_same_json() {
         "the seed changes nothing"
     );
 }
+
+#[test]
+fn a_long_series_is_thinned_not_unbounded() {
+    use mrc_sim::core::time::Duration;
+    let sc = ScenarioSpec::builtin("tiny").unwrap().scenario(Transport::Mrc);
+    let mut rec = output::Recorder::new(Duration::from_ns(10));
+    let r = run_observed(&sc, &mut rec).unwrap();
+    let s = &rec.series.samples;
+    assert!(rec.series.every > Duration::from_ns(10), "never thinned");
+    assert!(s.len() <= output::MAX_SAMPLES + 1, "{} samples", s.len());
+    assert!(s.len() > output::MAX_SAMPLES / 4);
+    let every = rec.series.every.as_ps();
+    let (last, grid) = s.split_last().unwrap();
+    assert!(grid.iter().all(|x| x.at.as_ps() % every == 0));
+    assert!(s.windows(2).all(|w| w[0].at < w[1].at));
+    assert_eq!(last.placed_bytes, r.placed_bytes);
+}

@@ -80,7 +80,14 @@ pub struct Recorder<'a> {
     pub pcap: Option<&'a mut pcap::Capture>,
     /// Progress bar, if stderr is a terminal.
     pub progress: Option<&'a mut progress::Progress>,
+    /// Samples seen; every `stride`-th is kept.
+    ticks: u64,
+    stride: u64,
 }
+
+/// Most samples a [`Series`] keeps: past it, every other sample is dropped and the period
+/// doubles, so a run that hits a long time limit still has a bounded series.
+pub const MAX_SAMPLES: usize = 4096;
 
 impl<'a> Recorder<'a> {
     /// A recorder sampling every `every`.
@@ -92,7 +99,22 @@ impl<'a> Recorder<'a> {
             },
             pcap: None,
             progress: None,
+            ticks: 0,
+            stride: 1,
         }
+    }
+}
+
+fn sample(now: Time, world: &World) -> Sample {
+    let (mut acked, mut placed) = (0u64, 0u64);
+    for n in &world.nics {
+        acked += n.completed_bytes();
+        placed += n.counters().placed_bytes;
+    }
+    Sample {
+        at: now,
+        acked_bytes: acked,
+        placed_bytes: placed,
     }
 }
 
@@ -108,19 +130,33 @@ impl Observer for Recorder<'_> {
     }
 
     fn on_sample(&mut self, now: Time, world: &World) {
-        let (mut acked, mut placed) = (0u64, 0u64);
-        for n in &world.nics {
-            acked += n.completed_bytes();
-            placed += n.counters().placed_bytes;
+        self.ticks += 1;
+        let keep = self.ticks.is_multiple_of(self.stride);
+        if !keep && self.progress.is_none() {
+            return;
         }
-        self.series.samples.push(Sample {
-            at: now,
-            acked_bytes: acked,
-            placed_bytes: placed,
-        });
+        let s = sample(now, world);
         if let Some(p) = self.progress.as_deref_mut() {
-            p.update(now, acked);
+            p.update(now, s.acked_bytes);
         }
+        if !keep {
+            return;
+        }
+        if self.series.samples.len() >= MAX_SAMPLES {
+            // Keep the samples at even multiples of the stride (indices 1, 3, 5, ...).
+            let old = std::mem::take(&mut self.series.samples);
+            self.series.samples = old.into_iter().skip(1).step_by(2).collect();
+            self.stride *= 2;
+            self.series.every = self.series.every.saturating_mul(2);
+            if !self.ticks.is_multiple_of(self.stride) {
+                return;
+            }
+        }
+        self.series.samples.push(s);
+    }
+
+    fn on_finish(&mut self, now: Time, world: &World) {
+        self.series.samples.push(sample(now, world));
     }
 
     fn tap(&self) -> Tap {

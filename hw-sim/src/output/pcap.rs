@@ -147,9 +147,11 @@ impl Filter {
                         }
                     })
                 }
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "pcap filter `{term}`: unknown key `{k}` (keys: host, qp, psn, kind, time_us)"
-                )),
+                ))
+                }
             }
         }
         Ok(f)

@@ -52,10 +52,28 @@ fn throughput(
         .filter(|o| o.result.is_ok())
         .map(|o| (o.name, o.series.goodput_gbps()))
         .collect();
-    let x_max = lines
+    // Up to a little past the last transport that completed (a run that hit its time limit
+    // would squash the rest), and at least twice the failure time.
+    let end = lines
         .iter()
         .flat_map(|(_, v)| v.iter().map(|p| p.0))
         .fold(1.0f64, f64::max);
+    let done = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .filter(|r| r.completed == r.hosts)
+        .map(|r| r.completion.as_ps() as f64 / 1e6 * 1.1)
+        .fold(0.0f64, f64::max);
+    let fail = failure_at.map_or(0.0, |f| f.as_ps() as f64 / 1e6 * 2.0);
+    let x_max = if done > 0.0 {
+        done.max(fail).min(end)
+    } else {
+        end
+    };
+    let lines: Vec<(&str, Vec<(f64, f64)>)> = lines
+        .into_iter()
+        .map(|(n, v)| (n, v.into_iter().filter(|p| p.0 <= x_max).collect()))
+        .collect();
     let y_max = lines
         .iter()
         .flat_map(|(_, v)| v.iter().map(|p| p.1))

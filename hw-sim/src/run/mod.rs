@@ -345,6 +345,11 @@ pub trait Observer {
     fn sample_every(&self) -> Duration;
     /// A sample at `now` (a multiple of [`Observer::sample_every`], or the end of the run).
     fn on_sample(&mut self, now: Time, world: &World);
+    /// The end of the run at `now` (every flow done or the time limit); by default one last
+    /// sample.
+    fn on_finish(&mut self, now: Time, world: &World) {
+        self.on_sample(now, world);
+    }
     /// Which transmissions to tap. Tapping runs the simulator one event at a time and looks at
     /// the senders' side tables after each: slower, same results.
     fn tap(&self) -> Tap {
@@ -434,7 +439,7 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
         }
     }
     if sim.now() > last_sample {
-        obs.on_sample(sim.now(), sim.handler());
+        obs.on_finish(sim.now(), sim.handler());
     }
     Ok(RunReport::collect(sc, &sim))
 }

@@ -104,7 +104,8 @@ impl ScenarioFile {
     }
 
     fn validate_workload(&self) -> Result<(), Bad> {
-        #[allow(unreachable_patterns, clippy::single_match)] // more kinds are coming, with their checks
+        #[allow(unreachable_patterns, clippy::single_match)]
+        // more kinds are coming, with their checks
         match self.workload {
             Workload::Permutation {
                 bytes_per_host,
