@@ -29,7 +29,7 @@ pub struct Sample {
 /// The time series of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Series {
-    /// Sampling period.
+    /// Sampling period (of the first [`MAX_SAMPLES`] / 2 samples; later ones are sparser).
     pub every: Duration,
     /// Samples in time order.
     pub samples: Vec<Sample>,
@@ -85,8 +85,10 @@ pub struct Recorder<'a> {
     stride: u64,
 }
 
-/// Most samples a [`Series`] keeps: past it, every other sample is dropped and the period
-/// doubles, so a run that hits a long time limit still has a bounded series.
+/// Most samples a [`Series`] keeps. The first half are at the full sampling period; past
+/// that, every other sample of the rest is dropped (and the stride doubles) whenever the
+/// series is full, so a run that hits a long time limit keeps its start in detail and a
+/// bounded, coarser tail.
 pub const MAX_SAMPLES: usize = 4096;
 
 impl<'a> Recorder<'a> {
@@ -118,6 +120,19 @@ fn sample(now: Time, world: &World) -> Sample {
     }
 }
 
+impl Recorder<'_> {
+    /// True when `at` is an even multiple of the current stride of sampling periods.
+    fn is_even_stride(&self, at: Time) -> bool {
+        let step = self
+            .series
+            .every
+            .as_ps()
+            .max(1)
+            .saturating_mul(self.stride * 2);
+        at.as_ps().is_multiple_of(step)
+    }
+}
+
 /// A sampling period giving about 400 samples over `ideal` (at least 1 us, a whole number of
 /// microseconds).
 pub fn sample_period(ideal: Duration) -> Duration {
@@ -142,12 +157,19 @@ impl Observer for Recorder<'_> {
         if !keep {
             return;
         }
+        let head = MAX_SAMPLES / 2;
         if self.series.samples.len() >= MAX_SAMPLES {
-            // Keep the samples at even multiples of the stride (indices 1, 3, 5, ...).
-            let old = std::mem::take(&mut self.series.samples);
-            self.series.samples = old.into_iter().skip(1).step_by(2).collect();
+            // Thin the tail (past the full-resolution head): keep the samples at even
+            // multiples of the stride.
+            let tail = self.series.samples.split_off(head);
+            let phase = tail
+                .iter()
+                .position(|x| self.is_even_stride(x.at))
+                .unwrap_or(0);
+            self.series
+                .samples
+                .extend(tail.into_iter().skip(phase).step_by(2));
             self.stride *= 2;
-            self.series.every = self.series.every.saturating_mul(2);
             if !self.ticks.is_multiple_of(self.stride) {
                 return;
             }
@@ -156,6 +178,9 @@ impl Observer for Recorder<'_> {
     }
 
     fn on_finish(&mut self, now: Time, world: &World) {
+        if let Some(p) = self.progress.as_deref_mut() {
+            p.update(now, sample(now, world).acked_bytes);
+        }
         self.series.samples.push(sample(now, world));
     }
 

@@ -137,11 +137,10 @@ fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String>
             (name, pts)
         })
         .collect();
-    let x_max = lines
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.0))
-        .fold(1.0f64, f64::max)
-        * 1.05;
+    // Log scale: a run stuck until its time limit would squash the others on a linear axis.
+    let xs = || lines.iter().flat_map(|(_, v)| v.iter().map(|p| p.0));
+    let x_max = xs().fold(1.0f64, f64::max) * 1.2;
+    let x_min = xs().fold(x_max, f64::min).max(0.01) / 1.2;
     let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
     let mut chart = ChartBuilder::on(&root)
@@ -152,11 +151,11 @@ fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String>
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..x_max, 0.0..1.0)
+        .build_cartesian_2d((x_min..x_max).log_scale(), 0.0..1.0)
         .map_err(|e| err(path, e))?;
     chart
         .configure_mesh()
-        .x_desc("flow completion time (us)")
+        .x_desc("flow completion time (us, log scale)")
         .y_desc("fraction of flows completed")
         .draw()
         .map_err(|e| err(path, e))?;
