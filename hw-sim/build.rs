@@ -2,28 +2,34 @@
 
 use std::process::Command;
 
+fn git(args: &[&str]) -> Option<String> {
+    let o = Command::new("git").args(args).output().ok()?;
+    if !o.status.success() {
+        return None;
+    }
+    let s = String::from_utf8(o.stdout).ok()?.trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
 fn main() {
-    let commit = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".to_string());
+    let commit = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=MRC_SIM_GIT_COMMIT={commit}");
-    // Rebuild when HEAD moves (best effort: the paths exist in a normal checkout or worktree).
-    if let Ok(o) = Command::new("git")
-        .args(["rev-parse", "--git-dir"])
-        .output()
-    {
-        if let Ok(dir) = String::from_utf8(o.stdout) {
-            let dir = dir.trim();
-            if !dir.is_empty() {
-                println!("cargo:rerun-if-changed={dir}/HEAD");
-                println!("cargo:rerun-if-changed={dir}/refs");
-            }
+    println!("cargo:rerun-if-changed=build.rs");
+    // Rebuild when HEAD moves: HEAD itself (checkout), and the branch it names (commit), loose
+    // or packed. Paths are absolute (git prints them so from a worktree) or relative to here.
+    // Only existing files: cargo reruns the script on every build for a missing one.
+    let watch = |path: String| {
+        if std::path::Path::new(&path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    };
+    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        watch(format!("{dir}/HEAD"));
+    }
+    if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
+        watch(format!("{common}/packed-refs"));
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            watch(format!("{common}/{branch}"));
         }
     }
 }
