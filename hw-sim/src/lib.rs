@@ -20,5 +20,7 @@ pub mod core;
 pub mod fabric;
 pub mod nic;
 pub mod nic_host;
+pub mod output;
 pub mod run;
+pub mod scenario;
 pub mod workload;

@@ -1,116 +1,256 @@
-//! `mrc-sim`: the default run of the project (`cargo run --release` at the root).
+//! `mrc-sim`: the default run of the project (`cargo run --release` at the root) and the
+//! simulator's command line.
 //!
-//! Runs the built-in default scenario ([`Scenario::default_for`]) once per transport, side by
-//! side: 64 hosts with 800G NICs (4 planes x 200 Gb/s), a leaf-spine per plane, every host
-//! writing 16 MiB to a partner in a permutation, and a T0-T1 link of plane 0 failing mid-run.
-//! Every NIC runs the real MRC engine (`mrc_firmware::engine`). `--seed N` changes the seed;
-//! `--reorder-tx N` the engine's loss-inference reorder threshold; `--no-failure` runs without
-//! the link failure (the baseline).
+//! ```text
+//! mrc-sim                                  # = mrc-sim run default
+//! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR]
+//!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
+//!             [--no-failure] [--reorder-tx N]
+//! mrc-sim scenarios                        # the built-in scenarios, one line each
+//! ```
+//! Every transport of the scenario runs in turn over the same fabric and workload; the table
+//! puts them side by side. A transport the NIC model cannot run yet shows its error and the
+//! others still run. Errors in what was asked (a bad scenario file, an unknown transport, a bad
+//! filter, an unwritable output) print one message naming the problem and exit with code 2;
+//! exit code 1 means no transport could run.
 
-use mrc_sim::nic::Transport;
-use mrc_sim::run::{format_table, run, Scenario};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::{Args, Parser, Subcommand};
+
+use mrc_sim::nic::{Transport, HEADER_BYTES};
+use mrc_sim::output::{self, json, pcap::Filter, svg, Outcome, PcapRequest};
+use mrc_sim::run::{format_table, Scenario};
+use mrc_sim::scenario::{self, ScenarioSpec};
+
+#[derive(Parser)]
+#[command(
+    name = "mrc-sim",
+    version,
+    about = "Cycle-level simulator of MRC NICs and multi-plane fabrics",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario (every transport it lists) and print the side-by-side table.
+    Run(RunArgs),
+    /// List the built-in scenarios with a one-line description.
+    Scenarios,
+}
+
+#[derive(Args, Default)]
+struct RunArgs {
+    /// A scenario file (ends in .toml or contains a /) or a built-in name.
+    #[arg(default_value = "default")]
+    scenario: String,
+    /// Seed of every random decision (overrides the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the JSON report here.
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+    /// Write throughput.svg and fct_cdf.svg into this directory.
+    #[arg(long, value_name = "DIR")]
+    svg: Option<PathBuf>,
+    /// Write a pcap of the selected packets (one file per transport when several run).
+    #[arg(long, value_name = "OUT")]
+    pcap: Option<PathBuf>,
+    /// Which packets go in the pcap: host=N qp=N psn=A..B kind=data|ack|nack|probe|control
+    /// time_us=A..B (all must match).
+    #[arg(long, value_name = "EXPR", requires = "pcap")]
+    pcap_filter: Option<String>,
+    /// Run only these transports (mrc, mrc-1ev, roce-ecmp, spray-oblivious).
+    #[arg(long = "transport", value_name = "NAME", num_args = 1.., value_parser = parse_transport)]
+    transports: Vec<Transport>,
+    /// Run without the scenario's link failure (the baseline).
+    #[arg(long)]
+    no_failure: bool,
+    /// The engine's loss-inference reorder threshold (1..=512), overriding the scenario's.
+    #[arg(long, value_name = "N")]
+    reorder_tx: Option<u32>,
+}
+
+fn parse_transport(s: &str) -> Result<Transport, String> {
+    Transport::ALL
+        .into_iter()
+        .find(|t| t.name() == s)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Transport::ALL.iter().map(|t| t.name()).collect();
+            format!("unknown transport `{s}` (one of: {})", names.join(", "))
+        })
+}
+
 fn main() -> ExitCode {
-    let mut seed = 1u64;
-    let mut reorder_tx = None;
-    let mut no_failure = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--no-failure" {
-            no_failure = true;
-            continue;
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Some(Cmd::Scenarios) => {
+            list_scenarios();
+            Ok(ExitCode::SUCCESS)
         }
-        match (a.as_str(), args.next().map(|v| v.parse::<u64>())) {
-            ("--seed", Some(Ok(v))) => seed = v,
-            ("--reorder-tx", Some(Ok(v))) if v > 0 && v <= 512 => reorder_tx = Some(v as u32),
-            _ => {
-                eprintln!("usage: mrc-sim [--seed N] [--reorder-tx 1..=512] [--no-failure]");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    let mut base = Scenario {
-        seed,
-        ..Scenario::default_for(Transport::Mrc)
+        Some(Cmd::Run(a)) => run(a),
+        None => run(cli.run),
     };
-    if no_failure {
-        base.failure = None;
+    result.unwrap_or_else(|e| {
+        eprintln!("mrc-sim: error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn list_scenarios() {
+    let all = scenario::list();
+    let w = all.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    println!("Built-in scenarios (files in hw-sim/scenarios/, compiled in; `mrc-sim run NAME`):");
+    for (name, desc) in all {
+        println!("  {name:<w$}  {desc}");
     }
-    if let Some(r) = reorder_tx {
-        base.reorder_tx = r;
+    println!("Any other scenario: `mrc-sim run path/to/file.toml` (copy one of these to start).");
+}
+
+/// Loads the scenario and applies the command-line overrides.
+fn spec_of(a: &RunArgs) -> Result<ScenarioSpec, String> {
+    let mut spec = ScenarioSpec::resolve(&a.scenario).map_err(|e| e.to_string())?;
+    if let Some(s) = a.seed {
+        spec.file.seed = s;
     }
-    println!("mrc-sim: default scenario (first increment of issue 5), seed {seed}");
+    if !a.transports.is_empty() {
+        spec.file.transports = a.transports.clone();
+    }
+    if a.no_failure {
+        spec.file.failure = None;
+    }
+    if let Some(r) = a.reorder_tx {
+        spec.file.nic.reorder_tx = r;
+    }
+    spec.file.validate().map_err(|(key, why)| {
+        format!(
+            "{} (with the command-line options): {key}: {why}",
+            spec.origin
+        )
+    })?;
+    Ok(spec)
+}
+
+fn run(a: RunArgs) -> Result<ExitCode, String> {
+    let spec = spec_of(&a)?;
+    let filter = match &a.pcap_filter {
+        Some(f) => Filter::parse(f)?,
+        None => Filter::default(),
+    };
+    let pcap = a.pcap.as_deref().map(|path| PcapRequest { path, filter });
+    let base = spec.scenario(spec.file.transports[0]);
+    print_header(&spec, &base);
+    let (outcomes, notes) = output::run_all(&spec, pcap.as_ref(), true)?;
+    for o in &outcomes {
+        match &o.result {
+            Ok(r) => eprintln!(
+                "  ran {} in {:.1} s wall ({} events)",
+                o.name, o.wall_s, r.events
+            ),
+            Err(e) => eprintln!("  {}: not run: {e}", o.name),
+        }
+    }
+    print_results(&outcomes);
+    for n in &notes {
+        println!("pcap: {n}");
+    }
+    if let Some(path) = &a.json {
+        let doc = json::document(&spec, &outcomes);
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| format!("json: {e}"))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+        println!("json: {}", path.display());
+    }
+    if let Some(dir) = &a.svg {
+        let files = svg::write_plots(dir, &spec.name, &outcomes, base.failure.map(|f| f.at))?;
+        for f in files {
+            println!("svg: {}", f.display());
+        }
+    }
+    print_not_modelled();
+    Ok(if outcomes.iter().any(|o| o.result.is_ok()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_header(spec: &ScenarioSpec, base: &Scenario) {
+    let f = &base.fabric;
     println!(
-        "  {:?}, {} planes x {} Gb/s per host, {} us per link, queues {} B, trimming {:?}",
-        base.fabric.shape,
-        base.fabric.planes,
-        base.fabric.host_link_bps / 1_000_000_000,
-        base.fabric.propagation.as_ps() as f64 / 1e6,
-        base.fabric.queue.limit_bytes,
-        base.fabric.queue.trim_bytes,
+        "mrc-sim: scenario `{}` ({}), seed {}",
+        spec.name, spec.origin, spec.file.seed
     );
-    let mrc_sim::workload::Workload::Permutation {
-        bytes_per_host,
-        msg_bytes,
-    } = base.workload;
+    println!("  {}", spec.file.description);
     println!(
-        "  permutation: every host writes {} MiB to one partner in {} KiB messages, MTU {} B",
-        bytes_per_host >> 20,
-        msg_bytes >> 10,
+        "  {:?}, {} plane(s) x {} Gb/s per host, {} us per link, queues {} B, trimming {:?}, ECN {:?}",
+        f.shape,
+        f.planes,
+        f.host_link_bps / 1_000_000_000,
+        f.propagation.as_ps() as f64 / 1e6,
+        f.queue.limit_bytes,
+        f.queue.trim_bytes,
+        f.queue.ecn.map(|e| (e.kmin_bytes, e.kmax_bytes)),
+    );
+    println!(
+        "  workload: {:?}; MTU {} B ({} B payload)",
+        base.workload,
+        base.mtu_payload + HEADER_BYTES,
         base.mtu_payload
     );
     println!(
         "  engine: 256 EVs, NSCC, loss inferred after {} later transmissions are SACKed, ACK timeout 1.024 us * 2^{}",
         base.reorder_tx, base.timeout_exp
     );
-    if let Some(f) = base.failure {
+    if let Some(fl) = base.failure {
         println!(
             "  failure: T0-T1 link {} of plane 0 goes down at {} us (ECMP reconverges after {} ms; source routes never reroute)",
-            f.t1_link,
-            f.at.as_ps() / 1_000_000,
-            base.fabric.reconvergence.as_ps() / 1_000_000_000
+            fl.t1_link,
+            fl.at.as_ps() / 1_000_000,
+            f.reconvergence.as_ps() / 1_000_000_000
         );
     }
     println!(
-        "  ideal = bytes per host / NIC line rate + base RTT ({:.2} us)\n",
-        base.base_rtt().as_ps() as f64 / 1e6
+        "  ideal = bytes the busiest NIC moves / its line rate + base RTT ({:.2} us) = {:.1} us\n",
+        base.base_rtt().as_ps() as f64 / 1e6,
+        base.ideal().as_ps() as f64 / 1e6
     );
-    let mut reports = Vec::new();
-    for t in [Transport::Mrc, Transport::Mrc1Ev] {
-        let sc = Scenario {
-            transport: t,
-            ..base
-        };
-        let wall = std::time::Instant::now();
-        match run(&sc) {
-            Ok(r) => {
-                eprintln!(
-                    "  ran {} in {:.1} s wall ({} events)",
-                    t.name(),
-                    wall.elapsed().as_secs_f64(),
-                    r.events
-                );
-                reports.push(r);
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", t.name());
-                return ExitCode::FAILURE;
-            }
-        }
+}
+
+fn print_results(outcomes: &[Outcome]) {
+    let reports: Vec<_> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok().cloned())
+        .collect();
+    if !reports.is_empty() {
+        println!("{}", format_table(&reports));
     }
-    println!("{}", format_table(&reports));
     for r in &reports {
         if r.completed < r.hosts {
             println!(
-                "{}: {} of {} flows had not completed when the run stopped at {} ms (the time limit); their QPs were stalled (see longest stall).",
+                "{}: {} of {} flows had not completed when the run stopped at {} us (the time limit); their QPs were stalled (see longest stall).",
                 r.transport,
                 r.hosts - r.completed,
                 r.hosts,
-                r.completion.as_ps() / 1_000_000_000
+                r.completion.as_ps() / 1_000_000
             );
         }
     }
+    for o in outcomes {
+        if let Err(e) = &o.result {
+            println!("{}: not run: {e}", o.name);
+        }
+    }
+}
+
+fn print_not_modelled() {
     println!();
     println!("Not modelled yet (so these figures are the transport and fabric only):");
     println!(
@@ -120,9 +260,7 @@ fn main() -> ExitCode {
     println!("  - firmware core cycle costs and the datapath models' cycle counts: the engine runs in zero time;");
     println!("  - mrc-1ev pins each QP to one plane and one ECMP hash in the NIC model (the engine still");
     println!(
-        "    thinks it sprays over 256 EVs); packet header size is an estimate ({} B);",
-        mrc_sim::nic::HEADER_BYTES
+        "    thinks it sprays over 256 EVs); packet header size is an estimate ({HEADER_BYTES} B);"
     );
-    println!("  - no TOML scenarios, JSON, plots or pcap yet; one workload (permutation).");
-    ExitCode::SUCCESS
+    println!("  - one workload (permutation).");
 }

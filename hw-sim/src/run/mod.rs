@@ -326,3 +326,122 @@ pub fn run(sc: &Scenario) -> Result<RunReport, RunError> {
     }
     Ok(RunReport::collect(sc, &sim))
 }
+
+/// Which transmissions a run's [`Observer`] sees through [`Observer::on_tx`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tap {
+    /// None (the run goes at full speed).
+    Off,
+    /// Every packet every NIC sends.
+    All,
+    /// Packets this host sends or that are sent to it.
+    Host(u32),
+}
+
+/// Watches a run without changing it: periodic samples of the world, and optionally every
+/// packet the NICs send (with the headers from their side tables).
+pub trait Observer {
+    /// Simulated time between samples (> 0).
+    fn sample_every(&self) -> Duration;
+    /// A sample at `now` (a multiple of [`Observer::sample_every`], or the end of the run).
+    fn on_sample(&mut self, now: Time, world: &World);
+    /// The end of the run at `now` (every flow done or the time limit); by default one last
+    /// sample.
+    fn on_finish(&mut self, now: Time, world: &World) {
+        self.on_sample(now, world);
+    }
+    /// Which transmissions to tap. Tapping runs the simulator one event at a time and looks at
+    /// the senders' side tables after each: slower, same results.
+    fn tap(&self) -> Tap {
+        Tap::Off
+    }
+    /// Host `src` sent `pkt` (its MRC headers) to `dst` at `now`.
+    fn on_tx(&mut self, now: Time, world: &World, src: u32, dst: u32, pkt: &TxPacket) {
+        let _ = (now, world, src, dst, pkt);
+    }
+}
+
+/// Like [`run`], calling `obs` as the run goes; the report is the one [`run`] gives (the run
+/// stops at the same 10 us boundary).
+///
+/// # Errors
+/// [`RunError`] when the scenario is invalid.
+pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport, RunError> {
+    let mut sim = build(sc)?;
+    let check = Duration::from_us(10);
+    let every = obs.sample_every().max(Duration::from_ps(1));
+    let tap = obs.tap();
+    let senders: Vec<u32> = {
+        let w = sim.handler();
+        match tap {
+            Tap::Off => Vec::new(),
+            Tap::All => (0..w.nics.len() as u32).collect(),
+            Tap::Host(h) => w
+                .nics
+                .iter()
+                .filter(|n| {
+                    let (to, from) = n.peers();
+                    n.host() == h || to == h || from == h
+                })
+                .map(Nic::host)
+                .collect(),
+        }
+    };
+    // Next side-table tag to look for, per tapped sender (tags start at 1).
+    let mut next_tag = vec![1u64; senders.len()];
+    let mut next_sample = Time::ZERO.saturating_add(every);
+    let mut next_check = Time::ZERO.saturating_add(check);
+    let mut last_sample = Time::ZERO;
+    loop {
+        let until = next_sample.min(next_check).min(sc.time_limit);
+        if senders.is_empty() {
+            sim.run_until(until);
+        } else {
+            while sim.next_event_time().is_some_and(|t| t <= until) {
+                sim.run(until, 1);
+                let now = sim.now();
+                let w = sim.handler();
+                for (i, h) in senders.iter().enumerate() {
+                    let Some(nic) = w.nics.get(*h as usize) else {
+                        continue;
+                    };
+                    while let Some(p) = nic.side_lookup(next_tag[i]) {
+                        next_tag[i] += 1;
+                        let (to, from) = nic.peers();
+                        let dst = if p.src_qpn == nic.send_qpn() {
+                            to
+                        } else {
+                            from
+                        };
+                        if let Tap::Host(x) = tap {
+                            if *h != x && dst != x {
+                                continue;
+                            }
+                        }
+                        obs.on_tx(now, w, *h, dst, &p);
+                    }
+                }
+            }
+            sim.run_until(until);
+        }
+        let now = sim.now();
+        if now >= next_sample {
+            obs.on_sample(now, sim.handler());
+            last_sample = now;
+            next_sample = next_sample.saturating_add(every);
+        }
+        if now >= next_check || now >= sc.time_limit {
+            next_check = next_check.saturating_add(check);
+            let w = sim.handler();
+            if w.nics.iter().all(|n| n.done_at().is_some() || n.failed()) || now >= sc.time_limit {
+                break;
+            }
+        }
+    }
+    if sim.now() > last_sample {
+        obs.on_finish(sim.now(), sim.handler());
+    }
+    Ok(RunReport::collect(sc, &sim))
+}
+
+use mrc_firmware::engine::TxPacket;

@@ -1,0 +1,186 @@
+//! SVG plots (plotters, SVG backend, no fonts needed): goodput over time with the failure
+//! marked, and the FCT CDF, one line per transport that ran.
+
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use crate::core::time::Time;
+
+use super::Outcome;
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+];
+
+fn err(path: &Path, e: impl std::fmt::Display) -> String {
+    format!("{}: cannot draw: {e}", path.display())
+}
+
+/// Writes `throughput.svg` and `fct_cdf.svg` into `dir` (created if needed); returns the paths.
+///
+/// # Errors
+/// A message naming the file that could not be written.
+pub fn write_plots(
+    dir: &Path,
+    title: &str,
+    outcomes: &[Outcome],
+    failure_at: Option<Time>,
+) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let t = dir.join("throughput.svg");
+    throughput(&t, title, outcomes, failure_at)?;
+    let c = dir.join("fct_cdf.svg");
+    fct_cdf(&c, title, outcomes)?;
+    Ok(vec![t, c])
+}
+
+/// Aggregate goodput (placed payload, Gb/s) over simulated time.
+fn throughput(
+    path: &Path,
+    title: &str,
+    outcomes: &[Outcome],
+    failure_at: Option<Time>,
+) -> Result<(), String> {
+    let lines: Vec<(&str, Vec<(f64, f64)>)> = outcomes
+        .iter()
+        .filter(|o| o.result.is_ok())
+        .map(|o| (o.name, o.series.goodput_gbps()))
+        .collect();
+    // Up to a little past the last transport that completed (a run that hit its time limit
+    // would squash the rest), and at least twice the failure time.
+    let end = lines
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.0))
+        .fold(1.0f64, f64::max);
+    let done = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .filter(|r| r.completed == r.hosts)
+        .map(|r| r.completion.as_ps() as f64 / 1e6 * 1.1)
+        .fold(0.0f64, f64::max);
+    let fail = failure_at.map_or(0.0, |f| f.as_ps() as f64 / 1e6 * 2.0);
+    let x_max = if done > 0.0 {
+        done.max(fail).min(end)
+    } else {
+        end
+    };
+    let lines: Vec<(&str, Vec<(f64, f64)>)> = lines
+        .into_iter()
+        .map(|(n, v)| (n, v.into_iter().filter(|p| p.0 <= x_max).collect()))
+        .collect();
+    let y_max = lines
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{title}: goodput over time"), ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(|e| err(path, e))?;
+    chart
+        .configure_mesh()
+        .x_desc("simulated time (us)")
+        .y_desc("goodput, all hosts (Gb/s)")
+        .draw()
+        .map_err(|e| err(path, e))?;
+    if let Some(f) = failure_at {
+        let x = f.as_ps() as f64 / 1e6;
+        if x <= x_max {
+            chart
+                .draw_series(LineSeries::new([(x, 0.0), (x, y_max)], BLACK.mix(0.5)))
+                .map_err(|e| err(path, e))?
+                .label("link failure")
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK.mix(0.5)));
+        }
+    }
+    for (i, (name, pts)) in lines.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+            .map_err(|e| err(path, e))?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(path, e))?;
+    root.present().map_err(|e| err(path, e))
+}
+
+/// The CDF of completed flows' FCTs.
+fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String> {
+    let lines: Vec<(&str, Vec<(f64, f64)>)> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok().map(|r| (o.name, r)))
+        .map(|(name, r)| {
+            let n = r.hosts.max(1) as f64;
+            let pts = r
+                .fcts
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.as_ps() as f64 / 1e6, (i + 1) as f64 / n))
+                .collect();
+            (name, pts)
+        })
+        .collect();
+    // Log scale: a run stuck until its time limit would squash the others on a linear axis.
+    let xs = || lines.iter().flat_map(|(_, v)| v.iter().map(|p| p.0));
+    let x_max = xs().fold(1.0f64, f64::max) * 1.2;
+    let x_min = xs().fold(x_max, f64::min).max(0.01) / 1.2;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{title}: flow completion times"),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((x_min..x_max).log_scale(), 0.0..1.0)
+        .map_err(|e| err(path, e))?;
+    chart
+        .configure_mesh()
+        .x_desc("flow completion time (us, log scale)")
+        .y_desc("fraction of flows completed")
+        .draw()
+        .map_err(|e| err(path, e))?;
+    for (i, (name, pts)) in lines.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        // A step function: each flow adds 1/n at its FCT.
+        let mut steps = Vec::with_capacity(pts.len() * 2 + 1);
+        let mut prev = 0.0;
+        for &(x, y) in pts {
+            steps.push((x, prev));
+            steps.push((x, y));
+            prev = y;
+        }
+        chart
+            .draw_series(LineSeries::new(steps, c.stroke_width(2)))
+            .map_err(|e| err(path, e))?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(path, e))?;
+    root.present().map_err(|e| err(path, e))
+}
