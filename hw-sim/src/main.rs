@@ -50,16 +50,7 @@ fn main() -> ExitCode {
         base.fabric.queue.limit_bytes,
         base.fabric.queue.trim_bytes,
     );
-    let mrc_sim::workload::Workload::Permutation {
-        bytes_per_host,
-        msg_bytes,
-    } = base.workload;
-    println!(
-        "  permutation: every host writes {} MiB to one partner in {} KiB messages, MTU {} B",
-        bytes_per_host >> 20,
-        msg_bytes >> 10,
-        base.mtu_payload
-    );
+    println!("  {}, MTU {} B", base.workload.describe(), base.mtu_payload);
     println!(
         "  engine: 256 EVs, NSCC, loss inferred after {} later transmissions are SACKed, ACK timeout 1.024 us * 2^{}",
         base.reorder_tx, base.timeout_exp
@@ -101,12 +92,12 @@ fn main() -> ExitCode {
     }
     println!("{}", format_table(&reports));
     for r in &reports {
-        if r.completed < r.hosts {
+        if r.completed < r.flows {
             println!(
                 "{}: {} of {} flows had not completed when the run stopped at {} ms (the time limit); their QPs were stalled (see longest stall).",
                 r.transport,
-                r.hosts - r.completed,
-                r.hosts,
+                r.flows - r.completed,
+                r.flows,
                 r.completion.as_ps() / 1_000_000_000
             );
         }
