@@ -1,0 +1,181 @@
+//! Every workload on a tiny fabric: completes, every byte acknowledged, deterministic.
+
+use mrc_sim::core::Time;
+use mrc_sim::nic::Transport;
+use mrc_sim::run::{format_table, run, RunError, Scenario};
+use mrc_sim::workload::{Background, Workload};
+
+fn tiny(t: Transport, w: Workload) -> Scenario {
+    Scenario {
+        workload: w,
+        ..Scenario::tiny(t)
+    }
+}
+
+fn workloads() -> Vec<Workload> {
+    vec![
+        Workload::Permutation {
+            bytes_per_host: 128 << 10,
+            msg_bytes: 32 << 10,
+        },
+        Workload::AllToAll {
+            bytes_per_pair: 24 << 10,
+            msg_bytes: 16 << 10,
+        },
+        Workload::RingAllReduce {
+            bytes: 256 << 10,
+            slices: 2,
+            msg_bytes: 8 << 10,
+        },
+        Workload::Incast {
+            senders: 7,
+            receiver: 3,
+            bytes_per_sender: 64 << 10,
+            msg_bytes: 16 << 10,
+        },
+    ]
+}
+
+#[test]
+fn every_workload_completes_with_every_byte_acknowledged() {
+    for t in [Transport::Mrc, Transport::Mrc1Ev] {
+        for w in workloads() {
+            let sc = tiny(t, w);
+            let r = run(&sc).expect("valid");
+            let what = format!("{} / {}", t.name(), w.name());
+            assert_eq!(
+                r.completed,
+                r.flows,
+                "{what}\n{}",
+                format_table(std::slice::from_ref(&r))
+            );
+            assert_eq!(r.workload, w.name());
+            assert_eq!(r.failed, 0, "{what}");
+            assert_eq!(r.acked_bytes, w.total_bytes(r.hosts), "{what}");
+            assert!(r.placed_bytes >= r.acked_bytes, "{what}");
+            assert_eq!(r.nic_rx_dropped, 0, "{what}");
+            assert_eq!(r.bad_events, 0, "{what}");
+            assert!(r.conserved, "{what}");
+            // Never faster than the busiest NIC's bytes at line rate (the RTT term of ideal
+            // assumes a cross-leaf path; incast partners may share a leaf).
+            let wire_time = r.ideal.saturating_sub(sc.base_rtt());
+            assert!(
+                r.completion.since_start() >= wire_time,
+                "{what}: faster than line rate: {}",
+                r.ratio()
+            );
+            assert_eq!(r.fcts.len() as u32, r.flows);
+            assert_eq!(r.flow_results.len() as u32, r.flows);
+            // Every flow finished after it was released, and no later than the completion.
+            for f in &r.flow_results {
+                let (rel, done) = (f.released.unwrap(), f.done.unwrap());
+                assert!(rel <= done && done <= r.completion, "{what}: {f:?}");
+                assert!(rel >= f.flow.start);
+                if let Some(a) = f.flow.after {
+                    let dep = r.flow_results[a as usize].done.unwrap();
+                    assert!(rel >= dep, "{what}: released before its dependency");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ring_all_reduce_reports_the_collective_and_its_straggler() {
+    let w = workloads()[2];
+    let r = run(&tiny(Transport::Mrc, w)).unwrap();
+    let c = r.collective.expect("ring reports a collective");
+    assert_eq!(c.completion, Some(r.completion));
+    assert!(c.median_rank <= c.slowest_rank);
+    assert_eq!(
+        c.straggler_lag,
+        c.slowest_rank.duration_since(c.median_rank)
+    );
+    assert!(c.slowest_host < r.hosts);
+    // Other workloads report none.
+    let r = run(&tiny(Transport::Mrc, workloads()[0])).unwrap();
+    assert!(r.collective.is_none());
+}
+
+#[test]
+fn background_runs_alongside_and_stays_out_of_the_main_figures() {
+    let w = workloads()[0];
+    let mut sc = tiny(Transport::Mrc, w);
+    sc.background = Some(Background {
+        load_percent: 20,
+        msg_bytes: 8 << 10,
+        until_us: 20,
+    });
+    let r = run(&sc).unwrap();
+    let plain = run(&tiny(Transport::Mrc, w)).unwrap();
+    assert_eq!(r.completed, r.flows);
+    assert_eq!(r.flows, plain.flows, "background flows are not main flows");
+    assert_eq!(r.fcts.len(), plain.fcts.len());
+    assert_eq!(r.acked_bytes, w.total_bytes(r.hosts));
+    assert!(r.background_flows > 0);
+    assert!(r.background_completed > 0);
+    assert!(r.background_acked_bytes > 0);
+    assert_eq!(r.flow_results.len() as u32, r.flows + r.background_flows);
+    assert!(r
+        .flow_results
+        .iter()
+        .skip(r.flows as usize)
+        .all(|f| f.background));
+}
+
+#[test]
+fn same_seed_same_report_for_every_workload() {
+    for w in workloads() {
+        let sc = tiny(Transport::Mrc, w);
+        let a = run(&sc).unwrap();
+        let b = run(&sc).unwrap();
+        assert_eq!(a, b, "{}", w.name());
+        let other = run(&Scenario { seed: 2, ..sc }).unwrap();
+        assert_eq!(other.acked_bytes, a.acked_bytes);
+    }
+}
+
+#[test]
+fn invalid_workloads_are_refused_naming_the_field() {
+    let bad = Workload::Incast {
+        senders: 8,
+        receiver: 0,
+        bytes_per_sender: 1,
+        msg_bytes: 1,
+    };
+    match run(&tiny(Transport::Mrc, bad)) {
+        Err(RunError::Workload(e)) => {
+            assert_eq!(e.field, "senders");
+            assert!(e.to_string().contains("incast"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut sc = tiny(Transport::Mrc, workloads()[0]);
+    sc.background = Some(Background {
+        load_percent: 0,
+        msg_bytes: 1,
+        until_us: 1,
+    });
+    match run(&sc) {
+        Err(RunError::Workload(e)) => assert_eq!(e.field, "load_percent"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_flow_waits_for_its_start_time() {
+    // The background's first messages start inside the first interval, not at zero.
+    let mut sc = tiny(Transport::Mrc, workloads()[0]);
+    sc.background = Some(Background {
+        load_percent: 5,
+        msg_bytes: 4 << 10,
+        until_us: 30,
+    });
+    let r = run(&sc).unwrap();
+    for f in r.flow_results.iter().filter(|f| f.background) {
+        if let Some(rel) = f.released {
+            assert!(rel >= f.flow.start);
+            assert!(f.flow.start < Time::from_us(30));
+        }
+    }
+}
