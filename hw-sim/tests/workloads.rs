@@ -179,3 +179,133 @@ fn a_flow_waits_for_its_start_time() {
         }
     }
 }
+
+/// Exploration of the default run (release, by hand):
+/// `WL=a2a|ring|perm BYTES=N SLICES=N MSG=N NOFAIL=1 cargo test --release --test workloads -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn explore_default_run() {
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let msg = env("MSG", 256 << 10) as u32;
+    let wl = match std::env::var("WL").as_deref() {
+        Ok("ring") => Workload::RingAllReduce {
+            bytes: env("BYTES", 64 << 20),
+            slices: env("SLICES", 4) as u32,
+            msg_bytes: msg,
+        },
+        Ok("perm") => Workload::Permutation {
+            bytes_per_host: env("BYTES", 16 << 20),
+            msg_bytes: msg,
+        },
+        _ => Workload::AllToAll {
+            bytes_per_pair: env("BYTES", 256 << 10),
+            msg_bytes: msg,
+        },
+    };
+    let mut reports = Vec::new();
+    for t in [Transport::Mrc, Transport::Mrc1Ev] {
+        let mut sc = Scenario::default_for(t);
+        sc.workload = wl;
+        sc.time_limit = Time::from_ms(env("LIMIT_MS", 20));
+        sc.reorder_tx = env("REORDER", u64::from(sc.reorder_tx)) as u32;
+        if env("NOFAIL", 0) == 1 {
+            sc.failure = None;
+        }
+        if let Some(at) = std::env::var("FAIL_US").ok().and_then(|v| v.parse().ok()) {
+            if let Some(f) = sc.failure.as_mut() {
+                f.at = Time::from_us(at);
+            }
+        }
+        let wall = std::time::Instant::now();
+        let r = run(&sc).unwrap();
+        println!(
+            "{} {}: {:.1} s wall, {} events, stall qp {:?}, collective {:?}",
+            t.name(),
+            wl.name(),
+            wall.elapsed().as_secs_f64(),
+            r.events,
+            r.max_stall_qp,
+            r.collective
+        );
+        reports.push(r);
+    }
+    println!("{}", format_table(&reports));
+}
+
+/// Diagnostics of the default permutation (release, by hand): NIC 0's window and ports.
+#[test]
+#[ignore]
+fn diag_default_sender() {
+    use mrc_sim::core::Duration;
+    let mut sc = Scenario::default_for(Transport::Mrc);
+    sc.failure = None;
+    sc.workload = Workload::Permutation {
+        bytes_per_host: 16 << 20,
+        msg_bytes: 256 << 10,
+    };
+    let mut sim = mrc_sim::run::build(&sc).unwrap();
+    let mut last_tx = 0;
+    for _ in 0..40 {
+        let next = sim.now().saturating_add(Duration::from_us(5));
+        sim.run_until(next);
+        let w = sim.handler();
+        let hh: u32 = std::env::var("H")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let n = &w.nics[hh as usize];
+        let q = (0..n.connections())
+            .find(|c| n.peer(*c) == Some(mrc_sim::run::permutation(64, 1)[hh as usize]))
+            .and_then(|c| n.qp(c))
+            .unwrap();
+        let r = q.requester().unwrap();
+        let ports: Vec<u64> = (0..4)
+            .map(|p| w.fabric.queue_bytes(w.fabric.topology().host_port(hh, p)).0)
+            .collect();
+        let tx = n.counters().tx_bytes;
+        println!(
+            "t={:>6.1}us cwnd={} inflight={} queued={} stalls={:?} ports={:?} gbps={:.0}",
+            sim.now().as_ps() as f64 / 1e6,
+            q.cwnd_bytes(),
+            r.inflight_bytes(),
+            r.queued(),
+            q.stalls(),
+            ports,
+            (tx - last_tx) as f64 * 8.0 / 5e3
+        );
+        last_tx = tx;
+    }
+    let w = sim.handler();
+    let mut done: Vec<(u64, u32, u32)> = w
+        .nics
+        .iter()
+        .flat_map(|n| n.flow_results())
+        .map(|f| {
+            (
+                f.done.map_or(u64::MAX, |t| t.as_ps() / 1_000_000),
+                f.flow.src,
+                f.flow.dst,
+            )
+        })
+        .collect();
+    done.sort_unstable();
+    println!("done (us, src, dst): {:?}", &done);
+    let slow = done.last().unwrap().1;
+    for h in [0u32, 1, 2, slow] {
+        let v: Vec<(u64, u64)> = (0..4)
+            .map(|p| {
+                let c = w
+                    .fabric
+                    .port_counters(w.fabric.topology().host_port(h, p))
+                    .unwrap();
+                (c.tx_packets, c.tx_bytes)
+            })
+            .collect();
+        println!("host {h} port tx (packets, bytes) per plane: {v:?}");
+    }
+}
