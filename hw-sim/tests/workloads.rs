@@ -213,6 +213,7 @@ fn explore_default_run() {
         sc.workload = wl;
         sc.time_limit = Time::from_ms(env("LIMIT_MS", 20));
         sc.reorder_tx = env("REORDER", u64::from(sc.reorder_tx)) as u32;
+        sc.timeout_exp = env("TEXP", u64::from(sc.timeout_exp)) as u8;
         if env("NOFAIL", 0) == 1 {
             sc.failure = None;
         }
@@ -308,4 +309,42 @@ fn diag_default_sender() {
             .collect();
         println!("host {h} port tx (packets, bytes) per plane: {v:?}");
     }
+}
+
+/// Diagnostics of the default all-to-all (release, by hand): engine drop counters.
+#[test]
+#[ignore]
+fn diag_all_to_all_counters() {
+    let mut sc = Scenario::default_for(Transport::Mrc);
+    sc.workload = Workload::AllToAll {
+        bytes_per_pair: 256 << 10,
+        msg_bytes: 64 << 10,
+    };
+    let mut sim = mrc_sim::run::build(&sc).unwrap();
+    while !sim.handler().main_done() && sim.now() < Time::from_ms(2) {
+        let next = sim
+            .now()
+            .saturating_add(mrc_sim::core::Duration::from_us(10));
+        sim.run_until(next);
+    }
+    let w = sim.handler();
+    let mut t = mrc_firmware::engine::EngineCounters::default();
+    let mut rq = mrc_firmware::engine::RequesterCounters::default();
+    for n in &w.nics {
+        let c = n.engine_counters();
+        t.ctrl_dropped += c.ctrl_dropped;
+        t.acks_sent += c.acks_sent;
+        t.nacks_sent += c.nacks_sent;
+        t.rx_trimmed += c.rx_trimmed;
+        t.rx_out_of_window += c.rx_out_of_window;
+        t.ev_events_dropped += c.ev_events_dropped;
+        t.timer_arm_failed += c.timer_arm_failed;
+        let r = n.requester_counters();
+        rq.nacks_trimmed += r.nacks_trimmed;
+        rq.nacks_stale += r.nacks_stale;
+        rq.timeouts += r.timeouts;
+        rq.acks_stale += r.acks_stale;
+        rq.nacks_out_of_window += r.nacks_out_of_window;
+    }
+    println!("engine {t:?}\nrequester {rq:?}");
 }

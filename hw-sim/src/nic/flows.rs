@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::core::time::Time;
+use crate::core::time::{Duration, Time};
 use crate::workload::{Flow, FlowResult};
 
 /// One flow on its sending NIC.
@@ -24,6 +24,8 @@ pub(crate) struct FlowSt {
     pub failed: bool,
     /// Still waiting for its `after` flow.
     pub waiting: bool,
+    /// Its work requests are visible to the NIC (doorbell rung and WQEs fetched).
+    pub visible: bool,
 }
 
 impl FlowSt {
@@ -91,6 +93,7 @@ impl FlowTable {
             done: None,
             failed: false,
             waiting,
+            visible: false,
         });
         if !waiting {
             self.due.push(Reverse((flow.start, i)));
@@ -128,8 +131,10 @@ impl FlowTable {
         self.due.peek().map(|Reverse((t, _))| *t)
     }
 
-    /// Releases every flow due at or before `now`; returns the connections that got work.
-    pub fn release_due(&mut self, now: Time, touched: &mut Vec<u32>) {
+    /// Releases every flow due at or before `now`: the host posts its work requests then (its
+    /// FCT counts from here), and the NIC sees them `post_delay` later (doorbell, WQE fetch),
+    /// when it joins its connection's queue; pushes the connections that got work.
+    pub fn release_due(&mut self, now: Time, post_delay: Duration, touched: &mut Vec<u32>) {
         while let Some(Reverse((t, i))) = self.due.peek().copied() {
             if t > now {
                 break;
@@ -138,10 +143,17 @@ impl FlowTable {
             let Some(f) = self.flows.get_mut(i as usize) else {
                 continue;
             };
-            if f.failed || f.released.is_some() {
+            if f.failed || f.visible {
                 continue;
             }
-            f.released = Some(now);
+            if f.released.is_none() {
+                f.released = Some(t);
+                if post_delay > Duration::ZERO {
+                    self.due.push(Reverse((t.saturating_add(post_delay), i)));
+                    continue;
+                }
+            }
+            f.visible = true;
             if let Some(q) = self.queues.get_mut(f.conn as usize) {
                 q.push_back(i);
                 touched.push(f.conn);

@@ -41,9 +41,11 @@
 //! core cycle costs.
 
 mod flows;
+mod pcie;
 mod plan;
 pub mod wire;
 
+pub use pcie::PcieConfig;
 pub use plan::{Peer, QpPlan};
 
 use mrc_abi::wire::EvFormat;
@@ -101,6 +103,8 @@ pub mod ev {
     pub const PUMP: u32 = 1;
     /// The engine's timer deadline (checked against the armed time).
     pub const TIMER: u32 = 2;
+    /// The head packet's payload read completed: send what is ready.
+    pub const DMA: u32 = 3;
 }
 
 /// Which transport the NICs run (serde names = report names).
@@ -170,6 +174,8 @@ pub struct NicConfig {
     pub retry_cnt: u8,
     /// Seed (mixed into the 1-EV flow hash).
     pub seed: u64,
+    /// Host interface timing.
+    pub pcie: PcieConfig,
 }
 
 /// Per-NIC counters of the model itself (the engine has its own).
@@ -262,6 +268,8 @@ pub struct Nic {
     /// Shards that had input since the last service (completions and EV events to collect).
     input_shards: Vec<usize>,
     ports: [PortId; 4],
+    dma: pcie::DmaQueue,
+    dma_armed: Option<Time>,
     touched: Vec<u32>,
     /// QPs whose stall bookkeeping is due (they sent, heard or got work).
     stall_dirty: Vec<u32>,
@@ -390,6 +398,8 @@ impl Nic {
             deadline_dirty: (0..shard_count).collect(),
             input_shards: (0..shard_count).collect(),
             ports: [PortId(0); 4],
+            dma: pcie::DmaQueue::default(),
+            dma_armed: None,
             touched: Vec::new(),
             stall_dirty: Vec::new(),
             counters: NicCounters::default(),
@@ -527,6 +537,26 @@ impl Nic {
         self.arm_timer(s, me);
     }
 
+    /// [`ev::DMA`] at `now`: sends the packets whose payload reads completed.
+    pub fn on_dma(&mut self, now: Time, fab: &mut Fabric, s: &mut Scheduler<'_>, me: ComponentId) {
+        if self.dma_armed.is_some_and(|a| a <= now) {
+            self.dma_armed = None;
+        }
+        while let Some((shard, tx)) = self.dma.pop_ready(now) {
+            self.send(shard, tx, fab, s);
+        }
+        if let Some(t) = self.dma.next_ready() {
+            if self.dma_armed.is_none_or(|a| a > t)
+                && s.at(t, me, ev::DMA, u64::from(self.host)).is_ok()
+            {
+                self.dma_armed = Some(t);
+            }
+        }
+        self.pump(now, fab, s, me);
+        self.settle_dirty(now);
+        self.arm_timer(s, me);
+    }
+
     /// [`ev::TIMER`] at `now`: fires the engines' timers when this is the armed deadline.
     pub fn on_timer(
         &mut self,
@@ -638,7 +668,8 @@ impl Nic {
         }
         inputs.clear();
         self.input_shards = inputs;
-        self.flows.release_due(now, &mut touched);
+        self.flows
+            .release_due(now, self.cfg.pcie.post_delay(), &mut touched);
         touched.sort_unstable();
         touched.dedup();
         for &q in &touched {
@@ -718,6 +749,14 @@ impl Nic {
     fn pump(&mut self, now: Time, fab: &mut Fabric, s: &mut Scheduler<'_>, me: ComponentId) {
         let planes = usize::from(self.cfg.planes);
         let full = u64::from(self.cfg.mtu_payload + HEADER_BYTES);
+        // Reads in flight count as backlog beyond what covers the read latency at line rate.
+        let nic_bps = self.cfg.port_bps.saturating_mul(planes as u64);
+        let read_cover = if self.cfg.pcie.is_ideal() {
+            0
+        } else {
+            let bytes = u128::from(nic_bps) * u128::from(self.cfg.pcie.dma_read_ns) / 8_000_000_000;
+            (bytes as u64).div_ceil(full).saturating_add(1) * full
+        };
         let limit = PUMP_BACKLOG_PKTS * full * planes as u64;
         for (p, port) in self.ports.iter_mut().enumerate().take(planes) {
             *port = fab.topology().host_port(self.host, p as u32);
@@ -734,6 +773,9 @@ impl Nic {
                     d + h
                 })
                 .sum();
+            if self.dma.bytes > read_cover {
+                return; // the next read completion (ev::DMA) pulls again
+            }
             if total >= limit {
                 if !self.pump_armed {
                     let wake = self.ports[..planes]
@@ -756,7 +798,16 @@ impl Nic {
                 if let Some(tx) = self.shards[k].poll_transmit(ns(now)) {
                     self.tx_rr = (k + 1) % n;
                     self.deadline_dirty.push(k);
-                    self.send(k, tx, fab, s);
+                    if tx.payload_len() > 0 && !self.cfg.pcie.is_ideal() {
+                        let ready = self.dma.push(&self.cfg.pcie, now, k, tx);
+                        if self.dma_armed.is_none_or(|a| a > ready)
+                            && s.at(ready, me, ev::DMA, u64::from(self.host)).is_ok()
+                        {
+                            self.dma_armed = Some(ready);
+                        }
+                    } else {
+                        self.send(k, tx, fab, s);
+                    }
                     continue 'pull;
                 }
                 self.shard_ready[k] = false;

@@ -22,7 +22,9 @@ pub use report::{format_table, RunReport};
 use crate::core::sim::{ComponentId, Event, Handler, Scheduler, Simulator};
 use crate::core::time::{Duration, Time, PS_PER_S};
 use crate::fabric::{ev as fev, ConfigError, Fabric, FabricConfig, Fault, LinkId, Shape};
-use crate::nic::{ev as nev, Nic, NicConfig, NicError, QpPlan, Transport, HEADER_BYTES};
+use crate::nic::{
+    ev as nev, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
+};
 use crate::workload::{Background, Flow, Workload, WorkloadError};
 
 const FABRIC: ComponentId = ComponentId(0);
@@ -56,6 +58,8 @@ pub struct Scenario {
     pub timeout_exp: u8,
     /// Engine retry count.
     pub retry_cnt: u8,
+    /// Host interface (doorbell, DMA) timing of every NIC.
+    pub pcie: PcieConfig,
     /// Background load running alongside the workload (excluded from its figures), or none.
     pub background: Option<Background>,
     /// A link failure, or none.
@@ -92,6 +96,7 @@ impl Scenario {
             reorder_tx: 32,
             timeout_exp: 5,
             retry_cnt: 24,
+            pcie: PcieConfig::default(),
             background: None,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),
@@ -123,8 +128,9 @@ impl Scenario {
         self.fabric.host_link_bps * u64::from(self.fabric.planes)
     }
 
-    /// Unloaded round trip between hosts on different leaves: a full data packet out over four
-    /// links (store and forward) and an ACK back.
+    /// Unloaded round trip between hosts on different leaves: a full data packet's payload read
+    /// from host memory ([`PcieConfig::packet_delay`]), the packet out over four links (store
+    /// and forward) and an ACK back.
     pub fn base_rtt(&self) -> Duration {
         let hops = match self.fabric.shape {
             Shape::LeafSpine { .. } => 4,
@@ -139,6 +145,7 @@ impl Scenario {
             .saturating_mul(2 * hops)
             .saturating_add(ser(u64::from(self.mtu_payload + HEADER_BYTES)).saturating_mul(hops))
             .saturating_add(ser(u64::from(HEADER_BYTES)).saturating_mul(hops))
+            .saturating_add(self.pcie.packet_delay(self.mtu_payload))
     }
 
     /// Ideal completion: the bytes the busiest NIC must send at NIC line rate plus the base
@@ -280,6 +287,7 @@ impl Handler for World {
                     nev::START => nic.start(now, &mut self.fabric, s, NICS),
                     nev::PUMP => nic.on_pump(now, &mut self.fabric, s, NICS),
                     nev::TIMER => nic.on_timer(now, &mut self.fabric, s, NICS),
+                    nev::DMA => nic.on_dma(now, &mut self.fabric, s, NICS),
                     _ => self.bad_events += 1,
                 }
                 self.drain.push(h);
@@ -350,6 +358,7 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         timeout_exp: sc.timeout_exp,
         retry_cnt: sc.retry_cnt,
         seed: sc.seed,
+        pcie: sc.pcie,
     };
     // Per host: its flows (in id order) and whether each is background.
     let mut per_host: Vec<(Vec<Flow>, Vec<bool>)> = vec![(Vec::new(), Vec::new()); hosts as usize];
