@@ -348,3 +348,33 @@ fn diag_all_to_all_counters() {
     }
     println!("engine {t:?}\nrequester {rq:?}");
 }
+
+#[test]
+fn pcie_read_bandwidth_caps_the_nic_and_latency_adds_to_fcts() {
+    use mrc_sim::core::Duration;
+    use mrc_sim::nic::PcieConfig;
+    let w = workloads()[0]; // permutation, 128 KiB per host
+    let ideal_io = run(&Scenario {
+        pcie: PcieConfig::IDEAL,
+        ..tiny(Transport::Mrc, w)
+    })
+    .unwrap();
+    // Tiny NICs are 2 x 200 Gb/s = 50 GB/s; reads at 10 GB/s take 5x longer than the wire.
+    let slow = PcieConfig {
+        dma_bytes_per_s: 10_000_000_000,
+        ..PcieConfig::GEN6_X16
+    };
+    let r = run(&Scenario {
+        pcie: slow,
+        ..tiny(Transport::Mrc, w)
+    })
+    .unwrap();
+    assert_eq!(r.completed, r.flows);
+    let floor = Duration::from_ps(128 * 1024 * 100); // 128 KiB at 10 GB/s = 13.1 us
+    assert!(r.fcts[0] >= floor, "{:?} < {floor:?}", r.fcts[0]);
+    assert!(r.fcts[0] > ideal_io.fcts[0]);
+    // Latency alone (default Gen6: bandwidth above line rate) still lengthens every flow.
+    let lat = run(&tiny(Transport::Mrc, w)).unwrap();
+    assert!(lat.fcts[0] > ideal_io.fcts[0]);
+    assert!(lat.fcts[0] < r.fcts[0]);
+}
