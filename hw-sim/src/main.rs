@@ -107,13 +107,18 @@ fn main() -> ExitCode {
     println!(
         "  - roce-ecmp and spray-oblivious transports (RoCE go-back-N, DCQCN, PFC) are not built;"
     );
-    println!("  - PCIe/DMA timing, doorbells and host memory: the NIC pulls payload instantly;");
+    println!(
+        "  - host memory and CPU time (PCIe is modelled: doorbell {} ns, reads {} ns at {} GB/s);",
+        base.pcie.doorbell_ns,
+        base.pcie.dma_read_ns,
+        base.pcie.dma_bytes_per_s / 1_000_000_000
+    );
     println!("  - firmware core cycle costs and the datapath models' cycle counts: the engine runs in zero time;");
     println!("  - mrc-1ev pins each QP to one plane and one ECMP hash in the NIC model (the engine still");
     println!(
-        "    thinks it sprays over 256 EVs); packet header size is an estimate ({} B);",
+        "    thinks it sprays over 256 EVs); a full data packet costs {} B of link time beyond its payload;",
         mrc_sim::nic::HEADER_BYTES
     );
-    println!("  - no TOML scenarios, JSON, plots or pcap yet; one workload (permutation).");
+    println!("  - no TOML scenarios, JSON, plots or pcap yet.");
     ExitCode::SUCCESS
 }

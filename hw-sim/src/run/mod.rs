@@ -1,19 +1,20 @@
 //! Runs: a scenario (fabric + NICs + workload + faults) driven to completion, and its report.
 //!
-//! A [`Scenario`] says the fabric, the transport, the permutation workload (every host writes
-//! `bytes_per_host` to one partner, all starting at t = 0) and an optional T0-T1 link failure
-//! on plane 0. [`run`] builds a [`World`] (the fabric as component 0, the NICs as component 1),
-//! runs it until every flow completed or `time_limit`, and returns a [`RunReport`]. Everything
-//! is seeded from [`Scenario::seed`]: same scenario, same report, bit for bit.
+//! A [`Scenario`] says the fabric, the transport, the workload ([`Workload`]: permutation,
+//! all-to-all, ring all-reduce, incast), optional background load, the NICs' PCIe timing and an
+//! optional T0-T1 link failure on plane 0. [`run`] builds a [`World`] (the fabric as component
+//! 0, the NICs as component 1, and the flow list: a flow's completion releases the flows that
+//! wait for it, on whichever NIC), runs it until every flow of the workload completed (or
+//! failed) or `time_limit`, and returns a [`RunReport`]. Everything is seeded from
+//! [`Scenario::seed`]: same scenario, same report, bit for bit.
 //!
-//! This is the first increment of issue 5: two transports (`mrc`, `mrc-1ev`), one workload
-//! (permutation), one fault (a T0-T1 link down), built-in scenarios only ([`Scenario::default_for`],
-//! [`Scenario::tiny`]). Not modelled: RoCE / spray-oblivious, PCIe/DMA and host timing, firmware
-//! core cycle costs, the datapath models' cycle counts.
+//! Built in: [`Scenario::default_for`] (permutation), [`Scenario::all_to_all_for`],
+//! [`Scenario::ring_all_reduce_for`], [`Scenario::tiny`]. Not modelled: RoCE / spray-oblivious
+//! (refused by the NIC), firmware core cycle costs, the datapath models' cycle counts.
 //!
-//! *Ideal* completion = `bytes_per_host` / the NIC line rate (all planes) + the unloaded base
-//! RTT. *Stall* = the longest time a sending QP with outstanding data saw no new byte
-//! acknowledged.
+//! *Ideal* completion = the bytes the busiest NIC must move / the NIC line rate (all planes) +
+//! the unloaded base RTT. *Stall* = the longest time a QP with outstanding data saw no new byte
+//! acknowledged. FCT = a flow's completion minus its release (its host posting it).
 
 mod report;
 
@@ -104,6 +105,31 @@ impl Scenario {
             }),
             time_limit: Time::from_secs(4),
             seed: 1,
+        }
+    }
+
+    /// The default fabric and failure with an all-to-all: every host writes 256 KiB to every
+    /// other host (15.75 MiB per NIC) in 64 KiB messages.
+    pub fn all_to_all_for(transport: Transport) -> Scenario {
+        Scenario {
+            workload: Workload::AllToAll {
+                bytes_per_pair: 256 << 10,
+                msg_bytes: 64 << 10,
+            },
+            ..Scenario::default_for(transport)
+        }
+    }
+
+    /// The default fabric and failure with a ring all-reduce of 16 MiB per rank (4 slices per
+    /// chunk, 64 KiB messages).
+    pub fn ring_all_reduce_for(transport: Transport) -> Scenario {
+        Scenario {
+            workload: Workload::RingAllReduce {
+                bytes: 16 << 20,
+                slices: 4,
+                msg_bytes: 64 << 10,
+            },
+            ..Scenario::default_for(transport)
         }
     }
 
