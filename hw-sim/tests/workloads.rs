@@ -378,3 +378,39 @@ fn pcie_read_bandwidth_caps_the_nic_and_latency_adds_to_fcts() {
     assert!(lat.fcts[0] > ideal_io.fcts[0]);
     assert!(lat.fcts[0] < r.fcts[0]);
 }
+
+#[test]
+fn firmware_core_time_delays_the_engine_and_loses_nothing() {
+    use mrc_sim::nic::FirmwareCost;
+    let w = workloads()[0];
+    let free = run(&tiny(Transport::Mrc, w)).unwrap();
+    let busy = run(&Scenario {
+        firmware: FirmwareCost {
+            cores: 1,
+            ns_per_call: 200,
+        },
+        ..tiny(Transport::Mrc, w)
+    })
+    .unwrap();
+    assert_eq!(busy.completed, busy.flows);
+    assert_eq!(busy.acked_bytes, free.acked_bytes);
+    assert!(busy.conserved);
+    // One core at 200 ns per received packet handles 5 M packets/s, below the tiny NIC's
+    // ~12 M/s: receivers fall behind.
+    assert!(
+        busy.completion > free.completion,
+        "{:?} <= {:?}",
+        busy.completion,
+        free.completion
+    );
+    // More cores, less delay.
+    let four = run(&Scenario {
+        firmware: FirmwareCost {
+            cores: 4,
+            ns_per_call: 200,
+        },
+        ..tiny(Transport::Mrc, w)
+    })
+    .unwrap();
+    assert!(four.completion < busy.completion);
+}

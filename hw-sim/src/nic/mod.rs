@@ -37,8 +37,13 @@
 //! - **Stall**, per QP: the longest time the QP had data outstanding and its cumulative ACK
 //!   point (`una`) did not move ([`Nic::settle`] closes a stall still open when the run ends).
 //!
-//! Not modelled (yet): PCIe/DMA timing, the datapath reference models' cycle counts, firmware
-//! core cycle costs.
+//! - **Host interface** ([`PcieConfig`]): a released flow's work requests reach the engine
+//!   after the doorbell and WQE fetch; a data packet leaves only once its payload read
+//!   completed (latency, bandwidth).
+//! - **Firmware cores** ([`FirmwareCost`], off by default): each received packet's engine call
+//!   occupies one of N cores for a fixed time; its effects appear when the call ends.
+//!
+//! Not modelled (yet): the datapath reference models' cycle counts, host CPU and memory.
 
 mod flows;
 mod pcie;
@@ -66,6 +71,7 @@ use crate::core::time::{Duration, Time, PS_PER_NS, PS_PER_S};
 use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, PortId, Route, TransportKind};
 use crate::workload::{Flow, FlowResult};
 use flows::{wr_id, wr_parts, FlowTable};
+use std::collections::VecDeque;
 
 /// QPs per engine shard.
 pub const SHARD_QPS: usize = 4;
@@ -105,6 +111,8 @@ pub mod ev {
     pub const TIMER: u32 = 2;
     /// The head packet's payload read completed: send what is ready.
     pub const DMA: u32 = 3;
+    /// A firmware core finished an engine call: its effects take place.
+    pub const FIRMWARE: u32 = 4;
 }
 
 /// Which transport the NICs run (serde names = report names).
@@ -176,6 +184,23 @@ pub struct NicConfig {
     pub seed: u64,
     /// Host interface timing.
     pub pcie: PcieConfig,
+    /// Firmware core time per engine call.
+    pub firmware: FirmwareCost,
+}
+
+/// Firmware core time: every received packet is one engine call that occupies one of `cores`
+/// cores for `ns_per_call`; its effects (ACKs, window, completions) appear when the call ends,
+/// and calls queue when every core is busy. Timer expiries are not charged. `ns_per_call = 0`
+/// (the default) runs the engine in zero time: no measured per-call figure exists yet (the
+/// engine-cost benchmark counts ~1,230 instructions per packet on the host; the NIC image's
+/// cycles per call are not measured), so the default stays out of the headline figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirmwareCost {
+    /// Cores running the engine (>= 1 when `ns_per_call > 0`).
+    pub cores: u8,
+    /// Core time per engine call (ns).
+    pub ns_per_call: u64,
 }
 
 /// Per-NIC counters of the model itself (the engine has its own).
@@ -270,6 +295,11 @@ pub struct Nic {
     ports: [PortId; 4],
     dma: pcie::DmaQueue,
     dma_armed: Option<Time>,
+    /// Per firmware core: busy until.
+    fw_free: Vec<Time>,
+    /// Engine calls in progress: (done, headers, trimmed, payload length, CE).
+    fw_q: VecDeque<(Time, TxPacket, bool, u32, bool)>,
+    fw_armed: Option<Time>,
     touched: Vec<u32>,
     /// QPs whose stall bookkeeping is due (they sent, heard or got work).
     stall_dirty: Vec<u32>,
@@ -400,6 +430,9 @@ impl Nic {
             ports: [PortId(0); 4],
             dma: pcie::DmaQueue::default(),
             dma_armed: None,
+            fw_free: vec![Time::ZERO; usize::from(cfg.firmware.cores.max(1))],
+            fw_q: VecDeque::new(),
+            fw_armed: None,
             touched: Vec::new(),
             stall_dirty: Vec::new(),
             counters: NicCounters::default(),
@@ -604,6 +637,60 @@ impl Nic {
             self.counters.bad_payload += 1;
             return;
         }
+        let (shard, _) = shard_of(tx.dest_qpn);
+        if shard >= self.shards.len() {
+            self.counters.unknown_qpn += 1;
+            return;
+        }
+        let payload_len = if trimmed { 0 } else { pkt.payload.len };
+        let ce = pkt.ecn == Ecn::Ce;
+        if self.cfg.firmware.ns_per_call == 0 {
+            self.handle_rx(now, tx, trimmed, payload_len, ce);
+            self.service(now, fab, s, me);
+            return;
+        }
+        // The engine call occupies the earliest free core; its effects appear when it ends.
+        let cost = Duration::from_ns(self.cfg.firmware.ns_per_call);
+        let Some(core) = self.fw_free.iter_mut().min() else {
+            return;
+        };
+        let done = (*core).max(now).saturating_add(cost);
+        *core = done;
+        self.fw_q.push_back((done, tx, trimmed, payload_len, ce));
+        if self.fw_armed.is_none_or(|a| a > done)
+            && s.at(done, me, ev::FIRMWARE, u64::from(self.host)).is_ok()
+        {
+            self.fw_armed = Some(done);
+        }
+    }
+
+    /// [`ev::FIRMWARE`] at `now`: the engine calls whose core time ended now take effect.
+    pub fn on_firmware(
+        &mut self,
+        now: Time,
+        fab: &mut Fabric,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) {
+        if self.fw_armed.is_some_and(|a| a <= now) {
+            self.fw_armed = None;
+        }
+        while let Some(&(done, tx, trimmed, len, ce)) = self.fw_q.front() {
+            if done > now {
+                if self.fw_armed.is_none_or(|a| a > done)
+                    && s.at(done, me, ev::FIRMWARE, u64::from(self.host)).is_ok()
+                {
+                    self.fw_armed = Some(done);
+                }
+                break;
+            }
+            self.fw_q.pop_front();
+            self.handle_rx(now, tx, trimmed, len, ce);
+        }
+        self.service(now, fab, s, me);
+    }
+
+    fn handle_rx(&mut self, now: Time, tx: TxPacket, trimmed: bool, payload_len: u32, ce: bool) {
         let (shard, slot) = shard_of(tx.dest_qpn);
         let Some(e) = self.shards.get_mut(shard) else {
             self.counters.unknown_qpn += 1;
@@ -612,10 +699,7 @@ impl Nic {
         let mut repr = tx.to_repr();
         repr.bth.dest_qp = slot;
         repr.mrh.trimmed = trimmed;
-        let meta = RxMeta {
-            payload_len: if trimmed { 0 } else { pkt.payload.len },
-            ce: pkt.ecn == Ecn::Ce,
-        };
+        let meta = RxMeta { payload_len, ce };
         if let RxVerdict::Place { len, .. } = e.handle_packet(ns(now), &repr, meta) {
             self.counters.placed_bytes += u64::from(len);
         }
@@ -623,7 +707,6 @@ impl Nic {
         self.input_shards.push(shard);
         self.deadline_dirty.push(shard);
         self.stall_dirty.push(tx.dest_qpn);
-        self.service(now, fab, s, me);
     }
 
     /// Closes the stall of every QP still outstanding at `now` (call when the run ends).

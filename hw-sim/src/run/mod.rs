@@ -24,7 +24,7 @@ use crate::core::sim::{ComponentId, Event, Handler, Scheduler, Simulator};
 use crate::core::time::{Duration, Time, PS_PER_S};
 use crate::fabric::{ev as fev, ConfigError, Fabric, FabricConfig, Fault, LinkId, Shape};
 use crate::nic::{
-    ev as nev, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
+    ev as nev, FirmwareCost, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
 };
 use crate::workload::{Background, Flow, Workload, WorkloadError};
 
@@ -61,6 +61,8 @@ pub struct Scenario {
     pub retry_cnt: u8,
     /// Host interface (doorbell, DMA) timing of every NIC.
     pub pcie: PcieConfig,
+    /// Firmware core time per engine call (default: none).
+    pub firmware: FirmwareCost,
     /// Background load running alongside the workload (excluded from its figures), or none.
     pub background: Option<Background>,
     /// A link failure, or none.
@@ -98,6 +100,7 @@ impl Scenario {
             timeout_exp: 5,
             retry_cnt: 24,
             pcie: PcieConfig::default(),
+            firmware: FirmwareCost::default(),
             background: None,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),
@@ -314,6 +317,7 @@ impl Handler for World {
                     nev::PUMP => nic.on_pump(now, &mut self.fabric, s, NICS),
                     nev::TIMER => nic.on_timer(now, &mut self.fabric, s, NICS),
                     nev::DMA => nic.on_dma(now, &mut self.fabric, s, NICS),
+                    nev::FIRMWARE => nic.on_firmware(now, &mut self.fabric, s, NICS),
                     _ => self.bad_events += 1,
                 }
                 self.drain.push(h);
@@ -385,6 +389,7 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         retry_cnt: sc.retry_cnt,
         seed: sc.seed,
         pcie: sc.pcie,
+        firmware: sc.firmware,
     };
     // Per host: its flows (in id order) and whether each is background.
     let mut per_host: Vec<(Vec<Flow>, Vec<bool>)> = vec![(Vec::new(), Vec::new()); hosts as usize];
