@@ -45,29 +45,31 @@
 //!
 //! Not modelled (yet): the datapath reference models' cycle counts, host CPU and memory.
 
+mod config;
 mod flows;
 mod pcie;
 mod plan;
+mod setup;
 pub mod wire;
 
+pub use config::{FirmwareCost, NicConfig, NicCounters, NicError, Transport};
 pub use pcie::PcieConfig;
 pub use plan::{Peer, QpPlan};
+pub use setup::cc_base_rtt;
+use setup::{add_engine, add_requester, qp_attrs};
 
 use mrc_abi::wire::EvFormat;
-use mrc_abi::Psn;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::AckGenConfig;
 use mrc_firmware::engine::cc::NsccParams;
-use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::{
-    CcProfile, CompletionKind, Engine, EngineConfig, EngineCounters, EvProfile, LocalBuf, Qp,
-    QpAttrs, QpHint, QpState, RequesterCounters, RxMeta, RxVerdict, SendWr, TxBody, TxPacket,
-    TIMERS_PER_QP,
+    CompletionKind, Engine, EngineConfig, EngineCounters, LocalBuf, Qp, QpState, RequesterCounters,
+    RxMeta, RxVerdict, SendWr, TxBody, TxPacket, TIMERS_PER_QP,
 };
 
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
-use crate::core::time::{Duration, Time, PS_PER_NS, PS_PER_S};
+use crate::core::time::{Duration, Time, PS_PER_NS};
 use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, PortId, Route, TransportKind};
 use crate::workload::{Flow, FlowResult};
 use flows::{wr_id, wr_parts, FlowTable};
@@ -114,143 +116,6 @@ pub mod ev {
     /// A firmware core finished an engine call: its effects take place.
     pub const FIRMWARE: u32 = 4;
 }
-
-/// Which transport the NICs run (serde names = report names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Transport {
-    /// MRC spraying over 256 EVs on every plane (uSID source routes).
-    Mrc,
-    /// MRC with every packet of a QP pinned to one plane and one ECMP flow hash.
-    #[serde(rename = "mrc-1ev")]
-    Mrc1Ev,
-    /// RoCE: one path per QP by ECMP hash, go-back-N, DCQCN, PFC lossless. Not built yet: a NIC
-    /// refuses it with [`NicError::Config`].
-    RoceEcmp,
-    /// A random EV per packet and no path feedback. Not built yet: a NIC refuses it with
-    /// [`NicError::Config`].
-    SprayOblivious,
-}
-
-impl Transport {
-    /// Every transport, in report order.
-    pub const ALL: [Transport; 4] = [
-        Transport::Mrc,
-        Transport::Mrc1Ev,
-        Transport::RoceEcmp,
-        Transport::SprayOblivious,
-    ];
-
-    /// The report name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Mrc => "mrc",
-            Transport::Mrc1Ev => "mrc-1ev",
-            Transport::RoceEcmp => "roce-ecmp",
-            Transport::SprayOblivious => "spray-oblivious",
-        }
-    }
-
-    /// The EV format the engine writes for this transport (sizes its headers).
-    pub fn ev_format(self) -> EvFormat {
-        match self {
-            Transport::Mrc | Transport::SprayOblivious => EvFormat::Srv6,
-            Transport::Mrc1Ev | Transport::RoceEcmp => EvFormat::Udp,
-        }
-    }
-}
-
-/// What a NIC needs to know about the run.
-#[derive(Clone, Copy, Debug)]
-pub struct NicConfig {
-    /// Transport.
-    pub transport: Transport,
-    /// Planes (ports).
-    pub planes: u8,
-    /// Rate of one port (bits per second).
-    pub port_bps: u64,
-    /// Payload bytes per full packet.
-    pub mtu_payload: u32,
-    /// Unloaded round trip (for congestion control).
-    pub base_rtt: Duration,
-    /// Engine loss inference: a SACK hole is a loss after this many later transmissions are
-    /// acknowledged ([`EngineConfig::reorder_tx`]).
-    pub reorder_tx: u32,
-    /// Engine ACK timeout exponent (`1.024 us * 2^t`).
-    pub timeout_exp: u8,
-    /// Retries before the engine gives up.
-    pub retry_cnt: u8,
-    /// Seed (mixed into the 1-EV flow hash).
-    pub seed: u64,
-    /// Host interface timing.
-    pub pcie: PcieConfig,
-    /// Firmware core time per engine call.
-    pub firmware: FirmwareCost,
-}
-
-/// Firmware core time: every received packet is one engine call that occupies one of `cores`
-/// cores for `ns_per_call`; its effects (ACKs, window, completions) appear when the call ends,
-/// and calls queue when every core is busy. Timer expiries are not charged. `ns_per_call = 0`
-/// (the default) runs the engine in zero time: no measured per-call figure exists yet (the
-/// engine-cost benchmark counts ~1,230 instructions per packet on the host; the NIC image's
-/// cycles per call are not measured), so the default stays out of the headline figures.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FirmwareCost {
-    /// Cores running the engine (>= 1 when `ns_per_call > 0`).
-    pub cores: u8,
-    /// Core time per engine call (ns).
-    pub ns_per_call: u64,
-}
-
-/// Per-NIC counters of the model itself (the engine has its own).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NicCounters {
-    /// Packets handed to the fabric.
-    pub tx_packets: u64,
-    /// Their link bytes.
-    pub tx_bytes: u64,
-    /// Payload bytes of data packets handed to the fabric (retransmissions included).
-    pub tx_payload_bytes: u64,
-    /// Packets received from the fabric.
-    pub rx_packets: u64,
-    /// Their bytes as delivered (trimmed ones at their trimmed size).
-    pub rx_bytes: u64,
-    /// Deliveries whose side-table slot had been reused (dropped).
-    pub side_misses: u64,
-    /// Untrimmed payloads whose checksum failed (dropped).
-    pub bad_payload: u64,
-    /// Deliveries naming a QPN this NIC does not have (dropped).
-    pub unknown_qpn: u64,
-    /// Packets the fabric refused (unknown host or plane): a model bug if non-zero.
-    pub inject_errors: u64,
-    /// Send completions with an error status.
-    pub completion_errors: u64,
-    /// EV state changes the engine reported (retire, deny, recover...).
-    pub ev_state_changes: u64,
-    /// Payload bytes the engine told this NIC to place (as a receiver).
-    pub placed_bytes: u64,
-}
-
-/// Why a NIC could not be set up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NicError {
-    /// The engine refused its configuration, a QP, a region or a QP transition.
-    Engine(&'static str),
-    /// A configuration value out of range.
-    Config(&'static str),
-}
-
-impl core::fmt::Display for NicError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            NicError::Engine(w) => write!(f, "engine refused {w}"),
-            NicError::Config(w) => write!(f, "nic config: {w}"),
-        }
-    }
-}
-
-impl std::error::Error for NicError {}
 
 #[derive(Clone, Copy)]
 struct Side {
@@ -1017,99 +882,5 @@ impl Nic {
         {
             self.timer_armed = Some(t);
         }
-    }
-}
-
-fn add_engine(t: &mut EngineCounters, c: &EngineCounters) {
-    t.rx_packets += c.rx_packets;
-    t.rx_unknown_qp += c.rx_unknown_qp;
-    t.rx_qp_not_ready += c.rx_qp_not_ready;
-    t.rx_duplicate += c.rx_duplicate;
-    t.rx_trimmed += c.rx_trimmed;
-    t.rx_out_of_window += c.rx_out_of_window;
-    t.rx_remote_access += c.rx_remote_access;
-    t.rx_length += c.rx_length;
-    t.rx_no_recv_buffer += c.rx_no_recv_buffer;
-    t.rx_too_many_wimm += c.rx_too_many_wimm;
-    t.rx_stale += c.rx_stale;
-    t.rx_missing_evx += c.rx_missing_evx;
-    t.rx_unexpected += c.rx_unexpected;
-    t.placed += c.placed;
-    t.data_sent += c.data_sent;
-    t.retransmits_sent += c.retransmits_sent;
-    t.acks_sent += c.acks_sent;
-    t.nacks_sent += c.nacks_sent;
-    t.probes_sent += c.probes_sent;
-    t.probe_replies_sent += c.probe_replies_sent;
-    t.probe_replies_ok += c.probe_replies_ok;
-    t.ctrl_dropped += c.ctrl_dropped;
-    t.ev_events_dropped += c.ev_events_dropped;
-    t.ev_events += c.ev_events;
-    t.timer_arm_failed += c.timer_arm_failed;
-    t.timeouts_fired += c.timeouts_fired;
-    t.qp_errors += c.qp_errors;
-    t.completions += c.completions;
-    t.plane_downs += c.plane_downs;
-    t.plane_ups += c.plane_ups;
-}
-
-fn add_requester(t: &mut RequesterCounters, c: &RequesterCounters) {
-    t.posted += c.posted;
-    t.post_refused += c.post_refused;
-    t.data_sent += c.data_sent;
-    t.retransmits += c.retransmits;
-    t.acks += c.acks;
-    t.acks_stale += c.acks_stale;
-    t.losses_inferred += c.losses_inferred;
-    t.nacks_trimmed += c.nacks_trimmed;
-    t.nacks_out_of_window += c.nacks_out_of_window;
-    t.nacks_too_many_wimm += c.nacks_too_many_wimm;
-    t.nacks_fatal += c.nacks_fatal;
-    t.nacks_stale += c.nacks_stale;
-    t.timeouts += c.timeouts;
-    t.give_ups += c.give_ups;
-    t.completions += c.completions;
-    t.flushed += c.flushed;
-}
-
-/// The unloaded round trip a sample sees on an idle fabric: the fabric's
-/// ([`NicConfig::base_rtt`]) plus the responder's ACK coalescing (at
-/// most [`ACK_COALESCE_PKTS`] packets at NIC line rate, bounded by [`ACK_COALESCE_NS`]) and the
-/// NIC's own port backlog ([`PUMP_BACKLOG_PKTS`] full packets at port rate). NSCC is told the
-/// fabric's RTT only (see `Nic::new`); this figure is for diagnostics: NSCC reads the
-/// difference as queueing and holds a single full-rate QP's window near the fabric's BDP.
-pub fn cc_base_rtt(cfg: &NicConfig) -> Duration {
-    let full_bits = u64::from(cfg.mtu_payload + HEADER_BYTES) * 8;
-    let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes)).max(1);
-    let ps = |bits: u64, bps: u64| Duration::from_ps(bits.saturating_mul(PS_PER_S) / bps.max(1));
-    let coalesce = ps(full_bits * u64::from(ACK_COALESCE_PKTS), nic_bps)
-        .min(Duration::from_ns(ACK_COALESCE_NS));
-    let backlog = ps(full_bits * PUMP_BACKLOG_PKTS, cfg.port_bps);
-    cfg.base_rtt
-        .saturating_add(coalesce)
-        .saturating_add(backlog)
-}
-
-fn qp_attrs(cfg: &NicConfig, nscc: NsccParams, dest: u32) -> QpAttrs {
-    let mut table = EvConfig::new(EVS as u16, cfg.planes);
-    table.probe_base_ns = 20_000;
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
-            table,
-            format: cfg.transport.ev_format(),
-            value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Nscc(nscc)),
-        dest_qpn: Some(dest),
-        rq_psn: Some(Psn::new(0)),
-        responder_mpr: Some(4),
-        dynamic_mpr: Some(false),
-        responder_max_wimm: Some(8),
-        sq_psn: Some(Psn::new(0)),
-        requester_mpr: Some(4),
-        requester_max_wimm: Some(8),
-        retry_cnt: Some(cfg.retry_cnt),
-        timeout: Some(cfg.timeout_exp),
     }
 }
