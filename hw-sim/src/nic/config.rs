@@ -64,7 +64,7 @@ pub struct NicConfig {
     /// Unloaded round trip (for congestion control).
     pub base_rtt: Duration,
     /// Engine loss inference: a SACK hole is a loss after this many later transmissions are
-    /// acknowledged ([`EngineConfig::reorder_tx`]).
+    /// acknowledged ([`mrc_firmware::engine::EngineConfig::reorder_tx`]).
     pub reorder_tx: u32,
     /// Engine ACK timeout exponent (`1.024 us * 2^t`).
     pub timeout_exp: u8,
