@@ -115,7 +115,7 @@ fn bad_values() {
     );
     assert_eq!(
         err(&DEFAULT.replace("kind = \"permutation\"", "kind = \"ring\"")),
-        "s.toml: line 46: workload.kind: unknown variant `ring`, expected `permutation`"
+        "s.toml: line 46: workload.kind: unknown variant `ring`, expected one of `permutation`, `all-to-all`, `ring-all-reduce`, `incast`"
     );
     assert_eq!(
         err(&DEFAULT.replace("planes = 4", "")),
@@ -135,7 +135,7 @@ fn out_of_range_values_name_the_key() {
         ("kmin_bytes = 37_350", "kmin_bytes = 245_250", "s.toml: fabric.queue.ecn: kmin_bytes must be below kmax_bytes"),
         ("t1_link = 0 ", "t1_link = 64 ", "s.toml: failure.t1_link: this fabric has 64 T0-T1 links per plane (0..=63)"),
         ("at_us = 40", "at_us = 4_000_000", "s.toml: failure.at_us: must be before time_limit_us"),
-        ("mtu_bytes = 4_192", "mtu_bytes = 100", "s.toml: nic.mtu_bytes: must be 256..=9216 (the payload per packet is this minus the 96 B header estimate)"),
+        ("mtu_bytes = 4_270", "mtu_bytes = 100", "s.toml: nic.mtu_bytes: must be 256..=9216 (the payload per packet is this minus the 174 B header bytes: headers, FCS, preamble and gap)"),
         ("reorder_tx = 32", "reorder_tx = 0", "s.toml: nic.reorder_tx: must be 1..=512 (the engine's window)"),
         ("msg_bytes = 262_144", "msg_bytes = 0", "s.toml: workload.msg_bytes: must be > 0"),
         ("\"mrc-1ev\", ", "\"mrc\", ", "s.toml: transports: `mrc` is listed twice"),

@@ -10,7 +10,7 @@ fn tiny_runs_complete_with_every_byte_acknowledged() {
         let r = run(&sc).expect("tiny scenario is valid");
         assert_eq!(
             r.completed,
-            r.hosts,
+            r.flows,
             "{}: {}",
             t.name(),
             format_table(std::slice::from_ref(&r))
@@ -57,7 +57,7 @@ fn fabric_conserves_packets() {
 fn the_failure_drops_packets_and_mrc_recovers() {
     let r = run(&Scenario::tiny(Transport::Mrc)).unwrap();
     let lost: u64 = r.drops.iter().sum();
-    assert_eq!(r.completed, r.hosts);
+    assert_eq!(r.completed, r.flows);
     // The failure cost packets (data and ACKs); MRC repaired the data by retransmitting.
     assert!(
         lost > 0 && r.retransmits > 0,
@@ -72,8 +72,7 @@ fn nic_and_fabric_counts_agree_end_to_end() {
     use mrc_sim::core::{Duration, Time};
     let sc = Scenario::tiny(Transport::Mrc);
     let mut sim = mrc_sim::run::build(&sc).unwrap();
-    while sim.now() < Time::from_ms(10) && !sim.handler().nics.iter().all(|n| n.done_at().is_some())
-    {
+    while sim.now() < Time::from_ms(10) && !sim.handler().main_done() {
         let next = sim.now().saturating_add(Duration::from_us(10));
         sim.run_until(next);
     }

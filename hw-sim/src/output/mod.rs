@@ -110,7 +110,7 @@ impl<'a> Recorder<'a> {
 fn sample(now: Time, world: &World) -> Sample {
     let (mut acked, mut placed) = (0u64, 0u64);
     for n in &world.nics {
-        acked += n.completed_bytes();
+        acked += n.flow_results().map(|f| f.acked_bytes).sum::<u64>();
         placed += n.counters().placed_bytes;
     }
     Sample {

@@ -1,30 +1,32 @@
 //! Runs: a scenario (fabric + NICs + workload + faults) driven to completion, and its report.
 //!
-//! A [`Scenario`] says the fabric, the transport, the permutation workload (every host writes
-//! `bytes_per_host` to one partner, all starting at t = 0) and an optional T0-T1 link failure
-//! on plane 0. [`run`] builds a [`World`] (the fabric as component 0, the NICs as component 1),
-//! runs it until every flow completed or `time_limit`, and returns a [`RunReport`]. Everything
-//! is seeded from [`Scenario::seed`]: same scenario, same report, bit for bit.
+//! A [`Scenario`] says the fabric, the transport, the workload ([`Workload`]: permutation,
+//! all-to-all, ring all-reduce, incast), optional background load, the NICs' PCIe timing and an
+//! optional T0-T1 link failure on plane 0. [`run`] builds a [`World`] (the fabric as component
+//! 0, the NICs as component 1, and the flow list: a flow's completion releases the flows that
+//! wait for it, on whichever NIC), runs it until every flow of the workload completed (or
+//! failed) or `time_limit`, and returns a [`RunReport`]. Everything is seeded from
+//! [`Scenario::seed`]: same scenario, same report, bit for bit.
 //!
-//! This is the first increment of issue 5: two transports (`mrc`, `mrc-1ev`), one workload
-//! (permutation), one fault (a T0-T1 link down), built-in scenarios only ([`Scenario::default_for`],
-//! [`Scenario::tiny`]). Not modelled: RoCE / spray-oblivious, PCIe/DMA and host timing, firmware
-//! core cycle costs, the datapath models' cycle counts.
+//! Built in: [`Scenario::default_for`] (permutation), [`Scenario::all_to_all_for`],
+//! [`Scenario::ring_all_reduce_for`], [`Scenario::tiny`]. Not modelled: RoCE / spray-oblivious
+//! (refused by the NIC), firmware core cycle costs, the datapath models' cycle counts.
 //!
-//! *Ideal* completion = `bytes_per_host` / the NIC line rate (all planes) + the unloaded base
-//! RTT. *Stall* = the longest time a sending QP with outstanding data saw no new byte
-//! acknowledged.
+//! *Ideal* completion = the bytes the busiest NIC must move / the NIC line rate (all planes) +
+//! the unloaded base RTT. *Stall* = the longest time a QP with outstanding data saw no new byte
+//! acknowledged. FCT = a flow's completion minus its release (its host posting it).
 
 mod report;
 
 pub use report::{format_table, RunReport};
 
-use crate::core::rng::Rng;
 use crate::core::sim::{ComponentId, Event, Handler, Scheduler, Simulator};
 use crate::core::time::{Duration, Time, PS_PER_S};
 use crate::fabric::{ev as fev, ConfigError, Fabric, FabricConfig, Fault, LinkId, Shape};
-use crate::nic::{ev as nev, Nic, NicConfig, NicError, Transport, HEADER_BYTES};
-use crate::workload::Workload;
+use crate::nic::{
+    ev as nev, FirmwareCost, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
+};
+use crate::workload::{Background, Flow, Workload, WorkloadError};
 
 const FABRIC: ComponentId = ComponentId(0);
 const NICS: ComponentId = ComponentId(1);
@@ -57,6 +59,12 @@ pub struct Scenario {
     pub timeout_exp: u8,
     /// Engine retry count.
     pub retry_cnt: u8,
+    /// Host interface (doorbell, DMA) timing of every NIC.
+    pub pcie: PcieConfig,
+    /// Firmware core time per engine call (default: none).
+    pub firmware: FirmwareCost,
+    /// Background load running alongside the workload (excluded from its figures), or none.
+    pub background: Option<Background>,
     /// A link failure, or none.
     pub failure: Option<LinkFailure>,
     /// Stop here even if flows are unfinished.
@@ -91,12 +99,40 @@ impl Scenario {
             reorder_tx: 32,
             timeout_exp: 5,
             retry_cnt: 24,
+            pcie: PcieConfig::default(),
+            firmware: FirmwareCost::default(),
+            background: None,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),
                 t1_link: 0,
             }),
             time_limit: Time::from_secs(4),
             seed: 1,
+        }
+    }
+
+    /// The default fabric and failure with an all-to-all: every host writes 256 KiB to every
+    /// other host (15.75 MiB per NIC) in 64 KiB messages.
+    pub fn all_to_all_for(transport: Transport) -> Scenario {
+        Scenario {
+            workload: Workload::AllToAll {
+                bytes_per_pair: 256 << 10,
+                msg_bytes: 64 << 10,
+            },
+            ..Scenario::default_for(transport)
+        }
+    }
+
+    /// The default fabric and failure with a ring all-reduce of 16 MiB per rank (4 slices per
+    /// chunk, 64 KiB messages).
+    pub fn ring_all_reduce_for(transport: Transport) -> Scenario {
+        Scenario {
+            workload: Workload::RingAllReduce {
+                bytes: 16 << 20,
+                slices: 4,
+                msg_bytes: 64 << 10,
+            },
+            ..Scenario::default_for(transport)
         }
     }
 
@@ -121,8 +157,9 @@ impl Scenario {
         self.fabric.host_link_bps * u64::from(self.fabric.planes)
     }
 
-    /// Unloaded round trip between hosts on different leaves: a full data packet out over four
-    /// links (store and forward) and an ACK back.
+    /// Unloaded round trip between hosts on different leaves: a full data packet's payload read
+    /// from host memory ([`PcieConfig::packet_delay`]), the packet out over four links (store
+    /// and forward) and an ACK back.
     pub fn base_rtt(&self) -> Duration {
         let hops = match self.fabric.shape {
             Shape::LeafSpine { .. } => 4,
@@ -137,6 +174,7 @@ impl Scenario {
             .saturating_mul(2 * hops)
             .saturating_add(ser(u64::from(self.mtu_payload + HEADER_BYTES)).saturating_mul(hops))
             .saturating_add(ser(u64::from(HEADER_BYTES)).saturating_mul(hops))
+            .saturating_add(self.pcie.packet_delay(self.mtu_payload))
     }
 
     /// Ideal completion: the bytes the busiest NIC must send at NIC line rate plus the base
@@ -161,6 +199,8 @@ pub enum RunError {
     Nic(NicError),
     /// The failure names a link the fabric does not have.
     NoSuchLink(u32),
+    /// The workload (or background) description is invalid.
+    Workload(WorkloadError),
 }
 
 impl core::fmt::Display for RunError {
@@ -169,13 +209,14 @@ impl core::fmt::Display for RunError {
             RunError::Fabric(e) => write!(f, "{e}"),
             RunError::Nic(e) => write!(f, "{e}"),
             RunError::NoSuchLink(l) => write!(f, "failure: no T0-T1 link {l} on plane 0"),
+            RunError::Workload(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for RunError {}
 
-/// The simulated system: the fabric and every NIC.
+/// The simulated system: the fabric, every NIC, and the flow bookkeeping that joins them.
 pub struct World {
     /// The fabric.
     pub fabric: Fabric,
@@ -183,6 +224,66 @@ pub struct World {
     pub nics: Vec<Nic>,
     /// Events the world could not route.
     pub bad_events: u64,
+    /// Every flow, id = index: the workload's first (`0..main_flows`), then the background's.
+    pub flows: Vec<Flow>,
+    /// Flows of the workload proper.
+    pub main_flows: u32,
+    /// Main flows that completed or failed so far.
+    pub main_finished: u32,
+    /// Per flow: its index in its sender's flow list.
+    local: Vec<u32>,
+    /// Per flow: the flows released by its completion (CSR: `dep_start[id]..dep_start[id+1]`).
+    dep_start: Vec<u32>,
+    dep_list: Vec<u32>,
+    /// Hosts whose finished flows are to be collected.
+    drain: Vec<u32>,
+}
+
+impl World {
+    /// True when every flow of the workload proper completed or failed.
+    pub fn main_done(&self) -> bool {
+        self.main_finished >= self.main_flows
+    }
+
+    /// Collects finished flows of the hosts in `drain`: counts them and releases (or fails)
+    /// the flows that wait for them, on whichever NIC they live.
+    fn settle(&mut self, now: Time, s: &mut Scheduler<'_>) {
+        while let Some(h) = self.drain.pop() {
+            let Some(nic) = self.nics.get_mut(h as usize) else {
+                continue;
+            };
+            let mut done = Vec::new();
+            while let Some(x) = nic.poll_finished() {
+                done.push(x);
+            }
+            for (id, ok) in done {
+                if id < self.main_flows {
+                    self.main_finished += 1;
+                }
+                let (a, b) = (
+                    self.dep_start.get(id as usize).copied().unwrap_or(0) as usize,
+                    self.dep_start.get(id as usize + 1).copied().unwrap_or(0) as usize,
+                );
+                for k in a..b {
+                    let d = self.dep_list[k];
+                    let (Some(f), Some(&li)) =
+                        (self.flows.get(d as usize), self.local.get(d as usize))
+                    else {
+                        continue;
+                    };
+                    let Some(n) = self.nics.get_mut(f.src as usize) else {
+                        continue;
+                    };
+                    if ok {
+                        n.dependency_done(li, now, &mut self.fabric, s, NICS);
+                    } else {
+                        n.dependency_failed(li);
+                    }
+                    self.drain.push(f.src);
+                }
+            }
+        }
+    }
 }
 
 impl Handler for World {
@@ -196,13 +297,18 @@ impl Handler for World {
                         .get(d.packet.src as usize)
                         .and_then(|n| n.side_lookup(d.packet.transport_tag));
                     match self.nics.get_mut(d.host as usize) {
-                        Some(n) => n.receive(now, &d.packet, hdr, &mut self.fabric, s, NICS),
+                        Some(n) => {
+                            n.receive(now, &d.packet, hdr, &mut self.fabric, s, NICS);
+                            self.drain.push(d.host);
+                            self.settle(now, s);
+                        }
                         None => self.bad_events += 1,
                     }
                 }
             }
             NICS => {
-                let Some(nic) = self.nics.get_mut(ev.data as u32 as usize) else {
+                let h = ev.data as u32;
+                let Some(nic) = self.nics.get_mut(h as usize) else {
                     self.bad_events += 1;
                     return;
                 };
@@ -210,8 +316,12 @@ impl Handler for World {
                     nev::START => nic.start(now, &mut self.fabric, s, NICS),
                     nev::PUMP => nic.on_pump(now, &mut self.fabric, s, NICS),
                     nev::TIMER => nic.on_timer(now, &mut self.fabric, s, NICS),
+                    nev::DMA => nic.on_dma(now, &mut self.fabric, s, NICS),
+                    nev::FIRMWARE => nic.on_firmware(now, &mut self.fabric, s, NICS),
                     _ => self.bad_events += 1,
                 }
+                self.drain.push(h);
+                self.settle(now, s);
             }
             _ => self.bad_events += 1,
         }
@@ -219,19 +329,7 @@ impl Handler for World {
 }
 
 /// A random permutation without fixed points (every host sends to another host).
-pub fn permutation(hosts: u32, seed: u64) -> Vec<u32> {
-    let mut rng = Rng::new(seed ^ 0x7065_726d);
-    loop {
-        let mut p: Vec<u32> = (0..hosts).collect();
-        for i in (1..p.len()).rev() {
-            let j = rng.below(i as u64 + 1) as usize;
-            p.swap(i, j);
-        }
-        if hosts < 2 || p.iter().enumerate().all(|(i, d)| i as u32 != *d) {
-            return p;
-        }
-    }
-}
+pub use crate::workload::permutation;
 
 /// The link id of T0-T1 link `index` of plane 0.
 fn t1_link(fabric: &Fabric, index: u32) -> Option<LinkId> {
@@ -251,40 +349,83 @@ fn t1_link(fabric: &Fabric, index: u32) -> Option<LinkId> {
     found
 }
 
+/// The flows of `sc` over `hosts` hosts: the workload's (ids `0..main`), then the
+/// background's; returns them and `main`.
+///
+/// # Errors
+/// [`RunError::Workload`] when a description is invalid.
+pub fn scenario_flows(sc: &Scenario, hosts: u32) -> Result<(Vec<Flow>, u32), RunError> {
+    sc.workload.validate(hosts).map_err(RunError::Workload)?;
+    let mut flows = sc.workload.flows(hosts, sc.seed);
+    let main = flows.len() as u32;
+    if let Some(b) = sc.background {
+        flows.extend(
+            b.flows(hosts, sc.nic_bps(), sc.seed, main)
+                .map_err(RunError::Workload)?,
+        );
+    }
+    Ok((flows, main))
+}
+
 /// Builds the world for `sc` with its events scheduled.
 ///
 /// # Errors
-/// [`RunError`] when the fabric, a NIC or the failure is invalid.
+/// [`RunError`] when the fabric, the workload, a NIC or the failure is invalid.
 pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
     let mut fcfg = sc.fabric;
     fcfg.seed = sc.seed;
     let fabric = Fabric::new(fcfg, FABRIC).map_err(RunError::Fabric)?;
     let hosts = fabric.topology().hosts();
-    let Workload::Permutation {
-        bytes_per_host,
-        msg_bytes,
-    } = sc.workload;
-    let perm = permutation(hosts, sc.seed);
-    let mut inv = vec![0u32; hosts as usize];
-    for (i, d) in perm.iter().enumerate() {
-        inv[*d as usize] = i as u32;
-    }
+    let (flows, main_flows) = scenario_flows(sc, hosts)?;
+    let plan = QpPlan::for_flows(hosts, &flows);
     let ncfg = NicConfig {
         transport: sc.transport,
         planes: sc.fabric.planes.min(255) as u8,
         port_bps: sc.fabric.host_link_bps,
         mtu_payload: sc.mtu_payload,
         base_rtt: sc.base_rtt(),
-        total_bytes: bytes_per_host,
-        msg_bytes,
         reorder_tx: sc.reorder_tx,
         timeout_exp: sc.timeout_exp,
         retry_cnt: sc.retry_cnt,
         seed: sc.seed,
+        pcie: sc.pcie,
+        firmware: sc.firmware,
     };
+    // Per host: its flows (in id order) and whether each is background.
+    let mut per_host: Vec<(Vec<Flow>, Vec<bool>)> = vec![(Vec::new(), Vec::new()); hosts as usize];
+    let mut local = vec![0u32; flows.len()];
+    for f in &flows {
+        let Some(h) = per_host.get_mut(f.src as usize) else {
+            return Err(RunError::Nic(NicError::Config(
+                "a flow names a host the fabric lacks",
+            )));
+        };
+        local[f.id as usize] = h.0.len() as u32;
+        h.0.push(*f);
+        h.1.push(f.id >= main_flows);
+    }
     let mut nics = Vec::with_capacity(hosts as usize);
-    for h in 0..hosts {
-        nics.push(Nic::new(h, perm[h as usize], inv[h as usize], ncfg).map_err(RunError::Nic)?);
+    for (h, (hf, bg)) in per_host.iter().enumerate() {
+        let h = h as u32;
+        nics.push(Nic::new(h, ncfg, &plan.peers_of(h), hf, bg).map_err(RunError::Nic)?);
+    }
+    // Dependents in CSR form.
+    let mut count = vec![0u32; flows.len() + 1];
+    for f in &flows {
+        if let Some(a) = f.after.filter(|a| (*a as usize) < flows.len()) {
+            count[a as usize + 1] += 1;
+        }
+    }
+    for i in 1..count.len() {
+        count[i] += count[i - 1];
+    }
+    let mut fill = count.clone();
+    let mut dep_list = vec![0u32; count.last().copied().unwrap_or(0) as usize];
+    for f in &flows {
+        if let Some(a) = f.after.filter(|a| (*a as usize) < flows.len()) {
+            dep_list[fill[a as usize] as usize] = f.id;
+            fill[a as usize] += 1;
+        }
     }
     let failure = match sc.failure {
         Some(f) => Some((
@@ -297,9 +438,17 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         fabric,
         nics,
         bad_events: 0,
+        flows,
+        main_flows,
+        main_finished: 0,
+        local,
+        dep_start: count,
+        dep_list,
+        drain: Vec::new(),
     });
     for h in 0..hosts {
-        // Times are >= now (0): cannot fail.
+        // Every NIC starts at t = 0 and re-arms its release event for later flows. Times are
+        // >= now (0): cannot fail.
         let _ = sim.schedule(Time::ZERO, NICS, nev::START, u64::from(h));
     }
     if let Some((at, link)) = failure {
@@ -318,11 +467,13 @@ pub fn run(sc: &Scenario) -> Result<RunReport, RunError> {
     loop {
         let next = sim.now().saturating_add(step).min(sc.time_limit);
         sim.run_until(next);
-        let w = sim.handler();
-        if w.nics.iter().all(|n| n.done_at().is_some() || n.failed()) || sim.now() >= sc.time_limit
-        {
+        if sim.handler().main_done() || sim.now() >= sc.time_limit {
             break;
         }
+    }
+    let now = sim.now();
+    for n in &mut sim.handler_mut().nics {
+        n.settle(now);
     }
     Ok(RunReport::collect(sc, &sim))
 }
@@ -379,10 +530,7 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
             Tap::Host(h) => w
                 .nics
                 .iter()
-                .filter(|n| {
-                    let (to, from) = n.peers();
-                    n.host() == h || to == h || from == h
-                })
+                .filter(|n| n.host() == h || (0..n.connections()).any(|q| n.peer(q) == Some(h)))
                 .map(Nic::host)
                 .collect(),
         }
@@ -407,11 +555,8 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
                     };
                     while let Some(p) = nic.side_lookup(next_tag[i]) {
                         next_tag[i] += 1;
-                        let (to, from) = nic.peers();
-                        let dst = if p.src_qpn == nic.send_qpn() {
-                            to
-                        } else {
-                            from
+                        let Some(dst) = nic.peer(p.src_qpn) else {
+                            continue;
                         };
                         if let Tap::Host(x) = tap {
                             if *h != x && dst != x {
@@ -433,13 +578,17 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
         if now >= next_check || now >= sc.time_limit {
             next_check = next_check.saturating_add(check);
             let w = sim.handler();
-            if w.nics.iter().all(|n| n.done_at().is_some() || n.failed()) || now >= sc.time_limit {
+            if w.main_done() || now >= sc.time_limit {
                 break;
             }
         }
     }
-    if sim.now() > last_sample {
-        obs.on_finish(sim.now(), sim.handler());
+    let now = sim.now();
+    for n in &mut sim.handler_mut().nics {
+        n.settle(now);
+    }
+    if now > last_sample {
+        obs.on_finish(now, sim.handler());
     }
     Ok(RunReport::collect(sc, &sim))
 }

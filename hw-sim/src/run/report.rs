@@ -3,6 +3,7 @@
 use crate::core::sim::Simulator;
 use crate::core::time::{Duration, Time};
 use crate::fabric::{DropCause, FabricTotals};
+use crate::workload::{CollectiveResult, FlowResult};
 
 use super::{Scenario, World};
 
@@ -11,20 +12,36 @@ use super::{Scenario, World};
 pub struct RunReport {
     /// Transport name.
     pub transport: &'static str,
-    /// Hosts (= flows).
+    /// Workload kind name.
+    pub workload: &'static str,
+    /// Hosts.
     pub hosts: u32,
-    /// Flows that completed.
+    /// Flows of the workload proper (background excluded).
+    pub flows: u32,
+    /// Of them, those that completed.
     pub completed: u32,
-    /// Flows whose QP failed (a send completed in error).
+    /// Of them, those that failed (a send completed in error, or a flow they wait for failed).
     pub failed: u32,
-    /// When the last flow completed (or the run stopped, if some did not).
+    /// When the last main flow completed (or the run stopped, if some did not).
     pub completion: Time,
     /// Ideal completion.
     pub ideal: Duration,
-    /// Flow completion times of the completed flows, sorted.
+    /// Flow completion times (done - released) of the completed main flows, sorted.
     pub fcts: Vec<Duration>,
-    /// Longest stall over every sending QP.
+    /// Every flow (main then background) and what became of it, by id.
+    pub flow_results: Vec<FlowResult>,
+    /// Collective figures (ring all-reduce: completion, median and slowest rank, straggler).
+    pub collective: Option<CollectiveResult>,
+    /// Background flows.
+    pub background_flows: u32,
+    /// Of them, those that completed before the run ended.
+    pub background_completed: u32,
+    /// FCTs of the completed background flows, sorted.
+    pub background_fcts: Vec<Duration>,
+    /// Longest stall over every QP.
     pub max_stall: Duration,
+    /// The QP with the longest stall: (host, peer host).
+    pub max_stall_qp: Option<(u32, u32)>,
     /// Data packets retransmitted (all NICs).
     pub retransmits: u64,
     /// Data packets sent (all NICs, retransmits included).
@@ -51,8 +68,10 @@ pub struct RunReport {
     pub nic_rx_dropped: u64,
     /// Payload bytes the receivers placed.
     pub placed_bytes: u64,
-    /// Bytes acknowledged to the senders.
+    /// Bytes of main flows acknowledged to the senders.
     pub acked_bytes: u64,
+    /// Bytes of background flows acknowledged to the senders.
+    pub background_acked_bytes: u64,
     /// Fabric totals at the end.
     pub totals: FabricTotals,
     /// True when the fabric's totals are conserved.
@@ -67,23 +86,50 @@ impl RunReport {
     /// Gathers the report of a finished run.
     pub fn collect(sc: &Scenario, sim: &Simulator<World>) -> RunReport {
         let w = sim.handler();
-        let mut fcts: Vec<Duration> = w
-            .nics
-            .iter()
-            .filter_map(|n| n.done_at().map(Time::since_start))
-            .collect();
+        let mut flow_results: Vec<FlowResult> =
+            w.nics.iter().flat_map(|n| n.flow_results()).collect();
+        flow_results.sort_unstable_by_key(|f| f.flow.id);
+        let (main, bg): (Vec<&FlowResult>, Vec<&FlowResult>) =
+            flow_results.iter().partition(|f| !f.background);
+        let mut fcts: Vec<Duration> = main.iter().filter_map(|f| f.fct()).collect();
         fcts.sort_unstable();
+        let mut background_fcts: Vec<Duration> = bg.iter().filter_map(|f| f.fct()).collect();
+        background_fcts.sort_unstable();
         let completed = fcts.len() as u32;
+        let flows = main.len() as u32;
         let hosts = w.nics.len() as u32;
-        let completion = if completed == hosts {
-            fcts.last()
-                .map_or(Time::ZERO, |d| Time::ZERO.saturating_add(*d))
+        let completion = if completed == flows {
+            main.iter()
+                .filter_map(|f| f.done)
+                .max()
+                .unwrap_or(Time::ZERO)
         } else {
             sim.now()
         };
+        let failed = main.iter().filter(|f| f.failed).count() as u32;
+        let acked: u64 = main.iter().map(|f| f.acked_bytes).sum();
+        let background_acked_bytes: u64 = bg.iter().map(|f| f.acked_bytes).sum();
+        let collective = match sc.workload {
+            crate::workload::Workload::RingAllReduce { .. } => {
+                CollectiveResult::from_flows(hosts, &flow_results)
+            }
+            _ => None,
+        };
+        let background_flows = bg.len() as u32;
+        let background_completed = background_fcts.len() as u32;
+        let mut max_stall = Duration::ZERO;
+        let mut max_stall_qp = None;
+        for n in &w.nics {
+            for q in 0..n.connections() {
+                let st = n.qp_stall(q).unwrap_or(Duration::ZERO);
+                if st > max_stall {
+                    max_stall = st;
+                    max_stall_qp = n.peer(q).map(|p| (n.host(), p));
+                }
+            }
+        }
         let sum = w.fabric.sum_counters();
-        let (mut retransmits, mut data_sent, mut nic_rx_dropped, mut placed, mut acked) =
-            (0, 0, 0, 0, 0);
+        let (mut retransmits, mut data_sent, mut nic_rx_dropped, mut placed) = (0, 0, 0, 0);
         let (mut timeouts, mut rx_duplicates, mut nacks) = (0, 0, 0);
         let (mut losses_inferred, mut ack_timeouts, mut ev_state_changes) = (0, 0, 0);
         for n in &w.nics {
@@ -97,26 +143,28 @@ impl RunReport {
             losses_inferred += rc.losses_inferred;
             ack_timeouts += rc.timeouts;
             let c = n.counters();
-            nic_rx_dropped += c.side_misses + c.bad_payload;
+            nic_rx_dropped += c.side_misses + c.bad_payload + c.unknown_qpn;
             ev_state_changes += c.ev_state_changes;
             placed += c.placed_bytes;
-            acked += n.completed_bytes();
         }
         let totals = w.fabric.totals();
         RunReport {
             transport: sc.transport.name(),
+            workload: sc.workload.name(),
             hosts,
+            flows,
             completed,
-            failed: w.nics.iter().filter(|n| n.failed()).count() as u32,
+            failed,
             completion,
             ideal: sc.ideal(),
             fcts,
-            max_stall: w
-                .nics
-                .iter()
-                .map(|n| n.max_stall())
-                .max()
-                .unwrap_or(Duration::ZERO),
+            flow_results,
+            collective,
+            background_flows,
+            background_completed,
+            background_fcts,
+            max_stall,
+            max_stall_qp,
             retransmits,
             data_sent,
             ev_state_changes,
@@ -131,6 +179,7 @@ impl RunReport {
             nic_rx_dropped,
             placed_bytes: placed,
             acked_bytes: acked,
+            background_acked_bytes,
             totals,
             conserved: totals.conserved(),
             events: sim.stats().events,
@@ -170,11 +219,11 @@ pub fn format_table(reports: &[RunReport]) -> String {
     };
     row("transport", &|r| r.transport.to_string());
     row("flows completed", &|r| {
-        format!("{}/{}", r.completed, r.hosts)
+        format!("{}/{}", r.completed, r.flows)
     });
     row("flows failed (QP error)", &|r| r.failed.to_string());
     row("completion (us)", &|r| {
-        let mark = if r.completed == r.hosts {
+        let mark = if r.completed == r.flows {
             ""
         } else {
             " (stopped)"

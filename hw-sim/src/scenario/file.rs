@@ -12,9 +12,9 @@ use crate::core::time::{Duration, Time};
 use crate::fabric::{
     ClassPolicy, EcnConfig, FabricConfig, PfcConfig, QueueConfig, Shape, TransportKind,
 };
-use crate::nic::{Transport, HEADER_BYTES};
+use crate::nic::{FirmwareCost, PcieConfig, Transport, HEADER_BYTES};
 use crate::run::{LinkFailure, Scenario};
-use crate::workload::Workload;
+use crate::workload::{Background, Workload};
 
 /// A whole scenario file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +38,9 @@ pub struct ScenarioFile {
     /// A link failure, or none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureFile>,
+    /// Background load alongside the workload, or none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<Background>,
 }
 
 fn all_transports() -> Vec<Transport> {
@@ -166,6 +169,12 @@ pub struct NicFile {
     pub timeout_exp: u8,
     /// Engine retries before a QP fails.
     pub retry_cnt: u8,
+    /// PCIe / DMA timing (`[nic.pcie]`; absent = PCIe Gen6 x16).
+    #[serde(default)]
+    pub pcie: PcieConfig,
+    /// Firmware core time per engine call (`[nic.firmware]`; absent = zero time).
+    #[serde(default)]
+    pub firmware: FirmwareCost,
 }
 
 /// `[failure]`: a T0-T1 link of plane 0 goes down.
@@ -252,6 +261,9 @@ impl ScenarioFile {
             }),
             time_limit: Time::from_us(self.time_limit_us),
             seed: self.seed,
+            pcie: self.nic.pcie,
+            firmware: self.nic.firmware,
+            background: self.background,
         }
     }
 }

@@ -48,7 +48,7 @@ impl ScenarioFile {
                 "nic.mtu_bytes",
                 format!(
                     "must be {}..={} (the payload per packet is this minus the {HEADER_BYTES} B \
-                     header estimate)",
+                     header bytes: headers, FCS, preamble and gap)",
                     MTU_BYTES.start(),
                     MTU_BYTES.end()
                 ),

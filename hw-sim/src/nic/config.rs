@@ -1,0 +1,143 @@
+//! The NIC model's configuration, counters and errors.
+
+use mrc_abi::wire::EvFormat;
+
+use super::pcie::PcieConfig;
+use crate::core::time::Duration;
+
+/// Which transport the NICs run (serde names = report names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// MRC spraying over 256 EVs on every plane (uSID source routes).
+    Mrc,
+    /// MRC with every packet of a QP pinned to one plane and one ECMP flow hash.
+    #[serde(rename = "mrc-1ev")]
+    Mrc1Ev,
+    /// RoCE: one path per QP by ECMP hash, go-back-N, DCQCN, PFC lossless. Not built yet: a NIC
+    /// refuses it with [`NicError::Config`].
+    RoceEcmp,
+    /// A random EV per packet and no path feedback. Not built yet: a NIC refuses it with
+    /// [`NicError::Config`].
+    SprayOblivious,
+}
+
+impl Transport {
+    /// Every transport, in report order.
+    pub const ALL: [Transport; 4] = [
+        Transport::Mrc,
+        Transport::Mrc1Ev,
+        Transport::RoceEcmp,
+        Transport::SprayOblivious,
+    ];
+
+    /// The report name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Mrc => "mrc",
+            Transport::Mrc1Ev => "mrc-1ev",
+            Transport::RoceEcmp => "roce-ecmp",
+            Transport::SprayOblivious => "spray-oblivious",
+        }
+    }
+
+    /// The EV format the engine writes for this transport (sizes its headers).
+    pub fn ev_format(self) -> EvFormat {
+        match self {
+            Transport::Mrc | Transport::SprayOblivious => EvFormat::Srv6,
+            Transport::Mrc1Ev | Transport::RoceEcmp => EvFormat::Udp,
+        }
+    }
+}
+
+/// What a NIC needs to know about the run.
+#[derive(Clone, Copy, Debug)]
+pub struct NicConfig {
+    /// Transport.
+    pub transport: Transport,
+    /// Planes (ports).
+    pub planes: u8,
+    /// Rate of one port (bits per second).
+    pub port_bps: u64,
+    /// Payload bytes per full packet.
+    pub mtu_payload: u32,
+    /// Unloaded round trip (for congestion control).
+    pub base_rtt: Duration,
+    /// Engine loss inference: a SACK hole is a loss after this many later transmissions are
+    /// acknowledged ([`mrc_firmware::engine::EngineConfig::reorder_tx`]).
+    pub reorder_tx: u32,
+    /// Engine ACK timeout exponent (`1.024 us * 2^t`).
+    pub timeout_exp: u8,
+    /// Retries before the engine gives up.
+    pub retry_cnt: u8,
+    /// Seed (mixed into the 1-EV flow hash).
+    pub seed: u64,
+    /// Host interface timing.
+    pub pcie: PcieConfig,
+    /// Firmware core time per engine call.
+    pub firmware: FirmwareCost,
+}
+
+/// Firmware core time: every received packet is one engine call that occupies one of `cores`
+/// cores for `ns_per_call`; its effects (ACKs, window, completions) appear when the call ends,
+/// and calls queue when every core is busy. Timer expiries are not charged. `ns_per_call = 0`
+/// (the default) runs the engine in zero time: no measured per-call figure exists yet (the
+/// engine-cost benchmark counts ~1,230 instructions per packet on the host; the NIC image's
+/// cycles per call are not measured), so the default stays out of the headline figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirmwareCost {
+    /// Cores running the engine (>= 1 when `ns_per_call > 0`).
+    pub cores: u8,
+    /// Core time per engine call (ns).
+    pub ns_per_call: u64,
+}
+
+/// Per-NIC counters of the model itself (the engine has its own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NicCounters {
+    /// Packets handed to the fabric.
+    pub tx_packets: u64,
+    /// Their link bytes.
+    pub tx_bytes: u64,
+    /// Payload bytes of data packets handed to the fabric (retransmissions included).
+    pub tx_payload_bytes: u64,
+    /// Packets received from the fabric.
+    pub rx_packets: u64,
+    /// Their bytes as delivered (trimmed ones at their trimmed size).
+    pub rx_bytes: u64,
+    /// Deliveries whose side-table slot had been reused (dropped).
+    pub side_misses: u64,
+    /// Untrimmed payloads whose checksum failed (dropped).
+    pub bad_payload: u64,
+    /// Deliveries naming a QPN this NIC does not have (dropped).
+    pub unknown_qpn: u64,
+    /// Packets the fabric refused (unknown host or plane): a model bug if non-zero.
+    pub inject_errors: u64,
+    /// Send completions with an error status.
+    pub completion_errors: u64,
+    /// EV state changes the engine reported (retire, deny, recover...).
+    pub ev_state_changes: u64,
+    /// Payload bytes the engine told this NIC to place (as a receiver).
+    pub placed_bytes: u64,
+}
+
+/// Why a NIC could not be set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicError {
+    /// The engine refused its configuration, a QP, a region or a QP transition.
+    Engine(&'static str),
+    /// A configuration value out of range.
+    Config(&'static str),
+}
+
+impl core::fmt::Display for NicError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            NicError::Engine(w) => write!(f, "engine refused {w}"),
+            NicError::Config(w) => write!(f, "nic config: {w}"),
+        }
+    }
+}
+
+impl std::error::Error for NicError {}
