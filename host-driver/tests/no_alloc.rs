@@ -6,8 +6,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use mrc_driver::api::*;
-use mrc_driver::device::DeviceConfig;
 use mrc_sim::nic_host::SimHost;
+
+mod common;
+use common::{looped_qp, open_app, LoopSpec, Looped};
 
 struct Counting;
 
@@ -47,42 +49,8 @@ fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
 #[test]
 fn post_send_post_recv_poll_cq_do_not_allocate() {
     let host = SimHost::loopback_pair().unwrap();
-    let ctx = Context::from_backend(
-        host.nics()[0].backend(),
-        &DeviceConfig::default(),
-        Role::Application,
-    )
-    .unwrap();
-    let pd = ctx.alloc_pd().unwrap();
-    let mr = pd.reg_mr(4096, Access::ALL).unwrap();
-    let mut cq = ctx.create_cq(1024, None).unwrap();
-    let mut qp = pd
-        .create_qp(&QpInitAttr {
-            send_cq: &cq,
-            recv_cq: &cq,
-            sq_depth: 256,
-            rq_depth: 256,
-            hint: QpHint::default(),
-        })
-        .unwrap();
-    qp.modify_init(&InitAttr::default()).unwrap();
-    qp.modify_rtr(&RtrAttr {
-        dest_qpn: qp.qpn(),
-        remote_addr: ctx.gid(),
-        rq_psn: 0,
-        responder_mpr: 1,
-        max_wimm: 8,
-        dynamic_mpr: false,
-    })
-    .unwrap();
-    qp.modify_rts(&RtsAttr {
-        sq_psn: 0,
-        requester_mpr: 1,
-        max_wimm: 8,
-        retry_count: 1,
-        ack_timeout_exp: 1,
-    })
-    .unwrap();
+    let ctx = open_app(&host.nics()[0]);
+    let Looped { qp, cq, mr, .. } = &mut looped_qp(&ctx, LoopSpec::default(), None);
     // Zero-length writes: the simulated device gathers nothing, so it allocates nothing either.
     let wr = SendWr {
         wr_id: 0,

@@ -15,6 +15,9 @@ use mrc_driver::device::DeviceConfig;
 use mrc_driver::Error;
 use mrc_sim::nic_host::{SimHost, SimNic};
 
+mod common;
+use common::{looped_qp, LoopSpec, Looped};
+
 const BUF: usize = 64 * 1024;
 const T: Duration = Duration::from_secs(5);
 
@@ -607,38 +610,15 @@ fn surprise_removal_fails_every_object_without_hanging() {
 fn completion_channel_fires_on_armed_cq() {
     let host = SimHost::loopback_pair().unwrap();
     let (_c, a) = open(&host.nics()[0]);
-    let pd = a.alloc_pd().unwrap();
-    let mr = pd.reg_mr(4096, Access::ALL).unwrap();
     let ch = a.create_comp_channel().unwrap();
     let _fd = ch.fd().unwrap();
-    let mut cq = a.create_cq(16, Some(&ch)).unwrap();
-    let mut qp = pd
-        .create_qp(&QpInitAttr {
-            send_cq: &cq,
-            recv_cq: &cq,
-            sq_depth: 4,
-            rq_depth: 4,
-            hint: QpHint::default(),
-        })
-        .unwrap();
-    qp.modify_init(&InitAttr::default()).unwrap();
-    qp.modify_rtr(&RtrAttr {
-        dest_qpn: qp.qpn(),
-        remote_addr: a.gid(),
-        rq_psn: 0,
-        responder_mpr: 1,
-        max_wimm: 1,
-        dynamic_mpr: false,
-    })
-    .unwrap();
-    qp.modify_rts(&RtsAttr {
-        sq_psn: 0,
-        requester_mpr: 1,
-        max_wimm: 1,
-        retry_count: 1,
-        ack_timeout_exp: 1,
-    })
-    .unwrap();
+    let spec = LoopSpec {
+        cq_depth: 16,
+        sq_depth: 4,
+        rq_depth: 4,
+        ..LoopSpec::default()
+    };
+    let Looped { qp, cq, mr, .. } = &mut looped_qp(&a, spec, Some(&ch));
     cq.req_notify(false).unwrap();
     assert!(!ch.wait(Duration::from_millis(5)).unwrap(), "nothing yet");
     let sg = [mr.sge(0, 8).unwrap()];
@@ -654,5 +634,5 @@ fn completion_channel_fires_on_armed_cq() {
     }])
     .unwrap();
     assert!(ch.wait(Duration::from_secs(1)).unwrap());
-    assert_eq!(poll_n(&mut cq, 1)[0].wr_id, 5);
+    assert_eq!(poll_n(cq, 1)[0].wr_id, 5);
 }

@@ -1,11 +1,13 @@
 //! Completion channels and completion queues.
 
 use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mrc_abi::device::admin::body::CreateCq;
-use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
+use mrc_abi::device::cqe::{Cqe, CqeError, CqeOpcode, CqeStatus, CQE_OWNER, CQE_SOLICITED};
+use mrc_abi::device::QPN_LIMIT;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -84,24 +86,131 @@ impl Default for WorkCompletion {
     }
 }
 
+/// The QPs completing on a CQ, shared between the CQ and its QPs (which attach and detach
+/// themselves through `&CompletionQueue`). The poller keeps its own copy and refreshes it,
+/// under the lock, only when `generation` moved: polling takes no lock in the steady state.
 #[derive(Debug, Default)]
 pub(crate) struct CqShared {
     pub tracks: Mutex<Vec<Arc<QpTrack>>>,
+    /// Bumped under the `tracks` lock on every attach and detach.
+    pub generation: AtomicU64,
 }
 
 impl CqShared {
     pub fn attach(&self, t: &Arc<QpTrack>) {
-        self.tracks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(t.clone());
+        let mut v = self.tracks.lock().unwrap_or_else(|p| p.into_inner());
+        v.push(t.clone());
+        self.generation.fetch_add(1, Ordering::Release);
     }
     pub fn detach(&self, qpn: u32) {
-        self.tracks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|t| t.qpn != qpn);
+        let mut v = self.tracks.lock().unwrap_or_else(|p| p.into_inner());
+        v.retain(|t| t.qpn != qpn);
+        self.generation.fetch_add(1, Ordering::Release);
     }
+}
+
+/// QPs whose trackers the poller's copy holds without reallocating.
+const TRACKS_RESERVED: usize = 64;
+
+/// The poller's copy of [`CqShared::tracks`].
+#[derive(Debug)]
+struct TrackCache {
+    tracks: Vec<Arc<QpTrack>>,
+    /// The generation copied (`u64::MAX`: never).
+    generation: u64,
+    /// Index of the last QP found (most CQs serve one QP, or a few in bursts).
+    last: usize,
+}
+
+impl TrackCache {
+    fn new() -> TrackCache {
+        TrackCache {
+            tracks: Vec::with_capacity(TRACKS_RESERVED),
+            generation: u64::MAX,
+            last: 0,
+        }
+    }
+    /// Copies the shared list if it changed (no allocation up to [`TRACKS_RESERVED`] QPs).
+    #[inline]
+    fn refresh(&mut self, shared: &CqShared) {
+        if shared.generation.load(Ordering::Acquire) == self.generation {
+            return;
+        }
+        let v = shared.tracks.lock().unwrap_or_else(|p| p.into_inner());
+        self.generation = shared.generation.load(Ordering::Acquire);
+        self.tracks.clear();
+        self.tracks.extend(v.iter().cloned());
+        self.last = 0;
+    }
+    /// The tracker of QP `qpn`; a miss refreshes once (a QP attached since the poll began).
+    #[inline]
+    fn find(&mut self, shared: &CqShared, qpn: u32) -> Option<&QpTrack> {
+        if self.tracks.get(self.last).is_none_or(|t| t.qpn != qpn) {
+            let at = match self.tracks.iter().position(|t| t.qpn == qpn) {
+                Some(at) => at,
+                None => {
+                    self.refresh(shared);
+                    self.tracks.iter().position(|t| t.qpn == qpn)?
+                }
+            };
+            self.last = at;
+        }
+        self.tracks.get(self.last).map(|t| &**t)
+    }
+}
+
+/// [`Cqe::decode`] inlined into the poll loop (the abi's function is not inlined across crates,
+/// and reading its result back costs more than the checks): the same checks, `None` where it
+/// returns an error. Debug builds compare the two on every entry.
+#[inline(always)]
+fn decode(c: &Cqe) -> Option<(WorkCompletion, u16)> {
+    let status = CqeStatus::ALL.get(usize::from(c.status)).copied();
+    let opcode = match c.opcode {
+        1 => Some(CqeOpcode::Write),
+        2 => Some(CqeOpcode::WriteImm),
+        3 => Some(CqeOpcode::RecvWriteImm),
+        _ => None,
+    };
+    let (qpn, imm) = (c.qpn.get(), c.imm.get());
+    let is_recv = opcode == Some(CqeOpcode::RecvWriteImm);
+    let ok = qpn < QPN_LIMIT
+        && c.flags & !(CQE_OWNER | CQE_SOLICITED) == 0
+        && c.rsvd == 0
+        && c.rsvd2.get() == 0
+        && (is_recv || imm == 0);
+    let r = match (status, opcode, ok) {
+        (Some(status), Some(opcode), true) => Some((
+            WorkCompletion {
+                wr_id: c.wr_id.get(),
+                status,
+                opcode,
+                byte_len: c.byte_len.get(),
+                imm: is_recv.then_some(imm),
+                qpn,
+                solicited: c.flags & CQE_SOLICITED != 0,
+                syndrome: c.syndrome.get(),
+            },
+            c.wqe_index.get(),
+        )),
+        _ => None,
+    };
+    debug_assert_eq!(
+        r,
+        c.decode().ok().map(|d| (
+            WorkCompletion {
+                wr_id: d.wr_id,
+                status: d.status,
+                opcode: d.opcode,
+                byte_len: d.byte_len,
+                imm: d.imm,
+                qpn: d.qpn,
+                solicited: d.solicited,
+                syndrome: d.syndrome,
+            },
+            d.wqe_index
+        ))
+    );
+    r
 }
 
 /// A completion queue.
@@ -111,6 +220,7 @@ pub struct CompletionQueue {
     cqn: u32,
     ring: CqRing,
     pub(crate) shared: Arc<CqShared>,
+    cache: TrackCache,
 }
 
 impl CompletionQueue {
@@ -150,6 +260,7 @@ impl CompletionQueue {
             cqn,
             ring,
             shared: Arc::new(CqShared::default()),
+            cache: TrackCache::new(),
         };
         if let Err(e) = ring.set_page(dev, cqn) {
             drop(cq(ring));
@@ -178,41 +289,27 @@ impl CompletionQueue {
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> Result<usize> {
         self.dev.check()?;
         let mut n = 0;
-        let mut tracks = None;
         let mut bad = None;
+        self.cache.refresh(&self.shared);
         while n < out.len() {
             let Some(cqe) = self.ring.next_cqe()? else {
                 break;
             };
-            let c = match cqe.decode() {
-                Ok(c) => c,
-                Err(e) => {
-                    bad = Some((self.ring.consumer().wrapping_sub(1), e));
-                    break;
-                }
+            let Some((wc, wqe_index)) = decode(&cqe) else {
+                // Malformed: the abi's decoder names what is wrong.
+                let e = cqe.decode().err().unwrap_or(CqeError::ReservedSet);
+                bad = Some((self.ring.consumer().wrapping_sub(1), e));
+                break;
             };
-            let t = tracks.get_or_insert_with(|| {
-                self.shared.tracks.lock().unwrap_or_else(|p| p.into_inner())
-            });
-            if let Some(tr) = t.iter().find(|t| t.qpn == c.qpn) {
-                match c.opcode {
-                    CqeOpcode::RecvWriteImm => tr.on_recv_completion(c.wqe_index),
-                    _ => tr.on_send_completion(c.wqe_index),
+            if let Some(tr) = self.cache.find(&self.shared, wc.qpn) {
+                match wc.opcode {
+                    CqeOpcode::RecvWriteImm => tr.on_recv_completion(wqe_index),
+                    _ => tr.on_send_completion(wqe_index),
                 }
             }
-            out[n] = WorkCompletion {
-                wr_id: c.wr_id,
-                status: c.status,
-                opcode: c.opcode,
-                byte_len: c.byte_len,
-                imm: c.imm,
-                qpn: c.qpn,
-                solicited: c.solicited,
-                syndrome: c.syndrome,
-            };
+            out[n] = wc;
             n += 1;
         }
-        drop(tracks);
         self.ring.update(&self.dev, None)?;
         if let Some((index, e)) = bad {
             return Err(Error::BadRecord {

@@ -1,5 +1,6 @@
 //! Protection domains and memory regions.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use mrc_abi::device::admin::body::RegMr;
@@ -49,19 +50,50 @@ pub(crate) struct PdInner {
     pub dev: Arc<Device>,
     pub pdn: u32,
     pub mrs: RwLock<Vec<MrEntry>>,
+    /// Bumped (under the `mrs` write lock) on every registration and deregistration, so a
+    /// QP's cached [`MrEntry`] is known current with one atomic load.
+    pub generation: AtomicU64,
+}
+
+/// A QP's one-entry cache of the MR its last SGE used, valid while the PD's generation is
+/// unchanged: posting to the same MR again takes no lock.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MrCache {
+    entry: Option<(u64, MrEntry)>,
+}
+
+impl MrEntry {
+    fn covers(&self, lkey: u32, addr: u64, len: u32) -> bool {
+        self.lkey == lkey
+            && addr >= self.addr
+            && addr
+                .checked_add(u64::from(len))
+                .is_some_and(|e| e <= self.addr + self.len)
+    }
 }
 
 impl PdInner {
-    /// `len` bytes at `addr` lie in the MR `lkey` of this PD.
-    pub fn covers(&self, lkey: u32, addr: u64, len: u32) -> bool {
+    /// `len` bytes at `addr` lie in the MR `lkey` of this PD. One atomic load when they fall
+    /// in the MR `cache` holds and no MR was registered or deregistered since; otherwise a scan
+    /// under the read lock, which refills the cache.
+    #[inline]
+    pub fn covers_cached(&self, cache: &mut MrCache, lkey: u32, addr: u64, len: u32) -> bool {
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some((g, m)) = cache.entry {
+            if g == generation && m.covers(lkey, addr, len) {
+                return true;
+            }
+        }
         let mrs = self.mrs.read().unwrap_or_else(|p| p.into_inner());
-        mrs.iter().any(|m| {
-            m.lkey == lkey
-                && addr >= m.addr
-                && addr
-                    .checked_add(u64::from(len))
-                    .is_some_and(|e| e <= m.addr + m.len)
-        })
+        // Read under the lock: writers bump it while holding the write lock.
+        let generation = self.generation.load(Ordering::Acquire);
+        match mrs.iter().find(|m| m.covers(lkey, addr, len)) {
+            Some(m) => {
+                cache.entry = Some((generation, *m));
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -89,6 +121,7 @@ impl ProtectionDomain {
                 dev: dev.clone(),
                 pdn,
                 mrs: RwLock::new(Vec::new()),
+                generation: AtomicU64::new(0),
             }),
         })
     }
@@ -122,15 +155,14 @@ impl ProtectionDomain {
             iova: addr.into(),
             length: (len as u64).into(),
         })?;
-        self.inner
-            .mrs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(MrEntry {
-                lkey,
-                addr,
-                len: len as u64,
-            });
+        let mut mrs = self.inner.mrs.write().unwrap_or_else(|p| p.into_inner());
+        mrs.push(MrEntry {
+            lkey,
+            addr,
+            len: len as u64,
+        });
+        self.inner.generation.fetch_add(1, Ordering::Release);
+        drop(mrs);
         Ok(MemoryRegion {
             pd: self.inner.clone(),
             mem,
@@ -224,11 +256,10 @@ impl MemoryRegion {
 
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
-        self.pd
-            .mrs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|m| m.lkey != self.lkey);
+        let mut mrs = self.pd.mrs.write().unwrap_or_else(|p| p.into_inner());
+        mrs.retain(|m| m.lkey != self.lkey);
+        self.pd.generation.fetch_add(1, Ordering::Release);
+        drop(mrs);
         if !self.pd.dev.is_gone() {
             if let Err(e) = self.pd.dev.dereg_mr(self.lkey) {
                 log::warn!("dereg MR {:#x}: {e}", self.lkey);

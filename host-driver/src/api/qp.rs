@@ -9,12 +9,13 @@ use mrc_abi::device::admin::{
     QpModify, QpState, HINT_BULK, HINT_LATENCY, MAX_ACK_TIMEOUT_EXP, RETRY_FOREVER, RTR_DYNAMIC_MPR,
 };
 use mrc_abi::device::wqe::{
-    self, SendRequest, MAX_SEND_SGE, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED,
+    self, SendOpcode, SendRequest, MAX_SEND_SGE, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED,
 };
 use mrc_abi::device::QPN_LIMIT;
+use zerocopy::FromZeros;
 
 use super::cq::{CompletionQueue, CqShared};
-use super::pd::{PdInner, ProtectionDomain};
+use super::pd::{MrCache, PdInner, ProtectionDomain};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::queue::{QpTrack, RecvRing, SendRing};
@@ -148,6 +149,7 @@ pub struct QueuePair {
     track: Arc<QpTrack>,
     send_cq: Arc<CqShared>,
     recv_cq: Arc<CqShared>,
+    mr_cache: MrCache,
 }
 
 fn ring_log2(depth: u32, field: &'static str) -> Result<u8> {
@@ -217,6 +219,7 @@ impl ProtectionDomain {
             track,
             send_cq: attr.send_cq.shared.clone(),
             recv_cq: attr.recv_cq.shared.clone(),
+            mr_cache: MrCache::default(),
         })
     }
 }
@@ -411,27 +414,64 @@ impl QueuePair {
         Ok(())
     }
 
-    fn check_wr(&self, wr: &SendWr<'_>) -> Result<()> {
+    /// Checks one request against the QP's PD and encodes its descriptor.
+    #[inline]
+    fn encode_wr(&mut self, wr: &SendWr<'_>) -> Result<wqe::SendWqe> {
+        let qpn = self.qpn;
         let reject = |reason| Error::BadWorkRequest {
-            qpn: self.qpn,
+            qpn,
             wr_id: wr.wr_id,
             reason,
         };
         if wr.sg_list.len() > MAX_SEND_SGE {
             return Err(reject("more scatter-gather entries than MAX_SEND_SGE"));
         }
+        // The descriptor is filled in place (the abi's layout type, no intermediate
+        // `SendRequest`): this is the per-request hot path. Debug builds check it equals what
+        // `SendRequest::encode` produces.
+        let mut raw = wqe::SendWqe::new_zeroed();
         let mut total = 0u32;
-        for s in wr.sg_list {
-            total = total
-                .checked_add(s.len)
-                .ok_or_else(|| reject("total length overflows 32 bits"))?;
-            if !self.pd.covers(s.lkey, s.addr, s.len) {
+        for (slot, s) in raw.sge.iter_mut().zip(wr.sg_list) {
+            if !self
+                .pd
+                .covers_cached(&mut self.mr_cache, s.lkey, s.addr, s.len)
+            {
                 return Err(reject(
                     "SGE outside every MR of the QP's protection domain (lkey, addr, len)",
                 ));
             }
+            total = total
+                .checked_add(s.len)
+                .ok_or_else(|| reject("total length overflows 32 bits"))?;
+            *slot = wqe::Sge::new(s.addr, s.len, s.lkey);
         }
-        Ok(())
+        let (opcode, imm) = match wr.op {
+            WriteOp::Write => (SendOpcode::Write, None),
+            WriteOp::WriteImm(i) => (SendOpcode::WriteImm, Some(i)),
+        };
+        raw.opcode = opcode as u8;
+        raw.flags = (if wr.signaled { SEND_SIGNALED } else { 0 })
+            | (if wr.solicited { SEND_SOLICITED } else { 0 })
+            | if wr.fence { SEND_FENCE } else { 0 };
+        raw.num_sge = wr.sg_list.len() as u8;
+        raw.imm = imm.unwrap_or(0).into();
+        raw.wr_id = wr.wr_id.into();
+        raw.remote_va = wr.remote_addr.into();
+        raw.rkey = wr.rkey.into();
+        raw.total_len = total.into();
+        debug_assert_eq!(
+            Ok(raw),
+            SendRequest {
+                wr_id: wr.wr_id,
+                imm,
+                flags: raw.flags,
+                remote_va: wr.remote_addr,
+                rkey: wr.rkey,
+                sges: raw.sge[..wr.sg_list.len()].iter().copied().collect(),
+            }
+            .encode()
+        );
+        Ok(raw)
     }
 
     /// Posts a batch of send requests and rings the doorbell once. All or nothing: if any
@@ -458,36 +498,14 @@ impl QueuePair {
                 depth: self.sq.depth(),
             });
         }
-        for wr in wrs {
-            self.check_wr(wr)?;
+        // One pass: each descriptor is checked, encoded and written past the producer index;
+        // the producer moves (and the doorbell rings) only once every request was accepted,
+        // so a rejected request leaves the staged slots unpublished.
+        for (k, wr) in wrs.iter().enumerate() {
+            let raw = self.encode_wr(wr)?;
+            self.sq.stage(k as u32, &raw)?;
         }
-        for wr in wrs {
-            let mut sges = heapless::Vec::new();
-            for s in wr.sg_list {
-                // Cannot fail: checked against MAX_SEND_SGE above.
-                let _ = sges.push(wqe::Sge::new(s.addr, s.len, s.lkey));
-            }
-            let flags = (if wr.signaled { SEND_SIGNALED } else { 0 })
-                | (if wr.solicited { SEND_SOLICITED } else { 0 })
-                | if wr.fence { SEND_FENCE } else { 0 };
-            let req = SendRequest {
-                wr_id: wr.wr_id,
-                imm: match wr.op {
-                    WriteOp::Write => None,
-                    WriteOp::WriteImm(i) => Some(i),
-                },
-                flags,
-                remote_va: wr.remote_addr,
-                rkey: wr.rkey,
-                sges,
-            };
-            let raw = req.encode().map_err(|_| Error::BadWorkRequest {
-                qpn: self.qpn,
-                wr_id: wr.wr_id,
-                reason: "descriptor encoding failed",
-            })?;
-            self.sq.push(&raw)?;
-        }
+        self.sq.commit(wrs.len() as u32);
         self.track
             .sq_producer
             .store(self.sq.producer(), Ordering::Release);

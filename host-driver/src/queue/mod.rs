@@ -13,6 +13,7 @@
 //!
 //! Nothing here allocates after construction: posting and polling are heap-free.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 use mrc_abi::device::cqe::{expected_owner, Cqe};
@@ -20,10 +21,12 @@ use mrc_abi::device::doorbell::{
     CqDoorbell, CQ_DOORBELL_OFFSET, RQ_PRODUCER_OFFSET, SQ_PRODUCER_OFFSET,
 };
 use mrc_abi::device::wqe::{RecvWqe, SendWqe};
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::{FromZeros, Immutable, IntoBytes};
 
 use crate::device::Device;
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::sys::DmaRegion;
 
 /// Bytes of a send WQE.
@@ -108,10 +111,21 @@ impl WorkRing {
         self.depth() - self.producer.wrapping_sub(tail).min(self.depth())
     }
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        let slot = u64::from(self.producer & (self.depth() - 1));
-        self.mem.write_slice(slot * self.entry, bytes)?;
-        self.producer = self.producer.wrapping_add(1);
+        self.stage(0, bytes)?;
+        self.commit(1);
         Ok(())
+    }
+    /// Writes entry `k` past the producer index without publishing it.
+    #[inline]
+    fn stage(&mut self, k: u32, bytes: &[u8]) -> Result<()> {
+        let slot = u64::from(self.producer.wrapping_add(k) & (self.depth() - 1));
+        self.mem.write_slice(slot * self.entry, bytes)?;
+        Ok(())
+    }
+    /// Publishes `n` staged entries (the doorbell still waits for [`WorkRing::flush`]).
+    #[inline]
+    fn commit(&mut self, n: u32) {
+        self.producer = self.producer.wrapping_add(n);
     }
     fn flush(&mut self, dev: &Device) -> Result<()> {
         if self.rung == self.producer {
@@ -126,109 +140,111 @@ impl WorkRing {
     }
 }
 
-/// A send ring.
-#[derive(Debug)]
-pub struct SendRing(WorkRing);
-
-impl SendRing {
-    /// Moves the doorbell to page `page` (once the QPN is known).
-    ///
-    /// # Errors
-    /// No such page.
-    pub fn set_page(&mut self, dev: &Device, page: u32) -> Result<()> {
-        self.0.doorbell = dev.doorbell_page(page)? + SQ_PRODUCER_OFFSET as u64;
-        Ok(())
-    }
-    /// A ring of `2^log2` send WQEs whose doorbell is in page `page`.
-    ///
-    /// # Errors
-    /// DMA allocation failed or no such page.
-    pub fn new(dev: &Device, log2: u8, page: u32) -> Result<SendRing> {
-        let db = dev.doorbell_page(page)? + SQ_PRODUCER_OFFSET as u64;
-        WorkRing::new(dev, log2, SEND_WQE_BYTES, db).map(SendRing)
-    }
-    /// Ring IOVA.
-    pub fn iova(&self) -> u64 {
-        self.0.mem.iova().0
-    }
-    /// Entries.
-    pub fn depth(&self) -> u32 {
-        self.0.depth()
-    }
-    /// Posted, not yet doorbelled or completed WQEs leave this many free slots.
-    pub fn free(&self, tail: u32) -> u32 {
-        self.0.free(tail)
-    }
-    /// Producer index (WQEs written).
-    pub fn producer(&self) -> u32 {
-        self.0.producer
-    }
-    /// Writes one WQE (no doorbell). The caller checked [`SendRing::free`].
-    ///
-    /// # Errors
-    /// DMA access failed.
-    pub fn push(&mut self, wqe: &SendWqe) -> Result<()> {
-        self.0.write(wqe.as_bytes())
-    }
-    /// Rings the doorbell once for everything pushed since the last flush.
-    ///
-    /// # Errors
-    /// [`Error::DeviceGone`].
-    pub fn flush(&mut self, dev: &Device) -> Result<()> {
-        self.0.flush(dev)
-    }
+/// What distinguishes the send ring from the receive ring: entry type and size, and where
+/// the producer doorbell sits in a QP's doorbell page.
+pub trait RingKind {
+    /// The descriptor.
+    type Wqe: IntoBytes + Immutable;
+    /// Bytes per entry.
+    const ENTRY_BYTES: u64;
+    /// Offset of the producer doorbell inside the doorbell page.
+    const DOORBELL_OFFSET: u64;
 }
 
-/// A receive ring.
+/// Send rings: 64-byte [`SendWqe`]s, doorbell at [`SQ_PRODUCER_OFFSET`].
 #[derive(Debug)]
-pub struct RecvRing(WorkRing);
+pub enum SendKind {}
+impl RingKind for SendKind {
+    type Wqe = SendWqe;
+    const ENTRY_BYTES: u64 = SEND_WQE_BYTES;
+    const DOORBELL_OFFSET: u64 = SQ_PRODUCER_OFFSET as u64;
+}
 
-impl RecvRing {
+/// Receive rings: 32-byte [`RecvWqe`]s, doorbell at [`RQ_PRODUCER_OFFSET`].
+#[derive(Debug)]
+pub enum RecvKind {}
+impl RingKind for RecvKind {
+    type Wqe = RecvWqe;
+    const ENTRY_BYTES: u64 = RECV_WQE_BYTES;
+    const DOORBELL_OFFSET: u64 = RQ_PRODUCER_OFFSET as u64;
+}
+
+/// A host-produced work ring of one [`RingKind`].
+#[derive(Debug)]
+pub struct Ring<K: RingKind> {
+    ring: WorkRing,
+    kind: PhantomData<K>,
+}
+
+/// A send ring.
+pub type SendRing = Ring<SendKind>;
+/// A receive ring.
+pub type RecvRing = Ring<RecvKind>;
+
+impl<K: RingKind> Ring<K> {
+    /// A ring of `2^log2` entries whose doorbell is in page `page`.
+    ///
+    /// # Errors
+    /// DMA allocation failed or no such page.
+    pub fn new(dev: &Device, log2: u8, page: u32) -> Result<Self> {
+        let db = dev.doorbell_page(page)? + K::DOORBELL_OFFSET;
+        Ok(Ring {
+            ring: WorkRing::new(dev, log2, K::ENTRY_BYTES, db)?,
+            kind: PhantomData,
+        })
+    }
     /// Moves the doorbell to page `page` (once the QPN is known).
     ///
     /// # Errors
     /// No such page.
     pub fn set_page(&mut self, dev: &Device, page: u32) -> Result<()> {
-        self.0.doorbell = dev.doorbell_page(page)? + RQ_PRODUCER_OFFSET as u64;
+        self.ring.doorbell = dev.doorbell_page(page)? + K::DOORBELL_OFFSET;
         Ok(())
-    }
-    /// A ring of `2^log2` receive WQEs whose doorbell is in page `page`.
-    ///
-    /// # Errors
-    /// DMA allocation failed or no such page.
-    pub fn new(dev: &Device, log2: u8, page: u32) -> Result<RecvRing> {
-        let db = dev.doorbell_page(page)? + RQ_PRODUCER_OFFSET as u64;
-        WorkRing::new(dev, log2, RECV_WQE_BYTES, db).map(RecvRing)
     }
     /// Ring IOVA.
     pub fn iova(&self) -> u64 {
-        self.0.mem.iova().0
+        self.ring.mem.iova().0
     }
     /// Entries.
     pub fn depth(&self) -> u32 {
-        self.0.depth()
+        self.ring.depth()
     }
-    /// Free slots given the consumed count `tail`.
+    /// Free slots given the completed (consumed) count `tail`.
     pub fn free(&self, tail: u32) -> u32 {
-        self.0.free(tail)
+        self.ring.free(tail)
     }
-    /// Producer index.
+    /// Producer index (entries published).
     pub fn producer(&self) -> u32 {
-        self.0.producer
+        self.ring.producer
     }
-    /// Writes one receive WQE (no doorbell).
+    /// Writes and publishes one entry (no doorbell). The caller checked [`Ring::free`].
     ///
     /// # Errors
     /// DMA access failed.
-    pub fn push(&mut self, wqe: &RecvWqe) -> Result<()> {
-        self.0.write(wqe.as_bytes())
+    pub fn push(&mut self, wqe: &K::Wqe) -> Result<()> {
+        self.ring.write(wqe.as_bytes())
     }
-    /// Rings the doorbell once for the batch.
+    /// Writes entry `k` past the producer index without publishing it (a batch is staged,
+    /// then [`Ring::commit`]ted all at once). The caller checked that `k` is below
+    /// [`Ring::free`].
+    ///
+    /// # Errors
+    /// DMA access failed.
+    #[inline]
+    pub fn stage(&mut self, k: u32, wqe: &K::Wqe) -> Result<()> {
+        self.ring.stage(k, wqe.as_bytes())
+    }
+    /// Publishes `n` staged entries.
+    #[inline]
+    pub fn commit(&mut self, n: u32) {
+        self.ring.commit(n);
+    }
+    /// Rings the doorbell once for everything published since the last flush.
     ///
     /// # Errors
     /// [`Error::DeviceGone`].
     pub fn flush(&mut self, dev: &Device) -> Result<()> {
-        self.0.flush(dev)
+        self.ring.flush(dev)
     }
 }
 
@@ -284,24 +300,21 @@ impl CqRing {
     /// DMA access failed.
     #[inline]
     pub fn next_cqe(&mut self) -> Result<Option<Cqe>> {
-        let slot = u64::from(self.consumer & (self.depth() - 1));
-        let flags = self.mem.read_u8(slot * CQE_BYTES + 22)?;
-        if (flags & 1 != 0) != expected_owner(self.consumer, self.log2) {
+        let at = u64::from(self.consumer & (self.depth() - 1)) * CQE_BYTES;
+        // Word 2 (bytes 16..24: QPN, status, opcode, flags) holds the owner bit (byte 22): one
+        // aligned 8-byte read sees the device's write of that word whole or not at all.
+        let w2 = self.mem.read_u64(at + 16)?;
+        if (w2 >> 48) & 1 != u64::from(expected_owner(self.consumer, self.log2)) {
             return Ok(None);
         }
         // Acquire: the rest of the entry is read only after its owner bit was seen set.
         fence(Ordering::Acquire);
-        let mut buf = [0u8; CQE_BYTES as usize];
-        self.mem.read_slice(slot * CQE_BYTES, &mut buf)?;
+        // The whole entry in one access (word 2 again: the device does not touch an entry
+        // between writing it and seeing the consumer index pass it).
+        let mut cqe = Cqe::new_zeroed();
+        self.mem.read_slice(at, cqe.as_mut_bytes())?;
         self.consumer = self.consumer.wrapping_add(1);
-        Cqe::read_from_bytes(&buf)
-            .map(Some)
-            .map_err(|_| Error::InvalidAttribute {
-                object: "CQ".into(),
-                field: "cqe",
-                value: 0,
-                rule: "32 bytes",
-            })
+        Ok(Some(cqe))
     }
 
     /// Tells the device how far the host consumed (once per poll batch), optionally arming

@@ -115,6 +115,18 @@ impl RawMem {
     pub(crate) fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<(), Access> {
         let off = self.check(offset, buf.len(), 1)?;
         let base = self.as_ptr();
+        if buf.len().is_multiple_of(8) && (base.wrapping_add(off) as usize).is_multiple_of(8) {
+            // Fast path (descriptors, CQEs): whole aligned words, no per-word checks.
+            for (k, chunk) in buf.chunks_exact_mut(8).enumerate() {
+                let p = base.wrapping_add(off + 8 * k);
+                // SAFETY: `p..p+8` is inside the checked block (`8 * k + 8 <= buf.len()`) and
+                // 8-aligned (base + off is, and so is every multiple of 8 after it); no
+                // reference to the block exists.
+                let w = unsafe { std::ptr::read_volatile(p.cast::<u64>()) };
+                chunk.copy_from_slice(&w.to_ne_bytes());
+            }
+            return Ok(());
+        }
         let mut i = 0;
         while i < buf.len() {
             // In bounds: `off + i < off + buf.len()`, inside the block checked above.
@@ -138,6 +150,19 @@ impl RawMem {
     pub(crate) fn write_bytes(&self, offset: u64, data: &[u8]) -> Result<(), Access> {
         let off = self.check(offset, data.len(), 1)?;
         let base = self.as_ptr();
+        if data.len().is_multiple_of(8) && (base.wrapping_add(off) as usize).is_multiple_of(8) {
+            // Fast path (descriptors, CQEs): whole aligned words, no per-word checks.
+            for (k, chunk) in data.chunks_exact(8).enumerate() {
+                let p = base.wrapping_add(off + 8 * k);
+                let mut w = [0u8; 8];
+                w.copy_from_slice(chunk);
+                // SAFETY: `p..p+8` is inside the checked block (`8 * k + 8 <= data.len()`) and
+                // 8-aligned (base + off is, and so is every multiple of 8 after it); no
+                // reference to the block exists.
+                unsafe { std::ptr::write_volatile(p.cast::<u64>(), u64::from_ne_bytes(w)) };
+            }
+            return Ok(());
+        }
         let mut i = 0;
         while i < data.len() {
             // In bounds: `off + i < off + data.len()`, inside the block checked above.
