@@ -47,6 +47,9 @@ impl World {
                 o if o == RQ_PRODUCER_OFFSET as u64 => {
                     if let Some(q) = self.nics[i].qps.get_mut(&page) {
                         q.rq_prod = value;
+                        if self.fabric.is_some() && !self.nics[i].hold_doorbells {
+                            self.pump();
+                        }
                     }
                 }
                 o if o == CQ_DOORBELL_OFFSET as u64 => self.cq_doorbell(i, page, value),
@@ -108,11 +111,39 @@ impl World {
         };
         q.sq_prod = producer;
         let state = q.state;
+        if self.nics[i].hold_doorbells {
+            return;
+        }
         match state {
+            QpState::Rts if self.fabric.is_some() => self.pump(),
             QpState::Rts => self.run_sq(i, qpn),
             QpState::Error => self.flush(i, qpn, self.now_ns),
             // Other states keep the WQEs until the QP reaches RTS (or is reset).
             _ => {}
+        }
+    }
+
+    /// Holds (`true`) or releases send doorbells of NIC `i`; releasing executes every WQE
+    /// that arrived while held.
+    pub(crate) fn hold_doorbells(&mut self, i: usize, hold: bool) {
+        self.nics[i].hold_doorbells = hold;
+        if hold {
+            return;
+        }
+        if self.fabric.is_some() {
+            self.pump();
+            return;
+        }
+        let qpns: Vec<u32> = self.nics[i].qps.keys().copied().collect();
+        for qpn in qpns {
+            let Some(q) = self.nics[i].qps.get(&qpn) else {
+                continue;
+            };
+            match q.state {
+                QpState::Rts => self.run_sq(i, qpn),
+                QpState::Error => self.flush(i, qpn, self.now_ns),
+                _ => {}
+            }
         }
     }
 
@@ -352,6 +383,7 @@ impl World {
                 Event::PortDown { port, plane }
             };
             n.post_event(ev, now);
+            self.engine_plane(i, plane, oper);
         }
     }
 }

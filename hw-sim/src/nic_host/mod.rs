@@ -19,13 +19,17 @@
 //!   event is posted.
 //! - [`SimNic::surprise_remove`]: every later MMIO read returns all ones, writes are dropped.
 //!
-//! The MRC engine and the fabric plug in later: today delivery is an in-memory loopback.
+//! Two delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
+//! above); [`SimHost::with_fabric`] runs the real MRC engine on every NIC and carries packets
+//! between NICs over seeded lossy multipath channels with plane outages and cable pulls
+//! (`fabric` module), in virtual time that each doorbell advances until the fabric is idle.
 //!
 //! Defaults (documented device behaviour): EV profile 0 and CC profile 0 mean the device
 //! defaults (an AUTO UDP profile of `max_evs_per_qp` EVs and the default NSCC parameters).
 
 mod admin;
 mod datapath;
+mod fabric;
 pub mod firmware;
 mod state;
 
@@ -38,6 +42,8 @@ use mrc_driver::device::{default_gid, SharedBackend};
 use mrc_driver::sys::twin::{MmioWrite, Twin, TwinConfig};
 use mrc_driver::sys::{Backend, Bdf};
 
+pub use fabric::{FabricConfig, FabricCounters, HostEngine, FABRIC_MTU};
+pub use mrc_firmware::testkit::ChannelConfig;
 pub use state::NicCounters;
 use state::NicState;
 
@@ -73,9 +79,11 @@ impl SimNicConfig {
     }
 }
 
-/// Several simulated NICs that can reach each other (today: an in-memory loopback).
+/// Several simulated NICs that can reach each other (in-memory loopback, or the engine over a
+/// simulated multipath fabric).
 pub struct SimHost {
     nics: Vec<SimNic>,
+    world: Arc<Mutex<World>>,
 }
 
 /// Everything the NICs of a host share: their device-side state.
@@ -84,6 +92,8 @@ pub(crate) struct World {
     pub now_ns: u64,
     /// Per NIC: flash, boot record and update session (kept across device resets).
     pub fw: Vec<firmware::FwNic>,
+    /// Fabric mode: engines and channels (`None`: in-memory loopback).
+    pub fabric: Option<Box<fabric::Fabric>>,
 }
 
 fn lock(m: &Mutex<World>) -> MutexGuard<'_, World> {
@@ -159,6 +169,7 @@ impl SimHost {
             nics: Vec::new(),
             now_ns: 0,
             fw: Vec::new(),
+            fabric: None,
         }));
         let mut nics = Vec::new();
         for (index, cfg) in cfgs.iter().enumerate() {
@@ -213,7 +224,51 @@ impl SimHost {
                 removed,
             });
         }
-        Ok(SimHost { nics })
+        Ok(SimHost { nics, world })
+    }
+
+    /// A host whose NICs run the real MRC engine and reach each other over seeded lossy
+    /// multipath channels (see the `fabric` module docs for the contract).
+    ///
+    /// # Errors
+    /// As [`SimHost::new`].
+    pub fn with_fabric(cfgs: &[SimNicConfig], fabric: FabricConfig) -> Result<SimHost, SimError> {
+        let host = SimHost::new(cfgs)?;
+        lock(&host.world).fabric = Some(Box::new(fabric::Fabric::new(fabric, cfgs.len())));
+        Ok(host)
+    }
+
+    /// Fabric mode: plane `plane` fails at `down_ns` and comes back at `up_ns` (virtual
+    /// time): every NIC's port on it goes down (PORT_DOWN events, the engines retire its EVs)
+    /// and every packet on it is dropped meanwhile.
+    pub fn schedule_plane_outage(&self, plane: u8, down_ns: u64, up_ns: u64) {
+        if let Some(f) = lock(&self.world).fabric.as_mut() {
+            f.schedule_outage(plane, down_ns, up_ns);
+        }
+    }
+
+    /// Fabric mode: runs until nothing is in flight (doorbells do this on their own; call it
+    /// to let timers and outage edges play out).
+    pub fn run(&self) {
+        lock(&self.world).pump();
+    }
+
+    /// Fabric mode: advances virtual time to at least `t_ns`, applying outage edges, then
+    /// runs until idle.
+    pub fn advance_to(&self, t_ns: u64) {
+        let mut w = lock(&self.world);
+        w.now_ns = w.now_ns.max(t_ns);
+        w.pump();
+    }
+
+    /// Virtual time, ns.
+    pub fn now_ns(&self) -> u64 {
+        lock(&self.world).now_ns
+    }
+
+    /// Fabric totals (`None` in loopback mode).
+    pub fn fabric_counters(&self) -> Option<FabricCounters> {
+        lock(&self.world).fabric.as_ref().map(|f| f.counters())
     }
 
     /// Two default NICs (`0000:00:04.0` and `0000:00:05.0`) in loopback: the `default`
@@ -251,6 +306,12 @@ impl SimNic {
     /// Pulls the device: every later MMIO read returns all ones and writes are dropped.
     pub fn surprise_remove(&self) {
         self.removed.store(true, Ordering::Relaxed);
+    }
+    /// Holds send doorbells (`true`): the NIC records each new producer index but executes
+    /// nothing until released (`false`), which runs everything posted meanwhile. Lets a
+    /// benchmark time the driver's posting and polling without the device model in between.
+    pub fn hold_doorbells(&self, hold: bool) {
+        lock(&self.world).hold_doorbells(self.index, hold);
     }
     /// Device-side counters.
     pub fn counters(&self) -> NicCounters {

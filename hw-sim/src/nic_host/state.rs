@@ -124,6 +124,9 @@ pub(crate) struct NicState {
     pub next_profile: u32,
     pub port_admin: Vec<bool>,
     pub port_link: Vec<bool>,
+    /// Send doorbells only record the producer until released (see `SimNic::hold_doorbells`);
+    /// survives a device reset.
+    pub hold_doorbells: bool,
 }
 
 /// Bit 31 of an rkey: distinguishes it from the lkey of the same region.
@@ -173,12 +176,14 @@ impl NicState {
             next_profile: 1,
             port_admin: vec![true; n],
             port_link: vec![true; n],
+            hold_doorbells: false,
         }
     }
 
     /// Clears every table (device reset) and publishes the port registers.
     pub fn reset(&mut self) {
-        let fresh = NicState::new(self.dev.clone(), self.vectors, self.params, self.gid);
+        let mut fresh = NicState::new(self.dev.clone(), self.vectors, self.params, self.gid);
+        fresh.hold_doorbells = self.hold_doorbells;
         *self = fresh;
         for q in [ADMIN, EVENTQ] {
             for off in [Q_PRODUCER, Q_CONSUMER, Q_CONTROL, Q_STATUS] {

@@ -1,0 +1,968 @@
+//! Fabric mode: every simulated NIC runs the real MRC engine (`mrc_firmware::engine::Engine`)
+//! and packets travel between NICs through the firmware test kit's multipath channel
+//! (`mrc_firmware::testkit::Channel`: seeded loss, duplication, trimming, CE marks, bounded
+//! reordering, a blackholed EV) plus scheduled plane outages, with real payload bytes.
+//!
+//! How the host interface maps onto the engine (the contract the whole-system tests rely on):
+//!
+//! - QPs and MRs are mirrored lazily: before every step, each QP of the device tables in INIT,
+//!   RTR or RTS gets an engine QP moved to the same state, and each MR with remote-write access
+//!   is registered with the engine under its rkey. A QP reset or destroyed loses its engine QP.
+//! - A send doorbell hands the new WQEs to the engine in ring order (as many as its send queue
+//!   takes; the rest wait in the ring). The local bytes are gathered (lkey, range and DMA checks
+//!   as in loopback mode) into a staging buffer the engine's packets read their payload from.
+//!   Every WQE is posted signaled to the engine; the CQE of an unsignaled one is suppressed.
+//! - A receive doorbell posts the new receive WQEs to the engine.
+//! - The host then runs ([`World::pump`]): transmit, deliver due packets (payload placed by
+//!   RETH through the MR's translation), turn engine completions into CQEs, fire timers, and
+//!   jump virtual time to the next event, until no packet is in flight and no send is
+//!   outstanding, or the step's time budget runs out.
+//! - Engine QPN `e` and device QPN `q` differ: packets carry the peer's device QPN (the one the
+//!   application exchanged) and are translated to the engine QPN on delivery.
+//! - A plane outage takes the port of that plane down on every NIC (PORT_DOWN events; the engine
+//!   retires the plane's EVs) and drops every packet on the plane until it ends.
+//!
+//! Known simplifications: the RTR/RTS window, WIMM, retry and timeout attributes use the fixed
+//! values in [`FabricConfig`] (the device tables do not record them); the EV count comes from
+//! the QP's EV profile but the format on this channel is always the UDP source port; congestion
+//! control is a fixed window; the byte length of a received Write-with-Immediate is reported
+//! as 0 (the engine's completion does not carry it).
+
+use std::collections::BTreeMap;
+
+use mrc_abi::device::admin::QpState as DevQpState;
+use mrc_abi::device::cqe::{Completion as Cqe, CqeOpcode, CqeStatus};
+use mrc_abi::device::event::Event;
+use mrc_abi::device::wqe::{RecvWqe, SendWqe, SEND_SIGNALED};
+use mrc_abi::wire::{EvFormat, NackReason};
+use mrc_abi::Psn;
+use mrc_driver::sys::Iova;
+use mrc_driver::zerocopy::FromBytes;
+use mrc_firmware::datapath::placement::{Access, MemRegion};
+use mrc_firmware::engine::ev_state::EvConfig;
+use mrc_firmware::engine::packet::{
+    CompletionError, CompletionKind, LocalBuf, RxMeta, RxVerdict, SendWr, TxBody,
+};
+use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
+use mrc_firmware::engine::{Engine, EngineConfig};
+use mrc_firmware::testkit::channel::Trim;
+use mrc_firmware::testkit::{Channel, ChannelConfig, ChannelCounters};
+
+use super::admin::remote_writable;
+use super::state::{NicState, RKEY_BIT};
+use super::World;
+
+/// Payload bytes per packet (the engine MTU in fabric mode).
+pub const FABRIC_MTU: usize = 1024;
+/// Packets in flight per NIC pair.
+const CHANNEL_CAP: usize = 256;
+
+/// The engine of a simulated NIC in fabric mode: 16 QPs, 256 EVs over 4 planes, a 512-PSN
+/// window, 64-entry send and receive queues, 16 regions, 64 timers.
+pub type HostEngine = Engine<16, 256, 4, 512, 8, 64, 64, 16, 64>;
+type Link = Channel<CHANNEL_CAP, FABRIC_MTU>;
+
+/// Fabric-mode settings of a [`super::SimHost`].
+#[derive(Clone, Copy, Debug)]
+pub struct FabricConfig {
+    /// Seeds every channel (same seed, same run).
+    pub seed: u64,
+    /// Loss, reordering, trimming, ... of every NIC-to-NIC channel (its `plane_outage` is
+    /// ignored: use [`super::SimHost::schedule_plane_outage`]).
+    pub channel: ChannelConfig,
+    /// Responder and requester window, units of 128 PSNs (at most 4).
+    pub mpr: u16,
+    /// Write-with-Immediate in flight.
+    pub max_wimm: u16,
+    /// Retries (25 = forever).
+    pub retry_cnt: u8,
+    /// ACK timeout exponent: 1.024 us * 2^t.
+    pub timeout_exp: u8,
+    /// Fixed congestion window.
+    pub cwnd_bytes: u64,
+    /// Most virtual time one doorbell may run the fabric before returning.
+    pub step_budget_ns: u64,
+    /// Test only: engines with the test kit's planted bug (a `TRIMMED_LAST_HOP` NACK taken as
+    /// an ACK), so a whole-system checker can be shown to catch it.
+    pub planted_bug: bool,
+}
+
+impl Default for FabricConfig {
+    fn default() -> Self {
+        FabricConfig {
+            seed: 1,
+            channel: ChannelConfig::default(),
+            mpr: 4,
+            max_wimm: 8,
+            retry_cnt: 25,
+            timeout_exp: 7,
+            cwnd_bytes: 64 * FABRIC_MTU as u64,
+            step_budget_ns: 2_000_000_000,
+            planted_bug: false,
+        }
+    }
+}
+
+/// Fabric totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FabricCounters {
+    /// Summed over every channel.
+    pub channel: ChannelCounters,
+    /// Packets dropped by a plane outage or a port that is down.
+    pub plane_dropped: u64,
+    /// Packets to an address no NIC has.
+    pub unroutable: u64,
+    /// Packets for a QP the destination does not know.
+    pub unknown_qp: u64,
+    /// Engine retransmissions, all NICs.
+    pub retransmits: u64,
+    /// Engine EV state events, all NICs.
+    pub ev_events: u64,
+}
+
+/// A send handed to the engine.
+struct Pending {
+    qpn: u32,
+    wr_id: u64,
+    index: u32,
+    opcode: CqeOpcode,
+    byte_len: u32,
+    signaled: bool,
+    data: Vec<u8>,
+}
+
+/// The engine side of one NIC.
+pub(crate) struct NicEngine {
+    engine: Box<HostEngine>,
+    /// Device QPN -> engine QPN.
+    qps: BTreeMap<u32, u32>,
+    /// Engine QPN -> device QPN.
+    dev_qpn: BTreeMap<u32, u32>,
+    /// Registered rkeys.
+    rkeys: Vec<u32>,
+    /// Sends in the engine by handle.
+    sends: BTreeMap<u32, Pending>,
+    next_handle: u32,
+    /// QPs whose engine QP failed this step (their ring backlog is flushed after draining).
+    failed: Vec<u32>,
+    /// Bytes placed per (engine QPN, message sequence number): the length a
+    /// Write-with-Immediate's receive completion reports. Entries of a QP up to a completed
+    /// message are dropped with it; at most [`MSG_BYTES_CAP`] entries (oldest dropped first).
+    msg_bytes: BTreeMap<(u32, u16), u32>,
+}
+
+/// Bound of [`NicEngine::msg_bytes`].
+const MSG_BYTES_CAP: usize = 4096;
+
+/// The fabric of a host: engines, channels, outages.
+pub(crate) struct Fabric {
+    cfg: FabricConfig,
+    pub engines: Vec<NicEngine>,
+    /// Channel of NIC pair `(a, b)`, `a <= b`; `to` 0 is `a`, 1 is `b`.
+    links: BTreeMap<(usize, usize), Box<Link>>,
+    /// `(plane, down_at_ns, up_at_ns, state)`: state 0 pending, 1 down, 2 over.
+    outages: Vec<(u8, u64, u64, u8)>,
+    counters: FabricCounters,
+}
+
+impl Fabric {
+    pub fn new(cfg: FabricConfig, nics: usize) -> Fabric {
+        let ecfg = EngineConfig {
+            mtu_payload: FABRIC_MTU as u32,
+            planted_bug: cfg.planted_bug,
+            ..EngineConfig::default()
+        };
+        let engines = (0..nics)
+            .map(|_| NicEngine {
+                // Cannot fail: the MTU is in range and the tick is the default.
+                engine: on_big_stack(move || {
+                    Box::new(HostEngine::new(ecfg).unwrap_or_else(|_| unreachable!()))
+                }),
+                qps: BTreeMap::new(),
+                dev_qpn: BTreeMap::new(),
+                rkeys: Vec::new(),
+                sends: BTreeMap::new(),
+                next_handle: 0,
+                failed: Vec::new(),
+                msg_bytes: BTreeMap::new(),
+            })
+            .collect();
+        Fabric {
+            cfg,
+            engines,
+            links: BTreeMap::new(),
+            outages: Vec::new(),
+            counters: FabricCounters::default(),
+        }
+    }
+
+    pub fn schedule_outage(&mut self, plane: u8, down_ns: u64, up_ns: u64) {
+        self.outages.push((plane, down_ns, up_ns.max(down_ns), 0));
+    }
+
+    pub fn counters(&self) -> FabricCounters {
+        let mut c = self.counters;
+        for l in self.links.values() {
+            let k = l.counters();
+            let s = &mut c.channel;
+            s.sent += k.sent;
+            s.delivered += k.delivered;
+            s.lost += k.lost;
+            s.duplicated += k.duplicated;
+            s.trimmed += k.trimmed;
+            s.reordered += k.reordered;
+            s.ce_marked += k.ce_marked;
+            s.blackholed += k.blackholed;
+            s.plane_dropped += k.plane_dropped;
+            s.overflow += k.overflow;
+        }
+        for e in &self.engines {
+            c.retransmits += e.engine.counters().retransmits_sent;
+        }
+        c
+    }
+
+    fn link(&mut self, a: usize, b: usize) -> &mut Link {
+        let key = (a.min(b), a.max(b));
+        let seed = self.cfg.seed ^ ((key.0 as u64) << 32 | key.1 as u64).wrapping_mul(0x9e37_79b9);
+        let mut cfg = self.cfg.channel;
+        cfg.plane_outage = None;
+        self.links
+            .entry(key)
+            .or_insert_with(|| on_big_stack(move || Box::new(Channel::new(cfg, seed))))
+    }
+}
+
+/// Runs `f` on a thread with a large stack: the engine (~600 KB) and a channel (~320 KB) are
+/// built by value before they are boxed, which an unoptimised build does with several copies on
+/// the stack of whatever thread rang the doorbell.
+fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match std::thread::Builder::new()
+        .name("nic-host-build".into())
+        .stack_size(64 << 20)
+        .spawn(f)
+    {
+        Ok(h) => match h.join() {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        },
+        Err(e) => panic!("cannot start a thread to build the NIC engine: {e}"),
+    }
+}
+
+fn status_of(e: CompletionError) -> (CqeStatus, u32) {
+    match e {
+        CompletionError::RetryExceeded => (CqeStatus::RetryExceeded, 0),
+        CompletionError::Flushed => (CqeStatus::WrFlushed, 0),
+        CompletionError::LocalQpError(r) => (CqeStatus::LocalQpOperation, r as u32),
+        CompletionError::RemoteNack(r) => (
+            match r {
+                NackReason::RemoteAccess => CqeStatus::RemoteAccess,
+                NackReason::Length => CqeStatus::RemoteLength,
+                NackReason::NoRecvBuffer => CqeStatus::RemoteNoRecvBuffer,
+                _ => CqeStatus::RemoteInvalidRequest,
+            },
+            r as u32,
+        ),
+    }
+}
+
+impl World {
+    fn fabric_cfg(&self) -> Option<FabricConfig> {
+        self.fabric.as_ref().map(|f| f.cfg)
+    }
+
+    /// Mirrors NIC `i`'s QPs and MRs into its engine.
+    fn sync_engine(&mut self, i: usize) {
+        let Some(cfg) = self.fabric_cfg() else { return };
+        let now = self.now_ns;
+        let n = &self.nics[i];
+        let Some(fab) = self.fabric.as_mut() else {
+            return;
+        };
+        let ne = &mut fab.engines[i];
+        // Regions.
+        let want: Vec<(u32, u64, u64)> = n
+            .mrs
+            .iter()
+            .filter(|(_, m)| remote_writable(m))
+            .map(|(k, m)| (k | RKEY_BIT, m.va, m.len))
+            .collect();
+        ne.rkeys.retain(|r| {
+            let keep = want.iter().any(|w| w.0 == *r);
+            if !keep {
+                let _ = ne.engine.deregister_region(*r);
+            }
+            keep
+        });
+        for (rkey, va, len) in want {
+            if !ne.rkeys.contains(&rkey)
+                && ne
+                    .engine
+                    .register_region(MemRegion {
+                        rkey,
+                        base_va: va,
+                        length: len,
+                        access: Access::REMOTE_WRITE,
+                    })
+                    .is_ok()
+            {
+                ne.rkeys.push(rkey);
+            }
+        }
+        // QPs gone or reset lose their engine QP.
+        let gone: Vec<u32> = ne
+            .qps
+            .keys()
+            .copied()
+            .filter(|q| {
+                n.qps
+                    .get(q)
+                    .is_none_or(|p| matches!(p.state, DevQpState::Reset))
+            })
+            .collect();
+        for q in gone {
+            if let Some(e) = ne.qps.remove(&q) {
+                let _ = ne.engine.destroy_qp(e);
+                ne.dev_qpn.remove(&e);
+                ne.sends.retain(|_, p| p.qpn != q);
+            }
+        }
+        // New QPs and state changes.
+        for (&q, p) in &n.qps {
+            let target = match p.state {
+                DevQpState::Init => QpState::Init,
+                DevQpState::Rtr => QpState::Rtr,
+                DevQpState::Rts => QpState::Rts,
+                _ => continue,
+            };
+            let e = match ne.qps.get(&q) {
+                Some(&e) => e,
+                None => {
+                    let Ok(e) = ne.engine.create_qp() else {
+                        continue;
+                    };
+                    ne.qps.insert(q, e);
+                    ne.dev_qpn.insert(e, q);
+                    e
+                }
+            };
+            let evs = n
+                .ev_profiles
+                .get(&p.ev_profile)
+                .map_or(n.params.max_evs_per_qp, |pr| pr.evs.len() as u32)
+                .clamp(1, 256) as u16;
+            let mut table = EvConfig::new(evs, n.params.num_planes.clamp(1, 4) as u8);
+            table.probe_base_ns = 20_000;
+            table.probe_cap_ns = 2_000_000;
+            let attrs = QpAttrs {
+                hint: Some(QpHint::default()),
+                ev_profile: Some(EvProfile {
+                    table,
+                    format: EvFormat::Udp,
+                    value_base: 0xC000,
+                }),
+                cc_profile: Some(CcProfile::Fixed {
+                    cwnd_bytes: cfg.cwnd_bytes,
+                }),
+                dest_qpn: Some(p.dest_qpn),
+                rq_psn: Some(Psn::new(p.rq_psn)),
+                responder_mpr: Some(cfg.mpr),
+                dynamic_mpr: Some(false),
+                responder_max_wimm: Some(cfg.max_wimm),
+                sq_psn: Some(Psn::new(p.sq_psn)),
+                requester_mpr: Some(cfg.mpr),
+                requester_max_wimm: Some(cfg.max_wimm),
+                retry_cnt: Some(cfg.retry_cnt),
+                timeout: Some(cfg.timeout_exp),
+            };
+            for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+                let cur = ne.engine.qp_state(e);
+                if cur.is_none_or(|c| rank(c) >= rank(target)) {
+                    break;
+                }
+                if cur.is_some_and(|c| rank(c) >= rank(s)) {
+                    continue;
+                }
+                if ne.engine.modify_qp(e, s, &attrs, now).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Hands ring entries of NIC `i` to its engine. True if any moved.
+    fn feed(&mut self, i: usize) -> bool {
+        let mut any = false;
+        let qpns: Vec<u32> = self.nics[i].qps.keys().copied().collect();
+        for qpn in qpns {
+            any |= self.feed_recvs(i, qpn);
+            any |= self.feed_sends(i, qpn);
+        }
+        any
+    }
+
+    fn feed_recvs(&mut self, i: usize, qpn: u32) -> bool {
+        let mut any = false;
+        loop {
+            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+                return any;
+            };
+            if !matches!(q.state, DevQpState::Rtr | DevQpState::Rts) || q.rq_cons == q.rq_prod {
+                return any;
+            }
+            let Some(fab) = self.fabric.as_mut() else {
+                return any;
+            };
+            let ne = &mut fab.engines[i];
+            let Some(&e) = ne.qps.get(&qpn) else {
+                return any;
+            };
+            if ne.engine.post_recv(e, u64::from(q.rq_cons)).is_err() {
+                return any;
+            }
+            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
+                p.rq_cons = p.rq_cons.wrapping_add(1);
+            }
+            any = true;
+        }
+    }
+
+    fn feed_sends(&mut self, i: usize, qpn: u32) -> bool {
+        let mut any = false;
+        loop {
+            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+                return any;
+            };
+            if q.state != DevQpState::Rts || q.sq_cons == q.sq_prod {
+                return any;
+            }
+            let now = self.now_ns;
+            let index = q.sq_cons;
+            let slot = u64::from(index & ((1 << q.sq_log2) - 1));
+            let mut raw = [0u8; 64];
+            let req = self.nics[i]
+                .dev
+                .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
+                .ok()
+                .and_then(|()| SendWqe::read_from_bytes(&raw).ok())
+                .and_then(|w| w.decode().ok());
+            let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
+            let gathered = match &req {
+                Some(r) => self.gather(i, &q, r),
+                None => Err((CqeStatus::LocalQpOperation, 0)),
+            };
+            let (r, data) = match (req, gathered) {
+                (Some(r), Ok(d)) => (r, d),
+                (_, res) => {
+                    let (status, syndrome) = res.err().unwrap_or((CqeStatus::LocalQpOperation, 0));
+                    self.nics[i].counters.send_wqes += 1;
+                    if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
+                        p.sq_cons = index.wrapping_add(1);
+                    }
+                    self.fail_qp(i, qpn, wr_id, index, status, syndrome, now);
+                    return true;
+                }
+            };
+            let Some(fab) = self.fabric.as_mut() else {
+                return any;
+            };
+            let ne = &mut fab.engines[i];
+            let Some(&e) = ne.qps.get(&qpn) else {
+                return any;
+            };
+            let handle = ne.next_handle;
+            let wr = SendWr {
+                wr_id: u64::from(handle),
+                local: LocalBuf { handle, offset: 0 },
+                remote_va: r.remote_va,
+                rkey: r.rkey,
+                len: data.len() as u32,
+                imm: r.imm,
+                signaled: true,
+            };
+            if ne.engine.post_send(e, wr).is_err() {
+                // The engine's send queue is full: the rest waits in the ring.
+                return any;
+            }
+            ne.next_handle = handle.wrapping_add(1);
+            ne.sends.insert(
+                handle,
+                Pending {
+                    qpn,
+                    wr_id,
+                    index,
+                    opcode: if r.imm.is_some() {
+                        CqeOpcode::WriteImm
+                    } else {
+                        CqeOpcode::Write
+                    },
+                    byte_len: data.len() as u32,
+                    signaled: r.flags & SEND_SIGNALED != 0,
+                    data,
+                },
+            );
+            self.nics[i].counters.send_wqes += 1;
+            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
+                p.sq_cons = index.wrapping_add(1);
+            }
+            any = true;
+        }
+    }
+
+    /// An error CQE for ring entry `index`, the QP to ERROR, a QP_FATAL event, and the ring
+    /// backlog flushed once the engine's own completions are drained.
+    #[allow(clippy::too_many_arguments)]
+    fn fail_qp(
+        &mut self,
+        i: usize,
+        qpn: u32,
+        wr_id: u64,
+        index: u32,
+        status: CqeStatus,
+        syndrome: u32,
+        now: u64,
+    ) {
+        let n = &mut self.nics[i];
+        let Some(q) = n.qps.get(&qpn).copied() else {
+            return;
+        };
+        let mut c = cqe(wr_id, status, CqeOpcode::Write, 0, qpn, index);
+        c.syndrome = syndrome;
+        n.post_cqe(q.send_cq, &c, now);
+        self.enter_error(i, qpn, status, syndrome, now);
+    }
+
+    fn enter_error(&mut self, i: usize, qpn: u32, status: CqeStatus, syndrome: u32, now: u64) {
+        let n = &mut self.nics[i];
+        match n.qps.get_mut(&qpn) {
+            Some(p) if p.state != DevQpState::Error => p.state = DevQpState::Error,
+            _ => return,
+        }
+        n.post_event(
+            Event::QpFatal {
+                qpn,
+                status: status as u8,
+                syndrome,
+            },
+            now,
+        );
+        if let Some(fab) = self.fabric.as_mut() {
+            let ne = &mut fab.engines[i];
+            if let Some(&e) = ne.qps.get(&qpn) {
+                let attrs = QpAttrs::default();
+                let _ = ne.engine.modify_qp(e, QpState::Error, &attrs, now);
+            }
+            ne.failed.push(qpn);
+        }
+    }
+
+    /// The local bytes of a send WQE, checked against NIC `i`'s MRs.
+    fn gather(
+        &self,
+        i: usize,
+        q: &super::state::Qp,
+        r: &mrc_abi::device::wqe::SendRequest,
+    ) -> Result<Vec<u8>, (CqeStatus, u32)> {
+        let src = &self.nics[i];
+        let mut data = Vec::new();
+        for s in &r.sges {
+            let mr = src
+                .mrs
+                .get(&s.lkey.get())
+                .filter(|m| m.pd == q.pd)
+                .ok_or((CqeStatus::LocalProtection, s.lkey.get()))?;
+            let len = s.len.get();
+            let iova = mr
+                .translate(s.addr.get(), u64::from(len))
+                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
+            let at = data.len();
+            data.resize(at + len as usize, 0);
+            src.dev
+                .dma_read(Iova(iova), &mut data[at..])
+                .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
+        }
+        Ok(data)
+    }
+
+    /// Moves every packet NIC `i`'s engine wants sent onto its channel. True if any.
+    fn transmit(&mut self, i: usize) -> bool {
+        let now = self.now_ns;
+        let mut any = false;
+        for _ in 0..4096 {
+            let Some(fab) = self.fabric.as_mut() else {
+                return any;
+            };
+            let Some(pkt) = fab.engines[i].engine.poll_transmit(now) else {
+                return any;
+            };
+            any = true;
+            let ne = &fab.engines[i];
+            // Where it goes: the sending QP's peer address.
+            let dest = ne
+                .dev_qpn
+                .get(&pkt.src_qpn)
+                .and_then(|q| self.nics[i].qps.get(q))
+                .and_then(|q| self.nics.iter().position(|n| n.gid == q.remote_addr));
+            let Some(d) = dest else {
+                fab.counters.unroutable += 1;
+                continue;
+            };
+            let plane = pkt.evx.plane;
+            if !port_up(&self.nics, i, plane)
+                || !port_up(&self.nics, d, plane)
+                || fab.plane_dead(plane)
+            {
+                fab.counters.plane_dropped += 1;
+                continue;
+            }
+            let payload: &[u8] = match pkt.body {
+                TxBody::Write { local, .. } => {
+                    let len = pkt.payload_len() as usize;
+                    let off = local.offset as usize;
+                    ne.sends
+                        .get(&local.handle)
+                        .and_then(|p| p.data.get(off..off + len))
+                        .unwrap_or(&[])
+                }
+                _ => &[],
+            };
+            let mut buf = [0u8; FABRIC_MTU];
+            let n = payload.len().min(FABRIC_MTU);
+            buf[..n].copy_from_slice(&payload[..n]);
+            // The link of pair (min, max): `to` 1 is the larger index (and a NIC talking to
+            // itself), 0 the smaller.
+            let to = u8::from(d >= i);
+            fab.link(i, d).send(now, to, pkt, &buf[..n]);
+        }
+        any
+    }
+
+    /// Delivers every due packet. True if any.
+    fn deliver(&mut self) -> bool {
+        let now = self.now_ns;
+        let mut any = false;
+        let keys: Vec<(usize, usize)> = match self.fabric.as_ref() {
+            Some(f) => f.links.keys().copied().collect(),
+            None => return false,
+        };
+        for (a, b) in keys {
+            for _ in 0..8192 {
+                let Some(fab) = self.fabric.as_mut() else {
+                    return any;
+                };
+                let Some(f) = fab.links.get_mut(&(a, b)).and_then(|l| l.pop_due(now)) else {
+                    break;
+                };
+                any = true;
+                let to = if f.to == 0 { a } else { b };
+                let plane = f.pkt.evx.plane;
+                if !port_up(&self.nics, to, plane) || fab.plane_dead(plane) {
+                    fab.counters.plane_dropped += 1;
+                    continue;
+                }
+                let ne = &mut fab.engines[to];
+                let mut pkt = f.pkt;
+                let Some(&e) = ne.qps.get(&pkt.dest_qpn) else {
+                    fab.counters.unknown_qp += 1;
+                    continue;
+                };
+                pkt.dest_qpn = e;
+                let mut repr = pkt.to_repr();
+                repr.mrh.trimmed = f.trim != Trim::None;
+                repr.mrh.trimmed_last_hop = f.trim == Trim::LastHop;
+                let payload_len = if f.trim == Trim::None {
+                    pkt.payload_len()
+                } else {
+                    0
+                };
+                let meta = RxMeta {
+                    payload_len,
+                    ce: f.ce,
+                };
+                if let RxVerdict::Place {
+                    qpn,
+                    slot,
+                    offset,
+                    len,
+                } = ne.engine.handle_packet(now, &repr, meta)
+                {
+                    *ne.msg_bytes.entry((qpn, repr.mrh.msn)).or_default() += len;
+                    if ne.msg_bytes.len() > MSG_BYTES_CAP {
+                        ne.msg_bytes.pop_first();
+                    }
+                    let Some(region) = ne.engine.regions().region(slot) else {
+                        continue;
+                    };
+                    let n = &mut self.nics[to];
+                    let target = n.mrs.get(&(region.rkey & !RKEY_BIT)).and_then(|m| {
+                        m.translate(region.base_va.wrapping_add(offset), u64::from(len))
+                    });
+                    let bytes = f.payload.get(..len as usize);
+                    if let (Some(iova), Some(bytes)) = (target, bytes) {
+                        if n.dev.dma_write(Iova(iova), bytes).is_ok() {
+                            n.counters.bytes_placed += u64::from(len);
+                        }
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// Turns NIC `i`'s engine completions into CQEs. True if any.
+    fn drain(&mut self, i: usize) -> bool {
+        let now = self.now_ns;
+        let mut any = false;
+        loop {
+            let Some(fab) = self.fabric.as_mut() else {
+                return any;
+            };
+            while fab.engines[i].engine.poll_ev_event().is_some() {
+                fab.counters.ev_events += 1;
+            }
+            let ne = &mut fab.engines[i];
+            let Some(c) = ne.engine.poll_completion() else {
+                break;
+            };
+            any = true;
+            let Some(&qpn) = ne.dev_qpn.get(&c.qpn) else {
+                continue;
+            };
+            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+                continue;
+            };
+            match c.kind {
+                CompletionKind::Send => {
+                    let Some(p) = ne.sends.remove(&(c.wr_id as u32)) else {
+                        continue;
+                    };
+                    let n = &mut self.nics[i];
+                    match c.status {
+                        Ok(()) if !p.signaled => {}
+                        Ok(()) => {
+                            let e = cqe(
+                                p.wr_id,
+                                CqeStatus::Success,
+                                p.opcode,
+                                p.byte_len,
+                                qpn,
+                                p.index,
+                            );
+                            n.post_cqe(q.send_cq, &e, now);
+                        }
+                        Err(err) => {
+                            let (status, syndrome) = status_of(err);
+                            let mut e = cqe(p.wr_id, status, p.opcode, p.byte_len, qpn, p.index);
+                            e.syndrome = syndrome;
+                            n.post_cqe(q.send_cq, &e, now);
+                            if status != CqeStatus::WrFlushed {
+                                self.enter_error(i, qpn, status, syndrome, now);
+                            }
+                        }
+                    }
+                }
+                CompletionKind::RecvImm { .. } | CompletionKind::Recv => {
+                    let (imm, byte_len) = match c.kind {
+                        CompletionKind::RecvImm { imm, msn } => {
+                            let len = ne.msg_bytes.remove(&(c.qpn, msn)).unwrap_or(0);
+                            // Earlier messages of this QP are complete too.
+                            ne.msg_bytes
+                                .retain(|k, _| k.0 != c.qpn || (msn.wrapping_sub(k.1) as i16) < 0);
+                            (imm, len)
+                        }
+                        _ => (0, 0),
+                    };
+                    let index = c.wr_id as u32;
+                    let slot = u64::from(index & ((1 << q.rq_log2) - 1));
+                    let n = &mut self.nics[i];
+                    let mut raw = [0u8; 32];
+                    let wr_id = n
+                        .dev
+                        .dma_read(Iova(q.rq_base + slot * 32), &mut raw)
+                        .ok()
+                        .and_then(|()| RecvWqe::read_from_bytes(&raw).ok())
+                        .and_then(|w| w.decode().ok())
+                        .unwrap_or(0);
+                    let (status, syndrome) = match c.status {
+                        Ok(()) => (CqeStatus::Success, 0),
+                        Err(e) => status_of(e),
+                    };
+                    let mut e = cqe(wr_id, status, CqeOpcode::RecvWriteImm, byte_len, qpn, index);
+                    e.imm = Some(imm);
+                    e.syndrome = syndrome;
+                    n.post_cqe(q.recv_cq, &e, now);
+                    if let Some(p) = n.qps.get_mut(&qpn) {
+                        p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
+                    }
+                    if status != CqeStatus::Success && status != CqeStatus::WrFlushed {
+                        self.enter_error(i, qpn, status, syndrome, now);
+                    }
+                }
+            }
+        }
+        // Ring entries the engine never saw complete as flushed, after the engine's own.
+        let failed = match self.fabric.as_mut() {
+            Some(f) => std::mem::take(&mut f.engines[i].failed),
+            None => Vec::new(),
+        };
+        for qpn in failed {
+            self.flush(i, qpn, now);
+        }
+        any
+    }
+
+    /// Nothing in flight and no send outstanding.
+    fn fabric_idle(&self) -> bool {
+        let Some(fab) = self.fabric.as_ref() else {
+            return true;
+        };
+        fab.links.values().all(|l| l.in_flight() == 0)
+            && fab.engines.iter().enumerate().all(|(i, ne)| {
+                ne.sends.is_empty()
+                    && self.nics[i]
+                        .qps
+                        .values()
+                        .all(|q| q.state != DevQpState::Rts || q.sq_cons == q.sq_prod)
+            })
+    }
+
+    /// Runs the fabric until it is idle or the step budget ran out.
+    pub(crate) fn pump(&mut self) {
+        let Some(cfg) = self.fabric_cfg() else { return };
+        let deadline = self.now_ns.saturating_add(cfg.step_budget_ns);
+        self.outage_edges();
+        loop {
+            let mut progress = false;
+            for i in 0..self.nics.len() {
+                self.sync_engine(i);
+                progress |= self.feed(i);
+            }
+            for i in 0..self.nics.len() {
+                progress |= self.transmit(i);
+            }
+            progress |= self.deliver();
+            for i in 0..self.nics.len() {
+                progress |= self.drain(i);
+            }
+            let now = self.now_ns;
+            if let Some(f) = self.fabric.as_mut() {
+                for ne in f.engines.iter_mut() {
+                    ne.engine.handle_timeout(now);
+                }
+            }
+            for i in 0..self.nics.len() {
+                progress |= self.drain(i);
+            }
+            if progress {
+                continue;
+            }
+            if self.fabric_idle() {
+                return;
+            }
+            let Some(f) = self.fabric.as_ref() else {
+                return;
+            };
+            let next = f
+                .links
+                .values()
+                .filter_map(|l| l.next_due())
+                .chain(f.engines.iter().filter_map(|e| e.engine.poll_timeout()))
+                .chain(f.next_edge())
+                .min();
+            match next {
+                Some(t) if t <= deadline => self.now_ns = self.now_ns.max(t),
+                _ => return,
+            }
+            self.outage_edges();
+        }
+    }
+
+    /// Applies outage edges that are due: ports of the plane go down (or up) on every NIC.
+    fn outage_edges(&mut self) {
+        let now = self.now_ns;
+        let mut edges = Vec::new();
+        if let Some(f) = self.fabric.as_mut() {
+            for o in f.outages.iter_mut() {
+                if o.3 == 0 && now >= o.1 {
+                    o.3 = 1;
+                    edges.push((o.0, false));
+                }
+                if o.3 == 1 && now >= o.2 {
+                    o.3 = 2;
+                    edges.push((o.0, true));
+                }
+            }
+        }
+        for (plane, up) in edges {
+            for i in 0..self.nics.len() {
+                for p in 0..self.nics[i].port_link.len() {
+                    if self.nics[i].port_plane(p) == plane {
+                        self.set_link(i, p as u8, up);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The engine of NIC `i` learns that its port on `plane` changed operational state.
+    pub(crate) fn engine_plane(&mut self, i: usize, plane: u8, up: bool) {
+        let now = self.now_ns;
+        if let Some(f) = self.fabric.as_mut() {
+            let e = &mut f.engines[i].engine;
+            if up {
+                e.handle_plane_up(now, plane);
+            } else {
+                e.handle_plane_down(now, plane);
+            }
+        }
+    }
+}
+
+impl Fabric {
+    fn plane_dead(&self, plane: u8) -> bool {
+        self.outages.iter().any(|o| o.0 == plane && o.3 == 1)
+    }
+    fn next_edge(&self) -> Option<u64> {
+        self.outages
+            .iter()
+            .filter_map(|o| match o.3 {
+                0 => Some(o.1),
+                1 => Some(o.2),
+                _ => None,
+            })
+            .min()
+    }
+}
+
+/// NIC `i` has an operational port on `plane`.
+fn port_up(nics: &[NicState], i: usize, plane: u8) -> bool {
+    let n = &nics[i];
+    (0..n.port_link.len())
+        .filter(|&p| n.port_plane(p) == plane)
+        .any(|p| n.port_link[p] && n.port_admin[p])
+}
+
+fn rank(s: QpState) -> u8 {
+    match s {
+        QpState::Reset => 0,
+        QpState::Init => 1,
+        QpState::Rtr => 2,
+        QpState::Rts => 3,
+        QpState::Error => 4,
+    }
+}
+
+fn cqe(wr_id: u64, status: CqeStatus, opcode: CqeOpcode, len: u32, qpn: u32, index: u32) -> Cqe {
+    Cqe {
+        wr_id,
+        status,
+        opcode,
+        byte_len: len,
+        imm: None,
+        qpn,
+        wqe_index: index as u16,
+        solicited: false,
+        syndrome: 0,
+    }
+}

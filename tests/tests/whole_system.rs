@@ -1,0 +1,567 @@
+//! Whole-system tests: several simulated hosts whose NICs run the real MRC engine over seeded
+//! lossy multipath channels (`SimHost::with_fabric`), driven only through the driver's public
+//! API the way an OCP MRC application and controller would: the controller installs EV and CC
+//! profiles, applications create CQs and QPs, exchange connection data over TCP, pre-post
+//! receives and move data with Write and Write-with-Immediate while links and planes fail.
+//!
+//! Every test checks every destination byte, that signaled send completions arrive in posting
+//! order and succeed, and that immediate completions arrive in posting order with the right
+//! immediate and receive `wr_id`. A failing run prints its seed.
+
+use std::net::TcpListener;
+use std::thread;
+use std::time::Duration;
+
+use mrc_driver::api::connect::{exchange_client, exchange_server, ConnInfo};
+use mrc_driver::api::*;
+use mrc_driver::ctl::plan::Clos;
+use mrc_driver::ctl::{self, Controller, EvFormatSpec, NsccParams};
+use mrc_driver::device::DeviceConfig;
+use mrc_sim::nic_host::{ChannelConfig, FabricConfig, SimHost, SimNicConfig};
+
+const BUF: usize = 256 * 1024;
+const T: Duration = Duration::from_secs(5);
+
+/// One connection: a QP with its own send and receive CQs (QP first: it drops before them).
+struct Conn {
+    qp: QueuePair,
+    scq: CompletionQueue,
+    rcq: CompletionQueue,
+}
+
+/// One host: controller and application contexts on its NIC, one MR (source area first half,
+/// destination area second half), the controller's profiles, its connections.
+struct App {
+    conns: Vec<Conn>,
+    ctl: Controller,
+    ctx: Context,
+    pd: ProtectionDomain,
+    mr: MemoryRegion,
+    ev: u32,
+    cc: u32,
+}
+
+/// A new connection of `a` in INIT with the controller's profiles.
+fn add_conn(a: &mut App) -> usize {
+    let scq = a.ctx.create_cq(256, None).expect("send CQ");
+    let rcq = a.ctx.create_cq(256, None).expect("recv CQ");
+    let mut qp =
+        a.pd.create_qp(&QpInitAttr {
+            send_cq: &scq,
+            recv_cq: &rcq,
+            sq_depth: 64,
+            rq_depth: 64,
+            hint: QpHint {
+                bulk: true,
+                ..QpHint::default()
+            },
+        })
+        .expect("QP");
+    qp.modify_init(&InitAttr {
+        ev_profile: a.ev,
+        cc_profile: a.cc,
+    })
+    .expect("INIT");
+    a.conns.push(Conn { qp, scq, rcq });
+    a.conns.len() - 1
+}
+
+fn host_app(host: &SimHost, i: usize) -> App {
+    let nic = &host.nics()[i];
+    let c = Context::from_backend(nic.backend(), &DeviceConfig::default(), Role::Controller)
+        .expect("controller context");
+    let ctx = Context::from_device(c.device(), Role::Application);
+    let ctl = Controller::new(&c).expect("controller");
+    // The controller's part: an SRv6 EXPLICIT EV profile from the path planner, an NSCC
+    // profile.
+    let fmt = ctl
+        .create_ev_format_profile(&EvFormatSpec::srv6(0xfcbb_bb00))
+        .expect("format profile");
+    let clos = Clos {
+        planes: 4,
+        tiers: 2,
+        leaves: 8,
+        spines: 32,
+        pods: 0,
+        cores: 0,
+        hosts_per_leaf: 4,
+        block: 0xfcbb_bb00,
+    };
+    let evs = clos.plan(i as u32, (i as u32 + 1) % 32, 128).expect("plan");
+    let ev = ctl::install_plan(&ctl, fmt, &evs, 16).expect("EV profile");
+    let cc = ctl
+        .create_cc_profile(&NsccParams::default())
+        .expect("CC profile");
+    // The application's part.
+    let pd = ctx.alloc_pd().expect("PD");
+    let mr = pd.reg_mr(BUF, Access::ALL).expect("MR");
+    let mut a = App {
+        conns: Vec::new(),
+        ctl,
+        ctx,
+        pd,
+        mr,
+        ev,
+        cc,
+    };
+    add_conn(&mut a);
+    a
+}
+
+fn info(a: &App, c: usize) -> ConnInfo {
+    let qpn = a.conns[c].qp.qpn();
+    ConnInfo {
+        qpn,
+        psn: 0x00ff_ff00 + qpn,
+        rkey: a.mr.rkey(),
+        addr: a.mr.addr(),
+        len: BUF as u64,
+        gid: a.ctx.gid(),
+    }
+}
+
+/// Exchanges connection data between `server` and `client` over loopback TCP, as the OCP
+/// examples do out of band; returns (what the server learnt, what the client learnt).
+fn exchange(server: (&App, usize), client: (&App, usize)) -> (ConnInfo, ConnInfo) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let si = info(server.0, server.1);
+    let t = thread::spawn(move || exchange_server(&listener, &si, T).expect("server exchange"));
+    let of_client = exchange_client(addr, &info(client.0, client.1), T).expect("client exchange");
+    (t.join().expect("server thread"), of_client)
+}
+
+/// RTR with the peer's data (what it sends us) and RTS with our own first PSN.
+fn connect(a: &mut App, c: usize, peer: &ConnInfo) {
+    let own = info(a, c).psn;
+    let qp = &mut a.conns[c].qp;
+    qp.modify_rtr(&RtrAttr {
+        dest_qpn: peer.qpn,
+        remote_addr: peer.gid,
+        rq_psn: peer.psn,
+        responder_mpr: 4,
+        max_wimm: 8,
+        dynamic_mpr: false,
+    })
+    .expect("RTR");
+    qp.modify_rts(&RtsAttr {
+        sq_psn: own,
+        requester_mpr: 4,
+        max_wimm: 8,
+        retry_count: 25,
+        ack_timeout_exp: 7,
+    })
+    .expect("RTS");
+}
+
+/// A seeded stream of 64-bit values.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One message of a workload: local pieces, remote offset, immediate, signaled.
+#[derive(Clone, Debug)]
+struct Msg {
+    wr_id: u64,
+    pieces: Vec<(u64, u32)>,
+    remote_off: u64,
+    imm: Option<u32>,
+    signaled: bool,
+}
+
+impl Msg {
+    fn len(&self) -> u64 {
+        self.pieces.iter().map(|p| u64::from(p.1)).sum()
+    }
+}
+
+/// `count` messages from source area `[0, BUF/2)` to destination area `[BUF/2, BUF)`: sizes up
+/// to `max_len`, a third with two scatter-gather pieces, half with an immediate, a fifth of the
+/// plain writes unsignaled (the last message is always signaled).
+fn workload(rng: &mut Rng, tag: u64, count: usize, max_len: u64) -> Vec<Msg> {
+    let half = BUF as u64 / 2;
+    let (mut src, mut dst) = (0u64, half);
+    let mut out = Vec::new();
+    for k in 0..count {
+        let len = 1 + rng.below(max_len);
+        if src + len + 64 > half || dst + len > BUF as u64 {
+            break;
+        }
+        let pieces = if len > 1 && rng.below(3) == 0 {
+            let a = 1 + rng.below(len - 1);
+            // A gap between the pieces: they must still land contiguously.
+            vec![(src, a as u32), (src + a + 64, (len - a) as u32)]
+        } else {
+            vec![(src, len as u32)]
+        };
+        src += len + 64;
+        let imm = (rng.below(2) == 0).then(|| rng.next() as u32);
+        let signaled = imm.is_some() || k + 1 == count || rng.below(5) != 0;
+        out.push(Msg {
+            wr_id: tag << 32 | k as u64,
+            pieces,
+            remote_off: dst,
+            imm,
+            signaled,
+        });
+        dst += len;
+    }
+    if let Some(m) = out.last_mut() {
+        m.signaled = true;
+    }
+    out
+}
+
+fn fill(mr: &MemoryRegion, seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed | 1);
+    let bytes: Vec<u8> = (0..BUF / 2).map(|_| r.next() as u8).collect();
+    mr.write(0, &bytes).expect("fill");
+    bytes
+}
+
+/// Posts `msgs` on connection `c` of `a` to `peer` in batches of `batch` (one doorbell each).
+fn post(a: &mut App, c: usize, peer: &ConnInfo, msgs: &[Msg], batch: usize) {
+    for chunk in msgs.chunks(batch) {
+        let sges: Vec<Vec<Sge>> = chunk
+            .iter()
+            .map(|m| {
+                m.pieces
+                    .iter()
+                    .map(|&(o, l)| a.mr.sge(o, l).expect("sge"))
+                    .collect()
+            })
+            .collect();
+        let wrs: Vec<SendWr> = chunk
+            .iter()
+            .zip(&sges)
+            .map(|(m, sg)| SendWr {
+                wr_id: m.wr_id,
+                op: m.imm.map_or(WriteOp::Write, WriteOp::WriteImm),
+                sg_list: sg,
+                remote_addr: peer.addr + m.remote_off,
+                rkey: peer.rkey,
+                signaled: m.signaled,
+                solicited: false,
+                fence: false,
+            })
+            .collect();
+        a.conns[c].qp.post_send(&wrs).expect("post_send");
+    }
+}
+
+fn pre_post_recvs(b: &mut App, c: usize, msgs: &[Msg]) {
+    let recvs: Vec<RecvWr> = msgs
+        .iter()
+        .filter(|m| m.imm.is_some())
+        .map(|m| RecvWr {
+            wr_id: m.wr_id ^ 0xdead,
+        })
+        .collect();
+    for chunk in recvs.chunks(32) {
+        b.conns[c].qp.post_recv(chunk).expect("post_recv");
+    }
+}
+
+fn poll_all(cq: &mut CompletionQueue, want: usize) -> Vec<WorkCompletion> {
+    let mut out = Vec::new();
+    let mut buf = [WorkCompletion::default(); 16];
+    for _ in 0..10_000 {
+        let k = cq.poll(&mut buf).expect("poll");
+        out.extend_from_slice(&buf[..k]);
+        if out.len() >= want && k == 0 {
+            break;
+        }
+    }
+    out
+}
+
+/// Checks what connection `fc` of `from` sent to connection `tc` of `to`: completions on both
+/// sides and every byte.
+fn check(seed: u64, from: (&mut App, usize), to: (&mut App, usize), msgs: &[Msg], src: &[u8]) {
+    let ((from, fc), (to, tc)) = (from, to);
+    let signaled: Vec<u64> = msgs
+        .iter()
+        .filter(|m| m.signaled)
+        .map(|m| m.wr_id)
+        .collect();
+    let sc = poll_all(&mut from.conns[fc].scq, signaled.len());
+    for c in &sc {
+        assert_eq!(
+            c.status,
+            CqeStatus::Success,
+            "seed {seed}: send completion {c:?}"
+        );
+    }
+    let got: Vec<u64> = sc.iter().map(|c| c.wr_id).collect();
+    assert_eq!(
+        got, signaled,
+        "seed {seed}: signaled send completions in posting order"
+    );
+    let imms: Vec<(u64, Option<u32>, u32)> = msgs
+        .iter()
+        .filter_map(|m| m.imm.map(|i| (m.wr_id ^ 0xdead, Some(i), m.len() as u32)))
+        .collect();
+    let rc = poll_all(&mut to.conns[tc].rcq, imms.len());
+    let got: Vec<(u64, Option<u32>, u32)> = rc
+        .iter()
+        .map(|c| {
+            assert_eq!(c.status, CqeStatus::Success, "seed {seed}: {c:?}");
+            assert_eq!(c.opcode, CqeOpcode::RecvWriteImm);
+            (c.wr_id, c.imm, c.byte_len)
+        })
+        .collect();
+    assert_eq!(
+        got, imms,
+        "seed {seed}: immediates in posting order, right receive, value and length"
+    );
+    // Every byte of every message, and nothing outside them.
+    let mut dst = vec![0u8; BUF];
+    to.mr.read(0, &mut dst).expect("read");
+    let half = BUF / 2;
+    let mut expect = dst[..half].to_vec();
+    expect.resize(BUF, 0);
+    let mut end = half;
+    for m in msgs {
+        let mut at = m.remote_off as usize;
+        for &(o, l) in &m.pieces {
+            let (o, l) = (o as usize, l as usize);
+            expect[at..at + l].copy_from_slice(&src[o..o + l]);
+            at += l;
+        }
+        end = end.max(m.remote_off as usize + m.len() as usize);
+    }
+    if let Some(i) = (half..BUF).find(|&i| dst[i] != expect[i]) {
+        panic!(
+            "seed {seed}: destination byte {i} is {:#x}, expected {:#x} (messages end at {end})",
+            dst[i], expect[i]
+        );
+    }
+    let qp = &from.conns[fc].qp;
+    assert_eq!(
+        qp.sq_free(),
+        qp.sq_depth(),
+        "seed {seed}: every WQE retired"
+    );
+}
+
+fn lossy(seed: u64) -> FabricConfig {
+    FabricConfig {
+        seed,
+        channel: ChannelConfig {
+            latency_ns: 1_500,
+            loss_ppm: 10_000,
+            dup_ppm: 5_000,
+            trim_ppm: 10_000,
+            reorder_ppm: 50_000,
+            reorder_extra_ns: 2_000,
+            ce_ppm: 20_000,
+            ..ChannelConfig::default()
+        },
+        ..FabricConfig::default()
+    }
+}
+
+fn port_events(a: &App) -> (usize, usize) {
+    let (mut down, mut up) = (0, 0);
+    while let Some(e) = a.ctl.poll_event().expect("event") {
+        match e.event {
+            Event::PortDown { .. } => down += 1,
+            Event::PortUp { .. } => up += 1,
+            _ => {}
+        }
+    }
+    (down, up)
+}
+
+/// Three hosts in a ring (0 -> 1 -> 2 -> 0), lossy reordering channels, and plane 1 failing
+/// shortly after the first doorbell and coming back later. Each host has two connections:
+/// 0 sends to the next host, 1 receives from the previous one.
+fn ring_with_plane_failure(seed: u64) {
+    let cfgs = [4, 5, 6].map(SimNicConfig::numbered);
+    let host = SimHost::with_fabric(&cfgs, lossy(seed)).expect("host");
+    let mut apps: Vec<App> = (0..3).map(|i| host_app(&host, i)).collect();
+    for a in apps.iter_mut() {
+        assert_eq!(add_conn(a), 1);
+    }
+    // Host i's sending connection 0 pairs with host i+1's receiving connection 1.
+    let mut peer_of_sender = Vec::new();
+    for i in 0..3 {
+        let j = (i + 1) % 3;
+        let (of_sender, of_receiver) = exchange((&apps[j], 1), (&apps[i], 0));
+        assert_eq!(of_receiver.qpn, apps[j].conns[1].qp.qpn());
+        connect(&mut apps[j], 1, &of_sender);
+        peer_of_sender.push(of_receiver);
+    }
+    for i in 0..3 {
+        let peer = peer_of_sender[i];
+        connect(&mut apps[i], 0, &peer);
+    }
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let sources: Vec<Vec<u8>> = apps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| fill(&a.mr, seed + i as u64))
+        .collect();
+    let loads: Vec<Vec<Msg>> = (0..3)
+        .map(|i| workload(&mut rng, i as u64 + 1, 40, 12_000))
+        .collect();
+    // Receivers pre-post (MRC has no RNR).
+    for (i, load) in loads.iter().enumerate() {
+        pre_post_recvs(&mut apps[(i + 1) % 3], 1, load);
+    }
+    let t0 = host.now_ns();
+    host.schedule_plane_outage(1, t0 + 3_000, t0 + 400_000);
+    // All three hosts transmit at once: the NICs hold their doorbells while the applications
+    // post, and run together once released.
+    for n in host.nics() {
+        n.hold_doorbells(true);
+    }
+    for (i, load) in loads.iter().enumerate() {
+        let peer = peer_of_sender[i];
+        post(&mut apps[i], 0, &peer, load, 8);
+    }
+    for n in host.nics() {
+        n.hold_doorbells(false);
+    }
+    host.advance_to(t0 + 400_001);
+    for (i, load) in loads.iter().enumerate() {
+        let to = (i + 1) % 3;
+        let (a, b) = if i < to {
+            let (x, y) = apps.split_at_mut(to);
+            (&mut x[i], &mut y[0])
+        } else {
+            let (x, y) = apps.split_at_mut(i);
+            (&mut y[0], &mut x[to])
+        };
+        check(seed, (a, 0), (b, 1), load, &sources[i]);
+    }
+    let c = host.fabric_counters().expect("fabric mode");
+    eprintln!("seed {seed}: {c:?} end {} ns", host.now_ns());
+    assert!(
+        c.plane_dropped > 0,
+        "seed {seed}: the outage hit traffic: {c:?}"
+    );
+    assert!(
+        c.channel.lost > 0 && c.retransmits > 0,
+        "seed {seed}: {c:?}"
+    );
+    for a in &apps {
+        let (down, up) = port_events(a);
+        assert!(
+            down >= 1 && up >= 1,
+            "seed {seed}: PORT_DOWN and PORT_UP seen ({down}, {up})"
+        );
+    }
+}
+
+#[test]
+fn three_hosts_ring_survives_plane_failure_and_loss() {
+    for seed in [1, 2] {
+        ring_with_plane_failure(seed);
+    }
+}
+
+#[test]
+#[ignore = "campaign: cargo test -p mrc-tests -- --ignored"]
+fn ring_campaign() {
+    for seed in 3..40 {
+        ring_with_plane_failure(seed);
+    }
+}
+
+/// Two hosts, a blackholed EV and 2 % loss; a cable of host 0 is pulled between two batches
+/// and plugged back in before the third.
+fn cable_pull(cfg: FabricConfig) {
+    let seed = cfg.seed;
+    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), cfg).expect("host");
+    let mut a = host_app(&host, 0);
+    let mut b = host_app(&host, 1);
+    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
+    connect(&mut a, 0, &of_b);
+    connect(&mut b, 0, &of_a);
+    let src = fill(&a.mr, 99);
+    let mut rng = Rng(seed);
+    let msgs = workload(&mut rng, 9, 60, 4_000);
+    pre_post_recvs(&mut b, 0, &msgs);
+    let third = msgs.len() / 3;
+    post(&mut a, 0, &of_b, &msgs[..third], 4);
+    host.nics()[0].set_link(2, false);
+    post(&mut a, 0, &of_b, &msgs[third..2 * third], 4);
+    host.nics()[0].set_link(2, true);
+    post(&mut a, 0, &of_b, &msgs[2 * third..], 4);
+    host.run();
+    check(seed, (&mut a, 0), (&mut b, 0), &msgs, &src);
+    let (down, up) = port_events(&a);
+    assert_eq!((down, up), (1, 1), "one cable pull, one plug");
+    let c = host.fabric_counters().expect("fabric mode");
+    assert!(c.channel.blackholed > 0, "{c:?}");
+}
+
+fn blackhole_and_loss(seed: u64) -> FabricConfig {
+    let mut cfg = lossy(seed);
+    cfg.channel.loss_ppm = 20_000;
+    cfg.channel.blackhole_ev = Some(5);
+    cfg
+}
+
+#[test]
+fn cable_pull_and_blackholed_ev_between_batches() {
+    cable_pull(blackhole_and_loss(7));
+}
+
+/// The checker above is not vacuous: with the engine's planted bug (a last-hop trim NACK taken
+/// as an ACK) and frequent trims, it fails.
+#[test]
+fn planted_engine_bug_is_caught() {
+    let mut cfg = blackhole_and_loss(7);
+    cfg.channel.trim_ppm = 100_000;
+    cfg.channel.trim_last_hop_ppm = 1_000_000;
+    cfg.planted_bug = true;
+    let caught = std::panic::catch_unwind(|| cable_pull(cfg));
+    assert!(caught.is_err(), "the planted bug went unnoticed");
+    // The same channel without the bug passes.
+    cfg.planted_bug = false;
+    cable_pull(cfg);
+}
+
+/// A write with a wrong rkey is NACKed by the peer's engine: the requester sees a
+/// REMOTE_ACCESS completion, its QP goes to ERROR, and the next request is flushed.
+#[test]
+fn bad_rkey_is_a_remote_access_error_through_the_engine() {
+    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), FabricConfig::default())
+        .expect("host");
+    let mut a = host_app(&host, 0);
+    let mut b = host_app(&host, 1);
+    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
+    connect(&mut a, 0, &of_b);
+    connect(&mut b, 0, &of_a);
+    let sg = [a.mr.sge(0, 100).expect("sge")];
+    let wr = SendWr {
+        wr_id: 1,
+        op: WriteOp::Write,
+        sg_list: &sg,
+        remote_addr: of_b.addr,
+        rkey: of_b.rkey ^ 0x40,
+        signaled: true,
+        solicited: false,
+        fence: false,
+    };
+    let conn = &mut a.conns[0];
+    conn.qp.post_send(&[wr]).expect("post");
+    let c = poll_all(&mut conn.scq, 1);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].status, CqeStatus::RemoteAccess, "{c:?}");
+    assert_eq!(conn.qp.query_state().expect("query"), QpState::Error);
+    let mut z = vec![0u8; 100];
+    b.mr.read(0, &mut z).expect("read");
+    assert!(z.iter().all(|x| *x == 0), "nothing placed");
+}
