@@ -91,7 +91,7 @@ fn errors_exit_2_with_a_message_and_no_panic() {
         ),
         (
             vec!["run", "tiny", "--reorder-tx", "0"],
-            "nic.reorder_tx: must be 1..=512".into(),
+            "nic.reorder_tx: must be 1..=63".into(),
         ),
         (
             vec!["bogus"],
@@ -132,8 +132,8 @@ fn json_has_the_schema_fields_and_is_deterministic() {
     let ts = a["transports"].as_array().unwrap();
     let names: Vec<&str> = ts.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["mrc", "mrc-1ev", "roce-ecmp", "spray-oblivious"]);
-    for t in &ts[..2] {
-        assert!(t["error"].is_null());
+    for t in ts {
+        assert!(t["error"].is_null(), "{}", t["name"]);
         assert!(t["completion_over_ideal"].as_f64().unwrap() >= 1.0);
         assert!(t["max_stall_us"].as_f64().is_some());
         for q in ["p50", "p99", "max"] {
@@ -142,9 +142,6 @@ fn json_has_the_schema_fields_and_is_deterministic() {
         assert_eq!(t["flows_completed"], 8);
         assert!(t["drops"].is_object());
     }
-    // Not built yet: an error, null figures, the run went on.
-    assert!(ts[2]["error"].as_str().unwrap().contains("not built"));
-    assert!(ts[2]["completion_over_ideal"].is_null());
     // Same seed, same JSON (the wall clock aside).
     let mut b = json_of(&["run", "tiny", "--seed", "7"], "b.json");
     let mut a = a;
@@ -179,9 +176,10 @@ fn transport_and_svg_options() {
         assert!(s.starts_with("<svg") && s.contains("<polyline"), "{f}");
     }
     let _ = std::fs::remove_dir_all(dir);
-    // Only transports the NIC cannot run: exit 1.
+    // The RoCE baseline alone (its own NIC model on a lossless fabric).
     let o = run(&["run", "tiny", "--transport", "roce-ecmp"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("roce-ecmp"));
 }
 
 fn tshark_or_skip() -> bool {

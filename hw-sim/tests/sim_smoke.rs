@@ -1,11 +1,11 @@
-//! Smoke tests of the whole simulator: tiny scenarios, both transports.
+//! Smoke tests of the whole simulator: tiny scenarios, every transport.
 
 use mrc_sim::nic::Transport;
 use mrc_sim::run::{format_table, run, Scenario};
 
 #[test]
 fn tiny_runs_complete_with_every_byte_acknowledged() {
-    for t in [Transport::Mrc, Transport::Mrc1Ev] {
+    for t in Transport::ALL {
         let sc = Scenario::tiny(t);
         let r = run(&sc).expect("tiny scenario is valid");
         assert_eq!(
@@ -35,7 +35,7 @@ fn tiny_runs_complete_with_every_byte_acknowledged() {
 
 #[test]
 fn same_seed_same_report() {
-    for t in [Transport::Mrc, Transport::Mrc1Ev] {
+    for t in Transport::ALL {
         let sc = Scenario::tiny(t);
         let a = run(&sc).unwrap();
         let b = run(&sc).unwrap();
@@ -46,7 +46,7 @@ fn same_seed_same_report() {
 
 #[test]
 fn fabric_conserves_packets() {
-    for t in [Transport::Mrc, Transport::Mrc1Ev] {
+    for t in Transport::ALL {
         let r = run(&Scenario::tiny(t)).unwrap();
         assert!(r.conserved, "{:?}", r.totals);
         assert!(r.totals.injected > 0);

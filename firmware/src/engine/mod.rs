@@ -56,5 +56,5 @@ pub use packet::{
     TxBody, TxPacket,
 };
 pub use qp::{Attr, CcProfile, EvProfile, QpAttrs, QpError, QpHint, QpState};
-pub use requester::RequesterCounters;
+pub use requester::{Reorder, RequesterCounters};
 pub use responder::ResponderCounters;

@@ -21,7 +21,7 @@ use crate::engine::conn::{
 };
 use crate::engine::packet::{Completion, CompletionError, SendWr, TxBody, TxPacket};
 use crate::engine::qp::{transition_allowed, QpAttrs, QpError, QpState};
-use crate::engine::requester::Requester;
+use crate::engine::requester::{Reorder, Requester};
 use crate::engine::responder::Responder;
 use crate::engine::timer_wheel::{TimerId, TimerWheel};
 
@@ -50,6 +50,10 @@ pub struct EngineConfig {
     /// inside the ACK's 64-bit SACK bitmap, so 64 or more never infers a loss (every loss
     /// then waits for the ACK timeout: 987 us instead of 221 us in that scenario).
     pub reorder_tx: u32,
+    /// ... and once the newest acknowledged transmission left at least this many ns after the
+    /// hole's (RACK's reordering window; 0 = the count alone decides). See
+    /// [`Reorder`].
+    pub reorder_ns: u32,
     /// Test only: forget to retransmit on `TRIMMED_LAST_HOP` (the planted bug the test kit's
     /// checker must catch).
     #[cfg(feature = "testkit")]
@@ -63,6 +67,7 @@ impl Default for EngineConfig {
             ack: AckGenConfig::default(),
             tick_ns: 256,
             reorder_tx: 32,
+            reorder_ns: 0,
             #[cfg(feature = "testkit")]
             planted_bug: false,
         }
@@ -305,7 +310,11 @@ impl<
             }
             QpState::Rts => {
                 let p = attrs.rts_params(WIN, SQ)?;
-                let (mtu, reorder) = (self.cfg.mtu_payload, self.cfg.reorder_tx);
+                let mtu = self.cfg.mtu_payload;
+                let reorder = Reorder {
+                    tx: self.cfg.reorder_tx,
+                    ns: self.cfg.reorder_ns,
+                };
                 let bug = self.planted_bug();
                 let qp = self.qp_mut(qpn)?;
                 qp.req = Some(Requester::new(&p, mtu, reorder, bug));

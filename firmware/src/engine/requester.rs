@@ -15,8 +15,8 @@
 //!   and (for the first packet of a Write-with-Immediate) fewer than `max_wimm` are in flight.
 //!   Retransmissions go first and only need CC room.
 //! - **ACK**: everything before `cum_psn` and every SACK bit is acknowledged. A hole below the
-//!   highest SACKed PSN whose last transmission is at least `reorder_tx` transmissions older
-//!   than the newest acknowledged one is an **untrimmed loss**: its EV is retired
+//!   highest SACKed PSN whose last transmission is at least [`Reorder::tx`] transmissions and
+//!   [`Reorder::ns`] nanoseconds older than the newest acknowledged one is an **untrimmed loss**: its EV is retired
 //!   (`EvTable::handle_loss`) and it is retransmitted on a different EV.
 //! - **NACK** by reason: `TRIMMED` / `TRIMMED_LAST_HOP` retransmit and keep the EV (counted as
 //!   a trim); `OUT_OF_WINDOW` retransmits; `TOO_MANY_WIMM` waits for the timeout; fatal
@@ -43,14 +43,31 @@ const F_PENDING: u8 = 4;
 /// Retransmit on a different EV than the last one.
 const F_AVOID: u8 = 8;
 
-/// Per-PSN transmit state (12 bytes).
+/// Per-PSN transmit state (16 bytes).
 #[derive(Clone, Copy, Debug, Default)]
 struct TxSlot {
     tx_seq: u32,
+    /// Low 32 bits of the send time (ns); differences are taken modulo 2^32 (4.29 s).
+    sent_ns: u32,
     ev: u16,
     len: u16,
     plane: u8,
     flags: u8,
+}
+
+/// When a SACK hole counts as an untrimmed loss: the newest acknowledged transmission left at
+/// least `tx` transmissions **and** at least `ns` nanoseconds after the hole's (the time rule
+/// is RACK's, RFC 8985: a packet sent `ns` before one that already arrived is lost, whatever
+/// the RTT). Spraying reorders by the paths' delay skew, which is a time; the count alone
+/// must then be set to the packets sent during that skew, which depends on the rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Reorder {
+    /// Later transmissions acknowledged (1..=63: a hole is judged only inside the ACK's
+    /// 64-bit SACK bitmap).
+    pub tx: u32,
+    /// Send-time gap in ns (0: the count alone decides).
+    pub ns: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -132,6 +149,9 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     inflight_bytes: u64,
     tx_seq: u32,
     max_acked_seq: u32,
+    /// The latest send time (low 32 bits, ns) of a transmission known delivered: the one with
+    /// `max_acked_seq`, or an ACK's echoed timestamp.
+    max_acked_sent_ns: u32,
     /// The SACK bits already applied (`sack_done_bits` relative to `sack_done_base`): ACKs
     /// repeat their 64-bit bitmap until the hole below it is filled, so only the bits not seen
     /// before need work. Purely an optimisation: acknowledging twice is harmless.
@@ -141,7 +161,7 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     mpr_psns: u32,
     max_wimm: u16,
     wimm_inflight: u16,
-    reorder_tx: u32,
+    reorder: Reorder,
     mtu: u32,
     error: Option<CompletionError>,
     in_error: bool,
@@ -173,8 +193,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     const CAPACITY_OK: () = assert!(WIN >= 64 && SQ >= 1, "Requester needs WIN >= 64, SQ >= 1");
 
     /// A requester from validated RTS attributes; `mtu` payload bytes per packet (`1..=65535`),
-    /// loss inferred after `reorder_tx` later transmissions are acknowledged.
-    pub fn new(p: &RtsParams, mtu: u32, reorder_tx: u32, planted_bug: bool) -> Self {
+    /// loss inferred by the `reorder` rule.
+    pub fn new(p: &RtsParams, mtu: u32, reorder: Reorder, planted_bug: bool) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         Requester {
@@ -189,13 +209,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             inflight_bytes: 0,
             tx_seq: 0,
             max_acked_seq: 0,
+            max_acked_sent_ns: 0,
             sack_done_base: p.sq_psn,
             sack_done_bits: 0,
             retry: p.retry,
             mpr_psns: p.mpr_psns.min(WIN as u32),
             max_wimm: p.max_wimm,
             wimm_inflight: 0,
-            reorder_tx: reorder_tx.max(1),
+            reorder: Reorder {
+                tx: reorder.tx.max(1),
+                ns: reorder.ns,
+            },
             mtu: mtu.clamp(1, u32::from(u16::MAX)),
             error: None,
             in_error: false,
@@ -422,6 +446,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if let Some(s) = self.slot_mut(psn) {
             *s = TxSlot {
                 tx_seq: seq,
+                sent_ns: now_ns as u32,
                 ev,
                 len,
                 plane,
@@ -449,6 +474,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let (len, seq) = (u64::from(s.len), s.tx_seq);
         if (seq.wrapping_sub(self.max_acked_seq) as i32) > 0 {
             self.max_acked_seq = seq;
+            if (s.sent_ns.wrapping_sub(self.max_acked_sent_ns) as i32) > 0 {
+                self.max_acked_sent_ns = s.sent_ns;
+            }
         }
         if was_inflight {
             self.inflight_bytes = self.inflight_bytes.saturating_sub(len);
@@ -543,6 +571,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 acked_bytes += self.mark_acked(psn, ev);
             }
         }
+        // The packet that triggered this ACK arrived: its send time (echoed, `rtt_ns` ago) is
+        // a delivered transmission too, even when its PSN lies beyond the SACK bitmap.
+        if rtt_ns > 0 {
+            let echoed = (now_ns as u32).wrapping_sub(rtt_ns as u32);
+            if (echoed.wrapping_sub(self.max_acked_sent_ns) as i32) > 0 {
+                self.max_acked_sent_ns = echoed;
+            }
+        }
         // Loss inference: holes below the highest SACKed PSN, old enough.
         if a.sack_bitmap != 0 {
             let hi = 63 - a.sack_bitmap.leading_zeros();
@@ -556,7 +592,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 }
                 let s = self.slot(psn);
                 let age = self.max_acked_seq.wrapping_sub(s.tx_seq) as i32;
-                if s.flags & F_INFLIGHT != 0 && age >= self.reorder_tx as i32 {
+                let gap_ns = self.max_acked_sent_ns.wrapping_sub(s.sent_ns) as i32;
+                if s.flags & F_INFLIGHT != 0
+                    && age >= self.reorder.tx as i32
+                    && i64::from(gap_ns) >= i64::from(self.reorder.ns)
+                {
                     if let Some(lost) = self.mark_pending(psn, true) {
                         self.counters.losses_inferred += 1;
                         let _ = ev.handle_loss(lost.ev, now_ns);

@@ -22,7 +22,8 @@
 //!   `(ev_index / planes) % path_count(src, dst)` (EV `i` sits on plane `i % planes`, so this
 //!   spreads each plane's EVs over every path). For [`Transport::Mrc1Ev`] every packet of a
 //!   connection direction is pinned to one plane and one ECMP flow hash, so it follows one path
-//!   that switches may reroute only after reconvergence.
+//!   that switches may reroute only after reconvergence. For [`Transport::SprayOblivious`]
+//!   every packet takes a uniformly random plane and uSID path ([`spray`]), whatever its EV.
 //! - **Side table**: the MRC headers do not travel in the fabric's `Copy` metadata. The fabric
 //!   packet carries a tag (`transport_tag`) naming a slot of the sending NIC's side table (a
 //!   bounded ring of [`SIDE_SLOTS`] [`TxPacket`]s). A delivery whose slot was overwritten is
@@ -69,7 +70,7 @@ use mrc_firmware::engine::{
 
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
-use crate::core::time::{Duration, Time, PS_PER_NS};
+use crate::core::time::{Duration, Time, PS_PER_NS, PS_PER_S};
 use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, PortId, Route, TransportKind};
 use crate::workload::{Flow, FlowResult};
 use flows::{wr_id, wr_parts, FlowTable};
@@ -171,6 +172,8 @@ pub struct Nic {
     touched: Vec<u32>,
     /// QPs whose stall bookkeeping is due (they sent, heard or got work).
     stall_dirty: Vec<u32>,
+    /// `spray-oblivious`: the per-packet random route (None for the other transports).
+    spray: Option<spray::SpraySelector>,
     counters: NicCounters,
 }
 
@@ -199,15 +202,19 @@ impl Nic {
         if cfg.planes == 0 || cfg.planes > 4 {
             return Err(NicError::Config("planes must be 1..=4"));
         }
-        if matches!(
-            cfg.transport,
-            Transport::RoceEcmp | Transport::SprayOblivious
-        ) {
-            return Err(NicError::Config("transport not built yet"));
+        if cfg.transport == Transport::RoceEcmp {
+            // RoCE is its own NIC model (`roce::RoceNic`); the run picks it.
+            return Err(NicError::Config(
+                "roce-ecmp runs on roce::RoceNic, not the MRC NIC",
+            ));
         }
         let ecfg = EngineConfig {
             mtu_payload: cfg.mtu_payload,
             reorder_tx: cfg.reorder_tx,
+            // RACK's window: a hole is lost once a packet sent one unloaded fabric RTT after
+            // it arrived. Spraying's reordering is the paths' queueing skew (measured on the
+            // default run: 2-3 us at 4.7 us RTT; 1 us windows infer 78k spurious losses).
+            reorder_ns: u32::try_from(cfg.base_rtt.as_ps() / PS_PER_NS).unwrap_or(u32::MAX),
             ack: AckGenConfig {
                 coalesce_pkts: ACK_COALESCE_PKTS,
                 coalesce_ns: ACK_COALESCE_NS,
@@ -216,10 +223,8 @@ impl Nic {
             ..EngineConfig::default()
         };
         let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes));
-        // The fabric's unloaded RTT. Telling NSCC more (adding the ACK coalescing and port
-        // backlog every sample carries) lets windows grow past the BDP; the extra queueing then
-        // reorders sprayed packets beyond `reorder_tx` and the engine infers losses that are not
-        // (measured: 1.21x -> 2x of ideal on the default permutation). See `cc_base_rtt`.
+        // NSCC's base RTT is the fabric's unloaded RTT: its queueing delay is the samples'
+        // excess over it. See `cc_base_rtt`.
         let rtt_ns = (cfg.base_rtt.as_ps() / PS_PER_NS).max(1);
         let mut nscc = NsccParams::for_link(nic_bps, rtt_ns, cfg.mtu_payload)
             .map_err(|_| NicError::Engine("NSCC parameters"))?;
@@ -227,6 +232,16 @@ impl Nic {
         // grow to the whole): 63 QPs of an all-to-all each starting at the full BDP put 63
         // BDPs into the fabric at once (measured: 2.5x -> 2.0x of ideal on a 64-host
         // all-to-all; a permutation, one sending QP, is unchanged).
+        // The window must cover what an ACK really takes on an idle fabric (coalescing and the
+        // NIC's port backlog on top of the fabric RTT, `cc_base_rtt`), or a lone QP cannot
+        // fill its link (measured: p50 FCT 203 -> 192 us on the default permutation without
+        // the failure); NSCC's delay target stays on the fabric RTT.
+        let loaded_bdp = u64::try_from(
+            u128::from(nic_bps) * u128::from(cc_base_rtt(&cfg).as_ps()) / 8 / u128::from(PS_PER_S),
+        )
+        .unwrap_or(u64::MAX);
+        nscc.init_cwnd_bytes = nscc.init_cwnd_bytes.max(loaded_bdp);
+        nscc.max_cwnd_bytes = nscc.max_cwnd_bytes.max(loaded_bdp.saturating_mul(3) / 2);
         let mut senders: Vec<u32> = flows.iter().map(|f| f.dst).collect();
         senders.sort_unstable();
         senders.dedup();
@@ -303,6 +318,8 @@ impl Nic {
             fw_armed: None,
             touched: Vec::new(),
             stall_dirty: Vec::new(),
+            spray: (cfg.transport == Transport::SprayOblivious)
+                .then(|| spray::SpraySelector::new(cfg.seed, host)),
             counters: NicCounters::default(),
         })
     }
@@ -727,7 +744,10 @@ impl Nic {
             if self.dma.bytes > read_cover {
                 return; // the next read completion (ev::DMA) pulls again
             }
-            if total >= limit {
+            // Reads in flight are packets on their way to the ports: the ports and the read
+            // pipeline together hold at most the backlog plus what covers the read latency
+            // (gating on the ports alone starves them for a read latency whenever they fill).
+            if total.saturating_add(self.dma.bytes) >= limit.saturating_add(read_cover) {
                 if !self.pump_armed {
                     let wake = self.ports[..planes]
                         .iter()
@@ -790,7 +810,25 @@ impl Nic {
                     }
                 }
             }
-            Transport::Mrc1Ev | Transport::RoceEcmp | Transport::SprayOblivious => {
+            Transport::SprayOblivious => {
+                let pick = match self.spray.as_mut() {
+                    Some(sel) => {
+                        sel.pick_within(fab.topology(), self.host, dst, u32::from(self.cfg.planes))
+                    }
+                    None => {
+                        self.counters.inject_errors += 1;
+                        return;
+                    }
+                };
+                match pick {
+                    Ok(p) => (p.plane, p.route),
+                    Err(_) => {
+                        self.counters.inject_errors += 1;
+                        return;
+                    }
+                }
+            }
+            Transport::Mrc1Ev | Transport::RoceEcmp => {
                 // One flow hash per direction of the connection.
                 let h = conn.flow_hash;
                 (

@@ -7,7 +7,9 @@ use mrc_firmware::engine::{
     CcProfile, EngineCounters, EvProfile, QpAttrs, QpHint, RequesterCounters,
 };
 
-use super::{NicConfig, ACK_COALESCE_NS, ACK_COALESCE_PKTS, EVS, HEADER_BYTES, PUMP_BACKLOG_PKTS};
+use super::{
+    NicConfig, Transport, ACK_COALESCE_NS, ACK_COALESCE_PKTS, EVS, HEADER_BYTES, PUMP_BACKLOG_PKTS,
+};
 use crate::core::time::{Duration, PS_PER_S};
 
 pub(crate) fn add_engine(t: &mut EngineCounters, c: &EngineCounters) {
@@ -81,7 +83,10 @@ pub fn cc_base_rtt(cfg: &NicConfig) -> Duration {
 }
 
 pub(crate) fn qp_attrs(cfg: &NicConfig, nscc: NsccParams, dest: u32) -> QpAttrs {
-    let mut table = EvConfig::new(EVS as u16, cfg.planes);
+    let mut table = match cfg.transport {
+        Transport::SprayOblivious => super::spray::oblivious_ev_config(EVS as u16, cfg.planes),
+        _ => EvConfig::new(EVS as u16, cfg.planes),
+    };
     table.probe_base_ns = 20_000;
     QpAttrs {
         hint: Some(QpHint::default()),

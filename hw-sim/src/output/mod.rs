@@ -108,15 +108,10 @@ impl<'a> Recorder<'a> {
 }
 
 fn sample(now: Time, world: &World) -> Sample {
-    let (mut acked, mut placed) = (0u64, 0u64);
-    for n in &world.nics {
-        acked += n.flow_results().map(|f| f.acked_bytes).sum::<u64>();
-        placed += n.counters().placed_bytes;
-    }
     Sample {
         at: now,
-        acked_bytes: acked,
-        placed_bytes: placed,
+        acked_bytes: world.flow_results().iter().map(|f| f.acked_bytes).sum(),
+        placed_bytes: world.placed_bytes(),
     }
 }
 

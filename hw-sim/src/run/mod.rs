@@ -9,8 +9,10 @@
 //! [`Scenario::seed`]: same scenario, same report, bit for bit.
 //!
 //! Built in: [`Scenario::default_for`] (permutation), [`Scenario::all_to_all_for`],
-//! [`Scenario::ring_all_reduce_for`], [`Scenario::tiny`]. Not modelled: RoCE / spray-oblivious
-//! (refused by the NIC), firmware core cycle costs, the datapath models' cycle counts.
+//! [`Scenario::ring_all_reduce_for`], [`Scenario::tiny`]. The MRC transports (`mrc`, `mrc-1ev`,
+//! `spray-oblivious`) run [`Nic`]s; `roce-ecmp` runs [`RoceNic`]s on the scenario's fabric made
+//! lossless ([`roce::lossless`]: PFC on). Not modelled: the datapath models' cycle counts; for
+//! RoCE also the host interface (PCIe) and firmware cores.
 //!
 //! *Ideal* completion = the bytes the busiest NIC must move / the NIC line rate (all planes) +
 //! the unloaded base RTT. *Stall* = the longest time a QP with outstanding data saw no new byte
@@ -23,10 +25,11 @@ pub use report::{format_table, RunReport};
 use crate::core::sim::{ComponentId, Event, Handler, Scheduler, Simulator};
 use crate::core::time::{Duration, Time, PS_PER_S};
 use crate::fabric::{ev as fev, ConfigError, Fabric, FabricConfig, Fault, LinkId, Shape};
+use crate::nic::roce::{self, RoceConfig, RoceError, RoceNic};
 use crate::nic::{
     ev as nev, FirmwareCost, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
 };
-use crate::workload::{Background, Flow, Workload, WorkloadError};
+use crate::workload::{Background, Flow, FlowResult, Workload, WorkloadError};
 
 const FABRIC: ComponentId = ComponentId(0);
 const NICS: ComponentId = ComponentId(1);
@@ -96,7 +99,7 @@ impl Scenario {
                 msg_bytes: 256 << 10,
             },
             mtu_payload: 4096,
-            reorder_tx: 32,
+            reorder_tx: 8,
             timeout_exp: 5,
             retry_cnt: 24,
             pcie: PcieConfig::default(),
@@ -197,6 +200,8 @@ pub enum RunError {
     Fabric(ConfigError),
     /// A NIC refused its setup.
     Nic(NicError),
+    /// A RoCE NIC refused its setup.
+    Roce(RoceError),
     /// The failure names a link the fabric does not have.
     NoSuchLink(u32),
     /// The workload (or background) description is invalid.
@@ -208,6 +213,7 @@ impl core::fmt::Display for RunError {
         match self {
             RunError::Fabric(e) => write!(f, "{e}"),
             RunError::Nic(e) => write!(f, "{e}"),
+            RunError::Roce(e) => write!(f, "roce nic: {e}"),
             RunError::NoSuchLink(l) => write!(f, "failure: no T0-T1 link {l} on plane 0"),
             RunError::Workload(e) => write!(f, "{e}"),
         }
@@ -220,8 +226,10 @@ impl std::error::Error for RunError {}
 pub struct World {
     /// The fabric.
     pub fabric: Fabric,
-    /// One NIC per host.
+    /// One MRC NIC per host (`mrc`, `mrc-1ev`, `spray-oblivious`; empty for `roce-ecmp`).
     pub nics: Vec<Nic>,
+    /// One RoCE NIC per host (`roce-ecmp` only; empty otherwise).
+    pub roce: Vec<RoceNic>,
     /// Events the world could not route.
     pub bad_events: u64,
     /// Every flow, id = index: the workload's first (`0..main_flows`), then the background's.
@@ -237,6 +245,8 @@ pub struct World {
     dep_list: Vec<u32>,
     /// Hosts whose finished flows are to be collected.
     drain: Vec<u32>,
+    /// Scratch: finished flows (id, completed without error) of the host being settled.
+    done: Vec<(u32, bool)>,
 }
 
 impl World {
@@ -249,14 +259,18 @@ impl World {
     /// the flows that wait for them, on whichever NIC they live.
     fn settle(&mut self, now: Time, s: &mut Scheduler<'_>) {
         while let Some(h) = self.drain.pop() {
-            let Some(nic) = self.nics.get_mut(h as usize) else {
-                continue;
-            };
-            let mut done = Vec::new();
-            while let Some(x) = nic.poll_finished() {
-                done.push(x);
+            let mut done = std::mem::take(&mut self.done);
+            if let Some(nic) = self.nics.get_mut(h as usize) {
+                while let Some(x) = nic.poll_finished() {
+                    done.push(x);
+                }
+            } else if let Some(nic) = self.roce.get_mut(h as usize) {
+                // RoCE reports completions only; a QP in error shows in `RoceNic::failed`.
+                while let Some(d) = nic.poll_flow_done() {
+                    done.push((d.id, true));
+                }
             }
-            for (id, ok) in done {
+            for &(id, ok) in &done {
                 if id < self.main_flows {
                     self.main_finished += 1;
                 }
@@ -271,18 +285,57 @@ impl World {
                     else {
                         continue;
                     };
-                    let Some(n) = self.nics.get_mut(f.src as usize) else {
-                        continue;
-                    };
-                    if ok {
-                        n.dependency_done(li, now, &mut self.fabric, s, NICS);
+                    if let Some(n) = self.nics.get_mut(f.src as usize) {
+                        if ok {
+                            n.dependency_done(li, now, &mut self.fabric, s, NICS);
+                        } else {
+                            n.dependency_failed(li);
+                        }
+                    } else if let Some(n) = self.roce.get_mut(f.src as usize) {
+                        n.flow_completed(id, now, &mut self.fabric, s, NICS);
                     } else {
-                        n.dependency_failed(li);
+                        continue;
                     }
                     self.drain.push(f.src);
                 }
             }
+            done.clear();
+            self.done = done;
         }
+    }
+
+    /// Every flow (main, then background) and what became of it, by id.
+    pub fn flow_results(&self) -> Vec<FlowResult> {
+        let mut out: Vec<FlowResult> = self.nics.iter().flat_map(|n| n.flow_results()).collect();
+        for n in &self.roce {
+            for r in n.flow_results() {
+                let Some(flow) = self.flows.get(r.id as usize) else {
+                    continue;
+                };
+                out.push(FlowResult {
+                    flow: *flow,
+                    background: r.id >= self.main_flows,
+                    released: r.released_at,
+                    done: r.done_at,
+                    acked_bytes: r.acked_bytes,
+                    failed: r.failed,
+                });
+            }
+        }
+        out.sort_unstable_by_key(|f| f.flow.id);
+        out
+    }
+
+    /// Payload bytes the receivers placed so far (all NICs).
+    pub fn placed_bytes(&self) -> u64 {
+        let mrc: u64 = self.nics.iter().map(|n| n.counters().placed_bytes).sum();
+        let roce: u64 = self.roce.iter().map(|n| n.counters().placed_bytes).sum();
+        mrc + roce
+    }
+
+    /// Hosts.
+    pub fn hosts(&self) -> u32 {
+        (self.nics.len() + self.roce.len()) as u32
     }
 }
 
@@ -292,33 +345,45 @@ impl Handler for World {
             FABRIC => {
                 self.fabric.handle(ev, s);
                 while let Some(d) = self.fabric.poll_delivery() {
-                    let hdr = self
-                        .nics
-                        .get(d.packet.src as usize)
-                        .and_then(|n| n.side_lookup(d.packet.transport_tag));
-                    match self.nics.get_mut(d.host as usize) {
-                        Some(n) => {
-                            n.receive(now, &d.packet, hdr, &mut self.fabric, s, NICS);
-                            self.drain.push(d.host);
-                            self.settle(now, s);
-                        }
-                        None => self.bad_events += 1,
+                    if let Some(n) = self.roce.get_mut(d.host as usize) {
+                        n.receive(now, &d.packet, &mut self.fabric, s, NICS);
+                    } else {
+                        let hdr = self
+                            .nics
+                            .get(d.packet.src as usize)
+                            .and_then(|n| n.side_lookup(d.packet.transport_tag));
+                        let Some(n) = self.nics.get_mut(d.host as usize) else {
+                            self.bad_events += 1;
+                            continue;
+                        };
+                        n.receive(now, &d.packet, hdr, &mut self.fabric, s, NICS);
                     }
+                    self.drain.push(d.host);
+                    self.settle(now, s);
                 }
             }
             NICS => {
                 let h = ev.data as u32;
-                let Some(nic) = self.nics.get_mut(h as usize) else {
+                if let Some(nic) = self.nics.get_mut(h as usize) {
+                    match ev.kind {
+                        nev::START => nic.start(now, &mut self.fabric, s, NICS),
+                        nev::PUMP => nic.on_pump(now, &mut self.fabric, s, NICS),
+                        nev::TIMER => nic.on_timer(now, &mut self.fabric, s, NICS),
+                        nev::DMA => nic.on_dma(now, &mut self.fabric, s, NICS),
+                        nev::FIRMWARE => nic.on_firmware(now, &mut self.fabric, s, NICS),
+                        _ => self.bad_events += 1,
+                    }
+                } else if let Some(nic) = self.roce.get_mut(h as usize) {
+                    // The RoCE NIC uses the same event kinds (`roce::ev` is `nic::ev`).
+                    match ev.kind {
+                        nev::START => nic.start(now, &mut self.fabric, s, NICS),
+                        nev::PUMP => nic.on_pump(now, &mut self.fabric, s, NICS),
+                        nev::TIMER => nic.on_timer(now, &mut self.fabric, s, NICS),
+                        _ => self.bad_events += 1,
+                    }
+                } else {
                     self.bad_events += 1;
                     return;
-                };
-                match ev.kind {
-                    nev::START => nic.start(now, &mut self.fabric, s, NICS),
-                    nev::PUMP => nic.on_pump(now, &mut self.fabric, s, NICS),
-                    nev::TIMER => nic.on_timer(now, &mut self.fabric, s, NICS),
-                    nev::DMA => nic.on_dma(now, &mut self.fabric, s, NICS),
-                    nev::FIRMWARE => nic.on_firmware(now, &mut self.fabric, s, NICS),
-                    _ => self.bad_events += 1,
                 }
                 self.drain.push(h);
                 self.settle(now, s);
@@ -374,6 +439,11 @@ pub fn scenario_flows(sc: &Scenario, hosts: u32) -> Result<(Vec<Flow>, u32), Run
 pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
     let mut fcfg = sc.fabric;
     fcfg.seed = sc.seed;
+    let is_roce = sc.transport == Transport::RoceEcmp;
+    if is_roce {
+        // RoCE runs on a lossless fabric: PFC pauses before any queue overflows.
+        fcfg = roce::lossless(fcfg, sc.mtu_payload);
+    }
     let fabric = Fabric::new(fcfg, FABRIC).map_err(RunError::Fabric)?;
     let hosts = fabric.topology().hosts();
     let (flows, main_flows) = scenario_flows(sc, hosts)?;
@@ -404,10 +474,19 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         h.0.push(*f);
         h.1.push(f.id >= main_flows);
     }
-    let mut nics = Vec::with_capacity(hosts as usize);
-    for (h, (hf, bg)) in per_host.iter().enumerate() {
-        let h = h as u32;
-        nics.push(Nic::new(h, ncfg, &plan.peers_of(h), hf, bg).map_err(RunError::Nic)?);
+    let mut nics = Vec::new();
+    let mut roce_nics = Vec::new();
+    if is_roce {
+        let rcfg = RoceConfig::new(ncfg.planes, ncfg.port_bps, sc.mtu_payload, sc.seed);
+        for h in 0..hosts {
+            roce_nics.push(RoceNic::new(h, &flows, rcfg).map_err(RunError::Roce)?);
+        }
+    } else {
+        nics.reserve(hosts as usize);
+        for (h, (hf, bg)) in per_host.iter().enumerate() {
+            let h = h as u32;
+            nics.push(Nic::new(h, ncfg, &plan.peers_of(h), hf, bg).map_err(RunError::Nic)?);
+        }
     }
     // Dependents in CSR form.
     let mut count = vec![0u32; flows.len() + 1];
@@ -437,6 +516,7 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
     let mut sim = Simulator::new(World {
         fabric,
         nics,
+        roce: roce_nics,
         bad_events: 0,
         flows,
         main_flows,
@@ -445,6 +525,7 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         dep_start: count,
         dep_list,
         drain: Vec::new(),
+        done: Vec::new(),
     });
     for h in 0..hosts {
         // Every NIC starts at t = 0 and re-arms its release event for later flows. Times are

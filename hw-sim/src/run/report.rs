@@ -86,9 +86,7 @@ impl RunReport {
     /// Gathers the report of a finished run.
     pub fn collect(sc: &Scenario, sim: &Simulator<World>) -> RunReport {
         let w = sim.handler();
-        let mut flow_results: Vec<FlowResult> =
-            w.nics.iter().flat_map(|n| n.flow_results()).collect();
-        flow_results.sort_unstable_by_key(|f| f.flow.id);
+        let flow_results = w.flow_results();
         let (main, bg): (Vec<&FlowResult>, Vec<&FlowResult>) =
             flow_results.iter().partition(|f| !f.background);
         let mut fcts: Vec<Duration> = main.iter().filter_map(|f| f.fct()).collect();
@@ -97,7 +95,7 @@ impl RunReport {
         background_fcts.sort_unstable();
         let completed = fcts.len() as u32;
         let flows = main.len() as u32;
-        let hosts = w.nics.len() as u32;
+        let hosts = w.hosts();
         let completion = if completed == flows {
             main.iter()
                 .filter_map(|f| f.done)
@@ -129,7 +127,7 @@ impl RunReport {
             }
         }
         let sum = w.fabric.sum_counters();
-        let (mut retransmits, mut data_sent, mut nic_rx_dropped, mut placed) = (0, 0, 0, 0);
+        let (mut retransmits, mut data_sent, mut nic_rx_dropped) = (0, 0, 0);
         let (mut timeouts, mut rx_duplicates, mut nacks) = (0, 0, 0);
         let (mut losses_inferred, mut ack_timeouts, mut ev_state_changes) = (0, 0, 0);
         for n in &w.nics {
@@ -145,8 +143,28 @@ impl RunReport {
             let c = n.counters();
             nic_rx_dropped += c.side_misses + c.bad_payload + c.unknown_qpn;
             ev_state_changes += c.ev_state_changes;
-            placed += c.placed_bytes;
         }
+        for n in &w.roce {
+            // Go-back-N: no EVs, no loss inferred from SACKs; the transport timer is the ACK
+            // timeout.
+            let c = n.counters();
+            retransmits += c.retransmits;
+            data_sent += c.data_sent;
+            timeouts += c.timeouts;
+            ack_timeouts += c.timeouts;
+            rx_duplicates += c.duplicates;
+            nacks += c.naks_sent;
+            nic_rx_dropped += c.bad_payload + c.bad_pattern + c.unknown_qp;
+            let st = n.max_stall_at(sim.now());
+            if st > max_stall {
+                max_stall = st;
+                max_stall_qp = n
+                    .flow_results()
+                    .max_by_key(|f| f.max_stall)
+                    .map(|f| (n.host(), f.dst));
+            }
+        }
+        let placed = w.placed_bytes();
         let totals = w.fabric.totals();
         RunReport {
             transport: sc.transport.name(),

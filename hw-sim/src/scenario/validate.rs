@@ -11,8 +11,8 @@ use super::file::{ScenarioFile, ShapeFile};
 pub const MAX_PLANES: u32 = 4;
 /// Wire MTU range accepted.
 pub const MTU_BYTES: core::ops::RangeInclusive<u32> = 256..=9216;
-/// Reorder threshold range (the engine's window is 512 PSNs).
-pub const REORDER_TX: core::ops::RangeInclusive<u32> = 1..=512;
+/// Reorder threshold range (a SACK hole is judged only inside the ACK's 64-bit bitmap).
+pub const REORDER_TX: core::ops::RangeInclusive<u32> = 1..=63;
 
 type Bad = (String, String);
 
@@ -55,7 +55,10 @@ impl ScenarioFile {
             );
         }
         if !REORDER_TX.contains(&n.reorder_tx) {
-            return bad("nic.reorder_tx", "must be 1..=512 (the engine's window)");
+            return bad(
+                "nic.reorder_tx",
+                "must be 1..=63 (a hole is judged only inside the ACK's 64-bit SACK bitmap)",
+            );
         }
         if n.timeout_exp > 31 {
             return bad("nic.timeout_exp", "must be 0..=31");

@@ -135,7 +135,9 @@ impl NsccParams {
             min_cwnd_bytes: min,
             max_cwnd_bytes: max,
             init_cwnd_bytes: init,
-            eta_q16: 9_830,
+            // UEC NSCC: 4 MTU per window at zero queueing delay (0.15 left windows that a
+            // burst of trims shrank near one MTU for hundreds of RTTs).
+            eta_q16: 4 * Q16_ONE,
             fi_q16: Q16_ONE / 2,
             fi_scale_q16: fi_scale,
             gamma_q16: Q16_ONE / 8,
@@ -224,6 +226,11 @@ pub struct Nscc {
     quiet_until_ns: u64,
     /// Bytes acked in a row with a near-empty queue and no mark.
     clean_bytes: u64,
+    /// Trims shrink the window by their bytes, but not below this floor until
+    /// `trim_until_ns`: at most `max_md_jump` of the window per RTT, however many packets of
+    /// one burst were trimmed.
+    trim_floor_bytes: u64,
+    trim_until_ns: u64,
     counters: NsccCounters,
 }
 
@@ -245,6 +252,8 @@ impl Nscc {
             avg_qdelay_ns: 0,
             quiet_until_ns: 0,
             clean_bytes: 0,
+            trim_floor_bytes: 0,
+            trim_until_ns: 0,
             counters: NsccCounters::default(),
         }
     }
@@ -359,10 +368,20 @@ impl Controller for Nscc {
         self.clean_bytes = 0;
     }
 
-    fn on_trim(&mut self, _now_ns: u64, bytes: u64) {
+    fn on_trim(&mut self, now_ns: u64, bytes: u64) {
         self.counters.trims += 1;
         self.clean_bytes = 0;
-        self.clamp(self.cwnd_bytes.saturating_sub(bytes));
+        if now_ns >= self.trim_until_ns {
+            let jump = mul_q16(self.cwnd_bytes, self.p.max_md_jump_q16);
+            self.trim_floor_bytes = self.cwnd_bytes.saturating_sub(jump);
+            let rtt = self.p.base_rtt_ns.saturating_add(self.avg_qdelay_ns);
+            self.trim_until_ns = now_ns.saturating_add(rtt);
+        }
+        let w = self
+            .cwnd_bytes
+            .saturating_sub(bytes)
+            .max(self.trim_floor_bytes);
+        self.clamp(w.min(self.cwnd_bytes));
     }
 
     fn on_timeout(&mut self, _now_ns: u64) {
