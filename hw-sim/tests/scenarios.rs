@@ -89,8 +89,8 @@ fn unknown_key() {
          `pfc`, `policy`)"
     );
     assert_eq!(
-        err(&DEFAULT.replace("msg_bytes = 262_144", "msg_bytes = 262_144\nfoo = 1")),
-        "s.toml: line 45: workload.foo: unknown key (expected `bytes_per_host` or `msg_bytes`)"
+        err(&DEFAULT.replace("msg_bytes = 65_536", "msg_bytes = 65_536\nfoo = 1")),
+        "s.toml: line 45: workload.foo: unknown key (expected `bytes_per_pair` or `msg_bytes`)"
     );
     assert_eq!(
         err(&DEFAULT.replace("kmin_bytes = 37_350", "kmin_bytes = 37_350, x = 1")),
@@ -114,7 +114,7 @@ fn bad_values() {
          `mrc-1ev`, `roce-ecmp`, `spray-oblivious`"
     );
     assert_eq!(
-        err(&DEFAULT.replace("kind = \"permutation\"", "kind = \"ring\"")),
+        err(&DEFAULT.replace("kind = \"all-to-all\"", "kind = \"ring\"")),
         "s.toml: line 46: workload.kind: unknown variant `ring`, expected one of `permutation`, `all-to-all`, `ring-all-reduce`, `incast`"
     );
     assert_eq!(
@@ -137,7 +137,7 @@ fn out_of_range_values_name_the_key() {
         ("at_us = 40", "at_us = 4_000_000", "s.toml: failure.at_us: must be before time_limit_us"),
         ("mtu_bytes = 4_270", "mtu_bytes = 100", "s.toml: nic.mtu_bytes: must be 256..=9216 (the payload per packet is this minus the 174 B header bytes: headers, FCS, preamble and gap)"),
         ("reorder_tx = 8 ", "reorder_tx = 64 ", "s.toml: nic.reorder_tx: must be 1..=63 (a hole is judged only inside the ACK's 64-bit SACK bitmap)"),
-        ("msg_bytes = 262_144", "msg_bytes = 0", "s.toml: workload.msg_bytes: must be > 0"),
+        ("msg_bytes = 65_536", "msg_bytes = 0", "s.toml: workload.msg_bytes: must be > 0"),
         ("\"mrc-1ev\", ", "\"mrc\", ", "s.toml: transports: `mrc` is listed twice"),
         ("hosts = 64", "hosts = 1", "s.toml: fabric.shape: needs at least 2 hosts (every host sends to another)"),
     ];

@@ -90,6 +90,8 @@ pub struct RequesterCounters {
     /// ACKs whose cumulative PSN was behind `una` or beyond `nxt` (cumulative part ignored).
     pub acks_stale: u64,
     pub losses_inferred: u64,
+    /// Tail loss probes sent (the newest unacknowledged PSN again, no ACK for two RTTs).
+    pub tail_probes: u64,
     pub nacks_trimmed: u64,
     pub nacks_out_of_window: u64,
     pub nacks_too_many_wimm: u64,
@@ -158,6 +160,12 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     sack_done_base: Psn,
     sack_done_bits: u64,
     retry: RetryState,
+    /// Tail loss probe (RFC 8985): when this passes with data outstanding and no ACK since,
+    /// the newest unacknowledged PSN is sent again (on another EV) so that its ACK lets the
+    /// time rule judge the holes before it. Only with a time rule (`reorder.ns > 0`).
+    tlp_deadline_ns: Option<u64>,
+    /// A probe is out: no other until an ACK arrives.
+    tlp_out: bool,
     mpr_psns: u32,
     max_wimm: u16,
     wimm_inflight: u16,
@@ -213,6 +221,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             sack_done_base: p.sq_psn,
             sack_done_bits: 0,
             retry: p.retry,
+            tlp_deadline_ns: None,
+            tlp_out: false,
             mpr_psns: p.mpr_psns.min(WIN as u32),
             max_wimm: p.max_wimm,
             wimm_inflight: 0,
@@ -253,9 +263,22 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.sq.len()
     }
 
-    /// When the ACK timer fires, if armed.
+    /// When the ACK timer or the tail loss probe fires, if armed.
     pub fn deadline_ns(&self) -> Option<u64> {
-        self.retry.deadline_ns()
+        match (self.retry.deadline_ns(), self.tlp_deadline_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Tail loss probe timeout: two time-rule windows (the time rule's window is about one
+    /// unloaded RTT).
+    fn arm_tlp(&mut self, now_ns: u64) {
+        if self.reorder.ns == 0 || self.tlp_out || self.una == self.nxt {
+            self.tlp_deadline_ns = None;
+            return;
+        }
+        self.tlp_deadline_ns = Some(now_ns.saturating_add(2 * u64::from(self.reorder.ns)));
     }
 
     /// Post a work request.
@@ -455,6 +478,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
         self.retry.arm(now_ns);
+        self.arm_tlp(now_ns);
     }
 
     /// `psn` is acknowledged; credits the delivery to the EV it last left on. Returns the
@@ -496,6 +520,19 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // Cannot overflow: each PSN of the window is queued at most once.
         let _ = self.retx.push_back(psn);
         Some(before)
+    }
+
+    /// Queues the newest in-flight PSN for retransmission on another EV (a tail loss probe).
+    fn send_tail_probe(&mut self) {
+        let mut psn = self.nxt;
+        while psn != self.una {
+            psn = psn.sub(1);
+            if self.mark_pending(psn, true).is_some() {
+                self.counters.tail_probes += 1;
+                self.tlp_out = true;
+                return;
+            }
+        }
     }
 
     /// After an ACK timeout: every unacknowledged PSN of `[una, nxt)` is queued for
@@ -622,6 +659,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if progress {
             self.retry.on_progress(now_ns, self.una != self.nxt);
         }
+        self.tlp_out = false;
+        self.arm_tlp(now_ns);
         progress
     }
 
@@ -668,6 +707,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
 
     /// The ACK timer fired at `now_ns`. Returns `Err` when the retry budget is spent.
     pub(crate) fn handle_timeout(&mut self, now_ns: u64, cc: &mut Cc) -> Result<(), ()> {
+        if self.tlp_deadline_ns.is_some_and(|d| d <= now_ns) {
+            self.tlp_deadline_ns = None;
+            self.send_tail_probe();
+        }
         match self.retry.deadline_ns() {
             Some(d) if d <= now_ns => {}
             _ => return Ok(()),

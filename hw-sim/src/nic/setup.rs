@@ -53,6 +53,7 @@ pub(crate) fn add_requester(t: &mut RequesterCounters, c: &RequesterCounters) {
     t.acks += c.acks;
     t.acks_stale += c.acks_stale;
     t.losses_inferred += c.losses_inferred;
+    t.tail_probes += c.tail_probes;
     t.nacks_trimmed += c.nacks_trimmed;
     t.nacks_out_of_window += c.nacks_out_of_window;
     t.nacks_too_many_wimm += c.nacks_too_many_wimm;

@@ -188,7 +188,7 @@ pub struct FailureFile {
 }
 
 impl ShapeFile {
-    fn to_shape(self) -> Shape {
+    pub(crate) fn to_shape(self) -> Shape {
         match self {
             ShapeFile::LeafSpine { hosts, radix } => Shape::LeafSpine { hosts, radix },
             ShapeFile::FatTree { k } => Shape::FatTree { k },

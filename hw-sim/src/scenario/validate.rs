@@ -3,7 +3,6 @@
 use std::collections::BTreeSet;
 
 use crate::nic::HEADER_BYTES;
-use crate::workload::Workload;
 
 use super::file::{ScenarioFile, ShapeFile};
 
@@ -106,24 +105,12 @@ impl ScenarioFile {
         Ok(())
     }
 
+    /// The workload's own checks ([`Workload::validate`]) against the fabric's host count.
     fn validate_workload(&self) -> Result<(), Bad> {
-        #[allow(unreachable_patterns, clippy::single_match)]
-        // more kinds are coming, with their checks
-        match self.workload {
-            Workload::Permutation {
-                bytes_per_host,
-                msg_bytes,
-            } => {
-                if bytes_per_host == 0 {
-                    return bad("workload.bytes_per_host", "must be > 0");
-                }
-                if msg_bytes == 0 {
-                    return bad("workload.msg_bytes", "must be > 0");
-                }
-            }
-            _ => {}
-        }
-        Ok(())
+        let hosts = self.fabric.shape.to_shape().hosts();
+        self.workload
+            .validate(hosts)
+            .or_else(|e| bad(&format!("workload.{}", e.field), e.why))
     }
 
     /// T0-T1 links in one plane.
