@@ -151,8 +151,15 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     for o in &outcomes {
         match &o.result {
             Ok(r) => eprintln!(
-                "  ran {} in {:.1} s wall ({} events)",
-                o.name, o.wall_s, r.events
+                "  ran {} in {:.1} s wall, {} CPU ({} events, {} data packets{})",
+                o.name,
+                o.wall_s,
+                o.cost.cpu_s.map_or("?".into(), |c| format!("{c:.2} s")),
+                r.events,
+                o.cost.data_packets,
+                o.cost
+                    .data_packets_per_cpu_s()
+                    .map_or(String::new(), |p| format!(", {:.0} per CPU-s", p)),
             ),
             Err(e) => eprintln!("  {}: not run: {e}", o.name),
         }

@@ -145,7 +145,9 @@ pub struct Nic {
     shards: Vec<Box<SimEngine>>,
     conns: Vec<Conn>,
     flows: FlowTable,
-    side: Box<[Side]>,
+    /// The side table: slot `tag % SIDE_SLOTS`, grown on demand up to [`SIDE_SLOTS`] (a NIC
+    /// that sends few packets keeps a small table; a slot past the end reads as empty).
+    side: Vec<Side>,
     next_tag: u64,
     timer_armed: Option<u64>,
     pump_armed: bool,
@@ -285,7 +287,7 @@ impl Nic {
             shards,
             conns,
             flows: table,
-            side: vec![Side { tag: 0, pkt: None }; SIDE_SLOTS].into_boxed_slice(),
+            side: Vec::new(),
             next_tag: 1,
             timer_armed: None,
             pump_armed: false,
@@ -390,11 +392,9 @@ impl Nic {
 
     /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
     pub fn side_lookup(&self, tag: u64) -> Option<TxPacket> {
-        let s = &self.side[(tag % SIDE_SLOTS as u64) as usize];
-        if s.tag == tag {
-            s.pkt
-        } else {
-            None
+        match self.side.get((tag % SIDE_SLOTS as u64) as usize) {
+            Some(s) if s.tag == tag => s.pkt,
+            _ => None,
         }
     }
 
@@ -801,7 +801,11 @@ impl Nic {
         };
         let tag = self.next_tag;
         self.next_tag += 1;
-        self.side[(tag % SIDE_SLOTS as u64) as usize] = Side { tag, pkt: Some(tx) };
+        let slot = (tag % SIDE_SLOTS as u64) as usize;
+        if slot >= self.side.len() {
+            self.side.resize(slot + 1, Side { tag: 0, pkt: None });
+        }
+        self.side[slot] = Side { tag, pkt: Some(tx) };
         let size = wire::wire_bytes(&tx);
         let control = !matches!(tx.body, TxBody::Write { .. });
         let pkt = Packet {

@@ -16,6 +16,7 @@
 //! the unloaded base RTT. *Stall* = the longest time a QP with outstanding data saw no new byte
 //! acknowledged. FCT = a flow's completion minus its release (its host posting it).
 
+pub mod perf;
 mod report;
 
 pub use report::{format_table, RunReport};
