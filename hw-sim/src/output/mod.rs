@@ -5,6 +5,7 @@
 //! the plots need, feeds the pcap writer and the progress bar. None of them changes the run:
 //! the report is the one [`crate::run::run`] gives.
 
+pub mod bench;
 pub mod json;
 pub mod pcap;
 pub mod progress;
