@@ -99,6 +99,8 @@ pub const ACK_COALESCE_PKTS: u16 = 16;
 pub const ACK_COALESCE_NS: u64 = 4_000;
 /// Side-table slots per NIC (in-flight packets a NIC can have sent and still decode).
 pub const SIDE_SLOTS: usize = 8192;
+/// The side table grows by this many slots at a time.
+const SIDE_CHUNK: usize = 256;
 /// Full packets per plane the NIC keeps queued at its ports (in total over the planes).
 pub const PUMP_BACKLOG_PKTS: u64 = 2;
 
@@ -803,6 +805,13 @@ impl Nic {
         self.next_tag += 1;
         let slot = (tag % SIDE_SLOTS as u64) as usize;
         if slot >= self.side.len() {
+            // Grow by at most SIDE_CHUNK slots at a time (not by doubling): a NIC that sends
+            // 600 packets keeps ~600 slots, not 1024.
+            if self.side.capacity() < slot + 1 {
+                let want = slot + 1 - self.side.len();
+                let room = (SIDE_SLOTS - self.side.len()).min(want.max(SIDE_CHUNK));
+                self.side.reserve_exact(room);
+            }
             self.side.resize(slot + 1, Side { tag: 0, pkt: None });
         }
         self.side[slot] = Side { tag, pkt: Some(tx) };
