@@ -419,6 +419,21 @@ impl Fabric {
         }
     }
 
+    /// Reads the state an upcoming fabric event (`kind`, `data`) will need, so that its cache
+    /// misses overlap with the current event's ([`crate::core::Handler::prefetch`]). Changes
+    /// nothing; unknown or out-of-range events are ignored.
+    #[inline]
+    pub fn prefetch(&self, kind: u32, data: u64) {
+        if kind == ev::ARRIVE {
+            let (id, ip) = (data as u32 as usize, (data >> 32) as usize);
+            if let (Some(slot), Some(port), Some(c)) =
+                (self.slab.get(id), self.ports.get(ip), self.counters.get(ip))
+            {
+                std::hint::black_box((slot.pkt.size_bytes, port.switch, c.rx_packets));
+            }
+        }
+    }
+
     /// Schedules `fault` at `at` (through the handler's scheduler).
     ///
     /// # Errors
