@@ -515,7 +515,9 @@ mod tests {
         // Times spread over many buckets and the overflow, pushed out of order.
         let mut x = 12345u64;
         for i in 0..5000u32 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             q.push(Time::from_ps(x >> 44), i);
         }
         let (mut known, mut n) = (0, 0);
