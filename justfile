@@ -126,9 +126,10 @@ bench:
     cargo bench -p mrc-sim --bench event_queue
     cargo bench -p mrc-driver
 
-# Simulator speed and scale benchmark.
+# Simulator cost at 1K, 4K and 16K hosts (`just bench-sim full` adds the 128K-host two-tier
+# fabric): target/bench-sim.json and target/bench-sim.svg.
 bench-sim *SIZE:
-    @just _pending 8 "the simulator at scale"
+    cargo run -q --release -p mrc-sim -- bench {{ if SIZE == "full" { "--full" } else { "" } }}
 
 # Swarm fault testing over N seeds.
 swarm N="100":

@@ -1,6 +1,7 @@
 //! Event queue throughput: the hold model (N pending events; pop one, push one at the popped
-//! time plus an exponential-ish increment), `EventQueue` against `std::collections::BinaryHeap`
-//! in the same run, with the same increment sequence.
+//! time plus an exponential-ish increment) at 1 M and 4 M pending, and a fill-and-drain burst
+//! (push 1 M events at random times, pop them all), `EventQueue` against
+//! `std::collections::BinaryHeap` in the same run, with the same increment sequence.
 //!
 //! Run: `cargo bench -p mrc-sim --bench event_queue`. Besides criterion's per-operation times it
 //! prints a summary with events/s for each queue and their ratio.
@@ -79,9 +80,13 @@ struct Model<Q> {
 }
 
 impl<Q: Push> Model<Q> {
-    fn new(mut q: Q, inc: Vec<u64>) -> Self {
+    fn new(q: Q, inc: Vec<u64>) -> Self {
+        Self::with_pending(q, inc, PENDING)
+    }
+
+    fn with_pending(mut q: Q, inc: Vec<u64>, pending: usize) -> Self {
         let mut i = 0;
-        for k in 0..PENDING {
+        for k in 0..pending {
             q.push_event(inc[i % TABLE] * 2, k as u64);
             i += 1;
         }
@@ -124,6 +129,61 @@ fn bench(c: &mut Criterion) {
     g.bench_function("event_queue", |b| b.iter(|| wheel_step(&mut w)));
     let mut h = Model::new(Heap(BinaryHeap::new(), 0), inc.clone());
     g.bench_function("binary_heap", |b| b.iter(|| heap_step(&mut h)));
+    g.finish();
+    drop((w, h));
+
+    let mut g = c.benchmark_group("hold_4M");
+    g.throughput(Throughput::Elements(1));
+    let mut w = Model::with_pending(Wheel(EventQueue::new()), inc.clone(), 4 * PENDING);
+    g.bench_function("event_queue", |b| b.iter(|| wheel_step(&mut w)));
+    drop(w);
+    let mut h = Model::with_pending(Heap(BinaryHeap::new(), 0), inc.clone(), 4 * PENDING);
+    g.bench_function("binary_heap", |b| b.iter(|| heap_step(&mut h)));
+    g.finish();
+    drop(h);
+
+    // Fill and drain: BURST pushes at times spread over a millisecond, then every pop (the
+    // queue's grow and shrink re-layouts included).
+    const BURST: usize = 1 << 20;
+    let times: Vec<u64> = {
+        let mut r = Rng::new(3);
+        (0..BURST).map(|_| r.below(1_000_000_000)).collect()
+    };
+    let mut g = c.benchmark_group("fill_drain_1M");
+    g.throughput(Throughput::Elements(BURST as u64));
+    g.sample_size(10);
+    // Each burst starts where the previous one's simulated time ended (a simulator never
+    // schedules into the past; the wheel would hand such events to its front heap).
+    let mut q = EventQueue::new();
+    let mut base = 0u64;
+    g.bench_function("event_queue", |b| {
+        b.iter(|| {
+            for (k, &t) in times.iter().enumerate() {
+                q.push(Time::from_ps(base + t), k as u64);
+            }
+            let mut last = 0;
+            while let Some(e) = q.pop() {
+                last = e.payload;
+                base = e.time.as_ps();
+            }
+            black_box(last)
+        })
+    });
+    let mut h = Heap(BinaryHeap::new(), 0);
+    let mut base = 0u64;
+    g.bench_function("binary_heap", |b| {
+        b.iter(|| {
+            for (k, &t) in times.iter().enumerate() {
+                h.push(base + t, k as u64);
+            }
+            let mut last = 0;
+            while let Some(Reverse((t, _, p))) = h.0.pop() {
+                last = p;
+                base = t;
+            }
+            black_box(last)
+        })
+    });
     g.finish();
 }
 

@@ -7,6 +7,8 @@
 //!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
 //!             [--no-failure] [--reorder-tx N]
 //! mrc-sim scenarios                        # the built-in scenarios, one line each
+//! mrc-sim bench [--full] [--only NAME...] [--out target/bench-sim.json]
+//!               [--svg target/bench-sim.svg]   # simulator cost at 1K/4K/16K(/128K) hosts
 //! ```
 //! Every transport of the scenario runs in turn over the same fabric and workload; the table
 //! puts them side by side. A transport the NIC model cannot run yet shows its error and the
@@ -20,7 +22,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use mrc_sim::nic::{Transport, HEADER_BYTES};
-use mrc_sim::output::{self, json, pcap::Filter, svg, Outcome, PcapRequest};
+use mrc_sim::output::{self, bench, json, pcap::Filter, svg, Outcome, PcapRequest};
 use mrc_sim::run::{format_table, Scenario};
 use mrc_sim::scenario::{self, ScenarioSpec};
 
@@ -44,6 +46,31 @@ enum Cmd {
     Run(RunArgs),
     /// List the built-in scenarios with a one-line description.
     Scenarios,
+    /// Measure the simulator's cost at 1K, 4K and 16K hosts (128K with --full): one process
+    /// per size, mrc only; writes a JSON of rows and an SVG of cost against size.
+    Bench(BenchArgs),
+    /// One size of `bench`, in this process; prints its row as one line of JSON.
+    #[command(hide = true)]
+    BenchOne {
+        /// The size (1k, 4k, 16k, 128k).
+        name: String,
+    },
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Add the 128K-host two-tier fabric of the MRC paper.
+    #[arg(long)]
+    full: bool,
+    /// Run only these sizes (1k, 4k, 16k, 128k).
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    only: Vec<String>,
+    /// Where to write the rows.
+    #[arg(long, value_name = "OUT", default_value = "target/bench-sim.json")]
+    out: PathBuf,
+    /// Where to write the plot.
+    #[arg(long, value_name = "SVG", default_value = "target/bench-sim.svg")]
+    svg: PathBuf,
 }
 
 #[derive(Args, Default)]
@@ -96,12 +123,89 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Some(Cmd::Run(a)) => run(a),
+        Some(Cmd::Bench(a)) => bench(a),
+        Some(Cmd::BenchOne { name }) => bench_one(&name),
         None => run(cli.run),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mrc-sim: error: {e}");
         ExitCode::from(2)
     })
+}
+
+fn bench(a: BenchArgs) -> Result<ExitCode, String> {
+    let names: Vec<String> = if a.only.is_empty() {
+        bench::names(a.full).into_iter().map(String::from).collect()
+    } else {
+        a.only.clone()
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut rows = Vec::new();
+    for name in &names {
+        let case = bench::case(name)
+            .ok_or_else(|| format!("unknown bench size `{name}` (one of: 1k, 4k, 16k, 128k)"))?;
+        eprintln!(
+            "bench {name}: {} hosts: {}",
+            case.hosts(),
+            case.spec.file.description
+        );
+        // A process per size: its peak RSS is its own.
+        let out = std::process::Command::new(&exe)
+            .args(["bench-one", name])
+            .stderr(std::process::Stdio::inherit())
+            .output();
+        let row = match out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .rev()
+                .find_map(|l| serde_json::from_str(l).ok())
+                .and_then(|v| bench::Row::from_json(&v))
+                .unwrap_or_else(|| bench::Row::failed(&case, "no row in its output".into())),
+            Ok(o) => bench::Row::failed(&case, format!("its process failed: {}", o.status)),
+            Err(e) => bench::Row::failed(&case, format!("cannot start: {e}")),
+        };
+        match &row.error {
+            None => eprintln!(
+                "  {:.1} s wall, {} CPU, {} events, {} data packets: {} events and {} data packets per CPU-s, peak RSS {} MiB; {} of {} flows completed",
+                row.cost.wall_s,
+                row.cost.cpu_s.map_or("?".into(), |c| format!("{c:.2} s")),
+                row.cost.events,
+                row.cost.data_packets,
+                row.cost.events_per_cpu_s().map_or("?".into(), |x| format!("{x:.0}")),
+                row.cost.data_packets_per_cpu_s().map_or("?".into(), |x| format!("{x:.0}")),
+                row.cost.peak_rss_mb().map_or("?".into(), |x| format!("{x:.0}")),
+                row.flows_completed,
+                row.hosts,
+            ),
+            Some(e) => eprintln!("  not run: {e}"),
+        }
+        rows.push(row);
+    }
+    for p in [&a.out, &a.svg] {
+        if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(d)
+                .map_err(|e| format!("{}: cannot create: {e}", d.display()))?;
+        }
+    }
+    let text =
+        serde_json::to_string_pretty(&bench::document(&rows)).map_err(|e| format!("json: {e}"))?;
+    std::fs::write(&a.out, text + "\n")
+        .map_err(|e| format!("{}: cannot write: {e}", a.out.display()))?;
+    println!("json: {}", a.out.display());
+    svg::bench_plot(&a.svg, &rows)?;
+    println!("svg: {}", a.svg.display());
+    Ok(if rows.iter().all(|r| r.error.is_none()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn bench_one(name: &str) -> Result<ExitCode, String> {
+    let case = bench::case(name).ok_or_else(|| format!("unknown bench size `{name}`"))?;
+    let row = bench::run_case(&case);
+    println!("{}", row.to_json());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list_scenarios() {
@@ -151,8 +255,15 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     for o in &outcomes {
         match &o.result {
             Ok(r) => eprintln!(
-                "  ran {} in {:.1} s wall ({} events)",
-                o.name, o.wall_s, r.events
+                "  ran {} in {:.1} s wall, {} CPU ({} events, {} data packets{})",
+                o.name,
+                o.wall_s,
+                o.cost.cpu_s.map_or("?".into(), |c| format!("{c:.2} s")),
+                r.events,
+                o.cost.data_packets,
+                o.cost
+                    .data_packets_per_cpu_s()
+                    .map_or(String::new(), |p| format!(", {:.0} per CPU-s", p)),
             ),
             Err(e) => eprintln!("  {}: not run: {e}", o.name),
         }

@@ -200,6 +200,15 @@ fn push_checked(
 pub trait Handler {
     /// Handles one event at `now` (== `ev.time`); may schedule more through `sched`.
     fn handle(&mut self, now: Time, ev: Event, sched: &mut Scheduler<'_>);
+
+    /// A hint, given just before an event is handled: `next` is probably the event after it
+    /// (not always: the current event may schedule earlier work). The handler may read the
+    /// state `next` will need so that those cache misses overlap with the current event's. It
+    /// cannot change anything (`&self`) and must not matter to results. Default: nothing.
+    #[inline]
+    fn prefetch(&self, next: &Msg) {
+        let _ = next;
+    }
 }
 
 impl<F: FnMut(Time, Event, &mut Scheduler<'_>)> Handler for F {
@@ -338,6 +347,9 @@ impl<H: Handler> Simulator<H> {
             self.stats.events += 1;
             if self.trace {
                 self.stats.trace_hash = fold_event(self.stats.trace_hash, &ev);
+            }
+            if let Some(next) = self.queue.peek_front() {
+                self.handler.prefetch(next);
             }
             let mut sched = Scheduler {
                 queue: &mut self.queue,

@@ -100,6 +100,8 @@ pub const ACK_COALESCE_PKTS: u16 = 16;
 pub const ACK_COALESCE_NS: u64 = 4_000;
 /// Side-table slots per NIC (in-flight packets a NIC can have sent and still decode).
 pub const SIDE_SLOTS: usize = 8192;
+/// The side table grows by this many slots at a time.
+const SIDE_CHUNK: usize = 256;
 /// Full packets per plane the NIC keeps queued at its ports (in total over the planes).
 pub const PUMP_BACKLOG_PKTS: u64 = 2;
 
@@ -146,7 +148,9 @@ pub struct Nic {
     shards: Vec<Box<SimEngine>>,
     conns: Vec<Conn>,
     flows: FlowTable,
-    side: Box<[Side]>,
+    /// The side table: slot `tag % SIDE_SLOTS`, grown on demand up to [`SIDE_SLOTS`] (a NIC
+    /// that sends few packets keeps a small table; a slot past the end reads as empty).
+    side: Vec<Side>,
     next_tag: u64,
     timer_armed: Option<u64>,
     pump_armed: bool,
@@ -300,7 +304,7 @@ impl Nic {
             shards,
             conns,
             flows: table,
-            side: vec![Side { tag: 0, pkt: None }; SIDE_SLOTS].into_boxed_slice(),
+            side: Vec::new(),
             next_tag: 1,
             timer_armed: None,
             pump_armed: false,
@@ -407,11 +411,9 @@ impl Nic {
 
     /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
     pub fn side_lookup(&self, tag: u64) -> Option<TxPacket> {
-        let s = &self.side[(tag % SIDE_SLOTS as u64) as usize];
-        if s.tag == tag {
-            s.pkt
-        } else {
-            None
+        match self.side.get((tag % SIDE_SLOTS as u64) as usize) {
+            Some(s) if s.tag == tag => s.pkt,
+            _ => None,
         }
     }
 
@@ -839,7 +841,18 @@ impl Nic {
         };
         let tag = self.next_tag;
         self.next_tag += 1;
-        self.side[(tag % SIDE_SLOTS as u64) as usize] = Side { tag, pkt: Some(tx) };
+        let slot = (tag % SIDE_SLOTS as u64) as usize;
+        if slot >= self.side.len() {
+            // Grow by at most SIDE_CHUNK slots at a time (not by doubling): a NIC that sends
+            // 600 packets keeps ~600 slots, not 1024.
+            if self.side.capacity() < slot + 1 {
+                let want = slot + 1 - self.side.len();
+                let room = (SIDE_SLOTS - self.side.len()).min(want.max(SIDE_CHUNK));
+                self.side.reserve_exact(room);
+            }
+            self.side.resize(slot + 1, Side { tag: 0, pkt: None });
+        }
+        self.side[slot] = Side { tag, pkt: Some(tx) };
         let size = wire::wire_bytes(&tx);
         let control = !matches!(tx.body, TxBody::Write { .. });
         let pkt = Packet {

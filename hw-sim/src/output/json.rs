@@ -1,8 +1,10 @@
 //! The JSON report: provenance, the full scenario, and one object per transport.
 //!
 //! Deterministic: same scenario and seed, same bytes (keys sorted, no wall-clock value) except
-//! the top-level `wall_clock` object, which holds the wall time of each run and is the only
-//! part that changes between identical runs.
+//! the top-level `wall_clock` object, which holds the wall time and the cost of each run
+//! (`perf`: events, data packets (first transmissions and retransmissions), wall and CPU
+//! seconds, their rates per CPU second, the process's peak RSS so far; null where unknown) and
+//! is the only part that changes between identical runs.
 //!
 //! ```text
 //! { "provenance": { "crate": "mrc-sim", "version", "git_commit", "seed" },
@@ -14,7 +16,10 @@
 //!                     "trims", "ecn_marks", ...,
 //!                     "fcts_us": [sorted FCTs of the completed flows],
 //!                     "goodput_gbps": { "sample_us", "points": [[t_us, Gb/s], ...] } } ],
-//!   "wall_clock": { "seconds": { transport: s } } }
+//!   "wall_clock": { "seconds": { transport: s },
+//!                   "perf": { transport: { "events", "data_packets", "wall_s", "cpu_s",
+//!                             "events_per_cpu_s", "data_packets_per_cpu_s",
+//!                             "peak_rss_mb" } } } }
 //! ```
 //! A transport that could not run has `error` set and null figures.
 
@@ -22,6 +27,7 @@ use serde_json::{json, Map, Value};
 
 use crate::core::time::Duration;
 use crate::fabric::DropCause;
+use crate::run::perf::RunCost;
 use crate::run::RunReport;
 use crate::scenario::ScenarioSpec;
 
@@ -71,6 +77,19 @@ fn report(r: &RunReport) -> Value {
     })
 }
 
+/// The `perf` object of one run.
+pub fn cost(c: &RunCost) -> Value {
+    json!({
+        "events": c.events,
+        "data_packets": c.data_packets,
+        "wall_s": c.wall_s,
+        "cpu_s": c.cpu_s,
+        "events_per_cpu_s": c.events_per_cpu_s(),
+        "data_packets_per_cpu_s": c.data_packets_per_cpu_s(),
+        "peak_rss_mb": c.peak_rss_mb(),
+    })
+}
+
 /// The whole JSON document.
 pub fn document(spec: &ScenarioSpec, outcomes: &[Outcome]) -> Value {
     let transports: Vec<Value> = outcomes
@@ -101,6 +120,10 @@ pub fn document(spec: &ScenarioSpec, outcomes: &[Outcome]) -> Value {
         .iter()
         .map(|o| (o.name.to_string(), json!(o.wall_s)))
         .collect();
+    let perf: Map<String, Value> = outcomes
+        .iter()
+        .map(|o| (o.name.to_string(), cost(&o.cost)))
+        .collect();
     json!({
         "provenance": {
             "crate": env!("CARGO_PKG_NAME"),
@@ -114,6 +137,6 @@ pub fn document(spec: &ScenarioSpec, outcomes: &[Outcome]) -> Value {
             "config": serde_json::to_value(&spec.file).unwrap_or(Value::Null),
         },
         "transports": transports,
-        "wall_clock": { "seconds": wall },
+        "wall_clock": { "seconds": wall, "perf": perf },
     })
 }

@@ -5,6 +5,7 @@
 //! the plots need, feeds the pcap writer and the progress bar. None of them changes the run:
 //! the report is the one [`crate::run::run`] gives.
 
+pub mod bench;
 pub mod json;
 pub mod pcap;
 pub mod progress;
@@ -70,6 +71,9 @@ pub struct Outcome {
     /// Wall-clock seconds the run took (not deterministic; kept out of the JSON's
     /// deterministic part).
     pub wall_s: f64,
+    /// What the run cost: events, data packets, wall and CPU time, peak RSS (not
+    /// deterministic either).
+    pub cost: crate::run::perf::RunCost,
 }
 
 /// The CLI's observer: series, optional pcap tap, optional progress bar.
@@ -245,9 +249,13 @@ pub fn run_all(
         };
         rec.pcap = cap.as_mut();
         rec.progress = bar.as_mut();
-        let wall = std::time::Instant::now();
+        let meter = crate::run::perf::Meter::start();
         let result = crate::run::run_observed(&sc, &mut rec).map_err(|e| e.to_string());
-        let wall_s = wall.elapsed().as_secs_f64();
+        let cost = match &result {
+            Ok(r) => meter.finish(r.events, r.data_sent + r.retransmits),
+            Err(_) => meter.finish(0, 0),
+        };
+        let wall_s = cost.wall_s;
         let series = rec.series;
         if let Some(b) = bar {
             b.finish();
@@ -263,6 +271,7 @@ pub fn run_all(
                     result,
                     series,
                     wall_s,
+                    cost,
                 });
                 continue;
             }
@@ -277,6 +286,7 @@ pub fn run_all(
             result,
             series,
             wall_s,
+            cost,
         });
     }
     Ok((outcomes, notes))

@@ -184,3 +184,111 @@ fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String>
         .map_err(|e| err(path, e))?;
     root.present().map_err(|e| err(path, e))
 }
+
+/// A value read from a bench row.
+type Pick = fn(&super::bench::Row) -> Option<f64>;
+/// A panel: title, y axis, named series.
+type Panel = (&'static str, &'static str, Vec<(&'static str, Pick)>);
+
+/// The cost of `mrc-sim bench` against fabric size, three log-log panels: CPU seconds per run,
+/// CPU nanoseconds per event and per data packet, and peak RSS. Rows that did not run are
+/// left out.
+///
+/// # Errors
+/// A message naming the file that could not be written.
+pub fn bench_plot(path: &Path, rows: &[super::bench::Row]) -> Result<(), String> {
+    let ok: Vec<&super::bench::Row> = rows
+        .iter()
+        .filter(|r| r.error.is_none() && r.cost.cpu_s.is_some())
+        .collect();
+    let panels: [Panel; 3] = [
+        (
+            "CPU time per run",
+            "CPU seconds",
+            vec![("CPU s", |r| r.cost.cpu_s)],
+        ),
+        (
+            "CPU time per unit of work",
+            "CPU ns",
+            vec![
+                ("per event", |r| {
+                    r.cost.cpu_s.map(|c| c * 1e9 / r.cost.events.max(1) as f64)
+                }),
+                ("per data packet", |r| {
+                    r.cost
+                        .cpu_s
+                        .map(|c| c * 1e9 / r.cost.data_packets.max(1) as f64)
+                }),
+            ],
+        ),
+        (
+            "Peak memory",
+            "peak RSS (MiB)",
+            vec![("peak RSS", |r| r.cost.peak_rss_mb())],
+        ),
+    ];
+    let root = SVGBackend::new(path, (1500, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(path, e))?;
+    let root = root
+        .titled(
+            "mrc-sim bench: cost against fabric size (mrc, permutation)",
+            ("sans-serif", 20),
+        )
+        .map_err(|e| err(path, e))?;
+    let x_min = ok
+        .iter()
+        .map(|r| f64::from(r.hosts))
+        .fold(f64::MAX, f64::min);
+    let x_max = ok.iter().map(|r| f64::from(r.hosts)).fold(1.0, f64::max);
+    let (x_min, x_max) = if ok.is_empty() {
+        (100.0, 1e6)
+    } else {
+        (x_min / 1.5, x_max * 1.5)
+    };
+    for (area, (title, y_desc, series)) in root.split_evenly((1, 3)).iter().zip(panels) {
+        let pts: Vec<Vec<(f64, f64)>> = series
+            .iter()
+            .map(|(_, pick)| {
+                ok.iter()
+                    .filter_map(|r| pick(r).map(|y| (f64::from(r.hosts), y)))
+                    .filter(|p| p.1 > 0.0)
+                    .collect()
+            })
+            .collect();
+        let ys = || pts.iter().flatten().map(|p| p.1);
+        let y_max = ys().fold(1e-3, f64::max) * 2.0;
+        let y_min = ys().fold(y_max, f64::min) / 2.0;
+        let mut chart = ChartBuilder::on(area)
+            .caption(title, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((x_min..x_max).log_scale(), (y_min..y_max).log_scale())
+            .map_err(|e| err(path, e))?;
+        chart
+            .configure_mesh()
+            .x_desc("hosts (log scale)")
+            .y_desc(y_desc)
+            .draw()
+            .map_err(|e| err(path, e))?;
+        for (i, ((name, _), p)) in series.iter().zip(&pts).enumerate() {
+            let c = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(p.iter().copied(), c.stroke_width(2)))
+                .map_err(|e| err(path, e))?
+                .label(*name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+            chart
+                .draw_series(p.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
+                .map_err(|e| err(path, e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(path, e))?;
+    }
+    root.present().map_err(|e| err(path, e))
+}

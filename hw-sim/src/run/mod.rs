@@ -18,11 +18,12 @@
 //! the unloaded base RTT. *Stall* = the longest time a QP with outstanding data saw no new byte
 //! acknowledged. FCT = a flow's completion minus its release (its host posting it).
 
+pub mod perf;
 mod report;
 
 pub use report::{format_table, RunReport};
 
-use crate::core::sim::{ComponentId, Event, Handler, Scheduler, Simulator};
+use crate::core::sim::{ComponentId, Event, Handler, Msg, Scheduler, Simulator};
 use crate::core::time::{Duration, Time, PS_PER_S};
 use crate::fabric::{ev as fev, ConfigError, Fabric, FabricConfig, Fault, LinkId, Shape};
 use crate::nic::roce::{self, RoceConfig, RoceError, RoceNic};
@@ -343,6 +344,13 @@ impl World {
 }
 
 impl Handler for World {
+    #[inline]
+    fn prefetch(&self, next: &Msg) {
+        if next.target == FABRIC {
+            self.fabric.prefetch(next.kind, next.data);
+        }
+    }
+
     fn handle(&mut self, now: Time, ev: Event, s: &mut Scheduler<'_>) {
         match ev.target {
             FABRIC => {

@@ -44,7 +44,7 @@ pub struct RunReport {
     pub max_stall_qp: Option<(u32, u32)>,
     /// Data packets retransmitted (all NICs).
     pub retransmits: u64,
-    /// Data packets sent (all NICs, retransmits included).
+    /// Data packets sent for the first time (all NICs; retransmits are in `retransmits`).
     pub data_sent: u64,
     /// EV state changes (all NICs).
     pub ev_state_changes: u64,

@@ -32,7 +32,8 @@ pub(crate) const NIL: u32 = u32::MAX;
 
 /// Event kinds of the fabric component.
 pub mod ev {
-    /// A packet reaches the far end of a link; `data` = slab slot.
+    /// A packet reaches the far end of a link; `data` = slab slot | (the port it reaches << 32)
+    /// (the port rides in the event so that its state is fetched alongside the packet's).
     pub const ARRIVE: u32 = 0;
     /// A port finished serializing and has more queued; `data` = port.
     pub const TX_DONE: u32 = 1;
@@ -134,6 +135,13 @@ struct Port {
     paused: bool,
     /// As an ingress: a pause is outstanding upstream.
     pause_sent: bool,
+    /// Mirror of the link's physical state (`Link::up`), kept in step by `set_link_up`: the
+    /// hot path reads it here, in the port it touches anyway, instead of in the link table.
+    link_up: bool,
+    /// The link has random loss or corruption (its RNG must be consulted per packet).
+    impaired: bool,
+    /// Mirror of the link's epoch (`Link::epoch`).
+    epoch: u32,
     /// Exact picoseconds per byte, or 0 when the rate needs the general formula.
     ps_per_byte: u64,
     rate_bps: u64,
@@ -217,6 +225,9 @@ impl Fabric {
             tx_pending: false,
             paused: false,
             pause_sent: false,
+            link_up: false,
+            impaired: false,
+            epoch: 0,
             ps_per_byte: 0,
             rate_bps: 0,
             arrive_delay: Duration::ZERO,
@@ -259,6 +270,8 @@ impl Fabric {
                 let p = &mut ports[me_ as usize];
                 p.peer = peer;
                 p.link = id;
+                p.link_up = true;
+                p.impaired = cfg.loss_ppm != 0 || cfg.corrupt_ppm != 0;
                 p.rate_bps = rate;
                 p.ps_per_byte = if (8 * PS_PER_S).is_multiple_of(rate) {
                     8 * PS_PER_S / rate
@@ -369,7 +382,12 @@ impl Fabric {
         }
         let d = ev.data;
         match ev.kind {
-            ev::ARRIVE if (d as usize) < self.slab.len() => self.on_arrive(s, d as u32),
+            ev::ARRIVE
+                if ((d as u32) as usize) < self.slab.len()
+                    && ((d >> 32) as usize) < self.ports.len() =>
+            {
+                self.on_arrive(s, d as u32, (d >> 32) as u32)
+            }
             ev::TX_DONE if (d as usize) < self.ports.len() => {
                 let p = &mut self.ports[d as usize];
                 p.tx_pending = false;
@@ -401,6 +419,21 @@ impl Fabric {
         }
     }
 
+    /// Reads the state an upcoming fabric event (`kind`, `data`) will need, so that its cache
+    /// misses overlap with the current event's ([`crate::core::Handler::prefetch`]). Changes
+    /// nothing; unknown or out-of-range events are ignored.
+    #[inline]
+    pub fn prefetch(&self, kind: u32, data: u64) {
+        if kind == ev::ARRIVE {
+            let (id, ip) = (data as u32 as usize, (data >> 32) as usize);
+            if let (Some(slot), Some(port), Some(c)) =
+                (self.slab.get(id), self.ports.get(ip), self.counters.get(ip))
+            {
+                std::hint::black_box((slot.pkt.size_bytes, port.switch, c.rx_packets));
+            }
+        }
+    }
+
     /// Schedules `fault` at `at` (through the handler's scheduler).
     ///
     /// # Errors
@@ -419,6 +452,10 @@ impl Fabric {
         if let Some(l) = self.links.get_mut(link.0 as usize) {
             l.loss_ppm = loss_ppm.min(1_000_000);
             l.corrupt_ppm = corrupt_ppm.min(1_000_000);
+            let impaired = l.loss_ppm != 0 || l.corrupt_ppm != 0;
+            for e in [l.a, l.b] {
+                self.ports[e as usize].impaired = impaired;
+            }
         }
     }
 
@@ -518,10 +555,10 @@ impl Fabric {
         l != NIL && self.links[l as usize].rt_up
     }
 
+    /// The port's link is physically up (false for an unconnected port).
     #[inline]
     fn phys_up_port(&self, port: u32) -> bool {
-        let l = self.ports[port as usize].link;
-        l != NIL && self.links[l as usize].up
+        self.ports[port as usize].link_up
     }
 
     fn alloc(&mut self, pkt: Packet, port: u32) -> u32 {
@@ -573,14 +610,13 @@ impl Fabric {
         self.enqueue(s, port, id, NIL);
     }
 
-    fn on_arrive(&mut self, s: &mut Scheduler<'_>, id: u32) {
+    /// Slot `id` reaches ingress port `ip` (the peer of its egress port `slot.port`). The
+    /// link's epoch is mirrored at both ends, so `ip`'s copy tells whether the link failed
+    /// while the packet was on it; the egress port's state is not read.
+    fn on_arrive(&mut self, s: &mut Scheduler<'_>, id: u32, ip: u32) {
         let slot = self.slab[id as usize];
         let ep = slot.port;
-        let (link, ip) = {
-            let p = &self.ports[ep as usize];
-            (p.link, p.peer)
-        };
-        if self.links[link as usize].epoch != slot.epoch {
+        if self.ports[ip as usize].epoch != slot.epoch {
             self.lost_on_wire(ep, slot.pkt.size_bytes as u64);
             self.drop_packet(id, ep, DropCause::LinkDown);
             return;
@@ -662,6 +698,14 @@ impl Fabric {
                 let ends = [link.a, link.b];
                 if !up {
                     link.epoch = link.epoch.wrapping_add(1);
+                }
+                let epoch = link.epoch;
+                for e in ends {
+                    let p = &mut self.ports[e as usize];
+                    p.link_up = up;
+                    p.epoch = epoch;
+                }
+                if !up {
                     for e in ends {
                         self.flush(s, e);
                         self.ports[e as usize].paused = false;

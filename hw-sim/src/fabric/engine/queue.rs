@@ -127,12 +127,14 @@ impl Fabric {
             serialization_time(size, p.rate_bps)
         };
         p.busy_until = now + ser;
-        let (busy_until, arrive, link, more) = (
+        let (busy_until, arrive, link, peer, more) = (
             p.busy_until,
             p.arrive_delay,
             p.link,
+            p.peer,
             p.data.head != NIL || p.hdr.head != NIL,
         );
+        let (link_up, impaired, epoch) = (p.link_up, p.impaired, p.epoch);
         if more {
             p.tx_pending = true;
             let _ = s.at(busy_until, self.me, ev::TX_DONE, ep as u64);
@@ -144,25 +146,33 @@ impl Fabric {
         let c = &mut self.counters[ep as usize];
         c.tx_packets += 1;
         c.tx_bytes += size;
-        let l = &mut self.links[link as usize];
-        if !l.up {
+        if !link_up {
             self.lost_on_wire(ep, size);
             self.drop_packet(id, ep, DropCause::LinkDown);
             return;
         }
-        if l.loss_ppm != 0 && l.rng.chance(l.loss_ppm) {
-            self.lost_on_wire(ep, size);
-            self.drop_packet(id, ep, DropCause::RandomLoss);
-            return;
+        let mut corrupt = false;
+        if impaired {
+            // Only an impaired link's RNG is drawn from (as before: a zero rate draws nothing).
+            let l = &mut self.links[link as usize];
+            if l.loss_ppm != 0 && l.rng.chance(l.loss_ppm) {
+                self.lost_on_wire(ep, size);
+                self.drop_packet(id, ep, DropCause::RandomLoss);
+                return;
+            }
+            corrupt = l.corrupt_ppm != 0 && l.rng.chance(l.corrupt_ppm);
         }
-        let corrupt = l.corrupt_ppm != 0 && l.rng.chance(l.corrupt_ppm);
-        let epoch = l.epoch;
         let slot = &mut self.slab[id as usize];
         slot.epoch = epoch;
         if corrupt {
             slot.pkt.flags |= flags::CORRUPT;
         }
-        let _ = s.at(busy_until + arrive, self.me, ev::ARRIVE, id as u64);
+        let _ = s.at(
+            busy_until + arrive,
+            self.me,
+            ev::ARRIVE,
+            id as u64 | (peer as u64) << 32,
+        );
     }
 
     pub(super) fn release_ingress(&mut self, s: &mut Scheduler<'_>, ingress: u32, size: u64) {

@@ -1,0 +1,247 @@
+//! `mrc-sim bench` (`just bench-sim`): what the simulator costs as the fabric grows.
+//!
+//! Each size runs in its own process (`mrc-sim bench-one NAME`, so that its peak RSS is its
+//! own), the mrc transport only, without an observer. The sizes ([`cases`]):
+//! - `1k`: the fidelity scenario `permutation-1024` as shipped (three-tier k = 16 fat tree,
+//!   1024 hosts, 100G, 2 MB permutation at t = 0; the htsim reference runs it at ~20 K data
+//!   packets and ~0.5 M events per CPU second);
+//! - `4k`, `16k`: the same settings on k = 26 (4394 hosts) and k = 40 (16,000 hosts) fat trees,
+//!   the nearest three-tier sizes;
+//! - `128k` (`--full` only): the MRC paper's two-tier fabric, 131,072 hosts, 8 planes x 100G,
+//!   512-port switches, every host sending 1 MiB in a permutation, the fidelity scenario's
+//!   queue, ECN, trimming and NIC settings.
+//!
+//! A row is the cost of building and running the scenario: wall and CPU seconds of the child
+//! process's run, events and data packets (first transmissions and retransmissions) per CPU
+//! second, and the child's peak RSS. A size that cannot run (its process fails or refuses the
+//! scenario) gets a row with its error and null figures.
+
+use serde_json::{json, Value};
+
+use crate::fabric::Shape;
+use crate::nic::Transport;
+use crate::run::perf::{Meter, RunCost};
+use crate::scenario::{ScenarioSpec, ShapeFile};
+use crate::workload::Workload;
+
+/// One size of the benchmark.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// Its name on the command line (`1k`, `4k`, `16k`, `128k`).
+    pub name: &'static str,
+    /// The scenario (transports: mrc only).
+    pub spec: ScenarioSpec,
+}
+
+impl Case {
+    /// Hosts of the fabric.
+    pub fn hosts(&self) -> u32 {
+        self.spec.scenario(Transport::Mrc).fabric.shape.hosts()
+    }
+}
+
+/// The names of the sizes, smallest first; `full` adds `128k`.
+pub fn names(full: bool) -> Vec<&'static str> {
+    let mut v = vec!["1k", "4k", "16k"];
+    if full {
+        v.push("128k");
+    }
+    v
+}
+
+/// The scenario of size `name`, or `None` for an unknown name.
+pub fn case(name: &str) -> Option<Case> {
+    let mut spec = ScenarioSpec::resolve("permutation-1024").ok()?;
+    spec.file.transports = vec![Transport::Mrc];
+    let f = &mut spec.file;
+    let name: &'static str = match name {
+        "1k" => "1k",
+        "4k" => {
+            f.fabric.shape = ShapeFile::FatTree { k: 26 };
+            "4k"
+        }
+        "16k" => {
+            f.fabric.shape = ShapeFile::FatTree { k: 40 };
+            "16k"
+        }
+        "128k" => {
+            f.fabric.shape = ShapeFile::LeafSpine {
+                hosts: 131_072,
+                radix: 512,
+            };
+            f.fabric.planes = 8;
+            f.workload = Workload::Permutation {
+                bytes_per_host: 1 << 20,
+                msg_bytes: 1 << 20,
+            };
+            "128k"
+        }
+        _ => return None,
+    };
+    spec.name = format!("bench-{name}");
+    spec.origin = "built-in (mrc-sim bench)".into();
+    f.description = match f.fabric.shape {
+        ShapeFile::FatTree { k } => format!(
+            "bench {name}: fidelity settings on a k={k} fat tree ({} hosts), 2 MB permutation",
+            Shape::FatTree { k }.hosts()
+        ),
+        ShapeFile::LeafSpine { hosts, radix } => format!(
+            "bench {name}: two-tier, {hosts} hosts, {} planes x 100G, {radix}-port switches, 1 MiB permutation",
+            f.fabric.planes
+        ),
+    };
+    Some(Case { name, spec })
+}
+
+/// One row of `target/bench-sim.json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// Size name.
+    pub name: String,
+    /// Hosts.
+    pub hosts: u32,
+    /// The scenario's one-line description.
+    pub description: String,
+    /// What the run cost (zeros when it did not run).
+    pub cost: RunCost,
+    /// Flows that completed, of `hosts` (a check that the run did its work).
+    pub flows_completed: u32,
+    /// Why the size did not run, if it did not.
+    pub error: Option<String>,
+}
+
+impl Row {
+    /// The row as JSON (the keys `just bench-sim` promises, plus context).
+    pub fn to_json(&self) -> Value {
+        let c = &self.cost;
+        json!({
+            "name": self.name,
+            "hosts": self.hosts,
+            "description": self.description,
+            "error": self.error,
+            "wall_s": self.error.is_none().then_some(c.wall_s),
+            "cpu_s": c.cpu_s,
+            "events": c.events,
+            "data_packets": c.data_packets,
+            "events_per_cpu_s": c.events_per_cpu_s(),
+            "data_packets_per_cpu_s": c.data_packets_per_cpu_s(),
+            "peak_rss_mb": c.peak_rss_mb(),
+            "flows_completed": self.flows_completed,
+        })
+    }
+
+    /// Reads back a row written by [`Row::to_json`].
+    pub fn from_json(v: &Value) -> Option<Row> {
+        let f = |k: &str| v.get(k).and_then(Value::as_f64);
+        let u = |k: &str| v.get(k).and_then(Value::as_u64);
+        Some(Row {
+            name: v.get("name")?.as_str()?.to_string(),
+            hosts: u32::try_from(u("hosts")?).ok()?,
+            description: v.get("description")?.as_str()?.to_string(),
+            cost: RunCost {
+                events: u("events").unwrap_or(0),
+                data_packets: u("data_packets").unwrap_or(0),
+                wall_s: f("wall_s").unwrap_or(0.0),
+                cpu_s: f("cpu_s"),
+                peak_rss_bytes: f("peak_rss_mb").map(|m| (m * 1024.0 * 1024.0) as u64),
+            },
+            flows_completed: u32::try_from(u("flows_completed").unwrap_or(0)).unwrap_or(0),
+            error: v.get("error").and_then(Value::as_str).map(str::to_string),
+        })
+    }
+
+    /// A row for a size that did not run.
+    pub fn failed(case: &Case, error: String) -> Row {
+        Row {
+            name: case.name.to_string(),
+            hosts: case.hosts(),
+            description: case.spec.file.description.clone(),
+            cost: RunCost::default(),
+            flows_completed: 0,
+            error: Some(error),
+        }
+    }
+}
+
+/// Runs one size in this process and measures it (the `bench-one` subcommand).
+pub fn run_case(case: &Case) -> Row {
+    if let Err((key, why)) = case.spec.file.validate() {
+        return Row::failed(case, format!("{key}: {why}"));
+    }
+    let sc = case.spec.scenario(Transport::Mrc);
+    let meter = Meter::start();
+    match crate::run::run(&sc) {
+        Ok(r) => Row {
+            name: case.name.to_string(),
+            hosts: r.hosts,
+            description: case.spec.file.description.clone(),
+            cost: meter.finish(r.events, r.data_sent + r.retransmits),
+            flows_completed: r.completed,
+            error: None,
+        },
+        Err(e) => Row::failed(case, e.to_string()),
+    }
+}
+
+/// The whole `target/bench-sim.json` document.
+pub fn document(rows: &[Row]) -> Value {
+    json!({
+        "provenance": {
+            "crate": env!("CARGO_PKG_NAME"),
+            "version": env!("CARGO_PKG_VERSION"),
+            "git_commit": super::json::GIT_COMMIT,
+        },
+        "rows": rows.iter().map(Row::to_json).collect::<Vec<Value>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_have_the_promised_hosts_and_mrc_only() {
+        let hosts: Vec<u32> = names(true)
+            .iter()
+            .map(|n| case(n).unwrap().hosts())
+            .collect();
+        assert_eq!(hosts, [1024, 4394, 16_000, 131_072]);
+        assert_eq!(names(false).len(), 3);
+        let c = case("1k").unwrap();
+        assert_eq!(c.spec.file.transports, [Transport::Mrc]);
+        // The 1k size is the fidelity scenario itself.
+        let fidelity = ScenarioSpec::resolve("permutation-1024").unwrap();
+        assert_eq!(c.spec.file.fabric, fidelity.file.fabric);
+        assert_eq!(c.spec.file.workload, fidelity.file.workload);
+        assert!(case("2k").is_none());
+    }
+
+    #[test]
+    fn rows_round_trip_through_json() {
+        let row = Row {
+            name: "4k".into(),
+            hosts: 4394,
+            description: "d".into(),
+            cost: RunCost {
+                events: 10,
+                data_packets: 5,
+                wall_s: 2.5,
+                cpu_s: Some(2.0),
+                peak_rss_bytes: Some(64 << 20),
+            },
+            flows_completed: 4394,
+            error: None,
+        };
+        let v = row.to_json();
+        assert_eq!(v["data_packets_per_cpu_s"], json!(2.5));
+        assert_eq!(v["peak_rss_mb"], json!(64.0));
+        assert_eq!(Row::from_json(&v), Some(row.clone()));
+        let failed = Row::failed(&case("4k").unwrap(), "no".into());
+        let v = failed.to_json();
+        assert_eq!(
+            (v["wall_s"].is_null(), v["error"].as_str()),
+            (true, Some("no"))
+        );
+        assert_eq!(Row::from_json(&v).unwrap().error.as_deref(), Some("no"));
+    }
+}
