@@ -41,10 +41,21 @@ fn ram_per_ev_bytes() -> usize {
 }
 
 fn main() {
+    // Optional first argument: the packet count (default 1,000,000, the budgeted figure).
+    let mut cfg = StreamConfig::default();
+    if let Some(n) = std::env::args().nth(1) {
+        match n.parse() {
+            Ok(n) => cfg.packets = n,
+            Err(_) => {
+                eprintln!("usage: engine_cost [PACKETS]");
+                std::process::exit(2);
+            }
+        }
+    }
     // Two engines and the channel live on the stack: give them room.
     let r = std::thread::Builder::new()
         .stack_size(64 << 20)
-        .spawn(|| run_stream(StreamConfig::default()))
+        .spawn(move || run_stream(cfg))
         .expect("spawn")
         .join()
         .expect("run");
@@ -83,7 +94,7 @@ fn main() {
         ram_per_ev_bytes(),
         size_of::<TkEngine>(),
     );
-    if r.failed || r.delivered_packets != 1_000_000 {
+    if r.failed || r.delivered_packets != cfg.packets {
         std::process::exit(1);
     }
 }
