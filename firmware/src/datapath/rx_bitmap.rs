@@ -233,15 +233,30 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         }
     }
 
-    /// Move `cum` over consecutive received PSNs, clearing their bits.
+    /// Move `cum` over consecutive received PSNs, clearing their bits, a word at a time.
     fn advance(&mut self) {
-        for _ in 0..Self::WINDOW_BITS {
-            if !self.bit(self.head) {
+        // Each step consumes the run of set bits from `head` to the end of its word or stops;
+        // the window has WORDS words, so WORDS + 1 steps reach any end.
+        for _ in 0..=WORDS {
+            let (word, shift) = (self.head / 64, (self.head % 64) as u32);
+            let Some(w) = self.words.get_mut(word) else {
+                break;
+            };
+            let run = (!(*w >> shift)).trailing_zeros().min(64 - shift);
+            if run == 0 {
                 break;
             }
-            self.set_bit(self.head, false);
-            self.head = (self.head + 1) % Self::WINDOW_BITS;
-            self.cum = self.cum.add(1);
+            let mask = if run == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << run) - 1) << shift
+            };
+            *w &= !mask;
+            self.head = (self.head + run as usize) % Self::WINDOW_BITS;
+            self.cum = self.cum.add(run);
+            if shift + run < 64 {
+                break;
+            }
         }
         if self.next_max.distance_from(self.cum) < 0 {
             self.next_max = self.cum;

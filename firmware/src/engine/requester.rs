@@ -663,17 +663,18 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// The next completion of this requester, in posting order.
     pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
         for _ in 0..SQ {
-            let w = *self.sq.front()?;
-            let end = w.start_psn.add(w.npkts);
+            let head = self.sq.front()?;
+            let end = head.start_psn.add(head.npkts);
             let done = self.una.distance_from(end) >= 0;
+            if !done && !self.in_error {
+                return None;
+            }
+            let w = self.sq.pop_front()?;
             let status = if done {
                 Ok(())
-            } else if self.in_error {
-                Err(self.error.take().unwrap_or(CompletionError::Flushed))
             } else {
-                return None;
+                Err(self.error.take().unwrap_or(CompletionError::Flushed))
             };
-            self.sq.pop_front();
             self.send_idx = self.send_idx.saturating_sub(1);
             if w.wr.imm.is_some() && (done || self.nxt.distance_from(w.start_psn) > 0) {
                 self.wimm_inflight = self.wimm_inflight.saturating_sub(1);

@@ -110,13 +110,24 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     late_len: usize,
     /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
     popped_late: Option<Flight<PB>>,
+    /// Only loss and latency are configured (no blackhole, outage, trim, CE, duplication or
+    /// reordering): [`Channel::send`] and [`Channel::pop_due_ref`] take their short paths.
+    simple: bool,
     counters: ChannelCounters,
 }
 
 impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// An empty channel.
     pub fn new(cfg: ChannelConfig, seed: u64) -> Self {
+        let simple = cfg.blackhole_ev.is_none()
+            && cfg.plane_outage.is_none()
+            && cfg.path_outage.is_none()
+            && cfg.trim_ppm == 0
+            && cfg.ce_ppm == 0
+            && cfg.dup_ppm == 0
+            && cfg.reorder_ppm == 0;
         Channel {
+            simple,
             cfg,
             rng: Rng::new(seed),
             fifo: [None; CAP],
@@ -157,6 +168,17 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     #[inline]
     pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
         self.counters.sent += 1;
+        if self.simple {
+            // The general path below with every check but loss switched off (the same random
+            // draws, so the same run).
+            if self.chance(self.cfg.loss_ppm) {
+                self.counters.lost += 1;
+                return;
+            }
+            let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+            self.push_fifo(to, at_ns, &pkt, Trim::None, false, payload);
+            return;
+        }
         if self.cfg.blackhole_ev == Some(pkt.evx.ev_index) {
             self.counters.blackholed += 1;
             return;
@@ -241,6 +263,19 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 return;
             }
         }
+        self.push_fifo(to, at_ns, pkt, trim, ce, payload);
+    }
+
+    #[inline]
+    fn push_fifo(
+        &mut self,
+        to: u8,
+        at_ns: u64,
+        pkt: &TxPacket,
+        trim: Trim,
+        ce: bool,
+        payload: &[u8],
+    ) {
         if self.len >= CAP {
             self.counters.overflow += 1;
             return;
@@ -281,7 +316,11 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// channel is next used.
     #[inline]
     pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
-        if self.late_len == 0 && self.cfg.plane_outage.is_none() && self.cfg.path_outage.is_none() {
+        if self.simple
+            || (self.late_len == 0
+                && self.cfg.plane_outage.is_none()
+                && self.cfg.path_outage.is_none())
+        {
             // Fast path: only the FIFO head can be due, and no plane drops it.
             if self.len == 0 {
                 return None;
