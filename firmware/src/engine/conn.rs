@@ -11,7 +11,7 @@ use crate::engine::cc::{Cc, Controller, FixedWindow};
 use crate::engine::ev_state::{EvConfig, EvError, EvEvent, EvState, EvTable, MAX_PLANES};
 use crate::engine::packet::{CompletionError, TxBody, TxPacket};
 use crate::engine::qp::{InitParams, QpState};
-use crate::engine::requester::{Requester, Stall};
+use crate::engine::requester::{FastTx, Requester, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::timer_wheel::TimerHandle;
 
@@ -257,6 +257,41 @@ impl<
             return None;
         }
         let req = self.req.as_mut()?;
+        let sprayer = &mut self.sprayer;
+        match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
+            FastTx::Sent(t) => {
+                return Some(TxPacket {
+                    src_qpn: self.qpn,
+                    dest_qpn: self.dest_qpn,
+                    psn: t.psn,
+                    msn: t.msn,
+                    ev_format: self.ev_format,
+                    evx: EvxRepr {
+                        ev_index: t.ev.index,
+                        plane: t.ev.plane,
+                        ev_value: self.value_base.wrapping_add(u32::from(t.ev.index)),
+                    },
+                    tx_ts_ns: now_ns as u32,
+                    echo_ts_ns: 0,
+                    retransmit: false,
+                    ack_req: t.ack_req,
+                    body: TxBody::Write {
+                        segment: t.segment,
+                        reth: RethRepr {
+                            va: t.remote_va,
+                            rkey: t.rkey,
+                            dma_len: t.payload_len,
+                        },
+                        local: t.local,
+                    },
+                });
+            }
+            FastTx::NoEv => {
+                self.stalls.no_ev += 1;
+                return None;
+            }
+            FastTx::Fallback => {}
+        }
         let c = match req.peek(&self.cc) {
             Ok(c) => c,
             Err(stall) => {

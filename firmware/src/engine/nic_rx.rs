@@ -179,6 +179,33 @@ impl<
             ack_req: h.ack_req,
             tx_ts_ns: tx_ts,
         };
+        if imm.is_none() {
+            if let Some(placement) =
+                resp.handle_write_quiet(now_ns, &pkt, reth, meta.payload_len, &mut self.regions)
+            {
+                // No ACK went out; the ACK deadline moves only when this packet opened a
+                // coalescing interval (or the timer is missing after a failed arm).
+                let ack_timer_stale = resp.ack_gen().pending_packets() == 1
+                    || qp.timers.get(T_ACK).is_some_and(Option::is_none);
+                count!(self.counters.placed);
+                if ack_timer_stale {
+                    self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+                }
+                return match placement {
+                    Placement::Write {
+                        slot: s,
+                        offset,
+                        len,
+                    } => RxVerdict::Place {
+                        qpn: slot as u32,
+                        slot: s,
+                        offset,
+                        len,
+                    },
+                    Placement::Empty => RxVerdict::Consumed,
+                };
+            }
+        }
         let mut event = None;
         let result = resp.handle_write(
             now_ns,

@@ -31,6 +31,7 @@ use mrc_abi::wire::{AckRepr, NackReason, NackRepr, Segment};
 use mrc_abi::Psn;
 
 use crate::datapath::segmenter::{PacketDesc, WriteRequest};
+use crate::datapath::sprayer::EvPick;
 use crate::engine::cc::{Cc, Controller};
 use crate::engine::ev_state::{AckFeedback, EvTable};
 use crate::engine::packet::{Completion, CompletionError, CompletionKind, LocalBuf, SendWr};
@@ -107,6 +108,30 @@ pub(crate) struct Candidate {
     pub last: bool,
     /// First packet of a Write-with-Immediate (counts against `max_wimm`).
     pub wimm_start: bool,
+}
+
+/// A new packet the fast path sent: what its descriptor needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewTx {
+    pub psn: Psn,
+    pub msn: u16,
+    pub segment: Segment,
+    pub remote_va: u64,
+    pub rkey: u32,
+    pub payload_len: u32,
+    pub local: LocalBuf,
+    pub ack_req: bool,
+    pub ev: EvPick,
+}
+
+/// What [`Requester::send_new_fast`] did.
+pub(crate) enum FastTx {
+    /// Sent (committed) a new packet.
+    Sent(NewTx),
+    /// A new packet could leave but no EV is usable: nothing changed.
+    NoEv,
+    /// Not the common case: nothing changed; take [`Requester::peek`] / [`Requester::commit`].
+    Fallback,
 }
 
 /// Why no packet can leave now.
@@ -367,6 +392,100 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             .descriptor_in(index, w.npkts)
             .ok_or(Stall::Idle)?;
         Ok(self.candidate_for(&w, desc, false))
+    }
+
+    /// [`Self::peek`] + [`Self::commit`] for the common packet: the next new packet of the
+    /// work request being sent, with nothing waiting for retransmission, window, CC and
+    /// immediate room, on the EV `pick` gives. Same effect as that pair, without building
+    /// the candidate.
+    #[inline]
+    pub(crate) fn send_new_fast(
+        &mut self,
+        cc: &Cc,
+        now_ns: u64,
+        pick: impl FnOnce() -> Option<EvPick>,
+    ) -> FastTx {
+        if self.in_error || !self.retx.is_empty() || !cc.can_send(self.inflight_bytes) {
+            return FastTx::Fallback;
+        }
+        let (a, b) = self.sq.as_slices();
+        let w = match a.get(self.send_idx) {
+            Some(w) => w,
+            None => match b.get(self.send_idx.wrapping_sub(a.len())) {
+                Some(w) => w,
+                None => return FastTx::Fallback,
+            },
+        };
+        if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
+            return FastTx::Fallback;
+        }
+        let Ok(index) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
+            return FastTx::Fallback;
+        };
+        if index >= w.npkts || (index == 0 && w.wr.imm.is_some()) {
+            // (a new Write-with-Immediate checks `max_wimm` in `peek`)
+            return FastTx::Fallback;
+        }
+        let Some(offset) = index.checked_mul(self.mtu) else {
+            return FastTx::Fallback;
+        };
+        let Some(rest) = w.wr.len.checked_sub(offset) else {
+            return FastTx::Fallback;
+        };
+        let Some(remote_va) = w.wr.remote_va.checked_add(u64::from(offset)) else {
+            return FastTx::Fallback;
+        };
+        let Some(ev) = pick() else {
+            return FastTx::NoEv;
+        };
+        let last = index + 1 >= w.npkts;
+        let segment = if w.npkts <= 1 {
+            Segment::Only { imm: w.wr.imm }
+        } else if index == 0 {
+            Segment::First
+        } else if last {
+            Segment::Last { imm: w.wr.imm }
+        } else {
+            Segment::Middle
+        };
+        let payload_len = rest.min(self.mtu);
+        let tx = NewTx {
+            psn: self.nxt,
+            msn: w.msn,
+            segment,
+            remote_va,
+            rkey: w.wr.rkey,
+            payload_len,
+            local: LocalBuf {
+                handle: w.wr.local.handle,
+                offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+            },
+            // The last packet of a message asks for an immediate ACK (see `candidate_for`).
+            ack_req: last,
+            ev,
+        };
+        // `commit` for a new transmission that is not the start of a Write-with-Immediate.
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+        self.nxt = self.nxt.add(1);
+        self.counters.data_sent += 1;
+        if last {
+            self.send_idx += 1;
+        }
+        // payload_len <= mtu <= u16::MAX
+        let len = payload_len.min(u32::from(u16::MAX)) as u16;
+        let tx_seq = self.tx_seq;
+        if let Some(s) = self.slot_mut(tx.psn) {
+            *s = TxSlot {
+                tx_seq,
+                ev: ev.index,
+                len,
+                plane: ev.plane,
+                flags: F_INFLIGHT,
+            };
+        }
+        self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+        self.retry.arm(now_ns);
+        FastTx::Sent(tx)
     }
 
     /// The first retransmission still wanted; entries acknowledged meanwhile are dropped.

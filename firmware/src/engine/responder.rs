@@ -125,6 +125,32 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         self.acks.handle_timeout(now_ns).map(AckEvent::Ack)
     }
 
+    /// [`Self::handle_write`] for the common packet: untrimmed, no immediate, new, inside
+    /// the window, a RETH that passes, and no ACK due. Returns `None`, having changed nothing,
+    /// for any other packet (the caller then calls [`Self::handle_write`]).
+    #[inline]
+    pub(crate) fn handle_write_quiet<const R: usize>(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+        reth: &RethRepr,
+        payload_len: u32,
+        regions: &mut PlacementTable<R>,
+    ) -> Option<Placement> {
+        let rx = self.acks.rx();
+        let d = pkt.psn.distance_from(rx.cum_psn());
+        if d < 0 || d as u32 >= self.mpr_psns || rx.is_received(pkt.psn) {
+            return None;
+        }
+        if !self.acks.is_quiet(pkt) {
+            return None;
+        }
+        let placement = regions.check_write_ok(reth.rkey, reth.va, reth.dma_len, payload_len)?;
+        self.acks.handle_quiet(now_ns, pkt);
+        self.counters.placed += 1;
+        Some(placement)
+    }
+
     /// One received write packet; see the module docs for the rules. The ACK or NACK it
     /// calls for, if any, is written to `event` (left untouched otherwise).
     #[allow(clippy::too_many_arguments)]
