@@ -140,12 +140,21 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         if self.bit(pos) {
             return RxOutcome::Duplicate;
         }
-        self.set_bit(pos, true);
         if psn.distance_from(self.next_max) >= 0 {
             self.next_max = psn.add(1);
         }
         if offset == 0 {
-            self.advance();
+            // The head PSN (in-order arrival): step `cum` over it without setting its bit,
+            // then over the received run behind it, if any.
+            self.head = (self.head + 1) % Self::WINDOW_BITS;
+            self.cum = self.cum.add(1);
+            if self.bit(self.head) {
+                self.advance();
+            } else if self.next_max.distance_from(self.cum) < 0 {
+                self.next_max = self.cum;
+            }
+        } else {
+            self.set_bit(pos, true);
         }
         RxOutcome::New
     }

@@ -281,6 +281,12 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
     /// plane with a non-zero weight.
+    /// Whether some EV is usable on an eligible plane, i.e. whether [`Self::next_ev`] picks.
+    #[inline]
+    pub fn has_usable(&self) -> bool {
+        self.max_plane_weight != 0
+    }
+
     #[inline]
     pub fn next_ev(&mut self) -> Option<EvPick> {
         match self.next_ev_fast() {

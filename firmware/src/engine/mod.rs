@@ -27,6 +27,7 @@
 //!   policy.
 //! - [`fixed`]: fixed-point helpers (Q16 EWMA, integer logarithms).
 //! - [`rng`]: a tiny seeded PRNG (SplitMix64 + xorshift64*).
+//! - [`ring`]: the bounded FIFO of the per-packet queues.
 
 /// Bump a wrapping event counter (the engine's counters never panic on overflow).
 macro_rules! count {
@@ -45,6 +46,7 @@ pub mod qp;
 pub mod requester;
 pub mod responder;
 pub mod retry;
+pub mod ring;
 pub mod rng;
 pub mod sprt;
 pub mod timer_wheel;

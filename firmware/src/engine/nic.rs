@@ -23,6 +23,7 @@ use crate::engine::packet::{Completion, CompletionError, SendWr, TxBody, TxPacke
 use crate::engine::qp::{transition_allowed, QpAttrs, QpError, QpState};
 use crate::engine::requester::Requester;
 use crate::engine::responder::Responder;
+use crate::engine::ring::Ring;
 use crate::engine::timer_wheel::{TimerId, TimerWheel};
 
 #[path = "nic_rx.rs"]
@@ -131,7 +132,7 @@ pub struct Engine<
     cfg: EngineConfig,
     qps: [Option<Qp<EVS, P, WIN, WORDS, SQ, RQ>>; Q],
     regions: PlacementTable<R>,
-    ctrl: Deque<TxPacket, CTRL_CAP>,
+    ctrl: Ring<TxPacket, CTRL_CAP>,
     ev_events: Deque<QpEvEvent, EV_EVENT_CAP>,
     timers: TimerWheel<TM>,
     tx_rr: usize,
@@ -171,7 +172,7 @@ impl<
             cfg,
             qps: core::array::from_fn(|_| None),
             regions: PlacementTable::new(),
-            ctrl: Deque::new(),
+            ctrl: Ring::new(TxPacket::FILL),
             ev_events: Deque::new(),
             timers,
             tx_rr: 0,
@@ -498,6 +499,11 @@ impl<
 
     /// The next packet to send: control packets first, then data from the QPs in turn.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<TxPacket> {
+        if self.ctrl.is_empty() {
+            if let Some(p) = self.poll_new_data(now_ns) {
+                return Some(p);
+            }
+        }
         if let Some(p) = self.ctrl.pop_front() {
             match p.body {
                 TxBody::Ack(_) => count!(self.counters.acks_sent),
@@ -537,6 +543,33 @@ impl<
             }
         }
         None
+    }
+
+    /// The common output: no control packet waits and the QP at the round-robin position
+    /// sends its next new packet (the first step of the loop in [`Self::poll_transmit`], which
+    /// then stays on that QP). `None`, having changed nothing, otherwise.
+    #[inline]
+    fn poll_new_data(&mut self, now_ns: u64) -> Option<TxPacket> {
+        let slot = self.tx_rr;
+        let qp = self.qps.get_mut(slot).and_then(Option::as_mut)?;
+        if qp.state != QpState::Rts {
+            return None;
+        }
+        let had_deadline = qp.req.as_ref()?.deadline_ns().is_some();
+        let p = qp.poll_new_fast(now_ns)?;
+        count!(self.counters.data_sent);
+        if qp.skips_pending()
+            && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
+        {
+            self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+        }
+        if !had_deadline {
+            let d = self
+                .qp(slot as u32)
+                .and_then(|q| q.req.as_ref()?.deadline_ns());
+            self.sync_timer(slot, T_RETRY, d);
+        }
+        Some(p)
     }
 
     fn probe_deadline(&self, slot: usize) -> Option<u64> {

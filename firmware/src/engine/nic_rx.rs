@@ -100,6 +100,28 @@ impl<
         meta: RxMeta,
     ) -> RxVerdict {
         count!(self.counters.rx_packets);
+        if let TxBody::Write { segment, reth, .. } = &pkt.body {
+            let imm = matches!(
+                segment,
+                Segment::Last { imm: Some(_) } | Segment::Only { imm: Some(_) }
+            );
+            if !imm && trim == TrimMark::None {
+                let rx = RxPacket {
+                    psn: pkt.psn,
+                    ev_index: pkt.evx.ev_index,
+                    plane: pkt.evx.plane,
+                    ce: meta.ce,
+                    trim,
+                    has_imm: false,
+                    ack_req: pkt.ack_req,
+                    tx_ts_ns: pkt.tx_ts_ns,
+                };
+                let slot = pkt.dest_qpn as usize;
+                if let Some(v) = self.rx_write_quiet(now_ns, slot, &rx, reth, meta.payload_len) {
+                    return v;
+                }
+            }
+        }
         let h = RxHdr {
             dest_qp: pkt.dest_qpn,
             psn: pkt.psn,
@@ -158,12 +180,11 @@ impl<
             }
             return self.drop_rx(DropReason::QpNotReady);
         }
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
-            return self.drop_rx(DropReason::UnknownQp);
-        };
-        let Some(resp) = qp.resp.as_mut() else {
-            return self.drop_rx(DropReason::QpNotReady);
-        };
+        match self.qps.get(slot).and_then(Option::as_ref) {
+            None => return self.drop_rx(DropReason::UnknownQp),
+            Some(qp) if qp.resp.is_none() => return self.drop_rx(DropReason::QpNotReady),
+            Some(_) => {}
+        }
         let trim = h.trim;
         let imm = match segment {
             Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } => Some((*i, h.msn)),
@@ -180,32 +201,16 @@ impl<
             tx_ts_ns: tx_ts,
         };
         if imm.is_none() {
-            if let Some(placement) =
-                resp.handle_write_quiet(now_ns, &pkt, reth, meta.payload_len, &mut self.regions)
-            {
-                // No ACK went out; the ACK deadline moves only when this packet opened a
-                // coalescing interval (or the timer is missing after a failed arm).
-                let ack_timer_stale = resp.ack_gen().pending_packets() == 1
-                    || qp.timers.get(T_ACK).is_some_and(Option::is_none);
-                count!(self.counters.placed);
-                if ack_timer_stale {
-                    self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
-                }
-                return match placement {
-                    Placement::Write {
-                        slot: s,
-                        offset,
-                        len,
-                    } => RxVerdict::Place {
-                        qpn: slot as u32,
-                        slot: s,
-                        offset,
-                        len,
-                    },
-                    Placement::Empty => RxVerdict::Consumed,
-                };
+            if let Some(v) = self.rx_write_quiet(now_ns, slot, &pkt, reth, meta.payload_len) {
+                return v;
             }
         }
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let Some(resp) = qp.resp.as_mut() else {
+            return self.drop_rx(DropReason::QpNotReady);
+        };
         let mut event = None;
         let result = resp.handle_write(
             now_ns,
@@ -263,6 +268,47 @@ impl<
             self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
         }
         verdict
+    }
+
+    /// The common write ([`crate::engine::responder::Responder::handle_write_quiet`]): placed,
+    /// no ACK. `None`, having changed nothing, for any other packet or an unready QP.
+    #[inline]
+    fn rx_write_quiet(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        pkt: &RxPacket,
+        reth: &mrc_abi::wire::RethRepr,
+        payload_len: u32,
+    ) -> Option<RxVerdict> {
+        let qp = self.qps.get_mut(slot).and_then(Option::as_mut)?;
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
+            return None;
+        }
+        let resp = qp.resp.as_mut()?;
+        let placement =
+            resp.handle_write_quiet(now_ns, pkt, reth, payload_len, &mut self.regions)?;
+        // No ACK went out; the ACK deadline moves only when this packet opened a coalescing
+        // interval (or the timer is missing after a failed arm).
+        let ack_timer_stale = resp.ack_gen().pending_packets() == 1
+            || qp.timers.get(T_ACK).is_some_and(Option::is_none);
+        count!(self.counters.placed);
+        if ack_timer_stale {
+            self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+        }
+        Some(match placement {
+            Placement::Write {
+                slot: s,
+                offset,
+                len,
+            } => RxVerdict::Place {
+                qpn: slot as u32,
+                slot: s,
+                offset,
+                len,
+            },
+            Placement::Empty => RxVerdict::Consumed,
+        })
     }
 
     pub(super) fn ack_deadline(&self, slot: usize) -> Option<u64> {

@@ -26,7 +26,6 @@
 //! - **Completions** come from the head of the send queue only, so they are in posting order;
 //!   in ERROR every remaining WQE completes with an error (the first with the cause).
 
-use heapless::Deque;
 use mrc_abi::wire::{AckRepr, NackReason, NackRepr, Segment};
 use mrc_abi::Psn;
 
@@ -37,6 +36,7 @@ use crate::engine::ev_state::{AckFeedback, EvTable};
 use crate::engine::packet::{Completion, CompletionError, CompletionKind, LocalBuf, SendWr};
 use crate::engine::qp::{QpError, RtsParams};
 use crate::engine::retry::{RetryDecision, RetryState};
+use crate::engine::ring::Ring;
 
 const F_INFLIGHT: u8 = 1;
 const F_ACKED: u8 = 2;
@@ -60,6 +60,27 @@ struct SendWqe {
     start_psn: Psn,
     npkts: u32,
     msn: u16,
+}
+
+impl SendWqe {
+    /// Filler for the unused slots of the send queue.
+    const FILL: SendWqe = SendWqe {
+        wr: SendWr {
+            wr_id: 0,
+            local: LocalBuf {
+                handle: 0,
+                offset: 0,
+            },
+            remote_va: 0,
+            rkey: 0,
+            len: 0,
+            imm: None,
+            signaled: false,
+        },
+        start_psn: Psn::new(0),
+        npkts: 0,
+        msn: 0,
+    };
 }
 
 /// Requester counters (saturating where they could matter, else wrapping).
@@ -145,7 +166,7 @@ pub(crate) enum Stall {
 
 /// The requester of one QP: send queue of `SQ`, window of `WIN` PSNs.
 pub struct Requester<const WIN: usize, const SQ: usize> {
-    sq: Deque<SendWqe, SQ>,
+    sq: Ring<SendWqe, SQ>,
     /// Index in `sq` of the WQE whose packets are being sent for the first time.
     send_idx: usize,
     next_post_psn: Psn,
@@ -153,7 +174,7 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     una: Psn,
     nxt: Psn,
     slots: [TxSlot; WIN],
-    retx: Deque<Psn, WIN>,
+    retx: Ring<Psn, WIN>,
     inflight_bytes: u64,
     tx_seq: u32,
     max_acked_seq: u32,
@@ -172,15 +193,6 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     in_error: bool,
     planted_bug: bool,
     counters: RequesterCounters,
-}
-
-#[inline]
-fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
-    let (a, b) = d.as_slices();
-    match a.get(i) {
-        Some(v) => Some(*v),
-        None => b.get(i.wrapping_sub(a.len())).copied(),
-    }
 }
 
 #[cfg(debug_assertions)]
@@ -203,14 +215,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         Requester {
-            sq: Deque::new(),
+            sq: Ring::new(SendWqe::FILL),
             send_idx: 0,
             next_post_psn: p.sq_psn,
             next_msn: 0,
             una: p.sq_psn,
             nxt: p.sq_psn,
             slots: [TxSlot::default(); WIN],
-            retx: Deque::new(),
+            retx: Ring::new(Psn::new(0)),
             inflight_bytes: 0,
             tx_seq: 0,
             max_acked_seq: 0,
@@ -379,7 +391,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 return Ok(c);
             }
         }
-        let w = deque_get(&self.sq, self.send_idx).ok_or(Stall::Idle)?;
+        let w = self.sq.get(self.send_idx).copied().ok_or(Stall::Idle)?;
         if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
             return Err(Stall::Window);
         }
@@ -408,13 +420,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error || !self.retx.is_empty() || !cc.can_send(self.inflight_bytes) {
             return FastTx::Fallback;
         }
-        let (a, b) = self.sq.as_slices();
-        let w = match a.get(self.send_idx) {
-            Some(w) => w,
-            None => match b.get(self.send_idx.wrapping_sub(a.len())) {
-                Some(w) => w,
-                None => return FastTx::Fallback,
-            },
+        let Some(w) = self.sq.get(self.send_idx) else {
+            return FastTx::Fallback;
         };
         if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
             return FastTx::Fallback;
