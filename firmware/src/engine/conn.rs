@@ -281,18 +281,24 @@ impl<
     }
 
     /// [`Self::poll_data`] for the common packet (the requester's next new packet, see
-    /// `Requester::send_new_fast`); `None`, having changed nothing, otherwise.
+    /// `Requester::send_new_fast`), written into `out`; `false`, having changed nothing,
+    /// otherwise.
     #[inline]
-    pub(crate) fn poll_new_fast(&mut self, now_ns: u64) -> Option<TxPacket> {
+    pub(crate) fn poll_new_fast(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
         // (a pick that fails is counted by the sprayer: leave that to `poll_data`)
         if !self.sprayer.has_usable() {
-            return None;
+            return false;
         }
-        let req = self.req.as_mut()?;
+        let Some(req) = self.req.as_mut() else {
+            return false;
+        };
         let sprayer = &mut self.sprayer;
         match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
-            FastTx::Sent(t) => Some(self.new_packet(now_ns, &t)),
-            FastTx::NoEv | FastTx::Fallback => None,
+            FastTx::Sent(t) => {
+                *out = self.new_packet(now_ns, &t);
+                true
+            }
+            FastTx::NoEv | FastTx::Fallback => false,
         }
     }
 

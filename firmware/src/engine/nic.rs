@@ -499,11 +499,30 @@ impl<
 
     /// The next packet to send: control packets first, then data from the QPs in turn.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<TxPacket> {
-        if self.ctrl.is_empty() {
-            if let Some(p) = self.poll_new_data(now_ns) {
-                return Some(p);
-            }
+        let mut p = TxPacket::FILL;
+        self.poll_transmit_into(now_ns, &mut p).then_some(p)
+    }
+
+    /// [`Self::poll_transmit`] writing the packet into `out` (returns whether there was one;
+    /// `out` is unchanged otherwise): the common packet is built in place, e.g. in the slot
+    /// of a transmit ring, instead of being returned and copied.
+    #[inline]
+    pub fn poll_transmit_into(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
+        if self.ctrl.is_empty() && self.poll_new_data(now_ns, out) {
+            return true;
         }
+        match self.poll_transmit_general(now_ns) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The general output path: control packets first, then data from the QPs in turn.
+    #[inline(never)]
+    fn poll_transmit_general(&mut self, now_ns: u64) -> Option<TxPacket> {
         if let Some(p) = self.ctrl.pop_front() {
             match p.body {
                 TxBody::Ack(_) => count!(self.counters.acks_sent),
@@ -547,16 +566,22 @@ impl<
 
     /// The common output: no control packet waits and the QP at the round-robin position
     /// sends its next new packet (the first step of the loop in [`Self::poll_transmit`], which
-    /// then stays on that QP). `None`, having changed nothing, otherwise.
+    /// then stays on that QP), written into `out`. `false`, having changed nothing, otherwise.
     #[inline]
-    fn poll_new_data(&mut self, now_ns: u64) -> Option<TxPacket> {
+    fn poll_new_data(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
         let slot = self.tx_rr;
-        let qp = self.qps.get_mut(slot).and_then(Option::as_mut)?;
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return false;
+        };
         if qp.state != QpState::Rts {
-            return None;
+            return false;
         }
-        let had_deadline = qp.req.as_ref()?.deadline_ns().is_some();
-        let p = qp.poll_new_fast(now_ns)?;
+        let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
+            return false;
+        };
+        if !qp.poll_new_fast(now_ns, out) {
+            return false;
+        }
         count!(self.counters.data_sent);
         if qp.skips_pending()
             && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
@@ -569,7 +594,7 @@ impl<
                 .and_then(|q| q.req.as_ref()?.deadline_ns());
             self.sync_timer(slot, T_RETRY, d);
         }
-        Some(p)
+        true
     }
 
     fn probe_deadline(&self, slot: usize) -> Option<u64> {

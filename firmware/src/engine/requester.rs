@@ -582,6 +582,36 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         len
     }
 
+    /// [`Self::mark_acked`] for every PSN of `[una, cum)`, then `una = cum` (`cum` is within
+    /// `[una, nxt]`): one pass with the sequence and byte totals kept in registers. Returns the
+    /// bytes newly acknowledged.
+    fn ack_through<const E: usize>(&mut self, cum: Psn, evs: &mut EvTable<E>) -> u64 {
+        let n = cum.distance_from(self.una).max(0) as u32;
+        let (mut psn, mut max_seq) = (self.una, self.max_acked_seq);
+        let (mut acked, mut freed) = (0u64, 0u64);
+        for _ in 0..n {
+            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                if s.flags & F_ACKED == 0 {
+                    let len = u64::from(s.len);
+                    if s.flags & F_INFLIGHT != 0 {
+                        let _ = evs.handle_delivery(s.ev);
+                        freed += len;
+                    }
+                    s.flags = F_ACKED;
+                    acked += len;
+                    if (s.tx_seq.wrapping_sub(max_seq) as i32) > 0 {
+                        max_seq = s.tx_seq;
+                    }
+                }
+            }
+            psn = psn.add(1);
+        }
+        self.una = cum;
+        self.max_acked_seq = max_seq;
+        self.inflight_bytes = self.inflight_bytes.saturating_sub(freed);
+        acked
+    }
+
     /// Declare `psn` lost (it is in flight): queue its retransmission.
     fn mark_pending(&mut self, psn: Psn, avoid: bool) -> Option<TxSlot> {
         let s = self.slots.get_mut(psn.value() as usize % WIN)?;
@@ -638,10 +668,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let cum_ok =
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
-            while self.una != a.cum_psn {
-                acked_bytes += self.mark_acked(self.una, ev);
-                self.una = self.una.add(1);
-            }
+            acked_bytes += self.ack_through(a.cum_psn, ev);
         } else {
             self.counters.acks_stale += 1;
         }

@@ -82,6 +82,18 @@ pub struct Flight<const PB: usize> {
     pub payload: [u8; PB],
 }
 
+impl<const PB: usize> Flight<PB> {
+    /// Filler for the FIFO's empty slots.
+    const FILL: Flight<PB> = Flight {
+        to: 0,
+        at_ns: 0,
+        pkt: TxPacket::FILL,
+        trim: Trim::None,
+        ce: false,
+        payload: [0; PB],
+    };
+}
+
 /// Channel counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelCounters {
@@ -103,7 +115,8 @@ pub struct ChannelCounters {
 pub struct Channel<const CAP: usize, const PB: usize> {
     cfg: ChannelConfig,
     rng: Rng,
-    fifo: [Option<Flight<PB>>; CAP],
+    /// Slots `head..head + len` (wrapping) hold packets; the others hold a filler.
+    fifo: [Flight<PB>; CAP],
     head: usize,
     len: usize,
     late: [Option<Flight<PB>>; LATE],
@@ -130,7 +143,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             simple,
             cfg,
             rng: Rng::new(seed),
-            fifo: [None; CAP],
+            fifo: [Flight::FILL; CAP],
             head: 0,
             len: 0,
             late: [None; LATE],
@@ -218,6 +231,47 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     }
 
     /// A packet in flight, built where it is stored.
+    /// [`Self::send`] of the packet `fill` writes, built in place in the FIFO slot it will
+    /// occupy (no copy): `fill` returns whether it wrote one; returns the same.
+    #[inline]
+    pub fn send_with(
+        &mut self,
+        now_ns: u64,
+        to: u8,
+        fill: impl FnOnce(&mut TxPacket) -> bool,
+    ) -> bool {
+        let i = self.head + self.len;
+        let i = if i >= CAP { i - CAP } else { i };
+        let slot = match self.fifo.get_mut(i) {
+            Some(f) if self.simple && PB == 0 && self.len < CAP => f,
+            _ => {
+                let mut p = TxPacket::FILL;
+                if !fill(&mut p) {
+                    return false;
+                }
+                self.send(now_ns, to, p, &[]);
+                return true;
+            }
+        };
+        if !fill(&mut slot.pkt) {
+            return false;
+        }
+        // `send` on the short path: the same counters and random draw.
+        self.counters.sent += 1;
+        if self.chance(self.cfg.loss_ppm) {
+            self.counters.lost += 1;
+            return true;
+        }
+        if let Some(f) = self.fifo.get_mut(i) {
+            f.to = to;
+            f.at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+            f.trim = Trim::None;
+            f.ce = false;
+            self.len += 1;
+        }
+        true
+    }
+
     #[inline]
     fn flight(
         to: u8,
@@ -283,18 +337,14 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         let i = self.head + self.len;
         let i = if i >= CAP { i - CAP } else { i };
         if let Some(s) = self.fifo.get_mut(i) {
-            *s = Some(Self::flight(to, at_ns, pkt, trim, ce, payload));
+            *s = Self::flight(to, at_ns, pkt, trim, ce, payload);
             self.len += 1;
         }
     }
 
     /// The earliest delivery time.
     pub fn next_due(&self) -> Option<u64> {
-        let fifo = self
-            .fifo
-            .get(self.head)
-            .and_then(|f| f.as_ref())
-            .map(|f| f.at_ns);
+        let fifo = self.fifo.get(self.head).map(|f| f.at_ns);
         let fifo = if self.len > 0 { fifo } else { None };
         let late = if self.late_len > 0 {
             self.late.iter().flatten().map(|f| f.at_ns).min()
@@ -326,14 +376,14 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 return None;
             }
             let head = self.head;
-            let f = self.fifo.get(head)?.as_ref()?;
+            let f = self.fifo.get(head)?;
             if f.at_ns > now_ns {
                 return None;
             }
             self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
             self.counters.delivered += 1;
-            return self.fifo.get(head)?.as_ref();
+            return self.fifo.get(head);
         }
         let outage = self.cfg.plane_outage.is_some() || self.cfg.path_outage.is_some();
         loop {
@@ -342,7 +392,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 let f = if late {
                     self.popped_late.as_ref()
                 } else {
-                    self.fifo.get(i).and_then(|s| s.as_ref())
+                    self.fifo.get(i)
                 };
                 if f.is_some_and(|f| self.plane_dead(f.pkt.evx.plane, now_ns)) {
                     self.counters.plane_dropped += 1;
@@ -353,7 +403,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             return if late {
                 self.popped_late.as_ref()
             } else {
-                self.fifo.get(i).and_then(|s| s.as_ref())
+                self.fifo.get(i)
             };
         }
     }
@@ -376,7 +426,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let head = self.head;
         let slot = self.fifo.get(head)?;
-        if slot.as_ref().is_some_and(|f| f.at_ns <= now_ns) {
+        if slot.at_ns <= now_ns {
             self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
             return Some((false, head));

@@ -32,8 +32,10 @@ pub struct StreamConfig {
     pub evs: u16,
     pub planes: u8,
     pub latency_ns: u64,
-    /// Receive through [`TxPacket::to_repr`] and `Engine::handle_packet` (the parsed-header
-    /// path) instead of `Engine::handle_tx_packet`; both must give the same run.
+    /// Transmit with `Engine::poll_transmit` + `Channel::send` (by value) instead of
+    /// `Channel::send_with` + `Engine::poll_transmit_into` (in place), and receive through
+    /// [`TxPacket::to_repr`] and `Engine::handle_packet` (the parsed-header path) instead of
+    /// `Engine::handle_tx_packet`; both must give the same run.
     ///
     /// [`TxPacket::to_repr`]: crate::engine::TxPacket::to_repr
     pub via_repr: bool,
@@ -181,13 +183,23 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
             posted += 1;
         }
         let mut progress = false;
-        while let Some(p) = a.poll_transmit(now) {
-            ch.send(now, 1, p, &[]);
-            progress = true;
-        }
-        while let Some(p) = b.poll_transmit(now) {
-            ch.send(now, 0, p, &[]);
-            progress = true;
+        if VIA_REPR {
+            while let Some(p) = a.poll_transmit(now) {
+                ch.send(now, 1, p, &[]);
+                progress = true;
+            }
+            while let Some(p) = b.poll_transmit(now) {
+                ch.send(now, 0, p, &[]);
+                progress = true;
+            }
+        } else {
+            // Packets are built in place in the channel's FIFO slots.
+            while ch.send_with(now, 1, |slot| a.poll_transmit_into(now, slot)) {
+                progress = true;
+            }
+            while ch.send_with(now, 0, |slot| b.poll_transmit_into(now, slot)) {
+                progress = true;
+            }
         }
         while let Some(f) = ch.pop_due_ref(now) {
             progress = true;
@@ -262,8 +274,8 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
 mod tests {
     use super::*;
 
-    /// The descriptor receive path and the parsed-header path give the same run, packet for
-    /// packet (every counter of both engines and the channel).
+    /// The in-place / descriptor paths and the by-value / parsed-header paths give the same
+    /// run, packet for packet (every counter of both engines and the channel).
     #[test]
     fn descriptor_and_repr_paths_agree() {
         for seed in [1, 2] {
