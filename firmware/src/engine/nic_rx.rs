@@ -117,7 +117,7 @@ impl<
                     tx_ts_ns: pkt.tx_ts_ns,
                 };
                 let slot = pkt.dest_qpn as usize;
-                if let Some(v) = self.rx_write_quiet(now_ns, slot, &rx, reth, meta.payload_len) {
+                if let Some(v) = self.rx_write_fast(now_ns, slot, &rx, reth, meta.payload_len) {
                     return v;
                 }
             }
@@ -201,7 +201,7 @@ impl<
             tx_ts_ns: tx_ts,
         };
         if imm.is_none() {
-            if let Some(v) = self.rx_write_quiet(now_ns, slot, &pkt, reth, meta.payload_len) {
+            if let Some(v) = self.rx_write_fast(now_ns, slot, &pkt, reth, meta.payload_len) {
                 return v;
             }
         }
@@ -270,10 +270,11 @@ impl<
         verdict
     }
 
-    /// The common write ([`crate::engine::responder::Responder::handle_write_quiet`]): placed,
-    /// no ACK. `None`, having changed nothing, for any other packet or an unready QP.
+    /// The common write ([`crate::engine::responder::Responder::handle_write_fast`]): placed,
+    /// with the ACK it calls for queued. `None`, having changed nothing, for any other packet
+    /// or an unready QP.
     #[inline]
-    fn rx_write_quiet(
+    fn rx_write_fast(
         &mut self,
         now_ns: u64,
         slot: usize,
@@ -286,13 +287,18 @@ impl<
             return None;
         }
         let resp = qp.resp.as_mut()?;
-        let placement =
-            resp.handle_write_quiet(now_ns, pkt, reth, payload_len, &mut self.regions)?;
-        // No ACK went out; the ACK deadline moves only when this packet opened a coalescing
-        // interval (or the timer is missing after a failed arm).
+        let (placement, event) =
+            resp.handle_write_fast(now_ns, pkt, reth, payload_len, &mut self.regions)?;
+        // The ACK deadline moves only when this packet opened a coalescing interval (an
+        // emitted ACK closes it: no deadline, nothing to arm), or the timer is missing after
+        // a failed arm.
         let ack_timer_stale = resp.ack_gen().pending_packets() == 1
             || qp.timers.get(T_ACK).is_some_and(Option::is_none);
         count!(self.counters.placed);
+        if let Some(e) = event {
+            let p = qp.ack_packet(now_ns, &e, pkt.tx_ts_ns);
+            self.push_ctrl(p);
+        }
         if ack_timer_stale {
             self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
         }
