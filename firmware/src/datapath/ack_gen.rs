@@ -332,12 +332,12 @@ impl<const WORDS: usize> AckGen<WORDS> {
             && !(self.config.ack_on_gap && pkt.psn.is_after(self.rx.next_max_psn()))
     }
 
-    /// [`Self::handle_packet`] for a packet [`Self::is_quiet`] accepted and that is new and
-    /// inside the window: marks it received and counts it (no ACK).
+    /// [`Self::handle_packet`] for a packet [`Self::is_quiet`] accepted that is new, `offset`
+    /// PSNs after the cumulative PSN, inside the window: marks it received and counts it (no
+    /// ACK).
     #[inline]
-    pub fn handle_quiet(&mut self, now_ns: u64, pkt: &RxPacket) {
-        let outcome = self.rx.receive(pkt.psn);
-        debug_assert_eq!(outcome, RxOutcome::New);
+    pub fn handle_quiet(&mut self, now_ns: u64, pkt: &RxPacket, offset: u32) {
+        self.rx.receive_new_at(pkt.psn, offset);
         self.count(now_ns, pkt);
     }
 

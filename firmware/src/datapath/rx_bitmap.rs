@@ -136,10 +136,32 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
                 RxOutcome::OutOfWindow
             };
         };
-        let pos = self.ring_pos(offset);
-        if self.bit(pos) {
+        if self.bit(self.ring_pos(offset)) {
             return RxOutcome::Duplicate;
         }
+        self.set_new(psn, offset);
+        RxOutcome::New
+    }
+
+    /// Whether the PSN `offset` after `cum` (`offset < WINDOW`) has been received: what
+    /// [`Self::is_received`] says for it, without locating it again.
+    #[inline]
+    pub fn is_received_at(&self, offset: u32) -> bool {
+        self.bit(self.ring_pos(offset))
+    }
+
+    /// [`Self::receive`] of `psn`, which the caller found `offset < WINDOW` after `cum` and
+    /// not received ([`Self::is_received_at`]): marks it, counts it new.
+    #[inline]
+    pub fn receive_new_at(&mut self, psn: Psn, offset: u32) {
+        debug_assert!(offset < Self::WINDOW && psn.distance_from(self.cum) == offset as i32);
+        self.set_new(psn, offset);
+        self.counters.new = self.counters.new.wrapping_add(1);
+    }
+
+    #[inline]
+    fn set_new(&mut self, psn: Psn, offset: u32) {
+        let pos = self.ring_pos(offset);
         if psn.distance_from(self.next_max) >= 0 {
             self.next_max = psn.add(1);
         }
@@ -156,7 +178,6 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         } else {
             self.set_bit(pos, true);
         }
-        RxOutcome::New
     }
 
     /// True when `psn` has been received (before `cum`, or its bit is set).

@@ -143,12 +143,13 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         }
         let rx = self.acks.rx();
         let d = pkt.psn.distance_from(rx.cum_psn());
-        if d < 0 || d as u32 >= self.mpr_psns || rx.is_received(pkt.psn) {
+        // mpr_psns <= the bitmap's window
+        if d < 0 || d as u32 >= self.mpr_psns || rx.is_received_at(d as u32) {
             return None;
         }
         let placement = regions.check_write_ok(reth.rkey, reth.va, reth.dma_len, payload_len)?;
         let event = if self.acks.is_quiet(pkt) {
-            self.acks.handle_quiet(now_ns, pkt);
+            self.acks.handle_quiet(now_ns, pkt, d as u32);
             None
         } else {
             // New and inside the window: the generator marks it received (placed) and
@@ -266,6 +267,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     }
 
     /// The next receive completion: a finished immediate, or a flushed buffer in ERROR.
+    #[inline]
     pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
         let cum = self.acks.rx().cum_psn();
         if let Some(p) = self.pending.first().copied() {
