@@ -400,7 +400,15 @@ impl<
     }
 
     /// Run every timer due at `now_ns`.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) {
+        if !self.timers.is_quiet(now_ns) {
+            self.handle_due_timers(now_ns);
+        }
+    }
+
+    #[inline(never)]
+    fn handle_due_timers(&mut self, now_ns: u64) {
         for _ in 0..TM.saturating_mul(2).max(8) {
             let Some(exp) = self.timers.poll_expired(now_ns) else {
                 return;

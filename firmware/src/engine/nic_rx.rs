@@ -92,6 +92,7 @@ impl<
     /// A received packet given as the sender's descriptor, with the trim mark the fabric set
     /// and what the wire block measured: the same as [`Self::handle_packet`] on
     /// [`TxPacket::to_repr`] with that trim mark, without building the header representation.
+    #[inline]
     pub fn handle_tx_packet(
         &mut self,
         now_ns: u64,
@@ -122,6 +123,18 @@ impl<
                 }
             }
         }
+        self.handle_tx_packet_general(now_ns, pkt, trim, meta)
+    }
+
+    /// [`Self::handle_tx_packet`] past its fast path (`rx_packets` already counted).
+    #[inline(never)]
+    fn handle_tx_packet_general(
+        &mut self,
+        now_ns: u64,
+        pkt: &TxPacket,
+        trim: TrimMark,
+        meta: RxMeta,
+    ) -> RxVerdict {
         let h = RxHdr {
             dest_qp: pkt.dest_qpn,
             psn: pkt.psn,
