@@ -385,6 +385,12 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.delivered += 1;
             return self.fifo.get(head);
         }
+        self.pop_due_general(now_ns)
+    }
+
+    /// [`Self::pop_due_ref`] with reordered packets or outages.
+    #[inline(never)]
+    fn pop_due_general(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
         let outage = self.cfg.plane_outage.is_some() || self.cfg.path_outage.is_some();
         loop {
             let (late, i) = self.pop_due_raw(now_ns)?;
