@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 888,645,892 instructions for the
-//! whole program, i.e. **~889 instructions per delivered packet**, against a budget of 300 (not
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 856,935,684 instructions for the
+//! whole program, i.e. **~857 instructions per delivered packet**, against a budget of 300 (not
 //! met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN EV
 //! delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -23,16 +23,24 @@
 //! | `Engine::poll_transmit_into` builds the packet in the channel's FIFO slot (`Channel::send_with`); one pass for the cumulative ACK | 927 |
 //! | the receive fast path also takes the packets that trigger an ACK | 911 |
 //! | the receive fast path locates the PSN in the RX bitmap once; completion polls inlined | 889 |
+//! | `handle_tx_packet`, `handle_timeout` (`TimerWheel::is_quiet`) and the channel's `pop_due_ref`: an inline fast check, the general part out of line | 857 |
 //!
-//! Where the 889 go (inclusive, per delivered packet, from `callgrind_annotate --inclusive=yes`):
-//! transmit ~330 (requester fast path ~70, sprayer ~70, packet build, the general path when
-//! the window or CC stalls ~30), receive of data ~230 (RX bitmap ~40, ACK generator ~30,
-//! placement check ~22, the ACK packets it emits), the sender's ACK processing ~100 (per-PSN
-//! delivery credit with the EV's gray-loss test, SACK bits, loss inference, EV and CC
-//! feedback), channel ~65 (loss draw, FIFO), timers ~32, completions ~24. RAM: one test-kit QP
-//! (256 EVs, 512-PSN windows, 32-entry queues) is 34,440 bytes, one EV 84 bytes (EV table
-//! entry + sprayer slot and its plane link), the whole 2-QP test-kit engine 77,256 bytes (all
-//! printed by this example).
+//! Tried and dropped (measured worse or no better): `lto = "fat"` + `codegen-units = 1` in the
+//! release profile (1,206 -> 1,125 before the fast paths, but 972 -> 973 after them), a
+//! branch-free `Psn::distance_from` (+18), a sprayer pick that wraps the EV chain without the
+//! general scan (+3), forced inlining of the receive fast path (+3) and of `poll_completion`
+//! (+2).
+//!
+//! Where the 857 go (inclusive, per delivered packet, from `callgrind_annotate --inclusive=yes`):
+//! transmit ~350 (both NICs: the requester's fast path ~80, the sprayer ~70 of which ~25 in
+//! its general scan, building the 88-byte `TxPacket` ~30, the general path for ACKs, stalls
+//! and retransmissions ~30, engine glue), receive of data ~230 (RX bitmap ~34, ACK generator
+//! ~36, placement check ~35, the ACKs it emits), the sender's ACK processing ~118 (per-PSN
+//! delivery credit with the EV's gray-loss test ~40, SACK bits, loss inference, EV and CC
+//! feedback, EV-event sync), channel ~65 (loss draw ~15, FIFO), completions ~24, timers ~20,
+//! posting ~9. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry queues) is 34,440
+//! bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane link), the whole 2-QP
+//! test-kit engine 77,256 bytes (all printed by this example).
 //!
 //! An optional argument sets the packet count (default 1,000,000, the budgeted figure), for
 //! quicker profiling runs.

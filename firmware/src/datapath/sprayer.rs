@@ -6,7 +6,8 @@
 //!   0..P-1, skip_once}`, written by firmware; `P` per-plane weights `0..=15` (default 1, 0 =
 //!   the plane takes no traffic); the scheduler position: a plane cursor and round, and per plane
 //!   an EV cursor and round. Derived per-plane summaries (usable EV count, largest usable
-//!   weight) are recomputed on every firmware write, never on the packet path.
+//!   weight, a chain linking each plane's usable slots in index order) are updated on every
+//!   firmware write, never on the packet path, so a pick steps over retired EVs at no cost.
 //! - **Input**: one request per packet ([`Sprayer::next_ev`]).
 //! - **Output**: the chosen [`EvPick`] `{index, plane}`, or `None` when no EV is usable (counted
 //!   in [`SprayerCounters::no_usable`]).
@@ -296,9 +297,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     }
 
     /// The common pick: the plane at the cursor (after at most one wrap of the plane scan)
-    /// is eligible in its round, and the first eligible EV of its chain from its cursor
-    /// (after at most one wrap of the EV scan) has no skip flag. Changes nothing when it
-    /// returns `None` (the general scan then makes the same pick it would have made).
+    /// is eligible in its round, and the successor of the plane's last pick in its chain of
+    /// usable slots is eligible and has no skip flag. Changes nothing when it returns `None`
+    /// (the general scan then makes the same pick it would have made).
     #[inline]
     fn next_ev_fast(&mut self) -> Option<EvPick> {
         let (mut plane, mut plane_round) = (self.plane_cursor, self.plane_round);
@@ -448,7 +449,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     }
 
     /// The first slot at or after `cursor` that is usable, on `plane` and of weight `>= round`
-    /// (the linear scan of the module docs, walking the plane's chain of slots).
+    /// (the linear scan of the module docs, walking the plane's chain of usable slots).
     #[inline]
     fn find_on_plane(&self, cursor: usize, plane: u8, round: u8) -> Option<usize> {
         let next = |i: usize| match self.next_on_plane.get(i) {

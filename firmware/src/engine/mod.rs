@@ -9,7 +9,11 @@
 //! The engine proper:
 //! - [`nic::Engine`]: every QP of a NIC, registered regions, timers, output queues; the
 //!   sans-IO surface (`handle_packet`, `handle_timeout`, `handle_plane_down/up`,
-//!   `poll_transmit`, `poll_completion`, `poll_ev_event`, `poll_timeout`).
+//!   `poll_transmit`, `poll_completion`, `poll_ev_event`, `poll_timeout`), plus the
+//!   descriptor forms for callers that never need wire headers: `handle_tx_packet` (receive a
+//!   `TxPacket` as sent, no `MrcRepr`) and `poll_transmit_into` (build the packet in place).
+//!   The common data packet takes a fast path on both sides (`Requester::send_new_fast`,
+//!   `Responder::handle_write_fast`), each equivalent to the general path it skips.
 //! - [`qp`]: the QP state machine and OCP attribute rules; [`conn::Qp`]: one QP's state.
 //! - [`requester`] / [`responder`]: the two halves of a QP.
 //! - [`packet`]: packet descriptors, work requests, completions.
