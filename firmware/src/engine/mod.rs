@@ -40,6 +40,37 @@ macro_rules! count {
     };
 }
 
+/// Whether the fast paths run. Always in the crate proper; a unit test turns them off on its
+/// own thread to check they are equivalent to the general paths they skip.
+pub(crate) mod fast_paths {
+    #[cfg(test)]
+    extern crate std;
+
+    #[cfg(test)]
+    std::thread_local! {
+        static OFF: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// The fast paths are on.
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn enabled() -> bool {
+        true
+    }
+
+    /// The fast paths are on (this thread).
+    #[cfg(test)]
+    pub(crate) fn enabled() -> bool {
+        !OFF.with(core::cell::Cell::get)
+    }
+
+    /// Turn this thread's fast paths off (`true`) or on.
+    #[cfg(test)]
+    pub(crate) fn set_off(off: bool) {
+        OFF.with(|c| c.set(off));
+    }
+}
+
 pub mod cc;
 pub mod conn;
 pub mod ev_state;

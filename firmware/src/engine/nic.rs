@@ -577,6 +577,9 @@ impl<
     /// then stays on that QP), written into `out`. `false`, having changed nothing, otherwise.
     #[inline]
     fn poll_new_data(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
+        if !crate::engine::fast_paths::enabled() {
+            return false;
+        }
         let slot = self.tx_rr;
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
             return false;

@@ -295,6 +295,9 @@ impl<
         reth: &mrc_abi::wire::RethRepr,
         payload_len: u32,
     ) -> Option<RxVerdict> {
+        if !crate::engine::fast_paths::enabled() {
+            return None;
+        }
         let qp = self.qps.get_mut(slot).and_then(Option::as_mut)?;
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
             return None;

@@ -295,4 +295,26 @@ mod tests {
             assert_eq!(direct, parsed);
         }
     }
+
+    /// The engine's fast paths (next new packet, common write) give the same run as the
+    /// general paths alone, on both the descriptor and the parsed-header paths.
+    #[test]
+    fn fast_paths_match_the_general_paths() {
+        for (seed, via_repr) in [(3, false), (4, true)] {
+            let cfg = StreamConfig {
+                seed,
+                packets: 20_000,
+                loss_ppm: 20_000,
+                via_repr,
+                ..StreamConfig::default()
+            };
+            let fast = run_stream(cfg);
+            crate::engine::fast_paths::set_off(true);
+            let general = run_stream(cfg);
+            crate::engine::fast_paths::set_off(false);
+            assert!(!fast.failed);
+            assert_eq!(fast.delivered_packets, 20_000);
+            assert_eq!(fast, general);
+        }
+    }
 }
