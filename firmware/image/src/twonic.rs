@@ -56,6 +56,7 @@ fn config() -> PairConfig {
         reorder_extra_ns: 2_000,
         blackhole_ev: Some(17),
         plane_outage: Some(OUTAGE),
+        path_outage: None,
     };
     cfg.messages = 32;
     cfg.waves = WAVES;

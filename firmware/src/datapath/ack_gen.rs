@@ -320,6 +320,27 @@ impl<const WORDS: usize> AckGen<WORDS> {
 
     /// When the timer-driven ACK of the pending interval is due (`None` when nothing is
     /// pending).
+    /// Whether [`Self::handle_packet`] on `pkt` would only count it: an untrimmed packet
+    /// without immediate or ACK request, new and inside the window (the caller has checked
+    /// that), that neither opens a gap nor fills the coalescing count.
+    #[inline]
+    pub fn is_quiet(&self, pkt: &RxPacket) -> bool {
+        pkt.trim == TrimMark::None
+            && !pkt.has_imm
+            && !pkt.ack_req
+            && self.interval.pkt_count.saturating_add(1) < self.config.coalesce_pkts
+            && !(self.config.ack_on_gap && pkt.psn.is_after(self.rx.next_max_psn()))
+    }
+
+    /// [`Self::handle_packet`] for a packet [`Self::is_quiet`] accepted that is new, `offset`
+    /// PSNs after the cumulative PSN, inside the window: marks it received and counts it (no
+    /// ACK).
+    #[inline]
+    pub fn handle_quiet(&mut self, now_ns: u64, pkt: &RxPacket, offset: u32) {
+        self.rx.receive_new_at(pkt.psn, offset);
+        self.count(now_ns, pkt);
+    }
+
     pub fn poll_timeout(&self) -> Option<u64> {
         self.interval
             .since_ns

@@ -201,6 +201,7 @@ impl<const R: usize> PlacementTable<R> {
         })
     }
 
+    #[inline]
     fn find(&self, rkey: u32) -> Option<(u16, MemRegion)> {
         self.regions
             .iter()
@@ -236,6 +237,22 @@ impl<const R: usize> PlacementTable<R> {
         result
     }
 
+    /// [`Self::check_write`] when it passes (counted), `None` (nothing counted) when it
+    /// fails: the caller then calls [`Self::check_write`] for the error and its counter.
+    #[inline]
+    pub fn check_write_ok(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        dma_len: u32,
+        payload_len: u32,
+    ) -> Option<Placement> {
+        let p = self.check(rkey, va, dma_len, payload_len).ok()?;
+        self.counters.placed = self.counters.placed.wrapping_add(1);
+        Some(p)
+    }
+
+    #[inline]
     fn check(
         &self,
         rkey: u32,

@@ -136,18 +136,48 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
                 RxOutcome::OutOfWindow
             };
         };
-        let pos = self.ring_pos(offset);
-        if self.bit(pos) {
+        if self.bit(self.ring_pos(offset)) {
             return RxOutcome::Duplicate;
         }
-        self.set_bit(pos, true);
+        self.set_new(psn, offset);
+        RxOutcome::New
+    }
+
+    /// Whether the PSN `offset` after `cum` (`offset < WINDOW`) has been received: what
+    /// [`Self::is_received`] says for it, without locating it again.
+    #[inline]
+    pub fn is_received_at(&self, offset: u32) -> bool {
+        self.bit(self.ring_pos(offset))
+    }
+
+    /// [`Self::receive`] of `psn`, which the caller found `offset < WINDOW` after `cum` and
+    /// not received ([`Self::is_received_at`]): marks it, counts it new.
+    #[inline]
+    pub fn receive_new_at(&mut self, psn: Psn, offset: u32) {
+        debug_assert!(offset < Self::WINDOW && psn.distance_from(self.cum) == offset as i32);
+        self.set_new(psn, offset);
+        self.counters.new = self.counters.new.wrapping_add(1);
+    }
+
+    #[inline]
+    fn set_new(&mut self, psn: Psn, offset: u32) {
+        let pos = self.ring_pos(offset);
         if psn.distance_from(self.next_max) >= 0 {
             self.next_max = psn.add(1);
         }
         if offset == 0 {
-            self.advance();
+            // The head PSN (in-order arrival): step `cum` over it without setting its bit,
+            // then over the received run behind it, if any.
+            self.head = (self.head + 1) % Self::WINDOW_BITS;
+            self.cum = self.cum.add(1);
+            if self.bit(self.head) {
+                self.advance();
+            } else if self.next_max.distance_from(self.cum) < 0 {
+                self.next_max = self.cum;
+            }
+        } else {
+            self.set_bit(pos, true);
         }
-        RxOutcome::New
     }
 
     /// True when `psn` has been received (before `cum`, or its bit is set).
@@ -233,15 +263,30 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         }
     }
 
-    /// Move `cum` over consecutive received PSNs, clearing their bits.
+    /// Move `cum` over consecutive received PSNs, clearing their bits, a word at a time.
     fn advance(&mut self) {
-        for _ in 0..Self::WINDOW_BITS {
-            if !self.bit(self.head) {
+        // Each step consumes the run of set bits from `head` to the end of its word or stops;
+        // the window has WORDS words, so WORDS + 1 steps reach any end.
+        for _ in 0..=WORDS {
+            let (word, shift) = (self.head / 64, (self.head % 64) as u32);
+            let Some(w) = self.words.get_mut(word) else {
+                break;
+            };
+            let run = (!(*w >> shift)).trailing_zeros().min(64 - shift);
+            if run == 0 {
                 break;
             }
-            self.set_bit(self.head, false);
-            self.head = (self.head + 1) % Self::WINDOW_BITS;
-            self.cum = self.cum.add(1);
+            let mask = if run == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << run) - 1) << shift
+            };
+            *w &= !mask;
+            self.head = (self.head + run as usize) % Self::WINDOW_BITS;
+            self.cum = self.cum.add(run);
+            if shift + run < 64 {
+                break;
+            }
         }
         if self.next_max.distance_from(self.cum) < 0 {
             self.next_max = self.cum;

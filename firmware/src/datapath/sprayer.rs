@@ -6,7 +6,8 @@
 //!   0..P-1, skip_once}`, written by firmware; `P` per-plane weights `0..=15` (default 1, 0 =
 //!   the plane takes no traffic); the scheduler position: a plane cursor and round, and per plane
 //!   an EV cursor and round. Derived per-plane summaries (usable EV count, largest usable
-//!   weight) are recomputed on every firmware write, never on the packet path.
+//!   weight, a chain linking each plane's usable slots in index order) are updated on every
+//!   firmware write, never on the packet path, so a pick steps over retired EVs at no cost.
 //! - **Input**: one request per packet ([`Sprayer::next_ev`]).
 //! - **Output**: the chosen [`EvPick`] `{index, plane}`, or `None` when no EV is usable (counted
 //!   in [`SprayerCounters::no_usable`]).
@@ -93,8 +94,9 @@ pub struct SprayerCounters {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sprayer<const N: usize, const P: usize> {
     slots: [EvSlot; N],
-    /// Derived: for each slot, the next slot index on the same plane (0 when none: a next
-    /// index is always > 0). The per-packet scan walks only the plane's own slots.
+    /// Derived: for each usable slot, the next usable slot index on the same plane (0 when
+    /// none: a next index is always > 0; stale for unusable slots). The per-packet scan walks
+    /// only the plane's usable slots, however many are retired.
     next_on_plane: [u16; N],
     /// Derived: usable slots per plane and weight, so a write updates the plane's usable
     /// count and largest weight without rescanning the table.
@@ -204,6 +206,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         self.hist_update(slot, true);
         if old_plane != slot.plane {
             self.relink();
+        } else if old.usable != slot.usable {
+            self.link_usable_change(usize::from(index), slot.plane, slot.usable);
         }
         self.recompute_plane(usize::from(old_plane));
         self.recompute_plane(usize::from(slot.plane));
@@ -226,6 +230,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             // Clearing never needs a valid weight (the slot may never have been written).
             if let Some(entry) = self.slots.get_mut(usize::from(index)) {
                 entry.usable = false;
+            }
+            if slot.usable {
+                self.link_usable_change(usize::from(index), slot.plane, false);
             }
             self.hist_update(slot, false);
             self.recompute_plane(usize::from(slot.plane));
@@ -275,8 +282,64 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
     /// plane with a non-zero weight.
+    /// Whether some EV is usable on an eligible plane, i.e. whether [`Self::next_ev`] picks.
+    #[inline]
+    pub fn has_usable(&self) -> bool {
+        self.max_plane_weight != 0
+    }
+
     #[inline]
     pub fn next_ev(&mut self) -> Option<EvPick> {
+        match self.next_ev_fast() {
+            Some(p) => Some(p),
+            None => self.next_ev_slow(),
+        }
+    }
+
+    /// The common pick: the plane at the cursor (after at most one wrap of the plane scan)
+    /// is eligible in its round, and the successor of the plane's last pick in its chain of
+    /// usable slots is eligible and has no skip flag. Changes nothing when it returns `None`
+    /// (the general scan then makes the same pick it would have made).
+    #[inline]
+    fn next_ev_fast(&mut self) -> Option<EvPick> {
+        let (mut plane, mut plane_round) = (self.plane_cursor, self.plane_round);
+        if plane >= P {
+            plane = 0;
+            plane_round = next_round(plane_round, self.max_plane_weight);
+        }
+        if self.plane_eligible_weight(plane) < plane_round {
+            return None;
+        }
+        let cursor = self.ev_cursor.get(plane).copied()?;
+        let round = self.ev_round.get(plane).copied()?;
+        // The slot before the cursor is the plane's last pick: when it is still usable, its
+        // chain link is the first usable slot of the plane after it.
+        let last = self.slots.get(cursor.wrapping_sub(1))?;
+        // plane < P <= 8
+        if last.plane != plane as u8 || !last.usable {
+            return None;
+        }
+        let index = usize::from(self.next_on_plane.get(cursor.wrapping_sub(1)).copied()?);
+        let s = self.slots.get(index)?;
+        if index == 0 || s.weight < round || s.skip_once {
+            return None;
+        }
+        self.plane_cursor = plane + 1;
+        self.plane_round = plane_round;
+        if let Some(c) = self.ev_cursor.get_mut(plane) {
+            *c = index + 1;
+        }
+        self.counters.picks = self.counters.picks.wrapping_add(1);
+        Some(EvPick {
+            // index < N <= 65536
+            index: index as u16,
+            plane: plane as u8,
+        })
+    }
+
+    /// The general pick (plane and EV scans with wraps, rounds and skip flags).
+    #[inline(never)]
+    fn next_ev_slow(&mut self) -> Option<EvPick> {
         let picked = self
             .pick_plane()
             .and_then(|plane| self.pick_ev_on(plane).map(|index| (index, plane)));
@@ -386,7 +449,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     }
 
     /// The first slot at or after `cursor` that is usable, on `plane` and of weight `>= round`
-    /// (the linear scan of the module docs, walking the plane's chain of slots).
+    /// (the linear scan of the module docs, walking the plane's chain of usable slots).
     #[inline]
     fn find_on_plane(&self, cursor: usize, plane: u8, round: u8) -> Option<usize> {
         let next = |i: usize| match self.next_on_plane.get(i) {
@@ -397,17 +460,13 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         // successor of the slot just before it (the last pick); otherwise a plain scan.
         let mut at = match self.slots.get(cursor) {
             None => return None,
-            Some(s) if s.plane == plane => Some(cursor),
+            Some(s) if s.plane == plane && s.usable => Some(cursor),
             Some(_) => match cursor
                 .checked_sub(1)
                 .and_then(|c| self.slots.get(c).map(|s| (c, s)))
             {
-                Some((c, s)) if s.plane == plane => next(c),
-                _ => self
-                    .slots
-                    .get(cursor..)
-                    .and_then(|rest| rest.iter().position(|s| s.plane == plane))
-                    .map(|off| cursor + off),
+                Some((c, s)) if s.plane == plane && s.usable => next(c),
+                _ => self.scan_on_plane(cursor, plane),
             },
         };
         while let Some(i) = at {
@@ -420,16 +479,67 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         None
     }
 
+    /// The first usable slot of `plane` at or after `cursor`, by a plain scan (the chain
+    /// cannot say: the slot before `cursor` is not a usable slot of the plane).
+    #[cold]
+    #[inline(never)]
+    fn scan_on_plane(&self, cursor: usize, plane: u8) -> Option<usize> {
+        self.slots
+            .get(cursor..)
+            .and_then(|rest| rest.iter().position(|s| s.plane == plane && s.usable))
+            .map(|off| cursor + off)
+    }
+
     /// Rebuild `next_on_plane` after a slot changed plane.
     fn relink(&mut self) {
         let mut next = [0u16; P];
         for i in (0..N).rev() {
-            let plane = self.slots.get(i).map_or(0, |s| usize::from(s.plane));
+            let (plane, usable) = self
+                .slots
+                .get(i)
+                .map_or((0, false), |s| (usize::from(s.plane), s.usable));
+            if !usable {
+                continue;
+            }
             if let (Some(link), Some(n)) = (self.next_on_plane.get_mut(i), next.get_mut(plane)) {
                 *link = *n;
                 // i < N <= 65536; index 0 is never anyone's successor.
                 *n = i as u16;
             }
+        }
+    }
+
+    /// Slot `i` of `plane` became usable (`usable`) or stopped being usable: link it into
+    /// or out of the plane's chain of usable slots. Walks back to its predecessor on the
+    /// plane (and, for a new first slot, forward to its successor): firmware writes only.
+    fn link_usable_change(&mut self, i: usize, plane: u8, usable: bool) {
+        let on_plane = |s: &EvSlot| s.usable && s.plane == plane;
+        let pred = self
+            .slots
+            .get(..i)
+            .and_then(|head| head.iter().rposition(on_plane));
+        let own = self.next_on_plane.get(i).copied().unwrap_or(0);
+        let succ = if usable {
+            match pred {
+                Some(j) => self.next_on_plane.get(j).copied().unwrap_or(0),
+                None => self
+                    .slots
+                    .get(i + 1..)
+                    .and_then(|tail| tail.iter().position(on_plane))
+                    // i + 1 + off < N <= 65536
+                    .map_or(0, |off| (i + 1 + off) as u16),
+            }
+        } else {
+            own
+        };
+        if usable {
+            if let Some(link) = self.next_on_plane.get_mut(i) {
+                *link = succ;
+            }
+        }
+        if let Some(link) = pred.and_then(|j| self.next_on_plane.get_mut(j)) {
+            // i < N <= 65536
+            *link = if usable { i as u16 } else { succ };
         }
     }
 

@@ -341,3 +341,144 @@ proptest! {
         prop_assert_eq!(run(&ops), run(&ops));
     }
 }
+
+/// The module docs' algorithm written as plain scans over the slot table (no chains, no fast
+/// path): the sprayer must make exactly its picks.
+struct Reference<const N: usize, const P: usize> {
+    slots: [EvSlot; N],
+    plane_weight: [u8; P],
+    plane_cursor: usize,
+    plane_round: u8,
+    ev_cursor: [usize; P],
+    ev_round: [u8; P],
+}
+
+impl<const N: usize, const P: usize> Reference<N, P> {
+    fn new() -> Self {
+        Reference {
+            slots: [EvSlot::default(); N],
+            plane_weight: [1; P],
+            plane_cursor: 0,
+            plane_round: 1,
+            ev_cursor: [0; P],
+            ev_round: [1; P],
+        }
+    }
+
+    fn set_ev(&mut self, i: u16, slot: EvSlot) {
+        if (1..=WEIGHT_MAX).contains(&slot.weight) && usize::from(slot.plane) < P {
+            if let Some(s) = self.slots.get_mut(usize::from(i)) {
+                *s = slot;
+            }
+        }
+    }
+
+    fn set_usable(&mut self, i: u16, usable: bool) {
+        let Some(s) = self.slots.get(usize::from(i)).copied() else {
+            return;
+        };
+        if usable {
+            self.set_ev(i, EvSlot { usable, ..s });
+        } else if let Some(s) = self.slots.get_mut(usize::from(i)) {
+            s.usable = false;
+        }
+    }
+
+    fn eligible(&self, p: usize) -> u8 {
+        let any = self
+            .slots
+            .iter()
+            .any(|s| s.usable && usize::from(s.plane) == p);
+        if any {
+            self.plane_weight[p]
+        } else {
+            0
+        }
+    }
+
+    fn next(&mut self) -> Option<EvPick> {
+        let max = (0..P).map(|p| self.eligible(p)).max().unwrap_or(0);
+        if max == 0 {
+            return None;
+        }
+        let plane = loop {
+            if self.plane_cursor >= P {
+                self.plane_cursor = 0;
+                self.plane_round = next_round(self.plane_round, max);
+            }
+            let p = self.plane_cursor;
+            self.plane_cursor += 1;
+            if self.eligible(p) >= self.plane_round {
+                break p;
+            }
+        };
+        let max_ev = self
+            .slots
+            .iter()
+            .filter(|s| s.usable && usize::from(s.plane) == plane)
+            .map(|s| s.weight)
+            .max()
+            .unwrap_or(0);
+        loop {
+            if self.ev_cursor[plane] >= N {
+                self.ev_cursor[plane] = 0;
+                self.ev_round[plane] = next_round(self.ev_round[plane], max_ev);
+            }
+            let round = self.ev_round[plane];
+            let found = (self.ev_cursor[plane]..N).find(|&i| {
+                let s = self.slots[i];
+                s.usable && usize::from(s.plane) == plane && s.weight >= round
+            });
+            let Some(i) = found else {
+                self.ev_cursor[plane] = N;
+                continue;
+            };
+            self.ev_cursor[plane] = i + 1;
+            if self.slots[i].skip_once {
+                self.slots[i].skip_once = false;
+                continue;
+            }
+            return Some(EvPick {
+                index: i as u16,
+                plane: plane as u8,
+            });
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn picks_match_the_plain_scan_reference(
+        ops in proptest::collection::vec(op_strategy(), 1..400),
+    ) {
+        let mut s = S::new();
+        let mut r = Reference::<16, 4>::new();
+        for op in ops {
+            match op {
+                Op::Set(i, slot) => {
+                    let _ = s.set_ev(i, slot);
+                    r.set_ev(i, slot);
+                }
+                Op::Usable(i, u) => {
+                    let _ = s.set_usable(i, u);
+                    r.set_usable(i, u);
+                }
+                Op::Skip(i) => {
+                    let _ = s.mark_skip(i);
+                    if let Some(slot) = r.slots.get_mut(usize::from(i)) {
+                        slot.skip_once = true;
+                    }
+                }
+                Op::PlaneWeight(p, w) => {
+                    let _ = s.set_plane_weight(p, w);
+                    if w <= WEIGHT_MAX {
+                        if let Some(pw) = r.plane_weight.get_mut(usize::from(p)) {
+                            *pw = w;
+                        }
+                    }
+                }
+                Op::Pick => prop_assert_eq!(s.next_ev(), r.next()),
+            }
+        }
+    }
+}

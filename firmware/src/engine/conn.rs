@@ -11,7 +11,7 @@ use crate::engine::cc::{Cc, Controller, FixedWindow};
 use crate::engine::ev_state::{EvConfig, EvError, EvEvent, EvState, EvTable, MAX_PLANES};
 use crate::engine::packet::{CompletionError, TxBody, TxPacket};
 use crate::engine::qp::{InitParams, QpState};
-use crate::engine::requester::{Requester, Stall};
+use crate::engine::requester::{FastTx, NewTx, Requester, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::timer_wheel::TimerHandle;
 
@@ -250,6 +250,58 @@ impl<
         }
     }
 
+    /// A new data packet the requester's fast path sent, the datapath's descriptor.
+    #[inline]
+    fn new_packet(&self, now_ns: u64, t: &NewTx) -> TxPacket {
+        TxPacket {
+            src_qpn: self.qpn,
+            dest_qpn: self.dest_qpn,
+            psn: t.psn,
+            msn: t.msn,
+            ev_format: self.ev_format,
+            evx: EvxRepr {
+                ev_index: t.ev.index,
+                plane: t.ev.plane,
+                ev_value: self.value_base.wrapping_add(u32::from(t.ev.index)),
+            },
+            tx_ts_ns: now_ns as u32,
+            echo_ts_ns: 0,
+            retransmit: false,
+            ack_req: t.ack_req,
+            body: TxBody::Write {
+                segment: t.segment,
+                reth: RethRepr {
+                    va: t.remote_va,
+                    rkey: t.rkey,
+                    dma_len: t.payload_len,
+                },
+                local: t.local,
+            },
+        }
+    }
+
+    /// [`Self::poll_data`] for the common packet (the requester's next new packet, see
+    /// `Requester::send_new_fast`), written into `out`; `false`, having changed nothing,
+    /// otherwise.
+    #[inline]
+    pub(crate) fn poll_new_fast(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
+        // (a pick that fails is counted by the sprayer: leave that to `poll_data`)
+        if !self.sprayer.has_usable() {
+            return false;
+        }
+        let Some(req) = self.req.as_mut() else {
+            return false;
+        };
+        let sprayer = &mut self.sprayer;
+        match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
+            FastTx::Sent(t) => {
+                *out = self.new_packet(now_ns, &t);
+                true
+            }
+            FastTx::NoEv | FastTx::Fallback => false,
+        }
+    }
+
     /// The next data packet (retransmission first), if the window, CC and EVs allow.
     #[inline]
     pub(crate) fn poll_data(&mut self, now_ns: u64) -> Option<TxPacket> {
@@ -257,6 +309,17 @@ impl<
             return None;
         }
         let req = self.req.as_mut()?;
+        let sprayer = &mut self.sprayer;
+        match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
+            FastTx::Sent(t) => {
+                return Some(self.new_packet(now_ns, &t));
+            }
+            FastTx::NoEv => {
+                self.stalls.no_ev += 1;
+                return None;
+            }
+            FastTx::Fallback => {}
+        }
         let c = match req.peek(&self.cc) {
             Ok(c) => c,
             Err(stall) => {

@@ -9,7 +9,11 @@
 //! The engine proper:
 //! - [`nic::Engine`]: every QP of a NIC, registered regions, timers, output queues; the
 //!   sans-IO surface (`handle_packet`, `handle_timeout`, `handle_plane_down/up`,
-//!   `poll_transmit`, `poll_completion`, `poll_ev_event`, `poll_timeout`).
+//!   `poll_transmit`, `poll_completion`, `poll_ev_event`, `poll_timeout`), plus the
+//!   descriptor forms for callers that never need wire headers: `handle_tx_packet` (receive a
+//!   `TxPacket` as sent, no `MrcRepr`) and `poll_transmit_into` (build the packet in place).
+//!   The common data packet takes a fast path on both sides (`Requester::send_new_fast`,
+//!   `Responder::handle_write_fast`), each equivalent to the general path it skips.
 //! - [`qp`]: the QP state machine and OCP attribute rules; [`conn::Qp`]: one QP's state.
 //! - [`requester`] / [`responder`]: the two halves of a QP.
 //! - [`packet`]: packet descriptors, work requests, completions.
@@ -27,12 +31,44 @@
 //!   policy.
 //! - [`fixed`]: fixed-point helpers (Q16 EWMA, integer logarithms).
 //! - [`rng`]: a tiny seeded PRNG (SplitMix64 + xorshift64*).
+//! - [`ring`]: the bounded FIFO of the per-packet queues.
 
 /// Bump a wrapping event counter (the engine's counters never panic on overflow).
 macro_rules! count {
     ($c:expr) => {
         $c = $c.wrapping_add(1)
     };
+}
+
+/// Whether the fast paths run. Always in the crate proper; a unit test turns them off on its
+/// own thread to check they are equivalent to the general paths they skip.
+pub(crate) mod fast_paths {
+    #[cfg(test)]
+    extern crate std;
+
+    #[cfg(test)]
+    std::thread_local! {
+        static OFF: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// The fast paths are on.
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn enabled() -> bool {
+        true
+    }
+
+    /// The fast paths are on (this thread).
+    #[cfg(test)]
+    pub(crate) fn enabled() -> bool {
+        !OFF.with(core::cell::Cell::get)
+    }
+
+    /// Turn this thread's fast paths off (`true`) or on.
+    #[cfg(test)]
+    pub(crate) fn set_off(off: bool) {
+        OFF.with(|c| c.set(off));
+    }
 }
 
 pub mod cc;
@@ -45,6 +81,7 @@ pub mod qp;
 pub mod requester;
 pub mod responder;
 pub mod retry;
+pub mod ring;
 pub mod rng;
 pub mod sprt;
 pub mod timer_wheel;

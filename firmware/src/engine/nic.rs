@@ -23,6 +23,7 @@ use crate::engine::packet::{Completion, CompletionError, SendWr, TxBody, TxPacke
 use crate::engine::qp::{transition_allowed, QpAttrs, QpError, QpState};
 use crate::engine::requester::{Reorder, Requester};
 use crate::engine::responder::Responder;
+use crate::engine::ring::Ring;
 use crate::engine::timer_wheel::{TimerId, TimerWheel};
 
 #[path = "nic_rx.rs"]
@@ -136,7 +137,7 @@ pub struct Engine<
     cfg: EngineConfig,
     qps: [Option<Qp<EVS, P, WIN, WORDS, SQ, RQ>>; Q],
     regions: PlacementTable<R>,
-    ctrl: Deque<TxPacket, CTRL_CAP>,
+    ctrl: Ring<TxPacket, CTRL_CAP>,
     ev_events: Deque<QpEvEvent, EV_EVENT_CAP>,
     timers: TimerWheel<TM>,
     tx_rr: usize,
@@ -176,7 +177,7 @@ impl<
             cfg,
             qps: core::array::from_fn(|_| None),
             regions: PlacementTable::new(),
-            ctrl: Deque::new(),
+            ctrl: Ring::new(TxPacket::FILL),
             ev_events: Deque::new(),
             timers,
             tx_rr: 0,
@@ -408,7 +409,15 @@ impl<
     }
 
     /// Run every timer due at `now_ns`.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) {
+        if !self.timers.is_quiet(now_ns) {
+            self.handle_due_timers(now_ns);
+        }
+    }
+
+    #[inline(never)]
+    fn handle_due_timers(&mut self, now_ns: u64) {
         for _ in 0..TM.saturating_mul(2).max(8) {
             let Some(exp) = self.timers.poll_expired(now_ns) else {
                 return;
@@ -507,6 +516,30 @@ impl<
 
     /// The next packet to send: control packets first, then data from the QPs in turn.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<TxPacket> {
+        let mut p = TxPacket::FILL;
+        self.poll_transmit_into(now_ns, &mut p).then_some(p)
+    }
+
+    /// [`Self::poll_transmit`] writing the packet into `out` (returns whether there was one;
+    /// `out` is unchanged otherwise): the common packet is built in place, e.g. in the slot
+    /// of a transmit ring, instead of being returned and copied.
+    #[inline]
+    pub fn poll_transmit_into(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
+        if self.ctrl.is_empty() && self.poll_new_data(now_ns, out) {
+            return true;
+        }
+        match self.poll_transmit_general(now_ns) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The general output path: control packets first, then data from the QPs in turn.
+    #[inline(never)]
+    fn poll_transmit_general(&mut self, now_ns: u64) -> Option<TxPacket> {
         if let Some(p) = self.ctrl.pop_front() {
             match p.body {
                 TxBody::Ack(_) => count!(self.counters.acks_sent),
@@ -546,6 +579,42 @@ impl<
             }
         }
         None
+    }
+
+    /// The common output: no control packet waits and the QP at the round-robin position
+    /// sends its next new packet (the first step of the loop in [`Self::poll_transmit`], which
+    /// then stays on that QP), written into `out`. `false`, having changed nothing, otherwise.
+    #[inline]
+    fn poll_new_data(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
+        if !crate::engine::fast_paths::enabled() {
+            return false;
+        }
+        let slot = self.tx_rr;
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return false;
+        };
+        if qp.state != QpState::Rts {
+            return false;
+        }
+        let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
+            return false;
+        };
+        if !qp.poll_new_fast(now_ns, out) {
+            return false;
+        }
+        count!(self.counters.data_sent);
+        if qp.skips_pending()
+            && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
+        {
+            self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+        }
+        if !had_deadline {
+            let d = self
+                .qp(slot as u32)
+                .and_then(|q| q.req.as_ref()?.deadline_ns());
+            self.sync_timer(slot, T_RETRY, d);
+        }
+        true
     }
 
     fn probe_deadline(&self, slot: usize) -> Option<u64> {

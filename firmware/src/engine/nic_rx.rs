@@ -1,17 +1,29 @@
 //! [`Engine::handle_packet`]: the receive side of the engine (writes to the responder, ACK /
 //! NACK to the requester, probes and probe replies to the EV table).
 
-use mrc_abi::wire::{Body, EvxRepr, MrcRepr, NackReason, ProbeRepr, Segment};
+use mrc_abi::wire::{Body, EvxRepr, MrcRepr, NackReason, ProbeRepr, Segment, TsxRepr};
 use mrc_abi::Psn;
 
 use super::Engine;
 use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
 use crate::datapath::placement::Placement;
 use crate::engine::conn::{Qp, T_ACK, T_PROBE, T_RETRY};
-use crate::engine::packet::{CompletionError, DropReason, RxMeta, RxVerdict, TxBody};
+use crate::engine::packet::{CompletionError, DropReason, RxMeta, RxVerdict, TxBody, TxPacket};
 use crate::engine::qp::QpState;
 use crate::engine::requester::NackEffect;
 use crate::engine::responder::WriteResult;
+
+/// The header fields the receive path uses, from either a parsed [`MrcRepr`] or a
+/// [`TxPacket`] descriptor.
+pub(super) struct RxHdr {
+    dest_qp: u32,
+    psn: Psn,
+    msn: u16,
+    ack_req: bool,
+    trim: TrimMark,
+    evx: Option<EvxRepr>,
+    tsx: Option<TsxRepr>,
+}
 
 impl<
         const Q: usize,
@@ -47,28 +59,119 @@ impl<
     /// A received packet: its parsed MRC headers and what the wire block measured.
     pub fn handle_packet(&mut self, now_ns: u64, repr: &MrcRepr, meta: RxMeta) -> RxVerdict {
         count!(self.counters.rx_packets);
-        let slot = repr.bth.dest_qp as usize;
+        let h = RxHdr {
+            dest_qp: repr.bth.dest_qp,
+            psn: repr.bth.psn,
+            msn: repr.mrh.msn,
+            ack_req: repr.bth.ack_req,
+            trim: match (repr.mrh.trimmed, repr.mrh.trimmed_last_hop) {
+                (false, _) => TrimMark::None,
+                (true, false) => TrimMark::Trimmed,
+                (true, true) => TrimMark::TrimmedLastHop,
+            },
+            evx: repr.evx,
+            tsx: repr.tsx,
+        };
+        let slot = h.dest_qp as usize;
         let Some(state) = self.qps.get(slot).and_then(Option::as_ref).map(|q| q.state) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let v = match &repr.body {
             Body::Write { segment, reth } => {
-                self.rx_write(now_ns, slot, state, repr, segment, reth, meta)
+                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta);
             }
-            Body::Ack(a) => self.rx_ack(now_ns, slot, state, repr, a),
+            Body::Ack(a) => self.rx_ack(now_ns, slot, state, &h, a),
             Body::Nack(n) => self.rx_nack(now_ns, slot, state, n),
-            Body::Probe(p) => self.rx_probe(now_ns, slot, state, repr, p),
-            Body::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, repr, p),
+            Body::Probe(p) => self.rx_probe(now_ns, slot, state, &h, p),
+            Body::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h, p),
         };
-        // The responder path never touches the EV table.
-        if !matches!(repr.body, Body::Write { .. }) {
-            if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
-                if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
-                    self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+        self.rx_sync_ev(slot);
+        v
+    }
+
+    /// A received packet given as the sender's descriptor, with the trim mark the fabric set
+    /// and what the wire block measured: the same as [`Self::handle_packet`] on
+    /// [`TxPacket::to_repr`] with that trim mark, without building the header representation.
+    #[inline]
+    pub fn handle_tx_packet(
+        &mut self,
+        now_ns: u64,
+        pkt: &TxPacket,
+        trim: TrimMark,
+        meta: RxMeta,
+    ) -> RxVerdict {
+        count!(self.counters.rx_packets);
+        if let TxBody::Write { segment, reth, .. } = &pkt.body {
+            let imm = matches!(
+                segment,
+                Segment::Last { imm: Some(_) } | Segment::Only { imm: Some(_) }
+            );
+            if !imm && trim == TrimMark::None {
+                let rx = RxPacket {
+                    psn: pkt.psn,
+                    ev_index: pkt.evx.ev_index,
+                    plane: pkt.evx.plane,
+                    ce: meta.ce,
+                    trim,
+                    has_imm: false,
+                    ack_req: pkt.ack_req,
+                    tx_ts_ns: pkt.tx_ts_ns,
+                };
+                let slot = pkt.dest_qpn as usize;
+                if let Some(v) = self.rx_write_fast(now_ns, slot, &rx, reth, meta.payload_len) {
+                    return v;
                 }
             }
         }
+        self.handle_tx_packet_general(now_ns, pkt, trim, meta)
+    }
+
+    /// [`Self::handle_tx_packet`] past its fast path (`rx_packets` already counted).
+    #[inline(never)]
+    fn handle_tx_packet_general(
+        &mut self,
+        now_ns: u64,
+        pkt: &TxPacket,
+        trim: TrimMark,
+        meta: RxMeta,
+    ) -> RxVerdict {
+        let h = RxHdr {
+            dest_qp: pkt.dest_qpn,
+            psn: pkt.psn,
+            msn: pkt.msn,
+            ack_req: pkt.ack_req,
+            trim,
+            evx: Some(pkt.evx),
+            tsx: Some(TsxRepr {
+                tx_ts_ns: pkt.tx_ts_ns,
+                echo_ts_ns: pkt.echo_ts_ns,
+            }),
+        };
+        let slot = h.dest_qp as usize;
+        let Some(state) = self.qps.get(slot).and_then(Option::as_ref).map(|q| q.state) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let v = match &pkt.body {
+            TxBody::Write { segment, reth, .. } => {
+                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta);
+            }
+            TxBody::Ack(a) => self.rx_ack(now_ns, slot, state, &h, a),
+            TxBody::Nack(n) => self.rx_nack(now_ns, slot, state, n),
+            TxBody::Probe(p) => self.rx_probe(now_ns, slot, state, &h, p),
+            TxBody::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h, p),
+        };
+        self.rx_sync_ev(slot);
         v
+    }
+
+    /// After a requester-side packet: pass EV state changes on (the responder path never
+    /// touches the EV table).
+    fn rx_sync_ev(&mut self, slot: usize) {
+        if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+            if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
+                self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -77,45 +180,49 @@ impl<
         now_ns: u64,
         slot: usize,
         state: QpState,
-        repr: &MrcRepr,
+        h: &RxHdr,
         segment: &Segment,
         reth: &mrc_abi::wire::RethRepr,
         meta: RxMeta,
     ) -> RxVerdict {
-        let evx = repr.evx.unwrap_or_default();
-        let tx_ts = repr.tsx.map_or(0, |t| t.tx_ts_ns);
+        let evx = h.evx.unwrap_or_default();
+        let tx_ts = h.tsx.map_or(0, |t| t.tx_ts_ns);
         if !matches!(state, QpState::Rtr | QpState::Rts) {
             if state == QpState::Error {
-                self.nack_invalid_qp(now_ns, slot, repr, evx, tx_ts);
+                self.nack_invalid_qp(now_ns, slot, h, evx, tx_ts);
             }
             return self.drop_rx(DropReason::QpNotReady);
+        }
+        match self.qps.get(slot).and_then(Option::as_ref) {
+            None => return self.drop_rx(DropReason::UnknownQp),
+            Some(qp) if qp.resp.is_none() => return self.drop_rx(DropReason::QpNotReady),
+            Some(_) => {}
+        }
+        let trim = h.trim;
+        let imm = match segment {
+            Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } => Some((*i, h.msn)),
+            _ => None,
+        };
+        let pkt = RxPacket {
+            psn: h.psn,
+            ev_index: evx.ev_index,
+            plane: evx.plane,
+            ce: meta.ce,
+            trim,
+            has_imm: imm.is_some(),
+            ack_req: h.ack_req,
+            tx_ts_ns: tx_ts,
+        };
+        if imm.is_none() {
+            if let Some(v) = self.rx_write_fast(now_ns, slot, &pkt, reth, meta.payload_len) {
+                return v;
+            }
         }
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let Some(resp) = qp.resp.as_mut() else {
             return self.drop_rx(DropReason::QpNotReady);
-        };
-        let trim = match (repr.mrh.trimmed, repr.mrh.trimmed_last_hop) {
-            (false, _) => TrimMark::None,
-            (true, false) => TrimMark::Trimmed,
-            (true, true) => TrimMark::TrimmedLastHop,
-        };
-        let imm = match segment {
-            Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } => {
-                Some((*i, repr.mrh.msn))
-            }
-            _ => None,
-        };
-        let pkt = RxPacket {
-            psn: repr.bth.psn,
-            ev_index: evx.ev_index,
-            plane: evx.plane,
-            ce: meta.ce,
-            trim,
-            has_imm: imm.is_some(),
-            ack_req: repr.bth.ack_req,
-            tx_ts_ns: tx_ts,
         };
         let mut event = None;
         let result = resp.handle_write(
@@ -127,6 +234,11 @@ impl<
             &mut self.regions,
             &mut event,
         );
+        // The ACK deadline moves only when this packet opened a coalescing interval (an
+        // emitted ACK closes it: no deadline, nothing to arm); re-arm as well when the timer
+        // is missing (a failed arm).
+        let ack_timer_stale = resp.ack_gen().pending_packets() == 1
+            || qp.timers.get(T_ACK).is_some_and(Option::is_none);
         if let Some(e) = event {
             let p = qp.ack_packet(now_ns, &e, tx_ts);
             self.push_ctrl(p);
@@ -165,8 +277,60 @@ impl<
                 })
             }
         };
-        self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+        if ack_timer_stale {
+            self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+        }
         verdict
+    }
+
+    /// The common write ([`crate::engine::responder::Responder::handle_write_fast`]): placed,
+    /// with the ACK it calls for queued. `None`, having changed nothing, for any other packet
+    /// or an unready QP.
+    #[inline]
+    fn rx_write_fast(
+        &mut self,
+        now_ns: u64,
+        slot: usize,
+        pkt: &RxPacket,
+        reth: &mrc_abi::wire::RethRepr,
+        payload_len: u32,
+    ) -> Option<RxVerdict> {
+        if !crate::engine::fast_paths::enabled() {
+            return None;
+        }
+        let qp = self.qps.get_mut(slot).and_then(Option::as_mut)?;
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
+            return None;
+        }
+        let resp = qp.resp.as_mut()?;
+        let (placement, event) =
+            resp.handle_write_fast(now_ns, pkt, reth, payload_len, &mut self.regions)?;
+        // The ACK deadline moves only when this packet opened a coalescing interval (an
+        // emitted ACK closes it: no deadline, nothing to arm), or the timer is missing after
+        // a failed arm.
+        let ack_timer_stale = resp.ack_gen().pending_packets() == 1
+            || qp.timers.get(T_ACK).is_some_and(Option::is_none);
+        count!(self.counters.placed);
+        if let Some(e) = event {
+            let p = qp.ack_packet(now_ns, &e, pkt.tx_ts_ns);
+            self.push_ctrl(p);
+        }
+        if ack_timer_stale {
+            self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+        }
+        Some(match placement {
+            Placement::Write {
+                slot: s,
+                offset,
+                len,
+            } => RxVerdict::Place {
+                qpn: slot as u32,
+                slot: s,
+                offset,
+                len,
+            },
+            Placement::Empty => RxVerdict::Consumed,
+        })
     }
 
     pub(super) fn ack_deadline(&self, slot: usize) -> Option<u64> {
@@ -178,7 +342,7 @@ impl<
         &mut self,
         now_ns: u64,
         slot: usize,
-        repr: &MrcRepr,
+        h: &RxHdr,
         evx: EvxRepr,
         echo: u32,
     ) {
@@ -188,8 +352,8 @@ impl<
         let n = crate::datapath::ack_gen::NackSummary {
             qpn: slot as u32,
             reason: NackReason::InvalidQp,
-            psn: repr.bth.psn,
-            cum_psn: repr.bth.psn,
+            psn: h.psn,
+            cum_psn: h.psn,
             ev_index: evx.ev_index,
             plane: evx.plane,
         };
@@ -202,7 +366,7 @@ impl<
         now_ns: u64,
         slot: usize,
         state: QpState,
-        repr: &MrcRepr,
+        h: &RxHdr,
         a: &mrc_abi::wire::AckRepr,
     ) -> RxVerdict {
         if state != QpState::Rts {
@@ -211,7 +375,7 @@ impl<
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
-        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, repr.tsx);
+        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, h.tsx);
         let Some(req) = qp.req.as_mut() else {
             return self.drop_rx(DropReason::QpNotReady);
         };
@@ -255,7 +419,7 @@ impl<
         now_ns: u64,
         slot: usize,
         state: QpState,
-        repr: &MrcRepr,
+        h: &RxHdr,
         p: &ProbeRepr,
     ) -> RxVerdict {
         if !matches!(state, QpState::Rtr | QpState::Rts) {
@@ -264,12 +428,12 @@ impl<
         let Some(qp) = self.qp(slot as u32) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
-        let evx = repr.evx.unwrap_or(EvxRepr {
+        let evx = h.evx.unwrap_or(EvxRepr {
             ev_index: p.ev_index,
             plane: p.plane,
             ev_value: 0,
         });
-        let echo = repr.tsx.map_or(0, |t| t.tx_ts_ns);
+        let echo = h.tsx.map_or(0, |t| t.tx_ts_ns);
         let pkt = qp.control(now_ns, Psn::new(0), evx, echo, TxBody::ProbeReply(*p));
         self.push_ctrl(pkt);
         RxVerdict::Consumed
@@ -280,7 +444,7 @@ impl<
         now_ns: u64,
         slot: usize,
         state: QpState,
-        repr: &MrcRepr,
+        h: &RxHdr,
         p: &ProbeRepr,
     ) -> RxVerdict {
         if !matches!(state, QpState::Rtr | QpState::Rts) {
@@ -289,7 +453,7 @@ impl<
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
-        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, repr.tsx);
+        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, h.tsx);
         match qp.ev.handle_probe_reply(p.ev_index, p.probe_id, rtt) {
             Ok(()) => {
                 count!(self.counters.probe_replies_ok);

@@ -82,6 +82,29 @@ pub struct TxPacket {
 }
 
 impl TxPacket {
+    /// Filler for unused queue slots (a probe to QP 0).
+    pub(crate) const FILL: TxPacket = TxPacket {
+        src_qpn: 0,
+        dest_qpn: 0,
+        psn: Psn::new(0),
+        msn: 0,
+        ev_format: EvFormat::Udp,
+        evx: EvxRepr {
+            ev_index: 0,
+            plane: 0,
+            ev_value: 0,
+        },
+        tx_ts_ns: 0,
+        echo_ts_ns: 0,
+        retransmit: false,
+        ack_req: false,
+        body: TxBody::Probe(ProbeRepr {
+            probe_id: 0,
+            ev_index: 0,
+            plane: 0,
+        }),
+    };
+
     /// The wire opcode.
     pub fn opcode(&self) -> Opcode {
         self.wire_body().opcode()

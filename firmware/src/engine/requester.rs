@@ -26,16 +26,17 @@
 //! - **Completions** come from the head of the send queue only, so they are in posting order;
 //!   in ERROR every remaining WQE completes with an error (the first with the cause).
 
-use heapless::Deque;
 use mrc_abi::wire::{AckRepr, NackReason, NackRepr, Segment};
 use mrc_abi::Psn;
 
 use crate::datapath::segmenter::{PacketDesc, WriteRequest};
+use crate::datapath::sprayer::EvPick;
 use crate::engine::cc::{Cc, Controller};
 use crate::engine::ev_state::{AckFeedback, EvTable};
 use crate::engine::packet::{Completion, CompletionError, CompletionKind, LocalBuf, SendWr};
 use crate::engine::qp::{QpError, RtsParams};
 use crate::engine::retry::{RetryDecision, RetryState};
+use crate::engine::ring::Ring;
 
 const F_INFLIGHT: u8 = 1;
 const F_ACKED: u8 = 2;
@@ -76,6 +77,27 @@ struct SendWqe {
     start_psn: Psn,
     npkts: u32,
     msn: u16,
+}
+
+impl SendWqe {
+    /// Filler for the unused slots of the send queue.
+    const FILL: SendWqe = SendWqe {
+        wr: SendWr {
+            wr_id: 0,
+            local: LocalBuf {
+                handle: 0,
+                offset: 0,
+            },
+            remote_va: 0,
+            rkey: 0,
+            len: 0,
+            imm: None,
+            signaled: false,
+        },
+        start_psn: Psn::new(0),
+        npkts: 0,
+        msn: 0,
+    };
 }
 
 /// Requester counters (saturating where they could matter, else wrapping).
@@ -128,6 +150,30 @@ pub(crate) struct Candidate {
     pub wimm_start: bool,
 }
 
+/// A new packet the fast path sent: what its descriptor needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewTx {
+    pub psn: Psn,
+    pub msn: u16,
+    pub segment: Segment,
+    pub remote_va: u64,
+    pub rkey: u32,
+    pub payload_len: u32,
+    pub local: LocalBuf,
+    pub ack_req: bool,
+    pub ev: EvPick,
+}
+
+/// What [`Requester::send_new_fast`] did.
+pub(crate) enum FastTx {
+    /// Sent (committed) a new packet.
+    Sent(NewTx),
+    /// A new packet could leave but no EV is usable: nothing changed.
+    NoEv,
+    /// Not the common case: nothing changed; take [`Requester::peek`] / [`Requester::commit`].
+    Fallback,
+}
+
 /// Why no packet can leave now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stall {
@@ -139,7 +185,7 @@ pub(crate) enum Stall {
 
 /// The requester of one QP: send queue of `SQ`, window of `WIN` PSNs.
 pub struct Requester<const WIN: usize, const SQ: usize> {
-    sq: Deque<SendWqe, SQ>,
+    sq: Ring<SendWqe, SQ>,
     /// Index in `sq` of the WQE whose packets are being sent for the first time.
     send_idx: usize,
     next_post_psn: Psn,
@@ -147,7 +193,7 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     una: Psn,
     nxt: Psn,
     slots: [TxSlot; WIN],
-    retx: Deque<Psn, WIN>,
+    retx: Ring<Psn, WIN>,
     inflight_bytes: u64,
     tx_seq: u32,
     max_acked_seq: u32,
@@ -177,15 +223,6 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     counters: RequesterCounters,
 }
 
-#[inline]
-fn deque_get<T: Copy, const N: usize>(d: &Deque<T, N>, i: usize) -> Option<T> {
-    let (a, b) = d.as_slices();
-    match a.get(i) {
-        Some(v) => Some(*v),
-        None => b.get(i.wrapping_sub(a.len())).copied(),
-    }
-}
-
 #[cfg(debug_assertions)]
 fn segment_of(desc: &PacketDesc) -> Segment {
     use mrc_abi::wire::Opcode::*;
@@ -206,14 +243,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         Requester {
-            sq: Deque::new(),
+            sq: Ring::new(SendWqe::FILL),
             send_idx: 0,
             next_post_psn: p.sq_psn,
             next_msn: 0,
             una: p.sq_psn,
             nxt: p.sq_psn,
             slots: [TxSlot::default(); WIN],
-            retx: Deque::new(),
+            retx: Ring::new(Psn::new(0)),
             inflight_bytes: 0,
             tx_seq: 0,
             max_acked_seq: 0,
@@ -401,7 +438,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 return Ok(c);
             }
         }
-        let w = deque_get(&self.sq, self.send_idx).ok_or(Stall::Idle)?;
+        let w = self.sq.get(self.send_idx).copied().ok_or(Stall::Idle)?;
         if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
             return Err(Stall::Window);
         }
@@ -414,6 +451,97 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             .descriptor_in(index, w.npkts)
             .ok_or(Stall::Idle)?;
         Ok(self.candidate_for(&w, desc, false))
+    }
+
+    /// [`Self::peek`] + [`Self::commit`] for the common packet: the next new packet of the
+    /// work request being sent, with nothing waiting for retransmission, window, CC and
+    /// immediate room, on the EV `pick` gives. Same effect as that pair, without building
+    /// the candidate.
+    #[inline]
+    pub(crate) fn send_new_fast(
+        &mut self,
+        cc: &Cc,
+        now_ns: u64,
+        pick: impl FnOnce() -> Option<EvPick>,
+    ) -> FastTx {
+        if self.in_error || !self.retx.is_empty() || !cc.can_send(self.inflight_bytes) {
+            return FastTx::Fallback;
+        }
+        let Some(w) = self.sq.get(self.send_idx) else {
+            return FastTx::Fallback;
+        };
+        if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
+            return FastTx::Fallback;
+        }
+        let Ok(index) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
+            return FastTx::Fallback;
+        };
+        if index >= w.npkts || (index == 0 && w.wr.imm.is_some()) {
+            // (a new Write-with-Immediate checks `max_wimm` in `peek`)
+            return FastTx::Fallback;
+        }
+        let Some(offset) = index.checked_mul(self.mtu) else {
+            return FastTx::Fallback;
+        };
+        let Some(rest) = w.wr.len.checked_sub(offset) else {
+            return FastTx::Fallback;
+        };
+        let Some(remote_va) = w.wr.remote_va.checked_add(u64::from(offset)) else {
+            return FastTx::Fallback;
+        };
+        let Some(ev) = pick() else {
+            return FastTx::NoEv;
+        };
+        let last = index + 1 >= w.npkts;
+        let segment = if w.npkts <= 1 {
+            Segment::Only { imm: w.wr.imm }
+        } else if index == 0 {
+            Segment::First
+        } else if last {
+            Segment::Last { imm: w.wr.imm }
+        } else {
+            Segment::Middle
+        };
+        let payload_len = rest.min(self.mtu);
+        let tx = NewTx {
+            psn: self.nxt,
+            msn: w.msn,
+            segment,
+            remote_va,
+            rkey: w.wr.rkey,
+            payload_len,
+            local: LocalBuf {
+                handle: w.wr.local.handle,
+                offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+            },
+            // The last packet of a message asks for an immediate ACK (see `candidate_for`).
+            ack_req: last,
+            ev,
+        };
+        // `commit` for a new transmission that is not the start of a Write-with-Immediate.
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+        self.nxt = self.nxt.add(1);
+        self.counters.data_sent += 1;
+        if last {
+            self.send_idx += 1;
+        }
+        // payload_len <= mtu <= u16::MAX
+        let len = payload_len.min(u32::from(u16::MAX)) as u16;
+        let tx_seq = self.tx_seq;
+        if let Some(s) = self.slot_mut(tx.psn) {
+            *s = TxSlot {
+                tx_seq,
+                sent_ns: now_ns as u32,
+                ev: ev.index,
+                len,
+                plane: ev.plane,
+                flags: F_INFLIGHT,
+            };
+        }
+        self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+        self.retry.arm(now_ns);
+        self.arm_tlp(now_ns);
+        FastTx::Sent(tx)
     }
 
     /// The first retransmission still wanted; entries acknowledged meanwhile are dropped.
@@ -508,6 +636,41 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         len
     }
 
+    /// [`Self::mark_acked`] for every PSN of `[una, cum)`, then `una = cum` (`cum` is within
+    /// `[una, nxt]`): one pass with the sequence and byte totals kept in registers. Returns the
+    /// bytes newly acknowledged.
+    fn ack_through<const E: usize>(&mut self, cum: Psn, evs: &mut EvTable<E>) -> u64 {
+        let n = cum.distance_from(self.una).max(0) as u32;
+        let (mut psn, mut max_seq) = (self.una, self.max_acked_seq);
+        let mut max_sent = self.max_acked_sent_ns;
+        let (mut acked, mut freed) = (0u64, 0u64);
+        for _ in 0..n {
+            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                if s.flags & F_ACKED == 0 {
+                    let len = u64::from(s.len);
+                    if s.flags & F_INFLIGHT != 0 {
+                        let _ = evs.handle_delivery(s.ev);
+                        freed += len;
+                    }
+                    s.flags = F_ACKED;
+                    acked += len;
+                    if (s.tx_seq.wrapping_sub(max_seq) as i32) > 0 {
+                        max_seq = s.tx_seq;
+                        if (s.sent_ns.wrapping_sub(max_sent) as i32) > 0 {
+                            max_sent = s.sent_ns;
+                        }
+                    }
+                }
+            }
+            psn = psn.add(1);
+        }
+        self.una = cum;
+        self.max_acked_seq = max_seq;
+        self.max_acked_sent_ns = max_sent;
+        self.inflight_bytes = self.inflight_bytes.saturating_sub(freed);
+        acked
+    }
+
     /// Declare `psn` lost (it is in flight): queue its retransmission.
     fn mark_pending(&mut self, psn: Psn, avoid: bool) -> Option<TxSlot> {
         let s = self.slots.get_mut(psn.value() as usize % WIN)?;
@@ -577,10 +740,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let cum_ok =
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
-            while self.una != a.cum_psn {
-                acked_bytes += self.mark_acked(self.una, ev);
-                self.una = self.una.add(1);
-            }
+            acked_bytes += self.ack_through(a.cum_psn, ev);
         } else {
             self.counters.acks_stale += 1;
         }
@@ -744,19 +904,21 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     }
 
     /// The next completion of this requester, in posting order.
+    #[inline]
     pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
         for _ in 0..SQ {
-            let w = *self.sq.front()?;
-            let end = w.start_psn.add(w.npkts);
+            let head = self.sq.front()?;
+            let end = head.start_psn.add(head.npkts);
             let done = self.una.distance_from(end) >= 0;
+            if !done && !self.in_error {
+                return None;
+            }
+            let w = self.sq.pop_front()?;
             let status = if done {
                 Ok(())
-            } else if self.in_error {
-                Err(self.error.take().unwrap_or(CompletionError::Flushed))
             } else {
-                return None;
+                Err(self.error.take().unwrap_or(CompletionError::Flushed))
             };
-            self.sq.pop_front();
             self.send_idx = self.send_idx.saturating_sub(1);
             if w.wr.imm.is_some() && (done || self.nxt.distance_from(w.start_psn) > 0) {
                 self.wimm_inflight = self.wimm_inflight.saturating_sub(1);

@@ -125,6 +125,41 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         self.acks.handle_timeout(now_ns).map(AckEvent::Ack)
     }
 
+    /// [`Self::handle_write`] for the common packet: untrimmed, no immediate, new, inside
+    /// the window, a RETH that passes. Returns where to place it and the ACK it calls for, if
+    /// any; `None`, having changed nothing, for any other packet (the caller then calls
+    /// [`Self::handle_write`], which decides the same for these).
+    #[inline]
+    pub(crate) fn handle_write_fast<const R: usize>(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+        reth: &RethRepr,
+        payload_len: u32,
+        regions: &mut PlacementTable<R>,
+    ) -> Option<(Placement, Option<AckEvent>)> {
+        if pkt.trim != TrimMark::None || pkt.has_imm {
+            return None;
+        }
+        let rx = self.acks.rx();
+        let d = pkt.psn.distance_from(rx.cum_psn());
+        // mpr_psns <= the bitmap's window
+        if d < 0 || d as u32 >= self.mpr_psns || rx.is_received_at(d as u32) {
+            return None;
+        }
+        let placement = regions.check_write_ok(reth.rkey, reth.va, reth.dma_len, payload_len)?;
+        let event = if self.acks.is_quiet(pkt) {
+            self.acks.handle_quiet(now_ns, pkt, d as u32);
+            None
+        } else {
+            // New and inside the window: the generator marks it received (placed) and
+            // may ACK.
+            self.acks.handle_packet(now_ns, pkt).event
+        };
+        self.counters.placed += 1;
+        Some((placement, event))
+    }
+
     /// One received write packet; see the module docs for the rules. The ACK or NACK it
     /// calls for, if any, is written to `event` (left untouched otherwise).
     #[allow(clippy::too_many_arguments)]
@@ -232,6 +267,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     }
 
     /// The next receive completion: a finished immediate, or a flushed buffer in ERROR.
+    #[inline]
     pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
         let cum = self.acks.rx().cum_psn();
         if let Some(p) = self.pending.first().copied() {

@@ -293,6 +293,19 @@ impl<const N: usize> TimerWheel<N> {
     /// The next due timer at `now_ns`: the one with the smallest `(deadline, arm order)`, or
     /// `None` when nothing is due. Call until `None`. Time never goes backwards: a `now_ns`
     /// earlier than a previous one is treated as the previous one.
+    /// The first step of [`Self::poll_expired`]: `true` (and the caller's time noted) when
+    /// nothing can be due at `now_ns`, so a poll would return `None`; `false`, having changed
+    /// nothing, when a poll is needed.
+    #[inline]
+    pub fn is_quiet(&mut self, now_ns: u64) -> bool {
+        let target = (now_ns / self.tick_ns).max(self.now_tick);
+        if self.ready_head == NIL && target < self.quiet_until_tick {
+            self.now_tick = target;
+            return true;
+        }
+        false
+    }
+
     pub fn poll_expired(&mut self, now_ns: u64) -> Option<Expired> {
         let target = (now_ns / self.tick_ns).max(self.now_tick);
         if self.ready_head == NIL && target < self.quiet_until_tick {

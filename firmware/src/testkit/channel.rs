@@ -82,6 +82,18 @@ pub struct Flight<const PB: usize> {
     pub payload: [u8; PB],
 }
 
+impl<const PB: usize> Flight<PB> {
+    /// Filler for the FIFO's empty slots.
+    const FILL: Flight<PB> = Flight {
+        to: 0,
+        at_ns: 0,
+        pkt: TxPacket::FILL,
+        trim: Trim::None,
+        ce: false,
+        payload: [0; PB],
+    };
+}
+
 /// Channel counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelCounters {
@@ -103,23 +115,35 @@ pub struct ChannelCounters {
 pub struct Channel<const CAP: usize, const PB: usize> {
     cfg: ChannelConfig,
     rng: Rng,
-    fifo: [Option<Flight<PB>>; CAP],
+    /// Slots `head..head + len` (wrapping) hold packets; the others hold a filler.
+    fifo: [Flight<PB>; CAP],
     head: usize,
     len: usize,
     late: [Option<Flight<PB>>; LATE],
     late_len: usize,
     /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
     popped_late: Option<Flight<PB>>,
+    /// Only loss and latency are configured (no blackhole, outage, trim, CE, duplication or
+    /// reordering): [`Channel::send`] and [`Channel::pop_due_ref`] take their short paths.
+    simple: bool,
     counters: ChannelCounters,
 }
 
 impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// An empty channel.
     pub fn new(cfg: ChannelConfig, seed: u64) -> Self {
+        let simple = cfg.blackhole_ev.is_none()
+            && cfg.plane_outage.is_none()
+            && cfg.path_outage.is_none()
+            && cfg.trim_ppm == 0
+            && cfg.ce_ppm == 0
+            && cfg.dup_ppm == 0
+            && cfg.reorder_ppm == 0;
         Channel {
+            simple,
             cfg,
             rng: Rng::new(seed),
-            fifo: [None; CAP],
+            fifo: [Flight::FILL; CAP],
             head: 0,
             len: 0,
             late: [None; LATE],
@@ -157,6 +181,17 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     #[inline]
     pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
         self.counters.sent += 1;
+        if self.simple {
+            // The general path below with every check but loss switched off (the same random
+            // draws, so the same run).
+            if self.chance(self.cfg.loss_ppm) {
+                self.counters.lost += 1;
+                return;
+            }
+            let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+            self.push_fifo(to, at_ns, &pkt, Trim::None, false, payload);
+            return;
+        }
         if self.cfg.blackhole_ev == Some(pkt.evx.ev_index) {
             self.counters.blackholed += 1;
             return;
@@ -196,6 +231,47 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     }
 
     /// A packet in flight, built where it is stored.
+    /// [`Self::send`] of the packet `fill` writes, built in place in the FIFO slot it will
+    /// occupy (no copy): `fill` returns whether it wrote one; returns the same.
+    #[inline]
+    pub fn send_with(
+        &mut self,
+        now_ns: u64,
+        to: u8,
+        fill: impl FnOnce(&mut TxPacket) -> bool,
+    ) -> bool {
+        let i = self.head + self.len;
+        let i = if i >= CAP { i - CAP } else { i };
+        let slot = match self.fifo.get_mut(i) {
+            Some(f) if self.simple && PB == 0 && self.len < CAP => f,
+            _ => {
+                let mut p = TxPacket::FILL;
+                if !fill(&mut p) {
+                    return false;
+                }
+                self.send(now_ns, to, p, &[]);
+                return true;
+            }
+        };
+        if !fill(&mut slot.pkt) {
+            return false;
+        }
+        // `send` on the short path: the same counters and random draw.
+        self.counters.sent += 1;
+        if self.chance(self.cfg.loss_ppm) {
+            self.counters.lost += 1;
+            return true;
+        }
+        if let Some(f) = self.fifo.get_mut(i) {
+            f.to = to;
+            f.at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+            f.trim = Trim::None;
+            f.ce = false;
+            self.len += 1;
+        }
+        true
+    }
+
     #[inline]
     fn flight(
         to: u8,
@@ -241,6 +317,19 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 return;
             }
         }
+        self.push_fifo(to, at_ns, pkt, trim, ce, payload);
+    }
+
+    #[inline]
+    fn push_fifo(
+        &mut self,
+        to: u8,
+        at_ns: u64,
+        pkt: &TxPacket,
+        trim: Trim,
+        ce: bool,
+        payload: &[u8],
+    ) {
         if self.len >= CAP {
             self.counters.overflow += 1;
             return;
@@ -248,18 +337,14 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         let i = self.head + self.len;
         let i = if i >= CAP { i - CAP } else { i };
         if let Some(s) = self.fifo.get_mut(i) {
-            *s = Some(Self::flight(to, at_ns, pkt, trim, ce, payload));
+            *s = Self::flight(to, at_ns, pkt, trim, ce, payload);
             self.len += 1;
         }
     }
 
     /// The earliest delivery time.
     pub fn next_due(&self) -> Option<u64> {
-        let fifo = self
-            .fifo
-            .get(self.head)
-            .and_then(|f| f.as_ref())
-            .map(|f| f.at_ns);
+        let fifo = self.fifo.get(self.head).map(|f| f.at_ns);
         let fifo = if self.len > 0 { fifo } else { None };
         let late = if self.late_len > 0 {
             self.late.iter().flatten().map(|f| f.at_ns).min()
@@ -281,21 +366,31 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// channel is next used.
     #[inline]
     pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
-        if self.late_len == 0 && self.cfg.plane_outage.is_none() && self.cfg.path_outage.is_none() {
+        if self.simple
+            || (self.late_len == 0
+                && self.cfg.plane_outage.is_none()
+                && self.cfg.path_outage.is_none())
+        {
             // Fast path: only the FIFO head can be due, and no plane drops it.
             if self.len == 0 {
                 return None;
             }
             let head = self.head;
-            let f = self.fifo.get(head)?.as_ref()?;
+            let f = self.fifo.get(head)?;
             if f.at_ns > now_ns {
                 return None;
             }
             self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
             self.counters.delivered += 1;
-            return self.fifo.get(head)?.as_ref();
+            return self.fifo.get(head);
         }
+        self.pop_due_general(now_ns)
+    }
+
+    /// [`Self::pop_due_ref`] with reordered packets or outages.
+    #[inline(never)]
+    fn pop_due_general(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
         let outage = self.cfg.plane_outage.is_some() || self.cfg.path_outage.is_some();
         loop {
             let (late, i) = self.pop_due_raw(now_ns)?;
@@ -303,7 +398,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 let f = if late {
                     self.popped_late.as_ref()
                 } else {
-                    self.fifo.get(i).and_then(|s| s.as_ref())
+                    self.fifo.get(i)
                 };
                 if f.is_some_and(|f| self.plane_dead(f.pkt.evx.plane, now_ns)) {
                     self.counters.plane_dropped += 1;
@@ -314,7 +409,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             return if late {
                 self.popped_late.as_ref()
             } else {
-                self.fifo.get(i).and_then(|s| s.as_ref())
+                self.fifo.get(i)
             };
         }
     }
@@ -337,7 +432,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let head = self.head;
         let slot = self.fifo.get(head)?;
-        if slot.as_ref().is_some_and(|f| f.at_ns <= now_ns) {
+        if slot.at_ns <= now_ns {
             self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
             return Some((false, head));

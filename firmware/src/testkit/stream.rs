@@ -7,6 +7,7 @@ use mrc_abi::Psn;
 
 use super::channel::{Channel, ChannelConfig, ChannelCounters, Trim};
 use super::TkEngine;
+use crate::datapath::ack_gen::TrimMark;
 use crate::datapath::placement::{Access, MemRegion};
 use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
@@ -31,6 +32,13 @@ pub struct StreamConfig {
     pub evs: u16,
     pub planes: u8,
     pub latency_ns: u64,
+    /// Transmit with `Engine::poll_transmit` + `Channel::send` (by value) instead of
+    /// `Channel::send_with` + `Engine::poll_transmit_into` (in place), and receive through
+    /// [`TxPacket::to_repr`] and `Engine::handle_packet` (the parsed-header path) instead of
+    /// `Engine::handle_tx_packet`; both must give the same run.
+    ///
+    /// [`TxPacket::to_repr`]: crate::engine::TxPacket::to_repr
+    pub via_repr: bool,
 }
 
 impl Default for StreamConfig {
@@ -44,12 +52,13 @@ impl Default for StreamConfig {
             evs: 256,
             planes: 4,
             latency_ns: 2_000,
+            via_repr: false,
         }
     }
 }
 
 /// What happened.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StreamReport {
     /// Data packets placed at B (each PSN once).
     pub delivered_packets: u64,
@@ -92,6 +101,14 @@ fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
 
 /// Run the stream. Stack use is a few hundred KiB (two engines and the channel).
 pub fn run_stream(cfg: StreamConfig) -> StreamReport {
+    if cfg.via_repr {
+        run::<true>(cfg)
+    } else {
+        run::<false>(cfg)
+    }
+}
+
+fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
     let mut rep = StreamReport::default();
     let ecfg = EngineConfig {
         mtu_payload: cfg.mtu_payload,
@@ -166,28 +183,52 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
             posted += 1;
         }
         let mut progress = false;
-        while let Some(p) = a.poll_transmit(now) {
-            ch.send(now, 1, p, &[]);
-            progress = true;
-        }
-        while let Some(p) = b.poll_transmit(now) {
-            ch.send(now, 0, p, &[]);
-            progress = true;
+        if VIA_REPR {
+            while let Some(p) = a.poll_transmit(now) {
+                ch.send(now, 1, p, &[]);
+                progress = true;
+            }
+            while let Some(p) = b.poll_transmit(now) {
+                ch.send(now, 0, p, &[]);
+                progress = true;
+            }
+        } else {
+            // Packets are built in place in the channel's FIFO slots.
+            while ch.send_with(now, 1, |slot| a.poll_transmit_into(now, slot)) {
+                progress = true;
+            }
+            while ch.send_with(now, 0, |slot| b.poll_transmit_into(now, slot)) {
+                progress = true;
+            }
         }
         while let Some(f) = ch.pop_due_ref(now) {
             progress = true;
-            let mut repr = f.pkt.to_repr();
-            repr.mrh.trimmed = f.trim != Trim::None;
+            // The descriptor as received: no header representation is built.
+            let trim = match f.trim {
+                Trim::None => TrimMark::None,
+                Trim::Trimmed => TrimMark::Trimmed,
+                Trim::LastHop => TrimMark::TrimmedLastHop,
+            };
             let meta = RxMeta {
                 payload_len: f.pkt.payload_len(),
                 ce: f.ce,
             };
+            let rx = |e: &mut TkEngine| {
+                if VIA_REPR {
+                    let mut repr = f.pkt.to_repr();
+                    repr.mrh.trimmed = trim != TrimMark::None;
+                    repr.mrh.trimmed_last_hop = trim == TrimMark::TrimmedLastHop;
+                    e.handle_packet(now, &repr, meta)
+                } else {
+                    e.handle_tx_packet(now, &f.pkt, trim, meta)
+                }
+            };
             if f.to == 1 {
-                if let RxVerdict::Place { .. } = b.handle_packet(now, &repr, meta) {
+                if let RxVerdict::Place { .. } = rx(&mut b) {
                     rep.delivered_packets += 1;
                 }
             } else {
-                let _ = a.handle_packet(now, &repr, meta);
+                let _ = rx(&mut a);
             }
         }
         for e in [&mut a, &mut b] {
@@ -227,4 +268,53 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     rep.receiver = b.counters();
     rep.channel = ch.counters();
     rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The in-place / descriptor paths and the by-value / parsed-header paths give the same
+    /// run, packet for packet (every counter of both engines and the channel).
+    #[test]
+    fn descriptor_and_repr_paths_agree() {
+        for seed in [1, 2] {
+            let cfg = StreamConfig {
+                seed,
+                packets: 20_000,
+                loss_ppm: 20_000,
+                ..StreamConfig::default()
+            };
+            let direct = run_stream(cfg);
+            let parsed = run_stream(StreamConfig {
+                via_repr: true,
+                ..cfg
+            });
+            assert!(!direct.failed);
+            assert_eq!(direct.delivered_packets, 20_000);
+            assert_eq!(direct, parsed);
+        }
+    }
+
+    /// The engine's fast paths (next new packet, common write) give the same run as the
+    /// general paths alone, on both the descriptor and the parsed-header paths.
+    #[test]
+    fn fast_paths_match_the_general_paths() {
+        for (seed, via_repr) in [(3, false), (4, true)] {
+            let cfg = StreamConfig {
+                seed,
+                packets: 20_000,
+                loss_ppm: 20_000,
+                via_repr,
+                ..StreamConfig::default()
+            };
+            let fast = run_stream(cfg);
+            crate::engine::fast_paths::set_off(true);
+            let general = run_stream(cfg);
+            crate::engine::fast_paths::set_off(false);
+            assert!(!fast.failed);
+            assert_eq!(fast.delivered_packets, 20_000);
+            assert_eq!(fast, general);
+        }
+    }
 }

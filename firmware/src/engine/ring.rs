@@ -1,0 +1,149 @@
+//! [`Ring`]: a bounded FIFO of `Copy` values in a fixed array, for the per-packet queues (send
+//! queue, retransmission queue, control packets).
+//!
+//! What `heapless::Deque` does for these queues, with a head index and a length instead of
+//! front/back/full, so the per-packet questions (`is_empty`, `get(i)`) are a compare or an
+//! add and a wrap. No `unsafe`: empty slots hold a filler value given at construction.
+
+/// A FIFO of at most `N` values. See the module docs.
+#[derive(Clone, Debug)]
+pub struct Ring<T: Copy, const N: usize> {
+    buf: [T; N],
+    head: usize,
+    len: usize,
+}
+
+impl<T: Copy, const N: usize> Ring<T, N> {
+    /// An empty ring; `fill` occupies the unused slots (never returned).
+    pub fn new(fill: T) -> Self {
+        Ring {
+            buf: [fill; N],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Values queued.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No value queued.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `N` values queued.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.len >= N
+    }
+
+    #[inline]
+    fn wrap(i: usize) -> usize {
+        if i >= N {
+            i - N
+        } else {
+            i
+        }
+    }
+
+    /// Append `v`.
+    ///
+    /// # Errors
+    /// `v` back when the ring is full.
+    #[inline]
+    pub fn push_back(&mut self, v: T) -> Result<(), T> {
+        if self.len >= N {
+            return Err(v);
+        }
+        let i = Self::wrap(self.head + self.len);
+        match self.buf.get_mut(i) {
+            Some(s) => {
+                *s = v;
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(v),
+        }
+    }
+
+    /// Remove and return the oldest value.
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let v = self.buf.get(self.head).copied()?;
+        self.head = Self::wrap(self.head + 1);
+        self.len -= 1;
+        Some(v)
+    }
+
+    /// The oldest value.
+    #[inline]
+    pub fn front(&self) -> Option<&T> {
+        self.get(0)
+    }
+
+    /// The `i`-th oldest value.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&T> {
+        if i >= self.len {
+            return None;
+        }
+        // head < N and i < len <= N
+        self.buf.get(Self::wrap(self.head + i))
+    }
+
+    /// Oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        (0..self.len).filter_map(move |i| self.get(i))
+    }
+
+    /// Drop every value.
+    pub fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    extern crate std;
+
+    proptest! {
+        /// Same answers as a `VecDeque` bounded at `N`, across wraps.
+        #[test]
+        fn matches_vecdeque(ops in proptest::collection::vec((0u8..4, any::<u16>()), 1..300)) {
+            let mut r: Ring<u16, 5> = Ring::new(0);
+            let mut m: VecDeque<u16> = VecDeque::new();
+            for (op, v) in ops {
+                match op {
+                    0 | 1 => {
+                        let want = if m.len() < 5 { m.push_back(v); Ok(()) } else { Err(v) };
+                        prop_assert_eq!(r.push_back(v), want);
+                    }
+                    2 => prop_assert_eq!(r.pop_front(), m.pop_front()),
+                    _ => {
+                        if v % 7 == 0 { r.clear(); m.clear(); }
+                    }
+                }
+                prop_assert_eq!(r.len(), m.len());
+                prop_assert_eq!(r.is_empty(), m.is_empty());
+                prop_assert_eq!(r.is_full(), m.len() == 5);
+                prop_assert_eq!(r.front(), m.front());
+                for i in 0..6 {
+                    prop_assert_eq!(r.get(i), m.get(i));
+                }
+                prop_assert!(r.iter().eq(m.iter()));
+            }
+        }
+    }
+}
