@@ -89,7 +89,8 @@ fw-size: firmware
 engine-cost:
     cargo build -q --release -p mrc-firmware --features testkit --example engine_cost
     valgrind --tool=callgrind --callgrind-out-file=target/engine_cost.callgrind target/release/examples/engine_cost
-    callgrind_annotate target/engine_cost.callgrind | head -n 30
+    callgrind_annotate target/engine_cost.callgrind > target/engine_cost.annotate.txt
+    head -n 30 target/engine_cost.annotate.txt
 
 # Bind a PCI device to vfio-pci for the driver.
 bind BDF:
