@@ -16,6 +16,7 @@
 //
 // PLANTED_BUG (co-simulation only): the window check is off by one (cum+W is accepted).
 `default_nettype none
+`include "mrc_compat.svh"
 module rx_psn_tracker #(
     parameter int WORDS = 4
 ) (
@@ -56,7 +57,7 @@ module rx_psn_tracker #(
 
   // Ring rotated so that bit k is the bit of PSN cum+k.
   logic [W-1:0] rot;
-  always_comb rot = (ring_q >> head_q) | (ring_q << (HW'(W - 1) - head_q + 1'b1));
+  `MRC_COMB rot = (ring_q >> head_q) | (ring_q << (HW'(W - 1) - head_q + 1'b1));
 
   // ---- receive
   logic [23:0]   d;
@@ -71,7 +72,7 @@ module rx_psn_tracker #(
   // verilator lint_off UNUSEDSIGNAL
   logic [23:0]   ahead, behind;  // only the sign bits are used
   // verilator lint_on UNUSEDSIGNAL
-  always_comb begin
+  `MRC_COMB begin
     d = cmd_psn - cum_q;
 `ifdef PLANTED_BUG
     in_win = {1'b0, d} <= WIN;
@@ -117,7 +118,7 @@ module rx_psn_tracker #(
   logic [W+127:0]    ext;     // bit j: offset j-64 (ones before cum, zeros beyond the window)
   logic [63:0]       window_bits, sack;
   logic [23:0]       di;
-  always_comb begin
+  `MRC_COMB begin
     di = '0;
     sd = cmd_psn - cum_q;
     shift = sd + 24'd64;

@@ -152,7 +152,7 @@ mod ffi {
     }
 }
 
-/// Words per port array (the widest block needs 52 input and 22 output words).
+/// Words per port array (the widest block, hdr_builder, needs 82 input and 22 output words).
 #[cfg(not(no_verilator))]
 const PORT_WORDS: usize = 128;
 
