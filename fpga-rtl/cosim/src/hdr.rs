@@ -1,7 +1,9 @@
 //! `hdr_builder.sv` against `mrc_abi::wire::Frame::emit`: the header beats must equal the first
 //! `hdr_len` bytes of the emitted frame (UDP checksum included).
 
-use crate::{mismatch, Mismatch, Report, Rng, Rtl, Words};
+use crate::Rng;
+#[cfg(not(no_verilator))]
+use crate::{mismatch, Mismatch, Report, Rtl, Words};
 use mrc_abi::wire::ev::stev_encode;
 use mrc_abi::wire::{
     AckRepr, Body, BthRepr, Encap, EthernetAddress, EthernetRepr, EvFormat, EvxRepr, Frame,
@@ -9,6 +11,7 @@ use mrc_abi::wire::{
     TsxRepr, UdpRepr, IP_PROTO_IPV6,
 };
 use mrc_abi::Psn;
+#[cfg(not(no_verilator))]
 use std::collections::VecDeque;
 use std::net::Ipv6Addr;
 
@@ -31,6 +34,7 @@ struct Desc {
     sport: u16,
     mrc: MrcRepr,
     payload: Vec<u8>,
+    shape: Shape,
 }
 
 fn addr(rng: &mut Rng) -> Ipv6Addr {
@@ -41,15 +45,18 @@ fn psn(rng: &mut Rng) -> Psn {
     Psn::new(rng.next_u64() as u32)
 }
 
-/// A random body: every opcode (writes 60%, ACK 15%, NACK 10%, probe and reply 15%), and the
-/// payload length that goes with it (control packets carry none).
-fn body(rng: &mut Rng) -> (Body, usize) {
+/// Body kinds: the six write segments, ACK, NACK, EV probe, EV probe reply.
+pub const BODY_KINDS: usize = 10;
+
+/// A random body of `kind` (`0..BODY_KINDS`), and the payload length that goes with it (control
+/// packets carry none).
+fn body(rng: &mut Rng, kind: usize) -> (Body, usize) {
     let ev_index = rng.next_u64() as u16;
     let plane = rng.next_u64() as u8;
-    match rng.below(100) {
-        0..=59 => {
+    match kind {
+        0..=5 => {
             let imm = rng.next_u64() as u32;
-            let segment = match rng.below(6) {
+            let segment = match kind {
                 0 => Segment::First,
                 1 => Segment::Middle,
                 2 => Segment::Last { imm: None },
@@ -65,7 +72,7 @@ fn body(rng: &mut Rng) -> (Body, usize) {
             };
             (Body::Write { segment, reth }, len)
         }
-        60..=74 => (
+        6 => (
             Body::Ack(AckRepr {
                 cum_psn: psn(rng),
                 sack_base: psn(rng),
@@ -78,7 +85,7 @@ fn body(rng: &mut Rng) -> (Body, usize) {
             }),
             0,
         ),
-        75..=84 => (
+        7 => (
             Body::Nack(NackRepr {
                 reason: NackReason::ALL[rng.below(NackReason::ALL.len() as u64) as usize],
                 psn: psn(rng),
@@ -88,14 +95,14 @@ fn body(rng: &mut Rng) -> (Body, usize) {
             }),
             0,
         ),
-        n => {
+        _ => {
             let p = ProbeRepr {
                 probe_id: rng.next_u64() as u32,
                 ev_index,
                 plane,
             };
             (
-                if n < 92 {
+                if kind == 8 {
                     Body::Probe(p)
                 } else {
                     Body::ProbeReply(p)
@@ -106,10 +113,70 @@ fn body(rng: &mut Rng) -> (Body, usize) {
     }
 }
 
-/// A random SRH of 1..=SEGS segments (as `SrhRepr::from_path` builds it, Segments Left anywhere
-/// in the list).
-fn srh(rng: &mut Rng) -> SrhRepr {
-    let n = 1 + rng.below(SEGS as u64) as usize;
+/// What a descriptor looks like: the header stack and which optional headers it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// EV format.
+    pub format: EvFormat,
+    /// SRH segments (SRv6 only; 0 = no SRH).
+    pub segs: usize,
+    /// Body kind, `0..BODY_KINDS`.
+    pub kind: usize,
+    /// EVX present.
+    pub evx: bool,
+    /// TSX present.
+    pub tsx: bool,
+}
+
+impl Shape {
+    /// A random shape: writes 60%, ACK 15%, NACK 10%, probes 15%; SRH on half the SRv6 packets.
+    fn random(rng: &mut Rng) -> Shape {
+        let format = EvFormat::ALL[rng.below(3) as usize];
+        let kind = match rng.below(100) {
+            0..=59 => rng.below(6) as usize,
+            60..=74 => 6,
+            75..=84 => 7,
+            n => 8 + usize::from(n >= 92),
+        };
+        let segs = if format == EvFormat::Srv6 && rng.chance(50) {
+            1 + rng.below(SEGS as u64) as usize
+        } else {
+            0
+        };
+        Shape {
+            format,
+            segs,
+            kind,
+            evx: rng.chance(70),
+            tsx: rng.chance(50),
+        }
+    }
+
+    /// Every (format, SRH segment count, body kind) once, with EVX/TSX cycling.
+    pub fn all() -> Vec<Shape> {
+        let mut v = Vec::new();
+        for format in EvFormat::ALL {
+            let max_segs = if format == EvFormat::Srv6 { SEGS } else { 0 };
+            for segs in 0..=max_segs {
+                for kind in 0..BODY_KINDS {
+                    let n = v.len();
+                    v.push(Shape {
+                        format,
+                        segs,
+                        kind,
+                        evx: n & 1 == 0,
+                        tsx: n & 2 == 0,
+                    });
+                }
+            }
+        }
+        v
+    }
+}
+
+/// A random SRH of `n` segments (as `SrhRepr::from_path` builds it, Segments Left anywhere in
+/// the list).
+fn srh(rng: &mut Rng, n: usize) -> SrhRepr {
     let path: Vec<Ipv6Addr> = (0..n).map(|_| addr(rng)).collect();
     let mut s = SrhRepr::from_path(IP_PROTO_IPV6, &path).expect("1..=SEGS segments");
     s.segments_left = rng.below(n as u64) as u8;
@@ -117,7 +184,12 @@ fn srh(rng: &mut Rng) -> SrhRepr {
 }
 
 fn gen(rng: &mut Rng) -> Desc {
-    let format = EvFormat::ALL[rng.below(3) as usize];
+    let shape = Shape::random(rng);
+    gen_shape(rng, shape)
+}
+
+fn gen_shape(rng: &mut Rng, shape: Shape) -> Desc {
+    let format = shape.format;
     let mac = |rng: &mut Rng| {
         let b = rng.next_u64().to_be_bytes();
         EthernetAddress([b[0], b[1], b[2], b[3], b[4], b[5]])
@@ -127,7 +199,7 @@ fn gen(rng: &mut Rng) -> Desc {
     } else {
         rng.next_u64() as u32
     };
-    let (body, len) = body(rng);
+    let (body, len) = body(rng, shape.kind);
     let payload: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
     let mrc = MrcRepr {
         bth: BthRepr {
@@ -147,18 +219,18 @@ fn gen(rng: &mut Rng) -> Desc {
             retransmit: rng.chance(20),
             msn: rng.next_u64() as u16,
         },
-        evx: rng.chance(70).then(|| EvxRepr {
+        evx: shape.evx.then(|| EvxRepr {
             ev_index: rng.next_u64() as u16,
             plane: rng.next_u64() as u8,
             ev_value,
         }),
-        tsx: rng.chance(50).then(|| TsxRepr {
+        tsx: shape.tsx.then(|| TsxRepr {
             tx_ts_ns: rng.next_u64() as u32,
             echo_ts_ns: rng.next_u64() as u32,
         }),
         body,
     };
-    let srh = (format == EvFormat::Srv6 && rng.chance(50)).then(|| srh(rng));
+    let srh = (format == EvFormat::Srv6 && shape.segs > 0).then(|| srh(rng, shape.segs));
     let outer_dst = match &srh {
         // The NIC's outer destination is the active segment.
         Some(s) => s.active_segment().expect("segments_left < segment count"),
@@ -181,6 +253,7 @@ fn gen(rng: &mut Rng) -> Desc {
         sport: rng.next_u64() as u16,
         mrc,
         payload,
+        shape,
     }
 }
 
@@ -290,89 +363,180 @@ fn body_fields(b: &Body) -> BodyFields {
     f
 }
 
-/// The input words for descriptor `d` (`valid` drives d_valid; the fields are don't-care when low).
-fn encode(d: &Desc, valid: bool, m_ready: bool) -> Words {
-    let mut w = Words::default();
+/// One descriptor input port: up to 64 bits, or a wide port as 128-bit chunks (least
+/// significant first).
+#[derive(Debug, Clone)]
+enum Field {
+    N(u64, u32),
+    W(Vec<u128>),
+}
+
+/// The descriptor ports of `d` in port order (`d_format` .. `d_payload_sum`).
+fn fields(d: &Desc) -> Vec<Field> {
+    use Field::{N, W};
     let mac = |a: EthernetAddress| a.0.iter().fold(0u64, |v, b| (v << 8) | u64::from(*b));
-    let ip = |w: &mut Words, a: Ipv6Addr| {
-        let v = u128::from(a);
-        for i in 0..4 {
-            w.u((v >> (32 * i)) as u32 as u64, 32);
-        }
-    };
+    let ip = |a: Ipv6Addr| W(vec![u128::from(a)]);
     let b = &d.mrc.bth;
     let h = &d.mrc.mrh;
     let evx = d.mrc.evx.unwrap_or_default();
     let tsx = d.mrc.tsx.unwrap_or_default();
     let f = body_fields(&d.mrc.body);
-    w.b(valid)
-        .u(d.format as u64, 2)
-        .u(mac(d.eth.dst), 48)
-        .u(mac(d.eth.src), 48);
-    ip(&mut w, d.src);
-    ip(&mut w, d.dst);
-    ip(&mut w, d.outer_src);
-    ip(&mut w, d.outer_dst);
     let segs = d.srh.as_ref().map_or(&[][..], |s| &s.segments[..]);
-    w.u(segs.len() as u64, 8)
-        .u(d.srh.as_ref().map_or(0, |s| s.segments_left).into(), 8);
-    for i in 0..SEGS {
-        ip(
-            &mut w,
-            segs.get(i).copied().unwrap_or(Ipv6Addr::UNSPECIFIED),
-        );
+    let list = (0..SEGS)
+        .map(|i| segs.get(i).map_or(0, |a| u128::from(*a)))
+        .collect();
+    vec![
+        N(d.format as u64, 2),
+        N(mac(d.eth.dst), 48),
+        N(mac(d.eth.src), 48),
+        ip(d.src),
+        ip(d.dst),
+        ip(d.outer_src),
+        ip(d.outer_dst),
+        N(segs.len() as u64, 8),
+        N(d.srh.as_ref().map_or(0, |s| s.segments_left).into(), 8),
+        W(list),
+        N(d.tclass.into(), 8),
+        N(d.flow.into(), 20),
+        N(d.hop.into(), 8),
+        N(d.sport.into(), 16),
+        N(d.mrc.body.opcode() as u64, 8),
+        N(b.se.into(), 1),
+        N(b.fecn.into(), 1),
+        N(b.becn.into(), 1),
+        N(b.ack_req.into(), 1),
+        N(b.pkey.into(), 16),
+        N(b.dest_qp.into(), 24),
+        N(b.psn.value().into(), 24),
+        N(h.trimmed.into(), 1),
+        N(h.trimmed_last_hop.into(), 1),
+        N(h.retransmit.into(), 1),
+        N(h.msn.into(), 16),
+        N(d.mrc.evx.is_some().into(), 1),
+        N(evx.ev_index.into(), 16),
+        N(evx.plane.into(), 8),
+        N(ev_value(d).into(), 32),
+        N(d.mrc.tsx.is_some().into(), 1),
+        N(tsx.tx_ts_ns.into(), 32),
+        N(tsx.echo_ts_ns.into(), 32),
+        N(f.reth.va, 64),
+        N(f.reth.rkey.into(), 32),
+        N(f.reth.dma_len.into(), 32),
+        N(f.imm.into(), 32),
+        N(f.cum_psn.into(), 24),
+        N(f.sack_base.into(), 24),
+        N(f.sack_bitmap, 64),
+        N(f.ref_ev_index.into(), 16),
+        N(f.ref_plane.into(), 8),
+        N(f.ecn_plane_mask.into(), 8),
+        N(f.ce_count.into(), 16),
+        N(f.pkt_count.into(), 16),
+        N(f.nack_reason.into(), 8),
+        N(f.nack_psn.into(), 24),
+        N(f.probe_id.into(), 32),
+        N(d.payload.len() as u64, 16),
+        N(payload_sum(&d.payload).into(), 16),
+    ]
+}
+
+/// The input words for descriptor `d` (`valid` drives d_valid; the fields are don't-care when low).
+#[cfg(not(no_verilator))]
+fn encode(d: &Desc, valid: bool, m_ready: bool) -> Words {
+    let mut w = Words::default();
+    w.b(valid);
+    for f in fields(d) {
+        match f {
+            Field::N(v, bits) => {
+                w.u(v, bits);
+            }
+            Field::W(chunks) => {
+                for c in chunks {
+                    for i in 0..4 {
+                        w.u(u64::from((c >> (32 * i)) as u32), 32);
+                    }
+                }
+            }
+        }
     }
-    w.u(d.tclass.into(), 8)
-        .u(d.flow.into(), 20)
-        .u(d.hop.into(), 8)
-        .u(d.sport.into(), 16)
-        .u(d.mrc.body.opcode() as u64, 8)
-        .b(b.se)
-        .b(b.fecn)
-        .b(b.becn)
-        .b(b.ack_req)
-        .u(b.pkey.into(), 16)
-        .u(b.dest_qp.into(), 24)
-        .u(b.psn.value().into(), 24)
-        .b(h.trimmed)
-        .b(h.trimmed_last_hop)
-        .b(h.retransmit)
-        .u(h.msn.into(), 16)
-        .b(d.mrc.evx.is_some())
-        .u(evx.ev_index.into(), 16)
-        .u(evx.plane.into(), 8)
-        .u(ev_value(d).into(), 32)
-        .b(d.mrc.tsx.is_some())
-        .u(tsx.tx_ts_ns.into(), 32)
-        .u(tsx.echo_ts_ns.into(), 32)
-        .u(f.reth.va, 64)
-        .u(f.reth.rkey.into(), 32)
-        .u(f.reth.dma_len.into(), 32)
-        .u(f.imm.into(), 32)
-        .u(f.cum_psn.into(), 24)
-        .u(f.sack_base.into(), 24)
-        .u(f.sack_bitmap, 64)
-        .u(f.ref_ev_index.into(), 16)
-        .u(f.ref_plane.into(), 8)
-        .u(f.ecn_plane_mask.into(), 8)
-        .u(f.ce_count.into(), 16)
-        .u(f.pkt_count.into(), 16)
-        .u(f.nack_reason.into(), 8)
-        .u(f.nack_psn.into(), 24)
-        .u(f.probe_id.into(), 32)
-        .u(d.payload.len() as u64, 16)
-        .u(payload_sum(&d.payload).into(), 16)
-        .b(m_ready);
+    w.b(m_ready);
     w
 }
 
+/// Bits of one descriptor in `tb/vectors/hdr_builder_desc.hex` (the concatenation of the
+/// descriptor ports, `d_format` in the top bits; `tb_hdr_builder.sv` splits it the same way).
+pub const DESC_BITS: usize = 1839;
+
+/// Big-endian bit string builder for the vector files.
+struct Bits(Vec<bool>);
+
+impl Bits {
+    fn push(&mut self, v: u128, bits: u32) {
+        for i in (0..bits).rev() {
+            self.0.push(v >> i & 1 == 1);
+        }
+    }
+    fn hex(&self) -> String {
+        let pad = (4 - self.0.len() % 4) % 4;
+        let bits: Vec<bool> = std::iter::repeat_n(false, pad)
+            .chain(self.0.iter().copied())
+            .collect();
+        bits.chunks(4)
+            .map(|c| {
+                let n = c.iter().fold(0u32, |v, b| (v << 1) | u32::from(*b));
+                char::from_digit(n, 16).unwrap_or('0')
+            })
+            .collect()
+    }
+}
+
+/// The Icarus bench's vector files for `tb_hdr_builder.sv`: every [`Shape::all`] shape once, then
+/// `random` random descriptors, all from `seed`. Returns (descriptors, expected): the first has
+/// one line per descriptor, [`DESC_BITS`] bits in hex; the second one line per packet with the
+/// header length (two bytes, big-endian) then the header bytes (Frame::emit's), each in hex.
+pub fn vectors(seed: u64, random: usize) -> (String, String) {
+    let mut rng = Rng::new(seed);
+    let mut descs: Vec<Desc> = Shape::all()
+        .into_iter()
+        .map(|s| gen_shape(&mut rng, s))
+        .collect();
+    descs.extend((0..random).map(|_| gen(&mut rng)));
+    let (mut din, mut dout) = (String::new(), String::new());
+    for d in &descs {
+        let mut b = Bits(Vec::new());
+        for f in fields(d) {
+            match f {
+                Field::N(v, bits) => b.push(v.into(), bits),
+                Field::W(chunks) => {
+                    for c in chunks.iter().rev() {
+                        b.push(*c, 128);
+                    }
+                }
+            }
+        }
+        assert_eq!(b.0.len(), DESC_BITS, "descriptor width");
+        din.push_str(&b.hex());
+        din.push('\n');
+        let hdr = frame(d);
+        dout.push_str(&format!("{:02x} {:02x}", hdr.len() >> 8, hdr.len() & 0xff));
+        for byte in hdr {
+            dout.push_str(&format!(" {byte:02x}"));
+        }
+        dout.push('\n');
+    }
+    (din, dout)
+}
+
 /// Drive the builder for `cycles` clocks.
+#[cfg(not(no_verilator))]
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
     let mut rng = Rng::new(seed);
     let mut pending: Option<Desc> = None;
     let mut expect: VecDeque<Desc> = VecDeque::new();
     let mut got: Vec<u8> = Vec::new();
     let mut compared = 0u64;
+    // (format, SRH segments, body kind) shapes compared at least once.
+    let all = Shape::all();
+    let mut seen = vec![false; all.len()];
     let idle = gen(&mut Rng::new(0));
     for cycle in 0..cycles {
         if pending.is_none() && rng.chance(90) {
@@ -418,11 +582,22 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
                 }
                 got.clear();
                 compared += 1;
+                let key = |s: &Shape| (s.format, s.segs, s.kind);
+                if let Some(i) = all.iter().position(|s| key(s) == key(&d.shape)) {
+                    seen[i] = true;
+                }
             }
         }
         if d_ready && pending.is_some() {
             expect.extend(pending.take());
         }
+    }
+    if let Some(i) = seen.iter().position(|s| !s) {
+        return Err(mismatch(
+            cycles,
+            compared,
+            format!("coverage: no packet of shape {:?} compared", all[i]),
+        ));
     }
     Ok(Report {
         cycles,

@@ -20,7 +20,6 @@
 use std::fmt;
 use std::path::Path;
 
-#[cfg(not(no_verilator))]
 pub mod hdr;
 #[cfg(not(no_verilator))]
 pub mod queue;
@@ -31,6 +30,23 @@ pub mod sprayer;
 
 /// True when the build script found Verilator and linked the models.
 pub const HAVE_VERILATOR: bool = cfg!(not(no_verilator));
+
+/// For tests that need an external `tool`: true (skip) when it is missing, after printing
+/// `SKIPPED: <tool> not found`; false when `present`.
+///
+/// # Panics
+/// When the tool is missing and the `CI` environment variable is set: CI must run every test.
+pub fn skip_missing(tool: &str, present: bool) -> bool {
+    if present {
+        return false;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{tool} not found, and it is required in CI"
+    );
+    println!("SKIPPED: {tool} not found");
+    true
+}
 
 /// The RTL blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
