@@ -18,8 +18,9 @@
 // One decision per clock at N = 256: the model's sequential scan needs at most 4 passes over the
 // table (pass 0 from the cursor to the end in the current round, then full passes in the next
 // rounds: a failing full pass clears every skip flag it met, so the next pass in a lower-or-equal
-// eligibility set succeeds). The RTL evaluates the 4 passes in parallel, each a binary-tree
-// find-first-set over the N eligibility bits (log2 N levels).
+// eligibility set succeeds). The RTL evaluates the 4 passes in parallel; the first set bit of the
+// chosen pass is isolated with v & -v (an N-bit carry chain), its index is IW OR-reductions, and
+// the skip flags it passed over are the bits below it (pick - 1).
 //
 // Storage: the usable/skip bits, weights and planes of all N slots are flip-flops because every
 // decision reads all of them at once. The per-plane maximum EV weight is kept like the model
@@ -72,19 +73,17 @@ module ev_sprayer #(
   localparam logic [1:0] ERR_PLANE = 2'd3;
   localparam logic [3:0] WEIGHT_MAX = 4'd15;
 
-  // Lowest set bit of v: {found, index}, as a balanced binary tree (N a power of two).
-  function automatic logic [IW:0] first_set(input logic [N-1:0] v);
-    logic [N-1:0] f;
-    logic [N*IW-1:0] ix;
-    f = v;
-    for (int i = 0; i < N; i++) ix[IW*i +: IW] = IW'(i);
-    for (int lv = 0; lv < IW; lv++)
-      for (int i = 0; i < N / 2; i++)
-        if (i % (1 << lv) == 0) begin
-          if (!f[2*i] && f[2*i+(1<<lv)]) ix[IW*2*i +: IW] = ix[IW*(2*i+(1<<lv)) +: IW];
-          f[2*i] = f[2*i] | f[2*i+(1<<lv)];
-        end
-    first_set = {f[0], ix[IW-1:0]};
+  // Lowest set bit of v, isolated: v & -v (one N-bit carry chain).
+  function automatic logic [N-1:0] lowest(input logic [N-1:0] v);
+    lowest = v & (~v + 1'b1);
+  endfunction
+
+  // Index of the set bit of a one-hot (or zero) vector: IW OR-reductions.
+  function automatic logic [IW-1:0] onehot_index(input logic [N-1:0] h);
+    onehot_index = '0;
+    for (int b = 0; b < IW; b++)
+      for (int i = 0; i < N; i++)
+        if (((i >> b) & 1) == 1) onehot_index[b] = onehot_index[b] | h[i];
   endfunction
 
   // Number of set bits of v, as an adder tree.
@@ -164,10 +163,11 @@ module ev_sprayer #(
 
   // ---- EV pick on plane psel: 4 passes in parallel
   logic [N-1:0] base, ge_c, e0, e1, e2, e3, c0, s1, s2, s3, below, cleared;
+  logic [N-1:0] v0, v1, v2, v3, hsel;  // candidates of each pass; the pick, one-hot
   logic [3:0]   m, r0, r1, r2, r3, ev_round_n;
   logic [IW:0]  c;
   logic [3:0]   found;
-  logic [IW-1:0] k0, k1, k2, k3, ksel;
+  logic [IW-1:0] ksel;
   logic         ev_ok;
   logic [IW:0]  nskips;
   `MRC_COMB begin
@@ -189,25 +189,27 @@ module ev_sprayer #(
     s1 = skip_q & ~c0;
     s2 = s1 & ~e1;
     s3 = s2 & ~e2;
-    {found[0], k0} = first_set(c0 & ~skip_q);
-    {found[1], k1} = first_set(e1 & ~s1);
-    {found[2], k2} = first_set(e2 & ~s2);
-    {found[3], k3} = first_set(e3 & ~s3);
+    v0 = c0 & ~skip_q;
+    v1 = e1 & ~s1;
+    v2 = e2 & ~s2;
+    v3 = e3 & ~s3;
+    found = {|v3, |v2, |v1, |v0};
     ev_ok = found != 4'd0;
     if (found[0]) begin
-      ksel = k0;
+      hsel = lowest(v0);
       ev_round_n = r0;
     end else if (found[1]) begin
-      ksel = k1;
+      hsel = lowest(v1);
       ev_round_n = r1;
     end else if (found[2]) begin
-      ksel = k2;
+      hsel = lowest(v2);
       ev_round_n = r2;
     end else begin
-      ksel = k3;
+      hsel = lowest(v3);
       ev_round_n = r3;
     end
-    for (int i = 0; i < N; i++) below[i] = IW'(i) < ksel;
+    ksel = onehot_index(hsel);
+    below = hsel - 1'b1;  // the slots before the pick (all ones when nothing is picked: unused)
     if (found[0]) cleared = c0 & skip_q & below;
     else if (found[1]) cleared = (c0 & skip_q) | (e1 & s1 & below);
     else if (found[2]) cleared = (c0 & skip_q) | (e1 & s1) | (e2 & s2 & below);
