@@ -15,7 +15,13 @@
 //! | `csr_event_queue` | [`queue::RingModel`] (ABI ring arithmetic) | one push or pop |
 //! | `hdr_builder` | `mrc_abi::wire::Frame::emit` | one descriptor -> the header beats |
 //!
-//! Without Verilator (`cfg(no_verilator)`) only [`Rng`] and the report types exist.
+//! Without Verilator (`cfg(no_verilator)`) only [`Rng`], the report types, [`hdr::vectors`] and
+//! [`skip_missing`] exist.
+//!
+//! The tests: `tests/cosim.rs` (the co-simulations and planted bugs), `tests/icarus.rs` (the plain
+//! SystemVerilog benches of `fpga-rtl/tb/` under Icarus, each also against its planted bug, and
+//! the freshness of `tb/vectors/`), `tests/lint.rs` (Verilator `-Wall`, Yosys read, Icarus compile
+//! of every block).
 
 use std::fmt;
 use std::path::Path;
