@@ -37,7 +37,8 @@ for b in "${blocks[@]}"; do
     exit 1
   fi
   secs=$(( $(date +%s) - start ))
-  cnt() { { grep -E "^\s+[0-9]+\s+$1\s*$" "$log" || true; } | awk '{v=$1} END {print v+0}'; }
+  # The last `stat` in the log is the final netlist: "     LUT6      1234" lines.
+  cnt() { { grep -E "^\s+$1\s+[0-9]+\s*$" "$log" || true; } | awk '{v=$2} END {print v+0}'; }
   lut=0; for c in LUT1 LUT2 LUT3 LUT4 LUT5 LUT6; do lut=$((lut + $(cnt "$c"))); done
   ff=0; for c in FDRE FDSE FDCE FDPE; do ff=$((ff + $(cnt "$c"))); done
   bram=$(( $(cnt RAMB18E1) + $(cnt RAMB36E1) ))

@@ -282,6 +282,7 @@ impl Out {
 }
 
 /// Shorthand for a mismatch.
+#[cfg(not(no_verilator))]
 pub(crate) fn mismatch(cycle: u64, transaction: u64, what: String) -> Mismatch {
     Mismatch {
         cycle,
