@@ -45,7 +45,7 @@ module csr_event_queue #(
   logic [31:0] used;
   logic full;
 
-  always_comb begin
+  `MRC_COMB begin
     used = producer_q - consumer_q;
 `ifdef PLANTED_BUG
     full = used > 32'(ENTRIES);
@@ -61,7 +61,7 @@ module csr_event_queue #(
   // Registers, laid out by the generated package.
   `MRC_T(csr_queue_regs_t) regs;
   logic [$bits(regs)-1:0] regs_bits;
-  always_comb begin
+  `MRC_COMB begin
     regs = '0;
     regs.base = BASE;
     regs.log2_entries = 32'(LOG2_ENTRIES);

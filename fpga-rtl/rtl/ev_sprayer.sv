@@ -18,10 +18,21 @@
 // One decision per clock at N = 256: the model's sequential scan needs at most 4 passes over the
 // table (pass 0 from the cursor to the end in the current round, then full passes in the next
 // rounds: a failing full pass clears every skip flag it met, so the next pass in a lower-or-equal
-// eligibility set succeeds). The RTL evaluates the 4 passes in parallel as priority encoders.
+// eligibility set succeeds). The RTL evaluates the 4 passes in parallel; the first set bit of the
+// chosen pass is isolated with v & -v (an N-bit carry chain), its index is IW OR-reductions, and
+// the skip flags it passed over are the bits below it (pick - 1).
+//
+// Storage: the usable/skip bits, weights and planes of all N slots are flip-flops because every
+// decision reads all of them at once. The per-plane maximum EV weight is kept like the model
+// does, as a histogram of usable slots per (plane, weight) updated on each write, so no clock
+// scans the table for it. The only indexed table read (the old weight and plane of a slot being
+// written, for the histogram and the SET_USABLE check) comes from a write-through shadow copy in a
+// single-port memory (one write port, asynchronous read: LUT RAM), qualified by a per-slot
+// written bit (memories have no reset).
 //
 // PLANTED_BUG (co-simulation only): skip-once flags are never cleared.
 `default_nettype none
+`include "mrc_compat.svh"
 module ev_sprayer #(
     parameter int N = 256,
     parameter int P = 4
@@ -49,6 +60,8 @@ module ev_sprayer #(
 );
   localparam int IW = $clog2(N);
   localparam int PW = (P > 1) ? $clog2(P) : 1;
+  localparam int HB = IW + 1;  // histogram counter width (0..N)
+  localparam int NWT = 16;     // weights 0..15
   localparam logic [2:0] OP_NEXT = 3'd0;
   localparam logic [2:0] OP_SET_EV = 3'd1;
   localparam logic [2:0] OP_SET_USABLE = 3'd2;
@@ -60,35 +73,64 @@ module ev_sprayer #(
   localparam logic [1:0] ERR_PLANE = 2'd3;
   localparam logic [3:0] WEIGHT_MAX = 4'd15;
 
-  // ---- state
-  logic [N-1:0]  usable_q, skip_q;
-  logic [N-1:0][3:0]    weight_q;
-  logic [N-1:0][PW-1:0] plane_q;
-  logic [P-1:0][3:0]    pweight_q;
-  logic [P-1:0][IW:0]   ev_cursor_q;
-  logic [P-1:0][3:0]    ev_round_q;
-  logic [PW:0]   plane_cursor_q;
-  logic [3:0]    plane_round_q;
-
-  function automatic logic [3:0] next_round(input logic [3:0] r, input logic [3:0] m);
-    return (r >= m) ? 4'd1 : r + 4'd1;
+  // Lowest set bit of v, isolated: v & -v (one N-bit carry chain).
+  function automatic logic [N-1:0] lowest(input logic [N-1:0] v);
+    lowest = v & (~v + 1'b1);
   endfunction
 
-  // ---- derived per-plane summaries (combinational from the table)
-  logic [3:0] plane_max_w [P];
-  logic [3:0] elig_w [P];
-  logic [3:0] max_pw;
-  always_comb begin
-    for (int p = 0; p < P; p++) begin
-      plane_max_w[p] = '0;
+  // Index of the set bit of a one-hot (or zero) vector: IW OR-reductions.
+  function automatic logic [IW-1:0] onehot_index(input logic [N-1:0] h);
+    onehot_index = '0;
+    for (int b = 0; b < IW; b++)
       for (int i = 0; i < N; i++)
-        if (usable_q[i] && plane_q[i] == PW'(p) && weight_q[i] > plane_max_w[p])
-          plane_max_w[p] = weight_q[i];
-    end
+        if (((i >> b) & 1) == 1) onehot_index[b] = onehot_index[b] | h[i];
+  endfunction
+
+  // Number of set bits of v, as an adder tree.
+  function automatic logic [IW:0] popcount(input logic [N-1:0] v);
+    logic [N*(IW+1)-1:0] t;
+    for (int i = 0; i < N; i++) t[(IW+1)*i +: IW+1] = (IW + 1)'(v[i]);
+    for (int lv = 0; lv < IW; lv++)
+      for (int i = 0; i < N / 2; i++)
+        if (i % (1 << lv) == 0)
+          t[(IW+1)*2*i +: IW+1] = t[(IW+1)*2*i +: IW+1] + t[(IW+1)*(2*i+(1<<lv)) +: IW+1];
+    popcount = t[IW:0];
+  endfunction
+
+  function automatic logic [3:0] next_round(input logic [3:0] r, input logic [3:0] m);
+    next_round = (r >= m) ? 4'd1 : r + 4'd1;
+  endfunction
+
+  // ---- state (flat vectors: slot i at [W*i +: W])
+  logic [N-1:0]      usable_q, skip_q;
+  logic [N*4-1:0]    weight_q;
+  logic [N*PW-1:0]   plane_q;
+  logic [P*4-1:0]    pweight_q;
+  logic [P*(IW+1)-1:0] ev_cursor_q;
+  logic [P*4-1:0]    ev_round_q;
+  logic [PW:0]       plane_cursor_q;
+  logic [3:0]        plane_round_q;
+  logic [P*NWT*HB-1:0] hist_q;  // usable slots per (plane, weight): [HB*(NWT*p + w) +: HB]
+
+  // Shadow copy of {weight, plane} per slot: one write port, asynchronous read at cmd_index.
+  logic [4+PW-1:0] shadow [N];
+  logic [N-1:0]    written_q;  // slot written by a good SET_EV since reset (shadow valid)
+  logic [3:0]      old_w;
+  logic [PW-1:0]   old_p;
+  logic            old_u;
+
+  // ---- per-plane summaries from the histogram
+  logic [P*4-1:0] plane_max_w;
+  logic [P*4-1:0] elig_w;
+  logic [3:0]     max_pw;
+  `MRC_COMB begin
     max_pw = '0;
     for (int p = 0; p < P; p++) begin
-      elig_w[p] = (plane_max_w[p] != 4'd0) ? pweight_q[p] : 4'd0;
-      if (elig_w[p] > max_pw) max_pw = elig_w[p];
+      plane_max_w[4*p +: 4] = '0;
+      for (int w = 1; w < NWT; w++)
+        if (hist_q[HB*(NWT*p+w) +: HB] != '0) plane_max_w[4*p +: 4] = 4'(w);
+      elig_w[4*p +: 4] = (plane_max_w[4*p +: 4] != 4'd0) ? pweight_q[4*p +: 4] : 4'd0;
+      if (elig_w[4*p +: 4] > max_pw) max_pw = elig_w[4*p +: 4];
     end
   end
 
@@ -100,17 +142,19 @@ module ev_sprayer #(
   logic          p0_found;
   logic [PW-1:0] p0, p1;
   logic [3:0]    pr1;
-  always_comb begin
+  `MRC_COMB begin
     pr1 = next_round(plane_round_q, max_pw);
     p0_found = 1'b0;
     p0 = '0;
     for (int p = P - 1; p >= 0; p--)
-      if ((PW + 1)'(p) >= plane_cursor_q && elig_w[p] >= plane_round_q && elig_w[p] != 4'd0) begin
+      if ((PW + 1)'(p) >= plane_cursor_q && elig_w[4*p +: 4] >= plane_round_q
+          && elig_w[4*p +: 4] != 4'd0) begin
         p0_found = 1'b1;
         p0 = PW'(p);
       end
     p1 = '0;
-    for (int p = P - 1; p >= 0; p--) if (elig_w[p] >= pr1 && elig_w[p] != 4'd0) p1 = PW'(p);
+    for (int p = P - 1; p >= 0; p--)
+      if (elig_w[4*p +: 4] >= pr1 && elig_w[4*p +: 4] != 4'd0) p1 = PW'(p);
     plane_ok = max_pw != 4'd0;
     psel = p0_found ? p0 : p1;
     pround_n = p0_found ? plane_round_q : pr1;
@@ -119,69 +163,70 @@ module ev_sprayer #(
 
   // ---- EV pick on plane psel: 4 passes in parallel
   logic [N-1:0] base, ge_c, e0, e1, e2, e3, c0, s1, s2, s3, below, cleared;
+  logic [N-1:0] v0, v1, v2, v3, hsel;  // candidates of each pass; the pick, one-hot
   logic [3:0]   m, r0, r1, r2, r3, ev_round_n;
   logic [IW:0]  c;
   logic [3:0]   found;
-  logic [IW-1:0] k0, k1, k2, k3, ksel;
+  logic [IW-1:0] ksel;
   logic         ev_ok;
-  logic [15:0]  nskips;
-  always_comb begin
-    m = plane_max_w[psel];
-    c = ev_cursor_q[psel];
-    r0 = ev_round_q[psel];
+  logic [IW:0]  nskips;
+  `MRC_COMB begin
+    m = plane_max_w[4*psel +: 4];
+    c = ev_cursor_q[(IW+1)*psel +: IW+1];
+    r0 = ev_round_q[4*psel +: 4];
     r1 = next_round(r0, m);
     r2 = next_round(r1, m);
     r3 = next_round(r2, m);
     for (int i = 0; i < N; i++) begin
-      base[i] = usable_q[i] && plane_q[i] == psel;
+      base[i] = usable_q[i] && plane_q[PW*i +: PW] == psel;
       ge_c[i] = (IW + 1)'(i) >= c;
-      e0[i] = base[i] && weight_q[i] >= r0;
-      e1[i] = base[i] && weight_q[i] >= r1;
-      e2[i] = base[i] && weight_q[i] >= r2;
-      e3[i] = base[i] && weight_q[i] >= r3;
+      e0[i] = base[i] && weight_q[4*i +: 4] >= r0;
+      e1[i] = base[i] && weight_q[4*i +: 4] >= r1;
+      e2[i] = base[i] && weight_q[4*i +: 4] >= r2;
+      e3[i] = base[i] && weight_q[4*i +: 4] >= r3;
     end
     c0 = ge_c & e0;
     s1 = skip_q & ~c0;
     s2 = s1 & ~e1;
     s3 = s2 & ~e2;
-    found = '0;
-    k0 = '0;
-    k1 = '0;
-    k2 = '0;
-    k3 = '0;
-    for (int i = N - 1; i >= 0; i--) begin
-      if (c0[i] && !skip_q[i]) begin found[0] = 1'b1; k0 = IW'(i); end
-      if (e1[i] && !s1[i]) begin found[1] = 1'b1; k1 = IW'(i); end
-      if (e2[i] && !s2[i]) begin found[2] = 1'b1; k2 = IW'(i); end
-      if (e3[i] && !s3[i]) begin found[3] = 1'b1; k3 = IW'(i); end
-    end
+    v0 = c0 & ~skip_q;
+    v1 = e1 & ~s1;
+    v2 = e2 & ~s2;
+    v3 = e3 & ~s3;
+    found = {|v3, |v2, |v1, |v0};
     ev_ok = found != 4'd0;
     if (found[0]) begin
-      ksel = k0;
+      hsel = lowest(v0);
       ev_round_n = r0;
     end else if (found[1]) begin
-      ksel = k1;
+      hsel = lowest(v1);
       ev_round_n = r1;
     end else if (found[2]) begin
-      ksel = k2;
+      hsel = lowest(v2);
       ev_round_n = r2;
     end else begin
-      ksel = k3;
+      hsel = lowest(v3);
       ev_round_n = r3;
     end
-    for (int i = 0; i < N; i++) below[i] = IW'(i) < ksel;
+    ksel = onehot_index(hsel);
+    below = hsel - 1'b1;  // the slots before the pick (all ones when nothing is picked: unused)
     if (found[0]) cleared = c0 & skip_q & below;
     else if (found[1]) cleared = (c0 & skip_q) | (e1 & s1 & below);
     else if (found[2]) cleared = (c0 & skip_q) | (e1 & s1) | (e2 & s2 & below);
     else cleared = (c0 & skip_q) | (e1 & s1) | (e2 & s2) | (e3 & s3 & below);
-    nskips = '0;
-    for (int i = 0; i < N; i++) nskips = nskips + 16'(cleared[i]);
+    nskips = popcount(cleared);
   end
 
   // ---- firmware write checks (same order as the model)
+  wire [IW-1:0] widx = cmd_index[IW-1:0];
   logic       idx_ok;
   logic [1:0] err;
-  always_comb begin
+  logic [4+PW-1:0] shadow_rd;
+  assign shadow_rd = shadow[widx];
+  assign old_w = written_q[widx] ? shadow_rd[4+PW-1:PW] : 4'd0;
+  assign old_p = written_q[widx] ? shadow_rd[PW-1:0] : '0;
+  assign old_u = usable_q[widx];
+  `MRC_COMB begin
     idx_ok = cmd_index < 16'(N);
     err = ERR_NONE;
     case (cmd_op)
@@ -191,7 +236,7 @@ module ev_sprayer #(
         else if (!idx_ok) err = ERR_INDEX;
       OP_SET_USABLE:
         if (!idx_ok) err = ERR_INDEX;
-        else if (cmd_usable && weight_q[cmd_index[IW-1:0]] == 4'd0) err = ERR_WEIGHT;
+        else if (cmd_usable && old_w == 4'd0) err = ERR_WEIGHT;
       OP_MARK_SKIP:
         if (!idx_ok) err = ERR_INDEX;
       OP_PLANE_WEIGHT:
@@ -203,11 +248,46 @@ module ev_sprayer #(
 
   wire fire = cmd_valid && cmd_ready;
   assign cmd_ready = !rsp_valid || rsp_ready;
-  wire [IW-1:0] widx = cmd_index[IW-1:0];
+
+  // Histogram update of an accepted SET_EV / SET_USABLE: remove the old slot if it was usable,
+  // add the new one if it is.
+  logic          h_del, h_add;
+  logic [PW-1:0] add_p;
+  logic [3:0]    add_w;
+  logic [P*NWT*HB-1:0] hist_n;
+  `MRC_COMB begin
+    h_del = 1'b0;
+    h_add = 1'b0;
+    add_p = old_p;
+    add_w = old_w;
+    if (fire && err == ERR_NONE) begin
+      if (cmd_op == OP_SET_EV) begin
+        h_del = old_u;
+        h_add = cmd_usable;
+        add_p = cmd_plane[PW-1:0];
+        add_w = cmd_weight[3:0];
+      end else if (cmd_op == OP_SET_USABLE) begin
+        h_del = old_u;
+        h_add = cmd_usable;
+      end
+    end
+    hist_n = hist_q;
+    for (int p = 0; p < P; p++)
+      for (int w = 0; w < NWT; w++)
+        hist_n[HB*(NWT*p+w) +: HB] = hist_q[HB*(NWT*p+w) +: HB]
+            + ((h_add && add_p == PW'(p) && add_w == 4'(w)) ? HB'(1) : HB'(0))
+            - ((h_del && old_p == PW'(p) && old_w == 4'(w)) ? HB'(1) : HB'(0));
+  end
+
+  always_ff @(posedge clk) begin
+    if (fire && cmd_op == OP_SET_EV && err == ERR_NONE)
+      shadow[widx] <= {cmd_weight[3:0], cmd_plane[PW-1:0]};
+  end
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       usable_q <= '0;
+      written_q <= '0;
       skip_q <= '0;
       weight_q <= '0;
       plane_q <= '0;
@@ -216,6 +296,7 @@ module ev_sprayer #(
       ev_round_q <= {P{4'd1}};
       plane_cursor_q <= '0;
       plane_round_q <= 4'd1;
+      hist_q <= '0;
       rsp_valid <= 1'b0;
       rsp_found <= 1'b0;
       rsp_index <= '0;
@@ -226,6 +307,7 @@ module ev_sprayer #(
       cnt_skips <= '0;
       cnt_bad_writes <= '0;
     end else begin
+      hist_q <= hist_n;
       if (rsp_valid && rsp_ready) rsp_valid <= 1'b0;
       if (fire) begin
         rsp_valid <= 1'b1;
@@ -242,8 +324,8 @@ module ev_sprayer #(
               rsp_plane <= 8'(psel);
               plane_cursor_q <= pcursor_n;
               plane_round_q <= pround_n;
-              ev_cursor_q[psel] <= (IW + 1)'(ksel) + 1'b1;
-              ev_round_q[psel] <= ev_round_n;
+              ev_cursor_q[(IW+1)*psel +: IW+1] <= (IW + 1)'(ksel) + 1'b1;
+              ev_round_q[4*psel +: 4] <= ev_round_n;
 `ifndef PLANTED_BUG
               skip_q <= skip_q & ~cleared;
 `endif
@@ -255,8 +337,9 @@ module ev_sprayer #(
           OP_SET_EV:
             if (err == ERR_NONE) begin
               usable_q[widx] <= cmd_usable;
-              weight_q[widx] <= cmd_weight[3:0];
-              plane_q[widx] <= cmd_plane[PW-1:0];
+              written_q[widx] <= 1'b1;
+              weight_q[4*widx +: 4] <= cmd_weight[3:0];
+              plane_q[PW*widx +: PW] <= cmd_plane[PW-1:0];
               skip_q[widx] <= cmd_skip;
             end
           OP_SET_USABLE:
@@ -264,7 +347,7 @@ module ev_sprayer #(
           OP_MARK_SKIP:
             if (err == ERR_NONE) skip_q[widx] <= 1'b1;
           OP_PLANE_WEIGHT:
-            if (err == ERR_NONE) pweight_q[cmd_plane[PW-1:0]] <= cmd_weight[3:0];
+            if (err == ERR_NONE) pweight_q[4*cmd_plane[PW-1:0] +: 4] <= cmd_weight[3:0];
           default: ;
         endcase
       end

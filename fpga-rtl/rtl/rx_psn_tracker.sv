@@ -1,8 +1,11 @@
 // rx_psn_tracker: receive PSN bitmap of one QP (reference model: mrc_firmware::datapath::RxBitmap).
 //
 // State: cumulative PSN `cum` (every PSN before it received, `cum` itself not), a ring of
-// W = 64*WORDS bits for PSNs cum .. cum+W-1 with the bit of `cum` at ring position `head`, and
+// W = 64*WORDS bits for PSNs cum .. cum+W-1, PSN p at bit p mod W (no rotation: the window's
+// bits stay where they are as cum moves; bits behind cum are cleared as it passes them), and
 // `next_max` (one past the highest PSN received). 24-bit wrap-around PSN arithmetic throughout.
+// The cumulative advance is a circular find-first-zero from bit cum mod W: the lowest zero at or
+// above it (v & -v, one W-bit carry chain), else the lowest zero below it.
 //
 // One command per clock on a valid/ready stream; one registered response per command:
 //   OP_RECEIVE (RxBitmap::receive): classify req_psn New / Duplicate / OutOfWindow, set its bit,
@@ -16,6 +19,7 @@
 //
 // PLANTED_BUG (co-simulation only): the window check is off by one (cum+W is accepted).
 `default_nettype none
+`include "mrc_compat.svh"
 module rx_psn_tracker #(
     parameter int WORDS = 4
 ) (
@@ -41,7 +45,6 @@ module rx_psn_tracker #(
 );
   localparam int W = 64 * WORDS;
   localparam int HW = $clog2(W);
-  localparam int EW = $clog2(W + 128);
   localparam logic [1:0] OP_RECEIVE = 2'd0;
   localparam logic [1:0] OP_SACK = 2'd1;
   localparam logic [1:0] OP_RESET = 2'd2;
@@ -51,59 +54,74 @@ module rx_psn_tracker #(
   localparam logic [24:0] WIN = 25'(W);
 
   logic [23:0]   cum_q, next_max_q;
-  logic [HW-1:0] head_q;
-  logic [W-1:0]  ring_q;
+  logic [W-1:0]  ring_q;  // bit p mod W: PSN p of the window cum .. cum+W-1 received
 
-  // Ring rotated so that bit k is the bit of PSN cum+k.
-  logic [W-1:0] rot;
-  always_comb rot = (ring_q >> head_q) | (ring_q << (HW'(W - 1) - head_q + 1'b1));
+  function automatic logic [W-1:0] lowest(input logic [W-1:0] v);
+    lowest = v & (~v + 1'b1);
+  endfunction
+  function automatic logic [HW-1:0] onehot_index(input logic [W-1:0] h);
+    onehot_index = '0;
+    for (int b = 0; b < HW; b++)
+      for (int i = 0; i < W; i++)
+        if (((i >> b) & 1) == 1) onehot_index[b] = onehot_index[b] | h[i];
+  endfunction
 
   // ---- receive
   logic [23:0]   d;
   logic          in_win;
-  logic [W-1:0]  rot_set;
-  logic [HW:0]   run;  // consecutive ones from offset 0 after the set (W when all set)
+  logic [HW-1:0] pos, cpos;
+  logic [W-1:0]  ring_set, zeros, ge_cum, z_hi, z_lo, h_hi, h_lo, clear;
+  logic [HW:0]   run;  // consecutive received PSNs from cum after the set (W when all)
   logic [1:0]    outcome;
   logic [23:0]   cum_n, next_max_n;
-  logic [HW-1:0] head_n;
   logic [W-1:0]  ring_n;
-  logic [W-1:0]  clear_rot;
   // verilator lint_off UNUSEDSIGNAL
   logic [23:0]   ahead, behind;  // only the sign bits are used
   // verilator lint_on UNUSEDSIGNAL
-  always_comb begin
+  `MRC_COMB begin
     d = cmd_psn - cum_q;
 `ifdef PLANTED_BUG
     in_win = {1'b0, d} <= WIN;
 `else
     in_win = {1'b0, d} < WIN;
 `endif
-    rot_set = rot;
+    pos = cmd_psn[HW-1:0];
+    cpos = cum_q[HW-1:0];
+    ring_set = ring_q | (W'(1) << pos);
+    // Circular run of ones from cpos: the first zero at or after cpos, else the first zero
+    // before it (wrapped), else all W set.
+    zeros = ~ring_set;
+    ge_cum = ~((W'(1) << cpos) - 1'b1);
+    z_hi = zeros & ge_cum;
+    z_lo = zeros & ~ge_cum;
+    h_hi = lowest(z_hi);
+    h_lo = lowest(z_lo);
+    if (z_hi != '0) begin
+      run = {1'b0, onehot_index(h_hi) - cpos};
+      clear = ge_cum & (h_hi - 1'b1);
+    end else if (z_lo != '0) begin
+      run = (HW + 1)'(W) - {1'b0, cpos} + {1'b0, onehot_index(h_lo)};
+      clear = ge_cum | (h_lo - 1'b1);
+    end else begin
+      run = (HW + 1)'(W);
+      clear = '1;
+    end
     outcome = OUT_NEW;
     cum_n = cum_q;
     next_max_n = next_max_q;
-    head_n = head_q;
     ring_n = ring_q;
-    run = '0;
-    clear_rot = '0;
     ahead = '0;
     behind = '0;
     if (!in_win) begin
       outcome = d[23] ? OUT_DUP : OUT_OOW;
-    end else if (rot[d[HW-1:0]]) begin
+    end else if (ring_q[pos]) begin
       outcome = OUT_DUP;
     end else begin
-      rot_set[d[HW-1:0]] = 1'b1;
-      ring_n[HW'(d[HW-1:0] + head_q)] = 1'b1;
+      ring_n = ring_set;
       ahead = cmd_psn - next_max_q;
       if (!ahead[23]) next_max_n = cmd_psn + 24'd1;
       if (d == 24'd0) begin
-        run = (HW + 1)'(W);
-        for (int k = W - 1; k >= 0; k--) if (!rot_set[k]) run = (HW + 1)'(k);
-        for (int k = 0; k < W; k++) clear_rot[k] = (HW + 1)'(k) < run;
-        // Clear the run in ring coordinates: rotate the mask left by head.
-        ring_n = ring_n & ~((clear_rot << head_q) | (clear_rot >> (HW'(W - 1) - head_q + 1'b1)));
-        head_n = head_q + run[HW-1:0];
+        ring_n = ring_set & ~clear;
         cum_n = cum_q + 24'(run);
         behind = next_max_n - cum_n;
         if (behind[23]) next_max_n = cum_n;
@@ -111,18 +129,17 @@ module rx_psn_tracker #(
     end
   end
 
-  // ---- SACK from base cmd_psn
+  // ---- SACK from base cmd_psn: bit i = PSN base+i, from the ring inside the window, 1 before it,
+  // 0 beyond it.
   logic [23:0]       sd;      // base - cum
-  logic [23:0]       shift;   // sd + 64
-  logic [W+127:0]    ext;     // bit j: offset j-64 (ones before cum, zeros beyond the window)
+  logic [2*W-1:0]    ring2;
   logic [63:0]       window_bits, sack;
   logic [23:0]       di;
-  always_comb begin
+  `MRC_COMB begin
     di = '0;
     sd = cmd_psn - cum_q;
-    shift = sd + 24'd64;
-    ext = {64'd0, rot, {64{1'b1}}};
-    window_bits = (shift < 24'(W + 64)) ? ext[shift[EW-1:0] +: 64] : 64'd0;
+    ring2 = {ring_q, ring_q};
+    window_bits = ring2[{1'b0, cmd_psn[HW-1:0]} +: 64];
     for (int i = 0; i < 64; i++) begin
       di = sd + 24'(i);
       sack[i] = ({1'b0, di} < WIN) ? window_bits[i] : di[23];
@@ -136,7 +153,6 @@ module rx_psn_tracker #(
     if (!rst_n) begin
       cum_q <= '0;
       next_max_q <= '0;
-      head_q <= '0;
       ring_q <= '0;
       rsp_valid <= 1'b0;
       rsp_outcome <= '0;
@@ -160,7 +176,6 @@ module rx_psn_tracker #(
           OP_RECEIVE: begin
             cum_q <= cum_n;
             next_max_q <= next_max_n;
-            head_q <= head_n;
             ring_q <= ring_n;
             rsp_outcome <= outcome;
             rsp_cum <= cum_n;
@@ -175,7 +190,6 @@ module rx_psn_tracker #(
           OP_RESET: begin
             cum_q <= cmd_psn;
             next_max_q <= cmd_psn;
-            head_q <= '0;
             ring_q <= '0;
             rsp_cum <= cmd_psn;
             rsp_next_max <= cmd_psn;

@@ -117,7 +117,8 @@ struct HdrIO {
   template <class M> static void inputs(M& m, const uint32_t* p) {
     get(m.d_valid, p, 1); get(m.d_format, p, 2); get(m.d_eth_dst, p, 48); get(m.d_eth_src, p, 48);
     get(m.d_ip_src, p, 128); get(m.d_ip_dst, p, 128); get(m.d_outer_src, p, 128);
-    get(m.d_outer_dst, p, 128); get(m.d_tclass, p, 8); get(m.d_flow_label, p, 20);
+    get(m.d_outer_dst, p, 128); get(m.d_srh_segs, p, 8); get(m.d_srh_sl, p, 8);
+    get(m.d_srh_list, p, 512); get(m.d_tclass, p, 8); get(m.d_flow_label, p, 20);
     get(m.d_hop_limit, p, 8); get(m.d_udp_sport, p, 16); get(m.d_opcode, p, 8); get(m.d_se, p, 1);
     get(m.d_fecn, p, 1); get(m.d_becn, p, 1); get(m.d_ack_req, p, 1); get(m.d_pkey, p, 16);
     get(m.d_dest_qp, p, 24); get(m.d_psn, p, 24); get(m.d_trimmed, p, 1);
@@ -125,11 +126,15 @@ struct HdrIO {
     get(m.d_evx, p, 1); get(m.d_ev_index, p, 16); get(m.d_plane, p, 8); get(m.d_ev_value, p, 32);
     get(m.d_tsx, p, 1); get(m.d_tx_ts, p, 32); get(m.d_echo_ts, p, 32); get(m.d_va, p, 64);
     get(m.d_rkey, p, 32); get(m.d_dma_len, p, 32); get(m.d_imm, p, 32);
+    get(m.d_cum_psn, p, 24); get(m.d_sack_base, p, 24); get(m.d_sack_bitmap, p, 64);
+    get(m.d_ref_ev_index, p, 16); get(m.d_ref_plane, p, 8); get(m.d_ecn_plane_mask, p, 8);
+    get(m.d_ce_count, p, 16); get(m.d_pkt_count, p, 16); get(m.d_nack_reason, p, 8);
+    get(m.d_nack_psn, p, 24); get(m.d_probe_id, p, 32);
     get(m.d_payload_len, p, 16); get(m.d_payload_sum, p, 16); get(m.m_ready, p, 1);
   }
   template <class M> static void outputs(M& m, uint32_t* p) {
     put(m.d_ready, p, 1); put(m.m_valid, p, 1); put(m.m_data, p, 512); put(m.m_keep, p, 64);
-    put(m.m_last, p, 1); put(m.m_hdr_len, p, 8);
+    put(m.m_last, p, 1); put(m.m_hdr_len, p, 16);
   }
 };
 

@@ -2,7 +2,7 @@
 //! random back-pressure), and of every planted-bug variant, which the comparison must catch.
 //! A mismatch reruns the same seed with VCD tracing and names the waveform file.
 
-use mrc_rtl_cosim::{run, Block, HAVE_VERILATOR};
+use mrc_rtl_cosim::{run, skip_missing, Block, HAVE_VERILATOR};
 use std::path::PathBuf;
 
 const CYCLES: u64 = 100_000;
@@ -10,15 +10,7 @@ const SEED: u64 = 0x4d52_4331;
 
 /// True when the test must be skipped (no Verilator and not in CI).
 fn skip() -> bool {
-    if HAVE_VERILATOR {
-        return false;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "verilator not found, and the RTL co-simulation is required in CI"
-    );
-    println!("SKIPPED: verilator not found");
-    true
+    skip_missing("verilator", HAVE_VERILATOR)
 }
 
 fn vcd_path(name: &str) -> PathBuf {
