@@ -12,6 +12,7 @@ package mrc_abi_pkg;
   localparam logic [31:0] WIRE_NH_IPV6 = 32'h00000029; // IPv6 next header: IPv6 (SRv6 inner header).
   localparam logic [31:0] WIRE_NH_ROUTING = 32'h0000002B; // IPv6 next header: routing header (SRH).
   localparam logic [31:0] WIRE_SRH_ROUTING_TYPE = 32'h00000004; // SRH routing type.
+  localparam logic [31:0] WIRE_SRH_SEGMENT_BYTES = 32'h00000010; // Bytes of one SRH segment-list entry.
   localparam logic [31:0] WIRE_DEFAULT_PKEY = 32'h0000FFFF; // BTH P_Key.
   localparam logic [31:0] WIRE_USID_BLOCK = 32'hFCBBBB00; // Default SRv6 uSID locator block (fcbb:bb00::/32).
   localparam logic [31:0] WIRE_STEV_PORT_PREFIX = 32'h0000C000; // STEV source port prefix (top 4 bits 0xC).

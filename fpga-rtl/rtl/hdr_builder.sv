@@ -136,7 +136,7 @@ module hdr_builder #(
   localparam int ACKX_B = mrc_abi_pkg::ACKX_BYTES;
   localparam int NACKX_B = mrc_abi_pkg::NACKX_BYTES;
   localparam int PRBX_B = mrc_abi_pkg::PRBX_BYTES;
-  localparam int SEG_B = 16;  // one SRH segment-list entry (an IPv6 address)
+  localparam int SEG_B = mrc_abi_pkg::WIRE_SRH_SEGMENT_BYTES;  // one SRH segment-list entry
   // Body: the largest of RETH+ImmDt, ACKX, NACKX, PRBX.
   localparam int BODY_B = (ACKX_B > RETH_B + IMM_B) ? ACKX_B : RETH_B + IMM_B;
   localparam int FIX_B = UDP_B + BTH_B + MRH_B;  // always-present start of the tail
@@ -201,7 +201,7 @@ module hdr_builder #(
     mrc_len = 16'(BTH_B + MRH_B) + (d_evx ? 16'(EVX_B) : 16'd0) + (d_tsx ? 16'(TSX_B) : 16'd0)
             + body_len;
     udp_len = 16'(UDP_B) + mrc_len + d_payload_len;
-    srh_len = (nseg == 8'd0) ? 16'd0 : 16'(SRH_B) + {4'd0, nseg, 4'd0};
+    srh_len = (nseg == 8'd0) ? 16'd0 : 16'(SRH_B) + 16'(nseg) * 16'(SEG_B);
     pre_len = 16'(ETH_B + IP_B) + (srv6 ? 16'(IP_B) : 16'd0) + srh_len;
     hdr_len = pre_len + 16'(UDP_B) + mrc_len;
     for (int l = 0; l < LAYS; l++)

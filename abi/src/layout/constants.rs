@@ -53,6 +53,7 @@ pub const CONSTANTS: &[Constant] = &[
     c!("wire", "NH_IPV6", crate::wire::IP_PROTO_IPV6, "IPv6 next header: IPv6 (SRv6 inner header)."),
     c!("wire", "NH_ROUTING", crate::wire::IP_PROTO_ROUTING, "IPv6 next header: routing header (SRH)."),
     c!("wire", "SRH_ROUTING_TYPE", crate::wire::srh::ROUTING_TYPE_SRH, "SRH routing type."),
+    c!("wire", "SRH_SEGMENT_BYTES", crate::wire::srh::SEGMENT_LEN, "Bytes of one SRH segment-list entry."),
     c!("wire", "DEFAULT_PKEY", crate::wire::bth::DEFAULT_PKEY, "BTH P_Key."),
     c!("wire", "USID_BLOCK", crate::wire::usid::DEFAULT_BLOCK, "Default SRv6 uSID locator block (fcbb:bb00::/32)."),
     c!("wire", "STEV_PORT_PREFIX", crate::wire::ev::STEV_PORT_PREFIX, "STEV source port prefix (top 4 bits 0xC)."),

@@ -13,6 +13,8 @@ use core::net::Ipv6Addr;
 pub const FIXED_LEN: usize = 8;
 /// Routing type of the SRH.
 pub const ROUTING_TYPE_SRH: u8 = 4;
+/// Bytes of one segment-list entry (an IPv6 address).
+pub const SEGMENT_LEN: usize = 16;
 /// Most segments an [`SrhRepr`] holds.
 pub const MAX_SEGMENTS: usize = 16;
 /// Most TLV bytes an [`SrhRepr`] holds.
@@ -40,7 +42,7 @@ impl<T: AsRef<[u8]>> SrhPacket<T> {
         need(b, FIXED_LEN, Header::Srh)?;
         let p = SrhPacket { buffer };
         need(p.buffer.as_ref(), p.header_len(), Header::Srh)?;
-        if FIXED_LEN + 16 * p.segment_count() > p.header_len() {
+        if FIXED_LEN + SEGMENT_LEN * p.segment_count() > p.header_len() {
             return Err(Error::SrhSegmentListOverrun {
                 last_entry: p.last_entry(),
                 hdr_ext_len: p.hdr_ext_len(),
@@ -86,11 +88,12 @@ impl<T: AsRef<[u8]>> SrhPacket<T> {
     }
     /// `List[i]` in wire order (`List[0]` is the final segment); `None` past Last Entry.
     pub fn segment(&self, i: usize) -> Option<Ipv6Addr> {
-        (i < self.segment_count()).then(|| addr_at(self.buffer.as_ref(), FIXED_LEN + 16 * i))
+        (i < self.segment_count())
+            .then(|| addr_at(self.buffer.as_ref(), FIXED_LEN + SEGMENT_LEN * i))
     }
     /// The TLV bytes after the segment list.
     pub fn tlvs(&self) -> &[u8] {
-        &self.buffer.as_ref()[FIXED_LEN + 16 * self.segment_count()..self.header_len()]
+        &self.buffer.as_ref()[FIXED_LEN + SEGMENT_LEN * self.segment_count()..self.header_len()]
     }
 }
 
@@ -178,7 +181,7 @@ impl SrhRepr {
             });
         }
         let tlvs = p.tlvs();
-        check_tlvs(tlvs, FIXED_LEN + 16 * p.segment_count())?;
+        check_tlvs(tlvs, FIXED_LEN + SEGMENT_LEN * p.segment_count())?;
         let too_large = Error::SrhTooLarge {
             segments: p.segment_count(),
             tlv_bytes: tlvs.len(),
@@ -211,7 +214,7 @@ impl SrhRepr {
 
     /// Length of the emitted header.
     pub fn buffer_len(&self) -> usize {
-        FIXED_LEN + 16 * self.segments.len() + self.tlvs.len() + self.pad_len()
+        FIXED_LEN + SEGMENT_LEN * self.segments.len() + self.tlvs.len() + self.pad_len()
     }
 
     /// Write the header. Panics if the buffer is shorter than [`Self::buffer_len`] or the segment
@@ -231,9 +234,9 @@ impl SrhRepr {
         b[5] = self.flags;
         set_u16(b, 6, self.tag);
         for (i, a) in self.segments.iter().enumerate() {
-            set_addr(b, FIXED_LEN + 16 * i, *a);
+            set_addr(b, FIXED_LEN + SEGMENT_LEN * i, *a);
         }
-        let t = FIXED_LEN + 16 * self.segments.len();
+        let t = FIXED_LEN + SEGMENT_LEN * self.segments.len();
         b[t..t + self.tlvs.len()].copy_from_slice(&self.tlvs);
         let pad = &mut b[t + self.tlvs.len()..];
         pad.fill(0);
