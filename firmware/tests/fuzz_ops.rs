@@ -82,3 +82,20 @@ fn arbitrary_op_sequences_never_panic_or_break_invariants() {
             .unwrap();
     });
 }
+
+/// Inputs cargo-fuzz found breaking an invariant, replayed for good (one file each in
+/// `tests/fuzz_regressions/`).
+#[test]
+fn fuzz_regressions_keep_the_invariants() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).expect("regression directory") {
+        let path = e.expect("entry").path();
+        let data = std::fs::read(&path).expect("regression input");
+        let name = path.display().to_string();
+        let r = big_stack(move || run_ops(&data));
+        assert_eq!(r, Ok(()), "{name}");
+        n += 1;
+    }
+    assert!(n > 0, "no regression inputs in {}", dir.display());
+}

@@ -298,6 +298,10 @@ struct World {
     next_recv: [u64; 2],
     last_send: [Option<u64>; 2],
     last_recv: [Option<u64>; 2],
+    /// A forged ACK or NACK (a `Garbage` op) reached this NIC: it may acknowledge anything
+    /// (the wire is not authenticated), so "a bad rkey never succeeds" is no longer checked
+    /// there. Every other invariant still is.
+    forged_ack: [bool; 2],
     /// The requester window bound (MPR * 128).
     mpr_psns: u32,
 }
@@ -362,6 +366,7 @@ impl World {
             next_recv: [0; 2],
             last_send: [None; 2],
             last_recv: [None; 2],
+            forged_ack: [false; 2],
             mpr_psns: 256,
         })
     }
@@ -486,6 +491,9 @@ impl World {
                 ce,
             } => {
                 let n = usize::from(nic);
+                if matches!(repr.body, Body::Ack(_) | Body::Nack(_)) {
+                    self.forged_ack[n] = true;
+                }
                 let v = self.nics[n].handle_packet(
                     self.now,
                     &repr,
@@ -535,7 +543,7 @@ impl World {
             while let Some(c) = self.nics[n].poll_completion() {
                 let id = c.wr_id & !BAD;
                 let send = c.kind == CompletionKind::Send;
-                if send && c.status.is_ok() && c.wr_id & BAD != 0 {
+                if send && c.status.is_ok() && c.wr_id & BAD != 0 && !self.forged_ack[n] {
                     return Err(Violation::BadRkeySucceeded {
                         nic,
                         wr_id: c.wr_id,
