@@ -130,9 +130,14 @@ bench:
 bench-sim *SIZE:
     @just _pending 8 "the simulator at scale"
 
-# Swarm fault testing over N seeds.
-swarm N="100":
-    @just _pending 9 "swarm testing"
+# Swarm fault testing over N seeds from FIRST (release), with a summary; a failing seed prints
+# the command that replays it.
+swarm N="100" FIRST="0":
+    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored many --nocapture
+
+# Replay one swarm seed (release), printing its report.
+swarm-replay SEED:
+    SWARM_SEED={{SEED}} cargo test -q -p mrc-tests --release --test swarm -- replay --exact --nocapture
 
 _pending ISSUE WHAT:
     @echo "not yet: {{WHAT}} lands with issue {{ISSUE}}; nothing was run." >&2
