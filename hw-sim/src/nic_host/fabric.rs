@@ -933,6 +933,8 @@ impl World {
     /// A raw frame arrives at NIC `to` from outside the simulated fabric: parsed and checked
     /// like any received frame, handed to the engine, then the fabric runs until idle.
     pub(crate) fn inject(&mut self, to: usize, bytes: &[u8]) -> RxOutcome {
+        // The engines know every QP and region the host set up so far.
+        self.pump();
         let Some(fab) = self.fabric.as_mut() else {
             return RxOutcome::NoFabric;
         };

@@ -37,6 +37,8 @@ pub struct Conn {
     pub peer: ConnInfo,
     /// The requester's source bytes.
     pub src: Vec<u8>,
+    /// The requester's first PSN (the responder expects it).
+    pub req_psn: u32,
 }
 
 /// The NIC configurations of a plan: planes ports on planes planes.
@@ -184,6 +186,7 @@ pub fn open(apps: &[App], k: usize, c: &ConnPlan, seed: u64) -> Result<Conn, Str
         resp,
         peer,
         src,
+        req_psn,
     })
 }
 

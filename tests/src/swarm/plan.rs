@@ -174,13 +174,13 @@ impl Plan {
     /// Draws the plan of `seed`.
     pub fn draw(seed: u64) -> Plan {
         let mut r = Rng::new(seed);
-        let hosts = r.range(2, 4) as usize;
+        let hosts = r.range(2, 6) as usize;
         let planes = r.pick(&[1u8, 2, 2, 4, 4]);
         let spines = r.pick(&[2u16, 4, 8]);
         let evs = r.pick(&[16u16, 32, 64, 128]).max(u16::from(planes) * 4);
         let tick_ns = r.pick(&[2_000u64, 5_000, 10_000, 20_000]);
         let latency_ns = r.range(500, 3_000);
-        let nconns = r.range(1, 6) as usize;
+        let nconns = r.range(1, 10) as usize;
         let conns = (0..nconns)
             .map(|k| {
                 let from = r.below(hosts as u64) as usize;
@@ -307,8 +307,8 @@ impl Plan {
 /// pieces, a drawn share with an immediate, some plain writes unsignaled (the last message is
 /// always signaled).
 fn workload(r: &mut Rng, tag: u64, from: usize, to: usize) -> ConnPlan {
-    let count = r.range(1, 32) as usize;
-    let max_len = r.pick(&[64u64, 1_024, 3_000, 9_000, 20_000]);
+    let count = r.range(1, 60) as usize;
+    let max_len = r.pick(&[64u64, 1_024, 3_000, 9_000, 20_000, 65_536]);
     let imm_in = r.range(1, 4);
     let (mut src, mut dst) = (0u64, 0u64);
     let mut msgs = Vec::new();
