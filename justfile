@@ -139,6 +139,11 @@ swarm N="100" FIRST="0":
 swarm-replay SEED:
     SWARM_SEED={{SEED}} cargo test -q -p mrc-tests --release --test swarm -- replay --exact --nocapture
 
+# The swarm's second lane on the cycle-level fabric (Clos tiers, link flaps, blackholing
+# switches, loss, corruption; conservation and completion checked) over N seeds.
+swarm-cycle N="100" FIRST="0":
+    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored cycle_many --nocapture
+
 _pending ISSUE WHAT:
     @echo "not yet: {{WHAT}} lands with issue {{ISSUE}}; nothing was run." >&2
     @exit 1

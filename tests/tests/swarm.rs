@@ -6,9 +6,11 @@
 //!   replay --nocapture` (what a failure prints; `SWARM_PLANTED_BUG=1` adds the planted bug).
 //! - `many` (ignored): `SWARM_SEEDS=N [SWARM_FIRST=F]` seeds with a summary; `just swarm N`.
 //! - `planted_engine_bug_is_caught_by_the_swarm`: the checker is not vacuous.
+//! - `cycle_*`: the second lane, on the cycle-level fabric (`mrc_tests::swarm::cycle`).
 
 use std::time::Instant;
 
+use mrc_tests::swarm::cycle::{run_cycle_seed, CycleReport};
 use mrc_tests::swarm::{run_seed, Totals};
 
 /// Seeds CI runs.
@@ -76,4 +78,63 @@ fn planted_engine_bug_is_caught_by_the_swarm() {
     };
     eprintln!("planted bug caught by seed {seed}: {why}");
     run_seed(seed, false).expect("the same seed passes without the bug");
+}
+
+/// Seeds of the cycle-level lane CI runs.
+const CI_CYCLE_SEEDS: u64 = 50;
+
+fn cycle_seeds(first: u64, n: u64) -> (u64, Vec<u64>, CycleReport) {
+    let mut total = CycleReport::default();
+    let mut failed = Vec::new();
+    for seed in first..first + n {
+        match run_cycle_seed(seed) {
+            Ok(r) => {
+                total.injected += r.injected;
+                total.dropped += r.dropped;
+                total.acked_bytes += r.acked_bytes;
+                total.faults += r.faults;
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                failed.push(seed);
+            }
+        }
+    }
+    (n, failed, total)
+}
+
+#[test]
+fn cycle_ci_fixed_seeds() {
+    let (n, failed, t) = cycle_seeds(0, CI_CYCLE_SEEDS);
+    eprintln!("cycle-level lane: {n} seeds, failed {failed:?}, {t:?}");
+    assert!(failed.is_empty(), "failing cycle-level seeds: {failed:?}");
+}
+
+#[test]
+fn cycle_replay() {
+    let seed = env("SWARM_SEED").unwrap_or(0);
+    match run_cycle_seed(seed) {
+        Ok(r) => eprintln!("cycle-level seed {seed} passed: {r:?}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+#[ignore = "long: just swarm-cycle N"]
+fn cycle_many() {
+    let n = env("SWARM_SEEDS").unwrap_or(100);
+    let first = env("SWARM_FIRST").unwrap_or(0);
+    let start = Instant::now();
+    let (n, failed, t) = cycle_seeds(first, n);
+    println!(
+        "cycle-level lane: {n} seeds, {} failed {failed:?}, {:.1} s; {} packets injected, {} \
+         dropped (every one counted), {} bytes acknowledged, {} fault edges",
+        failed.len(),
+        start.elapsed().as_secs_f64(),
+        t.injected,
+        t.dropped,
+        t.acked_bytes,
+        t.faults
+    );
+    assert!(failed.is_empty(), "failing cycle-level seeds: {failed:?}");
 }

@@ -20,6 +20,7 @@
 //! A failing seed is reported with the one command that replays it ([`replay_command`]).
 
 pub mod check;
+pub mod cycle;
 pub mod harness;
 pub mod plan;
 pub mod rng;
