@@ -2,12 +2,12 @@
 //! uses): multi-plane two-tier leaf-spine or three-tier fat-tree Clos, a NIC per host running
 //! the engine over it, a workload of flows. Each seed draws the shape, sizes, planes, a
 //! workload, random loss and corruption, and scheduled link down/up windows, flaps and
-//! blackholing switches (up but dropping everything). Checks: packets are conserved at every
-//! moment (every packet injected is delivered, dropped with a cause, or in flight; no link
+//! blackholing switches (up but dropping everything), and gray links that lose or corrupt a
+//! share of their packets. Checks: packets are conserved at every moment (every packet injected is delivered, dropped with a cause, or in flight; no link
 //! direction delivers more than it sent), every NIC's packets reach the fabric and every
 //! delivery reaches a NIC, and once the windows have ended every flow completes within
-//! [`CYCLE_LIVENESS_BOUND`] with every byte acknowledged. Random loss and corruption go on
-//! until the end (they are fabric settings, not windows).
+//! [`CYCLE_LIVENESS_BOUND`] of the end of the fault phase (when the gray links heal) with
+//! every byte acknowledged.
 
 use mrc_sim::core::{Duration, Time};
 use mrc_sim::fabric::{ev, Fault, LinkId, Shape, SwitchId};
@@ -29,6 +29,8 @@ pub struct CyclePlan {
     pub scenario: Scenario,
     /// `(at, fault)`, ends of windows included.
     pub faults: Vec<(Time, Fault)>,
+    /// Gray links during the fault phase: `(link index, loss ppm, corruption ppm)`.
+    pub impaired: Vec<(u32, u32, u32)>,
     /// Fault kinds in the mix.
     pub kinds: Vec<&'static str>,
 }
@@ -86,12 +88,31 @@ impl CyclePlan {
             },
         };
         let mut kinds = Vec::new();
-        if r.one_in(2) {
-            sc.fabric.loss_ppm = r.range(1_000, 50_000) as u32;
+        // Gray links: a few links lose (and corrupt) a share of their packets during the
+        // fault phase.
+        let mut impaired = Vec::new();
+        let (lossy, corrupt) = (r.one_in(2), r.one_in(3));
+        if lossy || corrupt {
+            for _ in 0..r.range(1, 8) {
+                impaired.push((
+                    r.next_u64() as u32,
+                    if lossy {
+                        r.range(1_000, 50_000) as u32
+                    } else {
+                        0
+                    },
+                    if corrupt {
+                        r.range(1_000, 20_000) as u32
+                    } else {
+                        0
+                    },
+                ));
+            }
+        }
+        if lossy {
             kinds.push("gray loss");
         }
-        if r.one_in(3) {
-            sc.fabric.corrupt_ppm = r.range(1_000, 20_000) as u32;
+        if corrupt {
             kinds.push("corruption");
         }
         let mut faults = Vec::new();
@@ -130,6 +151,7 @@ impl CyclePlan {
             seed,
             scenario: sc,
             faults,
+            impaired,
             kinds,
         }
     }
@@ -186,10 +208,18 @@ pub fn run(plan: &CyclePlan) -> Result<CycleReport, String> {
         sim.schedule(at, comp, ev::FAULT, map_fault(f, links, switches).encode())
             .map_err(|e| format!("schedule: {e:?}"))?;
     }
+    for &(l, loss, corrupt) in &plan.impaired {
+        sim.handler_mut()
+            .fabric
+            .set_link_impairment(LinkId(l % links.max(1)), loss, corrupt);
+    }
+    let mut gray = !plan.impaired.is_empty();
     let step = Duration::from_us(10);
-    let end = Time::ZERO
-        .saturating_add(FAULT_PHASE)
-        .saturating_add(CYCLE_LIVENESS_BOUND);
+    let bound = std::env::var("SWARM_CYCLE_BOUND_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(CYCLE_LIVENESS_BOUND, Duration::from_us);
+    let end = Time::ZERO.saturating_add(FAULT_PHASE).saturating_add(bound);
     while !sim.handler().main_done() {
         if sim.now() >= end {
             let w = sim.handler();
@@ -201,12 +231,24 @@ pub fn run(plan: &CyclePlan) -> Result<CycleReport, String> {
                 w.fabric.totals()
             ));
         }
+        if gray && sim.now() >= Time::ZERO.saturating_add(FAULT_PHASE) {
+            // Faults stop: the gray links heal.
+            for l in 0..links {
+                sim.handler_mut()
+                    .fabric
+                    .set_link_impairment(LinkId(l), 0, 0);
+            }
+            gray = false;
+        }
         let next = sim.now().saturating_add(step);
         sim.run_until(next);
         conserved(sim.handler())?;
     }
     let w = sim.handler();
     conserved(w)?;
+    if std::env::var("SWARM_VERBOSE").is_ok() {
+        eprintln!("done at {:?}: {:?}", sim.now(), w.fabric.totals());
+    }
     let hosts = sc.fabric.shape.hosts();
     let mut acked = 0;
     for n in &w.nics {
