@@ -138,3 +138,19 @@ fn cycle_many() {
     );
     assert!(failed.is_empty(), "failing cycle-level seeds: {failed:?}");
 }
+
+/// Same seed, same run: completions, bytes and every fabric counter equal.
+#[test]
+fn same_seed_same_run() {
+    for seed in [3, 17] {
+        let a = run_seed(seed, false).expect("first run");
+        let b = run_seed(seed, false).expect("second run");
+        assert_eq!(
+            (a.completions, a.payload_bytes, a.liveness_ns, a.counters),
+            (b.completions, b.payload_bytes, b.liveness_ns, b.counters),
+            "seed {seed}"
+        );
+    }
+    let (a, b) = (run_seed(3, false).unwrap(), run_seed(4, false).unwrap());
+    assert_ne!(a.counters, b.counters, "another seed, another run");
+}

@@ -21,6 +21,13 @@
 //!   application exchanged) and are translated to the engine QPN on delivery.
 //! - A plane outage takes the port of that plane down on every NIC (PORT_DOWN events; the engine
 //!   retires the plane's EVs) and drops every packet on the plane until it ends.
+//! - Controller EV denials (and re-allowances) of a QP's EV profile are told to its engine QP
+//!   once each (`Engine::set_ev_allowed`; one the min-active guard refuses is not retried).
+//! - A received packet is dropped and counted unless its source address is the destination
+//!   QP's peer (`rx`).
+//! - More faults (cable-pull and plane windows, blackholing switches, stalled firmware cores,
+//!   slow DMA, bit corruption checked by the receiver's parse, raw frames injected from
+//!   outside) are in the `faults` module; `Fabric::stop_faults` ends every fault at once.
 //!
 //! Known simplifications: the RTR/RTS window, WIMM, retry and timeout attributes use the fixed
 //! values in [`FabricConfig`] (the device tables do not record them); the EV count comes from
@@ -32,8 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mrc_abi::device::admin::QpState as DevQpState;
 use mrc_abi::device::cqe::{Completion as Cqe, CqeOpcode, CqeStatus};
-use mrc_abi::device::event::Event;
-use mrc_abi::device::wqe::{RecvWqe, SendWqe, SEND_SIGNALED};
+use mrc_abi::device::wqe::RecvWqe;
 use mrc_abi::device::EvState;
 use mrc_abi::wire::{EvFormat, Frame, NackReason};
 use mrc_abi::Psn;
@@ -41,16 +47,16 @@ use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::engine::packet::{
-    CompletionError, CompletionKind, LocalBuf, RxMeta, RxVerdict, SendWr, TxBody,
-};
+use mrc_firmware::engine::packet::{CompletionError, CompletionKind, TxBody};
 use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
 use mrc_firmware::engine::{Engine, EngineConfig};
-use mrc_firmware::testkit::channel::Trim;
 use mrc_firmware::testkit::{Channel, ChannelConfig, ChannelCounters};
 
+mod ring;
+mod rx;
+
 use super::admin::remote_writable;
-use super::faults::{Faults, RxOutcome, RxPacket, WindowKind, STALL_BACKLOG};
+use super::faults::{Faults, WindowKind};
 use super::state::{NicState, RKEY_BIT};
 use super::World;
 
@@ -508,234 +514,6 @@ impl World {
         fab.counters.ev_denials += denials;
     }
 
-    /// Hands ring entries of NIC `i` to its engine. True if any moved.
-    fn feed(&mut self, i: usize) -> bool {
-        let mut any = false;
-        if self.stalled(i) {
-            return false;
-        }
-        let qpns: Vec<u32> = self.nics[i].qps.keys().copied().collect();
-        for qpn in qpns {
-            any |= self.feed_recvs(i, qpn);
-            if self.fetch_ready(i, qpn) {
-                any |= self.feed_sends(i, qpn);
-            }
-        }
-        any
-    }
-
-    /// Slow DMA: the send WQEs of QP `qpn` of NIC `i` are visible to the engine (a pending
-    /// batch is fetched `dma_delay_ns` after it was first seen).
-    fn fetch_ready(&mut self, i: usize, qpn: u32) -> bool {
-        let now = self.now_ns;
-        let pending = self.nics[i]
-            .qps
-            .get(&qpn)
-            .is_some_and(|q| q.state == DevQpState::Rts && q.sq_cons != q.sq_prod);
-        let Some(f) = self.fabric.as_mut() else {
-            return false;
-        };
-        let delay = f.faults.dma_delay_ns.get(i).copied().unwrap_or(0);
-        if delay == 0 || !pending {
-            f.faults.fetch_due.remove(&(i, qpn));
-            return true;
-        }
-        let due = *f.faults.fetch_due.entry((i, qpn)).or_insert(now + delay);
-        if now >= due {
-            f.faults.fetch_due.remove(&(i, qpn));
-            return true;
-        }
-        false
-    }
-
-    /// NIC `i`'s firmware core is stalled.
-    fn stalled(&self, i: usize) -> bool {
-        self.fabric.as_ref().is_some_and(|f| f.faults.stalled(i))
-    }
-
-    fn feed_recvs(&mut self, i: usize, qpn: u32) -> bool {
-        let mut any = false;
-        loop {
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
-                return any;
-            };
-            if !matches!(q.state, DevQpState::Rtr | DevQpState::Rts) || q.rq_cons == q.rq_prod {
-                return any;
-            }
-            let Some(fab) = self.fabric.as_mut() else {
-                return any;
-            };
-            let ne = &mut fab.engines[i];
-            let Some(&e) = ne.qps.get(&qpn) else {
-                return any;
-            };
-            if ne.engine.post_recv(e, u64::from(q.rq_cons)).is_err() {
-                return any;
-            }
-            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
-                p.rq_cons = p.rq_cons.wrapping_add(1);
-            }
-            any = true;
-        }
-    }
-
-    fn feed_sends(&mut self, i: usize, qpn: u32) -> bool {
-        let mut any = false;
-        loop {
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
-                return any;
-            };
-            if q.state != DevQpState::Rts || q.sq_cons == q.sq_prod {
-                return any;
-            }
-            let now = self.now_ns;
-            let index = q.sq_cons;
-            let slot = u64::from(index & ((1 << q.sq_log2) - 1));
-            let mut raw = [0u8; 64];
-            let req = self.nics[i]
-                .dev
-                .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
-                .ok()
-                .and_then(|()| SendWqe::read_from_bytes(&raw).ok())
-                .and_then(|w| w.decode().ok());
-            let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
-            let gathered = match &req {
-                Some(r) => self.gather(i, &q, r),
-                None => Err((CqeStatus::LocalQpOperation, 0)),
-            };
-            let (r, data) = match (req, gathered) {
-                (Some(r), Ok(d)) => (r, d),
-                (_, res) => {
-                    let (status, syndrome) = res.err().unwrap_or((CqeStatus::LocalQpOperation, 0));
-                    self.nics[i].counters.send_wqes += 1;
-                    if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
-                        p.sq_cons = index.wrapping_add(1);
-                    }
-                    self.fail_qp(i, qpn, wr_id, index, status, syndrome, now);
-                    return true;
-                }
-            };
-            let Some(fab) = self.fabric.as_mut() else {
-                return any;
-            };
-            let ne = &mut fab.engines[i];
-            let Some(&e) = ne.qps.get(&qpn) else {
-                return any;
-            };
-            let handle = ne.next_handle;
-            let wr = SendWr {
-                wr_id: u64::from(handle),
-                local: LocalBuf { handle, offset: 0 },
-                remote_va: r.remote_va,
-                rkey: r.rkey,
-                len: data.len() as u32,
-                imm: r.imm,
-                signaled: true,
-            };
-            if ne.engine.post_send(e, wr).is_err() {
-                // The engine's send queue is full: the rest waits in the ring.
-                return any;
-            }
-            ne.next_handle = handle.wrapping_add(1);
-            ne.sends.insert(
-                handle,
-                Pending {
-                    qpn,
-                    wr_id,
-                    index,
-                    opcode: if r.imm.is_some() {
-                        CqeOpcode::WriteImm
-                    } else {
-                        CqeOpcode::Write
-                    },
-                    byte_len: data.len() as u32,
-                    signaled: r.flags & SEND_SIGNALED != 0,
-                    data,
-                },
-            );
-            self.nics[i].counters.send_wqes += 1;
-            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
-                p.sq_cons = index.wrapping_add(1);
-            }
-            any = true;
-        }
-    }
-
-    /// An error CQE for ring entry `index`, the QP to ERROR, a QP_FATAL event, and the ring
-    /// backlog flushed once the engine's own completions are drained.
-    #[allow(clippy::too_many_arguments)]
-    fn fail_qp(
-        &mut self,
-        i: usize,
-        qpn: u32,
-        wr_id: u64,
-        index: u32,
-        status: CqeStatus,
-        syndrome: u32,
-        now: u64,
-    ) {
-        let n = &mut self.nics[i];
-        let Some(q) = n.qps.get(&qpn).copied() else {
-            return;
-        };
-        let mut c = cqe(wr_id, status, CqeOpcode::Write, 0, qpn, index);
-        c.syndrome = syndrome;
-        n.post_cqe(q.send_cq, &c, now);
-        self.enter_error(i, qpn, status, syndrome, now);
-    }
-
-    fn enter_error(&mut self, i: usize, qpn: u32, status: CqeStatus, syndrome: u32, now: u64) {
-        let n = &mut self.nics[i];
-        match n.qps.get_mut(&qpn) {
-            Some(p) if p.state != DevQpState::Error => p.state = DevQpState::Error,
-            _ => return,
-        }
-        n.post_event(
-            Event::QpFatal {
-                qpn,
-                status: status as u8,
-                syndrome,
-            },
-            now,
-        );
-        if let Some(fab) = self.fabric.as_mut() {
-            let ne = &mut fab.engines[i];
-            if let Some(&e) = ne.qps.get(&qpn) {
-                let attrs = QpAttrs::default();
-                let _ = ne.engine.modify_qp(e, QpState::Error, &attrs, now);
-            }
-            ne.failed.push(qpn);
-        }
-    }
-
-    /// The local bytes of a send WQE, checked against NIC `i`'s MRs.
-    fn gather(
-        &self,
-        i: usize,
-        q: &super::state::Qp,
-        r: &mrc_abi::device::wqe::SendRequest,
-    ) -> Result<Vec<u8>, (CqeStatus, u32)> {
-        let src = &self.nics[i];
-        let mut data = Vec::new();
-        for s in &r.sges {
-            let mr = src
-                .mrs
-                .get(&s.lkey.get())
-                .filter(|m| m.pd == q.pd)
-                .ok_or((CqeStatus::LocalProtection, s.lkey.get()))?;
-            let len = s.len.get();
-            let iova = mr
-                .translate(s.addr.get(), u64::from(len))
-                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
-            let at = data.len();
-            data.resize(at + len as usize, 0);
-            src.dev
-                .dma_read(Iova(iova), &mut data[at..])
-                .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
-        }
-        Ok(data)
-    }
-
     /// Moves every packet NIC `i`'s engine wants sent onto its channel. True if any.
     fn transmit(&mut self, i: usize) -> bool {
         let now = self.now_ns;
@@ -795,167 +573,6 @@ impl World {
             fab.link(i, d).send(now, to, pkt, &buf[..n]);
         }
         any
-    }
-
-    /// Delivers every due packet (first what waited for a core whose stall ended). True if
-    /// any.
-    fn deliver(&mut self) -> bool {
-        let now = self.now_ns;
-        let mut any = false;
-        for to in 0..self.nics.len() {
-            while !self.stalled(to) {
-                let Some(p) = self
-                    .fabric
-                    .as_mut()
-                    .and_then(|f| f.faults.backlog.get_mut(to))
-                    .and_then(|q| q.pop_front())
-                else {
-                    break;
-                };
-                any = true;
-                self.rx(to, p);
-            }
-        }
-        let keys: Vec<(usize, usize)> = match self.fabric.as_ref() {
-            Some(f) => f.links.keys().copied().collect(),
-            None => return false,
-        };
-        for (a, b) in keys {
-            for _ in 0..8192 {
-                let Some(fab) = self.fabric.as_mut() else {
-                    return any;
-                };
-                let Some(f) = fab.links.get_mut(&(a, b)).and_then(|l| l.pop_due(now)) else {
-                    break;
-                };
-                any = true;
-                let (to, from) = if f.to == 0 { (a, b) } else { (b, a) };
-                let plane = f.pkt.evx.plane;
-                if !port_up(&self.nics, to, plane) || fab.faults.plane_dead(plane) {
-                    fab.counters.plane_dropped += 1;
-                    continue;
-                }
-                let mut repr = f.pkt.to_repr();
-                repr.mrh.trimmed = f.trim != Trim::None;
-                repr.mrh.trimmed_last_hop = f.trim == Trim::LastHop;
-                let payload_len = if f.trim == Trim::None {
-                    f.pkt.payload_len() as usize
-                } else {
-                    0
-                };
-                let mut p = RxPacket {
-                    src_gid: self.nics[from].gid,
-                    repr,
-                    payload: f.payload.get(..payload_len).unwrap_or(&[]).to_vec(),
-                    ce: f.ce,
-                };
-                match fab.faults.maybe_corrupt(&mut p, self.nics[to].gid) {
-                    None => {
-                        fab.counters.corrupt_dropped += 1;
-                        continue;
-                    }
-                    Some(true) => fab.counters.corrupt_undetected += 1,
-                    Some(false) => {}
-                }
-                if fab.faults.stalled(to) {
-                    fab.counters.stall_backlogged += 1;
-                    match fab.faults.backlog.get_mut(to) {
-                        Some(q) if q.len() < STALL_BACKLOG => q.push_back(p),
-                        _ => fab.counters.stall_backlog_dropped += 1,
-                    }
-                    continue;
-                }
-                self.rx(to, p);
-            }
-        }
-        any
-    }
-
-    /// Hands a received packet to NIC `to`'s engine and places its payload. The source address
-    /// must be the destination QP's peer.
-    pub(crate) fn rx(&mut self, to: usize, p: RxPacket) -> RxOutcome {
-        let now = self.now_ns;
-        let Some(fab) = self.fabric.as_mut() else {
-            return RxOutcome::NoFabric;
-        };
-        let ne = &mut fab.engines[to];
-        let dev_qpn = p.repr.bth.dest_qp;
-        let Some(&e) = ne.qps.get(&dev_qpn) else {
-            fab.counters.unknown_qp += 1;
-            return RxOutcome::UnknownQp;
-        };
-        if self.nics[to]
-            .qps
-            .get(&dev_qpn)
-            .is_none_or(|q| q.remote_addr != p.src_gid)
-        {
-            fab.counters.spoofed += 1;
-            return RxOutcome::Spoofed;
-        }
-        let mut repr = p.repr;
-        repr.bth.dest_qp = e;
-        let meta = RxMeta {
-            payload_len: p.payload.len() as u32,
-            ce: p.ce,
-        };
-        fab.counters.to_engine += 1;
-        let verdict = ne.engine.handle_packet(now, &repr, meta);
-        if let RxVerdict::Place {
-            qpn,
-            slot,
-            offset,
-            len,
-        } = verdict
-        {
-            *ne.msg_bytes.entry((qpn, repr.mrh.msn)).or_default() += len;
-            if ne.msg_bytes.len() > MSG_BYTES_CAP {
-                ne.msg_bytes.pop_first();
-            }
-            let Some(region) = ne.engine.regions().region(slot) else {
-                return RxOutcome::Engine(verdict);
-            };
-            let n = &mut self.nics[to];
-            let target = n
-                .mrs
-                .get(&(region.rkey & !RKEY_BIT))
-                .and_then(|m| m.translate(region.base_va.wrapping_add(offset), u64::from(len)));
-            let bytes = p.payload.get(..len as usize);
-            if let (Some(iova), Some(bytes)) = (target, bytes) {
-                if n.dev.dma_write(Iova(iova), bytes).is_ok() {
-                    n.counters.bytes_placed += u64::from(len);
-                    fab.counters.bytes_placed += u64::from(len);
-                }
-            }
-        }
-        RxOutcome::Engine(verdict)
-    }
-
-    /// A raw frame arrives at NIC `to` from outside the simulated fabric: parsed and checked
-    /// like any received frame, handed to the engine, then the fabric runs until idle.
-    pub(crate) fn inject(&mut self, to: usize, bytes: &[u8]) -> RxOutcome {
-        // The engines know every QP and region the host set up so far.
-        self.pump();
-        let Some(fab) = self.fabric.as_mut() else {
-            return RxOutcome::NoFabric;
-        };
-        let Ok(f) = Frame::parse(bytes) else {
-            fab.counters.malformed += 1;
-            return RxOutcome::Malformed;
-        };
-        let t = f.encap.transport();
-        if self.nics.get(to).is_none_or(|n| n.gid != t.dst.octets()) {
-            fab.counters.misaddressed += 1;
-            return RxOutcome::Misaddressed;
-        }
-        let p = RxPacket {
-            src_gid: t.src.octets(),
-            repr: f.mrc,
-            payload: f.payload.to_vec(),
-            ce: t.traffic_class & 3 == 3,
-        };
-        let out = self.rx(to, p);
-        self.pump();
-        out
     }
 
     /// Turns NIC `i`'s engine completions into CQEs. True if any.
