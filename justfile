@@ -133,7 +133,7 @@ bench-sim *SIZE:
 # Swarm fault testing over N seeds from FIRST (release), with a summary; a failing seed prints
 # the command that replays it.
 swarm N="100" FIRST="0":
-    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored many --nocapture
+    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored --exact many --nocapture
 
 # Replay one swarm seed (release), printing its report.
 swarm-replay SEED:
@@ -142,7 +142,7 @@ swarm-replay SEED:
 # The swarm's second lane on the cycle-level fabric (Clos tiers, link flaps, blackholing
 # switches, loss, corruption; conservation and completion checked) over N seeds.
 swarm-cycle N="100" FIRST="0":
-    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored cycle_many --nocapture
+    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored --exact cycle_many --nocapture
 
 _pending ISSUE WHAT:
     @echo "not yet: {{WHAT}} lands with issue {{ISSUE}}; nothing was run." >&2
