@@ -131,9 +131,19 @@ bench:
 bench-sim *SIZE:
     cargo run -q --release -p mrc-sim -- bench {{ if SIZE == "full" { "--full" } else { "" } }}
 
-# Swarm fault testing over N seeds.
-swarm N="100":
-    @just _pending 9 "swarm testing"
+# Swarm fault testing over N seeds from FIRST (release), with a summary; a failing seed prints
+# the command that replays it.
+swarm N="100" FIRST="0":
+    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored --exact many --nocapture
+
+# Replay one swarm seed (release), printing its report.
+swarm-replay SEED:
+    SWARM_SEED={{SEED}} cargo test -q -p mrc-tests --release --test swarm -- replay --exact --nocapture
+
+# The swarm's second lane on the cycle-level fabric (Clos tiers, link flaps, blackholing
+# switches, loss, corruption; conservation and completion checked) over N seeds.
+swarm-cycle N="100" FIRST="0":
+    SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored --exact cycle_many --nocapture
 
 _pending ISSUE WHAT:
     @echo "not yet: {{WHAT}} lands with issue {{ISSUE}}; nothing was run." >&2

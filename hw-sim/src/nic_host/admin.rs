@@ -36,9 +36,16 @@ fn in_use() -> Fail {
     (AdminStatus::InUse, 0)
 }
 
-/// Lowest free number in `1..limit` not in `used`.
-fn alloc_id<V>(used: &std::collections::BTreeMap<u32, V>, limit: u32) -> Option<u32> {
-    (1..limit).find(|i| !used.contains_key(i))
+/// Lowest free number in `1..limit` not in `used` nor in `also`. QPs and CQs share one
+/// number space because doorbell page `n` holds the doorbells of QP `n` and of CQ `n`: with a
+/// number in use by at most one queue, a page reaches exactly one queue, so it can be mapped
+/// into one process without letting it ring another process's queue.
+fn alloc_id<V, W>(
+    used: &std::collections::BTreeMap<u32, V>,
+    also: &std::collections::BTreeMap<u32, W>,
+    limit: u32,
+) -> Option<u32> {
+    (1..limit).find(|i| !used.contains_key(i) && !also.contains_key(i))
 }
 
 impl World {
@@ -176,7 +183,7 @@ impl World {
                 .ok_or(not_found(0)),
             C::CreateCq(b) => {
                 let limit = n.params.max_cqs.min(n.params.doorbell_pages);
-                let cqn = alloc_id(&n.cqs, limit).ok_or((AdminStatus::NoResources, 0))?;
+                let cqn = alloc_id(&n.cqs, &n.qps, limit).ok_or((AdminStatus::NoResources, 0))?;
                 let vector = u32::from(b.irq_vector.get());
                 if vector >= n.dev_vectors() {
                     return Err(bad_attr(2));
@@ -220,7 +227,7 @@ impl World {
                     return Err(not_found(8));
                 }
                 let limit = n.params.max_qps.min(n.params.doorbell_pages);
-                let qpn = alloc_id(&n.qps, limit).ok_or((AdminStatus::NoResources, 0))?;
+                let qpn = alloc_id(&n.qps, &n.cqs, limit).ok_or((AdminStatus::NoResources, 0))?;
                 n.qps.insert(
                     qpn,
                     Qp {

@@ -30,6 +30,7 @@
 mod admin;
 mod datapath;
 mod fabric;
+mod faults;
 pub mod firmware;
 mod state;
 
@@ -43,6 +44,8 @@ use mrc_driver::sys::twin::{MmioWrite, Twin, TwinConfig};
 use mrc_driver::sys::{Backend, Bdf};
 
 pub use fabric::{FabricConfig, FabricCounters, HostEngine, FABRIC_MTU};
+pub use faults::{RxOutcome, WindowKind, STALL_BACKLOG};
+pub use mrc_firmware::engine::EngineCounters;
 pub use mrc_firmware::testkit::ChannelConfig;
 pub use state::NicCounters;
 use state::NicState;
@@ -247,6 +250,48 @@ impl SimHost {
         }
     }
 
+    /// Fabric mode: a fault window `[from_ns, to_ns)` in virtual time (see the `faults`
+    /// module docs for what each kind does).
+    pub fn schedule_window(&self, kind: WindowKind, from_ns: u64, to_ns: u64) {
+        if let Some(f) = lock(&self.world).fabric.as_mut() {
+            f.faults.schedule(kind, from_ns, to_ns);
+        }
+    }
+
+    /// Fabric mode: every fault stops now (windows end, DMA is fast, no corruption, channels
+    /// become fault-free as soon as they are empty); the liveness phase of a test follows.
+    pub fn stop_faults(&self) {
+        let mut w = lock(&self.world);
+        let now = w.now_ns;
+        if let Some(f) = w.fabric.as_mut() {
+            f.stop_faults(now);
+        }
+    }
+
+    /// Fabric mode: slow DMA on NIC `nic` (WQE fetch and CQE write each take `ns` longer).
+    pub fn set_dma_delay(&self, nic: usize, ns: u64) {
+        if let Some(f) = lock(&self.world).fabric.as_mut() {
+            if let Some(d) = f.faults.dma_delay_ns.get_mut(nic) {
+                *d = ns;
+            }
+        }
+    }
+
+    /// Fabric mode: a raw frame arrives at NIC `nic` from outside (hostile input); the fabric
+    /// then runs until idle. Returns what became of it.
+    pub fn inject_frame(&self, nic: usize, frame: &[u8]) -> RxOutcome {
+        lock(&self.world).inject(nic, frame)
+    }
+
+    /// Fabric mode: the counters of NIC `nic`'s engine.
+    pub fn engine_counters(&self, nic: usize) -> Option<EngineCounters> {
+        let w = lock(&self.world);
+        w.fabric
+            .as_ref()
+            .and_then(|f| f.engines.get(nic))
+            .map(|e| e.engine_counters())
+    }
+
     /// Fabric mode: runs until nothing is in flight (doorbells do this on their own; call it
     /// to let timers and outage edges play out).
     pub fn run(&self) {
@@ -259,6 +304,12 @@ impl SimHost {
         let mut w = lock(&self.world);
         w.now_ns = w.now_ns.max(t_ns);
         w.pump();
+    }
+
+    /// Fabric mode: no packet in flight or waiting, no send outstanding (engine timers, such
+    /// as probes, may still be armed).
+    pub fn idle(&self) -> bool {
+        lock(&self.world).fabric_idle()
     }
 
     /// Virtual time, ns.

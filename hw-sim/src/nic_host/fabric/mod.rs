@@ -21,6 +21,13 @@
 //!   application exchanged) and are translated to the engine QPN on delivery.
 //! - A plane outage takes the port of that plane down on every NIC (PORT_DOWN events; the engine
 //!   retires the plane's EVs) and drops every packet on the plane until it ends.
+//! - Controller EV denials (and re-allowances) of a QP's EV profile are told to its engine QP
+//!   once each (`Engine::set_ev_allowed`; one the min-active guard refuses is not retried).
+//! - A received packet is dropped and counted unless its source address is the destination
+//!   QP's peer (`rx`).
+//! - More faults (cable-pull and plane windows, blackholing switches, stalled firmware cores,
+//!   slow DMA, bit corruption checked by the receiver's parse, raw frames injected from
+//!   outside) are in the `faults` module; `Fabric::stop_faults` ends every fault at once.
 //!
 //! Known simplifications: the RTR/RTS window, WIMM, retry and timeout attributes use the fixed
 //! values in [`FabricConfig`] (the device tables do not record them); the EV count comes from
@@ -28,27 +35,28 @@
 //! control is a fixed window; the byte length of a received Write-with-Immediate is reported
 //! as 0 (the engine's completion does not carry it).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use mrc_abi::device::admin::QpState as DevQpState;
 use mrc_abi::device::cqe::{Completion as Cqe, CqeOpcode, CqeStatus};
-use mrc_abi::device::event::Event;
-use mrc_abi::device::wqe::{RecvWqe, SendWqe, SEND_SIGNALED};
-use mrc_abi::wire::{EvFormat, NackReason};
+use mrc_abi::device::wqe::RecvWqe;
+use mrc_abi::device::EvState;
+use mrc_abi::wire::{EvFormat, Frame, NackReason};
 use mrc_abi::Psn;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::engine::packet::{
-    CompletionError, CompletionKind, LocalBuf, RxMeta, RxVerdict, SendWr, TxBody,
-};
+use mrc_firmware::engine::packet::{CompletionError, CompletionKind, TxBody};
 use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
 use mrc_firmware::engine::{Engine, EngineConfig};
-use mrc_firmware::testkit::channel::Trim;
 use mrc_firmware::testkit::{Channel, ChannelConfig, ChannelCounters};
 
+mod ring;
+mod rx;
+
 use super::admin::remote_writable;
+use super::faults::{Faults, WindowKind};
 use super::state::{NicState, RKEY_BIT};
 use super::World;
 
@@ -85,6 +93,9 @@ pub struct FabricConfig {
     /// Test only: engines with the test kit's planted bug (a `TRIMMED_LAST_HOP` NACK taken as
     /// an ACK), so a whole-system checker can be shown to catch it.
     pub planted_bug: bool,
+    /// One random bit of a frame flipped on the wire, ppm of packets (see the `faults`
+    /// module: the receiver's parse drops what the checksum catches).
+    pub corrupt_ppm: u32,
 }
 
 impl Default for FabricConfig {
@@ -99,6 +110,7 @@ impl Default for FabricConfig {
             cwnd_bytes: 64 * FABRIC_MTU as u64,
             step_budget_ns: 2_000_000_000,
             planted_bug: false,
+            corrupt_ppm: 0,
         }
     }
 }
@@ -118,6 +130,28 @@ pub struct FabricCounters {
     pub retransmits: u64,
     /// Engine EV state events, all NICs.
     pub ev_events: u64,
+    /// Packets silently dropped by a blackholing switch window.
+    pub switch_blackholed: u64,
+    /// Packets whose bit flip the receiver's parse caught (dropped).
+    pub corrupt_dropped: u64,
+    /// Packets with a bit flip in a field no checksum covers (delivered).
+    pub corrupt_undetected: u64,
+    /// Packets that waited in a stalled core's receive backlog.
+    pub stall_backlogged: u64,
+    /// Packets dropped because a stalled core's backlog was full.
+    pub stall_backlog_dropped: u64,
+    /// Received frames that failed to parse (injected frames).
+    pub malformed: u64,
+    /// Frames not addressed to the NIC that received them.
+    pub misaddressed: u64,
+    /// Frames whose source address is not the destination QP's peer.
+    pub spoofed: u64,
+    /// Packets handed to an engine.
+    pub to_engine: u64,
+    /// Payload bytes written into registered memory.
+    pub bytes_placed: u64,
+    /// Controller EV denials (and re-allowances) mirrored into engines.
+    pub ev_denials: u64,
 }
 
 /// A send handed to the engine.
@@ -145,10 +179,19 @@ pub(crate) struct NicEngine {
     next_handle: u32,
     /// QPs whose engine QP failed this step (their ring backlog is flushed after draining).
     failed: Vec<u32>,
+    /// `(device QPN, EV index)` the engine was told are denied.
+    denied: BTreeSet<(u32, u16)>,
     /// Bytes placed per (engine QPN, message sequence number): the length a
     /// Write-with-Immediate's receive completion reports. Entries of a QP up to a completed
     /// message are dropped with it; at most [`MSG_BYTES_CAP`] entries (oldest dropped first).
     msg_bytes: BTreeMap<(u32, u16), u32>,
+}
+
+impl NicEngine {
+    /// The engine's counters.
+    pub(crate) fn engine_counters(&self) -> mrc_firmware::engine::EngineCounters {
+        self.engine.counters()
+    }
 }
 
 /// Bound of [`NicEngine::msg_bytes`].
@@ -160,9 +203,14 @@ pub(crate) struct Fabric {
     pub engines: Vec<NicEngine>,
     /// Channel of NIC pair `(a, b)`, `a <= b`; `to` 0 is `a`, 1 is `b`.
     links: BTreeMap<(usize, usize), Box<Link>>,
-    /// `(plane, down_at_ns, up_at_ns, state)`: state 0 pending, 1 down, 2 over.
-    outages: Vec<(u8, u64, u64, u8)>,
+    /// Scheduled windows, slow DMA, corruption.
+    pub(crate) faults: Faults,
     counters: FabricCounters,
+    /// After [`Fabric::stop_faults`]: the fault-free channel every link is replaced by once
+    /// it is empty.
+    quiet: Option<ChannelConfig>,
+    /// Counters of replaced channels.
+    retired: ChannelCounters,
 }
 
 impl Fabric {
@@ -184,6 +232,7 @@ impl Fabric {
                 sends: BTreeMap::new(),
                 next_handle: 0,
                 failed: Vec::new(),
+                denied: BTreeSet::new(),
                 msg_bytes: BTreeMap::new(),
             })
             .collect();
@@ -191,30 +240,56 @@ impl Fabric {
             cfg,
             engines,
             links: BTreeMap::new(),
-            outages: Vec::new(),
+            faults: Faults::new(nics, cfg.seed, cfg.corrupt_ppm),
+            quiet: None,
+            retired: ChannelCounters::default(),
             counters: FabricCounters::default(),
         }
     }
 
     pub fn schedule_outage(&mut self, plane: u8, down_ns: u64, up_ns: u64) {
-        self.outages.push((plane, down_ns, up_ns.max(down_ns), 0));
+        self.faults
+            .schedule(WindowKind::Plane(plane), down_ns, up_ns);
+    }
+
+    /// Every fault stops at `now_ns`: windows end (pending ones never start), DMA is fast
+    /// again, no more corruption, and each channel is replaced by a fault-free one (same
+    /// latency) as soon as it holds no packet.
+    pub fn stop_faults(&mut self, now_ns: u64) {
+        for w in self.faults.windows.iter_mut() {
+            match w.state {
+                0 => w.state = 2,
+                1 => w.to_ns = w.to_ns.min(now_ns),
+                _ => {}
+            }
+        }
+        self.faults.dma_delay_ns.iter_mut().for_each(|d| *d = 0);
+        self.faults.corrupt_ppm = 0;
+        self.quiet = Some(ChannelConfig {
+            latency_ns: self.cfg.channel.latency_ns,
+            trim_last_hop_ppm: 0,
+            ..ChannelConfig::default()
+        });
+    }
+
+    /// Replaces empty faulty channels after [`Fabric::stop_faults`].
+    fn quiet_links(&mut self) {
+        let Some(q) = self.quiet else { return };
+        let seed = self.cfg.seed;
+        for (key, l) in self.links.iter_mut() {
+            if l.in_flight() == 0 && *l.config() != q {
+                add(&mut self.retired, l.counters());
+                let s = seed ^ 0x51 ^ ((key.0 as u64) << 32 | key.1 as u64);
+                *l = on_big_stack(move || Box::new(Channel::new(q, s)));
+            }
+        }
     }
 
     pub fn counters(&self) -> FabricCounters {
         let mut c = self.counters;
+        add(&mut c.channel, self.retired);
         for l in self.links.values() {
-            let k = l.counters();
-            let s = &mut c.channel;
-            s.sent += k.sent;
-            s.delivered += k.delivered;
-            s.lost += k.lost;
-            s.duplicated += k.duplicated;
-            s.trimmed += k.trimmed;
-            s.reordered += k.reordered;
-            s.ce_marked += k.ce_marked;
-            s.blackholed += k.blackholed;
-            s.plane_dropped += k.plane_dropped;
-            s.overflow += k.overflow;
+            add(&mut c.channel, l.counters());
         }
         for e in &self.engines {
             c.retransmits += e.engine.counters().retransmits_sent;
@@ -225,12 +300,25 @@ impl Fabric {
     fn link(&mut self, a: usize, b: usize) -> &mut Link {
         let key = (a.min(b), a.max(b));
         let seed = self.cfg.seed ^ ((key.0 as u64) << 32 | key.1 as u64).wrapping_mul(0x9e37_79b9);
-        let mut cfg = self.cfg.channel;
+        let mut cfg = self.quiet.unwrap_or(self.cfg.channel);
         cfg.plane_outage = None;
         self.links
             .entry(key)
             .or_insert_with(|| on_big_stack(move || Box::new(Channel::new(cfg, seed))))
     }
+}
+
+fn add(s: &mut ChannelCounters, k: ChannelCounters) {
+    s.sent += k.sent;
+    s.delivered += k.delivered;
+    s.lost += k.lost;
+    s.duplicated += k.duplicated;
+    s.trimmed += k.trimmed;
+    s.reordered += k.reordered;
+    s.ce_marked += k.ce_marked;
+    s.blackholed += k.blackholed;
+    s.plane_dropped += k.plane_dropped;
+    s.overflow += k.overflow;
 }
 
 /// Runs `f` on a thread with a large stack: the engine (~600 KB) and a channel (~320 KB) are
@@ -329,6 +417,7 @@ impl World {
             }
         }
         // New QPs and state changes.
+        let mut denials = 0;
         for (&q, p) in &n.qps {
             let target = match p.state {
                 DevQpState::Init => QpState::Init,
@@ -388,207 +477,50 @@ impl World {
                     break;
                 }
             }
-        }
-    }
-
-    /// Hands ring entries of NIC `i` to its engine. True if any moved.
-    fn feed(&mut self, i: usize) -> bool {
-        let mut any = false;
-        let qpns: Vec<u32> = self.nics[i].qps.keys().copied().collect();
-        for qpn in qpns {
-            any |= self.feed_recvs(i, qpn);
-            any |= self.feed_sends(i, qpn);
-        }
-        any
-    }
-
-    fn feed_recvs(&mut self, i: usize, qpn: u32) -> bool {
-        let mut any = false;
-        loop {
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
-                return any;
-            };
-            if !matches!(q.state, DevQpState::Rtr | DevQpState::Rts) || q.rq_cons == q.rq_prod {
-                return any;
+            // Controller EV denials (and re-allowances) of the QP's profile. Each change is
+            // told once; one the engine refuses (the min-active guard) is not retried.
+            let denied: Vec<u16> = n
+                .ev_profiles
+                .get(&p.ev_profile)
+                .map(|pr| {
+                    pr.evs
+                        .iter()
+                        .take(usize::from(evs))
+                        .enumerate()
+                        .filter(|(_, v)| v.state == EvState::Denied)
+                        .map(|(k, _)| k as u16)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let told: Vec<u16> = ne
+                .denied
+                .range((q, 0)..=(q, u16::MAX))
+                .map(|k| k.1)
+                .collect();
+            if denied == told || ne.engine.qp_state(e).is_none_or(|c| rank(c) < 1) {
+                continue;
             }
-            let Some(fab) = self.fabric.as_mut() else {
-                return any;
-            };
-            let ne = &mut fab.engines[i];
-            let Some(&e) = ne.qps.get(&qpn) else {
-                return any;
-            };
-            if ne.engine.post_recv(e, u64::from(q.rq_cons)).is_err() {
-                return any;
+            for &ev in denied.iter().filter(|v| !told.contains(v)) {
+                let _ = ne.engine.set_ev_allowed(now, e, ev, false);
+                ne.denied.insert((q, ev));
+                denials += 1;
             }
-            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
-                p.rq_cons = p.rq_cons.wrapping_add(1);
+            for &ev in told.iter().filter(|v| !denied.contains(v)) {
+                let _ = ne.engine.set_ev_allowed(now, e, ev, true);
+                ne.denied.remove(&(q, ev));
+                denials += 1;
             }
-            any = true;
         }
-    }
-
-    fn feed_sends(&mut self, i: usize, qpn: u32) -> bool {
-        let mut any = false;
-        loop {
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
-                return any;
-            };
-            if q.state != DevQpState::Rts || q.sq_cons == q.sq_prod {
-                return any;
-            }
-            let now = self.now_ns;
-            let index = q.sq_cons;
-            let slot = u64::from(index & ((1 << q.sq_log2) - 1));
-            let mut raw = [0u8; 64];
-            let req = self.nics[i]
-                .dev
-                .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
-                .ok()
-                .and_then(|()| SendWqe::read_from_bytes(&raw).ok())
-                .and_then(|w| w.decode().ok());
-            let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
-            let gathered = match &req {
-                Some(r) => self.gather(i, &q, r),
-                None => Err((CqeStatus::LocalQpOperation, 0)),
-            };
-            let (r, data) = match (req, gathered) {
-                (Some(r), Ok(d)) => (r, d),
-                (_, res) => {
-                    let (status, syndrome) = res.err().unwrap_or((CqeStatus::LocalQpOperation, 0));
-                    self.nics[i].counters.send_wqes += 1;
-                    if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
-                        p.sq_cons = index.wrapping_add(1);
-                    }
-                    self.fail_qp(i, qpn, wr_id, index, status, syndrome, now);
-                    return true;
-                }
-            };
-            let Some(fab) = self.fabric.as_mut() else {
-                return any;
-            };
-            let ne = &mut fab.engines[i];
-            let Some(&e) = ne.qps.get(&qpn) else {
-                return any;
-            };
-            let handle = ne.next_handle;
-            let wr = SendWr {
-                wr_id: u64::from(handle),
-                local: LocalBuf { handle, offset: 0 },
-                remote_va: r.remote_va,
-                rkey: r.rkey,
-                len: data.len() as u32,
-                imm: r.imm,
-                signaled: true,
-            };
-            if ne.engine.post_send(e, wr).is_err() {
-                // The engine's send queue is full: the rest waits in the ring.
-                return any;
-            }
-            ne.next_handle = handle.wrapping_add(1);
-            ne.sends.insert(
-                handle,
-                Pending {
-                    qpn,
-                    wr_id,
-                    index,
-                    opcode: if r.imm.is_some() {
-                        CqeOpcode::WriteImm
-                    } else {
-                        CqeOpcode::Write
-                    },
-                    byte_len: data.len() as u32,
-                    signaled: r.flags & SEND_SIGNALED != 0,
-                    data,
-                },
-            );
-            self.nics[i].counters.send_wqes += 1;
-            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
-                p.sq_cons = index.wrapping_add(1);
-            }
-            any = true;
-        }
-    }
-
-    /// An error CQE for ring entry `index`, the QP to ERROR, a QP_FATAL event, and the ring
-    /// backlog flushed once the engine's own completions are drained.
-    #[allow(clippy::too_many_arguments)]
-    fn fail_qp(
-        &mut self,
-        i: usize,
-        qpn: u32,
-        wr_id: u64,
-        index: u32,
-        status: CqeStatus,
-        syndrome: u32,
-        now: u64,
-    ) {
-        let n = &mut self.nics[i];
-        let Some(q) = n.qps.get(&qpn).copied() else {
-            return;
-        };
-        let mut c = cqe(wr_id, status, CqeOpcode::Write, 0, qpn, index);
-        c.syndrome = syndrome;
-        n.post_cqe(q.send_cq, &c, now);
-        self.enter_error(i, qpn, status, syndrome, now);
-    }
-
-    fn enter_error(&mut self, i: usize, qpn: u32, status: CqeStatus, syndrome: u32, now: u64) {
-        let n = &mut self.nics[i];
-        match n.qps.get_mut(&qpn) {
-            Some(p) if p.state != DevQpState::Error => p.state = DevQpState::Error,
-            _ => return,
-        }
-        n.post_event(
-            Event::QpFatal {
-                qpn,
-                status: status as u8,
-                syndrome,
-            },
-            now,
-        );
-        if let Some(fab) = self.fabric.as_mut() {
-            let ne = &mut fab.engines[i];
-            if let Some(&e) = ne.qps.get(&qpn) {
-                let attrs = QpAttrs::default();
-                let _ = ne.engine.modify_qp(e, QpState::Error, &attrs, now);
-            }
-            ne.failed.push(qpn);
-        }
-    }
-
-    /// The local bytes of a send WQE, checked against NIC `i`'s MRs.
-    fn gather(
-        &self,
-        i: usize,
-        q: &super::state::Qp,
-        r: &mrc_abi::device::wqe::SendRequest,
-    ) -> Result<Vec<u8>, (CqeStatus, u32)> {
-        let src = &self.nics[i];
-        let mut data = Vec::new();
-        for s in &r.sges {
-            let mr = src
-                .mrs
-                .get(&s.lkey.get())
-                .filter(|m| m.pd == q.pd)
-                .ok_or((CqeStatus::LocalProtection, s.lkey.get()))?;
-            let len = s.len.get();
-            let iova = mr
-                .translate(s.addr.get(), u64::from(len))
-                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
-            let at = data.len();
-            data.resize(at + len as usize, 0);
-            src.dev
-                .dma_read(Iova(iova), &mut data[at..])
-                .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
-        }
-        Ok(data)
+        fab.counters.ev_denials += denials;
     }
 
     /// Moves every packet NIC `i`'s engine wants sent onto its channel. True if any.
     fn transmit(&mut self, i: usize) -> bool {
         let now = self.now_ns;
         let mut any = false;
+        if self.stalled(i) {
+            return false;
+        }
         for _ in 0..4096 {
             let Some(fab) = self.fabric.as_mut() else {
                 return any;
@@ -611,9 +543,14 @@ impl World {
             let plane = pkt.evx.plane;
             if !port_up(&self.nics, i, plane)
                 || !port_up(&self.nics, d, plane)
-                || fab.plane_dead(plane)
+                || fab.faults.plane_dead(plane)
             {
                 fab.counters.plane_dropped += 1;
+                continue;
+            }
+            let planes = self.nics[i].params.num_planes.clamp(1, 4) as u16;
+            if fab.faults.switch_drops(plane, pkt.evx.ev_index, planes) {
+                fab.counters.switch_blackholed += 1;
                 continue;
             }
             let payload: &[u8] = match pkt.body {
@@ -638,82 +575,20 @@ impl World {
         any
     }
 
-    /// Delivers every due packet. True if any.
-    fn deliver(&mut self) -> bool {
-        let now = self.now_ns;
-        let mut any = false;
-        let keys: Vec<(usize, usize)> = match self.fabric.as_ref() {
-            Some(f) => f.links.keys().copied().collect(),
-            None => return false,
-        };
-        for (a, b) in keys {
-            for _ in 0..8192 {
-                let Some(fab) = self.fabric.as_mut() else {
-                    return any;
-                };
-                let Some(f) = fab.links.get_mut(&(a, b)).and_then(|l| l.pop_due(now)) else {
-                    break;
-                };
-                any = true;
-                let to = if f.to == 0 { a } else { b };
-                let plane = f.pkt.evx.plane;
-                if !port_up(&self.nics, to, plane) || fab.plane_dead(plane) {
-                    fab.counters.plane_dropped += 1;
-                    continue;
-                }
-                let ne = &mut fab.engines[to];
-                let mut pkt = f.pkt;
-                let Some(&e) = ne.qps.get(&pkt.dest_qpn) else {
-                    fab.counters.unknown_qp += 1;
-                    continue;
-                };
-                pkt.dest_qpn = e;
-                let mut repr = pkt.to_repr();
-                repr.mrh.trimmed = f.trim != Trim::None;
-                repr.mrh.trimmed_last_hop = f.trim == Trim::LastHop;
-                let payload_len = if f.trim == Trim::None {
-                    pkt.payload_len()
-                } else {
-                    0
-                };
-                let meta = RxMeta {
-                    payload_len,
-                    ce: f.ce,
-                };
-                if let RxVerdict::Place {
-                    qpn,
-                    slot,
-                    offset,
-                    len,
-                } = ne.engine.handle_packet(now, &repr, meta)
-                {
-                    *ne.msg_bytes.entry((qpn, repr.mrh.msn)).or_default() += len;
-                    if ne.msg_bytes.len() > MSG_BYTES_CAP {
-                        ne.msg_bytes.pop_first();
-                    }
-                    let Some(region) = ne.engine.regions().region(slot) else {
-                        continue;
-                    };
-                    let n = &mut self.nics[to];
-                    let target = n.mrs.get(&(region.rkey & !RKEY_BIT)).and_then(|m| {
-                        m.translate(region.base_va.wrapping_add(offset), u64::from(len))
-                    });
-                    let bytes = f.payload.get(..len as usize);
-                    if let (Some(iova), Some(bytes)) = (target, bytes) {
-                        if n.dev.dma_write(Iova(iova), bytes).is_ok() {
-                            n.counters.bytes_placed += u64::from(len);
-                        }
-                    }
-                }
-            }
-        }
-        any
-    }
-
     /// Turns NIC `i`'s engine completions into CQEs. True if any.
     fn drain(&mut self, i: usize) -> bool {
         let now = self.now_ns;
         let mut any = false;
+        if self.stalled(i) {
+            return false;
+        }
+        // Engine completions start their DMA to the CQ now (slow DMA: they land later).
+        if let Some(fab) = self.fabric.as_mut() {
+            let delay = fab.faults.dma_delay_ns.get(i).copied().unwrap_or(0);
+            while let Some(c) = fab.engines[i].engine.poll_completion() {
+                fab.faults.cqe_q[i].push_back((now + delay, c));
+            }
+        }
         loop {
             let Some(fab) = self.fabric.as_mut() else {
                 return any;
@@ -721,10 +596,12 @@ impl World {
             while fab.engines[i].engine.poll_ev_event().is_some() {
                 fab.counters.ev_events += 1;
             }
-            let ne = &mut fab.engines[i];
-            let Some(c) = ne.engine.poll_completion() else {
+            let q = &mut fab.faults.cqe_q[i];
+            let Some(c) = q.front().filter(|c| c.0 <= now).map(|c| c.1) else {
                 break;
             };
+            q.pop_front();
+            let ne = &mut fab.engines[i];
             any = true;
             let Some(&qpn) = ne.dev_qpn.get(&c.qpn) else {
                 continue;
@@ -813,11 +690,12 @@ impl World {
     }
 
     /// Nothing in flight and no send outstanding.
-    fn fabric_idle(&self) -> bool {
+    pub(crate) fn fabric_idle(&self) -> bool {
         let Some(fab) = self.fabric.as_ref() else {
             return true;
         };
         fab.links.values().all(|l| l.in_flight() == 0)
+            && fab.faults.idle()
             && fab.engines.iter().enumerate().all(|(i, ne)| {
                 ne.sends.is_empty()
                     && self.nics[i]
@@ -833,6 +711,9 @@ impl World {
         let deadline = self.now_ns.saturating_add(cfg.step_budget_ns);
         self.outage_edges();
         loop {
+            if let Some(f) = self.fabric.as_mut() {
+                f.quiet_links();
+            }
             let mut progress = false;
             for i in 0..self.nics.len() {
                 self.sync_engine(i);
@@ -847,8 +728,10 @@ impl World {
             }
             let now = self.now_ns;
             if let Some(f) = self.fabric.as_mut() {
-                for ne in f.engines.iter_mut() {
-                    ne.engine.handle_timeout(now);
+                for (k, ne) in f.engines.iter_mut().enumerate() {
+                    if !f.faults.stalled(k) {
+                        ne.engine.handle_timeout(now);
+                    }
                 }
             }
             for i in 0..self.nics.len() {
@@ -867,8 +750,18 @@ impl World {
                 .links
                 .values()
                 .filter_map(|l| l.next_due())
-                .chain(f.engines.iter().filter_map(|e| e.engine.poll_timeout()))
-                .chain(f.next_edge())
+                .chain(
+                    f.engines
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| !f.faults.stalled(*k))
+                        .filter_map(|(_, e)| e.engine.poll_timeout()),
+                )
+                .chain(f.faults.next_edge())
+                .chain(f.faults.next_due())
+                // Something due now that made no progress waits for a stalled core: the
+                // stall's end is an edge.
+                .filter(|&t| t > self.now_ns)
                 .min();
             match next {
                 Some(t) if t <= deadline => self.now_ns = self.now_ns.max(t),
@@ -878,29 +771,30 @@ impl World {
         }
     }
 
-    /// Applies outage edges that are due: ports of the plane go down (or up) on every NIC.
+    /// Applies window edges that are due: a plane's ports go down (or up) on every NIC, a
+    /// cable is pulled (or plugged back); switch and stall windows only change what
+    /// [`Faults`] answers.
     fn outage_edges(&mut self) {
         let now = self.now_ns;
-        let mut edges = Vec::new();
-        if let Some(f) = self.fabric.as_mut() {
-            for o in f.outages.iter_mut() {
-                if o.3 == 0 && now >= o.1 {
-                    o.3 = 1;
-                    edges.push((o.0, false));
-                }
-                if o.3 == 1 && now >= o.2 {
-                    o.3 = 2;
-                    edges.push((o.0, true));
-                }
-            }
-        }
-        for (plane, up) in edges {
-            for i in 0..self.nics.len() {
-                for p in 0..self.nics[i].port_link.len() {
-                    if self.nics[i].port_plane(p) == plane {
-                        self.set_link(i, p as u8, up);
+        let edges = match self.fabric.as_mut() {
+            Some(f) => f.faults.take_edges(now),
+            None => return,
+        };
+        for (kind, starts) in edges {
+            match kind {
+                WindowKind::Plane(plane) => {
+                    for i in 0..self.nics.len() {
+                        for p in 0..self.nics[i].port_link.len() {
+                            if self.nics[i].port_plane(p) == plane {
+                                self.set_link(i, p as u8, !starts);
+                            }
+                        }
                     }
                 }
+                WindowKind::Port { nic, port } if nic < self.nics.len() => {
+                    self.set_link(nic, port, !starts);
+                }
+                _ => {}
             }
         }
     }
@@ -916,22 +810,6 @@ impl World {
                 e.handle_plane_down(now, plane);
             }
         }
-    }
-}
-
-impl Fabric {
-    fn plane_dead(&self, plane: u8) -> bool {
-        self.outages.iter().any(|o| o.0 == plane && o.3 == 1)
-    }
-    fn next_edge(&self) -> Option<u64> {
-        self.outages
-            .iter()
-            .filter_map(|o| match o.3 {
-                0 => Some(o.1),
-                1 => Some(o.2),
-                _ => None,
-            })
-            .min()
     }
 }
 
