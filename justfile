@@ -145,10 +145,6 @@ swarm-replay SEED:
 swarm-cycle N="100" FIRST="0":
     SWARM_SEEDS={{N}} SWARM_FIRST={{FIRST}} cargo test -q -p mrc-tests --release --test swarm -- --ignored --exact cycle_many --nocapture
 
-_pending ISSUE WHAT:
-    @echo "not yet: {{WHAT}} lands with issue {{ISSUE}}; nothing was run." >&2
-    @exit 1
-
 # Model-check the MRC protocol for one configuration (PSNS MSG_PSNS WINDOW EVS NET_CAP LOSSES DUPS TRIMS BLACKHOLES).
 model *ARGS="4 2 2 2 3 1 1 1 1":
     cargo run -q --release -p mrc-model --example explore -- {{ARGS}}
