@@ -40,10 +40,10 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::csr::{
     AckSummary, CsrEvent, EvUpdate, NackEntry, PostCqe, ProbeReply, ENTRY_BYTES,
 };
-use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::EvState as AbiEvState;
 use mrc_abi::wire::{
     AckRepr, Body, BthRepr, EvFormat, EvxRepr, MrcRepr, MrhRepr, NackReason, NackRepr, ProbeRepr,
@@ -58,7 +58,7 @@ use mrc_firmware::engine::{
 };
 
 /// QPs of the NIC engine.
-pub const QPS: usize = 4;
+pub const QPS: usize = 2;
 /// EVs per QP.
 pub const EVS: usize = 64;
 /// Planes.
@@ -76,8 +76,14 @@ pub const REGIONS: usize = 8;
 /// Engine timers.
 pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 
-/// The engine at the NIC core's capacities (4 QPs, 64 EVs over 4 planes, 256-PSN window,
-/// 16 + 16 work requests per QP, 8 regions): sized to fit the 60 KiB DTCM with the stack.
+/// The engine at the NIC core's capacities: 2 QPs, 64 EVs per QP over 4 planes, a 256-PSN
+/// window, 16 send + 16 receive work requests per QP, 8 regions, 6 timers.
+///
+/// Sized for the NIC core's 60 KiB DTCM (`firmware/memory-map.toml`), which holds `.data`,
+/// `.bss` and the stack: the engine is about 8 KiB fixed (the 64-packet control queue, EV event
+/// queue, regions, timer wheel) plus about 13.5 KiB per QP at these capacities (x86-64
+/// `size_of`, 36,064 bytes in all; see the `nic_engine_fits_the_dtcm_budget` test), leaving the rest
+/// of DTCM to the stack and the image's other state. A third QP would leave under 10 KiB.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
 
 /// Entries taken from each input queue per step.
@@ -190,7 +196,9 @@ impl NicLoop {
             let Some(hdr) = dp.pop_rx() else { break };
             moved = true;
             self.counters.rx_headers += 1;
-            let v = self.engine.handle_tx_packet(now_ns, &hdr.pkt, hdr.trim, hdr.meta);
+            let v = self
+                .engine
+                .handle_tx_packet(now_ns, &hdr.pkt, hdr.trim, hdr.meta);
             if matches!(v, RxVerdict::Place { .. }) {
                 self.counters.rx_placed += 1;
             }
@@ -233,7 +241,9 @@ impl NicLoop {
         let c = &mut self.counters;
         match CsrEvent::decode(entry) {
             Ok(CsrEvent::AckSummary(a)) => {
-                let _ = self.engine.handle_packet(now_ns, &ack_repr(&a), RxMeta::default());
+                let _ = self
+                    .engine
+                    .handle_packet(now_ns, &ack_repr(&a), RxMeta::default());
             }
             Ok(CsrEvent::Nack(n)) => match nack_repr(&n) {
                 Some(r) => {
