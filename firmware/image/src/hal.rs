@@ -274,6 +274,40 @@ fn exception(trap: &riscv_rt::TrapFrame) -> ! {
 #[cfg(not(feature = "qemu"))]
 pub use csr_rings::NicDatapath;
 
+/// The engine's home: in `.bss` (zeroed by riscv-rt, initialised by `main`), not on the stack,
+/// which shares the DTCM with it.
+#[cfg(not(feature = "qemu"))]
+static mut NIC_LOOP: core::mem::MaybeUninit<mrc_nicloop::NicLoop> =
+    core::mem::MaybeUninit::uninit();
+
+/// The engine fits the DTCM: once in `.bss`, once more (x1.6, measured 1.54 at the default
+/// capacities) as the boot-time temporary `Engine::new` returns by value and `init_loop` copies
+/// into the slot, plus the two 1 KiB CSR rings and 4 KiB for the running loop's stack and the
+/// rest of `.bss`. A capacity change that breaks this fails the build instead of the boot.
+#[cfg(not(feature = "qemu"))]
+const _: () = assert!(
+    core::mem::size_of::<mrc_nicloop::NicLoop>() * 16 / 10
+        + core::mem::size_of::<mrc_nicloop::NicLoop>()
+        + 2 * 1024
+        + 4 * 1024
+        <= map::DTCM_LEN,
+    "the engine's capacities do not fit the DTCM"
+);
+
+#[cfg(not(feature = "qemu"))]
+static NIC_LOOP_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// The engine's slot, once (`main` builds the engine into it at boot).
+#[cfg(not(feature = "qemu"))]
+pub fn nic_loop_slot() -> &'static mut core::mem::MaybeUninit<mrc_nicloop::NicLoop> {
+    if NIC_LOOP_TAKEN.swap(true, Ordering::Relaxed) {
+        panic!("engine slot taken twice");
+    }
+    // SAFETY: the flag above hands out this reference at most once for the program's life,
+    // so it never aliases; a `MaybeUninit` may hold any bytes.
+    unsafe { &mut *core::ptr::addr_of_mut!(NIC_LOOP) }
+}
+
 #[cfg(not(feature = "qemu"))]
 mod csr_rings {
     use core::mem::offset_of;
@@ -411,9 +445,14 @@ mod csr_rings {
 
         fn rx_verdict(&mut self, _hdr: &RxHeader, _verdict: RxVerdict) {}
 
-        /// mrc-abi defines no per-packet transmit queue: refused, counted by the loop.
-        fn push_tx(&mut self, _pkt: &TxPacket) -> bool {
-            false
+        /// mrc-abi defines no per-packet transmit queue: a retransmission or a probe goes out
+        /// as its FW->DP order (`mrc_nicloop::abi_order`); anything else is refused and counted
+        /// by the loop.
+        fn push_tx(&mut self, pkt: &TxPacket) -> bool {
+            match mrc_nicloop::abi_order(pkt) {
+                Some(order) => self.push_order(&order.encode()),
+                None => false,
+            }
         }
     }
 }

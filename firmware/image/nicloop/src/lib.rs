@@ -23,10 +23,11 @@
 //! - **Per-packet header queues.** The CSR rings carry the coalesced slow path only. The engine
 //!   as written is a per-packet engine: it sees every data packet and probe ([`Datapath::pop_rx`])
 //!   and builds every packet it wants sent ([`Datapath::push_tx`], a full [`TxPacket`]
-//!   descriptor, more than a 32-byte CSR entry holds). mrc-abi defines no queue for either; on
-//!   the NIC the `hal` reports none (nothing received, every transmit order counted as
-//!   `tx_no_queue`). FW->DP `Retransmit` / `SendProbe` (PSN / EV only) would need the datapath
-//!   to rebuild the packet from its WQE; the engine does not emit that form today.
+//!   descriptor, more than a 32-byte CSR entry holds). mrc-abi defines no queue for either. On
+//!   the NIC the `hal` receives no headers, and sends what mrc-abi can express ([`abi_order`]:
+//!   a retransmission as FW->DP `Retransmit`, a probe as `SendProbe`, the datapath rebuilding
+//!   the packet); every other packet (new data, ACK, NACK, probe reply: the datapath's own
+//!   work in the mrc-abi model) is refused and counted as `tx_no_queue`.
 //! - **CQ numbers and WQE indices.** The engine has no CQ: `PostCqe.cqn` is the QPN (one CQ per
 //!   QP until admin commands create CQs); `wqe_index` is the low 16 bits of `wr_id` (the caller
 //!   posts work requests with `wr_id` = WQE index); `byte_len` is 0 for sends (the engine's
@@ -42,7 +43,8 @@
 
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::csr::{
-    AckSummary, CsrEvent, EvUpdate, NackEntry, PostCqe, ProbeReply, ENTRY_BYTES,
+    AckSummary, CsrEvent, EvUpdate, NackEntry, PostCqe, ProbeReply, Retransmit, SendProbe,
+    ENTRY_BYTES,
 };
 use mrc_abi::device::EvState as AbiEvState;
 use mrc_abi::wire::{
@@ -60,30 +62,33 @@ use mrc_firmware::engine::{
 /// QPs of the NIC engine.
 pub const QPS: usize = 2;
 /// EVs per QP.
-pub const EVS: usize = 64;
+pub const EVS: usize = 16;
 /// Planes.
 pub const PLANES: usize = 4;
 /// PSN window per direction (`64 * WIN_WORDS`).
-pub const WIN: usize = 256;
+pub const WIN: usize = 128;
 /// 64-bit words of the PSN window bitmaps.
-pub const WIN_WORDS: usize = 4;
+pub const WIN_WORDS: usize = 2;
 /// Send work requests per QP.
-pub const SQ: usize = 16;
+pub const SQ: usize = 8;
 /// Receive work requests per QP.
-pub const RQ: usize = 16;
+pub const RQ: usize = 8;
 /// Registered regions.
-pub const REGIONS: usize = 8;
+pub const REGIONS: usize = 4;
 /// Engine timers.
 pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 
-/// The engine at the NIC core's capacities: 2 QPs, 64 EVs per QP over 4 planes, a 256-PSN
-/// window, 16 send + 16 receive work requests per QP, 8 regions, 6 timers.
+/// The engine at the NIC core's capacities: 2 QPs, 16 EVs per QP over 4 planes, a 128-PSN
+/// window, 8 send + 8 receive work requests per QP, 4 regions, 6 timers.
 ///
 /// Sized for the NIC core's 60 KiB DTCM (`firmware/memory-map.toml`), which holds `.data`,
-/// `.bss` and the stack: the engine is about 8 KiB fixed (the 64-packet control queue, EV event
-/// queue, regions, timer wheel) plus about 13.5 KiB per QP at these capacities (x86-64
-/// `size_of`, 36,064 bytes in all; see the `nic_engine_fits_the_dtcm_budget` test), leaving the rest
-/// of DTCM to the stack and the image's other state. A third QP would leave under 10 KiB.
+/// `.bss` and the stack. The engine lives in `.bss` (21,144 bytes on riscv32), but
+/// `Engine::new` returns it by value, so boot builds it on the stack and copies it into place:
+/// the image's `init_loop` frame is 32,512 bytes, 1.54 engines, on top of the one in `.bss`.
+/// That boot-time copy, not the running loop (under 3 KiB of stack), is what limits the
+/// capacities: 32 EVs per QP already leave the boot stack 256 bytes short, and the image's
+/// `hal` asserts the fit at compile time. An in-place constructor in the engine would about
+/// double what fits.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
 
 /// Entries taken from each input queue per step.
@@ -141,7 +146,7 @@ pub struct LoopCounters {
     pub timeouts: u64,
     /// Packets handed to the datapath.
     pub tx_packets: u64,
-    /// Packets dropped: the transmit queue was full (or absent).
+    /// Packets not sent: the transmit queue was full, or (NIC) mrc-abi has no order for them.
     pub tx_no_queue: u64,
     /// `PostCqe` / `EvUpdate` entries written.
     pub orders: u64,
@@ -430,6 +435,27 @@ pub fn ev_update(e: &QpEvEvent) -> EvUpdate {
         EvState::Denied => (AbiEvState::Denied, 0),
     };
     EvUpdate::new(e.qpn, e.event.ev, state, weight)
+}
+
+/// The FW->DP CSR order that asks the datapath to send `p`, where mrc-abi has one: a
+/// retransmitted write becomes `Retransmit` (the datapath rebuilds the packet from its send
+/// WQE), a probe becomes `SendProbe`, both for the sending QP (`src_qpn`). New data, ACKs,
+/// NACKs and probe replies have none: in the mrc-abi model the datapath sends new data from
+/// WQEs and generates ACKs / NACKs / probe replies itself.
+pub fn abi_order(p: &TxPacket) -> Option<CsrEvent> {
+    match p.body {
+        TxBody::Write { .. } if p.retransmit => Some(CsrEvent::Retransmit(Retransmit::new(
+            p.src_qpn,
+            p.psn,
+            p.evx.ev_index,
+        ))),
+        TxBody::Probe(pr) => Some(CsrEvent::SendProbe(SendProbe::new(
+            p.src_qpn,
+            pr.ev_index,
+            pr.probe_id,
+        ))),
+        _ => None,
+    }
 }
 
 /// Whether `p` is a packet the datapath's receive side reports through the DP->FW CSR ring

@@ -131,11 +131,11 @@ fn attrs(dest: u32) -> QpAttrs {
         cc_profile: Some(CcProfile::Nscc(nscc)),
         dest_qpn: Some(dest),
         rq_psn: Some(Psn::new(0)),
-        responder_mpr: Some(2),
+        responder_mpr: Some(1),
         dynamic_mpr: Some(false),
         responder_max_wimm: Some(8),
         sq_psn: Some(Psn::new(0)),
-        requester_mpr: Some(2),
+        requester_mpr: Some(1),
         requester_max_wimm: Some(8),
         retry_cnt: Some(25),
         timeout: Some(6),
@@ -344,11 +344,71 @@ fn a_full_order_ring_is_counted_not_blocking() {
     assert!(c.orders_dropped > 0);
 }
 
-/// The engine's share of the 60 KiB DTCM stays under 40 KiB (the rest is the stack and the
-/// image's other state); x86-64 layout, which is no smaller than riscv32's.
+/// The engine fits the 60 KiB DTCM with its boot-time copy (once in `.bss`, ~1.5x more as the
+/// temporary `Engine::new` returns): at most 22 KiB; x86-64 layout, no smaller than riscv32's
+/// (the image's `hal` asserts the riscv32 fit at compile time).
 #[test]
 fn nic_engine_fits_the_dtcm_budget() {
     let size = std::mem::size_of::<NicLoop>();
     eprintln!("NicLoop: {size} bytes");
-    assert!(size <= 40 * 1024, "NicLoop is {size} bytes");
+    assert!(size <= 22 * 1024, "NicLoop is {size} bytes");
+}
+
+#[test]
+fn retransmissions_and_probes_map_to_abi_orders() {
+    use mrc_firmware::engine::TxBody;
+    // Collect what engine A sends over a lossy run, then map each packet.
+    let mut r = Run::new();
+    for i in 0..4u64 {
+        let wr = SendWr {
+            wr_id: i,
+            local: LocalBuf::default(),
+            remote_va: REGION_VA + i * u64::from(4 * MTU),
+            rkey: 0x200,
+            len: 4 * MTU,
+            imm: None,
+            signaled: true,
+        };
+        r.loops[0].engine_mut().post_send(r.qpn[0], wr).unwrap();
+    }
+    let mut seen_rtx = 0;
+    let mut seen_new = 0;
+    for _ in 0..2_000 {
+        r.loops[0].step(r.now, &mut r.dps[0]);
+        r.loops[1].step(r.now, &mut r.dps[1]);
+        for p in std::mem::take(&mut r.dps[0].tx) {
+            let order = mrc_nicloop::abi_order(&p);
+            match (p.body, order) {
+                (TxBody::Write { .. }, Some(CsrEvent::Retransmit(o))) => {
+                    assert!(p.retransmit);
+                    let d = CsrEvent::decode(&CsrEvent::Retransmit(o).encode()).unwrap();
+                    let CsrEvent::Retransmit(o) = d else { panic!() };
+                    assert_eq!((o.qpn.get(), o.psn.get()), (r.qpn[0], p.psn.value()));
+                    assert_eq!(o.ev_index.get(), p.evx.ev_index);
+                    seen_rtx += 1;
+                    receive(&mut r.dps[1], p);
+                }
+                (TxBody::Write { .. }, None) => {
+                    assert!(!p.retransmit);
+                    seen_new += 1;
+                    // The first transmission of PSN 3 is lost.
+                    if p.psn.value() != 3 {
+                        receive(&mut r.dps[1], p);
+                    }
+                }
+                (TxBody::Probe(_), Some(CsrEvent::SendProbe(_))) => receive(&mut r.dps[1], p),
+                (_, None) => receive(&mut r.dps[1], p),
+                (b, o) => panic!("{b:?} mapped to {o:?}"),
+            }
+        }
+        for p in std::mem::take(&mut r.dps[1].tx) {
+            assert!(mrc_nicloop::abi_order(&p).is_none(), "B only answers");
+            receive(&mut r.dps[0], p);
+        }
+        r.dps[0].orders_pending = 0;
+        r.dps[1].orders_pending = 0;
+        r.now += 1_000;
+    }
+    assert_eq!(seen_new, 16);
+    assert!(seen_rtx >= 1);
 }
