@@ -1,9 +1,11 @@
 //! # mrc-nic: the MRC image for the NIC's embedded RISC-V cores
 //!
 //! Boot (riscv-rt), recover the `NOINIT` block (crash record, log ring), start the watchdog,
-//! then the main loop: read the timer once, kick the watchdog, hand `now` to the [`runtime`]
-//! (timers, EV tables, port events, datapath CSR queues). With the `qemu` feature the image runs
-//! the [`selftest`] instead and exits QEMU with its verdict.
+//! hand the datapath its two CSR rings (`hal::NicDatapath::init`), then the main loop: read the
+//! timer once, kick the watchdog, and run one [`mrc_nicloop::NicLoop::step`] at that `now`
+//! (DP->FW CSR entries into the MRC engine, its timeouts, engine output to the FW->DP ring and
+//! the datapath). With the `qemu` feature the image runs the [`selftest`] instead and exits
+//! QEMU with its verdict.
 //!
 //! All unsafe code is in [`hal`]; the rest of the image is `#![deny(unsafe_code)]`.
 #![no_std]
@@ -11,6 +13,7 @@
 #![deny(unsafe_code)]
 
 mod hal;
+#[cfg(feature = "qemu")]
 mod runtime;
 #[cfg(feature = "qemu")]
 mod selftest;
@@ -49,15 +52,26 @@ fn main() -> ! {
     }
     #[cfg(not(feature = "qemu"))]
     {
-        let mut rt = runtime::Runtime::new();
-        hal::CsrQueue::RX.init();
+        let lp = init_loop(hal::nic_loop_slot());
+        let mut dp = hal::NicDatapath::init();
         loop {
             let now_ns = hal::now_ns();
             hal::watchdog_kick();
-            while let Some(word) = hal::CsrQueue::RX.pop() {
-                rt.handle_csr_event(now_ns, word);
-            }
-            rt.step(now_ns);
+            lp.step(now_ns, &mut dp);
         }
+    }
+}
+
+/// Build the engine into its `.bss` slot. Not inlined: the engine is built in this function's
+/// frame and moved into the slot (the engine has no in-place constructor), so that one
+/// temporary copy is on the stack only during boot, never under the main loop.
+#[cfg(not(feature = "qemu"))]
+#[inline(never)]
+fn init_loop(
+    slot: &'static mut core::mem::MaybeUninit<mrc_nicloop::NicLoop>,
+) -> &'static mut mrc_nicloop::NicLoop {
+    match mrc_nicloop::NicLoop::new(mrc_firmware::engine::EngineConfig::default()) {
+        Ok(l) => slot.write(l),
+        Err(_) => panic!("invalid constant engine configuration"),
     }
 }

@@ -1,7 +1,6 @@
-//! What the main loop drives, given `now_ns` once per iteration: the engine blocks that exist
-//! today (timer wheel, EV table of the management QP) and port events. The full engine
-//! (`mrc_firmware::engine::Engine`) takes this place once it lands; its inputs have the same
-//! shape (`handle_*(now, ..)`, `poll_*`).
+//! The self-test's check of the engine's building blocks on the core (timer wheel, an EV
+//! table, port events), stepped with `now_ns` like the main loop. QEMU build only: the NIC build's
+//! main loop runs the full engine through `mrc_nicloop`.
 
 use mrc_firmware::engine::ev_state::{EvConfig, EvTable};
 use mrc_firmware::engine::timer_wheel::{TimerId, TimerWheel};
@@ -27,10 +26,6 @@ pub struct RuntimeCounters {
     pub timers_fired: u64,
     /// Probes requested by the EV table.
     pub probes: u64,
-    /// CSR events taken.
-    pub csr_events: u64,
-    /// CSR events not understood (layout pending in mrc-abi), dropped.
-    pub csr_unknown: u64,
     /// Port events.
     pub port_events: u64,
     /// Calls the engine blocks refused.
@@ -67,15 +62,11 @@ impl Runtime {
     }
 
     /// Counters.
-    // Read by the self-test; the NIC loop has no reader yet.
-    #[cfg_attr(not(feature = "qemu"), allow(dead_code))]
     pub fn counters(&self) -> RuntimeCounters {
         self.counters
     }
 
     /// The EV table.
-    // Read by the self-test; the NIC loop has no reader yet.
-    #[cfg_attr(not(feature = "qemu"), allow(dead_code))]
     pub fn evs(&self) -> &EvTable<EVS> {
         &self.evs
     }
@@ -94,7 +85,7 @@ impl Runtime {
             }
         }
         while let Some(p) = self.evs.poll_probe(now_ns) {
-            // The datapath sends the probe; until the CSR layout lands it is only counted.
+            // A block check: the probe is counted (the NIC build sends probes through the engine).
             let _ = p;
             self.counters.probes += 1;
         }
@@ -102,8 +93,6 @@ impl Runtime {
     }
 
     /// A port changed state: a port down retires every EV of its plane.
-    // Called by the self-test; the NIC loop gets port events once transceiver polling lands.
-    #[cfg_attr(not(feature = "qemu"), allow(dead_code))]
     pub fn handle_port_event(&mut self, now_ns: u64, ev: PortEvent) {
         self.counters.port_events += 1;
         let r = match ev {
@@ -113,14 +102,6 @@ impl Runtime {
         if r.is_err() {
             self.counters.refused += 1;
         }
-    }
-
-    /// A word from the datapath's CSR event queue.
-    #[cfg_attr(feature = "qemu", allow(dead_code))]
-    pub fn handle_csr_event(&mut self, _now_ns: u64, _word: u32) {
-        self.counters.csr_events += 1;
-        // The event record layout is not yet in mrc-abi: count and drop.
-        self.counters.csr_unknown += 1;
     }
 }
 

@@ -1,0 +1,414 @@
+//! Two NIC main loops exchange a stream of writes through fake datapath queues in memory: the
+//! DP->FW and FW->DP CSR rings carry 32-byte mrc-abi entries (ACK summaries, NACKs, port
+//! events in; CQEs and EV updates out), the header queues carry data packets and probes. The
+//! wire between the fake datapaths drops some data packets, so delivery needs the engine's
+//! loss recovery driven through the loop.
+
+use std::collections::VecDeque;
+
+use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
+use mrc_abi::device::csr::{
+    AckSummary, CsrEvent, CsrKind, NackEntry, PortEventEntry, ProbeReply, ENTRY_BYTES,
+};
+use mrc_abi::wire::EvFormat;
+use mrc_abi::Psn;
+use mrc_firmware::datapath::ack_gen::TrimMark;
+use mrc_firmware::datapath::placement::{Access, MemRegion};
+use mrc_firmware::engine::cc::NsccParams;
+use mrc_firmware::engine::ev_state::EvConfig;
+use mrc_firmware::engine::{
+    CcProfile, EngineConfig, EvProfile, LocalBuf, QpAttrs, QpHint, QpState, RxMeta, RxVerdict,
+    SendWr, TxBody, TxPacket,
+};
+use mrc_nicloop::{is_csr_reported, Datapath, NicLoop, RxHeader, EVS, PLANES};
+
+const RING: usize = 64;
+const REGION_VA: u64 = 0x40_0000_0000;
+const MTU: u32 = 1024;
+
+/// One NIC's fake datapath: bounded CSR rings of raw entries, header queues, a placement log.
+#[derive(Default)]
+struct FakeDp {
+    events: VecDeque<[u8; ENTRY_BYTES]>,
+    orders: Vec<[u8; ENTRY_BYTES]>,
+    orders_pending: usize,
+    rx: VecDeque<RxHeader>,
+    tx: Vec<TxPacket>,
+    placed: Vec<(u64, u32)>,
+}
+
+impl Datapath for FakeDp {
+    fn pop_event(&mut self) -> Option<[u8; ENTRY_BYTES]> {
+        self.events.pop_front()
+    }
+    fn push_order(&mut self, e: &[u8; ENTRY_BYTES]) -> bool {
+        if self.orders_pending >= RING {
+            return false;
+        }
+        self.orders_pending += 1;
+        self.orders.push(*e);
+        true
+    }
+    fn pop_rx(&mut self) -> Option<RxHeader> {
+        self.rx.pop_front()
+    }
+    fn rx_verdict(&mut self, _hdr: &RxHeader, v: RxVerdict) {
+        if let RxVerdict::Place { offset, len, .. } = v {
+            self.placed.push((offset, len));
+        }
+    }
+    fn push_tx(&mut self, p: &TxPacket) -> bool {
+        if self.tx.len() >= RING {
+            return false;
+        }
+        self.tx.push(*p);
+        true
+    }
+}
+
+/// What the receiving datapath does with a packet off the wire: ACK / NACK / probe reply
+/// become DP->FW CSR entries (through the mrc-abi encoder), the rest goes to the header queue.
+fn receive(dp: &mut FakeDp, p: TxPacket) {
+    if !is_csr_reported(&p) {
+        dp.rx.push_back(RxHeader {
+            pkt: p,
+            trim: TrimMark::None,
+            meta: RxMeta {
+                payload_len: p.payload_len(),
+                ce: false,
+            },
+        });
+        return;
+    }
+    let e = match p.body {
+        TxBody::Ack(a) => CsrEvent::AckSummary(AckSummary {
+            kind: 0,
+            plane: a.plane,
+            ev_index: a.ev_index.into(),
+            qpn_ecn: (p.dest_qpn | (u32::from(a.ecn_plane_mask) << 24)).into(),
+            cum_psn: a.cum_psn.value().into(),
+            sack_base: a.sack_base.value().into(),
+            bitmap: a.sack_bitmap.into(),
+            ce_count: a.ce_count.into(),
+            pkt_count: a.pkt_count.into(),
+            echoed_ts: p.echo_ts_ns.into(),
+        }),
+        TxBody::Nack(n) => CsrEvent::Nack(NackEntry {
+            kind: 0,
+            reason: n.reason as u8,
+            ev_index: n.ev_index.into(),
+            qpn: p.dest_qpn.into(),
+            psn: n.psn.value().into(),
+            cum_psn: n.cum_psn.value().into(),
+            plane: n.plane,
+            rsvd: [0; 15],
+        }),
+        TxBody::ProbeReply(r) => CsrEvent::ProbeReply(ProbeReply {
+            kind: 0,
+            plane: r.plane,
+            ev_index: r.ev_index.into(),
+            qpn: p.dest_qpn.into(),
+            probe_id: r.probe_id.into(),
+            echoed_ts: p.echo_ts_ns.into(),
+            rsvd: [0; 16],
+        }),
+        _ => unreachable!("is_csr_reported"),
+    };
+    dp.events.push_back(e.encode());
+}
+
+fn attrs(dest: u32) -> QpAttrs {
+    let nscc = NsccParams::for_link(100_000_000_000, 10_000, MTU).expect("nscc");
+    let mut table = EvConfig::new(EVS as u16, PLANES as u8);
+    table.probe_base_ns = 20_000;
+    QpAttrs {
+        hint: Some(QpHint::default()),
+        ev_profile: Some(EvProfile {
+            table,
+            format: EvFormat::Udp,
+            value_base: 0xC000,
+        }),
+        cc_profile: Some(CcProfile::Nscc(nscc)),
+        dest_qpn: Some(dest),
+        rq_psn: Some(Psn::new(0)),
+        responder_mpr: Some(1),
+        dynamic_mpr: Some(false),
+        responder_max_wimm: Some(8),
+        sq_psn: Some(Psn::new(0)),
+        requester_mpr: Some(1),
+        requester_max_wimm: Some(8),
+        retry_cnt: Some(25),
+        timeout: Some(6),
+    }
+}
+
+struct Run {
+    loops: [NicLoop; 2],
+    dps: [FakeDp; 2],
+    qpn: [u32; 2],
+    now: u64,
+    sent_data: u64,
+}
+
+impl Run {
+    fn new() -> Run {
+        let cfg = EngineConfig {
+            mtu_payload: MTU,
+            ..EngineConfig::default()
+        };
+        let mut loops = [NicLoop::new(cfg).unwrap(), NicLoop::new(cfg).unwrap()];
+        let qa = loops[0].engine_mut().create_qp().unwrap();
+        let qb = loops[1].engine_mut().create_qp().unwrap();
+        loops[1]
+            .engine_mut()
+            .register_region(MemRegion {
+                rkey: 0x200,
+                base_va: REGION_VA,
+                length: 1 << 24,
+                access: Access::REMOTE_WRITE,
+            })
+            .unwrap();
+        for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            loops[0]
+                .engine_mut()
+                .modify_qp(qa, s, &attrs(qb), 0)
+                .unwrap();
+            loops[1]
+                .engine_mut()
+                .modify_qp(qb, s, &attrs(qa), 0)
+                .unwrap();
+        }
+        Run {
+            loops,
+            dps: [FakeDp::default(), FakeDp::default()],
+            qpn: [qa, qb],
+            now: 0,
+            sent_data: 0,
+        }
+    }
+
+    /// One round: both loops step, then the wire moves every transmitted packet to the other
+    /// NIC, dropping every `drop_every`-th new data packet (never a retransmission).
+    fn round(&mut self, drop_every: u64) {
+        for i in 0..2 {
+            self.loops[i].step(self.now, &mut self.dps[i]);
+        }
+        for i in 0..2 {
+            let tx = std::mem::take(&mut self.dps[i].tx);
+            for p in tx {
+                if let TxBody::Write { .. } = p.body {
+                    if !p.retransmit {
+                        self.sent_data += 1;
+                        if drop_every != 0 && self.sent_data.is_multiple_of(drop_every) {
+                            continue;
+                        }
+                    }
+                }
+                receive(&mut self.dps[1 - i], p);
+            }
+            self.dps[i].orders_pending = 0;
+        }
+        self.now += 1_000;
+    }
+}
+
+fn decoded(orders: &[[u8; ENTRY_BYTES]]) -> Vec<CsrEvent> {
+    orders
+        .iter()
+        .map(|e| CsrEvent::decode(e).expect("loop writes valid CSR entries"))
+        .collect()
+}
+
+#[test]
+fn two_loops_deliver_every_message_over_a_lossy_wire() {
+    const MSGS: u64 = 40;
+    const LEN: u32 = 4 * MTU;
+    let mut r = Run::new();
+    let mut posted = 0u64;
+    for _ in 0..20_000 {
+        while posted < MSGS {
+            let wr = SendWr {
+                wr_id: posted,
+                local: LocalBuf::default(),
+                remote_va: REGION_VA + posted * u64::from(LEN),
+                rkey: 0x200,
+                len: LEN,
+                imm: None,
+                signaled: true,
+            };
+            if r.loops[0].engine_mut().post_send(r.qpn[0], wr).is_err() {
+                break;
+            }
+            posted += 1;
+        }
+        r.round(17);
+        let done = decoded(&r.dps[0].orders)
+            .iter()
+            .filter(|e| matches!(e, CsrEvent::PostCqe(_)))
+            .count() as u64;
+        if done == MSGS {
+            break;
+        }
+    }
+    // The sender got one successful CQE per message, in order, through the FW->DP ring.
+    let cqes: Vec<_> = decoded(&r.dps[0].orders)
+        .into_iter()
+        .filter_map(|e| match e {
+            CsrEvent::PostCqe(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cqes.len() as u64, MSGS);
+    for (i, c) in cqes.iter().enumerate() {
+        assert_eq!(c.status, CqeStatus::Success as u8);
+        assert_eq!(c.opcode, CqeOpcode::Write as u8);
+        assert_eq!(c.qpn.get(), r.qpn[0]);
+        assert_eq!(u64::from(c.wqe_index.get()), i as u64);
+    }
+    // Every destination byte was placed, each exactly once.
+    let total = MSGS * u64::from(LEN);
+    let mut placed = r.dps[1].placed.clone();
+    placed.sort_unstable();
+    let mut next = 0u64;
+    for (off, len) in placed {
+        assert_eq!(off, next, "a gap or an overlap in the placed bytes");
+        next += u64::from(len);
+    }
+    assert_eq!(next, total);
+    // Losses happened and were repaired through ACK summaries / NACKs on the CSR ring.
+    let a = r.loops[0].counters();
+    let ea = r.loops[0].engine().counters();
+    assert!(r.sent_data / 17 > 0);
+    assert!(ea.retransmits_sent > 0, "{ea:?}");
+    assert!(a.csr_events > 0);
+    assert_eq!(a.csr_bad, 0);
+    assert_eq!(a.tx_no_queue + a.orders_dropped, 0);
+    let b = r.loops[1].counters();
+    assert_eq!(b.rx_placed, total / u64::from(MTU));
+}
+
+#[test]
+fn port_events_and_bad_entries_from_the_csr_ring() {
+    let mut r = Run::new();
+    let down = CsrEvent::PortEvent(PortEventEntry {
+        kind: 0,
+        port: 2,
+        up: 0,
+        plane: 2,
+        speed_mbps: 0.into(),
+        rsvd: [0; 24],
+    })
+    .encode();
+    let mut bad = down;
+    bad[2] = 7; // `up` must be 0 or 1
+    let mut unknown = [0u8; ENTRY_BYTES];
+    unknown[0] = 0x7f;
+    let mut fw_kind = [0u8; ENTRY_BYTES];
+    fw_kind[0] = CsrKind::Retransmit as u8;
+    for e in [down, bad, unknown, fw_kind] {
+        r.dps[0].events.push_back(e);
+    }
+    r.round(0);
+    let c = r.loops[0].counters();
+    assert_eq!(c.csr_events, 4);
+    assert_eq!(c.port_events, 1);
+    assert_eq!(c.csr_bad, 3);
+    assert_eq!(r.loops[0].engine().counters().plane_downs, 1);
+    // The plane's EVs were retired: EV updates went out on the FW->DP ring.
+    let updates = decoded(&r.dps[0].orders)
+        .into_iter()
+        .filter(|e| matches!(e, CsrEvent::EvUpdate(_)))
+        .count();
+    assert!(updates > 0);
+}
+
+#[test]
+fn a_full_order_ring_is_counted_not_blocking() {
+    let mut r = Run::new();
+    let down = |plane: u8| {
+        CsrEvent::PortEvent(PortEventEntry {
+            kind: 0,
+            port: plane,
+            up: 0,
+            plane,
+            speed_mbps: 0.into(),
+            rsvd: [0; 24],
+        })
+        .encode()
+    };
+    r.dps[0].orders_pending = RING; // the datapath has not consumed anything
+    r.dps[0].events.push_back(down(1));
+    r.loops[0].step(0, &mut r.dps[0]);
+    let c = r.loops[0].counters();
+    assert_eq!(c.orders, 0);
+    assert!(c.orders_dropped > 0);
+}
+
+/// The engine fits the 60 KiB DTCM with its boot-time copy (once in `.bss`, ~1.5x more as the
+/// temporary `Engine::new` returns): at most 22 KiB; x86-64 layout, no smaller than riscv32's
+/// (the image's `hal` asserts the riscv32 fit at compile time).
+#[test]
+fn nic_engine_fits_the_dtcm_budget() {
+    let size = std::mem::size_of::<NicLoop>();
+    eprintln!("NicLoop: {size} bytes");
+    assert!(size <= 22 * 1024, "NicLoop is {size} bytes");
+}
+
+#[test]
+fn retransmissions_and_probes_map_to_abi_orders() {
+    use mrc_firmware::engine::TxBody;
+    // Collect what engine A sends over a lossy run, then map each packet.
+    let mut r = Run::new();
+    for i in 0..4u64 {
+        let wr = SendWr {
+            wr_id: i,
+            local: LocalBuf::default(),
+            remote_va: REGION_VA + i * u64::from(4 * MTU),
+            rkey: 0x200,
+            len: 4 * MTU,
+            imm: None,
+            signaled: true,
+        };
+        r.loops[0].engine_mut().post_send(r.qpn[0], wr).unwrap();
+    }
+    let mut seen_rtx = 0;
+    let mut seen_new = 0;
+    for _ in 0..2_000 {
+        r.loops[0].step(r.now, &mut r.dps[0]);
+        r.loops[1].step(r.now, &mut r.dps[1]);
+        for p in std::mem::take(&mut r.dps[0].tx) {
+            let order = mrc_nicloop::abi_order(&p);
+            match (p.body, order) {
+                (TxBody::Write { .. }, Some(CsrEvent::Retransmit(o))) => {
+                    assert!(p.retransmit);
+                    let d = CsrEvent::decode(&CsrEvent::Retransmit(o).encode()).unwrap();
+                    let CsrEvent::Retransmit(o) = d else { panic!() };
+                    assert_eq!((o.qpn.get(), o.psn.get()), (r.qpn[0], p.psn.value()));
+                    assert_eq!(o.ev_index.get(), p.evx.ev_index);
+                    seen_rtx += 1;
+                    receive(&mut r.dps[1], p);
+                }
+                (TxBody::Write { .. }, None) => {
+                    assert!(!p.retransmit);
+                    seen_new += 1;
+                    // The first transmission of PSN 3 is lost.
+                    if p.psn.value() != 3 {
+                        receive(&mut r.dps[1], p);
+                    }
+                }
+                (TxBody::Probe(_), Some(CsrEvent::SendProbe(_))) => receive(&mut r.dps[1], p),
+                (_, None) => receive(&mut r.dps[1], p),
+                (b, o) => panic!("{b:?} mapped to {o:?}"),
+            }
+        }
+        for p in std::mem::take(&mut r.dps[1].tx) {
+            assert!(mrc_nicloop::abi_order(&p).is_none(), "B only answers");
+            receive(&mut r.dps[0], p);
+        }
+        r.dps[0].orders_pending = 0;
+        r.dps[1].orders_pending = 0;
+        r.now += 1_000;
+    }
+    assert_eq!(seen_new, 16);
+    assert!(seen_rtx >= 1);
+}
