@@ -58,7 +58,7 @@ firmware:
 
 # Host tests of the image's board support and memory-map generator.
 fw-test:
-    cd firmware/image && CARGO_TARGET_DIR=target cargo test --target x86_64-unknown-linux-gnu -p mrc-nic-board -p mrc-memmap
+    cd firmware/image && CARGO_TARGET_DIR=target cargo test --target x86_64-unknown-linux-gnu -p mrc-nic-board -p mrc-memmap -p mrc-nicloop
 
 # Regenerate the linker scripts and probe-rs chip description from firmware/memory-map.toml.
 fw-gen:
