@@ -1,14 +1,19 @@
 //! A non-blocking Linux eventfd: the interrupt notification object (VFIO writes it when an MSI-X
 //! vector fires; the twin writes it when a test raises an interrupt).
+//!
+//! It wraps rust-vmm's `vmm_sys_util::eventfd::EventFd`, the type `vfio-ioctls` takes when it
+//! wires interrupt vectors ([`EventFd::as_vmm`]).
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
+
+use vmm_sys_util::eventfd::EventFd as VmmEventFd;
 
 /// An eventfd counter (`EFD_NONBLOCK | EFD_CLOEXEC`).
 #[derive(Debug)]
 pub struct EventFd {
-    fd: OwnedFd,
+    fd: VmmEventFd,
 }
 
 impl EventFd {
@@ -17,13 +22,7 @@ impl EventFd {
     /// # Errors
     /// `eventfd(2)` failed (e.g. out of file descriptors).
     pub fn new() -> io::Result<EventFd> {
-        // SAFETY: plain syscall with no pointer arguments.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = VmmEventFd::new(libc::EFD_NONBLOCK | libc::EFD_CLOEXEC)?;
         Ok(EventFd { fd })
     }
 
@@ -32,13 +31,7 @@ impl EventFd {
     /// # Errors
     /// `write(2)` failed (the counter would overflow).
     pub fn signal(&self, n: u64) -> io::Result<()> {
-        let buf = n.to_ne_bytes();
-        // SAFETY: `buf` is a live 8-byte buffer; eventfd writes take exactly 8 bytes.
-        let r = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-        if r != 8 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        self.fd.write(n)
     }
 
     /// Reads and resets the counter; 0 when nothing is pending.
@@ -46,18 +39,16 @@ impl EventFd {
     /// # Errors
     /// `read(2)` failed with something other than `EAGAIN`.
     pub fn take(&self) -> io::Result<u64> {
-        let mut buf = [0u8; 8];
-        // SAFETY: `buf` is a live, writable 8-byte buffer.
-        let r = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if r == 8 {
-            return Ok(u64::from_ne_bytes(buf));
+        match self.fd.read() {
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) => Err(e),
         }
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::WouldBlock {
-            Ok(0)
-        } else {
-            Err(e)
-        }
+    }
+
+    /// The rust-vmm eventfd inside (what `vfio-ioctls` wires to a vector).
+    pub(crate) fn as_vmm(&self) -> &VmmEventFd {
+        &self.fd
     }
 
     /// Waits up to `timeout` for a non-zero count, then takes it; 0 on timeout.
@@ -90,7 +81,9 @@ impl EventFd {
 
 impl AsFd for EventFd {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        // SAFETY: the descriptor is owned by `self.fd` and stays open for as long as `self`
+        // is borrowed, which bounds the returned lifetime.
+        unsafe { BorrowedFd::borrow_raw(self.fd.as_raw_fd()) }
     }
 }
 

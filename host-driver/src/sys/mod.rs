@@ -304,11 +304,12 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// The kernel speaks another VFIO API version.
-    #[error("VFIO API version {found}, this driver speaks {expected}")]
-    ApiVersion { found: i32, expected: i32 },
-    /// The kernel has no type-1 IOMMU backend.
-    #[error("the VFIO container supports neither the TYPE1v2 nor the TYPE1 IOMMU")]
+    /// The kernel speaks another VFIO API version (`found` is `None` when the backend does not
+    /// report the kernel's answer: `vfio-ioctls` only says that it differs).
+    #[error("VFIO API version {}, this driver speaks {expected}", found.map_or_else(|| "mismatch".to_owned(), |v| v.to_string()))]
+    ApiVersion { found: Option<i32>, expected: i32 },
+    /// The kernel has no TYPE1v2 IOMMU backend (the one `vfio-ioctls` sets).
+    #[error("the VFIO container does not offer the TYPE1v2 IOMMU (is vfio_iommu_type1 loaded?)")]
     NoType1Iommu,
     /// `/dev/vfio/<group>` could not be opened.
     #[error("{bdf}: cannot open /dev/vfio/{group} (device driver: {driver}; bind it to vfio-pci and check permissions)")]

@@ -1,100 +1,56 @@
-//! [`LinuxVfio`]: the real system calls behind [`VfioSys`].
+//! [`LinuxVfio`]: [`VfioSys`] on rust-vmm's `vfio-ioctls` (0.10, built without its KVM and
+//! MSHV features: no hypervisor is involved).
 //!
-//! Kernel structures and constants come from `vfio-bindings` (rust-vmm's bindgen of
-//! `linux/vfio.h`); ioctl request numbers are derived here with the `_IO` macro's arithmetic,
-//! never written as literals.
+//! From `vfio-ioctls`:
+//! - the container: `VfioContainer::new` opens `/dev/vfio/vfio` and checks VFIO_GET_API_VERSION
+//!   and VFIO_CHECK_EXTENSION(TYPE1v2);
+//! - the group and the device: `VfioDevice::new` opens `/dev/vfio/<group>`, checks it is viable
+//!   (VFIO_GROUP_GET_STATUS), attaches it (VFIO_GROUP_SET_CONTAINER), sets the TYPE1v2 IOMMU
+//!   (VFIO_SET_IOMMU), gets the device fd (VFIO_GROUP_GET_DEVICE_FD) and reads every region's
+//!   and IRQ index's info; dropping it detaches the group;
+//! - region info (`get_region_flags`, `get_region_size`, `get_region_offset`), IRQ info
+//!   (`get_irq_info`), MSI-X/MSI on eventfds (`enable_irq`, `disable_irq`);
+//! - DMA: `VfioContainer::vfio_dma_map` and `vfio_dma_unmap` (which also checks the whole
+//!   range was unmapped).
+//!
+//! Done here on the device fd `vfio-ioctls` opened, because the crate does not offer it:
+//! - the BAR0 mapping (`memmap2`): the crate maps no regions;
+//! - config space `pread`/`pwrite`: `VfioDevice::region_read`/`region_write` return nothing and
+//!   only log a failed or out-of-range access, so a failed read would look like zeros;
+//! - VFIO_DEVICE_GET_INFO: the crate keeps the flags private, and the backend needs
+//!   `VFIO_DEVICE_FLAGS_RESET` to know whether the device can be reset;
+//! - VFIO_DEVICE_RESET: `VfioDevice::reset` discards the ioctl's result.
+//!
+//! The two ioctls use `vmm-sys-util`'s request-number macro and ioctl wrappers (what
+//! `vfio-ioctls` uses). What the crate's model changes against raw ioctls: only the TYPE1v2
+//! IOMMU is accepted (not the original TYPE1); the errors of VFIO_GROUP_GET_STATUS,
+//! VFIO_GROUP_SET_CONTAINER, VFIO_CHECK_EXTENSION and VFIO_DEVICE_SET_IRQS carry no errno (the
+//! error names the operation instead); an API version mismatch does not say which version the
+//! kernel speaks; the device directory is fixed at `/dev/vfio`.
 
-use std::ffi::CString;
-use std::fs::{File, OpenOptions};
+use std::fmt;
+use std::fs::File;
 use std::io;
-use std::mem::size_of;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd};
+use std::mem::{size_of, ManuallyDrop};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::FileExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
 use vfio_bindings::bindings::vfio as b;
+use vfio_ioctls::{VfioContainer, VfioDevice, VfioError};
+use vmm_sys_util::ioctl::{ioctl, ioctl_with_mut_ref};
+use vmm_sys_util::ioctl_io_nr;
 
-use super::{DeviceInfo, IrqInfo, PageSize, Pages, RegionInfo, VfioSys};
-use crate::sys::{Bdf, GroupMember, Iova};
+use super::{DeviceInfo, IrqInfo, OpenFailure, PageSize, Pages, RegionInfo, VfioSys};
+use crate::sys::{Bdf, EventFd, GroupMember, Iova};
 
-// `_IOC` layout (include/uapi/asm-generic/ioctl.h; powerpc, mips and sparc differ).
-const IOC_NRSHIFT: u32 = 0;
-const IOC_TYPESHIFT: u32 = 8;
-const IOC_SIZESHIFT: u32 = 16;
-#[cfg(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc",
-    target_arch = "sparc64"
-))]
-mod dir {
-    pub const IOC_NONE: u32 = 1;
-    pub const IOC_DIRSHIFT: u32 = 29;
-}
-#[cfg(not(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc",
-    target_arch = "sparc64"
-)))]
-mod dir {
-    pub const IOC_NONE: u32 = 0;
-    pub const IOC_DIRSHIFT: u32 = 30;
-}
-
-/// `_IO(type, nr)`: an ioctl with no size-encoded argument (all of VFIO's are).
-pub(crate) const fn io(ty: u32, nr: u32) -> u32 {
-    (dir::IOC_NONE << dir::IOC_DIRSHIFT)
-        | (ty << IOC_TYPESHIFT)
-        | (nr << IOC_NRSHIFT)
-        | (0 << IOC_SIZESHIFT)
-}
-
-const fn vfio_io(n: u32) -> u32 {
-    io(b::VFIO_TYPE as u32, b::VFIO_BASE + n)
-}
-
-// linux/vfio.h: VFIO_GET_API_VERSION is _IO(VFIO_TYPE, VFIO_BASE + 0), and so on.
-pub(crate) const VFIO_GET_API_VERSION: u32 = vfio_io(0);
-pub(crate) const VFIO_CHECK_EXTENSION: u32 = vfio_io(1);
-pub(crate) const VFIO_SET_IOMMU: u32 = vfio_io(2);
-pub(crate) const VFIO_GROUP_GET_STATUS: u32 = vfio_io(3);
-pub(crate) const VFIO_GROUP_SET_CONTAINER: u32 = vfio_io(4);
-pub(crate) const VFIO_GROUP_GET_DEVICE_FD: u32 = vfio_io(6);
-pub(crate) const VFIO_DEVICE_GET_INFO: u32 = vfio_io(7);
-pub(crate) const VFIO_DEVICE_GET_REGION_INFO: u32 = vfio_io(8);
-pub(crate) const VFIO_DEVICE_GET_IRQ_INFO: u32 = vfio_io(9);
-pub(crate) const VFIO_DEVICE_SET_IRQS: u32 = vfio_io(10);
-pub(crate) const VFIO_DEVICE_RESET: u32 = vfio_io(11);
-pub(crate) const VFIO_IOMMU_MAP_DMA: u32 = vfio_io(13);
-pub(crate) const VFIO_IOMMU_UNMAP_DMA: u32 = vfio_io(14);
-
-// `vfio_irq_set` is five u32 header words followed by the data (here: one i32 fd per vector).
-const _: () = assert!(size_of::<b::vfio_irq_set>() == 5 * size_of::<u32>());
-
-/// Calls `ioctl(fd, req, arg)`; a negative return is the `errno`.
-///
-/// # Safety
-/// `arg` must be what the kernel expects for `req`: an integer, or a pointer to a live,
-/// correctly sized and initialised structure for the whole call.
-unsafe fn ioctl(fd: &File, req: u32, arg: libc::c_ulong) -> io::Result<libc::c_int> {
-    // SAFETY: forwarded to the caller; `fd` is an open descriptor borrowed for the call.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, arg) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-fn ptr_arg<T>(p: &mut T) -> libc::c_ulong {
-    p as *mut T as libc::c_ulong
-}
+// linux/vfio.h: VFIO_DEVICE_GET_INFO is _IO(VFIO_TYPE, VFIO_BASE + 7), VFIO_DEVICE_RESET
+// _IO(VFIO_TYPE, VFIO_BASE + 11).
+ioctl_io_nr!(VFIO_DEVICE_GET_INFO, b::VFIO_TYPE as u32, b::VFIO_BASE + 7);
+ioctl_io_nr!(VFIO_DEVICE_RESET, b::VFIO_TYPE as u32, b::VFIO_BASE + 11);
 
 fn not_open(what: &str) -> io::Error {
     io::Error::new(
@@ -103,18 +59,59 @@ fn not_open(what: &str) -> io::Error {
     )
 }
 
-fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).write(true).open(path)
+/// A `vfio-ioctls` error as an `io::Error`: the errno where the crate kept one, else the
+/// crate's own message.
+fn vfio_io(e: VfioError) -> io::Error {
+    match e {
+        VfioError::OpenContainer(e) | VfioError::OpenGroup(e, _) => e,
+        VfioError::ContainerSetIOMMU(s)
+        | VfioError::GroupGetDeviceFD(s)
+        | VfioError::VfioDeviceGetInfo(s)
+        | VfioError::VfioDeviceGetRegionInfo(s)
+        | VfioError::IommuDmaMap(s)
+        | VfioError::IommuDmaUnmap(s) => io::Error::from_raw_os_error(s.errno()),
+        other => io::Error::other(other),
+    }
 }
 
-/// VFIO through `/dev/vfio` and `/sys`.
-#[derive(Debug)]
+/// Which bring-up step a `VfioDevice::new` error belongs to.
+fn device_failure(e: VfioError) -> OpenFailure {
+    let step = |op, e| OpenFailure::Step {
+        op,
+        source: vfio_io(e),
+    };
+    match e {
+        VfioError::OpenGroup(e, _) => OpenFailure::OpenGroup(e),
+        VfioError::GetGroupStatus => OpenFailure::GroupStatus(vfio_io(e)),
+        VfioError::GroupViable => OpenFailure::GroupNotViable,
+        VfioError::InvalidPath => step("reading the iommu_group link in sysfs", e),
+        VfioError::GroupSetContainer => step("VFIO_GROUP_SET_CONTAINER", e),
+        VfioError::ContainerSetIOMMU(_) | VfioError::VfioInvalidType => step("VFIO_SET_IOMMU", e),
+        VfioError::GroupGetDeviceFD(_) => step("VFIO_GROUP_GET_DEVICE_FD", e),
+        VfioError::VfioDeviceGetInfo(_)
+        | VfioError::VfioDeviceGetInfoPCI
+        | VfioError::VfioDeviceGetInfoOther => step("VFIO_DEVICE_GET_INFO", e),
+        VfioError::VfioDeviceGetRegionInfo(_) => step("VFIO_DEVICE_GET_REGION_INFO", e),
+        e => step("opening the VFIO device", e),
+    }
+}
+
+/// VFIO through `vfio-ioctls`, `/dev/vfio` and `/sys`.
 pub struct LinuxVfio {
     sysfs: PathBuf,
-    dev_vfio: PathBuf,
-    container: Option<File>,
-    group: Option<File>,
-    device: Option<File>,
+    /// Set by [`VfioSys::open_device`] with the device's VFIO_DEVICE_GET_INFO.
+    device: Option<(VfioDevice, DeviceInfo)>,
+    container: Option<Arc<VfioContainer>>,
+}
+
+impl fmt::Debug for LinuxVfio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LinuxVfio")
+            .field("sysfs", &self.sysfs)
+            .field("container", &self.container.is_some())
+            .field("device", &self.device.as_ref().map(|(_, info)| info))
+            .finish()
+    }
 }
 
 impl Default for LinuxVfio {
@@ -124,33 +121,54 @@ impl Default for LinuxVfio {
 }
 
 impl LinuxVfio {
-    /// The real `/sys` and `/dev/vfio`.
+    /// The real `/sys` (and `/dev/vfio`, which `vfio-ioctls` fixes).
     pub fn new() -> LinuxVfio {
-        Self::with_roots("/sys", "/dev/vfio")
+        Self::with_sysfs("/sys")
     }
 
-    /// Other roots (tests use a fake sysfs tree).
-    pub fn with_roots(sysfs: impl Into<PathBuf>, dev_vfio: impl Into<PathBuf>) -> LinuxVfio {
+    /// Another sysfs root (tests use a fake sysfs tree).
+    pub fn with_sysfs(sysfs: impl Into<PathBuf>) -> LinuxVfio {
         LinuxVfio {
             sysfs: sysfs.into(),
-            dev_vfio: dev_vfio.into(),
-            container: None,
-            group: None,
             device: None,
+            container: None,
         }
     }
 
     fn pci_dev(&self, bdf: Bdf) -> PathBuf {
         self.sysfs.join("bus/pci/devices").join(bdf.to_string())
     }
-    fn container(&self) -> io::Result<&File> {
-        self.container.as_ref().ok_or_else(|| not_open("container"))
+    fn container(&self) -> io::Result<&VfioContainer> {
+        self.container
+            .as_deref()
+            .ok_or_else(|| not_open("container"))
     }
-    fn group(&self) -> io::Result<&File> {
-        self.group.as_ref().ok_or_else(|| not_open("group"))
-    }
-    fn device(&self) -> io::Result<&File> {
+    fn device(&self) -> io::Result<&(VfioDevice, DeviceInfo)> {
         self.device.as_ref().ok_or_else(|| not_open("device"))
+    }
+
+    /// Runs `f` on the device fd as a `File` (for `pread`/`pwrite`) without taking it over.
+    fn with_device_file<R>(&self, f: impl FnOnce(&File) -> io::Result<R>) -> io::Result<R> {
+        let (dev, _) = self.device()?;
+        // SAFETY: the descriptor is the open device fd owned by `dev`, which `self` keeps open
+        // for this whole call; `ManuallyDrop` keeps this temporary `File` from closing it.
+        let file = ManuallyDrop::new(unsafe { File::from_raw_fd(dev.as_raw_fd()) });
+        f(&file)
+    }
+}
+
+impl Drop for LinuxVfio {
+    fn drop(&mut self) {
+        let Some((dev, _)) = self.device.take() else {
+            return;
+        };
+        // `VfioDevice`'s drop closes the device fd, then re-reads the device's `iommu_group`
+        // link from sysfs and unwraps the result to detach the group: a device that vanished
+        // (surprise removal) would panic there. Contain it; closing the container and group
+        // files (below, and by the kernel on exit) releases the group anyway.
+        if catch_unwind(AssertUnwindSafe(move || drop(dev))).is_err() {
+            log::error!("VFIO device teardown in vfio-ioctls panicked; group left to the kernel");
+        }
     }
 }
 
@@ -167,6 +185,25 @@ fn link_name(link: &Path) -> io::Result<String> {
                 format!("{} points to {}", link.display(), target.display()),
             )
         })
+}
+
+/// VFIO_DEVICE_GET_INFO of an open device.
+fn device_info(dev: &VfioDevice) -> io::Result<DeviceInfo> {
+    let mut info = b::vfio_device_info {
+        argsz: size_of::<b::vfio_device_info>() as u32,
+        ..Default::default()
+    };
+    // SAFETY: `dev` is an open VFIO device fd and `info` a live vfio_device_info with argsz set
+    // to its size, so the kernel writes only within it (no capability chain past it).
+    let r = unsafe { ioctl_with_mut_ref(dev, VFIO_DEVICE_GET_INFO(), &mut info) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(DeviceInfo {
+        flags: info.flags,
+        num_regions: info.num_regions,
+        num_irqs: info.num_irqs,
+    })
 }
 
 impl VfioSys for LinuxVfio {
@@ -210,120 +247,70 @@ impl VfioSys for LinuxVfio {
         }
     }
 
-    fn open_container(&mut self) -> io::Result<()> {
-        self.container = Some(open_rw(&self.dev_vfio.join("vfio"))?);
+    fn open_container(&mut self) -> Result<(), OpenFailure> {
+        let container = VfioContainer::new(None).map_err(|e| match e {
+            VfioError::OpenContainer(e) => OpenFailure::Container(e),
+            VfioError::VfioApiVersion => OpenFailure::ApiVersion(None),
+            VfioError::VfioExtension | VfioError::VfioInvalidType => OpenFailure::NoType1v2,
+            e => OpenFailure::Step {
+                op: "opening the VFIO container",
+                source: vfio_io(e),
+            },
+        })?;
+        self.container = Some(Arc::new(container));
         Ok(())
     }
 
-    fn api_version(&self) -> io::Result<i32> {
-        // SAFETY: VFIO_GET_API_VERSION takes no argument.
-        unsafe { ioctl(self.container()?, VFIO_GET_API_VERSION, 0) }
-    }
-
-    fn check_extension(&self, ext: u32) -> io::Result<bool> {
-        // SAFETY: VFIO_CHECK_EXTENSION takes the extension number by value.
-        let r = unsafe { ioctl(self.container()?, VFIO_CHECK_EXTENSION, ext.into()) }?;
-        Ok(r > 0)
-    }
-
-    fn open_group(&mut self, group: u32) -> io::Result<()> {
-        self.group = Some(open_rw(&self.dev_vfio.join(group.to_string()))?);
-        Ok(())
-    }
-
-    fn group_viable(&self) -> io::Result<bool> {
-        let mut status = b::vfio_group_status {
-            argsz: size_of::<b::vfio_group_status>() as u32,
-            flags: 0,
-        };
-        // SAFETY: `status` is a live vfio_group_status with argsz set, as the ioctl expects.
-        unsafe { ioctl(self.group()?, VFIO_GROUP_GET_STATUS, ptr_arg(&mut status)) }?;
-        Ok(status.flags & b::VFIO_GROUP_FLAGS_VIABLE != 0)
-    }
-
-    fn set_container(&mut self) -> io::Result<()> {
-        let mut fd: libc::c_int = self.container()?.as_raw_fd();
-        // SAFETY: the ioctl reads one int (the container fd) through the pointer.
-        unsafe { ioctl(self.group()?, VFIO_GROUP_SET_CONTAINER, ptr_arg(&mut fd)) }?;
-        Ok(())
-    }
-
-    fn set_iommu(&mut self, iommu_type: u32) -> io::Result<()> {
-        // SAFETY: VFIO_SET_IOMMU takes the IOMMU type by value.
-        unsafe { ioctl(self.container()?, VFIO_SET_IOMMU, iommu_type.into()) }?;
-        Ok(())
-    }
-
-    fn open_device(&mut self, bdf: Bdf) -> io::Result<DeviceInfo> {
-        let name = CString::new(bdf.to_string()).map_err(io::Error::other)?;
-        // SAFETY: the ioctl reads a NUL-terminated device name through the pointer.
-        let fd = unsafe {
-            ioctl(
-                self.group()?,
-                VFIO_GROUP_GET_DEVICE_FD,
-                name.as_ptr() as libc::c_ulong,
-            )
-        }?;
-        // SAFETY: on success the ioctl returned a new descriptor that nothing else owns.
-        let device = unsafe { File::from_raw_fd(fd) };
-        let mut info = b::vfio_device_info {
-            argsz: size_of::<b::vfio_device_info>() as u32,
-            ..Default::default()
-        };
-        // SAFETY: `info` is a live vfio_device_info with argsz set.
-        unsafe { ioctl(&device, VFIO_DEVICE_GET_INFO, ptr_arg(&mut info)) }?;
-        self.device = Some(device);
-        Ok(DeviceInfo {
-            flags: info.flags,
-            num_regions: info.num_regions,
-            num_irqs: info.num_irqs,
-        })
+    fn open_device(&mut self, bdf: Bdf, _group: u32) -> Result<DeviceInfo, OpenFailure> {
+        let container = self.container.clone().ok_or_else(|| OpenFailure::Step {
+            op: "VFIO_GROUP_SET_CONTAINER",
+            source: not_open("container"),
+        })?;
+        // The device's sysfs directory names it (VFIO_GROUP_GET_DEVICE_FD takes its last
+        // component) and leads to its group (`iommu_group`).
+        let dev = VfioDevice::new(&self.pci_dev(bdf), container, false).map_err(device_failure)?;
+        let info = device_info(&dev).map_err(|source| OpenFailure::Step {
+            op: "VFIO_DEVICE_GET_INFO",
+            source,
+        })?;
+        self.device = Some((dev, info));
+        Ok(info)
     }
 
     fn region_info(&self, index: u32) -> io::Result<RegionInfo> {
-        let mut info = b::vfio_region_info {
-            argsz: size_of::<b::vfio_region_info>() as u32,
-            index,
-            ..Default::default()
-        };
-        // SAFETY: `info` is a live vfio_region_info with argsz and index set; with argsz equal
-        // to the base structure the kernel writes no capability chain past it.
-        unsafe {
-            ioctl(
-                self.device()?,
-                VFIO_DEVICE_GET_REGION_INFO,
-                ptr_arg(&mut info),
-            )
-        }?;
+        let (dev, info) = self.device()?;
+        // `vfio-ioctls` read every region's info when it opened the device and answers zeros
+        // for an index it has none for; the kernel's region count tells those apart.
+        if index >= info.num_regions {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         Ok(RegionInfo {
             index,
-            flags: info.flags,
-            size: info.size,
-            offset: info.offset,
+            flags: dev.get_region_flags(index),
+            size: dev.get_region_size(index),
+            offset: dev.get_region_offset(index),
         })
     }
 
     fn irq_info(&self, index: u32) -> io::Result<IrqInfo> {
-        let mut info = b::vfio_irq_info {
-            argsz: size_of::<b::vfio_irq_info>() as u32,
-            index,
-            ..Default::default()
-        };
-        // SAFETY: `info` is a live vfio_irq_info with argsz and index set.
-        unsafe { ioctl(self.device()?, VFIO_DEVICE_GET_IRQ_INFO, ptr_arg(&mut info)) }?;
+        let (dev, _) = self.device()?;
+        let irq = dev
+            .get_irq_info(index)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
         Ok(IrqInfo {
             index,
-            flags: info.flags,
-            count: info.count,
+            flags: irq.flags,
+            count: irq.count,
         })
     }
 
     fn mmap_region(&self, region: &RegionInfo) -> io::Result<Pages> {
+        let (dev, _) = self.device()?;
         let len = usize::try_from(region.size).map_err(io::Error::other)?;
         let map = MmapOptions::new()
             .offset(region.offset)
             .len(len)
-            .map_raw(self.device()?)?;
+            .map_raw(dev)?;
         Ok(Pages::from_mmap(map))
     }
 
@@ -332,7 +319,7 @@ impl VfioSys for LinuxVfio {
             .offset
             .checked_add(offset)
             .ok_or_else(|| io::Error::other("overflow"))?;
-        self.device()?.read_exact_at(buf, at)
+        self.with_device_file(|f| f.read_exact_at(buf, at))
     }
 
     fn region_write(&self, region: &RegionInfo, offset: u64, data: &[u8]) -> io::Result<()> {
@@ -340,49 +327,28 @@ impl VfioSys for LinuxVfio {
             .offset
             .checked_add(offset)
             .ok_or_else(|| io::Error::other("overflow"))?;
-        self.device()?.write_all_at(data, at)
+        self.with_device_file(|f| f.write_all_at(data, at))
     }
 
     fn reset(&self) -> io::Result<()> {
-        // SAFETY: VFIO_DEVICE_RESET takes no argument.
-        unsafe { ioctl(self.device()?, VFIO_DEVICE_RESET, 0) }?;
+        let (dev, _) = self.device()?;
+        // SAFETY: `dev` is an open VFIO device fd; VFIO_DEVICE_RESET takes no argument.
+        let r = unsafe { ioctl(dev, VFIO_DEVICE_RESET()) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
         Ok(())
     }
 
-    fn set_irq_eventfds(&self, index: u32, fds: &[BorrowedFd<'_>]) -> io::Result<()> {
-        let mut words = irq_set_header(
-            index,
-            b::VFIO_IRQ_SET_DATA_EVENTFD | b::VFIO_IRQ_SET_ACTION_TRIGGER,
-            fds.len(),
-        )?;
-        words.extend(fds.iter().map(|fd| fd.as_raw_fd() as u32));
-        // SAFETY: `words` is a vfio_irq_set header (argsz covering the fds) followed by
-        // `count` fds, live for the call; the borrowed fds stay open during it.
-        unsafe {
-            ioctl(
-                self.device()?,
-                VFIO_DEVICE_SET_IRQS,
-                words.as_mut_ptr() as _,
-            )
-        }?;
-        Ok(())
+    fn set_irq_eventfds(&self, index: u32, fds: &[&EventFd]) -> io::Result<()> {
+        let (dev, _) = self.device()?;
+        dev.enable_irq(index, fds.iter().map(|fd| fd.as_vmm()).collect())
+            .map_err(vfio_io)
     }
 
     fn disable_irqs(&self, index: u32) -> io::Result<()> {
-        let mut words = irq_set_header(
-            index,
-            b::VFIO_IRQ_SET_DATA_NONE | b::VFIO_IRQ_SET_ACTION_TRIGGER,
-            0,
-        )?;
-        // SAFETY: a bare vfio_irq_set header with count 0, live for the call.
-        unsafe {
-            ioctl(
-                self.device()?,
-                VFIO_DEVICE_SET_IRQS,
-                words.as_mut_ptr() as _,
-            )
-        }?;
-        Ok(())
+        let (dev, _) = self.device()?;
+        dev.disable_irq(index).map_err(vfio_io)
     }
 
     fn alloc_pages(&self, size: usize, page: PageSize) -> io::Result<Pages> {
@@ -397,49 +363,18 @@ impl VfioSys for LinuxVfio {
     }
 
     unsafe fn dma_map(&self, pages: &Pages, iova: Iova) -> io::Result<()> {
-        let mut map = b::vfio_iommu_type1_dma_map {
-            argsz: size_of::<b::vfio_iommu_type1_dma_map>() as u32,
-            flags: b::VFIO_DMA_MAP_FLAG_READ | b::VFIO_DMA_MAP_FLAG_WRITE,
-            vaddr: pages.0.as_ptr() as u64,
-            iova: iova.0,
-            size: pages.len() as u64,
-        };
-        // SAFETY: `map` is a live vfio_iommu_type1_dma_map describing memory `pages` owns; the
-        // caller keeps it alive until unmapped (this function's contract).
-        unsafe { ioctl(self.container()?, VFIO_IOMMU_MAP_DMA, ptr_arg(&mut map)) }?;
-        Ok(())
+        let container = self.container()?;
+        // SAFETY: `pages` is memory this process owns for `pages.len()` bytes; the caller
+        // keeps it alive and touches it only through raw volatile operations until it is
+        // unmapped (this function's contract, which is `vfio_dma_map`'s).
+        unsafe { container.vfio_dma_map(iova.0, pages.len(), pages.0.as_ptr()) }.map_err(vfio_io)
     }
 
     fn dma_unmap(&self, iova: Iova, size: usize) -> io::Result<()> {
-        let mut unmap = b::vfio_iommu_type1_dma_unmap {
-            argsz: size_of::<b::vfio_iommu_type1_dma_unmap>() as u32,
-            flags: 0,
-            iova: iova.0,
-            size: size as u64,
-            ..Default::default()
-        };
-        // SAFETY: `unmap` is a live vfio_iommu_type1_dma_unmap with no bitmap flag, so the
-        // kernel reads and writes only the base structure.
-        unsafe { ioctl(self.container()?, VFIO_IOMMU_UNMAP_DMA, ptr_arg(&mut unmap)) }?;
-        if unmap.size != size as u64 {
-            return Err(io::Error::other(format!(
-                "unmapped {:#x} of {size:#x} bytes",
-                unmap.size
-            )));
-        }
-        Ok(())
+        self.container()?
+            .vfio_dma_unmap(iova.0, size)
+            .map_err(vfio_io)
     }
-}
-
-/// The five header words of a `vfio_irq_set` with room reserved for `count` data words.
-fn irq_set_header(index: u32, flags: u32, count: usize) -> io::Result<Vec<u32>> {
-    let count32 = u32::try_from(count).map_err(io::Error::other)?;
-    let argsz = size_of::<b::vfio_irq_set>() + count * size_of::<u32>();
-    let argsz = u32::try_from(argsz).map_err(io::Error::other)?;
-    let mut words = Vec::with_capacity(5 + count);
-    // argsz, flags, index, start, count
-    words.extend([argsz, flags, index, 0, count32]);
-    Ok(words)
 }
 
 #[cfg(test)]
@@ -455,19 +390,37 @@ mod tests {
     #[test]
     fn ioctl_numbers_match_the_kernel_header() {
         // Values from linux/vfio.h as compiled on x86_64/arm64/riscv64.
-        assert_eq!(VFIO_GET_API_VERSION, 0x3b64);
-        assert_eq!(VFIO_CHECK_EXTENSION, 0x3b65);
-        assert_eq!(VFIO_GROUP_GET_DEVICE_FD, 0x3b6a);
-        assert_eq!(VFIO_DEVICE_SET_IRQS, 0x3b6e);
-        assert_eq!(VFIO_DEVICE_RESET, 0x3b6f);
-        assert_eq!(VFIO_IOMMU_MAP_DMA, 0x3b71);
-        assert_eq!(VFIO_IOMMU_UNMAP_DMA, 0x3b72);
+        assert_eq!(VFIO_DEVICE_GET_INFO(), 0x3b6b);
+        assert_eq!(VFIO_DEVICE_RESET(), 0x3b6f);
     }
 
     #[test]
-    fn irq_set_layout() {
-        let w = irq_set_header(2, 0x24, 3).unwrap();
-        assert_eq!(w, vec![20 + 12, 0x24, 2, 0, 3]);
+    fn vfio_errors_keep_the_errno_where_the_crate_has_one() {
+        let e = vfio_io(VfioError::IommuDmaMap(vmm_sys_util::errno::Error::new(
+            libc::ENOSPC,
+        )));
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        let e = vfio_io(VfioError::VfioDeviceEnableIrq);
+        assert_eq!(e.raw_os_error(), None);
+        assert!(e.to_string().contains("irq"), "{e}");
+        assert!(matches!(
+            device_failure(VfioError::GroupViable),
+            OpenFailure::GroupNotViable
+        ));
+        let OpenFailure::OpenGroup(e) = device_failure(VfioError::OpenGroup(
+            io::Error::from_raw_os_error(libc::EACCES),
+            "12".into(),
+        )) else {
+            panic!("not OpenGroup");
+        };
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        let OpenFailure::Step { op, source } = device_failure(VfioError::GroupGetDeviceFD(
+            vmm_sys_util::errno::Error::new(libc::EBUSY),
+        )) else {
+            panic!("not a step");
+        };
+        assert_eq!(op, "VFIO_GROUP_GET_DEVICE_FD");
+        assert_eq!(source.raw_os_error(), Some(libc::EBUSY));
     }
 
     /// A throwaway sysfs tree under the temp dir.
@@ -505,7 +458,7 @@ mod tests {
         fs.device("0000:00:04.0", 12, Some("vfio-pci"));
         fs.device("0000:00:04.1", 12, Some("e1000e"));
         fs.device("0000:00:05.0", 13, None);
-        let sys = LinuxVfio::with_roots(&fs.0, fs.0.join("dev-vfio"));
+        let sys = LinuxVfio::with_sysfs(&fs.0);
         let bdf: Bdf = "0000:00:04.0".parse().unwrap();
         assert_eq!(sys.iommu_group(bdf).unwrap(), 12);
         let m = sys.group_members(12).unwrap();
@@ -523,17 +476,36 @@ mod tests {
     }
 
     #[test]
-    fn missing_dev_vfio_is_a_clean_error() {
-        let mut sys = LinuxVfio::with_roots("/nonexistent-sys", "/nonexistent-dev-vfio");
+    fn operations_before_open_are_clean_errors() {
+        let sys = LinuxVfio::with_sysfs("/nonexistent-sys");
+        assert_eq!(sys.reset().unwrap_err().kind(), io::ErrorKind::NotConnected);
         assert_eq!(
-            sys.open_container().unwrap_err().kind(),
-            io::ErrorKind::NotFound
-        );
-        assert_eq!(
-            sys.api_version().unwrap_err().kind(),
+            sys.region_info(0).unwrap_err().kind(),
             io::ErrorKind::NotConnected
         );
-        assert!(sys.reset().is_err());
+        assert_eq!(
+            sys.dma_unmap(Iova(0x1000), 0x1000).unwrap_err().kind(),
+            io::ErrorKind::NotConnected
+        );
+        let mut sys = sys;
+        let bdf: Bdf = "0000:00:04.0".parse().unwrap();
+        assert!(matches!(
+            sys.open_device(bdf, 12),
+            Err(OpenFailure::Step { source, .. }) if source.kind() == io::ErrorKind::NotConnected
+        ));
+    }
+
+    #[test]
+    fn container_opens_or_fails_cleanly() {
+        // Whether this machine has /dev/vfio/vfio (and vfio_iommu_type1 loaded) decides which;
+        // none may panic.
+        let mut sys = LinuxVfio::new();
+        match sys.open_container() {
+            Ok(()) => assert!(sys.container.is_some()),
+            Err(OpenFailure::Container(e)) => assert!(e.raw_os_error().is_some(), "{e}"),
+            Err(OpenFailure::NoType1v2) => assert!(sys.container.is_none()),
+            Err(f) => panic!("unexpected: {f}"),
+        }
     }
 
     #[test]

@@ -1,19 +1,25 @@
 //! The VFIO backend: a PCI device bound to `vfio-pci`, driven from user space.
 //!
 //! The bring-up reads top to bottom in [`VfioBackend::open`]; every step is a safe function over
-//! the small [`VfioSys`] trait of raw operations (one ioctl, mmap or sysfs read each), so the
-//! logic (version and IOMMU checks, group viability, region sizes, hugepage fallback, IOVA
-//! allocation, unmap on free) is tested with a fake in `tests.rs`. [`LinuxVfio`] implements the
-//! trait with the real system calls.
+//! the small [`VfioSys`] trait, so the logic (version and IOMMU checks, group viability, region
+//! sizes, hugepage fallback, IOVA allocation, unmap on free) is tested with a fake in `tests.rs`.
+//! [`LinuxVfio`] implements the trait with rust-vmm's `vfio-ioctls` (`VfioContainer`,
+//! `VfioDevice`) plus the few operations that crate does not offer (see its docs).
+//!
+//! The trait follows `vfio-ioctls`'s object model: [`VfioSys::open_container`] is
+//! `VfioContainer::new` and [`VfioSys::open_device`] is `VfioDevice::new`, each several ioctls
+//! that succeed or fail as one; an [`OpenFailure`] says which step failed, so the error paths
+//! (a group that cannot be opened names the device's driver, a group that is not viable names
+//! the devices not on vfio-pci) are the same for the fake and the kernel.
 //!
 //! Bring-up:
 //! 1. resolve the IOMMU group from sysfs (`/sys/bus/pci/devices/<BDF>/iommu_group`);
-//! 2. open the container `/dev/vfio/vfio`, check the API version and a type-1 IOMMU;
-//! 3. open `/dev/vfio/<group>`, check it is viable (else name the devices not on vfio-pci);
-//! 4. attach the group to the container, set the IOMMU type;
-//! 5. get the device fd, check BAR0 (size, mmap-able) and config regions, mmap BAR0;
-//! 6. reset the device if it supports it, enable memory decoding and bus mastering;
-//! 7. wire MSI-X (or MSI) vectors to eventfds.
+//! 2. open the container `/dev/vfio/vfio`, check the API version and the TYPE1v2 IOMMU;
+//! 3. open `/dev/vfio/<group>`, check it is viable (else name the devices not on vfio-pci),
+//!    attach it to the container, set the IOMMU type, get the device fd and its info;
+//! 4. check BAR0 (size, mmap-able) and config regions, mmap BAR0;
+//! 5. reset the device if it supports it, enable memory decoding and bus mastering;
+//! 6. wire MSI-X (or MSI) vectors to eventfds.
 //!
 //! DMA memory is 2 MiB hugepages (4 KiB pages with a logged warning when none are free), mapped
 //! at an IOVA from [`IovaAllocator`] with VFIO_IOMMU_MAP_DMA and unmapped when freed.
@@ -22,6 +28,7 @@ mod linux;
 #[cfg(test)]
 mod tests;
 
+use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,10 +127,50 @@ impl Pages {
     }
 }
 
-/// The raw operations of VFIO, one system call (or sysfs read) each.
+/// Which bring-up step of [`VfioSys::open_container`] or [`VfioSys::open_device`] failed.
+#[derive(Debug)]
+pub enum OpenFailure {
+    /// Opening `/dev/vfio/vfio` failed.
+    Container(io::Error),
+    /// VFIO_GET_API_VERSION answered another version (`None`: the backend does not say which).
+    ApiVersion(Option<i32>),
+    /// VFIO_CHECK_EXTENSION does not offer the TYPE1v2 IOMMU.
+    NoType1v2,
+    /// Opening `/dev/vfio/<group>` failed.
+    OpenGroup(io::Error),
+    /// VFIO_GROUP_GET_STATUS failed.
+    GroupStatus(io::Error),
+    /// The group is not viable: some device in it is bound to another driver.
+    GroupNotViable,
+    /// A later step failed: `op` names it (`VFIO_GROUP_SET_CONTAINER`, `VFIO_SET_IOMMU`,
+    /// `VFIO_GROUP_GET_DEVICE_FD`, `VFIO_DEVICE_GET_INFO`, ...).
+    Step {
+        /// The failing operation.
+        op: &'static str,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for OpenFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenFailure::Container(e) => write!(f, "opening /dev/vfio/vfio: {e}"),
+            OpenFailure::ApiVersion(Some(v)) => write!(f, "VFIO API version {v}"),
+            OpenFailure::ApiVersion(None) => f.write_str("VFIO API version mismatch"),
+            OpenFailure::NoType1v2 => f.write_str("no TYPE1v2 IOMMU"),
+            OpenFailure::OpenGroup(e) => write!(f, "opening the group: {e}"),
+            OpenFailure::GroupStatus(e) => write!(f, "VFIO_GROUP_GET_STATUS: {e}"),
+            OpenFailure::GroupNotViable => f.write_str("group not viable"),
+            OpenFailure::Step { op, source } => write!(f, "{op}: {source}"),
+        }
+    }
+}
+
+/// The operations of VFIO the backend needs, at the granularity of `vfio-ioctls`.
 ///
-/// Set-up methods take `&mut self` and keep the file they open; run-time methods take `&self`.
-/// Errors are the raw `io::Error`; [`VfioBackend`] adds the context.
+/// Set-up methods take `&mut self` and keep what they open; run-time methods take `&self`.
+/// Errors are raw; [`VfioBackend`] adds the context.
 pub trait VfioSys: Send + Sync + 'static {
     /// IOMMU group number of `bdf` (sysfs `iommu_group` link).
     fn iommu_group(&self, bdf: Bdf) -> io::Result<u32>;
@@ -131,25 +178,16 @@ pub trait VfioSys: Send + Sync + 'static {
     fn group_members(&self, group: u32) -> io::Result<Vec<GroupMember>>;
     /// Driver `bdf` is bound to, `None` if unbound (sysfs).
     fn driver_of(&self, bdf: Bdf) -> io::Result<Option<String>>;
-    /// Opens `/dev/vfio/vfio`.
-    fn open_container(&mut self) -> io::Result<()>;
-    /// VFIO_GET_API_VERSION.
-    fn api_version(&self) -> io::Result<i32>;
-    /// VFIO_CHECK_EXTENSION: is `ext` supported?
-    fn check_extension(&self, ext: u32) -> io::Result<bool>;
-    /// Opens `/dev/vfio/<group>`.
-    fn open_group(&mut self, group: u32) -> io::Result<()>;
-    /// VFIO_GROUP_GET_STATUS: is the group viable?
-    fn group_viable(&self) -> io::Result<bool>;
-    /// VFIO_GROUP_SET_CONTAINER.
-    fn set_container(&mut self) -> io::Result<()>;
-    /// VFIO_SET_IOMMU.
-    fn set_iommu(&mut self, iommu_type: u32) -> io::Result<()>;
-    /// VFIO_GROUP_GET_DEVICE_FD + VFIO_DEVICE_GET_INFO.
-    fn open_device(&mut self, bdf: Bdf) -> io::Result<DeviceInfo>;
-    /// VFIO_DEVICE_GET_REGION_INFO.
+    /// Opens `/dev/vfio/vfio` and checks VFIO_GET_API_VERSION is `VFIO_API_VERSION` and
+    /// VFIO_CHECK_EXTENSION offers the TYPE1v2 IOMMU (`VfioContainer::new`).
+    fn open_container(&mut self) -> Result<(), OpenFailure>;
+    /// Opens the IOMMU group of `bdf` (`group`), checks it is viable, attaches it to the
+    /// container (VFIO_GROUP_SET_CONTAINER), sets the TYPE1v2 IOMMU (VFIO_SET_IOMMU), gets the
+    /// device fd (VFIO_GROUP_GET_DEVICE_FD) and its VFIO_DEVICE_GET_INFO (`VfioDevice::new`).
+    fn open_device(&mut self, bdf: Bdf, group: u32) -> Result<DeviceInfo, OpenFailure>;
+    /// VFIO_DEVICE_GET_REGION_INFO of region `index`.
     fn region_info(&self, index: u32) -> io::Result<RegionInfo>;
-    /// VFIO_DEVICE_GET_IRQ_INFO.
+    /// VFIO_DEVICE_GET_IRQ_INFO of IRQ index `index`.
     fn irq_info(&self, index: u32) -> io::Result<IrqInfo>;
     /// mmap of a whole region of the device fd.
     fn mmap_region(&self, region: &RegionInfo) -> io::Result<Pages>;
@@ -160,7 +198,7 @@ pub trait VfioSys: Send + Sync + 'static {
     /// VFIO_DEVICE_RESET.
     fn reset(&self) -> io::Result<()>;
     /// VFIO_DEVICE_SET_IRQS: vectors `0..fds.len()` of `index` trigger `fds`.
-    fn set_irq_eventfds(&self, index: u32, fds: &[BorrowedFd<'_>]) -> io::Result<()>;
+    fn set_irq_eventfds(&self, index: u32, fds: &[&EventFd]) -> io::Result<()>;
     /// VFIO_DEVICE_SET_IRQS with count 0: disable every vector of `index`.
     fn disable_irqs(&self, index: u32) -> io::Result<()>;
     /// Anonymous zeroed memory of `size` bytes (a multiple of `page`).
@@ -230,12 +268,14 @@ pub enum IrqKind {
 /// A device opened through VFIO. See the module docs for the bring-up.
 pub struct VfioBackend<S: VfioSys = LinuxVfio> {
     bdf: Bdf,
+    // Fields drop in order: the BAR0 mapping (which holds the device file open) and the
+    // eventfds go before `sys`, so closing the device can release the group from the container.
+    bar0: Pages,
+    irqs: Vec<EventFd>,
     sys: Arc<S>,
     info: DeviceInfo,
-    bar0: Pages,
     config: RegionInfo,
     irq_kind: IrqKind,
-    irqs: Vec<EventFd>,
     hugepages: bool,
     iova: Arc<Mutex<IovaAllocator>>,
     stats: Arc<VfioStats>,
@@ -262,15 +302,11 @@ impl<S: VfioSys> VfioBackend<S> {
         let group = sys
             .iommu_group(bdf)
             .map_err(|source| Error::IommuGroup { bdf, source })?;
-        let iommu_type = open_container(&mut sys)?;
-        open_group(&mut sys, bdf, group)?;
-        sys.set_container()
-            .map_err(sys_err("VFIO_GROUP_SET_CONTAINER"))?;
-        sys.set_iommu(iommu_type)
-            .map_err(sys_err("VFIO_SET_IOMMU"))?;
+        sys.open_container()
+            .map_err(|f| open_error(&sys, bdf, group, f))?;
         let info = sys
-            .open_device(bdf)
-            .map_err(sys_err("VFIO_GROUP_GET_DEVICE_FD"))?;
+            .open_device(bdf, group)
+            .map_err(|f| open_error(&sys, bdf, group, f))?;
 
         let bar0 = sys
             .region_info(b::VFIO_PCI_BAR0_REGION_INDEX)
@@ -381,9 +417,9 @@ impl<S: VfioSys> VfioBackend<S> {
                 op: "eventfd",
                 source,
             })?;
-        let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
+        let refs: Vec<&EventFd> = fds.iter().collect();
         self.sys
-            .set_irq_eventfds(index, &borrowed)
+            .set_irq_eventfds(index, &refs)
             .map_err(|source| Error::Sys {
                 bdf,
                 op: "VFIO_DEVICE_SET_IRQS",
@@ -434,52 +470,42 @@ impl<S: VfioSys> VfioBackend<S> {
     }
 }
 
-/// Step 2: container, API version, IOMMU type (TYPE1v2 preferred, TYPE1 accepted).
-fn open_container<S: VfioSys>(sys: &mut S) -> Result<u32> {
-    sys.open_container()
-        .map_err(|source| Error::OpenContainer { source })?;
-    let version = sys
-        .api_version()
-        .map_err(|source| Error::OpenContainer { source })?;
-    let expected = b::VFIO_API_VERSION as i32;
-    if version != expected {
-        return Err(Error::ApiVersion {
-            found: version,
-            expected,
-        });
-    }
-    for ty in [b::VFIO_TYPE1v2_IOMMU, b::VFIO_TYPE1_IOMMU] {
-        // An ioctl error here means "not supported" as much as a 0 answer does.
-        if sys.check_extension(ty).unwrap_or(false) {
-            return Ok(ty);
+/// The error of a failed [`VfioSys::open_container`] or [`VfioSys::open_device`]: names the
+/// device's driver when the group cannot be opened, and the devices in the way when the group
+/// is not viable.
+fn open_error<S: VfioSys>(sys: &S, bdf: Bdf, group: u32, failure: OpenFailure) -> Error {
+    match failure {
+        OpenFailure::Container(source) => Error::OpenContainer { source },
+        OpenFailure::ApiVersion(found) => Error::ApiVersion {
+            found,
+            expected: b::VFIO_API_VERSION as i32,
+        },
+        OpenFailure::NoType1v2 => Error::NoType1Iommu,
+        OpenFailure::OpenGroup(source) => {
+            let driver = match sys.driver_of(bdf) {
+                Ok(Some(d)) => d,
+                Ok(None) => "none".to_owned(),
+                Err(e) => format!("unknown ({e})"),
+            };
+            Error::OpenGroup {
+                bdf,
+                group,
+                driver,
+                source,
+            }
         }
+        OpenFailure::GroupStatus(source) => Error::Sys {
+            bdf,
+            op: "VFIO_GROUP_GET_STATUS",
+            source,
+        },
+        OpenFailure::GroupNotViable => not_viable(sys, group),
+        OpenFailure::Step { op, source } => Error::Sys { bdf, op, source },
     }
-    Err(Error::NoType1Iommu)
 }
 
-/// Step 3: open the group and insist it is viable, naming the devices in the way.
-fn open_group<S: VfioSys>(sys: &mut S, bdf: Bdf, group: u32) -> Result<()> {
-    if let Err(source) = sys.open_group(group) {
-        let driver = match sys.driver_of(bdf) {
-            Ok(Some(d)) => d,
-            Ok(None) => "none".to_owned(),
-            Err(e) => format!("unknown ({e})"),
-        };
-        return Err(Error::OpenGroup {
-            bdf,
-            group,
-            driver,
-            source,
-        });
-    }
-    let viable = sys.group_viable().map_err(|source| Error::Sys {
-        bdf,
-        op: "VFIO_GROUP_GET_STATUS",
-        source,
-    })?;
-    if viable {
-        return Ok(());
-    }
+/// The group is not viable: name the devices in it that are not on vfio-pci.
+fn not_viable<S: VfioSys>(sys: &S, group: u32) -> Error {
     let members = sys.group_members(group).unwrap_or_else(|e| {
         log::warn!("IOMMU group {group}: cannot list its devices from sysfs: {e}");
         Vec::new()
@@ -489,14 +515,14 @@ fn open_group<S: VfioSys>(sys: &mut S, bdf: Bdf, group: u32) -> Result<()> {
         .filter(|m| m.driver.as_deref() != Some("vfio-pci"))
         .cloned()
         .collect();
-    Err(Error::GroupNotViable {
+    Error::GroupNotViable {
         group,
         offending: if offending.is_empty() {
             members
         } else {
             offending
         },
-    })
+    }
 }
 
 fn require_size(bdf: Bdf, r: &RegionInfo, need: u64) -> Result<()> {

@@ -1,7 +1,6 @@
 //! The VFIO bring-up and DMA logic against a fake of the raw operations (no `/dev/vfio`).
 
 use std::io;
-use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -9,7 +8,9 @@ use std::time::Duration;
 use vfio_bindings::bindings::vfio as b;
 
 use super::*;
-use crate::sys::{Backend, Bdf, Error, GroupMember, Iova, PCI_COMMAND, PCI_COMMAND_MASTER};
+use crate::sys::{
+    Backend, Bdf, Error, EventFd, GroupMember, Iova, PCI_COMMAND, PCI_COMMAND_MASTER,
+};
 
 #[derive(Clone)]
 struct Knobs {
@@ -17,9 +18,11 @@ struct Knobs {
     container_ok: bool,
     api_version: i32,
     type1v2: bool,
-    type1: bool,
     group_open_ok: bool,
+    group_status_ok: bool,
     viable: bool,
+    /// The `open_device` step (by its ioctl name) that fails with EBUSY.
+    fail_step: Option<&'static str>,
     members: Vec<GroupMember>,
     driver: Option<String>,
     device_flags: u32,
@@ -41,9 +44,10 @@ impl Default for Knobs {
             container_ok: true,
             api_version: b::VFIO_API_VERSION as i32,
             type1v2: true,
-            type1: true,
             group_open_ok: true,
+            group_status_ok: true,
             viable: true,
+            fail_step: None,
             members: vec![member("0000:00:04.0", Some("vfio-pci"))],
             driver: Some("vfio-pci".into()),
             device_flags: b::VFIO_DEVICE_FLAGS_RESET | b::VFIO_DEVICE_FLAGS_PCI,
@@ -120,45 +124,47 @@ impl VfioSys for FakeSys {
     fn driver_of(&self, _bdf: Bdf) -> io::Result<Option<String>> {
         Ok(self.k.driver.clone())
     }
-    fn open_container(&mut self) -> io::Result<()> {
+    fn open_container(&mut self) -> Result<(), OpenFailure> {
         self.note("open_container");
-        if self.k.container_ok {
-            Ok(())
-        } else {
-            Err(errno(libc::ENOENT))
+        if !self.k.container_ok {
+            return Err(OpenFailure::Container(errno(libc::ENOENT)));
         }
+        if self.k.api_version != b::VFIO_API_VERSION as i32 {
+            return Err(OpenFailure::ApiVersion(Some(self.k.api_version)));
+        }
+        if !self.k.type1v2 {
+            return Err(OpenFailure::NoType1v2);
+        }
+        Ok(())
     }
-    fn api_version(&self) -> io::Result<i32> {
-        Ok(self.k.api_version)
-    }
-    fn check_extension(&self, ext: u32) -> io::Result<bool> {
-        Ok(match ext {
-            b::VFIO_TYPE1v2_IOMMU => self.k.type1v2,
-            b::VFIO_TYPE1_IOMMU => self.k.type1,
-            _ => false,
-        })
-    }
-    fn open_group(&mut self, group: u32) -> io::Result<()> {
+    /// The steps of `VfioDevice::new`, each logged, stopping at the first failure.
+    fn open_device(&mut self, bdf: Bdf, group: u32) -> Result<DeviceInfo, OpenFailure> {
         self.note(format!("open_group {group}"));
-        if self.k.group_open_ok {
-            Ok(())
-        } else {
-            Err(errno(libc::ENOENT))
+        if !self.k.group_open_ok {
+            return Err(OpenFailure::OpenGroup(errno(libc::ENOENT)));
         }
-    }
-    fn group_viable(&self) -> io::Result<bool> {
-        Ok(self.k.viable)
-    }
-    fn set_container(&mut self) -> io::Result<()> {
-        self.note("set_container");
-        Ok(())
-    }
-    fn set_iommu(&mut self, iommu_type: u32) -> io::Result<()> {
-        self.note(format!("set_iommu {iommu_type}"));
-        Ok(())
-    }
-    fn open_device(&mut self, bdf: Bdf) -> io::Result<DeviceInfo> {
-        self.note(format!("open_device {bdf}"));
+        if !self.k.group_status_ok {
+            return Err(OpenFailure::GroupStatus(errno(libc::EFAULT)));
+        }
+        if !self.k.viable {
+            return Err(OpenFailure::GroupNotViable);
+        }
+        for (op, call) in [
+            ("VFIO_GROUP_SET_CONTAINER", "set_container".to_owned()),
+            (
+                "VFIO_SET_IOMMU",
+                format!("set_iommu {}", b::VFIO_TYPE1v2_IOMMU),
+            ),
+            ("VFIO_GROUP_GET_DEVICE_FD", format!("open_device {bdf}")),
+        ] {
+            if self.k.fail_step == Some(op) {
+                return Err(OpenFailure::Step {
+                    op,
+                    source: errno(libc::EBUSY),
+                });
+            }
+            self.note(call);
+        }
         Ok(DeviceInfo {
             flags: self.k.device_flags,
             num_regions: 9,
@@ -213,7 +219,7 @@ impl VfioSys for FakeSys {
             Ok(())
         }
     }
-    fn set_irq_eventfds(&self, index: u32, fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    fn set_irq_eventfds(&self, index: u32, fds: &[&EventFd]) -> io::Result<()> {
         self.note(format!("set_irqs {index} x{}", fds.len()));
         Ok(())
     }
@@ -324,7 +330,7 @@ fn container_errors() {
         matches!(
             e,
             Error::ApiVersion {
-                found: 1,
+                found: Some(1),
                 expected: 0
             }
         ),
@@ -332,25 +338,50 @@ fn container_errors() {
     );
     let e = open(Knobs {
         type1v2: false,
-        type1: false,
         ..Knobs::default()
     })
     .err()
     .unwrap();
     assert!(matches!(e, Error::NoType1Iommu), "{e}");
+    assert!(e.to_string().contains("TYPE1v2"), "{e}");
 }
 
 #[test]
-fn type1_is_accepted_when_type1v2_is_missing() {
-    let dev = open(Knobs {
-        type1v2: false,
+fn later_open_steps_name_the_failing_operation() {
+    for op in [
+        "VFIO_GROUP_SET_CONTAINER",
+        "VFIO_SET_IOMMU",
+        "VFIO_GROUP_GET_DEVICE_FD",
+    ] {
+        let e = open(Knobs {
+            fail_step: Some(op),
+            ..Knobs::default()
+        })
+        .err()
+        .unwrap();
+        assert!(
+            matches!(&e, Error::Sys { op: o, source, .. }
+                if *o == op && source.raw_os_error() == Some(libc::EBUSY)),
+            "{op}: {e}"
+        );
+        assert!(e.to_string().contains("0000:00:04.0"), "{e}");
+    }
+    let e = open(Knobs {
+        group_status_ok: false,
         ..Knobs::default()
     })
+    .err()
     .unwrap();
-    assert!(dev
-        .sys()
-        .calls()
-        .contains(&format!("set_iommu {}", b::VFIO_TYPE1_IOMMU)));
+    assert!(
+        matches!(
+            e,
+            Error::Sys {
+                op: "VFIO_GROUP_GET_STATUS",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
