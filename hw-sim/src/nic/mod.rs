@@ -28,7 +28,7 @@
 //!   packet carries a tag (`transport_tag`) naming a slot of the sending NIC's side table (a
 //!   bounded ring of [`SIDE_SLOTS`] [`TxPacket`]s). A delivery whose slot was overwritten is
 //!   dropped and counted in [`NicCounters::side_misses`]; it never decodes the wrong headers.
-//! - **Receive**: deliveries go to the owning shard's [`Engine::handle_packet`] with the trim
+//! - **Receive**: deliveries go to the owning shard's [`Engine::handle_tx_packet`] with the trim
 //!   and CE state the fabric left; untrimmed payloads have their checksum checked.
 //! - **Pacing**: the fabric serializes each NIC port at line rate. The NIC pulls packets from
 //!   the shards (in turn) only while its ports hold less than [`PUMP_BACKLOG_PKTS`] full
@@ -61,7 +61,7 @@ use setup::{add_engine, add_requester, qp_attrs};
 
 use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
-use mrc_firmware::datapath::AckGenConfig;
+use mrc_firmware::datapath::{AckGenConfig, TrimMark};
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::{
     CompletionKind, Engine, EngineConfig, EngineCounters, LocalBuf, Qp, QpState, RequesterCounters,
@@ -583,11 +583,16 @@ impl Nic {
             self.counters.unknown_qpn += 1;
             return;
         };
-        let mut repr = tx.to_repr();
-        repr.bth.dest_qp = slot;
-        repr.mrh.trimmed = trimmed;
+        // The engine's QPN is the slot in its shard (the wire carries the NIC-wide QPN).
+        let mut pkt = tx;
+        pkt.dest_qpn = slot;
+        let trim = if trimmed {
+            TrimMark::Trimmed
+        } else {
+            TrimMark::None
+        };
         let meta = RxMeta { payload_len, ce };
-        if let RxVerdict::Place { len, .. } = e.handle_packet(ns(now), &repr, meta) {
+        if let RxVerdict::Place { len, .. } = e.handle_tx_packet(ns(now), &pkt, trim, meta) {
             self.counters.placed_bytes += u64::from(len);
         }
         self.shard_ready[shard] = true;
