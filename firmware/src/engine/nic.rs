@@ -562,18 +562,7 @@ impl<
                 } else {
                     count!(self.counters.data_sent);
                 }
-                // Sending changes EV states only through served skip-once flags.
-                if qp.skips_pending()
-                    && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
-                {
-                    self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
-                }
-                if !had_deadline {
-                    let d = self
-                        .qp(slot as u32)
-                        .and_then(|q| q.req.as_ref()?.deadline_ns());
-                    self.sync_timer(slot, T_RETRY, d);
-                }
+                self.after_data_sent(slot, had_deadline);
                 self.tx_rr = slot;
                 return Some(p);
             }
@@ -603,6 +592,18 @@ impl<
             return false;
         }
         count!(self.counters.data_sent);
+        self.after_data_sent(slot, had_deadline);
+        true
+    }
+
+    /// Timer and EV-event bookkeeping after QP `slot` sent a data packet: sending changes EV
+    /// states only through served skip-once flags, and arms the retry timer only when none
+    /// was armed before (`had_deadline`).
+    #[inline]
+    fn after_data_sent(&mut self, slot: usize, had_deadline: bool) {
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
         if qp.skips_pending()
             && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
         {
@@ -614,7 +615,6 @@ impl<
                 .and_then(|q| q.req.as_ref()?.deadline_ns());
             self.sync_timer(slot, T_RETRY, d);
         }
-        true
     }
 
     fn probe_deadline(&self, slot: usize) -> Option<u64> {

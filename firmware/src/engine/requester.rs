@@ -234,6 +234,16 @@ fn segment_of(desc: &PacketDesc) -> Segment {
     }
 }
 
+/// The later of two send times kept as the low 32 bits of ns (compared modulo 2^32).
+#[inline]
+fn later_ns(a: u32, b: u32) -> u32 {
+    if (b.wrapping_sub(a) as i32) > 0 {
+        b
+    } else {
+        a
+    }
+}
+
 impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     const CAPACITY_OK: () = assert!(WIN >= 64 && SQ >= 1, "Requester needs WIN >= 64, SQ >= 1");
 
@@ -626,9 +636,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let (len, seq) = (u64::from(s.len), s.tx_seq);
         if (seq.wrapping_sub(self.max_acked_seq) as i32) > 0 {
             self.max_acked_seq = seq;
-            if (s.sent_ns.wrapping_sub(self.max_acked_sent_ns) as i32) > 0 {
-                self.max_acked_sent_ns = s.sent_ns;
-            }
+            self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, s.sent_ns);
         }
         if was_inflight {
             self.inflight_bytes = self.inflight_bytes.saturating_sub(len);
@@ -656,9 +664,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     acked += len;
                     if (s.tx_seq.wrapping_sub(max_seq) as i32) > 0 {
                         max_seq = s.tx_seq;
-                        if (s.sent_ns.wrapping_sub(max_sent) as i32) > 0 {
-                            max_sent = s.sent_ns;
-                        }
+                        max_sent = later_ns(max_sent, s.sent_ns);
                     }
                 }
             }
@@ -772,9 +778,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // a delivered transmission too, even when its PSN lies beyond the SACK bitmap.
         if rtt_ns > 0 {
             let echoed = (now_ns as u32).wrapping_sub(rtt_ns as u32);
-            if (echoed.wrapping_sub(self.max_acked_sent_ns) as i32) > 0 {
-                self.max_acked_sent_ns = echoed;
-            }
+            self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, echoed);
         }
         // Loss inference: holes below the highest SACKed PSN, old enough.
         if a.sack_bitmap != 0 {
