@@ -114,7 +114,7 @@ impl<'a> Recorder<'a> {
 fn sample(now: Time, world: &World) -> Sample {
     Sample {
         at: now,
-        acked_bytes: world.flow_results().iter().map(|f| f.acked_bytes).sum(),
+        acked_bytes: world.acked_bytes(),
         placed_bytes: world.placed_bytes(),
     }
 }
@@ -177,10 +177,11 @@ impl Observer for Recorder<'_> {
     }
 
     fn on_finish(&mut self, now: Time, world: &World) {
+        let s = sample(now, world);
         if let Some(p) = self.progress.as_deref_mut() {
-            p.update(now, sample(now, world).acked_bytes);
+            p.update(now, s.acked_bytes);
         }
-        self.series.samples.push(sample(now, world));
+        self.series.samples.push(s);
     }
 
     fn tap(&self) -> Tap {

@@ -310,24 +310,35 @@ impl World {
 
     /// Every flow (main, then background) and what became of it, by id.
     pub fn flow_results(&self) -> Vec<FlowResult> {
-        let mut out: Vec<FlowResult> = self.nics.iter().flat_map(|n| n.flow_results()).collect();
-        for n in &self.roce {
-            for r in n.flow_results() {
-                let Some(flow) = self.flows.get(r.id as usize) else {
-                    continue;
-                };
-                out.push(FlowResult {
-                    flow: *flow,
+        let mut out: Vec<FlowResult> = self.flow_results_unordered().collect();
+        out.sort_unstable_by_key(|f| f.flow.id);
+        out
+    }
+
+    /// Bytes acknowledged to the senders so far, every flow (no allocation: for samplers).
+    pub fn acked_bytes(&self) -> u64 {
+        self.flow_results_unordered().map(|f| f.acked_bytes).sum()
+    }
+
+    /// Every flow's result, NIC by NIC (RoCE results mapped onto the workload's flows).
+    fn flow_results_unordered(&self) -> impl Iterator<Item = FlowResult> + '_ {
+        let mrc = self.nics.iter().flat_map(|n| n.flow_results());
+        let roce = self
+            .roce
+            .iter()
+            .flat_map(|n| n.flow_results())
+            .filter_map(|r| {
+                let flow = *self.flows.get(r.id as usize)?;
+                Some(FlowResult {
+                    flow,
                     background: r.id >= self.main_flows,
                     released: r.released_at,
                     done: r.done_at,
                     acked_bytes: r.acked_bytes,
                     failed: r.failed,
-                });
-            }
-        }
-        out.sort_unstable_by_key(|f| f.flow.id);
-        out
+                })
+            });
+        mrc.chain(roce)
     }
 
     /// Payload bytes the receivers placed so far (all NICs).
