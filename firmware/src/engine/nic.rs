@@ -562,7 +562,10 @@ impl<
                 } else {
                     count!(self.counters.data_sent);
                 }
-                self.after_data_sent(slot, had_deadline);
+                // Sending changes EV states only through served skip-once flags.
+                let ev_changed = qp.skips_pending()
+                    && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+                self.after_data_sent(slot, ev_changed, had_deadline);
                 self.tx_rr = slot;
                 return Some(p);
             }
@@ -592,21 +595,18 @@ impl<
             return false;
         }
         count!(self.counters.data_sent);
-        self.after_data_sent(slot, had_deadline);
+        let ev_changed = qp.skips_pending()
+            && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+        self.after_data_sent(slot, ev_changed, had_deadline);
         true
     }
 
-    /// Timer and EV-event bookkeeping after QP `slot` sent a data packet: sending changes EV
-    /// states only through served skip-once flags, and arms the retry timer only when none
-    /// was armed before (`had_deadline`).
+    /// Timer bookkeeping after QP `slot` sent a data packet: the probe timer when its EV states
+    /// changed (`ev_changed`), the retry timer only when none was armed before
+    /// (`had_deadline`).
     #[inline]
-    fn after_data_sent(&mut self, slot: usize, had_deadline: bool) {
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
-            return;
-        };
-        if qp.skips_pending()
-            && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
-        {
+    fn after_data_sent(&mut self, slot: usize, ev_changed: bool, had_deadline: bool) {
+        if ev_changed {
             self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
         }
         if !had_deadline {
