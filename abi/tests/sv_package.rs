@@ -20,8 +20,10 @@ module pkg_user (
 endmodule
 "#;
 
-fn files() -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("mrc-sv-{}", std::process::id()));
+/// Writes the package and the user module into a directory of the calling test's own: the tests
+/// run in parallel, and a shared directory let one test rewrite a file another tool was reading.
+fn files(test: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("mrc-sv-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pkg = dir.join("mrc_abi_pkg.sv");
     std::fs::write(&pkg, mrc_abi::gen::systemverilog()).unwrap();
@@ -45,7 +47,7 @@ fn verilator_lints_the_package_clean() {
     if !common::tool_or_skip("verilator", &["--version"], "apt-get install verilator") {
         return;
     }
-    let (pkg, user) = files();
+    let (pkg, user) = files("verilator");
     run(Command::new("verilator")
         .args(["--lint-only", "-Wall", "--top-module", "pkg_user"])
         .arg(&pkg)
@@ -57,7 +59,7 @@ fn icarus_compiles_the_package() {
     if !common::tool_or_skip("iverilog", &["-V"], "apt-get install iverilog") {
         return;
     }
-    let (pkg, user) = files();
+    let (pkg, user) = files("icarus");
     let out = pkg.with_extension("vvp");
     run(Command::new("iverilog")
         .args(["-g2012", "-o"])
@@ -71,7 +73,7 @@ fn yosys_reads_the_package() {
     if !common::tool_or_skip("yosys", &["-V"], "apt-get install yosys") {
         return;
     }
-    let (pkg, user) = files();
+    let (pkg, user) = files("yosys");
     let script = format!(
         "read_verilog -sv {} {}; hierarchy -top pkg_user; proc",
         pkg.display(),
