@@ -601,7 +601,9 @@ fn surprise_removal_fails_every_object_without_hanging() {
         .is_gone());
     assert!(Controller::new(&c).unwrap_err().is_gone());
     assert!(c.device().query_device().unwrap_err().is_gone());
-    assert!(start.elapsed() < Duration::from_secs(1), "no hang");
+    // A hang would be a wait for some timeout per call (the admin timeout is 2 s); the bound is
+    // loose so a loaded machine cannot fail it.
+    assert!(start.elapsed() < Duration::from_secs(20), "no hang");
     // Dropping everything is fine too.
     drop((qp, cq, mr, pd));
 }
@@ -633,6 +635,6 @@ fn completion_channel_fires_on_armed_cq() {
         fence: false,
     }])
     .unwrap();
-    assert!(ch.wait(Duration::from_secs(1)).unwrap());
+    assert!(ch.wait(Duration::from_secs(10)).unwrap());
     assert_eq!(poll_n(cq, 1)[0].wr_id, 5);
 }

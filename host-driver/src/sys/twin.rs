@@ -542,7 +542,7 @@ mod tests {
         t.mmio_write64(0x48, a.iova().0).unwrap();
         t.mmio_write64(0x50, b.iova_at(100).unwrap().0).unwrap();
         t.mmio_write32(0x40, 13).unwrap();
-        assert_eq!(t.wait_interrupt(1, Duration::from_secs(1)).unwrap(), 1);
+        assert_eq!(t.wait_interrupt(1, Duration::from_secs(10)).unwrap(), 1);
         assert_eq!(t.wait_interrupt(1, Duration::from_millis(1)).unwrap(), 0);
         let mut out = [0u8; 13];
         b.read_slice(100, &mut out).unwrap();
