@@ -14,110 +14,50 @@ use std::time::Duration;
 
 use mrc_driver::api::connect::{exchange_client, exchange_server, ConnInfo};
 use mrc_driver::api::*;
-use mrc_driver::ctl::plan::Clos;
-use mrc_driver::ctl::{self, Controller, EvFormatSpec, NsccParams};
-use mrc_driver::device::DeviceConfig;
 use mrc_sim::nic_host::{ChannelConfig, FabricConfig, SimHost, SimNicConfig};
+use mrc_tests::hosts::{self, Endpoint, EvPlan, HostApp, Msg};
 
 const BUF: usize = 256 * 1024;
 const T: Duration = Duration::from_secs(5);
 
-/// One connection: a QP with its own send and receive CQs (QP first: it drops before them).
-struct Conn {
-    qp: QueuePair,
-    scq: CompletionQueue,
-    rcq: CompletionQueue,
-}
-
-/// One host: controller and application contexts on its NIC, one MR (source area first half,
-/// destination area second half), the controller's profiles, its connections.
+/// One host: the controller's and application's objects ([`HostApp`]), one MR (source area
+/// first half, destination area second half) and its connections.
 struct App {
-    conns: Vec<Conn>,
-    ctl: Controller,
-    ctx: Context,
-    pd: ProtectionDomain,
+    conns: Vec<Endpoint>,
+    host: HostApp,
     mr: MemoryRegion,
-    ev: u32,
-    cc: u32,
 }
 
 /// A new connection of `a` in INIT with the controller's profiles.
 fn add_conn(a: &mut App) -> usize {
-    let scq = a.ctx.create_cq(256, None).expect("send CQ");
-    let rcq = a.ctx.create_cq(256, None).expect("recv CQ");
-    let mut qp =
-        a.pd.create_qp(&QpInitAttr {
-            send_cq: &scq,
-            recv_cq: &rcq,
-            sq_depth: 64,
-            rq_depth: 64,
-            hint: QpHint {
-                bulk: true,
-                ..QpHint::default()
-            },
-        })
-        .expect("QP");
-    qp.modify_init(&InitAttr {
-        ev_profile: a.ev,
-        cc_profile: a.cc,
-    })
-    .expect("INIT");
-    a.conns.push(Conn { qp, scq, rcq });
+    a.conns.push(a.host.endpoint().expect("endpoint"));
     a.conns.len() - 1
 }
 
+/// Host `i` with one connection: EVs from the planner towards host `i + 1` of a 4-plane test
+/// Clos, 128 of them with 16 kept active.
 fn host_app(host: &SimHost, i: usize) -> App {
-    let nic = &host.nics()[i];
-    let c = Context::from_backend(nic.backend(), &DeviceConfig::default(), Role::Controller)
-        .expect("controller context");
-    let ctx = Context::from_device(c.device(), Role::Application);
-    let ctl = Controller::new(&c).expect("controller");
-    // The controller's part: an SRv6 EXPLICIT EV profile from the path planner, an NSCC
-    // profile.
-    let fmt = ctl
-        .create_ev_format_profile(&EvFormatSpec::srv6(0xfcbb_bb00))
-        .expect("format profile");
-    let clos = Clos {
-        planes: 4,
-        tiers: 2,
-        leaves: 8,
-        spines: 32,
-        pods: 0,
-        cores: 0,
-        hosts_per_leaf: 4,
-        block: 0xfcbb_bb00,
+    let clos = hosts::test_clos(4, 32);
+    let plan = EvPlan {
+        clos: &clos,
+        dst: (i as u32 + 1) % 32,
+        evs: 128,
+        min_active: 16,
     };
-    let evs = clos.plan(i as u32, (i as u32 + 1) % 32, 128).expect("plan");
-    let ev = ctl::install_plan(&ctl, fmt, &evs, 16).expect("EV profile");
-    let cc = ctl
-        .create_cc_profile(&NsccParams::default())
-        .expect("CC profile");
-    // The application's part.
-    let pd = ctx.alloc_pd().expect("PD");
-    let mr = pd.reg_mr(BUF, Access::ALL).expect("MR");
+    let h = hosts::host_app(host, i, &plan).unwrap_or_else(|e| panic!("host {i}: {e}"));
+    let mr = h.pd.reg_mr(BUF, Access::ALL).expect("MR");
     let mut a = App {
         conns: Vec::new(),
-        ctl,
-        ctx,
-        pd,
+        host: h,
         mr,
-        ev,
-        cc,
     };
     add_conn(&mut a);
     a
 }
 
 fn info(a: &App, c: usize) -> ConnInfo {
-    let qpn = a.conns[c].qp.qpn();
-    ConnInfo {
-        qpn,
-        psn: 0x00ff_ff00 + qpn,
-        rkey: a.mr.rkey(),
-        addr: a.mr.addr(),
-        len: BUF as u64,
-        gid: a.ctx.gid(),
-    }
+    let qp = &a.conns[c].qp;
+    a.host.conn_info(qp, &a.mr, 0x00ff_ff00 + qp.qpn())
 }
 
 /// Exchanges connection data between `server` and `client` over loopback TCP, as the OCP
@@ -134,24 +74,7 @@ fn exchange(server: (&App, usize), client: (&App, usize)) -> (ConnInfo, ConnInfo
 /// RTR with the peer's data (what it sends us) and RTS with our own first PSN.
 fn connect(a: &mut App, c: usize, peer: &ConnInfo) {
     let own = info(a, c).psn;
-    let qp = &mut a.conns[c].qp;
-    qp.modify_rtr(&RtrAttr {
-        dest_qpn: peer.qpn,
-        remote_addr: peer.gid,
-        rq_psn: peer.psn,
-        responder_mpr: 4,
-        max_wimm: 8,
-        dynamic_mpr: false,
-    })
-    .expect("RTR");
-    qp.modify_rts(&RtsAttr {
-        sq_psn: own,
-        requester_mpr: 4,
-        max_wimm: 8,
-        retry_count: 25,
-        ack_timeout_exp: 7,
-    })
-    .expect("RTS");
+    hosts::connect(&mut a.conns[c].qp, own, peer).expect("connect");
 }
 
 /// A seeded stream of 64-bit values.
@@ -165,22 +88,6 @@ impl Rng {
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
-    }
-}
-
-/// One message of a workload: local pieces, remote offset, immediate, signaled.
-#[derive(Clone, Debug)]
-struct Msg {
-    wr_id: u64,
-    pieces: Vec<(u64, u32)>,
-    remote_off: u64,
-    imm: Option<u32>,
-    signaled: bool,
-}
-
-impl Msg {
-    fn len(&self) -> u64 {
-        self.pieces.iter().map(|p| u64::from(p.1)).sum()
     }
 }
 
@@ -231,44 +138,12 @@ fn fill(mr: &MemoryRegion, seed: u64) -> Vec<u8> {
 /// Posts `msgs` on connection `c` of `a` to `peer` in batches of `batch` (one doorbell each).
 fn post(a: &mut App, c: usize, peer: &ConnInfo, msgs: &[Msg], batch: usize) {
     for chunk in msgs.chunks(batch) {
-        let sges: Vec<Vec<Sge>> = chunk
-            .iter()
-            .map(|m| {
-                m.pieces
-                    .iter()
-                    .map(|&(o, l)| a.mr.sge(o, l).expect("sge"))
-                    .collect()
-            })
-            .collect();
-        let wrs: Vec<SendWr> = chunk
-            .iter()
-            .zip(&sges)
-            .map(|(m, sg)| SendWr {
-                wr_id: m.wr_id,
-                op: m.imm.map_or(WriteOp::Write, WriteOp::WriteImm),
-                sg_list: sg,
-                remote_addr: peer.addr + m.remote_off,
-                rkey: peer.rkey,
-                signaled: m.signaled,
-                solicited: false,
-                fence: false,
-            })
-            .collect();
-        a.conns[c].qp.post_send(&wrs).expect("post_send");
+        hosts::post(&mut a.conns[c].qp, &a.mr, peer, chunk).expect("post");
     }
 }
 
 fn pre_post_recvs(b: &mut App, c: usize, msgs: &[Msg]) {
-    let recvs: Vec<RecvWr> = msgs
-        .iter()
-        .filter(|m| m.imm.is_some())
-        .map(|m| RecvWr {
-            wr_id: m.wr_id ^ 0xdead,
-        })
-        .collect();
-    for chunk in recvs.chunks(32) {
-        b.conns[c].qp.post_recv(chunk).expect("post_recv");
-    }
+    hosts::pre_post_recvs(&mut b.conns[c].qp, msgs).expect("pre-post receives");
 }
 
 fn poll_all(cq: &mut CompletionQueue, want: usize) -> Vec<WorkCompletion> {
@@ -308,7 +183,7 @@ fn check(seed: u64, from: (&mut App, usize), to: (&mut App, usize), msgs: &[Msg]
     );
     let imms: Vec<(u64, Option<u32>, u32)> = msgs
         .iter()
-        .filter_map(|m| m.imm.map(|i| (m.wr_id ^ 0xdead, Some(i), m.len() as u32)))
+        .filter_map(|m| m.imm.map(|i| (m.recv_wr_id(), Some(i), m.len() as u32)))
         .collect();
     let rc = poll_all(&mut to.conns[tc].rcq, imms.len());
     let got: Vec<(u64, Option<u32>, u32)> = rc
@@ -372,7 +247,7 @@ fn lossy(seed: u64) -> FabricConfig {
 
 fn port_events(a: &App) -> (usize, usize) {
     let (mut down, mut up) = (0, 0);
-    while let Some(e) = a.ctl.poll_event().expect("event") {
+    while let Some(e) = a.host.ctl.poll_event().expect("event") {
         match e.event {
             Event::PortDown { .. } => down += 1,
             Event::PortUp { .. } => up += 1,

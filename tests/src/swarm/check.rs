@@ -94,7 +94,7 @@ impl Progress {
                     return Err(format!("an extra receive completion {w:?}"));
                 };
                 let want = &c.msgs[m];
-                let exp = (want.wr_id ^ 0xdead, want.imm, want.len() as u32);
+                let exp = (want.recv_wr_id(), want.imm, want.len() as u32);
                 if w.status != CqeStatus::Success || w.opcode != CqeOpcode::RecvWriteImm {
                     return Err(format!("receive completion of message {m} failed: {w:?}"));
                 }

@@ -7,25 +7,7 @@
 use mrc_sim::nic_host::ChannelConfig;
 
 use super::rng::Rng;
-
-/// One message of a workload: local pieces (offset in the sender's source region, length),
-/// offset in the receiver's region, immediate, signaled.
-#[derive(Clone, Debug)]
-pub struct Msg {
-    pub wr_id: u64,
-    pub pieces: Vec<(u64, u32)>,
-    pub remote_off: u64,
-    pub imm: Option<u32>,
-    pub signaled: bool,
-}
-
-impl Msg {
-    /// Payload bytes (at least 1).
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(&self) -> u64 {
-        self.pieces.iter().map(|p| u64::from(p.1)).sum()
-    }
-}
+pub use crate::hosts::Msg;
 
 /// One connection: host `from` writes `msgs` to host `to` in batches of `batch` WRs (one
 /// doorbell each), one batch every `every` ticks from tick `start`.
