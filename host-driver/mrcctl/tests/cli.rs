@@ -1,23 +1,8 @@
 //! Runs the mrcctl binary: error cases exit 2 with a message naming the address; the simulator
 //! answers every command; `--json` prints only JSON.
 
-use std::process::{Command, Output};
-
-fn mrcctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mrcctl"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(
-        o.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("stdout is only JSON")
-}
+mod common;
+use common::{json, mrcctl};
 
 #[test]
 fn malformed_address_exits_2_naming_it() {

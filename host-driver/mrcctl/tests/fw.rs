@@ -2,19 +2,13 @@
 //! image unchanged; a good image commits, boots on trial after a reset and stays once confirmed.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+use common::{json, mrcctl};
 
 use mrc_fw_update::pack::{pack_image, ImageMeta};
 use mrc_fw_update::test_key;
 
 const V2: u32 = 0x0200_0000;
-
-fn mrcctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mrcctl"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// An image file in the test's own temp dir.
 fn write(name: &str, bytes: &[u8]) -> PathBuf {
@@ -28,15 +22,6 @@ fn write(name: &str, bytes: &[u8]) -> PathBuf {
 fn image(abi: u16) -> Vec<u8> {
     let body: Vec<u8> = (0..50_000u32).map(|i| (i * 13 + 5) as u8).collect();
     pack_image(&body, &ImageMeta::new(V2, abi), &test_key::SEED)
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(
-        o.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("stdout is only JSON")
 }
 
 #[test]
