@@ -217,24 +217,7 @@ impl World {
 
     /// Gathers the local bytes, places them at the responder and completes its receive.
     fn execute_write(&mut self, i: usize, q: &Qp, r: &SendRequest, now: u64) -> Result<(), Fault> {
-        let src = &self.nics[i];
-        let mut data = Vec::new();
-        for s in &r.sges {
-            let mr = src
-                .mrs
-                .get(&s.lkey.get())
-                .filter(|m| m.pd == q.pd)
-                .ok_or((CqeStatus::LocalProtection, s.lkey.get()))?;
-            let len = s.len.get();
-            let iova = mr
-                .translate(s.addr.get(), u64::from(len))
-                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
-            let at = data.len();
-            data.resize(at + len as usize, 0);
-            src.dev
-                .dma_read(Iova(iova), &mut data[at..])
-                .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
-        }
+        let data = self.nics[i].gather(q, r)?;
         let Some(d) = self.nics.iter().position(|n| n.gid == q.remote_addr) else {
             // Nobody answers at that address: the requester retries until it gives up.
             return Err((CqeStatus::RetryExceeded, 0));

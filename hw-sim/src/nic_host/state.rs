@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use mrc_abi::device::admin::body::{CcProfile, EvFormatProfile};
 use mrc_abi::device::admin::{EvProfileKind, EvProfileState, QpState};
-use mrc_abi::device::cqe::{expected_owner, Completion};
+use mrc_abi::device::cqe::{expected_owner, Completion, CqeStatus};
 use mrc_abi::device::event::{CqErrorReason, Event};
 use mrc_abi::device::regs::{control, defaults, DeviceParams};
 use mrc_abi::device::EvState;
@@ -196,6 +196,34 @@ impl NicState {
         self.reg_w(DEV_STATUS, mrc_abi::device::regs::status::READY);
         let c = self.reg(DEV_CONTROL);
         self.reg_w(DEV_CONTROL, c & !control::RESET);
+    }
+
+    /// The local bytes of send request `r` of QP `q`, gathered from its SGEs by DMA after
+    /// checking each against the NIC's MRs; on a fault the requester's CQE status and syndrome
+    /// (the lkey).
+    pub fn gather(
+        &self,
+        q: &Qp,
+        r: &mrc_abi::device::wqe::SendRequest,
+    ) -> Result<Vec<u8>, (CqeStatus, u32)> {
+        let mut data = Vec::new();
+        for s in &r.sges {
+            let mr = self
+                .mrs
+                .get(&s.lkey.get())
+                .filter(|m| m.pd == q.pd)
+                .ok_or((CqeStatus::LocalProtection, s.lkey.get()))?;
+            let len = s.len.get();
+            let iova = mr
+                .translate(s.addr.get(), u64::from(len))
+                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
+            let at = data.len();
+            data.resize(at + len as usize, 0);
+            self.dev
+                .dma_read(Iova(iova), &mut data[at..])
+                .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
+        }
+        Ok(data)
     }
 
     pub fn dev_vectors(&self) -> u32 {

@@ -107,7 +107,7 @@ impl World {
                 .and_then(|w| w.decode().ok());
             let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
             let gathered = match &req {
-                Some(r) => self.gather(i, &q, r),
+                Some(r) => self.nics[i].gather(&q, r),
                 None => Err((CqeStatus::LocalQpOperation, 0)),
             };
             let (r, data) = match (req, gathered) {
@@ -220,33 +220,5 @@ impl World {
             }
             ne.failed.push(qpn);
         }
-    }
-
-    /// The local bytes of a send WQE, checked against NIC `i`'s MRs.
-    fn gather(
-        &self,
-        i: usize,
-        q: &super::super::state::Qp,
-        r: &mrc_abi::device::wqe::SendRequest,
-    ) -> Result<Vec<u8>, (CqeStatus, u32)> {
-        let src = &self.nics[i];
-        let mut data = Vec::new();
-        for s in &r.sges {
-            let mr = src
-                .mrs
-                .get(&s.lkey.get())
-                .filter(|m| m.pd == q.pd)
-                .ok_or((CqeStatus::LocalProtection, s.lkey.get()))?;
-            let len = s.len.get();
-            let iova = mr
-                .translate(s.addr.get(), u64::from(len))
-                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
-            let at = data.len();
-            data.resize(at + len as usize, 0);
-            src.dev
-                .dma_read(Iova(iova), &mut data[at..])
-                .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
-        }
-        Ok(data)
     }
 }
