@@ -245,6 +245,10 @@ pub struct EvCounters {
 struct Ev {
     state: EvState,
     plane: u8,
+    /// Deliveries (and trims) not yet fed to `sprt`: they only lower its ratio, so they are
+    /// fed in one step ([`Sprt::observe_each_delivered`]) before the next loss or batch is
+    /// (`u16`: it fits beside `plane`, the entry stays 80 bytes).
+    sprt_pending: u16,
     ecn_q16: u32,
     rtt_avg_ns: u64,
     sprt: Sprt,

@@ -61,6 +61,7 @@ impl<const N: usize> EvTable<N> {
             ecn_q16: 0,
             rtt_avg_ns: 0,
             sprt: Sprt::default(),
+            sprt_pending: 0,
             delivered: 0,
             lost: 0,
             trimmed: 0,
@@ -206,7 +207,13 @@ impl<const N: usize> EvTable<N> {
                 ewma_q16(e.rtt_avg_ns, fb.rtt_ns, self.cfg.rtt_gain_q16)
             };
         }
-        let verdict = e.sprt.observe(&self.sprt, fb.delivered, 0);
+        // A batch of 0 changes nothing (the ratio is always strictly between the bounds).
+        let verdict = if fb.delivered == 0 {
+            SprtVerdict::Continue
+        } else {
+            e.sync_sprt(&self.sprt);
+            e.sprt.observe(&self.sprt, fb.delivered, 0)
+        };
         let (state, ecn) = (e.state, e.ecn_q16);
         if verdict == SprtVerdict::Gray {
             self.retire_gray(i, now_ns);
@@ -229,7 +236,7 @@ impl<const N: usize> EvTable<N> {
         let i = self.index(ev)?;
         let e = &mut self.evs[i];
         e.delivered = e.delivered.saturating_add(1);
-        let _ = e.sprt.observe(&self.sprt, 1, 0);
+        e.note_sprt_delivery(&self.sprt);
         Ok(())
     }
 
@@ -242,7 +249,7 @@ impl<const N: usize> EvTable<N> {
         let e = &mut self.evs[i];
         e.trimmed = e.trimmed.saturating_add(1);
         // A trimmed header reached the receiver: a delivery for the gray-loss test.
-        let _ = e.sprt.observe(&self.sprt, 1, 0);
+        e.note_sprt_delivery(&self.sprt);
         Ok(())
     }
 
@@ -254,6 +261,7 @@ impl<const N: usize> EvTable<N> {
         let i = self.index(ev)?;
         let e = &mut self.evs[i];
         e.lost = e.lost.saturating_add(1);
+        e.sync_sprt(&self.sprt);
         let verdict = e.sprt.observe(&self.sprt, 0, 1);
         let state = e.state;
         if !matches!(state, EvState::Good | EvState::Skip) {
@@ -413,6 +421,7 @@ impl<const N: usize> EvTable<N> {
             return Ok(());
         }
         e.sprt.reset();
+        e.sprt_pending = 0;
         e.ecn_q16 = 0;
         e.probe_interval_ns = self.cfg.probe_base_ns;
         e.next_probe_ns = now_ns;
@@ -579,5 +588,23 @@ impl<const N: usize> EvTable<N> {
         if self.events.push_back(event).is_err() {
             self.counters.events_dropped += 1;
         }
+    }
+}
+
+impl Ev {
+    /// One delivery for the gray-loss test, fed later with the others (see `sprt_pending`).
+    #[inline]
+    fn note_sprt_delivery(&mut self, cfg: &SprtConfig) {
+        self.sprt_pending += 1;
+        if self.sprt_pending == u16::MAX {
+            self.sync_sprt(cfg);
+        }
+    }
+
+    /// Feed the pending deliveries to the gray-loss test, one at a time (in O(1)).
+    fn sync_sprt(&mut self, cfg: &SprtConfig) {
+        self.sprt
+            .observe_each_delivered(cfg, u64::from(self.sprt_pending));
+        self.sprt_pending = 0;
     }
 }
