@@ -77,6 +77,9 @@ impl<const N: usize> EvTable<N> {
             bad: EvMask::default(),
             probe_best: None,
             good_per_plane: [0; MAX_PLANES],
+            qp_outcomes: 0,
+            qp_losses: 0,
+            baseline_shift: 0,
             active: cfg.evs,
             planes_down: 0,
             next_probe_id: 0,
@@ -196,6 +199,7 @@ impl<const N: usize> EvTable<N> {
     /// [`EvError::BadEv`] (counted).
     pub fn handle_ack(&mut self, ev: u16, now_ns: u64, fb: AckFeedback) -> Result<(), EvError> {
         let i = self.index(ev)?;
+        self.qp_outcomes = self.qp_outcomes.saturating_add(u64::from(fb.delivered));
         let e = &mut self.evs[i];
         e.delivered = e.delivered.saturating_add(u64::from(fb.delivered));
         let sample = if fb.ecn_marked { u64::from(Q16_ONE) } else { 0 };
@@ -234,6 +238,7 @@ impl<const N: usize> EvTable<N> {
     #[inline]
     pub fn handle_delivery(&mut self, ev: u16) -> Result<(), EvError> {
         let i = self.index(ev)?;
+        self.qp_outcomes += 1;
         let e = &mut self.evs[i];
         e.delivered = e.delivered.saturating_add(1);
         e.note_sprt_delivery(&self.sprt);
@@ -246,6 +251,7 @@ impl<const N: usize> EvTable<N> {
     /// [`EvError::BadEv`] (counted).
     pub fn handle_trim(&mut self, ev: u16) -> Result<(), EvError> {
         let i = self.index(ev)?;
+        self.qp_outcomes = self.qp_outcomes.saturating_add(1);
         let e = &mut self.evs[i];
         e.trimmed = e.trimmed.saturating_add(1);
         // A trimmed header reached the receiver: a delivery for the gray-loss test.
@@ -255,10 +261,25 @@ impl<const N: usize> EvTable<N> {
 
     /// A packet sent on `ev` was lost without being trimmed.
     ///
+    /// The gray-loss test judges the EV against the **QP's own loss rate** `q` (over about the
+    /// last [`BASELINE_WINDOW`] outcomes of all its EVs): its H0 is `p0 << k`, the smallest
+    /// such rate at or above `q` (at most 1/8), and its H1 `max(p1, 4 * H0)`. While the QP
+    /// loses no more than `p0` this is the configured test; when loss is spread over all EVs
+    /// (uniform random loss, a lossy shared link) an EV losing at the QP's rate is not gray,
+    /// and only one losing about 4x more than the rest is. Without this, 1 % uniform loss
+    /// (p1 = 1 %) gray-retired EV after EV to the 10 ms probe cap until `min_active` held the
+    /// rest (`engine_cost`: 2,093 gray retirements, 64 of 256 EVs left). The rate includes
+    /// the judged EV: with MRC's 128-256 EVs per QP one gray EV barely moves it. Immediate
+    /// retirement on an untrimmed loss (MRC, `immediate_retire`) is unchanged: a dead or
+    /// blackholed EV still leaves at its first loss.
+    ///
     /// # Errors
     /// [`EvError::BadEv`] (counted).
     pub fn handle_loss(&mut self, ev: u16, now_ns: u64) -> Result<(), EvError> {
         let i = self.index(ev)?;
+        self.qp_outcomes = self.qp_outcomes.saturating_add(1);
+        self.qp_losses = self.qp_losses.saturating_add(1);
+        self.update_baseline();
         let e = &mut self.evs[i];
         e.lost = e.lost.saturating_add(1);
         e.sync_sprt(&self.sprt);
@@ -436,6 +457,50 @@ impl<const N: usize> EvTable<N> {
     }
 
     // ---- internals ----
+
+    /// Re-derive the gray-loss test's H0 from the QP-wide loss rate (see
+    /// [`Self::handle_loss`]); on a change every EV's pending deliveries are first fed with
+    /// the test they arrived under.
+    fn update_baseline(&mut self) {
+        while self.qp_outcomes > 2 * BASELINE_WINDOW {
+            self.qp_outcomes /= 2;
+            self.qp_losses /= 2;
+        }
+        let p = self.cfg.sprt;
+        let mut k = 0u8;
+        if self.qp_outcomes >= BASELINE_WINDOW / 4 {
+            // q in ppm; outcomes <= 2 * BASELINE_WINDOW, so no overflow.
+            let q = self.qp_losses.min(self.qp_outcomes) * u64::from(PPM) / self.qp_outcomes;
+            while k < 20
+                && (u64::from(p.p0_ppm) << k) < q
+                && (u64::from(p.p0_ppm) << (k + 1)) <= u64::from(PPM / 8)
+            {
+                k += 1;
+            }
+        }
+        if k == self.baseline_shift {
+            return;
+        }
+        let old = self.sprt;
+        for e in self.evs.iter_mut() {
+            e.sync_sprt(&old);
+        }
+        let p0 = p.p0_ppm << k;
+        let params = SprtParams {
+            p0_ppm: p0,
+            p1_ppm: if k == 0 {
+                p.p1_ppm
+            } else {
+                p.p1_ppm.max(4 * p0)
+            },
+            ..p
+        };
+        // Valid: 0 < p0 <= PPM / 8 < p1 <= PPM / 2 for k > 0; k == 0 is the configured test.
+        if let Ok(c) = SprtConfig::new(params) {
+            self.sprt = c;
+            self.baseline_shift = k;
+        }
+    }
 
     fn get(&self, ev: u16) -> Option<&Ev> {
         if ev < self.cfg.evs {
