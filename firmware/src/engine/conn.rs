@@ -283,7 +283,7 @@ impl<
     /// [`Self::poll_data`] for the common packet (the requester's next new packet, see
     /// `Requester::send_new_fast`), written into `out`; `false`, having changed nothing,
     /// otherwise.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll_new_fast(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
         // (a pick that fails is counted by the sprayer: leave that to `poll_data`)
         if !self.sprayer.has_usable() {

@@ -467,7 +467,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// work request being sent, with nothing waiting for retransmission, window, CC and
     /// immediate room, on the EV `pick` gives. Same effect as that pair, without building
     /// the candidate.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send_new_fast(
         &mut self,
         cc: &Cc,
