@@ -11,7 +11,7 @@ use crate::engine::cc::{Cc, Controller, FixedWindow};
 use crate::engine::ev_state::{EvConfig, EvError, EvEvent, EvState, EvTable, MAX_PLANES};
 use crate::engine::packet::{CompletionError, TxBody, TxPacket};
 use crate::engine::qp::{InitParams, QpState};
-use crate::engine::requester::{FastTx, NewTx, Requester, Stall};
+use crate::engine::requester::{DataHdr, FastTx, NewTx, Requester, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::timer_wheel::TimerHandle;
 
@@ -300,6 +300,34 @@ impl<
             }
             FastTx::NoEv | FastTx::Fallback => false,
         }
+    }
+
+    /// [`Self::poll_new_fast`] repeated into `out` (see `Requester::send_new_run`): a run of
+    /// new packets of one work request, ending after a packet that served a sprayer skip-once
+    /// flag (the caller syncs the EV states before the next pick, as per packet). Returns the
+    /// packets sent and whether another run may follow.
+    #[inline]
+    pub(crate) fn poll_new_run(&mut self, now_ns: u64, out: &mut [TxPacket]) -> (usize, bool) {
+        if !self.sprayer.has_usable() {
+            return (0, false);
+        }
+        let Some(req) = self.req.as_mut() else {
+            return (0, false);
+        };
+        let hdr = DataHdr {
+            src_qpn: self.qpn,
+            dest_qpn: self.dest_qpn,
+            ev_format: self.ev_format,
+            value_base: self.value_base,
+        };
+        req.send_new_run(
+            &self.cc,
+            now_ns,
+            &hdr,
+            out,
+            &mut self.sprayer,
+            self.skips_seen,
+        )
     }
 
     /// The next data packet (retransmission first), if the window, CC and EVs allow.

@@ -587,17 +587,12 @@ impl<
         let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
             return (0, false);
         };
-        let (mut k, mut more) = (0usize, true);
-        for p in out.iter_mut() {
-            if !qp.poll_new_fast(now_ns, p) {
-                more = false;
-                break;
-            }
-            k += 1;
-            if !had_deadline || qp.skips_pending() {
-                break;
-            }
-        }
+        let out = if had_deadline {
+            out
+        } else {
+            out.get_mut(..1).unwrap_or_default()
+        };
+        let (k, more) = qp.poll_new_run(now_ns, out);
         if k == 0 {
             return (0, false);
         }

@@ -26,14 +26,16 @@
 //! - **Completions** come from the head of the send queue only, so they are in posting order;
 //!   in ERROR every remaining WQE completes with an error (the first with the cause).
 
-use mrc_abi::wire::{AckRepr, NackReason, NackRepr, Segment};
+use mrc_abi::wire::{AckRepr, EvFormat, EvxRepr, NackReason, NackRepr, RethRepr, Segment};
 use mrc_abi::Psn;
 
 use crate::datapath::segmenter::{PacketDesc, WriteRequest};
-use crate::datapath::sprayer::EvPick;
+use crate::datapath::sprayer::{EvPick, Sprayer};
 use crate::engine::cc::{Cc, Controller};
 use crate::engine::ev_state::{AckFeedback, EvTable};
-use crate::engine::packet::{Completion, CompletionError, CompletionKind, LocalBuf, SendWr};
+use crate::engine::packet::{
+    Completion, CompletionError, CompletionKind, LocalBuf, SendWr, TxBody, TxPacket,
+};
 use crate::engine::qp::{QpError, RtsParams};
 use crate::engine::retry::{RetryDecision, RetryState};
 use crate::engine::ring::Ring;
@@ -162,6 +164,15 @@ pub(crate) struct NewTx {
     pub local: LocalBuf,
     pub ack_req: bool,
     pub ev: EvPick,
+}
+
+/// The header fields of a QP's data packets that come from the QP, not the requester.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DataHdr {
+    pub src_qpn: u32,
+    pub dest_qpn: u32,
+    pub ev_format: EvFormat,
+    pub value_base: u32,
 }
 
 /// What [`Requester::send_new_fast`] did.
@@ -552,6 +563,141 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.retry.arm(now_ns);
         self.arm_tlp(now_ns);
         FastTx::Sent(tx)
+    }
+
+    /// [`Self::send_new_fast`] repeated on the work request being sent: up to `out.len()`
+    /// new packets, written straight into `out` as descriptors with the header `hdr`. The
+    /// work request, the error state and the retransmission queue are checked once (nothing
+    /// in a run changes them); window and CC room, and the EV, are checked per packet; the
+    /// retry and tail-probe timers are armed once at the end (with the same `now_ns` that
+    /// gives what arming per packet gives). `sprayer` picks each packet's EV; the run ends
+    /// after a pick that served a skip-once flag (the sprayer's skip count is no longer
+    /// `skips_seen`). Returns the packets sent and whether the run ended for a reason
+    /// other than the fast path having nothing (`out` full, the work request done, `pick`
+    /// said so): then another run may follow. The packets and every effect are those of as
+    /// many `send_new_fast` calls.
+    #[inline(always)]
+    pub(crate) fn send_new_run<const E: usize, const P: usize>(
+        &mut self,
+        cc: &Cc,
+        now_ns: u64,
+        hdr: &DataHdr,
+        out: &mut [TxPacket],
+        sprayer: &mut Sprayer<E, P>,
+        skips_seen: u64,
+    ) -> (usize, bool) {
+        if self.in_error || !self.retx.is_empty() {
+            return (0, false);
+        }
+        let Some(&w) = self.sq.get(self.send_idx) else {
+            return (0, false);
+        };
+        let Ok(mut index) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
+            return (0, false);
+        };
+        if index == 0 && w.wr.imm.is_some() {
+            // (a new Write-with-Immediate checks `max_wimm` in `peek`)
+            return (0, false);
+        }
+        let (mut k, mut more) = (0usize, true);
+        for p in out.iter_mut() {
+            if index >= w.npkts
+                || !cc.can_send(self.inflight_bytes)
+                || self.nxt.distance_from(self.una) as u32 >= self.mpr_psns
+            {
+                more = false;
+                break;
+            }
+            let Some(offset) = index.checked_mul(self.mtu) else {
+                more = false;
+                break;
+            };
+            let Some(rest) = w.wr.len.checked_sub(offset) else {
+                more = false;
+                break;
+            };
+            let Some(remote_va) = w.wr.remote_va.checked_add(u64::from(offset)) else {
+                more = false;
+                break;
+            };
+            let Some(ev) = sprayer.next_ev() else {
+                more = false;
+                break;
+            };
+            let last = index + 1 >= w.npkts;
+            let segment = if w.npkts <= 1 {
+                Segment::Only { imm: w.wr.imm }
+            } else if index == 0 {
+                Segment::First
+            } else if last {
+                Segment::Last { imm: w.wr.imm }
+            } else {
+                Segment::Middle
+            };
+            let payload_len = rest.min(self.mtu);
+            let psn = self.nxt;
+            *p = TxPacket {
+                src_qpn: hdr.src_qpn,
+                dest_qpn: hdr.dest_qpn,
+                psn,
+                msn: w.msn,
+                ev_format: hdr.ev_format,
+                evx: EvxRepr {
+                    ev_index: ev.index,
+                    plane: ev.plane,
+                    ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
+                },
+                tx_ts_ns: now_ns as u32,
+                echo_ts_ns: 0,
+                retransmit: false,
+                // The last packet of a message asks for an immediate ACK.
+                ack_req: last,
+                body: TxBody::Write {
+                    segment,
+                    reth: RethRepr {
+                        va: remote_va,
+                        rkey: w.wr.rkey,
+                        dma_len: payload_len,
+                    },
+                    local: LocalBuf {
+                        handle: w.wr.local.handle,
+                        offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+                    },
+                },
+            };
+            // `commit` for a new transmission that is not the start of a Write-with-Immediate.
+            self.tx_seq = self.tx_seq.wrapping_add(1);
+            self.nxt = self.nxt.add(1);
+            // payload_len <= mtu <= u16::MAX
+            let len = payload_len.min(u32::from(u16::MAX)) as u16;
+            let tx_seq = self.tx_seq;
+            if let Some(s) = self.slot_mut(psn) {
+                *s = TxSlot {
+                    tx_seq,
+                    sent_ns: now_ns as u32,
+                    ev: ev.index,
+                    len,
+                    plane: ev.plane,
+                    flags: F_INFLIGHT,
+                };
+            }
+            self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+            k += 1;
+            index += 1;
+            if last {
+                self.send_idx += 1;
+                break;
+            }
+            if sprayer.counters().skips != skips_seen {
+                break;
+            }
+        }
+        if k > 0 {
+            self.counters.data_sent += k as u64;
+            self.retry.arm(now_ns);
+            self.arm_tlp(now_ns);
+        }
+        (k, more)
     }
 
     /// The first retransmission still wanted; entries acknowledged meanwhile are dropped.
