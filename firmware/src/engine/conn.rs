@@ -160,6 +160,13 @@ impl<
         self.sprayer.counters().skips != self.skips_seen
     }
 
+    /// Whether [`Self::sync_ev`] has anything to do (served skips or queued EV events); when
+    /// not, it would return `false` having changed nothing.
+    #[inline]
+    pub(crate) fn ev_sync_pending(&self) -> bool {
+        self.skips_pending() || self.ev.has_events()
+    }
+
     /// Apply queued EV state changes to the sprayer, pass them on, rebalance planes.
     #[inline(never)]
     pub(crate) fn sync_ev(

@@ -168,7 +168,10 @@ impl<
     /// touches the EV table).
     fn rx_sync_ev(&mut self, slot: usize) {
         if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
-            if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
+            // (most packets change no EV state: skip the call then)
+            if qp.ev_sync_pending()
+                && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
+            {
                 self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
             }
         }

@@ -9,7 +9,7 @@
 //! every drop is counted by cause.
 
 use crate::engine::packet::TxPacket;
-use crate::engine::rng::Rng;
+use crate::engine::rng::{ppm_threshold, PpmThreshold, Rng};
 
 /// Side array for reordered packets.
 const LATE: usize = 32;
@@ -179,6 +179,8 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     late_len: usize,
     /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
     popped_late: Option<(TxPacket, Meta<PB>)>,
+    /// [`ppm_threshold`] of `cfg.loss_ppm`.
+    loss_threshold: PpmThreshold,
     /// Only loss and latency are configured (no blackhole, outage, trim, CE, duplication or
     /// reordering): [`Channel::send`] and [`Channel::pop_due_ref`] take their short paths.
     simple: bool,
@@ -197,6 +199,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             && cfg.reorder_ppm == 0;
         Channel {
             simple,
+            loss_threshold: ppm_threshold(cfg.loss_ppm),
             cfg,
             rng: Rng::new(seed),
             pkts: [TxPacket::FILL; CAP],
@@ -234,6 +237,12 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         ppm != 0 && self.rng.chance_ppm(ppm)
     }
 
+    /// `chance(loss_ppm)` with the threshold precomputed (the same draw and result).
+    #[inline]
+    fn lost(&mut self) -> bool {
+        self.cfg.loss_ppm != 0 && self.rng.chance_threshold(self.loss_threshold)
+    }
+
     /// Send `pkt` to NIC `to` at `now_ns`; `payload` holds its bytes when `PB > 0`.
     #[inline]
     pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
@@ -241,7 +250,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if self.simple {
             // The general path below with every check but loss switched off (the same random
             // draws, so the same run).
-            if self.chance(self.cfg.loss_ppm) {
+            if self.lost() {
                 self.counters.lost += 1;
                 return;
             }
@@ -257,7 +266,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.plane_dropped += 1;
             return;
         }
-        if self.chance(self.cfg.loss_ppm) {
+        if self.lost() {
             self.counters.lost += 1;
             return;
         }
@@ -315,7 +324,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         // `send` on the short path: the same counters and random draw.
         self.counters.sent += 1;
-        if self.chance(self.cfg.loss_ppm) {
+        if self.lost() {
             self.counters.lost += 1;
             return true;
         }
@@ -352,11 +361,11 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         };
         let n = fill(slots).min(room);
         let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+        self.counters.sent += n as u64;
         // Keep the packets not lost, in order, from slot `i` on.
         let mut w = i;
         for k in i..i + n {
-            self.counters.sent += 1;
-            if self.chance(self.cfg.loss_ppm) {
+            if self.lost() {
                 self.counters.lost += 1;
                 continue;
             }

@@ -139,6 +139,12 @@ impl<const N: usize> EvTable<N> {
         })
     }
 
+    /// Whether a state change waits for [`Self::poll_event`].
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// The next state change, oldest first.
     pub fn poll_event(&mut self) -> Option<EvEvent> {
         self.events.pop_front()
