@@ -765,9 +765,15 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.arm_tlp(now_ns);
     }
 
-    /// `psn` is acknowledged; credits the delivery to the EV it last left on. Returns the
-    /// bytes newly acknowledged (0 when it already was).
-    fn mark_acked<const E: usize>(&mut self, psn: Psn, evs: &mut EvTable<E>) -> u64 {
+    /// `psn` is acknowledged; credits the delivery to the EV it last left on (counted in
+    /// `credits`, for `EvTable::note_qp_deliveries`). Returns the bytes newly acknowledged (0
+    /// when it already was).
+    fn mark_acked<const E: usize>(
+        &mut self,
+        psn: Psn,
+        evs: &mut EvTable<E>,
+        credits: &mut u64,
+    ) -> u64 {
         let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) else {
             return 0;
         };
@@ -775,7 +781,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             return 0;
         }
         if s.flags & F_INFLIGHT != 0 {
-            let _ = evs.handle_delivery(s.ev);
+            let _ = evs.credit_delivery(s.ev);
+            *credits += 1;
         }
         let was_inflight = s.flags & F_INFLIGHT != 0;
         s.flags = F_ACKED;
@@ -793,7 +800,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// [`Self::mark_acked`] for every PSN of `[una, cum)`, then `una = cum` (`cum` is within
     /// `[una, nxt]`): one pass with the sequence and byte totals kept in registers. Returns the
     /// bytes newly acknowledged.
-    fn ack_through<const E: usize>(&mut self, cum: Psn, evs: &mut EvTable<E>) -> u64 {
+    fn ack_through<const E: usize>(
+        &mut self,
+        cum: Psn,
+        evs: &mut EvTable<E>,
+        credits: &mut u64,
+    ) -> u64 {
         let n = cum.distance_from(self.una).max(0) as u32;
         let (mut psn, mut max_seq) = (self.una, self.max_acked_seq);
         let mut max_sent = self.max_acked_sent_ns;
@@ -803,8 +815,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 if s.flags & F_ACKED == 0 {
                     let len = u64::from(s.len);
                     if s.flags & F_INFLIGHT != 0 {
-                        let _ = evs.handle_delivery(s.ev);
+                        let _ = evs.credit_delivery(s.ev);
                         freed += len;
+                        *credits += 1;
                     }
                     s.flags = F_ACKED;
                     acked += len;
@@ -888,11 +901,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     ) -> bool {
         self.counters.acks += 1;
         let mut acked_bytes = 0u64;
+        let mut credits = 0u64;
         let start = self.una;
         let cum_ok =
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
-            acked_bytes += self.ack_through(a.cum_psn, ev);
+            acked_bytes += self.ack_through(a.cum_psn, ev, &mut credits);
         } else {
             self.counters.acks_stale += 1;
         }
@@ -917,7 +931,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             bits &= bits - 1;
             let psn = a.sack_base.add(i);
             if self.in_flight_range(psn) {
-                acked_bytes += self.mark_acked(psn, ev);
+                acked_bytes += self.mark_acked(psn, ev, &mut credits);
             }
         }
         // The packet that triggered this ACK arrived: its send time (echoed, `rtt_ns` ago) is
@@ -926,6 +940,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             let echoed = (now_ns as u32).wrapping_sub(rtt_ns as u32);
             self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, echoed);
         }
+        // The deliveries count for the QP-wide loss rate before any loss this ACK reveals.
+        ev.note_qp_deliveries(credits);
         // Loss inference: holes below the highest SACKed PSN, old enough.
         if a.sack_bitmap != 0 {
             let hi = 63 - a.sack_bitmap.leading_zeros();
@@ -998,7 +1014,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 cc.on_trim(now_ns, u64::from(s.len));
                 if self.planted_bug && n.reason == NackReason::TrimmedLastHop {
                     // Planted bug (tests only): the NACK is taken as the packet's ACK.
-                    let _ = self.mark_acked(n.psn, ev);
+                    let mut credits = 0;
+                    let _ = self.mark_acked(n.psn, ev, &mut credits);
+                    ev.note_qp_deliveries(credits);
                 } else {
                     let _ = self.mark_pending(n.psn, false);
                 }

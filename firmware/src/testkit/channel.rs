@@ -539,6 +539,35 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         self.pop_due_general(now_ns)
     }
 
+    /// On the short path (only loss and latency configured, so no packet is trimmed or
+    /// CE-marked): the packets due at `now_ns` from the FIFO head on that go to the same NIC
+    /// and sit in consecutive slots, popped at once, with that NIC. `None` when nothing is
+    /// due or off the short path (then [`Self::pop_due_ref`]). The same packets in the same
+    /// order as that many `pop_due_ref` calls.
+    #[inline]
+    pub fn pop_due_run(&mut self, now_ns: u64) -> Option<(u8, &[TxPacket])> {
+        if !self.simple || self.len == 0 {
+            return None;
+        }
+        let head = self.head;
+        let first = self.meta.get(head)?;
+        if first.at_ns > now_ns {
+            return None;
+        }
+        let to = first.to;
+        let end = (head + self.len).min(CAP);
+        let n = 1 + self
+            .meta
+            .get(head + 1..end)?
+            .iter()
+            .take_while(|m| m.at_ns <= now_ns && m.to == to)
+            .count();
+        self.head = if head + n >= CAP { 0 } else { head + n };
+        self.len -= n;
+        self.counters.delivered += n as u64;
+        Some((to, self.pkts.get(head..head + n)?))
+    }
+
     /// [`Self::pop_due_ref`] with reordered packets or outages.
     #[inline(never)]
     fn pop_due_general(&mut self, now_ns: u64) -> Option<DueRef<'_, PB>> {

@@ -243,12 +243,28 @@ impl<const N: usize> EvTable<N> {
     /// [`EvError::BadEv`] (counted).
     #[inline]
     pub fn handle_delivery(&mut self, ev: u16) -> Result<(), EvError> {
+        self.credit_delivery(ev)?;
+        self.note_qp_deliveries(1);
+        Ok(())
+    }
+
+    /// [`Self::handle_delivery`] without the QP-wide outcome count: the requester credits each
+    /// PSN of an ACK to its EV and then counts them once with
+    /// [`Self::note_qp_deliveries`] (before any loss the same ACK reveals, so every loss sees
+    /// the same QP-wide counts as with per-PSN calls).
+    #[inline]
+    pub(crate) fn credit_delivery(&mut self, ev: u16) -> Result<(), EvError> {
         let i = self.index(ev)?;
-        self.qp_outcomes += 1;
         let e = &mut self.evs[i];
         e.delivered = e.delivered.saturating_add(1);
         e.note_sprt_delivery(&self.sprt);
         Ok(())
+    }
+
+    /// `n` deliveries credited with [`Self::credit_delivery`], for the QP-wide loss rate.
+    #[inline]
+    pub(crate) fn note_qp_deliveries(&mut self, n: u64) {
+        self.qp_outcomes = self.qp_outcomes.saturating_add(n);
     }
 
     /// A packet sent on `ev` was trimmed: counted, never retires (and proves the path delivers).
