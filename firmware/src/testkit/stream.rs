@@ -160,9 +160,12 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
     };
     let mut now = 0u64;
     let mut posted = 0u64;
+    // The send queue was found full and no completion has freed a slot since: posting would
+    // fail again (only a completion frees one), so it is not tried.
+    let mut sq_full = false;
     loop {
         // Keep the send queue full.
-        while posted < total_msgs {
+        while posted < total_msgs && !sq_full {
             let len = if posted + 1 == total_msgs {
                 last_len
             } else {
@@ -178,6 +181,7 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
                 signaled: true,
             };
             if a.post_send(qa, wr).is_err() {
+                sq_full = true;
                 break;
             }
             posted += 1;
@@ -265,6 +269,7 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
             }
             while let Some(c) = e.poll_completion() {
                 rep.completions += 1;
+                sq_full = false;
                 if c.status.is_err() {
                     rep.failed = true;
                 }
