@@ -300,7 +300,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     /// is eligible in its round, and the successor of the plane's last pick in its chain of
     /// usable slots is eligible and has no skip flag. Changes nothing when it returns `None`
     /// (the general scan then makes the same pick it would have made).
-    #[inline]
+    #[inline(always)]
     fn next_ev_fast(&mut self) -> Option<EvPick> {
         let (mut plane, mut plane_round) = (self.plane_cursor, self.plane_round);
         if plane >= P {

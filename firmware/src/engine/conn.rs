@@ -11,7 +11,7 @@ use crate::engine::cc::{Cc, Controller, FixedWindow};
 use crate::engine::ev_state::{EvConfig, EvError, EvEvent, EvState, EvTable, MAX_PLANES};
 use crate::engine::packet::{CompletionError, TxBody, TxPacket};
 use crate::engine::qp::{InitParams, QpState};
-use crate::engine::requester::{FastTx, NewTx, Requester, Stall};
+use crate::engine::requester::{DataHdr, FastTx, NewTx, Requester, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::timer_wheel::TimerHandle;
 
@@ -160,6 +160,13 @@ impl<
         self.sprayer.counters().skips != self.skips_seen
     }
 
+    /// Whether [`Self::sync_ev`] has anything to do (served skips or queued EV events); when
+    /// not, it would return `false` having changed nothing.
+    #[inline]
+    pub(crate) fn ev_sync_pending(&self) -> bool {
+        self.skips_pending() || self.ev.has_events()
+    }
+
     /// Apply queued EV state changes to the sprayer, pass them on, rebalance planes.
     #[inline(never)]
     pub(crate) fn sync_ev(
@@ -283,7 +290,7 @@ impl<
     /// [`Self::poll_data`] for the common packet (the requester's next new packet, see
     /// `Requester::send_new_fast`), written into `out`; `false`, having changed nothing,
     /// otherwise.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll_new_fast(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
         // (a pick that fails is counted by the sprayer: leave that to `poll_data`)
         if !self.sprayer.has_usable() {
@@ -300,6 +307,34 @@ impl<
             }
             FastTx::NoEv | FastTx::Fallback => false,
         }
+    }
+
+    /// [`Self::poll_new_fast`] repeated into `out` (see `Requester::send_new_run`): a run of
+    /// new packets of one work request, ending after a packet that served a sprayer skip-once
+    /// flag (the caller syncs the EV states before the next pick, as per packet). Returns the
+    /// packets sent and whether another run may follow.
+    #[inline]
+    pub(crate) fn poll_new_run(&mut self, now_ns: u64, out: &mut [TxPacket]) -> (usize, bool) {
+        if !self.sprayer.has_usable() {
+            return (0, false);
+        }
+        let Some(req) = self.req.as_mut() else {
+            return (0, false);
+        };
+        let hdr = DataHdr {
+            src_qpn: self.qpn,
+            dest_qpn: self.dest_qpn,
+            ev_format: self.ev_format,
+            value_base: self.value_base,
+        };
+        req.send_new_run(
+            &self.cc,
+            now_ns,
+            &hdr,
+            out,
+            &mut self.sprayer,
+            self.skips_seen,
+        )
     }
 
     /// The next data packet (retransmission first), if the window, CC and EVs allow.

@@ -19,7 +19,9 @@
 //! - **Gray loss** (beyond MRC): every EV runs the SPRT of [`crate::engine::sprt`] over its
 //!   delivered/lost counts; crossing the upper bound retires it (reason `GrayLoss`, guard
 //!   applies) and its probing restarts at the capped interval, so a path that passes probes but
-//!   loses data stays out. See that module for the false-retire bound `alpha`.
+//!   loses data stays out. See that module for the false-retire bound `alpha`. The test's
+//!   baseline follows the QP-wide loss rate (see [`EvTable::handle_loss`]): loss spread over
+//!   every EV is not any one EV's fault and retires none as gray.
 //!
 //! Every state change queues an [`EvEvent`] for [`EvTable::poll_event`]; a full queue drops the
 //! event and counts it. [`EvTable::usable_mask`] / [`EvTable::for_each_usable`] give what the
@@ -29,7 +31,11 @@
 use heapless::Deque;
 
 use crate::engine::fixed::{ewma_q16, Q16_ONE};
-use crate::engine::sprt::{Sprt, SprtConfig, SprtError, SprtParams, SprtVerdict};
+use crate::engine::sprt::{Sprt, SprtConfig, SprtError, SprtParams, SprtVerdict, PPM};
+
+/// Outcomes over which the QP-wide loss rate is estimated (see [`EvTable::handle_loss`]);
+/// no estimate below a quarter of it.
+pub const BASELINE_WINDOW: u64 = 1 << 14;
 
 /// Planes (NIC ports) an EV table can spread over.
 pub const MAX_PLANES: usize = 8;
@@ -245,6 +251,10 @@ pub struct EvCounters {
 struct Ev {
     state: EvState,
     plane: u8,
+    /// Deliveries (and trims) not yet fed to `sprt`: they only lower its ratio, so they are
+    /// fed in one step ([`Sprt::observe_each_delivered`]) before the next loss or batch is
+    /// (`u16`: it fits beside `plane`, the entry stays 80 bytes).
+    sprt_pending: u16,
     ecn_q16: u32,
     rtt_avg_ns: u64,
     sprt: Sprt,
@@ -312,6 +322,13 @@ pub struct EvTable<const N: usize> {
     /// date by every write to an EV's state, plane or probe time.
     probe_best: Option<(usize, u64)>,
     good_per_plane: [u16; MAX_PLANES],
+    /// Outcomes (deliveries, trims, losses) and losses of the whole QP, halved whenever the
+    /// outcomes pass twice [`BASELINE_WINDOW`]: the QP-wide loss rate the gray-loss test
+    /// weighs each EV against.
+    qp_outcomes: u64,
+    qp_losses: u64,
+    /// The gray-loss test's H0 is `p0 << baseline_shift` (see [`EvTable::handle_loss`]).
+    baseline_shift: u8,
     active: u16,
     planes_down: u8,
     next_probe_id: u32,

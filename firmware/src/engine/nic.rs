@@ -537,6 +537,72 @@ impl<
         }
     }
 
+    /// [`Self::poll_transmit_into`] called repeatedly: writes up to `out.len()` packets to the
+    /// front of `out`, the same packets in the same order (and with the same effects) as that
+    /// many calls, and returns how many. Runs of new data packets from one QP are sent with
+    /// the QP looked up and the engine's bookkeeping done once per run (e.g. straight into the
+    /// free slots of a transmit ring).
+    pub fn poll_transmit_batch(&mut self, now_ns: u64, out: &mut [TxPacket]) -> usize {
+        let mut n = 0;
+        while let Some(rest) = out.get_mut(n..).filter(|r| !r.is_empty()) {
+            if self.ctrl.is_empty() {
+                let (k, more) = self.poll_new_batch(now_ns, rest);
+                n += k;
+                if more {
+                    continue;
+                }
+            }
+            // The fast path has nothing (or a control packet waits): one packet the general
+            // way.
+            let Some(slot) = out.get_mut(n) else { break };
+            match self.poll_transmit_general(now_ns) {
+                Some(p) => {
+                    *slot = p;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+
+    /// [`Self::poll_new_data`] repeated on the QP at the round-robin position, into the front
+    /// of `out` (not empty): returns how many were sent and whether the run stopped for a
+    /// reason other than the fast path having nothing (then it may go on). A run ends after
+    /// a packet that served a skip-once flag (the EV states are synced before the next pick,
+    /// as per packet) and after the packet that armed the retry timer (so timers are armed in
+    /// the same order as per packet).
+    #[inline]
+    fn poll_new_batch(&mut self, now_ns: u64, out: &mut [TxPacket]) -> (usize, bool) {
+        if !crate::engine::fast_paths::enabled() {
+            return (0, false);
+        }
+        let slot = self.tx_rr;
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return (0, false);
+        };
+        if qp.state != QpState::Rts {
+            return (0, false);
+        }
+        let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
+            return (0, false);
+        };
+        let out = if had_deadline {
+            out
+        } else {
+            out.get_mut(..1).unwrap_or_default()
+        };
+        let (k, more) = qp.poll_new_run(now_ns, out);
+        if k == 0 {
+            return (0, false);
+        }
+        self.counters.data_sent = self.counters.data_sent.wrapping_add(k as u64);
+        let ev_changed = qp.skips_pending()
+            && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+        self.after_data_sent(slot, ev_changed, had_deadline);
+        (k, more)
+    }
+
     /// The general output path: control packets first, then data from the QPs in turn.
     #[inline(never)]
     fn poll_transmit_general(&mut self, now_ns: u64) -> Option<TxPacket> {

@@ -126,6 +126,25 @@ impl<
         self.handle_tx_packet_general(now_ns, pkt, trim, meta)
     }
 
+    /// [`Self::handle_tx_packet`] for each of `pkts` in order, none trimmed or CE-marked (a
+    /// receive ring's run of plain packets), the payload lengths their descriptors give.
+    /// Returns how many were placed ([`RxVerdict::Place`]). One call per run keeps the
+    /// common write's fast path inline in the loop.
+    pub fn handle_tx_batch(&mut self, now_ns: u64, pkts: &[TxPacket]) -> usize {
+        let mut placed = 0;
+        for p in pkts {
+            let meta = RxMeta {
+                payload_len: p.payload_len(),
+                ce: false,
+            };
+            if let RxVerdict::Place { .. } = self.handle_tx_packet(now_ns, p, TrimMark::None, meta)
+            {
+                placed += 1;
+            }
+        }
+        placed
+    }
+
     /// [`Self::handle_tx_packet`] past its fast path (`rx_packets` already counted).
     #[inline(never)]
     fn handle_tx_packet_general(
@@ -168,7 +187,10 @@ impl<
     /// touches the EV table).
     fn rx_sync_ev(&mut self, slot: usize) {
         if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
-            if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
+            // (most packets change no EV state: skip the call then)
+            if qp.ev_sync_pending()
+                && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
+            {
                 self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
             }
         }

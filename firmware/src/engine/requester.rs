@@ -26,14 +26,16 @@
 //! - **Completions** come from the head of the send queue only, so they are in posting order;
 //!   in ERROR every remaining WQE completes with an error (the first with the cause).
 
-use mrc_abi::wire::{AckRepr, NackReason, NackRepr, Segment};
+use mrc_abi::wire::{AckRepr, EvFormat, EvxRepr, NackReason, NackRepr, RethRepr, Segment};
 use mrc_abi::Psn;
 
 use crate::datapath::segmenter::{PacketDesc, WriteRequest};
-use crate::datapath::sprayer::EvPick;
+use crate::datapath::sprayer::{EvPick, Sprayer};
 use crate::engine::cc::{Cc, Controller};
 use crate::engine::ev_state::{AckFeedback, EvTable};
-use crate::engine::packet::{Completion, CompletionError, CompletionKind, LocalBuf, SendWr};
+use crate::engine::packet::{
+    Completion, CompletionError, CompletionKind, LocalBuf, SendWr, TxBody, TxPacket,
+};
 use crate::engine::qp::{QpError, RtsParams};
 use crate::engine::retry::{RetryDecision, RetryState};
 use crate::engine::ring::Ring;
@@ -162,6 +164,15 @@ pub(crate) struct NewTx {
     pub local: LocalBuf,
     pub ack_req: bool,
     pub ev: EvPick,
+}
+
+/// The header fields of a QP's data packets that come from the QP, not the requester.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DataHdr {
+    pub src_qpn: u32,
+    pub dest_qpn: u32,
+    pub ev_format: EvFormat,
+    pub value_base: u32,
 }
 
 /// What [`Requester::send_new_fast`] did.
@@ -467,7 +478,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// work request being sent, with nothing waiting for retransmission, window, CC and
     /// immediate room, on the EV `pick` gives. Same effect as that pair, without building
     /// the candidate.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send_new_fast(
         &mut self,
         cc: &Cc,
@@ -554,6 +565,141 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         FastTx::Sent(tx)
     }
 
+    /// [`Self::send_new_fast`] repeated on the work request being sent: up to `out.len()`
+    /// new packets, written straight into `out` as descriptors with the header `hdr`. The
+    /// work request, the error state and the retransmission queue are checked once (nothing
+    /// in a run changes them); window and CC room, and the EV, are checked per packet; the
+    /// retry and tail-probe timers are armed once at the end (with the same `now_ns` that
+    /// gives what arming per packet gives). `sprayer` picks each packet's EV; the run ends
+    /// after a pick that served a skip-once flag (the sprayer's skip count is no longer
+    /// `skips_seen`). Returns the packets sent and whether the run ended for a reason
+    /// other than the fast path having nothing (`out` full, the work request done, `pick`
+    /// said so): then another run may follow. The packets and every effect are those of as
+    /// many `send_new_fast` calls.
+    #[inline(always)]
+    pub(crate) fn send_new_run<const E: usize, const P: usize>(
+        &mut self,
+        cc: &Cc,
+        now_ns: u64,
+        hdr: &DataHdr,
+        out: &mut [TxPacket],
+        sprayer: &mut Sprayer<E, P>,
+        skips_seen: u64,
+    ) -> (usize, bool) {
+        if self.in_error || !self.retx.is_empty() {
+            return (0, false);
+        }
+        let Some(&w) = self.sq.get(self.send_idx) else {
+            return (0, false);
+        };
+        let Ok(mut index) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
+            return (0, false);
+        };
+        if index == 0 && w.wr.imm.is_some() {
+            // (a new Write-with-Immediate checks `max_wimm` in `peek`)
+            return (0, false);
+        }
+        let (mut k, mut more) = (0usize, true);
+        for p in out.iter_mut() {
+            if index >= w.npkts
+                || !cc.can_send(self.inflight_bytes)
+                || self.nxt.distance_from(self.una) as u32 >= self.mpr_psns
+            {
+                more = false;
+                break;
+            }
+            let Some(offset) = index.checked_mul(self.mtu) else {
+                more = false;
+                break;
+            };
+            let Some(rest) = w.wr.len.checked_sub(offset) else {
+                more = false;
+                break;
+            };
+            let Some(remote_va) = w.wr.remote_va.checked_add(u64::from(offset)) else {
+                more = false;
+                break;
+            };
+            let Some(ev) = sprayer.next_ev() else {
+                more = false;
+                break;
+            };
+            let last = index + 1 >= w.npkts;
+            let segment = if w.npkts <= 1 {
+                Segment::Only { imm: w.wr.imm }
+            } else if index == 0 {
+                Segment::First
+            } else if last {
+                Segment::Last { imm: w.wr.imm }
+            } else {
+                Segment::Middle
+            };
+            let payload_len = rest.min(self.mtu);
+            let psn = self.nxt;
+            *p = TxPacket {
+                src_qpn: hdr.src_qpn,
+                dest_qpn: hdr.dest_qpn,
+                psn,
+                msn: w.msn,
+                ev_format: hdr.ev_format,
+                evx: EvxRepr {
+                    ev_index: ev.index,
+                    plane: ev.plane,
+                    ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
+                },
+                tx_ts_ns: now_ns as u32,
+                echo_ts_ns: 0,
+                retransmit: false,
+                // The last packet of a message asks for an immediate ACK.
+                ack_req: last,
+                body: TxBody::Write {
+                    segment,
+                    reth: RethRepr {
+                        va: remote_va,
+                        rkey: w.wr.rkey,
+                        dma_len: payload_len,
+                    },
+                    local: LocalBuf {
+                        handle: w.wr.local.handle,
+                        offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+                    },
+                },
+            };
+            // `commit` for a new transmission that is not the start of a Write-with-Immediate.
+            self.tx_seq = self.tx_seq.wrapping_add(1);
+            self.nxt = self.nxt.add(1);
+            // payload_len <= mtu <= u16::MAX
+            let len = payload_len.min(u32::from(u16::MAX)) as u16;
+            let tx_seq = self.tx_seq;
+            if let Some(s) = self.slot_mut(psn) {
+                *s = TxSlot {
+                    tx_seq,
+                    sent_ns: now_ns as u32,
+                    ev: ev.index,
+                    len,
+                    plane: ev.plane,
+                    flags: F_INFLIGHT,
+                };
+            }
+            self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+            k += 1;
+            index += 1;
+            if last {
+                self.send_idx += 1;
+                break;
+            }
+            if sprayer.counters().skips != skips_seen {
+                break;
+            }
+        }
+        if k > 0 {
+            self.counters.data_sent += k as u64;
+            self.retry.arm(now_ns);
+            self.arm_tlp(now_ns);
+        }
+        (k, more)
+    }
+
     /// The first retransmission still wanted; entries acknowledged meanwhile are dropped.
     #[inline(never)]
     fn peek_retx(&mut self) -> Option<Candidate> {
@@ -619,9 +765,15 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.arm_tlp(now_ns);
     }
 
-    /// `psn` is acknowledged; credits the delivery to the EV it last left on. Returns the
-    /// bytes newly acknowledged (0 when it already was).
-    fn mark_acked<const E: usize>(&mut self, psn: Psn, evs: &mut EvTable<E>) -> u64 {
+    /// `psn` is acknowledged; credits the delivery to the EV it last left on (counted in
+    /// `credits`, for `EvTable::note_qp_deliveries`). Returns the bytes newly acknowledged (0
+    /// when it already was).
+    fn mark_acked<const E: usize>(
+        &mut self,
+        psn: Psn,
+        evs: &mut EvTable<E>,
+        credits: &mut u64,
+    ) -> u64 {
         let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) else {
             return 0;
         };
@@ -629,7 +781,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             return 0;
         }
         if s.flags & F_INFLIGHT != 0 {
-            let _ = evs.handle_delivery(s.ev);
+            let _ = evs.credit_delivery(s.ev);
+            *credits += 1;
         }
         let was_inflight = s.flags & F_INFLIGHT != 0;
         s.flags = F_ACKED;
@@ -647,7 +800,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// [`Self::mark_acked`] for every PSN of `[una, cum)`, then `una = cum` (`cum` is within
     /// `[una, nxt]`): one pass with the sequence and byte totals kept in registers. Returns the
     /// bytes newly acknowledged.
-    fn ack_through<const E: usize>(&mut self, cum: Psn, evs: &mut EvTable<E>) -> u64 {
+    fn ack_through<const E: usize>(
+        &mut self,
+        cum: Psn,
+        evs: &mut EvTable<E>,
+        credits: &mut u64,
+    ) -> u64 {
         let n = cum.distance_from(self.una).max(0) as u32;
         let (mut psn, mut max_seq) = (self.una, self.max_acked_seq);
         let mut max_sent = self.max_acked_sent_ns;
@@ -657,8 +815,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 if s.flags & F_ACKED == 0 {
                     let len = u64::from(s.len);
                     if s.flags & F_INFLIGHT != 0 {
-                        let _ = evs.handle_delivery(s.ev);
+                        let _ = evs.credit_delivery(s.ev);
                         freed += len;
+                        *credits += 1;
                     }
                     s.flags = F_ACKED;
                     acked += len;
@@ -742,11 +901,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     ) -> bool {
         self.counters.acks += 1;
         let mut acked_bytes = 0u64;
+        let mut credits = 0u64;
         let start = self.una;
         let cum_ok =
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
-            acked_bytes += self.ack_through(a.cum_psn, ev);
+            acked_bytes += self.ack_through(a.cum_psn, ev, &mut credits);
         } else {
             self.counters.acks_stale += 1;
         }
@@ -771,7 +931,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             bits &= bits - 1;
             let psn = a.sack_base.add(i);
             if self.in_flight_range(psn) {
-                acked_bytes += self.mark_acked(psn, ev);
+                acked_bytes += self.mark_acked(psn, ev, &mut credits);
             }
         }
         // The packet that triggered this ACK arrived: its send time (echoed, `rtt_ns` ago) is
@@ -780,6 +940,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             let echoed = (now_ns as u32).wrapping_sub(rtt_ns as u32);
             self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, echoed);
         }
+        // The deliveries count for the QP-wide loss rate before any loss this ACK reveals.
+        ev.note_qp_deliveries(credits);
         // Loss inference: holes below the highest SACKed PSN, old enough.
         if a.sack_bitmap != 0 {
             let hi = 63 - a.sack_bitmap.leading_zeros();
@@ -852,7 +1014,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 cc.on_trim(now_ns, u64::from(s.len));
                 if self.planted_bug && n.reason == NackReason::TrimmedLastHop {
                     // Planted bug (tests only): the NACK is taken as the packet's ACK.
-                    let _ = self.mark_acked(n.psn, ev);
+                    let mut credits = 0;
+                    let _ = self.mark_acked(n.psn, ev, &mut credits);
+                    ev.note_qp_deliveries(credits);
                 } else {
                     let _ = self.mark_pending(n.psn, false);
                 }

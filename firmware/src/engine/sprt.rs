@@ -153,6 +153,33 @@ impl Sprt {
         }
     }
 
+    /// Feed `delivered` deliveries **one at a time** (each may end a test run with `Healthy`
+    /// and restart it from 0), in O(1): the same state as `delivered` calls of
+    /// `observe(cfg, 1, 0)`. A delivery only lowers the ratio, so no `Gray` verdict can come
+    /// of it; the verdicts (`Healthy` or `Continue`) are not reported.
+    ///
+    /// The ratio is always strictly between the bounds (every `observe` that reaches one
+    /// restarts from 0), so from `x` the first restart comes after
+    /// `k1 = ceil((x - lower) / |step|)` deliveries and then one every
+    /// `k0 = ceil(-lower / |step|)`.
+    pub fn observe_each_delivered(&mut self, cfg: &SprtConfig, delivered: u64) {
+        if delivered == 0 {
+            return;
+        }
+        // `delivered_step_q20 <= -1` and `lower_q20 < 0` (see `SprtConfig::new`).
+        let a = cfg.delivered_step_q20.unsigned_abs().max(1);
+        let lower = cfg.lower_q20.min(-1);
+        let x = self.llr_q20;
+        let k1 = (x.saturating_sub(lower).max(1) as u64).div_ceil(a);
+        if delivered < k1 {
+            self.llr_q20 = x - (delivered * a) as i64;
+            return;
+        }
+        let k0 = lower.unsigned_abs().div_ceil(a);
+        let r = (delivered - k1) % k0;
+        self.llr_q20 = -((r * a) as i64);
+    }
+
     /// Forget the evidence.
     pub fn reset(&mut self) {
         self.llr_q20 = 0;
@@ -260,6 +287,38 @@ mod tests {
         assert_eq!(gray, 500);
         assert!(worst <= 2_000, "worst {worst} packets");
         assert!(total / 500 <= 400, "mean {} packets", total / 500);
+    }
+
+    /// `observe_each_delivered(n)` is `n` single deliveries, from any reachable state.
+    #[test]
+    fn each_delivered_matches_single_steps() {
+        let mut rng = Rng::new(9);
+        for p in [
+            SprtParams::default(),
+            SprtParams {
+                p0_ppm: 5_000,
+                p1_ppm: 40_000,
+                ..SprtParams::default()
+            },
+        ] {
+            let cfg = SprtConfig::new(p).unwrap();
+            for _ in 0..300 {
+                // A reachable state: some random history of outcomes.
+                let mut s = Sprt::default();
+                for _ in 0..rng.below(2_000) {
+                    let lost = rng.chance_ppm(30_000);
+                    let _ = s.observe(&cfg, u32::from(!lost), u32::from(lost));
+                }
+                let n = rng.below(5_000);
+                let mut one = s;
+                for _ in 0..n {
+                    let _ = one.observe(&cfg, 1, 0);
+                }
+                let mut batch = s;
+                batch.observe_each_delivered(&cfg, n);
+                assert_eq!(batch, one, "n {n} from {}", s.llr_q20());
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! every drop is counted by cause.
 
 use crate::engine::packet::TxPacket;
-use crate::engine::rng::Rng;
+use crate::engine::rng::{ppm_threshold, PpmThreshold, Rng};
 
 /// Side array for reordered packets.
 const LATE: usize = 32;
@@ -82,12 +82,66 @@ pub struct Flight<const PB: usize> {
     pub payload: [u8; PB],
 }
 
-impl<const PB: usize> Flight<PB> {
+/// A due packet lent out by [`Channel::pop_due_ref`]: a [`Flight`] by reference (two
+/// pointers, returned in registers).
+#[derive(Clone, Copy, Debug)]
+pub struct DueRef<'a, const PB: usize> {
+    pub pkt: &'a TxPacket,
+    meta: &'a Meta<PB>,
+}
+
+impl<const PB: usize> DueRef<'_, PB> {
+    /// Destination NIC (0 or 1).
+    pub fn to(&self) -> u8 {
+        self.meta.to
+    }
+
+    /// Delivery time.
+    pub fn at_ns(&self) -> u64 {
+        self.meta.at_ns
+    }
+
+    pub fn trim(&self) -> Trim {
+        self.meta.trim
+    }
+
+    pub fn ce(&self) -> bool {
+        self.meta.ce
+    }
+
+    pub fn payload(&self) -> &[u8; PB] {
+        &self.meta.payload
+    }
+
+    /// The packet as an owned [`Flight`].
+    pub fn to_flight(&self) -> Flight<PB> {
+        let m = self.meta;
+        Flight {
+            to: m.to,
+            at_ns: m.at_ns,
+            pkt: *self.pkt,
+            trim: m.trim,
+            ce: m.ce,
+            payload: m.payload,
+        }
+    }
+}
+
+/// What a FIFO slot holds beside its packet.
+#[derive(Clone, Copy, Debug)]
+struct Meta<const PB: usize> {
+    to: u8,
+    at_ns: u64,
+    trim: Trim,
+    ce: bool,
+    payload: [u8; PB],
+}
+
+impl<const PB: usize> Meta<PB> {
     /// Filler for the FIFO's empty slots.
-    const FILL: Flight<PB> = Flight {
+    const FILL: Meta<PB> = Meta {
         to: 0,
         at_ns: 0,
-        pkt: TxPacket::FILL,
         trim: Trim::None,
         ce: false,
         payload: [0; PB],
@@ -115,14 +169,18 @@ pub struct ChannelCounters {
 pub struct Channel<const CAP: usize, const PB: usize> {
     cfg: ChannelConfig,
     rng: Rng,
-    /// Slots `head..head + len` (wrapping) hold packets; the others hold a filler.
-    fifo: [Flight<PB>; CAP],
+    /// Slots `head..head + len` (wrapping) hold packets; the others hold a filler. Packets
+    /// and the rest apart, so free packet slots form a slice ([`Channel::send_batch_with`]).
+    pkts: [TxPacket; CAP],
+    meta: [Meta<PB>; CAP],
     head: usize,
     len: usize,
-    late: [Option<Flight<PB>>; LATE],
+    late: [Option<(TxPacket, Meta<PB>)>; LATE],
     late_len: usize,
     /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
-    popped_late: Option<Flight<PB>>,
+    popped_late: Option<(TxPacket, Meta<PB>)>,
+    /// [`ppm_threshold`] of `cfg.loss_ppm`.
+    loss_threshold: PpmThreshold,
     /// Only loss and latency are configured (no blackhole, outage, trim, CE, duplication or
     /// reordering): [`Channel::send`] and [`Channel::pop_due_ref`] take their short paths.
     simple: bool,
@@ -141,9 +199,11 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             && cfg.reorder_ppm == 0;
         Channel {
             simple,
+            loss_threshold: ppm_threshold(cfg.loss_ppm),
             cfg,
             rng: Rng::new(seed),
-            fifo: [Flight::FILL; CAP],
+            pkts: [TxPacket::FILL; CAP],
+            meta: [Meta::FILL; CAP],
             head: 0,
             len: 0,
             late: [None; LATE],
@@ -177,6 +237,12 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         ppm != 0 && self.rng.chance_ppm(ppm)
     }
 
+    /// `chance(loss_ppm)` with the threshold precomputed (the same draw and result).
+    #[inline]
+    fn lost(&mut self) -> bool {
+        self.cfg.loss_ppm != 0 && self.rng.chance_threshold(self.loss_threshold)
+    }
+
     /// Send `pkt` to NIC `to` at `now_ns`; `payload` holds its bytes when `PB > 0`.
     #[inline]
     pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
@@ -184,7 +250,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if self.simple {
             // The general path below with every check but loss switched off (the same random
             // draws, so the same run).
-            if self.chance(self.cfg.loss_ppm) {
+            if self.lost() {
                 self.counters.lost += 1;
                 return;
             }
@@ -200,7 +266,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.plane_dropped += 1;
             return;
         }
-        if self.chance(self.cfg.loss_ppm) {
+        if self.lost() {
             self.counters.lost += 1;
             return;
         }
@@ -242,7 +308,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     ) -> bool {
         let i = self.head + self.len;
         let i = if i >= CAP { i - CAP } else { i };
-        let slot = match self.fifo.get_mut(i) {
+        let slot = match self.pkts.get_mut(i) {
             Some(f) if self.simple && PB == 0 && self.len < CAP => f,
             _ => {
                 let mut p = TxPacket::FILL;
@@ -253,16 +319,16 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 return true;
             }
         };
-        if !fill(&mut slot.pkt) {
+        if !fill(slot) {
             return false;
         }
         // `send` on the short path: the same counters and random draw.
         self.counters.sent += 1;
-        if self.chance(self.cfg.loss_ppm) {
+        if self.lost() {
             self.counters.lost += 1;
             return true;
         }
-        if let Some(f) = self.fifo.get_mut(i) {
+        if let Some(f) = self.meta.get_mut(i) {
             f.to = to;
             f.at_ns = now_ns.saturating_add(self.cfg.latency_ns);
             f.trim = Trim::None;
@@ -270,6 +336,73 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.len += 1;
         }
         true
+    }
+
+    /// [`Self::send_with`] for several packets: `fill` writes up to `slots.len()` packets
+    /// into the front of `slots` (free FIFO slots, built in place) and returns how many; each
+    /// then goes through [`Self::send`] in order (the same counters and random draws as one
+    /// `send` per packet). Returns how many `fill` wrote. `fill` is given at least one slot.
+    #[inline]
+    pub fn send_batch_with(
+        &mut self,
+        now_ns: u64,
+        to: u8,
+        fill: impl FnOnce(&mut [TxPacket]) -> usize,
+    ) -> usize {
+        let i = self.head + self.len;
+        let i = if i >= CAP { i - CAP } else { i };
+        // The free slots from `i` up to the FIFO's end or its head, whichever comes first.
+        let room = (CAP - self.len).min(CAP - i);
+        if !(self.simple && PB == 0) || room == 0 {
+            return self.send_batch_general(now_ns, to, fill);
+        }
+        let Some(slots) = self.pkts.get_mut(i..i + room) else {
+            return 0;
+        };
+        let n = fill(slots).min(room);
+        let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+        self.counters.sent += n as u64;
+        // Keep the packets not lost, in order, from slot `i` on.
+        let mut w = i;
+        for k in i..i + n {
+            if self.lost() {
+                self.counters.lost += 1;
+                continue;
+            }
+            if w != k {
+                if let Some(&p) = self.pkts.get(k) {
+                    if let Some(d) = self.pkts.get_mut(w) {
+                        *d = p;
+                    }
+                }
+            }
+            if let Some(f) = self.meta.get_mut(w) {
+                f.to = to;
+                f.at_ns = at_ns;
+                f.trim = Trim::None;
+                f.ce = false;
+            }
+            w += 1;
+        }
+        self.len += w - i;
+        n
+    }
+
+    /// [`Self::send_batch_with`] off the short path: through a local buffer and
+    /// [`Self::send`].
+    #[inline(never)]
+    fn send_batch_general(
+        &mut self,
+        now_ns: u64,
+        to: u8,
+        fill: impl FnOnce(&mut [TxPacket]) -> usize,
+    ) -> usize {
+        let mut buf = [TxPacket::FILL; 16];
+        let n = fill(&mut buf).min(buf.len());
+        for p in buf.iter().take(n) {
+            self.send(now_ns, to, *p, &[]);
+        }
+        n
     }
 
     #[inline]
@@ -311,7 +444,17 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if self.late_len < LATE && self.chance(self.cfg.reorder_ppm) {
             at_ns = at_ns.saturating_add(1 + self.rng.below(self.cfg.reorder_extra_ns.max(1)));
             if let Some(slot) = self.late.iter_mut().find(|s| s.is_none()) {
-                *slot = Some(Self::flight(to, at_ns, pkt, trim, ce, payload));
+                let f = Self::flight(to, at_ns, pkt, trim, ce, payload);
+                *slot = Some((
+                    f.pkt,
+                    Meta {
+                        to,
+                        at_ns,
+                        trim,
+                        ce,
+                        payload: f.payload,
+                    },
+                ));
                 self.late_len += 1;
                 self.counters.reordered += 1;
                 return;
@@ -336,18 +479,26 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let i = self.head + self.len;
         let i = if i >= CAP { i - CAP } else { i };
-        if let Some(s) = self.fifo.get_mut(i) {
-            *s = Self::flight(to, at_ns, pkt, trim, ce, payload);
+        if let (Some(p), Some(m)) = (self.pkts.get_mut(i), self.meta.get_mut(i)) {
+            let f = Self::flight(to, at_ns, pkt, trim, ce, payload);
+            *p = f.pkt;
+            *m = Meta {
+                to,
+                at_ns,
+                trim,
+                ce,
+                payload: f.payload,
+            };
             self.len += 1;
         }
     }
 
     /// The earliest delivery time.
     pub fn next_due(&self) -> Option<u64> {
-        let fifo = self.fifo.get(self.head).map(|f| f.at_ns);
+        let fifo = self.meta.get(self.head).map(|f| f.at_ns);
         let fifo = if self.len > 0 { fifo } else { None };
         let late = if self.late_len > 0 {
-            self.late.iter().flatten().map(|f| f.at_ns).min()
+            self.late.iter().flatten().map(|f| f.1.at_ns).min()
         } else {
             None
         };
@@ -359,13 +510,13 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
 
     /// The next packet due at `now_ns` (packets on a plane that died meanwhile are dropped).
     pub fn pop_due(&mut self, now_ns: u64) -> Option<Flight<PB>> {
-        self.pop_due_ref(now_ns).copied()
+        self.pop_due_ref(now_ns).map(|d| d.to_flight())
     }
 
     /// [`Self::pop_due`] without copying the packet out: the reference is valid until the
     /// channel is next used.
     #[inline]
-    pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
+    pub fn pop_due_ref(&mut self, now_ns: u64) -> Option<DueRef<'_, PB>> {
         if self.simple
             || (self.late_len == 0
                 && self.cfg.plane_outage.is_none()
@@ -376,42 +527,82 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 return None;
             }
             let head = self.head;
-            let f = self.fifo.get(head)?;
+            let f = self.meta.get(head)?;
             if f.at_ns > now_ns {
                 return None;
             }
             self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
             self.counters.delivered += 1;
-            return self.fifo.get(head);
+            return self.slot_ref(head);
         }
         self.pop_due_general(now_ns)
     }
 
+    /// On the short path (only loss and latency configured, so no packet is trimmed or
+    /// CE-marked): the packets due at `now_ns` from the FIFO head on that go to the same NIC
+    /// and sit in consecutive slots, popped at once, with that NIC. `None` when nothing is
+    /// due or off the short path (then [`Self::pop_due_ref`]). The same packets in the same
+    /// order as that many `pop_due_ref` calls.
+    #[inline]
+    pub fn pop_due_run(&mut self, now_ns: u64) -> Option<(u8, &[TxPacket])> {
+        if !self.simple || self.len == 0 {
+            return None;
+        }
+        let head = self.head;
+        let first = self.meta.get(head)?;
+        if first.at_ns > now_ns {
+            return None;
+        }
+        let to = first.to;
+        let end = (head + self.len).min(CAP);
+        let n = 1 + self
+            .meta
+            .get(head + 1..end)?
+            .iter()
+            .take_while(|m| m.at_ns <= now_ns && m.to == to)
+            .count();
+        self.head = if head + n >= CAP { 0 } else { head + n };
+        self.len -= n;
+        self.counters.delivered += n as u64;
+        Some((to, self.pkts.get(head..head + n)?))
+    }
+
     /// [`Self::pop_due_ref`] with reordered packets or outages.
     #[inline(never)]
-    fn pop_due_general(&mut self, now_ns: u64) -> Option<&Flight<PB>> {
+    fn pop_due_general(&mut self, now_ns: u64) -> Option<DueRef<'_, PB>> {
         let outage = self.cfg.plane_outage.is_some() || self.cfg.path_outage.is_some();
         loop {
             let (late, i) = self.pop_due_raw(now_ns)?;
             if outage {
-                let f = if late {
-                    self.popped_late.as_ref()
+                let plane = if late {
+                    self.popped_late.as_ref().map(|f| f.0.evx.plane)
                 } else {
-                    self.fifo.get(i)
+                    self.pkts.get(i).map(|p| p.evx.plane)
                 };
-                if f.is_some_and(|f| self.plane_dead(f.pkt.evx.plane, now_ns)) {
+                if plane.is_some_and(|p| self.plane_dead(p, now_ns)) {
                     self.counters.plane_dropped += 1;
                     continue;
                 }
             }
             self.counters.delivered += 1;
             return if late {
-                self.popped_late.as_ref()
+                self.popped_late
+                    .as_ref()
+                    .map(|(pkt, meta)| DueRef { pkt, meta })
             } else {
-                self.fifo.get(i)
+                self.slot_ref(i)
             };
         }
+    }
+
+    /// FIFO slot `i` as a [`DueRef`].
+    #[inline]
+    fn slot_ref(&self, i: usize) -> Option<DueRef<'_, PB>> {
+        Some(DueRef {
+            pkt: self.pkts.get(i)?,
+            meta: self.meta.get(i)?,
+        })
     }
 
     /// Where the next due packet is: `(true, _)` moved to `popped_late`, `(false, i)` left in
@@ -420,7 +611,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     fn pop_due_raw(&mut self, now_ns: u64) -> Option<(bool, usize)> {
         if self.late_len > 0 {
             for s in self.late.iter_mut() {
-                if s.is_some_and(|f| f.at_ns <= now_ns) {
+                if s.is_some_and(|f| f.1.at_ns <= now_ns) {
                     self.late_len -= 1;
                     self.popped_late = s.take();
                     return Some((true, 0));
@@ -431,7 +622,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             return None;
         }
         let head = self.head;
-        let slot = self.fifo.get(head)?;
+        let slot = self.meta.get(head)?;
         if slot.at_ns <= now_ns {
             self.head = if head + 1 >= CAP { 0 } else { head + 1 };
             self.len -= 1;
