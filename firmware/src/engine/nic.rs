@@ -63,15 +63,34 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig {
-            mtu_payload: 4096,
-            ack: AckGenConfig::default(),
-            tick_ns: 256,
-            reorder_tx: 32,
-            reorder_ns: 0,
-            #[cfg(feature = "testkit")]
-            planted_bug: false,
-        }
+        Self::DEFAULT
+    }
+}
+
+impl EngineConfig {
+    /// The defaults (what `Default` gives, usable in `const fn`).
+    pub const DEFAULT: EngineConfig = EngineConfig {
+        mtu_payload: 4096,
+        ack: AckGenConfig::DEFAULT,
+        tick_ns: 256,
+        reorder_tx: 32,
+        reorder_ns: 0,
+        #[cfg(feature = "testkit")]
+        planted_bug: false,
+    };
+}
+
+/// An [`EngineConfig`] that [`Engine::check`] accepted (for [`Engine::from_checked`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckedConfig {
+    cfg: EngineConfig,
+    tick_ns: core::num::NonZeroU64,
+}
+
+impl CheckedConfig {
+    /// The configuration.
+    pub const fn config(&self) -> &EngineConfig {
+        &self.cfg
     }
 }
 
@@ -122,6 +141,42 @@ pub struct EngineCounters {
     pub plane_ups: u64,
 }
 
+impl EngineCounters {
+    /// All zero (what `Default` gives, usable in `const fn`).
+    pub const ZERO: EngineCounters = EngineCounters {
+        rx_packets: 0,
+        rx_unknown_qp: 0,
+        rx_qp_not_ready: 0,
+        rx_duplicate: 0,
+        rx_trimmed: 0,
+        rx_out_of_window: 0,
+        rx_remote_access: 0,
+        rx_length: 0,
+        rx_no_recv_buffer: 0,
+        rx_too_many_wimm: 0,
+        rx_stale: 0,
+        rx_missing_evx: 0,
+        rx_unexpected: 0,
+        placed: 0,
+        data_sent: 0,
+        retransmits_sent: 0,
+        acks_sent: 0,
+        nacks_sent: 0,
+        probes_sent: 0,
+        probe_replies_sent: 0,
+        probe_replies_ok: 0,
+        ctrl_dropped: 0,
+        ev_events_dropped: 0,
+        ev_events: 0,
+        timer_arm_failed: 0,
+        timeouts_fired: 0,
+        qp_errors: 0,
+        completions: 0,
+        plane_downs: 0,
+        plane_ups: 0,
+    };
+}
+
 /// The engine of one NIC. See the module docs.
 pub struct Engine<
     const Q: usize,
@@ -162,28 +217,51 @@ impl<
         "Engine needs WIN == 64 * WORDS, 1 <= Q < 2^22, TM >= 1"
     );
 
-    /// An engine with no QP and no region.
+    /// An engine with no QP and no region: [`Engine::check`] then [`Engine::from_checked`].
     ///
     /// # Errors
     /// [`EngineError`] naming the bad field.
-    pub fn new(cfg: EngineConfig) -> Result<Self, EngineError> {
+    pub const fn new(cfg: EngineConfig) -> Result<Self, EngineError> {
+        match Self::check(cfg) {
+            Ok(c) => Ok(Self::from_checked(c)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Check `cfg` for this engine's capacities.
+    ///
+    /// # Errors
+    /// [`EngineError`] naming the bad field.
+    pub const fn check(cfg: EngineConfig) -> Result<CheckedConfig, EngineError> {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
-        if cfg.mtu_payload == 0 || cfg.mtu_payload > u32::from(u16::MAX) {
+        if cfg.mtu_payload == 0 || cfg.mtu_payload > u16::MAX as u32 {
             return Err(EngineError::Mtu(cfg.mtu_payload));
         }
-        let timers = TimerWheel::new(cfg.tick_ns).map_err(|_| EngineError::ZeroTick)?;
-        Ok(Engine {
-            cfg,
-            qps: core::array::from_fn(|_| None),
+        match core::num::NonZeroU64::new(cfg.tick_ns) {
+            Some(tick_ns) => Ok(CheckedConfig { cfg, tick_ns }),
+            None => Err(EngineError::ZeroTick),
+        }
+    }
+
+    /// An engine with no QP and no region, for a checked configuration: infallible, a
+    /// `const fn` of straight-line stores and fills, always inlined. A firmware image builds a
+    /// large engine where it lives with `slot.write(Engine::from_checked(c))` (the stores go
+    /// to `slot`; no engine-sized temporary on the stack, as `Engine::new(cfg)?` would leave
+    /// with its `Result`), or at compile time into a `static`.
+    #[inline(always)]
+    pub const fn from_checked(c: CheckedConfig) -> Self {
+        Engine {
+            cfg: c.cfg,
+            qps: [const { None }; Q],
             regions: PlacementTable::new(),
             ctrl: Ring::new(TxPacket::FILL),
             ev_events: Deque::new(),
-            timers,
+            timers: TimerWheel::with_tick(c.tick_ns),
             tx_rr: 0,
             cq_rr: 0,
-            counters: EngineCounters::default(),
-        })
+            counters: EngineCounters::ZERO,
+        }
     }
 
     /// The configuration.
