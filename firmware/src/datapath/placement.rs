@@ -145,7 +145,6 @@ impl<const R: usize> PlacementTable<R> {
     const CAPACITY_OK: () = assert!(R >= 1 && R <= 65536, "PlacementTable needs 1 <= R <= 65536");
 
     /// An empty table.
-    #[inline]
     pub const fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;

@@ -172,7 +172,6 @@ impl<const N: usize> TimerWheel<N> {
     }
 
     /// An empty wheel whose tick is `tick_ns`, starting at time 0 (infallible [`Self::new`]).
-    #[inline(always)]
     pub const fn with_tick(tick_ns: core::num::NonZeroU64) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;

@@ -91,10 +91,10 @@ pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 /// engine at compile time into a `static` ([`NicLoop::from_checked`] is a `const fn`), so
 /// nothing engine-sized is ever on the stack; the price is that the engine's initial bytes are
 /// `.data`, stored in the 128 KiB ITCM beside the code and copied to the DTCM at reset. A QP
-/// at these capacities is about 15 KiB on riscv32 (EV table and sprayer for 128 EVs, the
+/// at these capacities is about 19 KiB (EV table and sprayer for 128 EVs, the
 /// window's per-PSN send records and bitmaps, the work-request rings), the engine's fixed part
 /// (control queue, timer wheel, EV event queue) about 8 KiB: 3 QPs keep the ITCM below
-/// 128 KiB with room for the code to grow; a fourth would not leave it. Thousands of QPs need
+/// 128 KiB with 12 KiB left for the code to grow; a fourth would not fit. Thousands of QPs need
 /// QP context in NIC DRAM behind a cache, which this engine does not have.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
 
@@ -187,10 +187,8 @@ impl NicLoop {
         Ok(Self::from_checked(NicEngine::check(cfg)?))
     }
 
-    /// A loop around a fresh engine for a checked configuration: a `const fn` of stores,
-    /// always inlined, so `slot.write(NicLoop::from_checked(c))` builds the loop where it
-    /// lives (the NIC image's `.bss` slot) without an engine-sized stack temporary.
-    #[inline(always)]
+    /// A loop around a fresh engine for a checked configuration: a `const fn`, so the NIC
+    /// image builds it at compile time into its `static` (no engine-sized stack temporary).
     pub const fn from_checked(c: CheckedConfig) -> Self {
         NicLoop {
             engine: NicEngine::from_checked(c),

@@ -578,3 +578,41 @@ fn retransmissions_and_probes_map_to_abi_orders() {
     assert_eq!(seen_new, 16);
     assert!(seen_rtx >= 1);
 }
+
+/// The NIC image's compile-time engine (`check` + `from_checked` in a `static`) starts like
+/// the run-time one (`Engine::new`), and both refuse the same bad configurations.
+#[test]
+fn compile_time_and_run_time_engines_agree() {
+    use mrc_firmware::engine::EngineError;
+    use mrc_nicloop::NicEngine;
+    static BUILT: std::sync::Mutex<NicLoop> = std::sync::Mutex::new(NicLoop::from_checked(
+        match NicEngine::check(EngineConfig::DEFAULT) {
+            Ok(c) => c,
+            Err(_) => panic!("bad config"),
+        },
+    ));
+    let fresh = NicLoop::new(EngineConfig::default()).unwrap();
+    let built = BUILT.lock().unwrap();
+    assert_eq!(built.engine().config(), fresh.engine().config());
+    assert_eq!(built.engine().counters(), fresh.engine().counters());
+    assert_eq!(built.engine().poll_timeout(), fresh.engine().poll_timeout());
+    assert_eq!(built.counters(), fresh.counters());
+    assert!(built.engine().qp(0).is_none());
+    for bad in [
+        EngineConfig {
+            tick_ns: 0,
+            ..EngineConfig::DEFAULT
+        },
+        EngineConfig {
+            mtu_payload: 70_000,
+            ..EngineConfig::DEFAULT
+        },
+    ] {
+        let want = match bad.tick_ns {
+            0 => EngineError::ZeroTick,
+            _ => EngineError::Mtu(70_000),
+        };
+        assert_eq!(NicEngine::check(bad).err(), Some(want));
+        assert_eq!(NicLoop::new(bad).err(), Some(want));
+    }
+}
