@@ -60,19 +60,30 @@ package mrc_abi_pkg;
 
   // abi
   localparam logic [31:0] ABI_ABI_VERSION_MAJOR = 32'h00000001; // ABI major version.
-  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000000; // ABI minor version.
-  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010000; // DEVICE abi_version register value.
+  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000001; // ABI minor version.
+  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010001; // DEVICE abi_version register value.
   localparam logic [31:0] ABI_DEVICE_MAGIC = 32'h3143524D; // DEVICE magic ("MRC1").
   localparam logic [31:0] ABI_BLOCK_VERSION = 32'h00000001; // Version of every register block.
   localparam logic [31:0] ABI_MAX_PORTS = 32'h00000008; // Ports in the PORT block.
   localparam logic [31:0] ABI_MAX_SEND_SGE = 32'h00000002; // SGEs in a send WQE.
   localparam logic [31:0] ABI_DOORBELL_PAGE_BYTES = 32'h00001000; // Doorbell page size.
   localparam logic [31:0] ABI_CSR_ENTRY_BYTES = 32'h00000020; // CSR queue entry size.
+  localparam logic [31:0] ABI_RXH_ENTRY_BYTES = 32'h00000040; // Receive header queue entry size.
+  localparam logic [31:0] ABI_RXH_VERDICT_OFFSET = 32'h00000030; // Byte offset of the firmware verdict in a receive header entry.
+  localparam logic [31:0] ABI_RXH_VERDICT_BYTES = 32'h00000010; // Size of the firmware verdict.
   localparam logic [31:0] ABI_ADMIN_BODY_BYTES = 32'h00000038; // Admin command body size.
   localparam logic [31:0] ABI_FW_IMAGE_MAGIC = 32'h4643524D; // Firmware image magic ("MRCF").
   localparam logic [31:0] ABI_RETRY_FOREVER = 32'h00000019; // Retry count meaning retry forever.
   localparam logic [31:0] ABI_MAX_ACK_TIMEOUT_EXP = 32'h00000018; // Largest ACK timeout exponent.
   localparam logic [31:0] ABI_MAX_EVS_PER_PROFILE = 32'h00001000; // EVs in one EV profile at most.
+
+  // rxh_flag
+  localparam logic [31:0] RXH_FLAG_ACK_REQ = 32'h00000001; // BTH A: ACK requested.
+  localparam logic [31:0] RXH_FLAG_RETRANSMIT = 32'h00000002; // MRH RETRANSMIT.
+  localparam logic [31:0] RXH_FLAG_TRIMMED = 32'h00000004; // MRH TRIMMED.
+  localparam logic [31:0] RXH_FLAG_TRIMMED_LAST_HOP = 32'h00000008; // MRH TRIMMED_LAST_HOP (with TRIMMED).
+  localparam logic [31:0] RXH_FLAG_CE = 32'h00000010; // IPv6 ECN was CE.
+  localparam logic [31:0] RXH_FLAG_SE = 32'h00000020; // BTH SE.
 
   // Register block types.
   typedef enum logic [15:0] {
@@ -306,6 +317,30 @@ package mrc_abi_pkg;
     CSR_KIND_POST_CQE = 8'h85, // FW->DP post a CQE.
     CSR_KIND_POST_EVENT = 8'h86 // FW->DP post an event.
   } csr_kind_e;
+
+  // Firmware verdicts on receive header entries.
+  typedef enum logic [7:0] {
+    RXH_VERDICT_PENDING = 8'h0, // Not answered (as the datapath writes it).
+    RXH_VERDICT_PLACE = 8'h1, // Place the payload at slot/offset.
+    RXH_VERDICT_CONSUMED = 8'h2, // Taken, nothing to place.
+    RXH_VERDICT_DROPPED = 8'h3 // Dropped (drop_reason).
+  } rxh_verdict_e;
+
+  // Why the firmware dropped a received packet.
+  typedef enum logic [7:0] {
+    RXH_DROP_REASON_MALFORMED = 8'h1, // The entry failed the firmware's check.
+    RXH_DROP_REASON_UNKNOWN_QP = 8'h2, // Destination QP unknown.
+    RXH_DROP_REASON_QP_NOT_READY = 8'h3, // QP not in a receiving state.
+    RXH_DROP_REASON_DUPLICATE = 8'h4, // Already received.
+    RXH_DROP_REASON_TRIMMED = 8'h5, // Trimmed (NACKed).
+    RXH_DROP_REASON_OUT_OF_WINDOW = 8'h6, // Outside the receive window.
+    RXH_DROP_REASON_REMOTE_ACCESS = 8'h7, // RETH failed the region check.
+    RXH_DROP_REASON_LENGTH = 8'h8, // RETH length differs from the payload.
+    RXH_DROP_REASON_NO_RECV_BUFFER = 8'h9, // No receive buffer for an immediate.
+    RXH_DROP_REASON_TOO_MANY_WIMM = 8'hA, // Too many Write-with-Immediate in flight.
+    RXH_DROP_REASON_STALE = 8'hB, // Matched nothing outstanding.
+    RXH_DROP_REASON_UNEXPECTED = 8'hC // Not a packet the QP takes.
+  } rxh_drop_reason_e;
 
   // ---- register blocks, descriptors, admin bodies and CSR entries (little-endian)
 
@@ -903,6 +938,41 @@ package mrc_abi_pkg;
     logic [7:0] event_kind; // `crate::device::event::EventKind` code.
     logic [7:0] kind; // `CsrKind` code.
   } post_event_t;
+
+  // RxhEntry (64 bytes, little-endian): DP->FW: the parsed headers of one received data packet or EV probe (64 bytes). Bytes 0-47 are written by the datapath; bytes 48-63 are the firmware's verdict (`RxhVerdict`), written as 0 by the datapath.
+  localparam logic [31:0] RXH_ENTRY_BYTES = 32'd64;
+  typedef struct packed {
+    logic [63:0] place_offset; // Firmware: byte offset in the region.
+    logic [31:0] place_len; // Firmware: bytes to place.
+    logic [15:0] slot; // Firmware: registered-region slot to place into.
+    logic [7:0] drop_reason; // Firmware: `RxhDropReason` when dropped, else 0.
+    logic [7:0] verdict; // Firmware: `RxhVerdictCode` (0 = pending, as the datapath writes it).
+    logic [31:0] payload_len; // Payload bytes the datapath received after the MRC headers (0 when trimmed).
+    logic [31:0] imm; // ImmDt (WRITE_LAST_IMM / WRITE_ONLY_IMM; 0 otherwise).
+    logic [31:0] dma_len; // RETH DMA length (probes: 0).
+    logic [31:0] rkey; // RETH R_Key; for EV_PROBE the probe id.
+    logic [63:0] remote_va; // RETH virtual address (probes: 0).
+    logic [31:0] echo_ts; // TSX echoed timestamp.
+    logic [31:0] tx_ts; // TSX tx timestamp (ns, low 32 bits).
+    logic [15:0] ev_index; // EVX EV index.
+    logic [15:0] msn; // MRH message sequence number.
+    logic [31:0] psn; // BTH PSN (probes: 0).
+    logic [31:0] dest_qpn; // BTH destination QPN (this NIC's QP).
+    logic [7:0] plane; // EVX plane (the NIC port it arrived on).
+    logic [7:0] ev_format; // MRH EV format code.
+    logic [7:0] flags; // `flags` bits.
+    logic [7:0] opcode; // BTH opcode: a write opcode or EV_PROBE.
+  } rxh_entry_t;
+
+  // RxhVerdict (16 bytes, little-endian): FW->DP: the firmware's verdict on one RXH entry, written over its last 16 bytes (`RXH_VERDICT_OFFSET`) before the consumer index moves past it.
+  localparam logic [31:0] RXH_VERDICT_BYTES = 32'd16;
+  typedef struct packed {
+    logic [63:0] place_offset; // Byte offset in the region (place only).
+    logic [31:0] place_len; // Bytes to place (place only).
+    logic [15:0] slot; // Registered-region slot to place into (place only).
+    logic [7:0] drop_reason; // `RxhDropReason` when dropped, else 0.
+    logic [7:0] verdict; // `RxhVerdictCode`.
+  } rxh_verdict_t;
 
   // ---- wire headers (abi/WIRE.md, big-endian)
 

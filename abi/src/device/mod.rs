@@ -17,6 +17,7 @@
 //! | [`event`] | asynchronous event records |
 //! | [`admin`] | admin queue commands and responses |
 //! | [`csr`] | CSR event queues between the datapath and the firmware cores |
+//! | [`rxh`] | the per-packet receive header queue (datapath -> firmware, verdict written back) |
 
 pub mod admin;
 pub mod cqe;
@@ -24,6 +25,7 @@ pub mod csr;
 pub mod doorbell;
 pub mod event;
 pub mod regs;
+pub mod rxh;
 pub mod version;
 pub mod wqe;
 

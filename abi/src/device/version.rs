@@ -42,7 +42,8 @@ impl AbiVersion {
 }
 
 /// The ABI version this crate describes.
-pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 0);
+/// 1.1 added the receive header queue ([`super::rxh`]).
+pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 1);
 
 /// The wire format version (the MRH version field, `abi/WIRE.md`).
 pub const WIRE_VERSION: u8 = crate::wire::MRC_VERSION;
@@ -128,7 +129,7 @@ mod tests {
             check_compat(v(1, 0), v(2, 0)),
             Err(VersionError::MajorMismatch { host: 1, device: 2 })
         );
-        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0000);
+        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0001);
     }
 
     proptest! {

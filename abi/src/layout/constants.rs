@@ -7,7 +7,7 @@ use crate::device::admin::{
 use crate::device::cqe::{self, CqeOpcode, CqeStatus};
 use crate::device::event::{CqErrorReason, EventKind, FwEventCode};
 use crate::device::regs::{self, defaults, BlockType};
-use crate::device::{csr, doorbell, version, wqe, EvFormat, EvState};
+use crate::device::{csr, doorbell, rxh, version, wqe, EvFormat, EvState};
 
 macro_rules! c {
     ($g:literal, $n:literal, $v:expr, $d:literal) => {
@@ -41,6 +41,8 @@ pub const ENUMS: &[EnumGroup] = &[
     EnumGroup { group: "ev_profile_state", width_bits: 8, doc: "EV profile states." },
     EnumGroup { group: "fw_update_state", width_bits: 8, doc: "Firmware update states." },
     EnumGroup { group: "csr_kind", width_bits: 8, doc: "CSR queue entry kinds." },
+    EnumGroup { group: "rxh_verdict", width_bits: 8, doc: "Firmware verdicts on receive header entries." },
+    EnumGroup { group: "rxh_drop_reason", width_bits: 8, doc: "Why the firmware dropped a received packet." },
 ];
 
 /// Every named constant.
@@ -91,6 +93,15 @@ pub const CONSTANTS: &[Constant] = &[
     c!("abi", "MAX_SEND_SGE", wqe::MAX_SEND_SGE, "SGEs in a send WQE."),
     c!("abi", "DOORBELL_PAGE_BYTES", doorbell::PAGE_BYTES, "Doorbell page size."),
     c!("abi", "CSR_ENTRY_BYTES", csr::ENTRY_BYTES, "CSR queue entry size."),
+    c!("abi", "RXH_ENTRY_BYTES", rxh::RXH_ENTRY_BYTES, "Receive header queue entry size."),
+    c!("abi", "RXH_VERDICT_OFFSET", rxh::RXH_VERDICT_OFFSET, "Byte offset of the firmware verdict in a receive header entry."),
+    c!("abi", "RXH_VERDICT_BYTES", rxh::RXH_VERDICT_BYTES, "Size of the firmware verdict."),
+    c!("rxh_flag", "ACK_REQ", rxh::flags::ACK_REQ, "BTH A: ACK requested."),
+    c!("rxh_flag", "RETRANSMIT", rxh::flags::RETRANSMIT, "MRH RETRANSMIT."),
+    c!("rxh_flag", "TRIMMED", rxh::flags::TRIMMED, "MRH TRIMMED."),
+    c!("rxh_flag", "TRIMMED_LAST_HOP", rxh::flags::TRIMMED_LAST_HOP, "MRH TRIMMED_LAST_HOP (with TRIMMED)."),
+    c!("rxh_flag", "CE", rxh::flags::CE, "IPv6 ECN was CE."),
+    c!("rxh_flag", "SE", rxh::flags::SE, "BTH SE."),
     c!("abi", "ADMIN_BODY_BYTES", admin::BODY_BYTES, "Admin command body size."),
     c!("abi", "FW_IMAGE_MAGIC", admin::FW_IMAGE_MAGIC, "Firmware image magic (\"MRCF\")."),
     c!("abi", "RETRY_FOREVER", admin::RETRY_FOREVER, "Retry count meaning retry forever."),
@@ -257,4 +268,20 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_kind", "WINDOW_UPDATE", csr::CsrKind::WindowUpdate, "FW->DP window update."),
     c!("csr_kind", "POST_CQE", csr::CsrKind::PostCqe, "FW->DP post a CQE."),
     c!("csr_kind", "POST_EVENT", csr::CsrKind::PostEvent, "FW->DP post an event."),
+    c!("rxh_verdict", "PENDING", rxh::RxhVerdictCode::Pending, "Not answered (as the datapath writes it)."),
+    c!("rxh_verdict", "PLACE", rxh::RxhVerdictCode::Place, "Place the payload at slot/offset."),
+    c!("rxh_verdict", "CONSUMED", rxh::RxhVerdictCode::Consumed, "Taken, nothing to place."),
+    c!("rxh_verdict", "DROPPED", rxh::RxhVerdictCode::Dropped, "Dropped (drop_reason)."),
+    c!("rxh_drop_reason", "MALFORMED", rxh::RxhDropReason::Malformed, "The entry failed the firmware's check."),
+    c!("rxh_drop_reason", "UNKNOWN_QP", rxh::RxhDropReason::UnknownQp, "Destination QP unknown."),
+    c!("rxh_drop_reason", "QP_NOT_READY", rxh::RxhDropReason::QpNotReady, "QP not in a receiving state."),
+    c!("rxh_drop_reason", "DUPLICATE", rxh::RxhDropReason::Duplicate, "Already received."),
+    c!("rxh_drop_reason", "TRIMMED", rxh::RxhDropReason::Trimmed, "Trimmed (NACKed)."),
+    c!("rxh_drop_reason", "OUT_OF_WINDOW", rxh::RxhDropReason::OutOfWindow, "Outside the receive window."),
+    c!("rxh_drop_reason", "REMOTE_ACCESS", rxh::RxhDropReason::RemoteAccess, "RETH failed the region check."),
+    c!("rxh_drop_reason", "LENGTH", rxh::RxhDropReason::Length, "RETH length differs from the payload."),
+    c!("rxh_drop_reason", "NO_RECV_BUFFER", rxh::RxhDropReason::NoRecvBuffer, "No receive buffer for an immediate."),
+    c!("rxh_drop_reason", "TOO_MANY_WIMM", rxh::RxhDropReason::TooManyWimm, "Too many Write-with-Immediate in flight."),
+    c!("rxh_drop_reason", "STALE", rxh::RxhDropReason::Stale, "Matched nothing outstanding."),
+    c!("rxh_drop_reason", "UNEXPECTED", rxh::RxhDropReason::Unexpected, "Not a packet the QP takes."),
 ];

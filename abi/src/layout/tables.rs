@@ -3,7 +3,7 @@
 use super::{Layout, RegisterBlockInfo};
 use crate::device::admin::{self, body};
 use crate::device::regs::{self, defaults, BlockType};
-use crate::device::{cqe, csr, doorbell, wqe};
+use crate::device::{cqe, csr, doorbell, rxh, wqe};
 
 /// Every little-endian device structure.
 pub const LAYOUTS: &[Layout] = &[
@@ -53,6 +53,8 @@ pub const LAYOUTS: &[Layout] = &[
     csr::WindowUpdate::LAYOUT,
     csr::PostCqe::LAYOUT,
     csr::PostEvent::LAYOUT,
+    rxh::RxhEntry::LAYOUT,
+    rxh::RxhVerdict::LAYOUT,
 ];
 
 /// The register blocks of BAR0.

@@ -267,44 +267,50 @@ fn exception(trap: &riscv_rt::TrapFrame) -> ! {
 }
 
 // ------------------------------------------------------------------------------------------
-// Datapath CSR queues (NIC only): the two rings of mrc-abi `device::csr`, each a
-// `CsrQueueRegs` block in the CSR window (DP->FW at EVQ_RX_BASE, FW->DP at EVQ_TX_BASE) and
-// 32-byte entries in DTCM that the firmware provides at boot.
+// Datapath queues (NIC only): the two CSR rings of mrc-abi `device::csr` (DP->FW at
+// EVQ_RX_BASE, FW->DP at EVQ_TX_BASE, 32-byte entries) and the receive header ring of
+// `device::rxh` (EVQ_RXH_BASE, 64-byte entries, verdicts written back), each a `CsrQueueRegs`
+// block in the CSR window with entry memory in DTCM that the firmware provides at boot.
 
 #[cfg(not(feature = "qemu"))]
 pub use csr_rings::NicDatapath;
 
-/// The engine's home: in `.bss` (zeroed by riscv-rt, initialised by `main`), not on the stack,
-/// which shares the DTCM with it.
+/// The engine's configuration on the NIC.
 #[cfg(not(feature = "qemu"))]
-static mut NIC_LOOP: core::mem::MaybeUninit<mrc_nicloop::NicLoop> =
-    core::mem::MaybeUninit::uninit();
+const ENGINE_CONFIG: mrc_firmware::engine::EngineConfig =
+    mrc_firmware::engine::EngineConfig::DEFAULT;
 
-/// The engine fits the DTCM: once in `.bss`, once more (x1.6, measured 1.54 at the default
-/// capacities) as the boot-time temporary `Engine::new` returns by value and `init_loop` copies
-/// into the slot, plus the two 1 KiB CSR rings and 4 KiB for the running loop's stack and the
-/// rest of `.bss`. A capacity change that breaks this fails the build instead of the boot.
+/// The engine's home: a `static` built at compile time (`NicLoop::from_checked` is a `const
+/// fn`; a bad configuration fails the build). Nothing engine-sized is ever on the stack: no
+/// boot-time construction and no copy. It is in `.data`, so its initial bytes are also part
+/// of the image in ITCM (riscv-rt copies them to DTCM at reset).
+#[cfg(not(feature = "qemu"))]
+static mut NIC_LOOP: mrc_nicloop::NicLoop =
+    mrc_nicloop::NicLoop::from_checked(match mrc_nicloop::NicEngine::check(ENGINE_CONFIG) {
+        Ok(c) => c,
+        Err(_) => panic!("invalid engine configuration"),
+    });
+
+/// The engine fits the DTCM with the two 1 KiB CSR rings, the 2 KiB receive header ring and 8 KiB
+/// for the stack (the main loop measured under 3 KiB) and the rest of `.data`/`.bss`. A
+/// capacity change that breaks this fails the build instead of the boot.
 #[cfg(not(feature = "qemu"))]
 const _: () = assert!(
-    core::mem::size_of::<mrc_nicloop::NicLoop>() * 16 / 10
-        + core::mem::size_of::<mrc_nicloop::NicLoop>()
-        + 2 * 1024
-        + 4 * 1024
-        <= map::DTCM_LEN,
+    core::mem::size_of::<mrc_nicloop::NicLoop>() + 4 * 1024 + 8 * 1024 <= map::DTCM_LEN,
     "the engine's capacities do not fit the DTCM"
 );
 
 #[cfg(not(feature = "qemu"))]
 static NIC_LOOP_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// The engine's slot, once (`main` builds the engine into it at boot).
+/// The engine and its loop, once (for `main`'s loop).
 #[cfg(not(feature = "qemu"))]
-pub fn nic_loop_slot() -> &'static mut core::mem::MaybeUninit<mrc_nicloop::NicLoop> {
+pub fn nic_loop() -> &'static mut mrc_nicloop::NicLoop {
     if NIC_LOOP_TAKEN.swap(true, Ordering::Relaxed) {
-        panic!("engine slot taken twice");
+        panic!("engine taken twice");
     }
     // SAFETY: the flag above hands out this reference at most once for the program's life,
-    // so it never aliases; a `MaybeUninit` may hold any bytes.
+    // so it never aliases; the static holds a valid `NicLoop` from compile time.
     unsafe { &mut *core::ptr::addr_of_mut!(NIC_LOOP) }
 }
 
@@ -313,8 +319,9 @@ mod csr_rings {
     use core::mem::offset_of;
 
     use mrc_abi::device::csr::{CsrQueueRegs, CsrRing, ENTRY_BYTES};
-    use mrc_firmware::engine::{RxVerdict, TxPacket};
-    use mrc_nicloop::{Datapath, RxHeader};
+    use mrc_abi::device::rxh::{RXH_ENTRY_BYTES, RXH_VERDICT_BYTES, RXH_VERDICT_OFFSET};
+    use mrc_firmware::engine::TxPacket;
+    use mrc_nicloop::Datapath;
 
     use super::{map, read32, write32};
 
@@ -336,6 +343,22 @@ mod csr_rings {
     static mut DP_FW: RingMem = RingMem([[0; WORDS]; RING_ENTRIES]);
     static mut FW_DP: RingMem = RingMem([[0; WORDS]; RING_ENTRIES]);
 
+    const RXH_WORDS: usize = RXH_ENTRY_BYTES / 4;
+    const VERDICT_WORD: usize = RXH_VERDICT_OFFSET / 4;
+
+    /// Receive header ring memory (64-byte entries; the firmware writes only the verdict
+    /// words of an entry it holds): only read and written with volatile accesses.
+    #[repr(C, align(64))]
+    struct RxhMem([[u32; RXH_WORDS]; RING_ENTRIES]);
+
+    static mut RXH: RxhMem = RxhMem([[0; RXH_WORDS]; RING_ENTRIES]);
+
+    fn rxh_entry_ptr(slot: u32) -> *mut u32 {
+        // `slot < RING_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
+        // SAFETY: `RXH` is the static above; `addr_of_mut!` creates no reference.
+        unsafe { core::ptr::addr_of_mut!(RXH.0[slot as usize]).cast::<u32>() }
+    }
+
     /// Order device-register and ring-memory accesses (the datapath is another bus master).
     fn io_fence() {
         // SAFETY: a `fence iorw, iorw` has no operands and no effect besides ordering.
@@ -354,6 +377,8 @@ mod csr_rings {
         ring: CsrRing,
         /// Our consumer index of DP->FW, our producer index of FW->DP (we own both).
         rx_consumer: u32,
+        /// Our consumer index of the receive header ring.
+        rxh_consumer: u32,
         tx_producer: u32,
         tx_overflow: u32,
     }
@@ -367,12 +392,13 @@ mod csr_rings {
                 None => panic!("ring size"),
             };
             let rings = [
-                (map::EVQ_RX_BASE, core::ptr::addr_of_mut!(DP_FW)),
-                (map::EVQ_TX_BASE, core::ptr::addr_of_mut!(FW_DP)),
+                (map::EVQ_RX_BASE, core::ptr::addr_of_mut!(DP_FW) as usize),
+                (map::EVQ_TX_BASE, core::ptr::addr_of_mut!(FW_DP) as usize),
+                (map::EVQ_RXH_BASE, core::ptr::addr_of_mut!(RXH) as usize),
             ];
             for (regs, mem) in rings {
                 // rv32: DTCM addresses fit the 32-bit `base` register.
-                write32(regs + BASE, mem as usize as u32);
+                write32(regs + BASE, mem as u32);
                 write32(regs + LOG2, u32::from(RING_LOG2));
                 write32(regs + PRODUCER, 0);
                 write32(regs + CONSUMER, 0);
@@ -382,6 +408,7 @@ mod csr_rings {
             NicDatapath {
                 ring,
                 rx_consumer: 0,
+                rxh_consumer: 0,
                 tx_producer: 0,
                 tx_overflow: 0,
             }
@@ -437,13 +464,37 @@ mod csr_rings {
             true
         }
 
-        /// mrc-abi defines no per-packet header queue: nothing is received here (see
-        /// `mrc_nicloop`'s gaps).
-        fn pop_rx(&mut self) -> Option<RxHeader> {
-            None
+        fn pop_rx(&mut self) -> Option<[u8; RXH_ENTRY_BYTES]> {
+            let producer = read32(map::EVQ_RXH_BASE + PRODUCER);
+            if self.ring.is_empty(producer, self.rxh_consumer) {
+                return None;
+            }
+            // Entry bytes after the producer index that published them.
+            io_fence();
+            let p = rxh_entry_ptr(self.ring.slot(self.rxh_consumer));
+            let mut out = [0u8; RXH_ENTRY_BYTES];
+            for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
+                // SAFETY: `p` points to a 64-byte aligned entry of 16 words in RXH (`i < 16`)
+                // that the datapath published and will not touch until we advance `consumer`.
+                let w = unsafe { core::ptr::read_volatile(p.add(i)) };
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            Some(out)
         }
 
-        fn rx_verdict(&mut self, _hdr: &RxHeader, _verdict: RxVerdict) {}
+        fn rx_done(&mut self, verdict: &[u8; RXH_VERDICT_BYTES]) {
+            let p = rxh_entry_ptr(self.ring.slot(self.rxh_consumer));
+            for (i, chunk) in verdict.chunks_exact(4).enumerate() {
+                let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                // SAFETY: `p` points to the entry `pop_rx` returned, still ours (the consumer
+                // index has not passed it); words 12..16 are its verdict (`i < 4`).
+                unsafe { core::ptr::write_volatile(p.add(VERDICT_WORD + i), w) };
+            }
+            // Verdict bytes before the consumer index that hands the entry back.
+            io_fence();
+            self.rxh_consumer = self.rxh_consumer.wrapping_add(1);
+            write32(map::EVQ_RXH_BASE + CONSUMER, self.rxh_consumer);
+        }
 
         /// mrc-abi defines no per-packet transmit queue: a retransmission or a probe goes out
         /// as its FW->DP order (`mrc_nicloop::abi_order`); anything else is refused and counted

@@ -52,26 +52,12 @@ fn main() -> ! {
     }
     #[cfg(not(feature = "qemu"))]
     {
-        let lp = init_loop(hal::nic_loop_slot());
+        let lp = hal::nic_loop();
         let mut dp = hal::NicDatapath::init();
         loop {
             let now_ns = hal::now_ns();
             hal::watchdog_kick();
             lp.step(now_ns, &mut dp);
         }
-    }
-}
-
-/// Build the engine into its `.bss` slot. Not inlined: the engine is built in this function's
-/// frame and moved into the slot (the engine has no in-place constructor), so that one
-/// temporary copy is on the stack only during boot, never under the main loop.
-#[cfg(not(feature = "qemu"))]
-#[inline(never)]
-fn init_loop(
-    slot: &'static mut core::mem::MaybeUninit<mrc_nicloop::NicLoop>,
-) -> &'static mut mrc_nicloop::NicLoop {
-    match mrc_nicloop::NicLoop::new(mrc_firmware::engine::EngineConfig::default()) {
-        Ok(l) => slot.write(l),
-        Err(_) => panic!("invalid constant engine configuration"),
     }
 }

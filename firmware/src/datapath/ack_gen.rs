@@ -158,12 +158,17 @@ pub struct AckGenConfig {
 
 impl Default for AckGenConfig {
     fn default() -> Self {
-        AckGenConfig {
-            coalesce_pkts: 16,
-            coalesce_ns: 4_000,
-            ack_on_gap: true,
-        }
+        Self::DEFAULT
     }
+}
+
+impl AckGenConfig {
+    /// The defaults (what `Default` gives, usable in `const fn`).
+    pub const DEFAULT: AckGenConfig = AckGenConfig {
+        coalesce_pkts: 16,
+        coalesce_ns: 4_000,
+        ack_on_gap: true,
+    };
 }
 
 /// ACK generator counters (free-running, wrapping). Each ACK is counted once, under the first

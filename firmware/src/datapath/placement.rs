@@ -116,6 +116,18 @@ pub struct PlacementCounters {
     pub bad_registrations: u64,
 }
 
+impl PlacementCounters {
+    /// All zero (what `Default` gives, usable in `const fn`).
+    pub const ZERO: PlacementCounters = PlacementCounters {
+        placed: 0,
+        bad_rkey: 0,
+        out_of_bounds: 0,
+        length_mismatch: 0,
+        no_write_access: 0,
+        bad_registrations: 0,
+    };
+}
+
 /// The registered-region table. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacementTable<const R: usize> {
@@ -133,12 +145,12 @@ impl<const R: usize> PlacementTable<R> {
     const CAPACITY_OK: () = assert!(R >= 1 && R <= 65536, "PlacementTable needs 1 <= R <= 65536");
 
     /// An empty table.
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         PlacementTable {
             regions: [None; R],
-            counters: PlacementCounters::default(),
+            counters: PlacementCounters::ZERO,
         }
     }
 

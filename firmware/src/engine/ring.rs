@@ -15,7 +15,7 @@ pub struct Ring<T: Copy, const N: usize> {
 
 impl<T: Copy, const N: usize> Ring<T, N> {
     /// An empty ring; `fill` occupies the unused slots (never returned).
-    pub fn new(fill: T) -> Self {
+    pub const fn new(fill: T) -> Self {
         Ring {
             buf: [fill; N],
             head: 0,

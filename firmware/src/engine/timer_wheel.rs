@@ -80,6 +80,18 @@ pub struct TimerCounters {
     pub armed_in_past: u64,
 }
 
+impl TimerCounters {
+    /// All zero (what `Default` gives, usable in `const fn`).
+    pub const ZERO: TimerCounters = TimerCounters {
+        armed: 0,
+        cancelled: 0,
+        expired: 0,
+        full: 0,
+        stale: 0,
+        armed_in_past: 0,
+    };
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Loc {
     Free,
@@ -152,12 +164,18 @@ impl<const N: usize> TimerWheel<N> {
     ///
     /// # Errors
     /// [`TimerError::ZeroTick`] when `tick_ns == 0`.
-    pub fn new(tick_ns: u64) -> Result<Self, TimerError> {
+    pub const fn new(tick_ns: u64) -> Result<Self, TimerError> {
+        match core::num::NonZeroU64::new(tick_ns) {
+            Some(t) => Ok(Self::with_tick(t)),
+            None => Err(TimerError::ZeroTick),
+        }
+    }
+
+    /// An empty wheel whose tick is `tick_ns`, starting at time 0 (infallible [`Self::new`]).
+    pub const fn with_tick(tick_ns: core::num::NonZeroU64) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
-        if tick_ns == 0 {
-            return Err(TimerError::ZeroTick);
-        }
+        let tick_ns = tick_ns.get();
         let mut slots = [Slot::EMPTY; N];
         // Free list threads through `next`.
         let mut i = 0;
@@ -165,7 +183,7 @@ impl<const N: usize> TimerWheel<N> {
             slots[i].next = if i + 1 < N { (i + 1) as u32 } else { NIL };
             i += 1;
         }
-        Ok(TimerWheel {
+        TimerWheel {
             slots,
             free_head: if N == 0 { NIL } else { 0 },
             buckets: [[NIL; SLOTS]; LEVELS],
@@ -180,10 +198,10 @@ impl<const N: usize> TimerWheel<N> {
             tick_ns,
             next_seq: 0,
             len: 0,
-            counters: TimerCounters::default(),
+            counters: TimerCounters::ZERO,
             #[cfg(test)]
             planted_tie_bug: false,
-        })
+        }
     }
 
     /// The tick length in ns.

@@ -10,8 +10,12 @@
 //!    `handle_plane_down/up`; `RxDrops` is added to the loop's counters; `TxDone` and
 //!    `WimmPlaced` are counted only (see the gaps below); malformed entries and FW->DP kinds
 //!    found on this ring are counted and dropped.
-//! 2. Received packet headers ([`Datapath::pop_rx`]) go to [`Engine::handle_tx_packet`]; the
-//!    verdict (place the payload, consumed, dropped) goes back with [`Datapath::rx_verdict`].
+//! 2. The per-packet receive header queue (mrc-abi `device::rxh`, [`Datapath::pop_rx`]): every
+//!    64-byte entry is checked with [`RxhEntry::decode`], turned into the packet the engine
+//!    takes ([`rx_packet`]) and handed to [`Engine::handle_tx_packet`]; the verdict (place the
+//!    payload at region slot + offset, consumed, dropped with a reason) is written back into
+//!    the entry with [`Datapath::rx_done`]. A malformed entry is answered `Dropped(Malformed)`
+//!    and counted (`rxh_bad`).
 //! 3. [`Engine::handle_timeout`] when [`Engine::poll_timeout`] is due.
 //! 4. Engine output: packets to [`Datapath::push_tx`]; completions to FW->DP `PostCqe`; EV state
 //!    changes to FW->DP `EvUpdate`. A full queue drops the output and counts it.
@@ -20,14 +24,13 @@
 //! starve the timer or the other queues (the watchdog is kicked between steps).
 //!
 //! ## Gaps in mrc-abi, stated rather than invented
-//! - **Per-packet header queues.** The CSR rings carry the coalesced slow path only. The engine
-//!   as written is a per-packet engine: it sees every data packet and probe ([`Datapath::pop_rx`])
-//!   and builds every packet it wants sent ([`Datapath::push_tx`], a full [`TxPacket`]
-//!   descriptor, more than a 32-byte CSR entry holds). mrc-abi defines no queue for either. On
-//!   the NIC the `hal` receives no headers, and sends what mrc-abi can express ([`abi_order`]:
-//!   a retransmission as FW->DP `Retransmit`, a probe as `SendProbe`, the datapath rebuilding
-//!   the packet); every other packet (new data, ACK, NACK, probe reply: the datapath's own
-//!   work in the mrc-abi model) is refused and counted as `tx_no_queue`.
+//! - **Per-packet transmit queue.** Received data packets and probes reach the engine through
+//!   the RXH queue, but the engine also builds every packet it wants sent
+//!   ([`Datapath::push_tx`], a full [`TxPacket`] descriptor) and mrc-abi has no per-packet
+//!   transmit descriptor queue. On the NIC the `hal` sends what mrc-abi can express
+//!   ([`abi_order`]: a retransmission as FW->DP `Retransmit`, a probe as `SendProbe`, the
+//!   datapath rebuilding the packet); every other packet (new data, ACK, NACK, probe reply:
+//!   the datapath's own work in the mrc-abi model) is refused and counted as `tx_no_queue`.
 //! - **CQ numbers and WQE indices.** The engine has no CQ: `PostCqe.cqn` is the QPN (one CQ per
 //!   QP until admin commands create CQs); `wqe_index` is the low 16 bits of `wr_id` (the caller
 //!   posts work requests with `wr_id` = WQE index); `byte_len` is 0 for sends (the engine's
@@ -46,78 +49,71 @@ use mrc_abi::device::csr::{
     AckSummary, CsrEvent, EvUpdate, NackEntry, PostCqe, ProbeReply, Retransmit, SendProbe,
     ENTRY_BYTES,
 };
+use mrc_abi::device::rxh::{
+    flags as rxh_flags, RxhDropReason, RxhEntry, RxhVerdict, RXH_ENTRY_BYTES, RXH_VERDICT_BYTES,
+};
 use mrc_abi::device::EvState as AbiEvState;
 use mrc_abi::wire::{
-    AckRepr, Body, BthRepr, EvFormat, EvxRepr, MrcRepr, MrhRepr, NackReason, NackRepr, ProbeRepr,
-    TsxRepr,
+    AckRepr, Body, BthRepr, EvFormat, EvxRepr, MrcRepr, MrhRepr, NackReason, NackRepr, Opcode,
+    ProbeRepr, RethRepr, Segment, TsxRepr,
 };
 use mrc_abi::Psn;
 use mrc_firmware::datapath::ack_gen::TrimMark;
 use mrc_firmware::engine::ev_state::EvState;
 use mrc_firmware::engine::{
-    Completion, CompletionError, CompletionKind, Engine, EngineConfig, EngineError, QpEvEvent,
-    RxMeta, RxVerdict, TxBody, TxPacket, TIMERS_PER_QP,
+    CheckedConfig, Completion, CompletionError, CompletionKind, DropReason, Engine, EngineConfig,
+    EngineError, LocalBuf, QpEvEvent, RxMeta, RxVerdict, TxBody, TxPacket, TIMERS_PER_QP,
 };
 
 /// QPs of the NIC engine.
-pub const QPS: usize = 2;
-/// EVs per QP.
-pub const EVS: usize = 16;
+pub const QPS: usize = 3;
+/// EVs per QP (the engine issue asks for 128 to 256).
+pub const EVS: usize = 128;
 /// Planes.
 pub const PLANES: usize = 4;
-/// PSN window per direction (`64 * WIN_WORDS`).
-pub const WIN: usize = 128;
+/// PSN window per direction (`64 * WIN_WORDS`): two MPR units of 128 PSNs.
+pub const WIN: usize = 256;
 /// 64-bit words of the PSN window bitmaps.
-pub const WIN_WORDS: usize = 2;
+pub const WIN_WORDS: usize = 4;
 /// Send work requests per QP.
-pub const SQ: usize = 8;
+pub const SQ: usize = 16;
 /// Receive work requests per QP.
-pub const RQ: usize = 8;
+pub const RQ: usize = 16;
 /// Registered regions.
-pub const REGIONS: usize = 4;
+pub const REGIONS: usize = 8;
 /// Engine timers.
 pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 
-/// The engine at the NIC core's capacities: 2 QPs, 16 EVs per QP over 4 planes, a 128-PSN
-/// window, 8 send + 8 receive work requests per QP, 4 regions, 6 timers.
+/// The engine at the NIC core's capacities: 3 QPs, 128 EVs per QP over 4 planes, a 256-PSN
+/// window, 16 send + 16 receive work requests per QP, 8 regions, 9 timers.
 ///
-/// Sized for the NIC core's 60 KiB DTCM (`firmware/memory-map.toml`), which holds `.data`,
-/// `.bss` and the stack. The engine lives in `.bss` (21,144 bytes on riscv32), but
-/// `Engine::new` returns it by value, so boot builds it on the stack and copies it into place:
-/// the image's `init_loop` frame is 32,512 bytes, 1.54 engines, on top of the one in `.bss`.
-/// That boot-time copy, not the running loop (under 3 KiB of stack), is what limits the
-/// capacities: 32 EVs per QP already leave the boot stack 256 bytes short, and the image's
-/// `hal` asserts the fit at compile time. An in-place constructor in the engine would about
-/// double what fits.
+/// Sized for the NIC core's memories (`firmware/memory-map.toml`). The image builds the
+/// engine at compile time into a `static` ([`NicLoop::from_checked`] is a `const fn`), so
+/// nothing engine-sized is ever on the stack; the price is that the engine's initial bytes are
+/// `.data`, stored in the 128 KiB ITCM beside the code and copied to the DTCM at reset. A QP
+/// at these capacities is about 19 KiB (EV table and sprayer for 128 EVs, the
+/// window's per-PSN send records and bitmaps, the work-request rings), the engine's fixed part
+/// (control queue, timer wheel, EV event queue) about 8 KiB: 3 QPs keep the ITCM below
+/// 128 KiB with 12 KiB left for the code to grow; a fourth would not fit. Thousands of QPs need
+/// QP context in NIC DRAM behind a cache, which this engine does not have.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
 
 /// Entries taken from each input queue per step.
 pub const BUDGET: usize = 64;
 
-/// A received packet as the datapath's header parser hands it over (not in mrc-abi; see the
-/// crate docs): the sender's descriptor, the trim mark the fabric set, what the wire block
-/// measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RxHeader {
-    /// The packet's headers.
-    pub pkt: TxPacket,
-    /// Trim mark.
-    pub trim: TrimMark,
-    /// Payload length and CE.
-    pub meta: RxMeta,
-}
-
-/// The datapath as the loop sees it: the two CSR rings of mrc-abi and the per-packet header
-/// queues mrc-abi does not define yet.
+/// The datapath as the loop sees it: the two CSR rings and the receive header queue of
+/// mrc-abi, and the per-packet transmit queue mrc-abi does not define yet.
 pub trait Datapath {
     /// The next DP->FW CSR entry (32 bytes), consuming it.
     fn pop_event(&mut self) -> Option<[u8; ENTRY_BYTES]>;
     /// Append a FW->DP CSR entry; `false` when the ring is full (the loop counts the drop).
     fn push_order(&mut self, entry: &[u8; ENTRY_BYTES]) -> bool;
-    /// The next received data packet or probe header.
-    fn pop_rx(&mut self) -> Option<RxHeader>;
-    /// What the engine made of the header last returned by [`Datapath::pop_rx`].
-    fn rx_verdict(&mut self, hdr: &RxHeader, verdict: RxVerdict);
+    /// The oldest unanswered receive header entry (mrc-abi `RxhEntry` bytes), without
+    /// consuming it: [`Datapath::rx_done`] answers it next.
+    fn pop_rx(&mut self) -> Option<[u8; RXH_ENTRY_BYTES]>;
+    /// Write `verdict` over the verdict bytes of the entry [`Datapath::pop_rx`] last returned
+    /// and release it to the datapath (advance the consumer index).
+    fn rx_done(&mut self, verdict: &[u8; RXH_VERDICT_BYTES]);
     /// Transmit `pkt`; `false` when there is no room (the loop counts the drop).
     fn push_tx(&mut self, pkt: &TxPacket) -> bool;
 }
@@ -134,8 +130,10 @@ pub struct LoopCounters {
     pub csr_bad: u64,
     /// `TxDone` / `WimmPlaced` entries (no engine input for them yet).
     pub csr_not_wired: u64,
-    /// Received headers handed to the engine.
+    /// Receive header entries taken (including malformed ones).
     pub rx_headers: u64,
+    /// Receive header entries that failed [`RxhEntry::decode`] (answered `Dropped(Malformed)`).
+    pub rxh_bad: u64,
     /// Payloads the engine asked the datapath to place.
     pub rx_placed: u64,
     /// Drops the datapath reported in `RxDrops` (sum of its counters, saturating).
@@ -154,6 +152,26 @@ pub struct LoopCounters {
     pub orders_dropped: u64,
 }
 
+impl LoopCounters {
+    /// All zero (usable in `const fn`).
+    pub const ZERO: LoopCounters = LoopCounters {
+        steps: 0,
+        csr_events: 0,
+        csr_bad: 0,
+        csr_not_wired: 0,
+        rx_headers: 0,
+        rxh_bad: 0,
+        rx_placed: 0,
+        dp_rx_drops: 0,
+        port_events: 0,
+        timeouts: 0,
+        tx_packets: 0,
+        tx_no_queue: 0,
+        orders: 0,
+        orders_dropped: 0,
+    };
+}
+
 /// The loop's state: the engine and the counters.
 pub struct NicLoop {
     engine: NicEngine,
@@ -166,10 +184,16 @@ impl NicLoop {
     /// # Errors
     /// The engine refused `cfg`.
     pub fn new(cfg: EngineConfig) -> Result<Self, EngineError> {
-        Ok(NicLoop {
-            engine: NicEngine::new(cfg)?,
-            counters: LoopCounters::default(),
-        })
+        Ok(Self::from_checked(NicEngine::check(cfg)?))
+    }
+
+    /// A loop around a fresh engine for a checked configuration: a `const fn`, so the NIC
+    /// image builds it at compile time into its `static` (no engine-sized stack temporary).
+    pub const fn from_checked(c: CheckedConfig) -> Self {
+        NicLoop {
+            engine: NicEngine::from_checked(c),
+            counters: LoopCounters::ZERO,
+        }
     }
 
     /// The engine (QP setup, posting work requests, counters).
@@ -198,16 +222,24 @@ impl NicLoop {
             self.csr_event(now_ns, &entry);
         }
         for _ in 0..BUDGET {
-            let Some(hdr) = dp.pop_rx() else { break };
+            let Some(entry) = dp.pop_rx() else { break };
             moved = true;
             self.counters.rx_headers += 1;
-            let v = self
-                .engine
-                .handle_tx_packet(now_ns, &hdr.pkt, hdr.trim, hdr.meta);
-            if matches!(v, RxVerdict::Place { .. }) {
-                self.counters.rx_placed += 1;
-            }
-            dp.rx_verdict(&hdr, v);
+            let verdict = match RxhEntry::decode(&entry) {
+                Ok(e) => {
+                    let (pkt, trim, meta) = rx_packet(&e);
+                    let v = self.engine.handle_tx_packet(now_ns, &pkt, trim, meta);
+                    if matches!(v, RxVerdict::Place { .. }) {
+                        self.counters.rx_placed += 1;
+                    }
+                    rxh_verdict(&v)
+                }
+                Err(_) => {
+                    self.counters.rxh_bad += 1;
+                    RxhVerdict::dropped(RxhDropReason::Malformed)
+                }
+            };
+            dp.rx_done(&verdict.encode());
         }
         if self.engine.poll_timeout().is_some_and(|t| t <= now_ns) {
             self.counters.timeouts += 1;
@@ -286,6 +318,149 @@ impl NicLoop {
             Ok(CsrEvent::TxDone(_) | CsrEvent::WimmPlaced(_)) => c.csr_not_wired += 1,
             Ok(_) | Err(_) => c.csr_bad += 1,
         }
+    }
+}
+
+/// The packet the engine takes for a checked receive header entry: the sender's descriptor as
+/// far as the headers carry it (`src_qpn` 0 and `ev_value` 0: the receive path uses neither;
+/// BTH SE is not an engine input), the trim mark, the payload length and CE.
+pub fn rx_packet(e: &RxhEntry) -> (TxPacket, TrimMark, RxMeta) {
+    let imm = e.imm.get();
+    let ev_index = e.ev_index.get();
+    let body = match e.opcode() {
+        Ok(Opcode::EvProbe) => TxBody::Probe(ProbeRepr {
+            probe_id: e.rkey.get(),
+            ev_index,
+            plane: e.plane,
+        }),
+        op => {
+            // `RxhEntry::decode` admitted only the write opcodes besides EV_PROBE.
+            let segment = match op {
+                Ok(Opcode::WriteFirst) => Segment::First,
+                Ok(Opcode::WriteMiddle) => Segment::Middle,
+                Ok(Opcode::WriteLast) => Segment::Last { imm: None },
+                Ok(Opcode::WriteLastImm) => Segment::Last { imm: Some(imm) },
+                Ok(Opcode::WriteOnlyImm) => Segment::Only { imm: Some(imm) },
+                _ => Segment::Only { imm: None },
+            };
+            TxBody::Write {
+                segment,
+                reth: RethRepr {
+                    va: e.remote_va.get(),
+                    rkey: e.rkey.get(),
+                    dma_len: e.dma_len.get(),
+                },
+                local: LocalBuf::default(),
+            }
+        }
+    };
+    let pkt = TxPacket {
+        src_qpn: 0,
+        dest_qpn: e.dest_qpn.get(),
+        psn: Psn::new(e.psn.get()),
+        msn: e.msn.get(),
+        ev_format: EvFormat::from_code(e.ev_format).unwrap_or(EvFormat::Udp),
+        evx: EvxRepr {
+            ev_index,
+            plane: e.plane,
+            ev_value: 0,
+        },
+        tx_ts_ns: e.tx_ts.get(),
+        echo_ts_ns: e.echo_ts.get(),
+        retransmit: e.has(rxh_flags::RETRANSMIT),
+        ack_req: e.has(rxh_flags::ACK_REQ),
+        body,
+    };
+    let trim = if e.has(rxh_flags::TRIMMED_LAST_HOP) {
+        TrimMark::TrimmedLastHop
+    } else if e.has(rxh_flags::TRIMMED) {
+        TrimMark::Trimmed
+    } else {
+        TrimMark::None
+    };
+    let meta = RxMeta {
+        payload_len: e.payload_len.get(),
+        ce: e.has(rxh_flags::CE),
+    };
+    (pkt, trim, meta)
+}
+
+/// The receive header entry a datapath's header parser writes for a data packet or probe `p`
+/// (the inverse of [`rx_packet`]; `None` for ACKs, NACKs and probe replies, which go through
+/// the DP->FW CSR ring). For tests and datapath models.
+pub fn rxh_entry(p: &TxPacket, trim: TrimMark, meta: RxMeta) -> Option<RxhEntry> {
+    let mut flags = 0;
+    for (on, bit) in [
+        (p.ack_req, rxh_flags::ACK_REQ),
+        (p.retransmit, rxh_flags::RETRANSMIT),
+        (trim != TrimMark::None, rxh_flags::TRIMMED),
+        (
+            trim == TrimMark::TrimmedLastHop,
+            rxh_flags::TRIMMED_LAST_HOP,
+        ),
+        (meta.ce, rxh_flags::CE),
+    ] {
+        if on {
+            flags |= bit;
+        }
+    }
+    let (va, rkey, dma_len, imm) = match p.body {
+        TxBody::Write { segment, reth, .. } => {
+            let imm = match segment {
+                Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } => i,
+                _ => 0,
+            };
+            (reth.va, reth.rkey, reth.dma_len, imm)
+        }
+        TxBody::Probe(pr) => (0, pr.probe_id, 0, 0),
+        _ => return None,
+    };
+    Some(RxhEntry {
+        opcode: p.opcode() as u8,
+        flags,
+        ev_format: p.ev_format as u8,
+        plane: p.evx.plane,
+        dest_qpn: (p.dest_qpn & (mrc_abi::device::QPN_LIMIT - 1)).into(),
+        psn: p.psn.value().into(),
+        msn: p.msn.into(),
+        ev_index: p.evx.ev_index.into(),
+        tx_ts: p.tx_ts_ns.into(),
+        echo_ts: p.echo_ts_ns.into(),
+        remote_va: va.into(),
+        rkey: rkey.into(),
+        dma_len: dma_len.into(),
+        imm: imm.into(),
+        payload_len: meta.payload_len.into(),
+        verdict: 0,
+        drop_reason: 0,
+        slot: 0.into(),
+        place_len: 0.into(),
+        place_offset: 0.into(),
+    })
+}
+
+/// The verdict written back into a receive header entry for the engine's `v`.
+pub fn rxh_verdict(v: &RxVerdict) -> RxhVerdict {
+    match *v {
+        RxVerdict::Place {
+            slot, offset, len, ..
+        } => RxhVerdict::place(slot, offset, len),
+        RxVerdict::Consumed => RxhVerdict::consumed(),
+        RxVerdict::Dropped(r) => RxhVerdict::dropped(match r {
+            DropReason::UnknownQp => RxhDropReason::UnknownQp,
+            DropReason::QpNotReady => RxhDropReason::QpNotReady,
+            DropReason::Duplicate => RxhDropReason::Duplicate,
+            DropReason::Trimmed => RxhDropReason::Trimmed,
+            DropReason::OutOfWindow => RxhDropReason::OutOfWindow,
+            DropReason::RemoteAccess => RxhDropReason::RemoteAccess,
+            DropReason::Length => RxhDropReason::Length,
+            DropReason::NoRecvBuffer => RxhDropReason::NoRecvBuffer,
+            DropReason::TooManyWimm => RxhDropReason::TooManyWimm,
+            DropReason::Stale => RxhDropReason::Stale,
+            // Every RXH entry carries EVX: only a datapath bug loses it.
+            DropReason::MissingEvx => RxhDropReason::Malformed,
+            DropReason::Unexpected => RxhDropReason::Unexpected,
+        }),
     }
 }
 
@@ -459,7 +634,7 @@ pub fn abi_order(p: &TxPacket) -> Option<CsrEvent> {
 }
 
 /// Whether `p` is a packet the datapath's receive side reports through the DP->FW CSR ring
-/// (ACK, NACK, probe reply) rather than through the header queue.
+/// (ACK, NACK, probe reply) rather than through the receive header queue.
 pub fn is_csr_reported(p: &TxPacket) -> bool {
     matches!(
         p.body,
