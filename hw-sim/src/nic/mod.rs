@@ -5,8 +5,10 @@
 //!   QP sends its own flows and receives the peer's. QPN `i` is the connection to the host's
 //!   `i`-th smallest peer, so both ends are wired before either exists.
 //! - **Engine shards**: a NIC's QPs live in engines of [`SHARD_QPS`] QPs each (QPN `i` is slot
-//!   `i % SHARD_QPS` of shard `i / SHARD_QPS`), so a NIC's memory grows with the connections
-//!   its workload opens (about 34 KB per QP) rather than with the largest workload's. QPs are
+//!   `i % SHARD_QPS` of shard `i / SHARD_QPS`), or in one engine of [`NARROW_QPS`] QPs when the
+//!   NIC has at most that many connections (same slots, half the memory: [`shard`]), so a NIC's
+//!   memory grows with the connections its workload opens (about 32 KB per QP) rather than
+//!   with the largest workload's. QPs are
 //!   independent inside an engine; the shards stand for firmware cores each owning a share of
 //!   the QPs. The model translates QPNs at the shard boundary (the wire carries the NIC-wide
 //!   QPN).
@@ -51,6 +53,7 @@ mod flows;
 mod pcie;
 mod plan;
 mod setup;
+pub mod shard;
 pub mod wire;
 
 pub use config::{FirmwareCost, NicConfig, NicCounters, NicError, Transport};
@@ -58,14 +61,16 @@ pub use pcie::PcieConfig;
 pub use plan::{Peer, QpPlan};
 pub use setup::cc_base_rtt;
 use setup::{add_engine, add_requester, qp_attrs};
+use shard::Shard;
+pub use shard::{NarrowEngine, SimEngine, NARROW_QPS, SHARD_QPS};
 
 use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::{AckGenConfig, TrimMark};
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::{
-    CompletionKind, Engine, EngineConfig, EngineCounters, LocalBuf, Qp, QpState, RequesterCounters,
-    RxMeta, RxVerdict, SendWr, TxBody, TxPacket, TIMERS_PER_QP,
+    CompletionKind, EngineConfig, EngineCounters, LocalBuf, Qp, QpState, RequesterCounters, RxMeta,
+    RxVerdict, SendWr, TxBody, TxPacket,
 };
 
 use crate::core::rng::splitmix64;
@@ -79,16 +84,15 @@ use std::collections::VecDeque;
 pub mod roce;
 pub mod spray;
 
-/// QPs per engine shard.
-pub const SHARD_QPS: usize = 4;
 /// EVs per QP.
 pub const EVS: usize = 256;
-
-/// The engine shard a simulated NIC runs: [`SHARD_QPS`] QPs, 256 EVs over up to 4 planes, a
-/// 512-PSN window, 32-entry send and receive queues, 4 regions, 3 timers per QP.
-pub type SimEngine = Engine<SHARD_QPS, EVS, 4, 512, 8, 32, 32, 4, { TIMERS_PER_QP * SHARD_QPS }>;
-/// One QP of a [`SimEngine`].
-pub type SimQp = Qp<EVS, 4, 512, 8, 32, 32>;
+/// Most planes (NIC ports) a NIC has: the MRC paper's fabric has 8.
+pub const MAX_PLANES: usize = 8;
+/// PSN window of a QP.
+pub const WIN: usize = 512;
+/// One QP of a [`SimEngine`] or [`NarrowEngine`]: 256 EVs over up to [`MAX_PLANES`] planes, a
+/// 512-PSN window, 32-entry send and receive queues.
+pub type SimQp = Qp<EVS, MAX_PLANES, WIN, 8, 32, 32>;
 
 /// Link bytes a full data packet adds to its payload with SRv6 EVs (Ethernet, outer and inner
 /// IPv6, UDP, BTH, MRH, EVX, TSX, RETH, FCS, preamble and gap): see [`wire`].
@@ -145,7 +149,9 @@ struct Conn {
 pub struct Nic {
     host: u32,
     cfg: NicConfig,
-    shards: Vec<Box<SimEngine>>,
+    shards: Vec<Shard>,
+    /// QPs per shard ([`SHARD_QPS`] or [`NARROW_QPS`]).
+    width: usize,
     conns: Vec<Conn>,
     flows: FlowTable,
     /// The side table: slot `tag % SIDE_SLOTS`, grown on demand up to [`SIDE_SLOTS`] (a NIC
@@ -165,7 +171,7 @@ pub struct Nic {
     deadline_dirty: Vec<usize>,
     /// Shards that had input since the last service (completions and EV events to collect).
     input_shards: Vec<usize>,
-    ports: [PortId; 4],
+    ports: [PortId; MAX_PLANES],
     dma: pcie::DmaQueue,
     dma_armed: Option<Time>,
     /// Per firmware core: busy until.
@@ -185,8 +191,10 @@ fn ns(t: Time) -> u64 {
     t.as_ps() / PS_PER_NS
 }
 
-fn shard_of(qpn: u32) -> (usize, u32) {
-    (qpn as usize / SHARD_QPS, (qpn as usize % SHARD_QPS) as u32)
+/// The shard and slot of QP `qpn` with `width` QPs per shard.
+#[inline]
+fn shard_of(qpn: u32, width: usize) -> (usize, u32) {
+    (qpn as usize / width, (qpn as usize % width) as u32)
 }
 
 impl Nic {
@@ -203,8 +211,8 @@ impl Nic {
         flows: &[Flow],
         background: &[bool],
     ) -> Result<Nic, NicError> {
-        if cfg.planes == 0 || cfg.planes > 4 {
-            return Err(NicError::Config("planes must be 1..=4"));
+        if cfg.planes == 0 || usize::from(cfg.planes) > MAX_PLANES {
+            return Err(NicError::Config("planes must be 1..=8"));
         }
         if cfg.transport == Transport::RoceEcmp {
             // RoCE is its own NIC model (`roce::RoceNic`); the run picks it.
@@ -251,13 +259,18 @@ impl Nic {
         senders.dedup();
         nscc.init_cwnd_bytes =
             (nscc.init_cwnd_bytes / senders.len().max(1) as u64).max(nscc.min_cwnd_bytes);
-        let mut shards: Vec<Box<SimEngine>> = Vec::new();
+        let width = if peers.len() <= NARROW_QPS {
+            NARROW_QPS
+        } else {
+            SHARD_QPS
+        };
+        let mut shards: Vec<Shard> = Vec::new();
         let mut conns = Vec::with_capacity(peers.len());
         for (qpn, p) in peers.iter().enumerate() {
-            let (shard, slot) = shard_of(qpn as u32);
+            let (shard, slot) = shard_of(qpn as u32, width);
             if shard == shards.len() {
                 let mut e =
-                    Box::new(SimEngine::new(ecfg).map_err(|_| NicError::Engine("engine config"))?);
+                    Shard::new(width, ecfg).map_err(|_| NicError::Engine("engine config"))?;
                 e.register_region(MemRegion {
                     rkey: RKEY,
                     base_va: REGION_VA,
@@ -302,6 +315,7 @@ impl Nic {
             host,
             cfg,
             shards,
+            width,
             conns,
             flows: table,
             side: Vec::new(),
@@ -314,7 +328,7 @@ impl Nic {
             shard_deadline: vec![None; shard_count],
             deadline_dirty: (0..shard_count).collect(),
             input_shards: (0..shard_count).collect(),
-            ports: [PortId(0); 4],
+            ports: [PortId(0); MAX_PLANES],
             dma: pcie::DmaQueue::default(),
             dma_armed: None,
             fw_free: vec![Time::ZERO; usize::from(cfg.firmware.cores.max(1))],
@@ -345,13 +359,14 @@ impl Nic {
 
     /// The QP `qpn` (read-only: requester, EV table and congestion state for diagnostics).
     pub fn qp(&self, qpn: u32) -> Option<&SimQp> {
-        let (s, slot) = shard_of(qpn);
+        let (s, slot) = shard_of(qpn, self.width);
         self.shards.get(s)?.qp(slot)
     }
 
-    /// The engine shards.
-    pub fn shards(&self) -> impl Iterator<Item = &SimEngine> {
-        self.shards.iter().map(|b| &**b)
+    /// Engine shards, and QPs per shard ([`SHARD_QPS`], or [`NARROW_QPS`] for a NIC with at
+    /// most that many connections).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.shards.len(), self.width)
     }
 
     /// The NIC's flows and what became of them, in the order given to [`Nic::new`].
@@ -495,8 +510,8 @@ impl Nic {
                 self.shard_ready[k] = true;
                 self.input_shards.push(k);
                 self.deadline_dirty.push(k);
-                let first = (k * SHARD_QPS) as u32;
-                let last = (first + SHARD_QPS as u32).min(self.conns.len() as u32);
+                let first = (k * self.width) as u32;
+                let last = (first + self.width as u32).min(self.conns.len() as u32);
                 self.stall_dirty.extend(first..last);
             }
         }
@@ -524,7 +539,7 @@ impl Nic {
             self.counters.bad_payload += 1;
             return;
         }
-        let (shard, _) = shard_of(tx.dest_qpn);
+        let (shard, _) = shard_of(tx.dest_qpn, self.width);
         if shard >= self.shards.len() {
             self.counters.unknown_qpn += 1;
             return;
@@ -578,7 +593,7 @@ impl Nic {
     }
 
     fn handle_rx(&mut self, now: Time, tx: TxPacket, trimmed: bool, payload_len: u32, ce: bool) {
-        let (shard, slot) = shard_of(tx.dest_qpn);
+        let (shard, slot) = shard_of(tx.dest_qpn, self.width);
         let Some(e) = self.shards.get_mut(shard) else {
             self.counters.unknown_qpn += 1;
             return;
@@ -638,7 +653,7 @@ impl Nic {
                     self.counters.completion_errors += 1;
                 }
                 self.flows.on_completion(flow, len, ok, now);
-                touched.push((k * SHARD_QPS) as u32 + c.qpn);
+                touched.push((k * self.width) as u32 + c.qpn);
             }
         }
         inputs.clear();
@@ -672,7 +687,7 @@ impl Nic {
     }
 
     fn post(&mut self, qpn: u32) {
-        let (shard, slot) = shard_of(qpn);
+        let (shard, slot) = shard_of(qpn, self.width);
         let (Some(e), Some(conn), Some(queue)) = (
             self.shards.get_mut(shard),
             self.conns.get_mut(qpn as usize),
@@ -795,7 +810,7 @@ impl Nic {
     }
 
     fn send(&mut self, shard: usize, mut tx: TxPacket, fab: &mut Fabric, s: &mut Scheduler<'_>) {
-        let qpn = (shard * SHARD_QPS) as u32 + tx.src_qpn;
+        let qpn = (shard * self.width) as u32 + tx.src_qpn;
         let Some(conn) = self.conns.get(qpn as usize) else {
             self.counters.inject_errors += 1;
             return;

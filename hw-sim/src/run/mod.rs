@@ -48,7 +48,7 @@ pub struct LinkFailure {
 /// One run's setup.
 #[derive(Clone, Copy, Debug)]
 pub struct Scenario {
-    /// The fabric (its `planes` <= 4, host link rate = one NIC port).
+    /// The fabric (its `planes` <= 8, host link rate = one NIC port).
     pub fabric: FabricConfig,
     /// Transport.
     pub transport: Transport,
