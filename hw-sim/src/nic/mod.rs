@@ -102,10 +102,11 @@ pub const HEADER_BYTES: u32 = wire::data_overhead_bytes(EvFormat::Srv6);
 pub const ACK_COALESCE_PKTS: u16 = 16;
 /// ... or this long after the first unacknowledged one (ns).
 pub const ACK_COALESCE_NS: u64 = 4_000;
-/// Side-table slots per NIC (in-flight packets a NIC can have sent and still decode).
+/// Side-table slots per NIC at most (a packet still decodes unless 8192 later ones were sent
+/// while it was in flight).
 pub const SIDE_SLOTS: usize = 8192;
-/// The side table grows by this many slots at a time.
-const SIDE_CHUNK: usize = 256;
+/// Side-table slots a NIC starts with (the table doubles when a new packet's slot is taken).
+const SIDE_FIRST: usize = 64;
 /// Full packets per plane the NIC keeps queued at its ports (in total over the planes).
 pub const PUMP_BACKLOG_PKTS: u64 = 2;
 
@@ -154,8 +155,11 @@ pub struct Nic {
     width: usize,
     conns: Vec<Conn>,
     flows: FlowTable,
-    /// The side table: slot `tag % SIDE_SLOTS`, grown on demand up to [`SIDE_SLOTS`] (a NIC
-    /// that sends few packets keeps a small table; a slot past the end reads as empty).
+    /// The side table: slot `tag % side.len()` (a power of two). A delivery takes its entry
+    /// out ([`Nic::side_take`]); a new packet whose slot still holds a packet in flight
+    /// doubles the table (up to [`SIDE_SLOTS`], then overwrites it: that packet's delivery
+    /// becomes a side miss). So the table follows the packets in flight, not the packets
+    /// sent, and a packet misses exactly when it is in flight while 8192 later ones are sent.
     side: Vec<Side>,
     next_tag: u64,
     timer_armed: Option<u64>,
@@ -189,6 +193,27 @@ pub struct Nic {
 
 fn ns(t: Time) -> u64 {
     t.as_ps() / PS_PER_NS
+}
+
+/// The uSID path (below `paths`) of EV `ev` of a QP with [`EVS`] EVs over `planes` planes;
+/// `mix` varies with the connection. EV `i` is on plane `i % planes`, and each plane's `EVS /
+/// planes` EVs are spread over every path: EV `i` takes path `(i / planes) % paths` when a
+/// plane has at least as many EVs as there are paths; with fewer (8 planes of 32 EVs on the MRC
+/// paper's 256-spine planes) its EVs take every `paths / evs`-th path from an offset that
+/// varies with `mix`, so that the connections of a leaf together load every path (all
+/// connections on the first 32 spines would load them 8x).
+#[inline]
+fn ev_path(ev: u32, planes: u32, paths: u32, mix: u32) -> u32 {
+    let planes = planes.max(1);
+    let paths = paths.max(1);
+    let per_plane = (EVS as u32 / planes).max(1);
+    let i = ev / planes;
+    if per_plane >= paths {
+        i % paths
+    } else {
+        let stride = paths / per_plane;
+        (i * stride + mix % stride) % paths
+    }
 }
 
 /// The shard and slot of QP `qpn` with `width` QPs per shard.
@@ -426,9 +451,49 @@ impl Nic {
 
     /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
     pub fn side_lookup(&self, tag: u64) -> Option<TxPacket> {
-        match self.side.get((tag % SIDE_SLOTS as u64) as usize) {
+        match self.side.get(self.side_slot(tag)) {
             Some(s) if s.tag == tag => s.pkt,
             _ => None,
+        }
+    }
+
+    /// Takes the headers of the packet with `tag` out of the side table (its delivery: the
+    /// fabric delivers a packet at most once).
+    pub fn side_take(&mut self, tag: u64) -> Option<TxPacket> {
+        let i = self.side_slot(tag);
+        match self.side.get_mut(i) {
+            Some(s) if s.tag == tag => s.pkt.take(),
+            _ => None,
+        }
+    }
+
+    /// Side-table slot of `tag` (0 for an empty table).
+    #[inline]
+    fn side_slot(&self, tag: u64) -> usize {
+        (tag & (self.side.len() as u64).saturating_sub(1)) as usize
+    }
+
+    /// Stores the headers of the packet with `tag` (see [`Nic::side`]).
+    fn side_put(&mut self, tag: u64, pkt: TxPacket) {
+        if self.side.is_empty() {
+            self.side = vec![Side { tag: 0, pkt: None }; SIDE_FIRST];
+        }
+        loop {
+            let i = self.side_slot(tag);
+            if self.side[i].pkt.is_none() || self.side.len() >= SIDE_SLOTS {
+                self.side[i] = Side {
+                    tag,
+                    pkt: Some(pkt),
+                };
+                return;
+            }
+            // Live entries of distinct tags stay apart modulo twice the length.
+            let n = self.side.len() * 2;
+            let mut grown = vec![Side { tag: 0, pkt: None }; n];
+            for e in self.side.drain(..).filter(|e| e.pkt.is_some()) {
+                grown[(e.tag % n as u64) as usize] = e;
+            }
+            self.side = grown;
         }
     }
 
@@ -822,8 +887,12 @@ impl Nic {
             Transport::Mrc => {
                 let topo = fab.topology();
                 let n = topo.path_count(self.host, dst).max(1);
-                // EV `i` is on plane `i % planes`: spread each plane's EVs over every path.
-                let path = u32::from(tx.evx.ev_index) / u32::from(self.cfg.planes) % n;
+                let path = ev_path(
+                    u32::from(tx.evx.ev_index),
+                    u32::from(self.cfg.planes),
+                    n,
+                    self.host ^ dst,
+                );
                 match topo.usid_route(self.host, dst, path) {
                     Ok(r) => (u32::from(tx.evx.plane), Route::Usid(r)),
                     Err(_) => {
@@ -861,18 +930,7 @@ impl Nic {
         };
         let tag = self.next_tag;
         self.next_tag += 1;
-        let slot = (tag % SIDE_SLOTS as u64) as usize;
-        if slot >= self.side.len() {
-            // Grow by at most SIDE_CHUNK slots at a time (not by doubling): a NIC that sends
-            // 600 packets keeps ~600 slots, not 1024.
-            if self.side.capacity() < slot + 1 {
-                let want = slot + 1 - self.side.len();
-                let room = (SIDE_SLOTS - self.side.len()).min(want.max(SIDE_CHUNK));
-                self.side.reserve_exact(room);
-            }
-            self.side.resize(slot + 1, Side { tag: 0, pkt: None });
-        }
-        self.side[slot] = Side { tag, pkt: Some(tx) };
+        self.side_put(tag, tx);
         let size = wire::wire_bytes(&tx);
         let control = !matches!(tx.body, TxBody::Write { .. });
         let pkt = Packet {
@@ -956,5 +1014,21 @@ impl Nic {
         {
             self.timer_armed = Some(t);
         }
+    }
+}
+#[cfg(test)]
+mod zz_sizes {
+    #[test]
+    fn sizes() {
+        println!("TxPacket {}", std::mem::size_of::<super::TxPacket>());
+        println!("Side {}", std::mem::size_of::<super::Side>());
+        println!("Nic {}", std::mem::size_of::<super::Nic>());
+        println!("Narrow {}", std::mem::size_of::<super::NarrowEngine>());
+        println!("Packet {}", std::mem::size_of::<crate::fabric::Packet>());
+        println!("Event {}", std::mem::size_of::<crate::core::sim::Event>());
+        println!(
+            "FlowTable {}",
+            std::mem::size_of::<super::flows::FlowTable>()
+        );
     }
 }

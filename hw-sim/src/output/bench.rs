@@ -64,17 +64,20 @@ pub fn case(name: &str) -> Option<Case> {
             f.fabric.shape = ShapeFile::FatTree { k: 40 };
             "16k"
         }
-        "128k" => {
-            f.fabric.shape = ShapeFile::LeafSpine {
-                hosts: 131_072,
-                radix: 512,
+        "128k" | "2t-16k" | "2t-32k" | "2t-64k" => {
+            let (name, hosts) = match name {
+                "2t-16k" => ("2t-16k", 16_384),
+                "2t-32k" => ("2t-32k", 32_768),
+                "2t-64k" => ("2t-64k", 65_536),
+                _ => ("128k", 131_072),
             };
+            f.fabric.shape = ShapeFile::LeafSpine { hosts, radix: 512 };
             f.fabric.planes = 8;
             f.workload = Workload::Permutation {
                 bytes_per_host: 1 << 20,
                 msg_bytes: 1 << 20,
             };
-            "128k"
+            name
         }
         _ => return None,
     };
