@@ -1,4 +1,5 @@
-//! The NIC model: the real `mrc_firmware` [`Engine`] on every host, joined to the fabric.
+//! The NIC model: the real `mrc_firmware` engine ([`mrc_firmware::engine::Engine`]) on every
+//! host, joined to the fabric.
 //!
 //! # What it does
 //! - **Connections**: a NIC opens one RC QP per peer it exchanges flows with ([`QpPlan`]); the
@@ -27,15 +28,16 @@
 //!   that switches may reroute only after reconvergence. For [`Transport::SprayOblivious`]
 //!   every packet takes a uniformly random plane and uSID path ([`spray`]), whatever its EV.
 //! - **Side table**: the MRC headers do not travel in the fabric's `Copy` metadata. The fabric
-//!   packet carries a tag (`transport_tag`) naming a slot of the sending NIC's side table (a
-//!   bounded ring of [`SIDE_SLOTS`] [`TxPacket`]s). A delivery whose slot was overwritten is
+//!   packet carries a tag (`transport_tag`) naming an entry of the sending NIC's side table
+//!   (the [`TxPacket`]s in flight, [`side`]); a delivery takes its entry out. A packet still
+//!   in flight when [`SIDE_SLOTS`] later ones were sent loses its entry: its delivery is
 //!   dropped and counted in [`NicCounters::side_misses`]; it never decodes the wrong headers.
-//! - **Receive**: deliveries go to the owning shard's [`Engine::handle_tx_packet`] with the trim
+//! - **Receive**: deliveries go to the owning shard's [`mrc_firmware::engine::Engine::handle_tx_packet`] with the trim
 //!   and CE state the fabric left; untrimmed payloads have their checksum checked.
 //! - **Pacing**: the fabric serializes each NIC port at line rate. The NIC pulls packets from
 //!   the shards (in turn) only while its ports hold less than [`PUMP_BACKLOG_PKTS`] full
 //!   packets per plane in total, then wakes when the earliest port finishes.
-//! - **Timers**: the earliest deadline of any shard ([`Engine::poll_timeout`]) is an event;
+//! - **Timers**: the earliest deadline of any shard ([`mrc_firmware::engine::Engine::poll_timeout`]) is an event;
 //!   stale timer events are ignored.
 //! - **Stall**, per QP: the longest time the QP had data outstanding and its cumulative ACK
 //!   point (`una`) did not move ([`Nic::settle`] closes a stall still open when the run ends).
@@ -54,6 +56,7 @@ mod pcie;
 mod plan;
 mod setup;
 pub mod shard;
+mod side;
 pub mod wire;
 
 pub use config::{FirmwareCost, NicConfig, NicCounters, NicError, Transport};
@@ -63,6 +66,7 @@ pub use setup::cc_base_rtt;
 use setup::{add_engine, add_requester, qp_attrs};
 use shard::Shard;
 pub use shard::{NarrowEngine, SimEngine, NARROW_QPS, SHARD_QPS};
+use side::SideTable;
 
 use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
@@ -105,8 +109,6 @@ pub const ACK_COALESCE_NS: u64 = 4_000;
 /// Side-table slots per NIC at most (a packet still decodes unless 8192 later ones were sent
 /// while it was in flight).
 pub const SIDE_SLOTS: usize = 8192;
-/// Side-table slots a NIC starts with (the table doubles when a new packet's slot is taken).
-const SIDE_FIRST: usize = 64;
 /// Full packets per plane the NIC keeps queued at its ports (in total over the planes).
 pub const PUMP_BACKLOG_PKTS: u64 = 2;
 
@@ -126,12 +128,6 @@ pub mod ev {
     pub const DMA: u32 = 3;
     /// A firmware core finished an engine call: its effects take place.
     pub const FIRMWARE: u32 = 4;
-}
-
-#[derive(Clone, Copy)]
-struct Side {
-    tag: u64,
-    pkt: Option<TxPacket>,
 }
 
 /// One connection (QP) of a NIC.
@@ -155,12 +151,8 @@ pub struct Nic {
     width: usize,
     conns: Vec<Conn>,
     flows: FlowTable,
-    /// The side table: slot `tag % side.len()` (a power of two). A delivery takes its entry
-    /// out ([`Nic::side_take`]); a new packet whose slot still holds a packet in flight
-    /// doubles the table (up to [`SIDE_SLOTS`], then overwrites it: that packet's delivery
-    /// becomes a side miss). So the table follows the packets in flight, not the packets
-    /// sent, and a packet misses exactly when it is in flight while 8192 later ones are sent.
-    side: Vec<Side>,
+    /// The headers of the packets in flight ([`side`]).
+    side: SideTable,
     next_tag: u64,
     timer_armed: Option<u64>,
     pump_armed: bool,
@@ -343,7 +335,7 @@ impl Nic {
             width,
             conns,
             flows: table,
-            side: Vec::new(),
+            side: SideTable::default(),
             next_tag: 1,
             timer_armed: None,
             pump_armed: false,
@@ -451,50 +443,13 @@ impl Nic {
 
     /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
     pub fn side_lookup(&self, tag: u64) -> Option<TxPacket> {
-        match self.side.get(self.side_slot(tag)) {
-            Some(s) if s.tag == tag => s.pkt,
-            _ => None,
-        }
+        self.side.get(tag)
     }
 
     /// Takes the headers of the packet with `tag` out of the side table (its delivery: the
     /// fabric delivers a packet at most once).
     pub fn side_take(&mut self, tag: u64) -> Option<TxPacket> {
-        let i = self.side_slot(tag);
-        match self.side.get_mut(i) {
-            Some(s) if s.tag == tag => s.pkt.take(),
-            _ => None,
-        }
-    }
-
-    /// Side-table slot of `tag` (0 for an empty table).
-    #[inline]
-    fn side_slot(&self, tag: u64) -> usize {
-        (tag & (self.side.len() as u64).saturating_sub(1)) as usize
-    }
-
-    /// Stores the headers of the packet with `tag` (see [`Nic::side`]).
-    fn side_put(&mut self, tag: u64, pkt: TxPacket) {
-        if self.side.is_empty() {
-            self.side = vec![Side { tag: 0, pkt: None }; SIDE_FIRST];
-        }
-        loop {
-            let i = self.side_slot(tag);
-            if self.side[i].pkt.is_none() || self.side.len() >= SIDE_SLOTS {
-                self.side[i] = Side {
-                    tag,
-                    pkt: Some(pkt),
-                };
-                return;
-            }
-            // Live entries of distinct tags stay apart modulo twice the length.
-            let n = self.side.len() * 2;
-            let mut grown = vec![Side { tag: 0, pkt: None }; n];
-            for e in self.side.drain(..).filter(|e| e.pkt.is_some()) {
-                grown[(e.tag % n as u64) as usize] = e;
-            }
-            self.side = grown;
-        }
+        self.side.take(tag)
     }
 
     /// When the first flow is due (the run schedules [`ev::START`] then).
@@ -930,7 +885,7 @@ impl Nic {
         };
         let tag = self.next_tag;
         self.next_tag += 1;
-        self.side_put(tag, tx);
+        self.side.put(tag, tx);
         let size = wire::wire_bytes(&tx);
         let control = !matches!(tx.body, TxBody::Write { .. });
         let pkt = Packet {
@@ -1016,19 +971,53 @@ impl Nic {
         }
     }
 }
+
 #[cfg(test)]
-mod zz_sizes {
+mod tests {
+    use super::*;
+    use crate::fabric::Shape;
+    use crate::run::{run, Scenario};
+
     #[test]
-    fn sizes() {
-        println!("TxPacket {}", std::mem::size_of::<super::TxPacket>());
-        println!("Side {}", std::mem::size_of::<super::Side>());
-        println!("Nic {}", std::mem::size_of::<super::Nic>());
-        println!("Narrow {}", std::mem::size_of::<super::NarrowEngine>());
-        println!("Packet {}", std::mem::size_of::<crate::fabric::Packet>());
-        println!("Event {}", std::mem::size_of::<crate::core::sim::Event>());
-        println!(
-            "FlowTable {}",
-            std::mem::size_of::<super::flows::FlowTable>()
-        );
+    fn a_plane_s_evs_spread_over_every_path() {
+        // As many EVs per plane as paths or more: EV i takes path (i / planes) % paths.
+        for ev in 0..EVS as u32 {
+            assert_eq!(ev_path(ev, 4, 8, 12345), ev / 4 % 8);
+            assert_eq!(ev_path(ev, 1, 64, 7), ev % 64);
+        }
+        // 8 planes of 32 EVs, 256 paths: a connection's EVs on a plane take 32 distinct
+        // paths, and the connections of a leaf (mixes 0..8) together take all 256.
+        let mut all = std::collections::BTreeSet::new();
+        for mix in 0..8 {
+            let mut one = std::collections::BTreeSet::new();
+            for ev in (0..EVS as u32).filter(|e| e % 8 == 3) {
+                let p = ev_path(ev, 8, 256, mix);
+                assert!(p < 256);
+                one.insert(p);
+                all.insert(p);
+            }
+            assert_eq!(one.len(), 32);
+        }
+        assert_eq!(all.len(), 256);
+    }
+
+    #[test]
+    fn eight_plane_nics_with_narrow_shards_complete_a_permutation() {
+        let mut sc = Scenario::tiny(Transport::Mrc);
+        sc.fabric.planes = 8;
+        sc.fabric.shape = Shape::LeafSpine {
+            hosts: 16,
+            radix: 8,
+        };
+        let r = run(&sc).unwrap();
+        assert_eq!((r.completed, r.hosts), (16, 16));
+        // A permutation opens at most 2 QPs per NIC: one narrow shard each.
+        let sim = crate::run::build(&sc).unwrap();
+        for n in &sim.handler().nics {
+            assert_eq!(n.shape(), (1, NARROW_QPS));
+        }
+        // An all-to-all needs wide shards.
+        let sim = crate::run::build(&Scenario::default_for(Transport::Mrc)).unwrap();
+        assert_eq!(sim.handler().nics[0].shape(), (16, SHARD_QPS));
     }
 }

@@ -47,11 +47,21 @@ macro_rules! on {
 impl Shard {
     /// A new shard of `width` QPs ([`NARROW_QPS`] or [`SHARD_QPS`]).
     pub(crate) fn new(width: usize, cfg: EngineConfig) -> Result<Shard, EngineError> {
-        Ok(if width == NARROW_QPS {
-            Shard::Narrow(Box::new(NarrowEngine::new(cfg)?))
+        // One function per width: an unoptimized build would otherwise hold both engines'
+        // temporaries in one stack frame.
+        #[inline(never)]
+        fn narrow(cfg: EngineConfig) -> Result<Shard, EngineError> {
+            Ok(Shard::Narrow(Box::new(NarrowEngine::new(cfg)?)))
+        }
+        #[inline(never)]
+        fn wide(cfg: EngineConfig) -> Result<Shard, EngineError> {
+            Ok(Shard::Wide(Box::new(SimEngine::new(cfg)?)))
+        }
+        if width == NARROW_QPS {
+            narrow(cfg)
         } else {
-            Shard::Wide(Box::new(SimEngine::new(cfg)?))
-        })
+            wide(cfg)
+        }
     }
     #[inline]
     pub(crate) fn qp(&self, slot: u32) -> Option<&SimQp> {

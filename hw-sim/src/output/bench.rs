@@ -9,7 +9,10 @@
 //!   the nearest three-tier sizes;
 //! - `128k` (`--full` only): the MRC paper's two-tier fabric, 131,072 hosts, 8 planes x 100G,
 //!   512-port switches, every host sending 1 MiB in a permutation, the fidelity scenario's
-//!   queue, ECN, trimming and NIC settings.
+//!   queue, ECN, trimming and NIC settings;
+//! - `2t-16k`, `2t-32k`, `2t-64k` (by name only): the same two-tier 8-plane fabric and workload
+//!   with 16,384, 32,768 and 65,536 hosts (fewer leaves, spines of fewer ports), to measure how
+//!   the 128K size's cost grows before running it.
 //!
 //! A row is the cost of building and running the scenario: wall and CPU seconds of the child
 //! process's run, events and data packets (first transmissions and retransmissions) per CPU
@@ -209,6 +212,12 @@ mod tests {
             .map(|n| case(n).unwrap().hosts())
             .collect();
         assert_eq!(hosts, [1024, 4394, 16_000, 131_072]);
+        let two_tier: Vec<u32> = ["2t-16k", "2t-32k", "2t-64k"]
+            .iter()
+            .map(|n| case(n).unwrap().hosts())
+            .collect();
+        assert_eq!(two_tier, [16_384, 32_768, 65_536]);
+        assert_eq!(case("2t-32k").unwrap().spec.file.fabric.planes, 8);
         assert_eq!(names(false).len(), 3);
         let c = case("1k").unwrap();
         assert_eq!(c.spec.file.transports, [Transport::Mrc]);
