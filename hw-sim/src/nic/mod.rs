@@ -7,7 +7,7 @@
 //!   `i`-th smallest peer, so both ends are wired before either exists.
 //! - **Engine shards**: a NIC's QPs live in engines of [`SHARD_QPS`] QPs each (QPN `i` is slot
 //!   `i % SHARD_QPS` of shard `i / SHARD_QPS`), or in one engine of [`NARROW_QPS`] QPs when the
-//!   NIC has at most that many connections (same slots, half the memory: [`shard`]), so a NIC's
+//!   NIC has at most that many connections (same slots, under half the memory: [`shard`]), so a NIC's
 //!   memory grows with the connections its workload opens (about 32 KB per QP) rather than
 //!   with the largest workload's. QPs are
 //!   independent inside an engine; the shards stand for firmware cores each owning a share of
@@ -29,7 +29,7 @@
 //!   every packet takes a uniformly random plane and uSID path ([`spray`]), whatever its EV.
 //! - **Side table**: the MRC headers do not travel in the fabric's `Copy` metadata. The fabric
 //!   packet carries a tag (`transport_tag`) naming an entry of the sending NIC's side table
-//!   (the [`TxPacket`]s in flight, [`side`]); a delivery takes its entry out. A packet still
+//!   (the [`TxPacket`]s in flight, module `side`); a delivery takes its entry out. A packet still
 //!   in flight when [`SIDE_SLOTS`] later ones were sent loses its entry: its delivery is
 //!   dropped and counted in [`NicCounters::side_misses`]; it never decodes the wrong headers.
 //! - **Receive**: deliveries go to the owning shard's [`mrc_firmware::engine::Engine::handle_tx_packet`] with the trim
@@ -151,7 +151,7 @@ pub struct Nic {
     width: usize,
     conns: Vec<Conn>,
     flows: FlowTable,
-    /// The headers of the packets in flight ([`side`]).
+    /// The headers of the packets in flight (module `side`).
     side: SideTable,
     next_tag: u64,
     timer_armed: Option<u64>,

@@ -4,9 +4,9 @@
 //! the headers wait here. A delivery takes its entry out ([`SideTable::take`]). Entries live in
 //! a dense array (slots reused through a free list) reached through an index ring of
 //! `tag % len` (a power of two) that doubles when a new tag's ring slot still holds a packet in
-//! flight, up to [`SIDE_SLOTS`]; beyond, the new packet takes the ring slot and the old one's
+//! flight, up to [`SIDE_SLOTS`](super::SIDE_SLOTS); beyond, the new packet takes the ring slot and the old one's
 //! delivery misses. So a packet misses exactly when it is still in flight while
-//! [`SIDE_SLOTS`] later packets are sent, and the memory follows the packets in flight (96
+//! [`SIDE_SLOTS`](super::SIDE_SLOTS) later packets are sent, and the memory follows the packets in flight (96
 //! bytes each, plus 4 bytes per ring slot), not the packets sent.
 
 use mrc_firmware::engine::TxPacket;

@@ -1,7 +1,7 @@
 //! `mrc-sim bench` (`just bench-sim`): what the simulator costs as the fabric grows.
 //!
 //! Each size runs in its own process (`mrc-sim bench-one NAME`, so that its peak RSS is its
-//! own), the mrc transport only, without an observer. The sizes ([`cases`]):
+//! own), the mrc transport only, without an observer. The sizes ([`case`]):
 //! - `1k`: the fidelity scenario `permutation-1024` as shipped (three-tier k = 16 fat tree,
 //!   1024 hosts, 100G, 2 MB permutation at t = 0; the htsim reference runs it at ~20 K data
 //!   packets and ~0.5 M events per CPU second);
