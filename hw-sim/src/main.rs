@@ -62,7 +62,8 @@ struct BenchArgs {
     /// Add the 128K-host two-tier fabric of the MRC paper.
     #[arg(long)]
     full: bool,
-    /// Run only these sizes (1k, 4k, 16k, 128k).
+    /// Run only these sizes (1k, 4k, 16k, 128k; 2t-16k, 2t-32k, 2t-64k: the 128K fabric's shape
+    /// with fewer hosts).
     #[arg(long, value_name = "NAME", num_args = 1..)]
     only: Vec<String>,
     /// Where to write the rows.
@@ -142,8 +143,11 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut rows = Vec::new();
     for name in &names {
-        let case = bench::case(name)
-            .ok_or_else(|| format!("unknown bench size `{name}` (one of: 1k, 4k, 16k, 128k)"))?;
+        let case = bench::case(name).ok_or_else(|| {
+            format!(
+                "unknown bench size `{name}` (one of: 1k, 4k, 16k, 128k, 2t-16k, 2t-32k, 2t-64k)"
+            )
+        })?;
         eprintln!(
             "bench {name}: {} hosts: {}",
             case.hosts(),

@@ -130,7 +130,7 @@ fn bad_values() {
 #[test]
 fn out_of_range_values_name_the_key() {
     let cases = [
-        ("planes = 4", "planes = 5", "s.toml: fabric.planes: must be 1..=4 (one NIC port per plane)"),
+        ("planes = 4", "planes = 9", "s.toml: fabric.planes: must be 1..=8 (one NIC port per plane)"),
         ("radix = 16", "radix = 15", "s.toml: fabric.shape.radix: must be even, 2..=4096"),
         ("kmin_bytes = 37_350", "kmin_bytes = 245_250", "s.toml: fabric.queue.ecn: kmin_bytes must be below kmax_bytes"),
         ("t1_link = 0 ", "t1_link = 64 ", "s.toml: failure.t1_link: this fabric has 64 T0-T1 links per plane (0..=63)"),

@@ -1,12 +1,15 @@
-//! The NIC model: the real `mrc_firmware` [`Engine`] on every host, joined to the fabric.
+//! The NIC model: the real `mrc_firmware` engine ([`mrc_firmware::engine::Engine`]) on every
+//! host, joined to the fabric.
 //!
 //! # What it does
 //! - **Connections**: a NIC opens one RC QP per peer it exchanges flows with ([`QpPlan`]); the
 //!   QP sends its own flows and receives the peer's. QPN `i` is the connection to the host's
 //!   `i`-th smallest peer, so both ends are wired before either exists.
 //! - **Engine shards**: a NIC's QPs live in engines of [`SHARD_QPS`] QPs each (QPN `i` is slot
-//!   `i % SHARD_QPS` of shard `i / SHARD_QPS`), so a NIC's memory grows with the connections
-//!   its workload opens (about 34 KB per QP) rather than with the largest workload's. QPs are
+//!   `i % SHARD_QPS` of shard `i / SHARD_QPS`), or in one engine of [`NARROW_QPS`] QPs when the
+//!   NIC has at most that many connections (same slots, under half the memory: [`shard`]), so a NIC's
+//!   memory grows with the connections its workload opens (about 32 KB per QP) rather than
+//!   with the largest workload's. QPs are
 //!   independent inside an engine; the shards stand for firmware cores each owning a share of
 //!   the QPs. The model translates QPNs at the shard boundary (the wire carries the NIC-wide
 //!   QPN).
@@ -25,15 +28,16 @@
 //!   that switches may reroute only after reconvergence. For [`Transport::SprayOblivious`]
 //!   every packet takes a uniformly random plane and uSID path ([`spray`]), whatever its EV.
 //! - **Side table**: the MRC headers do not travel in the fabric's `Copy` metadata. The fabric
-//!   packet carries a tag (`transport_tag`) naming a slot of the sending NIC's side table (a
-//!   bounded ring of [`SIDE_SLOTS`] [`TxPacket`]s). A delivery whose slot was overwritten is
+//!   packet carries a tag (`transport_tag`) naming an entry of the sending NIC's side table
+//!   (the [`TxPacket`]s in flight, module `side`); a delivery takes its entry out. A packet still
+//!   in flight when [`SIDE_SLOTS`] later ones were sent loses its entry: its delivery is
 //!   dropped and counted in [`NicCounters::side_misses`]; it never decodes the wrong headers.
-//! - **Receive**: deliveries go to the owning shard's [`Engine::handle_tx_packet`] with the trim
+//! - **Receive**: deliveries go to the owning shard's [`mrc_firmware::engine::Engine::handle_tx_packet`] with the trim
 //!   and CE state the fabric left; untrimmed payloads have their checksum checked.
 //! - **Pacing**: the fabric serializes each NIC port at line rate. The NIC pulls packets from
 //!   the shards (in turn) only while its ports hold less than [`PUMP_BACKLOG_PKTS`] full
 //!   packets per plane in total, then wakes when the earliest port finishes.
-//! - **Timers**: the earliest deadline of any shard ([`Engine::poll_timeout`]) is an event;
+//! - **Timers**: the earliest deadline of any shard ([`mrc_firmware::engine::Engine::poll_timeout`]) is an event;
 //!   stale timer events are ignored.
 //! - **Stall**, per QP: the longest time the QP had data outstanding and its cumulative ACK
 //!   point (`una`) did not move ([`Nic::settle`] closes a stall still open when the run ends).
@@ -51,6 +55,8 @@ mod flows;
 mod pcie;
 mod plan;
 mod setup;
+pub mod shard;
+mod side;
 pub mod wire;
 
 pub use config::{FirmwareCost, NicConfig, NicCounters, NicError, Transport};
@@ -58,14 +64,17 @@ pub use pcie::PcieConfig;
 pub use plan::{Peer, QpPlan};
 pub use setup::cc_base_rtt;
 use setup::{add_engine, add_requester, qp_attrs};
+use shard::Shard;
+pub use shard::{NarrowEngine, SimEngine, NARROW_QPS, SHARD_QPS};
+use side::SideTable;
 
 use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::{AckGenConfig, TrimMark};
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::{
-    CompletionKind, Engine, EngineConfig, EngineCounters, LocalBuf, Qp, QpState, RequesterCounters,
-    RxMeta, RxVerdict, SendWr, TxBody, TxPacket, TIMERS_PER_QP,
+    CompletionKind, EngineConfig, EngineCounters, LocalBuf, Qp, QpState, RequesterCounters, RxMeta,
+    RxVerdict, SendWr, TxBody, TxPacket,
 };
 
 use crate::core::rng::splitmix64;
@@ -79,16 +88,15 @@ use std::collections::VecDeque;
 pub mod roce;
 pub mod spray;
 
-/// QPs per engine shard.
-pub const SHARD_QPS: usize = 4;
 /// EVs per QP.
 pub const EVS: usize = 256;
-
-/// The engine shard a simulated NIC runs: [`SHARD_QPS`] QPs, 256 EVs over up to 4 planes, a
-/// 512-PSN window, 32-entry send and receive queues, 4 regions, 3 timers per QP.
-pub type SimEngine = Engine<SHARD_QPS, EVS, 4, 512, 8, 32, 32, 4, { TIMERS_PER_QP * SHARD_QPS }>;
-/// One QP of a [`SimEngine`].
-pub type SimQp = Qp<EVS, 4, 512, 8, 32, 32>;
+/// Most planes (NIC ports) a NIC has: the MRC paper's fabric has 8.
+pub const MAX_PLANES: usize = 8;
+/// PSN window of a QP.
+pub const WIN: usize = 512;
+/// One QP of a [`SimEngine`] or [`NarrowEngine`]: 256 EVs over up to [`MAX_PLANES`] planes, a
+/// 512-PSN window, 32-entry send and receive queues.
+pub type SimQp = Qp<EVS, MAX_PLANES, WIN, 8, 32, 32>;
 
 /// Link bytes a full data packet adds to its payload with SRv6 EVs (Ethernet, outer and inner
 /// IPv6, UDP, BTH, MRH, EVX, TSX, RETH, FCS, preamble and gap): see [`wire`].
@@ -98,10 +106,9 @@ pub const HEADER_BYTES: u32 = wire::data_overhead_bytes(EvFormat::Srv6);
 pub const ACK_COALESCE_PKTS: u16 = 16;
 /// ... or this long after the first unacknowledged one (ns).
 pub const ACK_COALESCE_NS: u64 = 4_000;
-/// Side-table slots per NIC (in-flight packets a NIC can have sent and still decode).
+/// Side-table slots per NIC at most (a packet still decodes unless 8192 later ones were sent
+/// while it was in flight).
 pub const SIDE_SLOTS: usize = 8192;
-/// The side table grows by this many slots at a time.
-const SIDE_CHUNK: usize = 256;
 /// Full packets per plane the NIC keeps queued at its ports (in total over the planes).
 pub const PUMP_BACKLOG_PKTS: u64 = 2;
 
@@ -123,12 +130,6 @@ pub mod ev {
     pub const FIRMWARE: u32 = 4;
 }
 
-#[derive(Clone, Copy)]
-struct Side {
-    tag: u64,
-    pkt: Option<TxPacket>,
-}
-
 /// One connection (QP) of a NIC.
 #[derive(Clone, Copy, Debug)]
 struct Conn {
@@ -145,12 +146,13 @@ struct Conn {
 pub struct Nic {
     host: u32,
     cfg: NicConfig,
-    shards: Vec<Box<SimEngine>>,
+    shards: Vec<Shard>,
+    /// QPs per shard ([`SHARD_QPS`] or [`NARROW_QPS`]).
+    width: usize,
     conns: Vec<Conn>,
     flows: FlowTable,
-    /// The side table: slot `tag % SIDE_SLOTS`, grown on demand up to [`SIDE_SLOTS`] (a NIC
-    /// that sends few packets keeps a small table; a slot past the end reads as empty).
-    side: Vec<Side>,
+    /// The headers of the packets in flight (module `side`).
+    side: SideTable,
     next_tag: u64,
     timer_armed: Option<u64>,
     pump_armed: bool,
@@ -165,7 +167,7 @@ pub struct Nic {
     deadline_dirty: Vec<usize>,
     /// Shards that had input since the last service (completions and EV events to collect).
     input_shards: Vec<usize>,
-    ports: [PortId; 4],
+    ports: [PortId; MAX_PLANES],
     dma: pcie::DmaQueue,
     dma_armed: Option<Time>,
     /// Per firmware core: busy until.
@@ -185,8 +187,31 @@ fn ns(t: Time) -> u64 {
     t.as_ps() / PS_PER_NS
 }
 
-fn shard_of(qpn: u32) -> (usize, u32) {
-    (qpn as usize / SHARD_QPS, (qpn as usize % SHARD_QPS) as u32)
+/// The uSID path (below `paths`) of EV `ev` of a QP with [`EVS`] EVs over `planes` planes;
+/// `mix` varies with the connection. EV `i` is on plane `i % planes`, and each plane's `EVS /
+/// planes` EVs are spread over every path: EV `i` takes path `(i / planes) % paths` when a
+/// plane has at least as many EVs as there are paths; with fewer (8 planes of 32 EVs on the MRC
+/// paper's 256-spine planes) its EVs take every `paths / evs`-th path from an offset that
+/// varies with `mix`, so that the connections of a leaf together load every path (all
+/// connections on the first 32 spines would load them 8x).
+#[inline]
+fn ev_path(ev: u32, planes: u32, paths: u32, mix: u32) -> u32 {
+    let planes = planes.max(1);
+    let paths = paths.max(1);
+    let per_plane = (EVS as u32 / planes).max(1);
+    let i = ev / planes;
+    if per_plane >= paths {
+        i % paths
+    } else {
+        let stride = paths / per_plane;
+        (i * stride + mix % stride) % paths
+    }
+}
+
+/// The shard and slot of QP `qpn` with `width` QPs per shard.
+#[inline]
+fn shard_of(qpn: u32, width: usize) -> (usize, u32) {
+    (qpn as usize / width, (qpn as usize % width) as u32)
 }
 
 impl Nic {
@@ -203,8 +228,8 @@ impl Nic {
         flows: &[Flow],
         background: &[bool],
     ) -> Result<Nic, NicError> {
-        if cfg.planes == 0 || cfg.planes > 4 {
-            return Err(NicError::Config("planes must be 1..=4"));
+        if cfg.planes == 0 || usize::from(cfg.planes) > MAX_PLANES {
+            return Err(NicError::Config("planes must be 1..=8"));
         }
         if cfg.transport == Transport::RoceEcmp {
             // RoCE is its own NIC model (`roce::RoceNic`); the run picks it.
@@ -251,13 +276,18 @@ impl Nic {
         senders.dedup();
         nscc.init_cwnd_bytes =
             (nscc.init_cwnd_bytes / senders.len().max(1) as u64).max(nscc.min_cwnd_bytes);
-        let mut shards: Vec<Box<SimEngine>> = Vec::new();
+        let width = if peers.len() <= NARROW_QPS {
+            NARROW_QPS
+        } else {
+            SHARD_QPS
+        };
+        let mut shards: Vec<Shard> = Vec::new();
         let mut conns = Vec::with_capacity(peers.len());
         for (qpn, p) in peers.iter().enumerate() {
-            let (shard, slot) = shard_of(qpn as u32);
+            let (shard, slot) = shard_of(qpn as u32, width);
             if shard == shards.len() {
                 let mut e =
-                    Box::new(SimEngine::new(ecfg).map_err(|_| NicError::Engine("engine config"))?);
+                    Shard::new(width, ecfg).map_err(|_| NicError::Engine("engine config"))?;
                 e.register_region(MemRegion {
                     rkey: RKEY,
                     base_va: REGION_VA,
@@ -302,9 +332,10 @@ impl Nic {
             host,
             cfg,
             shards,
+            width,
             conns,
             flows: table,
-            side: Vec::new(),
+            side: SideTable::default(),
             next_tag: 1,
             timer_armed: None,
             pump_armed: false,
@@ -314,7 +345,7 @@ impl Nic {
             shard_deadline: vec![None; shard_count],
             deadline_dirty: (0..shard_count).collect(),
             input_shards: (0..shard_count).collect(),
-            ports: [PortId(0); 4],
+            ports: [PortId(0); MAX_PLANES],
             dma: pcie::DmaQueue::default(),
             dma_armed: None,
             fw_free: vec![Time::ZERO; usize::from(cfg.firmware.cores.max(1))],
@@ -345,13 +376,14 @@ impl Nic {
 
     /// The QP `qpn` (read-only: requester, EV table and congestion state for diagnostics).
     pub fn qp(&self, qpn: u32) -> Option<&SimQp> {
-        let (s, slot) = shard_of(qpn);
+        let (s, slot) = shard_of(qpn, self.width);
         self.shards.get(s)?.qp(slot)
     }
 
-    /// The engine shards.
-    pub fn shards(&self) -> impl Iterator<Item = &SimEngine> {
-        self.shards.iter().map(|b| &**b)
+    /// Engine shards, and QPs per shard ([`SHARD_QPS`], or [`NARROW_QPS`] for a NIC with at
+    /// most that many connections).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.shards.len(), self.width)
     }
 
     /// The NIC's flows and what became of them, in the order given to [`Nic::new`].
@@ -411,10 +443,13 @@ impl Nic {
 
     /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
     pub fn side_lookup(&self, tag: u64) -> Option<TxPacket> {
-        match self.side.get((tag % SIDE_SLOTS as u64) as usize) {
-            Some(s) if s.tag == tag => s.pkt,
-            _ => None,
-        }
+        self.side.get(tag)
+    }
+
+    /// Takes the headers of the packet with `tag` out of the side table (its delivery: the
+    /// fabric delivers a packet at most once).
+    pub fn side_take(&mut self, tag: u64) -> Option<TxPacket> {
+        self.side.take(tag)
     }
 
     /// When the first flow is due (the run schedules [`ev::START`] then).
@@ -495,8 +530,8 @@ impl Nic {
                 self.shard_ready[k] = true;
                 self.input_shards.push(k);
                 self.deadline_dirty.push(k);
-                let first = (k * SHARD_QPS) as u32;
-                let last = (first + SHARD_QPS as u32).min(self.conns.len() as u32);
+                let first = (k * self.width) as u32;
+                let last = (first + self.width as u32).min(self.conns.len() as u32);
                 self.stall_dirty.extend(first..last);
             }
         }
@@ -524,7 +559,7 @@ impl Nic {
             self.counters.bad_payload += 1;
             return;
         }
-        let (shard, _) = shard_of(tx.dest_qpn);
+        let (shard, _) = shard_of(tx.dest_qpn, self.width);
         if shard >= self.shards.len() {
             self.counters.unknown_qpn += 1;
             return;
@@ -578,7 +613,7 @@ impl Nic {
     }
 
     fn handle_rx(&mut self, now: Time, tx: TxPacket, trimmed: bool, payload_len: u32, ce: bool) {
-        let (shard, slot) = shard_of(tx.dest_qpn);
+        let (shard, slot) = shard_of(tx.dest_qpn, self.width);
         let Some(e) = self.shards.get_mut(shard) else {
             self.counters.unknown_qpn += 1;
             return;
@@ -638,7 +673,7 @@ impl Nic {
                     self.counters.completion_errors += 1;
                 }
                 self.flows.on_completion(flow, len, ok, now);
-                touched.push((k * SHARD_QPS) as u32 + c.qpn);
+                touched.push((k * self.width) as u32 + c.qpn);
             }
         }
         inputs.clear();
@@ -672,7 +707,7 @@ impl Nic {
     }
 
     fn post(&mut self, qpn: u32) {
-        let (shard, slot) = shard_of(qpn);
+        let (shard, slot) = shard_of(qpn, self.width);
         let (Some(e), Some(conn), Some(queue)) = (
             self.shards.get_mut(shard),
             self.conns.get_mut(qpn as usize),
@@ -795,7 +830,7 @@ impl Nic {
     }
 
     fn send(&mut self, shard: usize, mut tx: TxPacket, fab: &mut Fabric, s: &mut Scheduler<'_>) {
-        let qpn = (shard * SHARD_QPS) as u32 + tx.src_qpn;
+        let qpn = (shard * self.width) as u32 + tx.src_qpn;
         let Some(conn) = self.conns.get(qpn as usize) else {
             self.counters.inject_errors += 1;
             return;
@@ -807,8 +842,12 @@ impl Nic {
             Transport::Mrc => {
                 let topo = fab.topology();
                 let n = topo.path_count(self.host, dst).max(1);
-                // EV `i` is on plane `i % planes`: spread each plane's EVs over every path.
-                let path = u32::from(tx.evx.ev_index) / u32::from(self.cfg.planes) % n;
+                let path = ev_path(
+                    u32::from(tx.evx.ev_index),
+                    u32::from(self.cfg.planes),
+                    n,
+                    self.host ^ dst,
+                );
                 match topo.usid_route(self.host, dst, path) {
                     Ok(r) => (u32::from(tx.evx.plane), Route::Usid(r)),
                     Err(_) => {
@@ -846,18 +885,7 @@ impl Nic {
         };
         let tag = self.next_tag;
         self.next_tag += 1;
-        let slot = (tag % SIDE_SLOTS as u64) as usize;
-        if slot >= self.side.len() {
-            // Grow by at most SIDE_CHUNK slots at a time (not by doubling): a NIC that sends
-            // 600 packets keeps ~600 slots, not 1024.
-            if self.side.capacity() < slot + 1 {
-                let want = slot + 1 - self.side.len();
-                let room = (SIDE_SLOTS - self.side.len()).min(want.max(SIDE_CHUNK));
-                self.side.reserve_exact(room);
-            }
-            self.side.resize(slot + 1, Side { tag: 0, pkt: None });
-        }
-        self.side[slot] = Side { tag, pkt: Some(tx) };
+        self.side.put(tag, tx);
         let size = wire::wire_bytes(&tx);
         let control = !matches!(tx.body, TxBody::Write { .. });
         let pkt = Packet {
@@ -941,5 +969,55 @@ impl Nic {
         {
             self.timer_armed = Some(t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::Shape;
+    use crate::run::{run, Scenario};
+
+    #[test]
+    fn a_plane_s_evs_spread_over_every_path() {
+        // As many EVs per plane as paths or more: EV i takes path (i / planes) % paths.
+        for ev in 0..EVS as u32 {
+            assert_eq!(ev_path(ev, 4, 8, 12345), ev / 4 % 8);
+            assert_eq!(ev_path(ev, 1, 64, 7), ev % 64);
+        }
+        // 8 planes of 32 EVs, 256 paths: a connection's EVs on a plane take 32 distinct
+        // paths, and the connections of a leaf (mixes 0..8) together take all 256.
+        let mut all = std::collections::BTreeSet::new();
+        for mix in 0..8 {
+            let mut one = std::collections::BTreeSet::new();
+            for ev in (0..EVS as u32).filter(|e| e % 8 == 3) {
+                let p = ev_path(ev, 8, 256, mix);
+                assert!(p < 256);
+                one.insert(p);
+                all.insert(p);
+            }
+            assert_eq!(one.len(), 32);
+        }
+        assert_eq!(all.len(), 256);
+    }
+
+    #[test]
+    fn eight_plane_nics_with_narrow_shards_complete_a_permutation() {
+        let mut sc = Scenario::tiny(Transport::Mrc);
+        sc.fabric.planes = 8;
+        sc.fabric.shape = Shape::LeafSpine {
+            hosts: 16,
+            radix: 8,
+        };
+        let r = run(&sc).unwrap();
+        assert_eq!((r.completed, r.hosts), (16, 16));
+        // A permutation opens at most 2 QPs per NIC: one narrow shard each.
+        let sim = crate::run::build(&sc).unwrap();
+        for n in &sim.handler().nics {
+            assert_eq!(n.shape(), (1, NARROW_QPS));
+        }
+        // An all-to-all needs wide shards.
+        let sim = crate::run::build(&Scenario::default_for(Transport::Mrc)).unwrap();
+        assert_eq!(sim.handler().nics[0].shape(), (16, SHARD_QPS));
     }
 }

@@ -1,7 +1,7 @@
 //! `mrc-sim bench` (`just bench-sim`): what the simulator costs as the fabric grows.
 //!
 //! Each size runs in its own process (`mrc-sim bench-one NAME`, so that its peak RSS is its
-//! own), the mrc transport only, without an observer. The sizes ([`cases`]):
+//! own), the mrc transport only, without an observer. The sizes ([`case`]):
 //! - `1k`: the fidelity scenario `permutation-1024` as shipped (three-tier k = 16 fat tree,
 //!   1024 hosts, 100G, 2 MB permutation at t = 0; the htsim reference runs it at ~20 K data
 //!   packets and ~0.5 M events per CPU second);
@@ -9,7 +9,10 @@
 //!   the nearest three-tier sizes;
 //! - `128k` (`--full` only): the MRC paper's two-tier fabric, 131,072 hosts, 8 planes x 100G,
 //!   512-port switches, every host sending 1 MiB in a permutation, the fidelity scenario's
-//!   queue, ECN, trimming and NIC settings.
+//!   queue, ECN, trimming and NIC settings;
+//! - `2t-16k`, `2t-32k`, `2t-64k` (by name only): the same two-tier 8-plane fabric and workload
+//!   with 16,384, 32,768 and 65,536 hosts (fewer leaves, spines of fewer ports), to measure how
+//!   the 128K size's cost grows before running it.
 //!
 //! A row is the cost of building and running the scenario: wall and CPU seconds of the child
 //! process's run, events and data packets (first transmissions and retransmissions) per CPU
@@ -64,17 +67,20 @@ pub fn case(name: &str) -> Option<Case> {
             f.fabric.shape = ShapeFile::FatTree { k: 40 };
             "16k"
         }
-        "128k" => {
-            f.fabric.shape = ShapeFile::LeafSpine {
-                hosts: 131_072,
-                radix: 512,
+        "128k" | "2t-16k" | "2t-32k" | "2t-64k" => {
+            let (name, hosts) = match name {
+                "2t-16k" => ("2t-16k", 16_384),
+                "2t-32k" => ("2t-32k", 32_768),
+                "2t-64k" => ("2t-64k", 65_536),
+                _ => ("128k", 131_072),
             };
+            f.fabric.shape = ShapeFile::LeafSpine { hosts, radix: 512 };
             f.fabric.planes = 8;
             f.workload = Workload::Permutation {
                 bytes_per_host: 1 << 20,
                 msg_bytes: 1 << 20,
             };
-            "128k"
+            name
         }
         _ => return None,
     };
@@ -163,10 +169,29 @@ impl Row {
     }
 }
 
-/// Runs one size in this process and measures it (the `bench-one` subcommand).
+/// Peak memory per host the sizes were measured to need: 227-230 KiB on the two-tier 8-plane
+/// fabric (2t-16k, 2t-32k, 2t-64k: 3,625, 7,253 and 14,708 MiB), ~270 KiB on the fat trees.
+pub const BYTES_PER_HOST: u64 = 280 << 10;
+
+/// Runs one size in this process and measures it (the `bench-one` subcommand). A size whose
+/// expected peak memory ([`BYTES_PER_HOST`] per host) exceeds what the system has available is
+/// refused with an error row rather than run into the out-of-memory killer (the 128K size
+/// needs ~29 GiB today).
 pub fn run_case(case: &Case) -> Row {
     if let Err((key, why)) = case.spec.file.validate() {
         return Row::failed(case, format!("{key}: {why}"));
+    }
+    let need = u64::from(case.hosts()) * BYTES_PER_HOST;
+    if let Some(avail) = crate::run::perf::available_bytes().filter(|a| *a < need) {
+        return Row::failed(
+            case,
+            format!(
+                "expects up to ~{} MiB ({} KiB per host), {} MiB available",
+                need >> 20,
+                BYTES_PER_HOST >> 10,
+                avail >> 20
+            ),
+        );
     }
     let sc = case.spec.scenario(Transport::Mrc);
     let meter = Meter::start();
@@ -206,6 +231,12 @@ mod tests {
             .map(|n| case(n).unwrap().hosts())
             .collect();
         assert_eq!(hosts, [1024, 4394, 16_000, 131_072]);
+        let two_tier: Vec<u32> = ["2t-16k", "2t-32k", "2t-64k"]
+            .iter()
+            .map(|n| case(n).unwrap().hosts())
+            .collect();
+        assert_eq!(two_tier, [16_384, 32_768, 65_536]);
+        assert_eq!(case("2t-32k").unwrap().spec.file.fabric.planes, 8);
         assert_eq!(names(false).len(), 3);
         let c = case("1k").unwrap();
         assert_eq!(c.spec.file.transports, [Transport::Mrc]);

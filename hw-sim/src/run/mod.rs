@@ -48,7 +48,7 @@ pub struct LinkFailure {
 /// One run's setup.
 #[derive(Clone, Copy, Debug)]
 pub struct Scenario {
-    /// The fabric (its `planes` <= 4, host link rate = one NIC port).
+    /// The fabric (its `planes` <= 8, host link rate = one NIC port).
     pub fabric: FabricConfig,
     /// Transport.
     pub transport: Transport,
@@ -372,8 +372,8 @@ impl Handler for World {
                     } else {
                         let hdr = self
                             .nics
-                            .get(d.packet.src as usize)
-                            .and_then(|n| n.side_lookup(d.packet.transport_tag));
+                            .get_mut(d.packet.src as usize)
+                            .and_then(|n| n.side_take(d.packet.transport_tag));
                         let Some(n) = self.nics.get_mut(d.host as usize) else {
                             self.bad_events += 1;
                             continue;

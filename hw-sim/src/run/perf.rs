@@ -31,6 +31,13 @@ pub fn peak_rss_bytes() -> Option<u64> {
     parse_status_kb(&text, "VmHWM:").map(|kb| kb * 1024)
 }
 
+/// Memory the system can still give processes (`MemAvailable` of `/proc/meminfo`), in bytes.
+/// `None` when it cannot be read.
+pub fn available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_status_kb(&text, "MemAvailable:").map(|kb| kb * 1024)
+}
+
 fn parse_status_kb(text: &str, key: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(key))?;
     line[key.len()..]

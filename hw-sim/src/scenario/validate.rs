@@ -7,7 +7,7 @@ use crate::nic::HEADER_BYTES;
 use super::file::{ScenarioFile, ShapeFile};
 
 /// Most planes a simulated NIC has ports for.
-pub const MAX_PLANES: u32 = 4;
+pub const MAX_PLANES: u32 = crate::nic::MAX_PLANES as u32;
 /// Wire MTU range accepted.
 pub const MTU_BYTES: core::ops::RangeInclusive<u32> = 256..=9216;
 /// Reorder threshold range (a SACK hole is judged only inside the ACK's 64-bit bitmap).
