@@ -343,3 +343,28 @@ fn every_acked_packet_credits_its_own_ev() {
         .sum();
     assert_eq!(total, 6);
 }
+
+#[test]
+fn qps_of_one_engine_take_turns_in_bursts() {
+    use mrc_firmware::engine::TX_BURST_PKTS;
+    let mut t = Two::new(3);
+    assert_eq!(t.e[0].create_qp(), Ok(1));
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        t.e[0].modify_qp(1, s, &attrs(1, 3), 0).unwrap();
+    }
+    // Both QPs have far more work than one burst and a window that never closes.
+    let burst = usize::from(TX_BURST_PKTS);
+    let len = 256 * 4 * burst as u32;
+    t.e[0].post_send(0, Two::wr(1, len, RKEY, None)).unwrap();
+    t.e[0].post_send(1, Two::wr(2, len, RKEY, None)).unwrap();
+    let order: Vec<u32> = t
+        .out(0)
+        .iter()
+        .filter(|p| matches!(p.body, TxBody::Write { .. }))
+        .map(|p| p.src_qpn)
+        .collect();
+    assert_eq!(order.len(), 8 * burst);
+    for (i, q) in order.iter().enumerate() {
+        assert_eq!(*q, ((i / burst) % 2) as u32, "packet {i}: {order:?}");
+    }
+}

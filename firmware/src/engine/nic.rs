@@ -122,6 +122,9 @@ pub struct EngineCounters {
     pub plane_ups: u64,
 }
 
+/// Data packets one QP sends in a row before the next QP of the engine gets its turn.
+pub const TX_BURST_PKTS: u8 = 4;
+
 /// The engine of one NIC. See the module docs.
 pub struct Engine<
     const Q: usize,
@@ -141,6 +144,9 @@ pub struct Engine<
     ev_events: Deque<QpEvEvent, EV_EVENT_CAP>,
     timers: TimerWheel<TM>,
     tx_rr: usize,
+    /// The slot that sent the last data packet and how many it sent in a row.
+    tx_rr_slot: usize,
+    tx_burst: u8,
     cq_rr: usize,
     counters: EngineCounters,
 }
@@ -181,6 +187,8 @@ impl<
             ev_events: Deque::new(),
             timers,
             tx_rr: 0,
+            tx_rr_slot: 0,
+            tx_burst: 0,
             cq_rr: 0,
             counters: EngineCounters::default(),
         })
@@ -566,7 +574,7 @@ impl<
                 let ev_changed = qp.skips_pending()
                     && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
                 self.after_data_sent(slot, ev_changed, had_deadline);
-                self.tx_rr = slot;
+                self.tx_rr = self.next_tx_slot(slot);
                 return Some(p);
             }
         }
@@ -598,7 +606,32 @@ impl<
         let ev_changed = qp.skips_pending()
             && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
         self.after_data_sent(slot, ev_changed, had_deadline);
+        self.tx_rr = self.next_tx_slot(slot);
         true
+    }
+
+    /// The QP whose turn follows `slot`'s after it sent a data packet: `slot` again until it
+    /// sent [`TX_BURST_PKTS`] in a row, then the next slot. Without the bound a QP whose window
+    /// outgrows its share of the ports sends without end and the other QPs of the engine
+    /// starve (measured on the 64-host all-to-all: a QP with an open window and queued work
+    /// sent nothing for 80 us).
+    #[inline]
+    fn next_tx_slot(&mut self, slot: usize) -> usize {
+        if slot == self.tx_rr_slot {
+            self.tx_burst = self.tx_burst.saturating_add(1);
+        } else {
+            self.tx_rr_slot = slot;
+            self.tx_burst = 1;
+        }
+        if self.tx_burst < TX_BURST_PKTS {
+            return slot;
+        }
+        self.tx_burst = 0;
+        if slot + 1 >= Q {
+            0
+        } else {
+            slot + 1
+        }
     }
 
     /// Timer bookkeeping after QP `slot` sent a data packet: the probe timer when its EV states

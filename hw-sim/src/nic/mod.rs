@@ -134,6 +134,9 @@ struct Side {
 struct Conn {
     peer: u32,
     flow_hash: u64,
+    /// `mrc`: the path of EV index 0 on each plane (the QP's EVs name paths from here on), so
+    /// the QPs of a NIC, whose sprayers all start at EV 0, do not all begin on one spine.
+    path_base: u32,
     /// Remote address of the next posted message.
     next_va: u64,
     last_una: u32,
@@ -155,6 +158,7 @@ pub struct Nic {
     timer_armed: Option<u64>,
     pump_armed: bool,
     release_armed: Option<Time>,
+    /// The QP position (QPN) whose shard has the next transmit turn.
     tx_rr: usize,
     /// Per shard: may have a packet to send (cleared when `poll_transmit` says no, set by any
     /// input to the shard).
@@ -278,9 +282,16 @@ impl Nic {
                     .map_err(|_| NicError::Engine("QP transition"))?;
             }
             let mut h = cfg.seed ^ (u64::from(host) << 32) ^ u64::from(p.host);
+            // The same for both ends: an ACK, sent on the EV of the packet it answers, takes
+            // the spine that packet took.
+            let mut pair = cfg.seed
+                ^ 0x7061_7468
+                ^ (u64::from(host.min(p.host)) << 32)
+                ^ u64::from(host.max(p.host));
             conns.push(Conn {
                 peer: p.host,
                 flow_hash: splitmix64(&mut h),
+                path_base: (splitmix64(&mut pair) >> 32) as u32,
                 next_va: REGION_VA,
                 last_una: 0,
                 last_progress: Time::ZERO,
@@ -288,6 +299,12 @@ impl Nic {
             });
         }
         let shard_count = shards.len();
+        // Where the NIC's round of turns starts: a seeded position per host, so the NICs do
+        // not all begin (and stay in step) on the same QP positions, i.e. the same peers.
+        let first_turn = {
+            let mut h = cfg.seed ^ 0x7475_726e ^ u64::from(host);
+            (splitmix64(&mut h) % conns.len().max(1) as u64) as usize
+        };
         let mut table = FlowTable::new(conns.len());
         for (i, f) in flows.iter().enumerate() {
             if f.src != host || f.bytes == 0 || f.msg_bytes == 0 {
@@ -309,7 +326,7 @@ impl Nic {
             timer_armed: None,
             pump_armed: false,
             release_armed: None,
-            tx_rr: 0,
+            tx_rr: first_turn,
             shard_ready: vec![true; shard_count],
             shard_deadline: vec![None; shard_count],
             deadline_dirty: (0..shard_count).collect(),
@@ -768,13 +785,18 @@ impl Nic {
                 }
                 return;
             }
-            for i in 0..n {
-                let k = (self.tx_rr + i) % n;
-                if !self.shard_ready[k] {
+            // Turns go round the QP positions, not the shards: a shard gets one turn per QP it
+            // holds (a last shard of 3 QPs got as many turns as a full one of 4, so its QPs
+            // sent 4/3 of the others' share and their receivers saw an incast).
+            let m = self.conns.len().max(1);
+            for i in 0..m {
+                let pos = (self.tx_rr + i) % m;
+                let k = pos / SHARD_QPS;
+                if k >= n || !self.shard_ready[k] {
                     continue;
                 }
                 if let Some(tx) = self.shards[k].poll_transmit(ns(now)) {
-                    self.tx_rr = (k + 1) % n;
+                    self.tx_rr = (pos + 1) % m;
                     self.deadline_dirty.push(k);
                     if tx.payload_len() > 0 && !self.cfg.pcie.is_ideal() {
                         let ready = self.dma.push(&self.cfg.pcie, now, k, tx);
@@ -808,7 +830,9 @@ impl Nic {
                 let topo = fab.topology();
                 let n = topo.path_count(self.host, dst).max(1);
                 // EV `i` is on plane `i % planes`: spread each plane's EVs over every path.
-                let path = u32::from(tx.evx.ev_index) / u32::from(self.cfg.planes) % n;
+                let path = (u32::from(tx.evx.ev_index) / u32::from(self.cfg.planes) % n
+                    + conn.path_base % n)
+                    % n;
                 match topo.usid_route(self.host, dst, path) {
                     Ok(r) => (u32::from(tx.evx.plane), Route::Usid(r)),
                     Err(_) => {
