@@ -343,3 +343,64 @@ fn every_acked_packet_credits_its_own_ev() {
         .sum();
     assert_eq!(total, 6);
 }
+
+#[test]
+fn qps_of_one_engine_take_turns_in_bursts() {
+    use mrc_firmware::engine::TX_BURST_PKTS;
+    let mut t = Two::new(3);
+    assert_eq!(t.e[0].create_qp(), Ok(1));
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        t.e[0].modify_qp(1, s, &attrs(1, 3), 0).unwrap();
+    }
+    // Both QPs have far more work than one burst and a window that never closes.
+    let burst = usize::from(TX_BURST_PKTS);
+    let len = 256 * 4 * burst as u32;
+    t.e[0].post_send(0, Two::wr(1, len, RKEY, None)).unwrap();
+    t.e[0].post_send(1, Two::wr(2, len, RKEY, None)).unwrap();
+    let order: Vec<u32> = t
+        .out(0)
+        .iter()
+        .filter(|p| matches!(p.body, TxBody::Write { .. }))
+        .map(|p| p.src_qpn)
+        .collect();
+    assert_eq!(order.len(), 8 * burst);
+    for (i, q) in order.iter().enumerate() {
+        assert_eq!(*q, ((i / burst) % 2) as u32, "packet {i}: {order:?}");
+    }
+}
+
+/// `poll_transmit_batch` keeps the turns: two busy QPs drained in batches of 7 (not a multiple
+/// of the burst) give the packets, in the order and with the contents, of single polls.
+#[test]
+fn batched_transmit_keeps_the_burst_turns() {
+    use mrc_firmware::engine::TX_BURST_PKTS;
+    let burst = usize::from(TX_BURST_PKTS);
+    let setup = || {
+        let mut t = Two::new(3);
+        assert_eq!(t.e[0].create_qp(), Ok(1));
+        for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            t.e[0].modify_qp(1, s, &attrs(1, 3), 0).unwrap();
+        }
+        let len = 256 * 4 * burst as u32;
+        t.e[0].post_send(0, Two::wr(1, len, RKEY, None)).unwrap();
+        t.e[0].post_send(1, Two::wr(2, len, RKEY, None)).unwrap();
+        t
+    };
+    let mut single = setup();
+    let one = single.out(0);
+    let mut batched = setup();
+    let mut many = Vec::new();
+    let mut buf = [one[0]; 7];
+    loop {
+        let k = batched.e[0].poll_transmit_batch(batched.now, &mut buf);
+        many.extend_from_slice(&buf[..k]);
+        if k == 0 {
+            break;
+        }
+    }
+    assert!(one.len() >= 8 * burst, "{} packets", one.len());
+    assert_eq!(many.len(), one.len());
+    for (i, (a, b)) in one.iter().zip(&many).enumerate() {
+        assert_eq!(a, b, "packet {i}");
+    }
+}

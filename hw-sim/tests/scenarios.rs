@@ -136,7 +136,7 @@ fn out_of_range_values_name_the_key() {
         ("t1_link = 0 ", "t1_link = 64 ", "s.toml: failure.t1_link: this fabric has 64 T0-T1 links per plane (0..=63)"),
         ("at_us = 40", "at_us = 4_000_000", "s.toml: failure.at_us: must be before time_limit_us"),
         ("mtu_bytes = 4_270", "mtu_bytes = 100", "s.toml: nic.mtu_bytes: must be 256..=9216 (the payload per packet is this minus the 174 B header bytes: headers, FCS, preamble and gap)"),
-        ("reorder_tx = 8 ", "reorder_tx = 64 ", "s.toml: nic.reorder_tx: must be 1..=63 (a hole is judged only inside the ACK's 64-bit SACK bitmap)"),
+        ("reorder_tx = 4 ", "reorder_tx = 64 ", "s.toml: nic.reorder_tx: must be 1..=63 (a hole is judged only inside the ACK's 64-bit SACK bitmap)"),
         ("msg_bytes = 65_536", "msg_bytes = 0", "s.toml: workload.msg_bytes: must be > 0"),
         ("\"mrc-1ev\", ", "\"mrc\", ", "s.toml: transports: `mrc` is listed twice"),
         ("hosts = 64", "hosts = 1", "s.toml: fabric.shape: needs at least 2 hosts (every host sends to another)"),

@@ -87,7 +87,9 @@ pub mod sprt;
 pub mod timer_wheel;
 
 pub use conn::{Qp, QpEvEvent, StallCounters};
-pub use nic::{CheckedConfig, Engine, EngineConfig, EngineCounters, EngineError, TIMERS_PER_QP};
+pub use nic::{
+    CheckedConfig, Engine, EngineConfig, EngineCounters, EngineError, TIMERS_PER_QP, TX_BURST_PKTS,
+};
 pub use packet::{
     Completion, CompletionError, CompletionKind, DropReason, LocalBuf, RxMeta, RxVerdict, SendWr,
     TxBody, TxPacket,

@@ -177,6 +177,9 @@ impl EngineCounters {
     };
 }
 
+/// Data packets one QP sends in a row before the next QP of the engine gets its turn.
+pub const TX_BURST_PKTS: u8 = 4;
+
 /// The engine of one NIC. See the module docs.
 pub struct Engine<
     const Q: usize,
@@ -196,6 +199,9 @@ pub struct Engine<
     ev_events: Deque<QpEvEvent, EV_EVENT_CAP>,
     timers: TimerWheel<TM>,
     tx_rr: usize,
+    /// The slot that sent the last data packet and how many it sent in a row.
+    tx_rr_slot: usize,
+    tx_burst: u8,
     cq_rr: usize,
     counters: EngineCounters,
 }
@@ -237,6 +243,8 @@ impl<
             ev_events: Deque::new(),
             timers,
             tx_rr: 0,
+            tx_rr_slot: 0,
+            tx_burst: 0,
             cq_rr: 0,
             counters: EngineCounters::default(),
         })
@@ -272,6 +280,8 @@ impl<
             ev_events: Deque::new(),
             timers: TimerWheel::with_tick(c.tick_ns),
             tx_rr: 0,
+            tx_rr_slot: 0,
+            tx_burst: 0,
             cq_rr: 0,
             counters: EngineCounters::ZERO,
         }
@@ -678,11 +688,19 @@ impl<
         let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
             return (0, false);
         };
-        let out = if had_deadline {
-            out
+        // At most what is left of the QP's burst (see `next_tx_slot`), and one packet when
+        // it arms the retry timer.
+        let burst_left = if slot == self.tx_rr_slot {
+            TX_BURST_PKTS.saturating_sub(self.tx_burst).max(1)
         } else {
-            out.get_mut(..1).unwrap_or_default()
+            TX_BURST_PKTS
         };
+        let cap = if had_deadline {
+            usize::from(burst_left)
+        } else {
+            1
+        };
+        let out = out.get_mut(..cap.min(out.len())).unwrap_or_default();
         let (k, more) = qp.poll_new_run(now_ns, out);
         if k == 0 {
             return (0, false);
@@ -691,6 +709,11 @@ impl<
         let ev_changed = qp.skips_pending()
             && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
         self.after_data_sent(slot, ev_changed, had_deadline);
+        // The turn advances as it would after `k` single packets (the run stays within the
+        // burst, so only the last one can pass the turn on).
+        for _ in 0..k {
+            self.tx_rr = self.next_tx_slot(slot);
+        }
         (k, more)
     }
 
@@ -723,7 +746,7 @@ impl<
                 let ev_changed = qp.skips_pending()
                     && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
                 self.after_data_sent(slot, ev_changed, had_deadline);
-                self.tx_rr = slot;
+                self.tx_rr = self.next_tx_slot(slot);
                 return Some(p);
             }
         }
@@ -755,7 +778,32 @@ impl<
         let ev_changed = qp.skips_pending()
             && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
         self.after_data_sent(slot, ev_changed, had_deadline);
+        self.tx_rr = self.next_tx_slot(slot);
         true
+    }
+
+    /// The QP whose turn follows `slot`'s after it sent a data packet: `slot` again until it
+    /// sent [`TX_BURST_PKTS`] in a row, then the next slot. Without the bound a QP whose window
+    /// outgrows its share of the ports sends without end and the other QPs of the engine
+    /// starve (measured on the 64-host all-to-all: a QP with an open window and queued work
+    /// sent nothing for 80 us).
+    #[inline]
+    fn next_tx_slot(&mut self, slot: usize) -> usize {
+        if slot == self.tx_rr_slot {
+            self.tx_burst = self.tx_burst.saturating_add(1);
+        } else {
+            self.tx_rr_slot = slot;
+            self.tx_burst = 1;
+        }
+        if self.tx_burst < TX_BURST_PKTS {
+            return slot;
+        }
+        self.tx_burst = 0;
+        if slot + 1 >= Q {
+            0
+        } else {
+            slot + 1
+        }
     }
 
     /// Timer bookkeeping after QP `slot` sent a data packet: the probe timer when its EV states

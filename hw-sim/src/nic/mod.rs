@@ -109,6 +109,8 @@ pub const ACK_COALESCE_NS: u64 = 4_000;
 /// Side-table slots per NIC at most (a packet still decodes unless 8192 later ones were sent
 /// while it was in flight).
 pub const SIDE_SLOTS: usize = 8192;
+/// A sending QP's initial window, in equal shares of the NIC's loaded bandwidth-delay product.
+const INIT_SHARES: u64 = 8;
 /// Full packets per plane the NIC keeps queued at its ports (in total over the planes).
 pub const PUMP_BACKLOG_PKTS: u64 = 2;
 
@@ -135,6 +137,9 @@ pub mod ev {
 struct Conn {
     peer: u32,
     flow_hash: u64,
+    /// `mrc`: the path of EV index 0 on each plane (the QP's EVs name paths from here on), so
+    /// the QPs of a NIC, whose sprayers all start at EV 0, do not all begin on one spine.
+    path_base: u32,
     /// Remote address of the next posted message.
     next_va: u64,
     last_una: u32,
@@ -157,6 +162,7 @@ pub struct Nic {
     timer_armed: Option<u64>,
     pump_armed: bool,
     release_armed: Option<Time>,
+    /// The QP position (QPN) whose shard has the next transmit turn.
     tx_rr: usize,
     /// Per shard: may have a packet to send (cleared when `poll_transmit` says no, set by any
     /// input to the shard).
@@ -187,25 +193,26 @@ fn ns(t: Time) -> u64 {
     t.as_ps() / PS_PER_NS
 }
 
-/// The uSID path (below `paths`) of EV `ev` of a QP with [`EVS`] EVs over `planes` planes;
-/// `mix` varies with the connection. EV `i` is on plane `i % planes`, and each plane's `EVS /
-/// planes` EVs are spread over every path: EV `i` takes path `(i / planes) % paths` when a
-/// plane has at least as many EVs as there are paths; with fewer (8 planes of 32 EVs on the MRC
-/// paper's 256-spine planes) its EVs take every `paths / evs`-th path from an offset that
-/// varies with `mix`, so that the connections of a leaf together load every path (all
-/// connections on the first 32 spines would load them 8x).
+/// The uSID path (below `paths`) of EV `ev` of a QP with [`EVS`] EVs over `planes` planes,
+/// from the connection's `base` (the same at both ends, so ACKs take the data's spines). EV
+/// `i` is on plane `i % planes`, and each plane's `EVS / planes` EVs are spread over every
+/// path: EV `i` takes path `(i / planes + base) % paths` when a plane has at least as many EVs
+/// as there are paths; with fewer (8 planes of 32 EVs on the MRC paper's 256-spine planes) its
+/// EVs take every `paths / evs`-th path from `base`, so that the connections of a leaf
+/// together load every path (all connections on the first 32 spines would load them 8x). A
+/// per-connection base also keeps every QP's first packets (all sprayers start at EV 0) off
+/// one spine.
 #[inline]
-fn ev_path(ev: u32, planes: u32, paths: u32, mix: u32) -> u32 {
+fn ev_path(ev: u32, planes: u32, paths: u32, base: u32) -> u32 {
     let planes = planes.max(1);
     let paths = paths.max(1);
     let per_plane = (EVS as u32 / planes).max(1);
-    let i = ev / planes;
-    if per_plane >= paths {
-        i % paths
+    let step = if per_plane >= paths {
+        1
     } else {
-        let stride = paths / per_plane;
-        (i * stride + mix % stride) % paths
-    }
+        paths / per_plane
+    };
+    ((ev / planes) * step + base % paths) % paths
 }
 
 /// The shard and slot of QP `qpn` with `width` QPs per shard.
@@ -274,8 +281,15 @@ impl Nic {
         let mut senders: Vec<u32> = flows.iter().map(|f| f.dst).collect();
         senders.sort_unstable();
         senders.dedup();
-        nscc.init_cwnd_bytes =
-            (nscc.init_cwnd_bytes / senders.len().max(1) as u64).max(nscc.min_cwnd_bytes);
+        // [`INIT_SHARES`] equal shares (never more than the whole): the first round trips of
+        // an all-to-all ran at ~2.6 MTU per QP and one equal share left the NICs below line
+        // rate for ~15 us (measured on the default run, seed 1: 1 share 1.34x of ideal, 2
+        // shares 1.31x, 4 1.28x, 8 1.285x with the longest stall 45-50 us throughout; seeds 2
+        // and 3 at 8 shares: 1.285x and 1.282x, stalls 48 and 49 us).
+        nscc.init_cwnd_bytes = (nscc.init_cwnd_bytes.saturating_mul(INIT_SHARES)
+            / senders.len().max(1) as u64)
+            .min(nscc.init_cwnd_bytes)
+            .max(nscc.min_cwnd_bytes);
         let width = if peers.len() <= NARROW_QPS {
             NARROW_QPS
         } else {
@@ -308,9 +322,16 @@ impl Nic {
                     .map_err(|_| NicError::Engine("QP transition"))?;
             }
             let mut h = cfg.seed ^ (u64::from(host) << 32) ^ u64::from(p.host);
+            // The same for both ends: an ACK, sent on the EV of the packet it answers, takes
+            // the spine that packet took.
+            let mut pair = cfg.seed
+                ^ 0x7061_7468
+                ^ (u64::from(host.min(p.host)) << 32)
+                ^ u64::from(host.max(p.host));
             conns.push(Conn {
                 peer: p.host,
                 flow_hash: splitmix64(&mut h),
+                path_base: (splitmix64(&mut pair) >> 32) as u32,
                 next_va: REGION_VA,
                 last_una: 0,
                 last_progress: Time::ZERO,
@@ -318,6 +339,12 @@ impl Nic {
             });
         }
         let shard_count = shards.len();
+        // Where the NIC's round of turns starts: a seeded position per host, so the NICs do
+        // not all begin (and stay in step) on the same QP positions, i.e. the same peers.
+        let first_turn = {
+            let mut h = cfg.seed ^ 0x7475_726e ^ u64::from(host);
+            (splitmix64(&mut h) % conns.len().max(1) as u64) as usize
+        };
         let mut table = FlowTable::new(conns.len());
         for (i, f) in flows.iter().enumerate() {
             if f.src != host || f.bytes == 0 || f.msg_bytes == 0 {
@@ -340,7 +367,7 @@ impl Nic {
             timer_armed: None,
             pump_armed: false,
             release_armed: None,
-            tx_rr: 0,
+            tx_rr: first_turn,
             shard_ready: vec![true; shard_count],
             shard_deadline: vec![None; shard_count],
             deadline_dirty: (0..shard_count).collect(),
@@ -803,13 +830,18 @@ impl Nic {
                 }
                 return;
             }
-            for i in 0..n {
-                let k = (self.tx_rr + i) % n;
-                if !self.shard_ready[k] {
+            // Turns go round the QP positions, not the shards: a shard gets one turn per QP it
+            // holds (a last shard of 3 QPs got as many turns as a full one of 4, so its QPs
+            // sent 4/3 of the others' share and their receivers saw an incast).
+            let m = self.conns.len().max(1);
+            for i in 0..m {
+                let pos = (self.tx_rr + i) % m;
+                let k = pos / SHARD_QPS;
+                if k >= n || !self.shard_ready[k] {
                     continue;
                 }
                 if let Some(tx) = self.shards[k].poll_transmit(ns(now)) {
-                    self.tx_rr = (k + 1) % n;
+                    self.tx_rr = (pos + 1) % m;
                     self.deadline_dirty.push(k);
                     if tx.payload_len() > 0 && !self.cfg.pcie.is_ideal() {
                         let ready = self.dma.push(&self.cfg.pcie, now, k, tx);
@@ -846,7 +878,7 @@ impl Nic {
                     u32::from(tx.evx.ev_index),
                     u32::from(self.cfg.planes),
                     n,
-                    self.host ^ dst,
+                    conn.path_base,
                 );
                 match topo.usid_route(self.host, dst, path) {
                     Ok(r) => (u32::from(tx.evx.plane), Route::Usid(r)),
@@ -980,10 +1012,10 @@ mod tests {
 
     #[test]
     fn a_plane_s_evs_spread_over_every_path() {
-        // As many EVs per plane as paths or more: EV i takes path (i / planes) % paths.
+        // As many EVs per plane as paths or more: EV i takes path (i / planes + base) % paths.
         for ev in 0..EVS as u32 {
-            assert_eq!(ev_path(ev, 4, 8, 12345), ev / 4 % 8);
-            assert_eq!(ev_path(ev, 1, 64, 7), ev % 64);
+            assert_eq!(ev_path(ev, 4, 8, 12345), (ev / 4 + 12345) % 8);
+            assert_eq!(ev_path(ev, 1, 64, 7), (ev + 7) % 64);
         }
         // 8 planes of 32 EVs, 256 paths: a connection's EVs on a plane take 32 distinct
         // paths, and the connections of a leaf (mixes 0..8) together take all 256.
