@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 771,798,432 instructions for
-//! the whole program, i.e. **~772 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 785,946,265 instructions for
+//! the whole program, i.e. **~786 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -34,6 +34,7 @@
 //! | EV sync after a received packet only when an EV event or served skip waits; the channel's loss draw against a precomputed threshold (`Rng::chance_threshold`, same draw and result) | 802 |
 //! | `Engine::handle_tx_batch` + `Channel::pop_due_run`: a run of due plain packets for one NIC handed over at once (the write fast path runs in the loop, no call per packet); an ACK's deliveries counted once for the QP-wide rate | 776 |
 //! | the stream posts again only after a completion freed a send-queue slot (every attempt on a full queue was refused) | 772 |
+//! | QPs of one engine take turns in bursts of 4 packets (the simulator's fairness fix): the turn bookkeeping per packet and a scan for another QP with send work per transmit run (a run is capped at the burst only when one waits) | 786 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -67,7 +68,7 @@
 //! stopped being inlined: 865 -> 924 before `send_new_run`), placement's region lookup by
 //! reference instead of by copy (no change).
 //!
-//! Where the 772 go (inclusive, per delivered packet, from `callgrind_annotate
+//! Where the 772 went before the burst turns (inclusive, per delivered packet, from `callgrind_annotate
 //! --inclusive=yes`): transmit ~274 (the run of new packets ~241: requester ~106 of which
 //! the 88-byte descriptor ~28 and the TX slot ~7, sprayer ~41, PSN and overflow-checked
 //! arithmetic ~30; the general path ~33: ACKs, probes, retransmissions, and the check that

@@ -155,6 +155,13 @@ impl<
         }
     }
 
+    /// Whether a transmit poll could give a data packet of this QP: in RTS with send work
+    /// (see `Requester::has_send_work`). When not, polling it changes nothing.
+    #[inline]
+    pub(crate) fn wants_to_send(&self) -> bool {
+        self.state == QpState::Rts && self.req.as_ref().is_some_and(|r| r.has_send_work())
+    }
+
     /// The sprayer served skip-once flags since the last [`Self::sync_ev`].
     pub(crate) fn skips_pending(&self) -> bool {
         self.sprayer.counters().skips != self.skips_seen

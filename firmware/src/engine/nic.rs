@@ -679,6 +679,15 @@ impl<
             return (0, false);
         }
         let slot = self.tx_rr;
+        // At most what is left of the QP's burst (see `next_tx_slot`) when another QP waits
+        // for its turn (none can start to wait during the run: only this QP sends).
+        let burst_cap = if self.other_sender(slot).is_none() {
+            usize::MAX
+        } else if slot == self.tx_rr_slot {
+            usize::from(TX_BURST_PKTS.saturating_sub(self.tx_burst).max(1))
+        } else {
+            usize::from(TX_BURST_PKTS)
+        };
         let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
             return (0, false);
         };
@@ -688,18 +697,8 @@ impl<
         let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
             return (0, false);
         };
-        // At most what is left of the QP's burst (see `next_tx_slot`), and one packet when
-        // it arms the retry timer.
-        let burst_left = if slot == self.tx_rr_slot {
-            TX_BURST_PKTS.saturating_sub(self.tx_burst).max(1)
-        } else {
-            TX_BURST_PKTS
-        };
-        let cap = if had_deadline {
-            usize::from(burst_left)
-        } else {
-            1
-        };
+        // One packet when it arms the retry timer.
+        let cap = if had_deadline { burst_cap } else { 1 };
         let out = out.get_mut(..cap.min(out.len())).unwrap_or_default();
         let (k, more) = qp.poll_new_run(now_ns, out);
         if k == 0 {
@@ -783,7 +782,7 @@ impl<
     }
 
     /// The QP whose turn follows `slot`'s after it sent a data packet: `slot` again until it
-    /// sent [`TX_BURST_PKTS`] in a row, then the next slot. Without the bound a QP whose window
+    /// sent [`TX_BURST_PKTS`] in a row, then the next slot whose QP has something to send. Without the bound a QP whose window
     /// outgrows its share of the ports sends without end and the other QPs of the engine
     /// starve (measured on the 64-host all-to-all: a QP with an open window and queued work
     /// sent nothing for 80 us).
@@ -799,11 +798,20 @@ impl<
             return slot;
         }
         self.tx_burst = 0;
-        if slot + 1 >= Q {
-            0
-        } else {
-            slot + 1
-        }
+        // The next QP with something to send; `slot` again when there is none (a poll of the
+        // idle ones in between would change nothing and come back to `slot`).
+        self.other_sender(slot).unwrap_or(slot)
+    }
+
+    /// The first slot after `slot` (in turn order, not `slot` itself) whose QP wants to send.
+    #[inline]
+    fn other_sender(&self, slot: usize) -> Option<usize> {
+        (1..Q).map(|d| (slot + d) % Q).find(|&s| {
+            self.qps
+                .get(s)
+                .and_then(Option::as_ref)
+                .is_some_and(|q| q.wants_to_send())
+        })
     }
 
     /// Timer bookkeeping after QP `slot` sent a data packet: the probe timer when its EV states

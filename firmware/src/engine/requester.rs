@@ -440,6 +440,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
     }
 
+    /// Whether anything waits to be sent (a retransmission or an unsent packet of a queued
+    /// request). When not, [`Self::peek`] says [`Stall::Idle`] and [`Self::send_new_fast`]
+    /// falls back, both having changed nothing.
+    #[inline]
+    pub(crate) fn has_send_work(&self) -> bool {
+        !self.in_error && (!self.retx.is_empty() || self.send_idx < self.sq.len())
+    }
+
     /// The next packet to send (not yet committed), or why none can leave.
     #[inline]
     pub(crate) fn peek(&mut self, cc: &Cc) -> Result<Candidate, Stall> {
