@@ -748,3 +748,83 @@ fn transmit_work_per_step_is_bounded() {
     assert_eq!(first, BUDGET);
     assert!(second > 0, "{first} then {second}");
 }
+
+/// Every kind of packet the engine builds crosses the transmit header queue unchanged:
+/// descriptor -> entry bytes -> checked entry -> descriptor.
+#[test]
+fn every_packet_kind_round_trips_through_a_txh_entry() {
+    use mrc_abi::wire::{AckRepr, EvxRepr, NackReason, NackRepr, ProbeRepr, RethRepr, Segment};
+    let base = TxPacket {
+        src_qpn: 2,
+        dest_qpn: 0xAB_CDEF,
+        psn: Psn::new(0xFF_FFFE),
+        msn: 513,
+        ev_format: EvFormat::Udp,
+        evx: EvxRepr {
+            ev_index: 127,
+            plane: 3,
+            ev_value: 0xC07F,
+        },
+        tx_ts_ns: 0xDEAD_BEEF,
+        echo_ts_ns: 17,
+        retransmit: true,
+        ack_req: true,
+        body: TxBody::Probe(ProbeRepr::default()),
+    };
+    let reth = RethRepr {
+        va: REGION_VA + 0x1234,
+        rkey: 0x200,
+        dma_len: 700,
+    };
+    let local = LocalBuf {
+        handle: 5,
+        offset: 0x1_0000_0010,
+    };
+    let probe = ProbeRepr {
+        probe_id: 0x8000_0001,
+        ev_index: 9,
+        plane: 1,
+    };
+    let mut bodies = vec![
+        TxBody::Ack(AckRepr {
+            cum_psn: Psn::new(100),
+            sack_base: Psn::new(101),
+            sack_bitmap: u64::MAX - 4,
+            ev_index: 3,
+            plane: 2,
+            ecn_plane_mask: 0b1010,
+            ce_count: 4,
+            pkt_count: 60,
+        }),
+        TxBody::Nack(NackRepr {
+            reason: NackReason::Trimmed,
+            psn: Psn::new(7),
+            cum_psn: Psn::new(5),
+            ev_index: 11,
+            plane: 0,
+        }),
+        TxBody::Probe(probe),
+        TxBody::ProbeReply(probe),
+    ];
+    for segment in [
+        Segment::First,
+        Segment::Middle,
+        Segment::Last { imm: None },
+        Segment::Last { imm: Some(0xFEED) },
+        Segment::Only { imm: None },
+        Segment::Only { imm: Some(1) },
+    ] {
+        bodies.push(TxBody::Write {
+            segment,
+            reth,
+            local,
+        });
+    }
+    for body in bodies {
+        let p = TxPacket { body, ..base };
+        let bytes = txh_entry(&p).encode();
+        let t = Txh::decode(&bytes).expect("valid entry");
+        assert_eq!(t.hdr.opcode, p.opcode() as u8);
+        assert_eq!(tx_packet(&t), p, "{body:?}");
+    }
+}
