@@ -60,8 +60,8 @@ package mrc_abi_pkg;
 
   // abi
   localparam logic [31:0] ABI_ABI_VERSION_MAJOR = 32'h00000001; // ABI major version.
-  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000001; // ABI minor version.
-  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010001; // DEVICE abi_version register value.
+  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000002; // ABI minor version.
+  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010002; // DEVICE abi_version register value.
   localparam logic [31:0] ABI_DEVICE_MAGIC = 32'h3143524D; // DEVICE magic ("MRC1").
   localparam logic [31:0] ABI_BLOCK_VERSION = 32'h00000001; // Version of every register block.
   localparam logic [31:0] ABI_MAX_PORTS = 32'h00000008; // Ports in the PORT block.
@@ -71,6 +71,9 @@ package mrc_abi_pkg;
   localparam logic [31:0] ABI_RXH_ENTRY_BYTES = 32'h00000040; // Receive header queue entry size.
   localparam logic [31:0] ABI_RXH_VERDICT_OFFSET = 32'h00000030; // Byte offset of the firmware verdict in a receive header entry.
   localparam logic [31:0] ABI_RXH_VERDICT_BYTES = 32'h00000010; // Size of the firmware verdict.
+  localparam logic [31:0] ABI_TXH_ENTRY_BYTES = 32'h00000040; // Transmit header queue entry size.
+  localparam logic [31:0] ABI_TXH_BODY_OFFSET = 32'h00000020; // Byte offset of the opcode-selected body in a transmit header entry.
+  localparam logic [31:0] ABI_TXH_BODY_BYTES = 32'h00000020; // Size of a transmit header entry body.
   localparam logic [31:0] ABI_ADMIN_BODY_BYTES = 32'h00000038; // Admin command body size.
   localparam logic [31:0] ABI_FW_IMAGE_MAGIC = 32'h4643524D; // Firmware image magic ("MRCF").
   localparam logic [31:0] ABI_RETRY_FOREVER = 32'h00000019; // Retry count meaning retry forever.
@@ -84,6 +87,10 @@ package mrc_abi_pkg;
   localparam logic [31:0] RXH_FLAG_TRIMMED_LAST_HOP = 32'h00000008; // MRH TRIMMED_LAST_HOP (with TRIMMED).
   localparam logic [31:0] RXH_FLAG_CE = 32'h00000010; // IPv6 ECN was CE.
   localparam logic [31:0] RXH_FLAG_SE = 32'h00000020; // BTH SE.
+
+  // txh_flag
+  localparam logic [31:0] TXH_FLAG_ACK_REQ = 32'h00000001; // BTH A: ACK requested.
+  localparam logic [31:0] TXH_FLAG_RETRANSMIT = 32'h00000002; // MRH RETRANSMIT.
 
   // Register block types.
   typedef enum logic [15:0] {
@@ -973,6 +980,69 @@ package mrc_abi_pkg;
     logic [7:0] drop_reason; // `RxhDropReason` when dropped, else 0.
     logic [7:0] verdict; // `RxhVerdictCode`.
   } rxh_verdict_t;
+
+  // TxhHeader (32 bytes, little-endian): FW->DP: the headers of one packet to send (entry bytes 0-31).
+  localparam logic [31:0] TXH_HEADER_BYTES = 32'd32;
+  typedef struct packed {
+    logic [31:0] echo_ts; // TSX echoed timestamp (ACK / NACK / probe reply; 0 otherwise).
+    logic [31:0] tx_ts; // TSX tx timestamp (ns, low 32 bits).
+    logic [31:0] ev_value; // EVX EV value (the entropy the datapath puts in the outer header).
+    logic [15:0] ev_index; // EVX EV index.
+    logic [15:0] msn; // MRH message sequence number.
+    logic [31:0] psn; // BTH PSN (data: the packet's PSN; ACK / NACK: the cumulative PSN; probes: 0).
+    logic [31:0] dest_qpn; // BTH destination QPN.
+    logic [31:0] src_qpn; // The local QP sending it.
+    logic [7:0] plane; // EVX plane: the NIC port to send on.
+    logic [7:0] ev_format; // MRH EV format code.
+    logic [7:0] flags; // `flags` bits.
+    logic [7:0] opcode; // BTH opcode: a write opcode, ACK, NACK, EV_PROBE or EV_PROBE_REPLY; selects the body.
+  } txh_header_t;
+
+  // TxhWrite (32 bytes, little-endian): FW->DP body of a write packet (entry bytes 32-63).
+  localparam logic [31:0] TXH_WRITE_BYTES = 32'd32;
+  typedef struct packed {
+    logic [63:0] buf_offset; // Byte offset of the payload in the local buffer.
+    logic [31:0] buf_handle; // Local buffer handle the payload is read from (a registered DMA region).
+    logic [31:0] imm; // ImmDt (WRITE_LAST_IMM / WRITE_ONLY_IMM; 0 otherwise).
+    logic [31:0] dma_len; // RETH DMA length: the payload bytes of this packet.
+    logic [31:0] rkey; // RETH R_Key.
+    logic [63:0] remote_va; // RETH virtual address.
+  } txh_write_t;
+
+  // TxhAck (32 bytes, little-endian): FW->DP body of an ACK (entry bytes 32-63).
+  localparam logic [31:0] TXH_ACK_BYTES = 32'd32;
+  typedef struct packed {
+    logic [63:0] rsvd; // Reserved (0).
+    logic [15:0] pkt_count; // Packets covered.
+    logic [15:0] ce_count; // CE-marked packets covered.
+    logic [7:0] ecn_plane_mask; // Planes that saw CE.
+    logic [7:0] plane; // Plane the ACK reports on.
+    logic [15:0] ev_index; // EV index the ACK reports on.
+    logic [63:0] sack_bitmap; // Selective ACK bitmap.
+    logic [31:0] sack_base; // PSN of bit 0 of `sack_bitmap`.
+    logic [31:0] cum_psn; // Cumulative PSN.
+  } txh_ack_t;
+
+  // TxhNack (32 bytes, little-endian): FW->DP body of a NACK (entry bytes 32-63).
+  localparam logic [31:0] TXH_NACK_BYTES = 32'd32;
+  typedef struct packed {
+    logic [159:0] rsvd; // Reserved (0).
+    logic [31:0] cum_psn; // Cumulative PSN.
+    logic [31:0] psn; // NACKed PSN.
+    logic [15:0] ev_index; // EV index of the NACKed packet.
+    logic [7:0] plane; // Plane of the NACKed packet.
+    logic [7:0] reason; // NACK reason code.
+  } txh_nack_t;
+
+  // TxhProbe (32 bytes, little-endian): FW->DP body of an EV probe or probe reply (entry bytes 32-63).
+  localparam logic [31:0] TXH_PROBE_BYTES = 32'd32;
+  typedef struct packed {
+    logic [191:0] rsvd; // Reserved (0).
+    logic [7:0] rsvd0; // Reserved (0).
+    logic [7:0] plane; // Probed plane.
+    logic [15:0] ev_index; // Probed EV index.
+    logic [31:0] probe_id; // Probe id.
+  } txh_probe_t;
 
   // ---- wire headers (abi/WIRE.md, big-endian)
 

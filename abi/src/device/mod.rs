@@ -18,6 +18,7 @@
 //! | [`admin`] | admin queue commands and responses |
 //! | [`csr`] | CSR event queues between the datapath and the firmware cores |
 //! | [`rxh`] | the per-packet receive header queue (datapath -> firmware, verdict written back) |
+//! | [`txh`] | the per-packet transmit header queue (firmware -> datapath) |
 
 pub mod admin;
 pub mod cqe;
@@ -26,6 +27,7 @@ pub mod doorbell;
 pub mod event;
 pub mod regs;
 pub mod rxh;
+pub mod txh;
 pub mod version;
 pub mod wqe;
 

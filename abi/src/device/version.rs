@@ -42,8 +42,9 @@ impl AbiVersion {
 }
 
 /// The ABI version this crate describes.
-/// 1.1 added the receive header queue ([`super::rxh`]).
-pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 1);
+/// 1.1 added the receive header queue ([`super::rxh`]), 1.2 the transmit header queue
+/// ([`super::txh`]).
+pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 2);
 
 /// The wire format version (the MRH version field, `abi/WIRE.md`).
 pub const WIRE_VERSION: u8 = crate::wire::MRC_VERSION;
@@ -129,7 +130,7 @@ mod tests {
             check_compat(v(1, 0), v(2, 0)),
             Err(VersionError::MajorMismatch { host: 1, device: 2 })
         );
-        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0001);
+        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0002);
     }
 
     proptest! {

@@ -7,7 +7,7 @@ use crate::device::admin::{
 use crate::device::cqe::{self, CqeOpcode, CqeStatus};
 use crate::device::event::{CqErrorReason, EventKind, FwEventCode};
 use crate::device::regs::{self, defaults, BlockType};
-use crate::device::{csr, doorbell, rxh, version, wqe, EvFormat, EvState};
+use crate::device::{csr, doorbell, rxh, txh, version, wqe, EvFormat, EvState};
 
 macro_rules! c {
     ($g:literal, $n:literal, $v:expr, $d:literal) => {
@@ -102,6 +102,11 @@ pub const CONSTANTS: &[Constant] = &[
     c!("rxh_flag", "TRIMMED_LAST_HOP", rxh::flags::TRIMMED_LAST_HOP, "MRH TRIMMED_LAST_HOP (with TRIMMED)."),
     c!("rxh_flag", "CE", rxh::flags::CE, "IPv6 ECN was CE."),
     c!("rxh_flag", "SE", rxh::flags::SE, "BTH SE."),
+    c!("abi", "TXH_ENTRY_BYTES", txh::TXH_ENTRY_BYTES, "Transmit header queue entry size."),
+    c!("abi", "TXH_BODY_OFFSET", txh::TXH_BODY_OFFSET, "Byte offset of the opcode-selected body in a transmit header entry."),
+    c!("abi", "TXH_BODY_BYTES", txh::TXH_BODY_BYTES, "Size of a transmit header entry body."),
+    c!("txh_flag", "ACK_REQ", txh::flags::ACK_REQ, "BTH A: ACK requested."),
+    c!("txh_flag", "RETRANSMIT", txh::flags::RETRANSMIT, "MRH RETRANSMIT."),
     c!("abi", "ADMIN_BODY_BYTES", admin::BODY_BYTES, "Admin command body size."),
     c!("abi", "FW_IMAGE_MAGIC", admin::FW_IMAGE_MAGIC, "Firmware image magic (\"MRCF\")."),
     c!("abi", "RETRY_FOREVER", admin::RETRY_FOREVER, "Retry count meaning retry forever."),

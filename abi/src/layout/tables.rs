@@ -3,7 +3,7 @@
 use super::{Layout, RegisterBlockInfo};
 use crate::device::admin::{self, body};
 use crate::device::regs::{self, defaults, BlockType};
-use crate::device::{cqe, csr, doorbell, rxh, wqe};
+use crate::device::{cqe, csr, doorbell, rxh, txh, wqe};
 
 /// Every little-endian device structure.
 pub const LAYOUTS: &[Layout] = &[
@@ -55,6 +55,11 @@ pub const LAYOUTS: &[Layout] = &[
     csr::PostEvent::LAYOUT,
     rxh::RxhEntry::LAYOUT,
     rxh::RxhVerdict::LAYOUT,
+    txh::TxhHeader::LAYOUT,
+    txh::TxhWrite::LAYOUT,
+    txh::TxhAck::LAYOUT,
+    txh::TxhNack::LAYOUT,
+    txh::TxhProbe::LAYOUT,
 ];
 
 /// The register blocks of BAR0.

@@ -268,9 +268,10 @@ fn exception(trap: &riscv_rt::TrapFrame) -> ! {
 
 // ------------------------------------------------------------------------------------------
 // Datapath queues (NIC only): the two CSR rings of mrc-abi `device::csr` (DP->FW at
-// EVQ_RX_BASE, FW->DP at EVQ_TX_BASE, 32-byte entries) and the receive header ring of
-// `device::rxh` (EVQ_RXH_BASE, 64-byte entries, verdicts written back), each a `CsrQueueRegs`
-// block in the CSR window with entry memory in DTCM that the firmware provides at boot.
+// EVQ_RX_BASE, FW->DP at EVQ_TX_BASE, 32-byte entries), the receive header ring of
+// `device::rxh` (EVQ_RXH_BASE, 64-byte entries, verdicts written back) and the transmit header
+// ring of `device::txh` (EVQ_TXH_BASE, 64-byte entries), each a `CsrQueueRegs` block in the CSR
+// window with entry memory in DTCM that the firmware provides at boot.
 
 #[cfg(not(feature = "qemu"))]
 pub use csr_rings::NicDatapath;
@@ -291,12 +292,13 @@ static mut NIC_LOOP: mrc_nicloop::NicLoop =
         Err(_) => panic!("invalid engine configuration"),
     });
 
-/// The engine fits the DTCM with the two 1 KiB CSR rings, the 2 KiB receive header ring and 8 KiB
+/// The engine fits the DTCM with the two 1 KiB CSR rings, the 2 KiB receive and transmit header
+/// rings and 8 KiB
 /// for the stack (the main loop measured under 3 KiB) and the rest of `.data`/`.bss`. A
 /// capacity change that breaks this fails the build instead of the boot.
 #[cfg(not(feature = "qemu"))]
 const _: () = assert!(
-    core::mem::size_of::<mrc_nicloop::NicLoop>() + 4 * 1024 + 8 * 1024 <= map::DTCM_LEN,
+    core::mem::size_of::<mrc_nicloop::NicLoop>() + 6 * 1024 + 8 * 1024 <= map::DTCM_LEN,
     "the engine's capacities do not fit the DTCM"
 );
 
@@ -320,7 +322,7 @@ mod csr_rings {
 
     use mrc_abi::device::csr::{CsrQueueRegs, CsrRing, ENTRY_BYTES};
     use mrc_abi::device::rxh::{RXH_ENTRY_BYTES, RXH_VERDICT_BYTES, RXH_VERDICT_OFFSET};
-    use mrc_firmware::engine::TxPacket;
+    use mrc_abi::device::txh::{TxhRing, TXH_ENTRY_BYTES};
     use mrc_nicloop::Datapath;
 
     use super::{map, read32, write32};
@@ -353,6 +355,21 @@ mod csr_rings {
 
     static mut RXH: RxhMem = RxhMem([[0; RXH_WORDS]; RING_ENTRIES]);
 
+    const TXH_WORDS: usize = TXH_ENTRY_BYTES / 4;
+
+    /// Transmit header ring memory (64-byte entries the firmware writes and the datapath
+    /// reads): only read and written with volatile accesses.
+    #[repr(C, align(64))]
+    struct TxhMem([[u32; TXH_WORDS]; RING_ENTRIES]);
+
+    static mut TXH: TxhMem = TxhMem([[0; TXH_WORDS]; RING_ENTRIES]);
+
+    fn txh_entry_ptr(slot: u32) -> *mut u32 {
+        // `slot < RING_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
+        // SAFETY: `TXH` is the static above; `addr_of_mut!` creates no reference.
+        unsafe { core::ptr::addr_of_mut!(TXH.0[slot as usize]).cast::<u32>() }
+    }
+
     fn rxh_entry_ptr(slot: u32) -> *mut u32 {
         // `slot < RING_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
         // SAFETY: `RXH` is the static above; `addr_of_mut!` creates no reference.
@@ -381,6 +398,11 @@ mod csr_rings {
         rxh_consumer: u32,
         tx_producer: u32,
         tx_overflow: u32,
+        /// Our producer index of the transmit header ring.
+        txh_producer: u32,
+        /// Free transmit header entries at the last read of the consumer index: a lower bound
+        /// (the datapath only frees entries), so `push_tx` needs no register read per entry.
+        txh_free: u32,
     }
 
     impl NicDatapath {
@@ -395,6 +417,7 @@ mod csr_rings {
                 (map::EVQ_RX_BASE, core::ptr::addr_of_mut!(DP_FW) as usize),
                 (map::EVQ_TX_BASE, core::ptr::addr_of_mut!(FW_DP) as usize),
                 (map::EVQ_RXH_BASE, core::ptr::addr_of_mut!(RXH) as usize),
+                (map::EVQ_TXH_BASE, core::ptr::addr_of_mut!(TXH) as usize),
             ];
             for (regs, mem) in rings {
                 // rv32: DTCM addresses fit the 32-bit `base` register.
@@ -411,6 +434,8 @@ mod csr_rings {
                 rxh_consumer: 0,
                 tx_producer: 0,
                 tx_overflow: 0,
+                txh_producer: 0,
+                txh_free: 0,
             }
         }
     }
@@ -496,14 +521,29 @@ mod csr_rings {
             write32(map::EVQ_RXH_BASE + CONSUMER, self.rxh_consumer);
         }
 
-        /// mrc-abi defines no per-packet transmit queue: a retransmission or a probe goes out
-        /// as its FW->DP order (`mrc_nicloop::abi_order`); anything else is refused and counted
-        /// by the loop.
-        fn push_tx(&mut self, pkt: &TxPacket) -> bool {
-            match mrc_nicloop::abi_order(pkt) {
-                Some(order) => self.push_order(&order.encode()),
-                None => false,
+        fn tx_room(&mut self) -> usize {
+            let consumer = read32(map::EVQ_TXH_BASE + CONSUMER);
+            self.txh_free = TxhRing(self.ring).free(self.txh_producer, consumer);
+            self.txh_free as usize
+        }
+
+        fn push_tx(&mut self, entry: &[u8; TXH_ENTRY_BYTES]) -> bool {
+            if self.txh_free == 0 && self.tx_room() == 0 {
+                return false;
             }
+            self.txh_free -= 1;
+            let p = txh_entry_ptr(self.ring.slot(self.txh_producer));
+            for (i, chunk) in entry.chunks_exact(4).enumerate() {
+                let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                // SAFETY: `p` points to a 64-byte aligned entry of 16 words in TXH (`i < 16`)
+                // that the datapath has consumed (the ring has room), so it is ours.
+                unsafe { core::ptr::write_volatile(p.add(i), w) };
+            }
+            // Entry bytes before the producer index that publishes them.
+            io_fence();
+            self.txh_producer = self.txh_producer.wrapping_add(1);
+            write32(map::EVQ_TXH_BASE + PRODUCER, self.txh_producer);
+            true
         }
     }
 }

@@ -1,7 +1,7 @@
 //! # mrc-nic: the MRC image for the NIC's embedded RISC-V cores
 //!
 //! Boot (riscv-rt), recover the `NOINIT` block (crash record, log ring), start the watchdog,
-//! hand the datapath its two CSR rings (`hal::NicDatapath::init`), then the main loop: read the
+//! hand the datapath its CSR rings and header queues (`hal::NicDatapath::init`), then the main loop: read the
 //! timer once, kick the watchdog, and run one [`mrc_nicloop::NicLoop::step`] at that `now`
 //! (DP->FW CSR entries into the MRC engine, its timeouts, engine output to the FW->DP ring and
 //! the datapath). With the `qemu` feature the image runs the [`selftest`] instead and exits

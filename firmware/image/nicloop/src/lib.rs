@@ -17,20 +17,21 @@
 //!    the entry with [`Datapath::rx_done`]. A malformed entry is answered `Dropped(Malformed)`
 //!    and counted (`rxh_bad`).
 //! 3. [`Engine::handle_timeout`] when [`Engine::poll_timeout`] is due.
-//! 4. Engine output: packets to [`Datapath::push_tx`]; completions to FW->DP `PostCqe`; EV state
-//!    changes to FW->DP `EvUpdate`. A full queue drops the output and counts it.
+//! 4. Engine transmit side into the per-packet transmit header queue (mrc-abi `device::txh`):
+//!    the loop asks the datapath how many entries fit ([`Datapath::tx_room`]) and takes at most
+//!    that many packets (and at most [`BUDGET`]) from [`Engine::poll_transmit_into`], each
+//!    written as one 64-byte entry ([`txh_entry`]) with [`Datapath::push_tx`]. New data,
+//!    retransmissions, ACKs, NACKs, probes and probe replies all leave this way. A full queue
+//!    leaves the packets in the engine for a later step (counted in `tx_full`), so none is
+//!    lost; a datapath that refuses an entry it said had room breaks the contract and the
+//!    packet is counted in `tx_refused`.
+//! 5. Completions to FW->DP `PostCqe`; EV state changes to FW->DP `EvUpdate`. A full queue
+//!    drops the output and counts it.
 //!
-//! Each input queue is drained at most [`BUDGET`] entries per step, so one busy queue cannot
+//! Each queue is moved at most [`BUDGET`] entries per step, so one busy queue cannot
 //! starve the timer or the other queues (the watchdog is kicked between steps).
 //!
 //! ## Gaps in mrc-abi, stated rather than invented
-//! - **Per-packet transmit queue.** Received data packets and probes reach the engine through
-//!   the RXH queue, but the engine also builds every packet it wants sent
-//!   ([`Datapath::push_tx`], a full [`TxPacket`] descriptor) and mrc-abi has no per-packet
-//!   transmit descriptor queue. On the NIC the `hal` sends what mrc-abi can express
-//!   ([`abi_order`]: a retransmission as FW->DP `Retransmit`, a probe as `SendProbe`, the
-//!   datapath rebuilding the packet); every other packet (new data, ACK, NACK, probe reply:
-//!   the datapath's own work in the mrc-abi model) is refused and counted as `tx_no_queue`.
 //! - **CQ numbers and WQE indices.** The engine has no CQ: `PostCqe.cqn` is the QPN (one CQ per
 //!   QP until admin commands create CQs); `wqe_index` is the low 16 bits of `wr_id` (the caller
 //!   posts work requests with `wr_id` = WQE index); `byte_len` is 0 for sends (the engine's
@@ -51,6 +52,10 @@ use mrc_abi::device::csr::{
 };
 use mrc_abi::device::rxh::{
     flags as rxh_flags, RxhDropReason, RxhEntry, RxhVerdict, RXH_ENTRY_BYTES, RXH_VERDICT_BYTES,
+};
+use mrc_abi::device::txh::{
+    flags as txh_flags, Txh, TxhAck, TxhBody, TxhHeader, TxhNack, TxhProbe, TxhWrite,
+    TXH_ENTRY_BYTES,
 };
 use mrc_abi::device::EvState as AbiEvState;
 use mrc_abi::wire::{
@@ -98,11 +103,11 @@ pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 /// QP context in NIC DRAM behind a cache, which this engine does not have.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
 
-/// Entries taken from each input queue per step.
+/// Entries moved through each queue per step.
 pub const BUDGET: usize = 64;
 
-/// The datapath as the loop sees it: the two CSR rings and the receive header queue of
-/// mrc-abi, and the per-packet transmit queue mrc-abi does not define yet.
+/// The datapath as the loop sees it: the two CSR rings and the receive and transmit header
+/// queues of mrc-abi.
 pub trait Datapath {
     /// The next DP->FW CSR entry (32 bytes), consuming it.
     fn pop_event(&mut self) -> Option<[u8; ENTRY_BYTES]>;
@@ -114,8 +119,12 @@ pub trait Datapath {
     /// Write `verdict` over the verdict bytes of the entry [`Datapath::pop_rx`] last returned
     /// and release it to the datapath (advance the consumer index).
     fn rx_done(&mut self, verdict: &[u8; RXH_VERDICT_BYTES]);
-    /// Transmit `pkt`; `false` when there is no room (the loop counts the drop).
-    fn push_tx(&mut self, pkt: &TxPacket) -> bool;
+    /// Free entries of the transmit header queue: the loop writes at most this many with
+    /// [`Datapath::push_tx`] before it asks again.
+    fn tx_room(&mut self) -> usize;
+    /// Append a transmit header entry (mrc-abi `Txh` bytes); `false` when there is no room,
+    /// which [`Datapath::tx_room`] promised there was (the loop counts the lost packet).
+    fn push_tx(&mut self, entry: &[u8; TXH_ENTRY_BYTES]) -> bool;
 }
 
 /// Loop counters: every drop has one.
@@ -142,10 +151,13 @@ pub struct LoopCounters {
     pub port_events: u64,
     /// `handle_timeout` calls.
     pub timeouts: u64,
-    /// Packets handed to the datapath.
+    /// Packets written to the transmit header queue.
     pub tx_packets: u64,
-    /// Packets not sent: the transmit queue was full, or (NIC) mrc-abi has no order for them.
-    pub tx_no_queue: u64,
+    /// Steps on which the transmit header queue had no room left before [`BUDGET`] packets
+    /// were taken: the engine's remaining packets wait in the engine (nothing is lost).
+    pub tx_full: u64,
+    /// Packets lost: the datapath refused an entry after [`Datapath::tx_room`] said it fit.
+    pub tx_refused: u64,
     /// `PostCqe` / `EvUpdate` entries written.
     pub orders: u64,
     /// FW->DP entries dropped: the ring was full.
@@ -166,7 +178,8 @@ impl LoopCounters {
         port_events: 0,
         timeouts: 0,
         tx_packets: 0,
-        tx_no_queue: 0,
+        tx_full: 0,
+        tx_refused: 0,
         orders: 0,
         orders_dropped: 0,
     };
@@ -245,13 +258,23 @@ impl NicLoop {
             self.counters.timeouts += 1;
             self.engine.handle_timeout(now_ns);
         }
-        while let Some(p) = self.engine.poll_transmit(now_ns) {
-            moved = true;
-            if dp.push_tx(&p) {
+        let room = dp.tx_room();
+        let mut pkt = TX_FILL;
+        let mut taken = 0;
+        while taken < room.min(BUDGET) {
+            if !self.engine.poll_transmit_into(now_ns, &mut pkt) {
+                break;
+            }
+            taken += 1;
+            if dp.push_tx(&txh_entry(&pkt).encode()) {
                 self.counters.tx_packets += 1;
             } else {
-                self.counters.tx_no_queue += 1;
+                self.counters.tx_refused += 1;
             }
+        }
+        moved |= taken > 0;
+        if taken == room && room < BUDGET {
+            self.counters.tx_full += 1;
         }
         while let Some(c) = self.engine.poll_completion() {
             moved = true;
@@ -439,6 +462,177 @@ pub fn rxh_entry(p: &TxPacket, trim: TrimMark, meta: RxMeta) -> Option<RxhEntry>
     })
 }
 
+/// Filler for the packet [`Engine::poll_transmit_into`] writes over.
+const TX_FILL: TxPacket = TxPacket {
+    src_qpn: 0,
+    dest_qpn: 0,
+    psn: Psn::new(0),
+    msn: 0,
+    ev_format: EvFormat::Udp,
+    evx: EvxRepr {
+        ev_index: 0,
+        plane: 0,
+        ev_value: 0,
+    },
+    tx_ts_ns: 0,
+    echo_ts_ns: 0,
+    retransmit: false,
+    ack_req: false,
+    body: TxBody::Probe(ProbeRepr {
+        probe_id: 0,
+        ev_index: 0,
+        plane: 0,
+    }),
+};
+
+/// The transmit header entry for the engine's packet `p` (QPNs masked to 24 bits; the engine's
+/// QPNs are small, and its PSNs are 24-bit).
+pub fn txh_entry(p: &TxPacket) -> Txh {
+    let mut flags = 0;
+    if p.ack_req {
+        flags |= txh_flags::ACK_REQ;
+    }
+    if p.retransmit {
+        flags |= txh_flags::RETRANSMIT;
+    }
+    let q = mrc_abi::device::QPN_LIMIT - 1;
+    let hdr = TxhHeader {
+        opcode: p.opcode() as u8,
+        flags,
+        ev_format: p.ev_format as u8,
+        plane: p.evx.plane,
+        src_qpn: (p.src_qpn & q).into(),
+        dest_qpn: (p.dest_qpn & q).into(),
+        psn: p.psn.value().into(),
+        msn: p.msn.into(),
+        ev_index: p.evx.ev_index.into(),
+        ev_value: p.evx.ev_value.into(),
+        tx_ts: p.tx_ts_ns.into(),
+        echo_ts: p.echo_ts_ns.into(),
+    };
+    let probe = |r: &ProbeRepr| TxhProbe {
+        probe_id: r.probe_id.into(),
+        ev_index: r.ev_index.into(),
+        plane: r.plane,
+        rsvd0: 0,
+        rsvd: [0; 24],
+    };
+    let body = match &p.body {
+        TxBody::Write {
+            segment,
+            reth,
+            local,
+        } => TxhBody::Write(TxhWrite {
+            remote_va: reth.va.into(),
+            rkey: reth.rkey.into(),
+            dma_len: reth.dma_len.into(),
+            imm: match segment {
+                Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } => *i,
+                _ => 0,
+            }
+            .into(),
+            buf_handle: local.handle.into(),
+            buf_offset: local.offset.into(),
+        }),
+        TxBody::Ack(a) => TxhBody::Ack(TxhAck {
+            cum_psn: a.cum_psn.value().into(),
+            sack_base: a.sack_base.value().into(),
+            sack_bitmap: a.sack_bitmap.into(),
+            ev_index: a.ev_index.into(),
+            plane: a.plane,
+            ecn_plane_mask: a.ecn_plane_mask,
+            ce_count: a.ce_count.into(),
+            pkt_count: a.pkt_count.into(),
+            rsvd: [0; 8],
+        }),
+        TxBody::Nack(n) => TxhBody::Nack(TxhNack {
+            reason: n.reason as u8,
+            plane: n.plane,
+            ev_index: n.ev_index.into(),
+            psn: n.psn.value().into(),
+            cum_psn: n.cum_psn.value().into(),
+            rsvd: [0; 20],
+        }),
+        TxBody::Probe(r) => TxhBody::Probe(probe(r)),
+        TxBody::ProbeReply(r) => TxhBody::ProbeReply(probe(r)),
+    };
+    Txh { hdr, body }
+}
+
+/// The engine's packet for a checked transmit header entry (the inverse of [`txh_entry`]):
+/// what a datapath model builds the packet from. For tests and datapath models.
+pub fn tx_packet(t: &Txh) -> TxPacket {
+    let h = &t.hdr;
+    let probe = |p: &TxhProbe| ProbeRepr {
+        probe_id: p.probe_id.get(),
+        ev_index: p.ev_index.get(),
+        plane: p.plane,
+    };
+    let body = match &t.body {
+        TxhBody::Write(w) => {
+            let imm = w.imm.get();
+            // `Txh::decode` admitted only the write opcodes with a write body.
+            let segment = match t.opcode() {
+                Ok(Opcode::WriteFirst) => Segment::First,
+                Ok(Opcode::WriteMiddle) => Segment::Middle,
+                Ok(Opcode::WriteLast) => Segment::Last { imm: None },
+                Ok(Opcode::WriteLastImm) => Segment::Last { imm: Some(imm) },
+                Ok(Opcode::WriteOnlyImm) => Segment::Only { imm: Some(imm) },
+                _ => Segment::Only { imm: None },
+            };
+            TxBody::Write {
+                segment,
+                reth: RethRepr {
+                    va: w.remote_va.get(),
+                    rkey: w.rkey.get(),
+                    dma_len: w.dma_len.get(),
+                },
+                local: LocalBuf {
+                    handle: w.buf_handle.get(),
+                    offset: w.buf_offset.get(),
+                },
+            }
+        }
+        TxhBody::Ack(a) => TxBody::Ack(AckRepr {
+            cum_psn: Psn::new(a.cum_psn.get()),
+            sack_base: Psn::new(a.sack_base.get()),
+            sack_bitmap: a.sack_bitmap.get(),
+            ev_index: a.ev_index.get(),
+            plane: a.plane,
+            ecn_plane_mask: a.ecn_plane_mask,
+            ce_count: a.ce_count.get(),
+            pkt_count: a.pkt_count.get(),
+        }),
+        TxhBody::Nack(n) => TxBody::Nack(NackRepr {
+            // `Txh::decode` checked the reason.
+            reason: NackReason::from_u8(n.reason).unwrap_or(NackReason::Trimmed),
+            psn: Psn::new(n.psn.get()),
+            cum_psn: Psn::new(n.cum_psn.get()),
+            ev_index: n.ev_index.get(),
+            plane: n.plane,
+        }),
+        TxhBody::Probe(p) => TxBody::Probe(probe(p)),
+        TxhBody::ProbeReply(p) => TxBody::ProbeReply(probe(p)),
+    };
+    TxPacket {
+        src_qpn: h.src_qpn.get(),
+        dest_qpn: h.dest_qpn.get(),
+        psn: Psn::new(h.psn.get()),
+        msn: h.msn.get(),
+        ev_format: EvFormat::from_code(h.ev_format).unwrap_or(EvFormat::Udp),
+        evx: EvxRepr {
+            ev_index: h.ev_index.get(),
+            plane: h.plane,
+            ev_value: h.ev_value.get(),
+        },
+        tx_ts_ns: h.tx_ts.get(),
+        echo_ts_ns: h.echo_ts.get(),
+        retransmit: t.has(txh_flags::RETRANSMIT),
+        ack_req: t.has(txh_flags::ACK_REQ),
+        body,
+    }
+}
+
 /// The verdict written back into a receive header entry for the engine's `v`.
 pub fn rxh_verdict(v: &RxVerdict) -> RxhVerdict {
     match *v {
@@ -612,7 +806,8 @@ pub fn ev_update(e: &QpEvEvent) -> EvUpdate {
     EvUpdate::new(e.qpn, e.event.ev, state, weight)
 }
 
-/// The FW->DP CSR order that asks the datapath to send `p`, where mrc-abi has one: a
+/// The FW->DP CSR order that asks the datapath to send `p`, for a datapath that rebuilds
+/// packets from its send WQEs instead of taking transmit header entries ([`txh_entry`]): a
 /// retransmitted write becomes `Retransmit` (the datapath rebuilds the packet from its send
 /// WQE), a probe becomes `SendProbe`, both for the sending QP (`src_qpn`). New data, ACKs,
 /// NACKs and probe replies have none: in the mrc-abi model the datapath sends new data from
