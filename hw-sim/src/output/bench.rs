@@ -172,8 +172,8 @@ impl Row {
 /// Peak memory per host the fat-tree sizes were measured to need (~270 KiB before the event
 /// queue stopped keeping every bucket's high-water capacity; not re-measured since).
 pub const BYTES_PER_HOST: u64 = 280 << 10;
-/// Peak memory per host the two-tier 8-plane sizes were measured to need: ~157 KiB (2t-16k:
-/// 2,518 MiB), with some margin.
+/// Peak memory per host the two-tier 8-plane sizes were measured to need, with some margin:
+/// 158-159 KiB (2t-16k to 2t-64k: 2,523 to 10,191 MiB; 128k: 20,266 MiB).
 pub const TWO_TIER_BYTES_PER_HOST: u64 = 165 << 10;
 
 /// The expected peak memory per host of `case`.
