@@ -6,8 +6,9 @@
 //! `tag % len` (a power of two) that doubles when a new tag's ring slot still holds a packet in
 //! flight, up to [`SIDE_SLOTS`](super::SIDE_SLOTS); beyond, the new packet takes the ring slot and the old one's
 //! delivery misses. So a packet misses exactly when it is still in flight while
-//! [`SIDE_SLOTS`](super::SIDE_SLOTS) later packets are sent, and the memory follows the packets in flight (96
-//! bytes each, plus 4 bytes per ring slot), not the packets sent.
+//! [`SIDE_SLOTS`](super::SIDE_SLOTS) later packets are sent, and the memory follows the packets
+//! in flight (96 bytes each, plus 4 bytes per ring slot; the array grows 64 entries at a time,
+//! not by doubling), not the packets sent.
 
 use mrc_firmware::engine::TxPacket;
 
@@ -16,6 +17,8 @@ use super::SIDE_SLOTS;
 /// Ring slots a NIC starts with.
 const RING_FIRST: usize = 64;
 const NIL: u32 = u32::MAX;
+/// Entries the dense array grows by when full (6 KiB).
+const ENTRIES_STEP: usize = 64;
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -74,6 +77,11 @@ impl SideTable {
                         e
                     }
                     None => {
+                        if self.entries.len() == self.entries.capacity() {
+                            // Grow by a step, not by doubling: a NIC just past a power of
+                            // two would hold twice its packets in flight.
+                            self.entries.reserve_exact(ENTRIES_STEP);
+                        }
                         self.entries.push(Entry { tag, pkt });
                         (self.entries.len() - 1) as u32
                     }
