@@ -390,7 +390,7 @@ fn batched_transmit_keeps_the_burst_turns() {
     let one = single.out(0);
     let mut batched = setup();
     let mut many = Vec::new();
-    let mut buf = [one[0]; 7];
+    let mut buf = [TxPacket::FILL; 7];
     loop {
         let k = batched.e[0].poll_transmit_batch(batched.now, &mut buf);
         many.extend_from_slice(&buf[..k]);

@@ -82,8 +82,9 @@ pub struct TxPacket {
 }
 
 impl TxPacket {
-    /// Filler for unused queue slots (a probe to QP 0).
-    pub(crate) const FILL: TxPacket = TxPacket {
+    /// Filler for unused queue slots and for the packet `Engine::poll_transmit_into` writes
+    /// over (a probe to QP 0).
+    pub const FILL: TxPacket = TxPacket {
         src_qpn: 0,
         dest_qpn: 0,
         psn: Psn::new(0),

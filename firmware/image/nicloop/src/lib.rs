@@ -259,7 +259,7 @@ impl NicLoop {
             self.engine.handle_timeout(now_ns);
         }
         let room = dp.tx_room();
-        let mut pkt = TX_FILL;
+        let mut pkt = TxPacket::FILL;
         let mut taken = 0;
         while taken < room.min(BUDGET) {
             if !self.engine.poll_transmit_into(now_ns, &mut pkt) {
@@ -461,29 +461,6 @@ pub fn rxh_entry(p: &TxPacket, trim: TrimMark, meta: RxMeta) -> Option<RxhEntry>
         place_offset: 0.into(),
     })
 }
-
-/// Filler for the packet [`Engine::poll_transmit_into`] writes over.
-const TX_FILL: TxPacket = TxPacket {
-    src_qpn: 0,
-    dest_qpn: 0,
-    psn: Psn::new(0),
-    msn: 0,
-    ev_format: EvFormat::Udp,
-    evx: EvxRepr {
-        ev_index: 0,
-        plane: 0,
-        ev_value: 0,
-    },
-    tx_ts_ns: 0,
-    echo_ts_ns: 0,
-    retransmit: false,
-    ack_req: false,
-    body: TxBody::Probe(ProbeRepr {
-        probe_id: 0,
-        ev_index: 0,
-        plane: 0,
-    }),
-};
 
 /// The transmit header entry for the engine's packet `p` (QPNs masked to 24 bits; the engine's
 /// QPNs are small, and its PSNs are 24-bit).
