@@ -107,6 +107,22 @@ pub enum Segment {
     },
 }
 
+impl Segment {
+    /// The segment a write opcode names, with `imm` as the immediate of the opcodes that carry
+    /// one; `None` for an opcode that is not a write (the inverse of [`Body::opcode`]).
+    pub const fn of_write(op: Opcode, imm: u32) -> Option<Segment> {
+        Some(match op {
+            Opcode::WriteFirst => Segment::First,
+            Opcode::WriteMiddle => Segment::Middle,
+            Opcode::WriteLast => Segment::Last { imm: None },
+            Opcode::WriteLastImm => Segment::Last { imm: Some(imm) },
+            Opcode::WriteOnly => Segment::Only { imm: None },
+            Opcode::WriteOnlyImm => Segment::Only { imm: Some(imm) },
+            _ => return None,
+        })
+    }
+}
+
 /// Selective acknowledgement with ECN and plane feedback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -593,6 +609,33 @@ impl MrcRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn of_write_inverts_the_write_opcodes() {
+        let segments = [
+            Segment::First,
+            Segment::Middle,
+            Segment::Last { imm: None },
+            Segment::Last { imm: Some(0xabcd) },
+            Segment::Only { imm: None },
+            Segment::Only { imm: Some(0xabcd) },
+        ];
+        for segment in segments {
+            let body = Body::Write {
+                segment,
+                reth: RethRepr::default(),
+            };
+            assert_eq!(Segment::of_write(body.opcode(), 0xabcd), Some(segment));
+        }
+        for op in [
+            Opcode::Ack,
+            Opcode::Nack,
+            Opcode::EvProbe,
+            Opcode::EvProbeReply,
+        ] {
+            assert_eq!(Segment::of_write(op, 0xabcd), None);
+        }
+    }
 
     #[test]
     fn ack_byte_literal() {

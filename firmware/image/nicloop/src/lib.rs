@@ -358,14 +358,10 @@ pub fn rx_packet(e: &RxhEntry) -> (TxPacket, TrimMark, RxMeta) {
         }),
         op => {
             // `RxhEntry::decode` admitted only the write opcodes besides EV_PROBE.
-            let segment = match op {
-                Ok(Opcode::WriteFirst) => Segment::First,
-                Ok(Opcode::WriteMiddle) => Segment::Middle,
-                Ok(Opcode::WriteLast) => Segment::Last { imm: None },
-                Ok(Opcode::WriteLastImm) => Segment::Last { imm: Some(imm) },
-                Ok(Opcode::WriteOnlyImm) => Segment::Only { imm: Some(imm) },
-                _ => Segment::Only { imm: None },
-            };
+            let segment = op
+                .ok()
+                .and_then(|op| Segment::of_write(op, imm))
+                .unwrap_or(Segment::Only { imm: None });
             TxBody::Write {
                 segment,
                 reth: RethRepr {
@@ -549,14 +545,11 @@ pub fn tx_packet(t: &Txh) -> TxPacket {
         TxhBody::Write(w) => {
             let imm = w.imm.get();
             // `Txh::decode` admitted only the write opcodes with a write body.
-            let segment = match t.opcode() {
-                Ok(Opcode::WriteFirst) => Segment::First,
-                Ok(Opcode::WriteMiddle) => Segment::Middle,
-                Ok(Opcode::WriteLast) => Segment::Last { imm: None },
-                Ok(Opcode::WriteLastImm) => Segment::Last { imm: Some(imm) },
-                Ok(Opcode::WriteOnlyImm) => Segment::Only { imm: Some(imm) },
-                _ => Segment::Only { imm: None },
-            };
+            let segment = t
+                .opcode()
+                .ok()
+                .and_then(|op| Segment::of_write(op, imm))
+                .unwrap_or(Segment::Only { imm: None });
             TxBody::Write {
                 segment,
                 reth: RethRepr {
