@@ -8,7 +8,7 @@ use mrc_abi::device::doorbell::{
 };
 use mrc_abi::device::event::Event;
 use mrc_abi::device::regs::{control, defaults};
-use mrc_abi::device::wqe::{RecvWqe, SendRequest, SendWqe, SEND_SIGNALED, SEND_SOLICITED};
+use mrc_abi::device::wqe::{RecvWqe, SendRequest, SEND_SIGNALED, SEND_SOLICITED};
 use mrc_abi::wire::NackReason;
 use mrc_driver::sys::twin::MmioWrite;
 use mrc_driver::sys::Iova;
@@ -162,23 +162,15 @@ impl World {
             }
             self.now_ns += 100;
             let now = self.now_ns;
-            let slot = u64::from(index & ((1 << q.sq_log2) - 1));
-            let mut raw = [0u8; 64];
-            let req = self.nics[i]
-                .dev
-                .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
-                .ok()
-                .and_then(|()| SendWqe::read_from_bytes(&raw).ok())
-                .map(|w| w.decode());
+            let (wr_id, req) = self.nics[i].read_send_wqe(&q, index);
             self.nics[i].counters.send_wqes += 1;
             let (req, result) = match req {
-                Some(Ok(r)) => {
+                Some(r) => {
                     let res = self.execute_write(i, &q, &r, now);
                     (Some(r), res)
                 }
-                _ => (None, Err((CqeStatus::LocalQpOperation, 0))),
+                None => (None, Err((CqeStatus::LocalQpOperation, 0))),
             };
-            let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
             let opcode = match req.as_ref().map(SendRequest::opcode) {
                 Some(mrc_abi::device::wqe::SendOpcode::WriteImm) => CqeOpcode::WriteImm,
                 _ => CqeOpcode::Write,

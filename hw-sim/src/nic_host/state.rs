@@ -8,11 +8,12 @@ use mrc_abi::device::admin::{EvProfileKind, EvProfileState, QpState};
 use mrc_abi::device::cqe::{expected_owner, Completion, CqeStatus};
 use mrc_abi::device::event::{CqErrorReason, Event};
 use mrc_abi::device::regs::{control, defaults, DeviceParams};
+use mrc_abi::device::wqe::{SendRequest, SendWqe};
 use mrc_abi::device::EvState;
 use mrc_abi::wire::EvFormat;
 use mrc_driver::sys::twin::TwinDevice;
 use mrc_driver::sys::Iova;
-use mrc_driver::zerocopy::IntoBytes;
+use mrc_driver::zerocopy::{FromBytes, IntoBytes};
 
 /// Device-side counters of one NIC.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -198,14 +199,26 @@ impl NicState {
         self.reg_w(DEV_CONTROL, c & !control::RESET);
     }
 
+    /// The send WQE at ring position `index` of QP `q`, read by DMA: its `wr_id` (0 if the read
+    /// failed) and the request, `None` when the read failed or the WQE does not decode (the
+    /// requester's CQE then says LOCAL_QP_OPERATION).
+    pub fn read_send_wqe(&self, q: &Qp, index: u32) -> (u64, Option<SendRequest>) {
+        let slot = u64::from(index & ((1 << q.sq_log2) - 1));
+        let mut raw = [0u8; 64];
+        let req = self
+            .dev
+            .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
+            .ok()
+            .and_then(|()| SendWqe::read_from_bytes(&raw).ok())
+            .and_then(|w| w.decode().ok());
+        let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
+        (wr_id, req)
+    }
+
     /// The local bytes of send request `r` of QP `q`, gathered from its SGEs by DMA after
     /// checking each against the NIC's MRs; on a fault the requester's CQE status and syndrome
     /// (the lkey).
-    pub fn gather(
-        &self,
-        q: &Qp,
-        r: &mrc_abi::device::wqe::SendRequest,
-    ) -> Result<Vec<u8>, (CqeStatus, u32)> {
+    pub fn gather(&self, q: &Qp, r: &SendRequest) -> Result<Vec<u8>, (CqeStatus, u32)> {
         let mut data = Vec::new();
         for s in &r.sges {
             let mr = self

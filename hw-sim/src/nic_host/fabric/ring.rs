@@ -5,9 +5,7 @@
 use mrc_abi::device::admin::QpState as DevQpState;
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::event::Event;
-use mrc_abi::device::wqe::{SendWqe, SEND_SIGNALED};
-use mrc_driver::sys::Iova;
-use mrc_driver::zerocopy::FromBytes;
+use mrc_abi::device::wqe::SEND_SIGNALED;
 use mrc_firmware::engine::packet::{LocalBuf, SendWr};
 use mrc_firmware::engine::qp::{QpAttrs, QpState};
 
@@ -97,15 +95,7 @@ impl World {
             }
             let now = self.now_ns;
             let index = q.sq_cons;
-            let slot = u64::from(index & ((1 << q.sq_log2) - 1));
-            let mut raw = [0u8; 64];
-            let req = self.nics[i]
-                .dev
-                .dma_read(Iova(q.sq_base + slot * 64), &mut raw)
-                .ok()
-                .and_then(|()| SendWqe::read_from_bytes(&raw).ok())
-                .and_then(|w| w.decode().ok());
-            let wr_id = u64::from_le_bytes(raw[8..16].try_into().unwrap_or([0; 8]));
+            let (wr_id, req) = self.nics[i].read_send_wqe(&q, index);
             let gathered = match &req {
                 Some(r) => self.nics[i].gather(&q, r),
                 None => Err((CqeStatus::LocalQpOperation, 0)),
