@@ -323,8 +323,6 @@ impl<const WORDS: usize> AckGen<WORDS> {
         (outcome, cause.map(|c| AckEvent::Ack(self.emit(c))))
     }
 
-    /// When the timer-driven ACK of the pending interval is due (`None` when nothing is
-    /// pending).
     /// Whether [`Self::handle_packet`] on `pkt` would only count it: an untrimmed packet
     /// without immediate or ACK request, new and inside the window (the caller has checked
     /// that), that neither opens a gap nor fills the coalescing count.
@@ -346,6 +344,51 @@ impl<const WORDS: usize> AckGen<WORDS> {
         self.count(now_ns, pkt);
     }
 
+    /// How many packets in a row [`Self::is_quiet`] can accept on the coalescing count (the
+    /// next one after them fills the interval).
+    #[inline]
+    pub fn quiet_room(&self) -> u16 {
+        self.config
+            .coalesce_pkts
+            .saturating_sub(self.interval.pkt_count.saturating_add(1))
+    }
+
+    /// Whether a new `psn` opens a gap that calls for an ACK (what [`Self::is_quiet`] checks
+    /// besides the packet's flags and the count).
+    #[inline]
+    pub fn opens_gap(&self, psn: Psn) -> bool {
+        self.config.ack_on_gap && psn.is_after(self.rx.next_max_psn())
+    }
+
+    /// [`Self::handle_quiet`] for `n` consecutive PSNs from `first`, `offset` after the
+    /// cumulative PSN, none trimmed or CE-marked, none with immediate or ACK request, `n <=`
+    /// [`Self::quiet_room`], `first` not [`Self::opens_gap`], and accepted by
+    /// [`RxBitmap::run_is_new`]; `last` is the run's last packet. The same state and counters
+    /// as `n` calls (each of those packets is quiet: the first opens no gap, the others follow
+    /// it without one, and the count stays below the coalescing count).
+    #[inline]
+    pub fn handle_quiet_run(
+        &mut self,
+        now_ns: u64,
+        first: Psn,
+        offset: u32,
+        n: u16,
+        last: &RxPacket,
+    ) {
+        debug_assert!(n >= 1 && n <= self.quiet_room() && !self.opens_gap(first) && !last.ce);
+        self.rx.receive_new_run(first, offset, u32::from(n));
+        let iv = &mut self.interval;
+        iv.pkt_count = iv.pkt_count.saturating_add(n);
+        iv.ev_index = last.ev_index;
+        iv.plane = last.plane;
+        iv.echo_ts_ns = last.tx_ts_ns;
+        if iv.since_ns.is_none() {
+            iv.since_ns = Some(now_ns);
+        }
+    }
+
+    /// When the timer-driven ACK of the pending interval is due (`None` when nothing is
+    /// pending).
     pub fn poll_timeout(&self) -> Option<u64> {
         self.interval
             .since_ns

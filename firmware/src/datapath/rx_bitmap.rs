@@ -159,6 +159,65 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         self.counters.new = self.counters.new.wrapping_add(1);
     }
 
+    /// Whether [`Self::receive_new_run`] takes the `n` consecutive PSNs `offset ..` after
+    /// `cum` (`offset + n <= WINDOW`): all new, and either in order with nothing received
+    /// beyond `cum` (then `cum` steps over them) or beyond `cum` (then only their bits are
+    /// set). Word-wise (hardware: a masked compare of at most `n / 64 + 2` words).
+    #[inline]
+    pub fn run_is_new(&self, offset: u32, n: u32) -> bool {
+        if offset == 0 {
+            return self.next_max == self.cum;
+        }
+        let mut pos = self.ring_pos(offset);
+        let mut left = n as usize;
+        while left > 0 {
+            let (word, shift) = (pos / 64, pos % 64);
+            let take = left.min(64 - shift);
+            if self
+                .words
+                .get(word)
+                .is_some_and(|w| w & run_mask(shift, take) != 0)
+            {
+                return false;
+            }
+            left -= take;
+            pos = (pos + take) % Self::WINDOW_BITS;
+        }
+        true
+    }
+
+    /// [`Self::receive_new_at`] for the `n` consecutive PSNs from `psn`, `offset` after `cum`,
+    /// which [`Self::run_is_new`] accepted: the same state and counters as one call per PSN,
+    /// a word at a time.
+    #[inline]
+    pub fn receive_new_run(&mut self, psn: Psn, offset: u32, n: u32) {
+        debug_assert!(self.run_is_new(offset, n) && psn.distance_from(self.cum) == offset as i32);
+        if offset == 0 {
+            // Every bit is clear (nothing received at or beyond `cum`): `cum` steps over the
+            // run and no hole is left.
+            self.cum = self.cum.add(n);
+            self.head = (self.head + n as usize) % Self::WINDOW_BITS;
+            self.next_max = self.cum;
+        } else {
+            let mut pos = self.ring_pos(offset);
+            let mut left = n as usize;
+            while left > 0 {
+                let (word, shift) = (pos / 64, pos % 64);
+                let take = left.min(64 - shift);
+                if let Some(w) = self.words.get_mut(word) {
+                    *w |= run_mask(shift, take);
+                }
+                left -= take;
+                pos = (pos + take) % Self::WINDOW_BITS;
+            }
+            let end = psn.add(n);
+            if end.distance_from(self.next_max) > 0 {
+                self.next_max = end;
+            }
+        }
+        self.counters.new = self.counters.new.wrapping_add(u64::from(n));
+    }
+
     #[inline]
     fn set_new(&mut self, psn: Psn, offset: u32) {
         let pos = self.ring_pos(offset);
@@ -292,6 +351,17 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
             self.next_max = self.cum;
         }
     }
+}
+
+/// `take` bits from bit `shift` on (`shift + take <= 64`, `take >= 1`).
+#[inline]
+fn run_mask(shift: usize, take: usize) -> u64 {
+    let ones = if take >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << take) - 1
+    };
+    ones << shift
 }
 
 #[cfg(test)]
@@ -440,6 +510,34 @@ mod tests {
                 prop_assert_eq!(sack, Sack { cum_psn: psn(model.cum), sack_base: psn(base), bitmap: want });
             }
             prop_assert!(model.cum >= model.start);
+        }
+
+        /// A run taken word-wise leaves the tracker (bits, `cum`, `next_max`, counters)
+        /// exactly as receiving its PSNs one by one does; a run it refuses with no hole at
+        /// its start holds a PSN already received.
+        #[test]
+        fn run_matches_one_by_one(
+            start in prop_oneof![0u64..1000, (1u64 << 24) - 600..(1u64 << 24)],
+            ops in proptest::collection::vec((0u32..256, 1u32..140, any::<bool>()), 1..200),
+        ) {
+            let mut rx = Rx::new(psn(start));
+            for (offset, n, single) in ops {
+                let n = n.min(Rx::WINDOW - offset);
+                let first = rx.cum_psn().add(offset);
+                if single {
+                    let _ = rx.receive(first);
+                    continue;
+                }
+                let mut one = rx.clone();
+                let all_new = (0..n).all(|i| one.receive(first.add(i)) == RxOutcome::New);
+                if rx.run_is_new(offset, n) {
+                    prop_assert!(all_new);
+                    rx.receive_new_run(first, offset, n);
+                    prop_assert_eq!(&rx, &one);
+                } else {
+                    prop_assert!(!all_new || (offset == 0 && rx.next_max_psn() != rx.cum_psn()));
+                }
+            }
         }
     }
 }

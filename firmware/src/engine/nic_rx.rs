@@ -132,7 +132,16 @@ impl<
     /// common write's fast path inline in the loop.
     pub fn handle_tx_batch(&mut self, now_ns: u64, pkts: &[TxPacket]) -> usize {
         let mut placed = 0;
-        for p in pkts {
+        let mut i = 0;
+        while let Some(rest) = pkts.get(i..).filter(|r| !r.is_empty()) {
+            // A run of quiet writes to one QP at once, else one packet.
+            let (taken, writes) = self.rx_write_run(now_ns, rest);
+            if taken > 0 {
+                i += taken;
+                placed += writes;
+                continue;
+            }
+            let Some(p) = rest.first() else { break };
             let meta = RxMeta {
                 payload_len: p.payload_len(),
                 ce: false,
@@ -141,8 +150,122 @@ impl<
             {
                 placed += 1;
             }
+            i += 1;
         }
         placed
+    }
+
+    /// The run of quiet writes at the front of `pkts` (none trimmed or CE-marked): consecutive
+    /// PSNs to one QP, none with immediate or ACK request, each new, inside the window and
+    /// placed, none calling for an ACK (see `Responder::write_run_offset`). Taken at once:
+    /// the RX bitmap a word at a time, the ACK generator's count once, the ACK timer synced
+    /// once; per packet only the placement check. The same effects, in the same order, as one
+    /// [`Self::handle_tx_packet`] per packet. Returns the packets taken (0: the first goes one
+    /// at a time) and how many of them were placed ([`RxVerdict::Place`]; the others had no
+    /// payload).
+    #[inline]
+    fn rx_write_run(&mut self, now_ns: u64, pkts: &[TxPacket]) -> (usize, usize) {
+        if !crate::engine::fast_paths::enabled() {
+            return (0, 0);
+        }
+        let Some(first) = pkts.first() else {
+            return (0, 0);
+        };
+        let slot = first.dest_qpn as usize;
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            return (0, 0);
+        };
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
+            return (0, 0);
+        }
+        let timer_missing = qp.timers.get(T_ACK).is_some_and(Option::is_none);
+        let Some(resp) = qp.resp.as_mut() else {
+            return (0, 0);
+        };
+        let opens = resp.ack_gen().pending_packets() == 0;
+        if timer_missing && !opens {
+            // (an interval without its timer, after a failed arm: one at a time, each packet
+            // retrying the arm)
+            return (0, 0);
+        }
+        let room = usize::from(resp.ack_gen().quiet_room());
+        let mut n = 0u16;
+        for p in pkts.iter().take(room) {
+            let plain = matches!(
+                p.body,
+                TxBody::Write {
+                    segment: Segment::First
+                        | Segment::Middle
+                        | Segment::Last { imm: None }
+                        | Segment::Only { imm: None },
+                    ..
+                }
+            );
+            if !plain
+                || p.ack_req
+                || p.dest_qpn != first.dest_qpn
+                || p.psn != first.psn.add(u32::from(n))
+            {
+                break;
+            }
+            n += 1;
+        }
+        if n == 0 {
+            return (0, 0);
+        }
+        let Some(offset) = resp.write_run_offset(first.psn, n) else {
+            return (0, 0);
+        };
+        // Placement per packet; the run ends before one that fails (it goes the general way).
+        let (mut k, mut writes) = (0u16, 0usize);
+        for p in pkts.iter().take(usize::from(n)) {
+            let TxBody::Write { reth, .. } = &p.body else {
+                break;
+            };
+            match self
+                .regions
+                .check_write_ok(reth.rkey, reth.va, reth.dma_len, reth.dma_len)
+            {
+                Some(Placement::Write { .. }) => writes += 1,
+                Some(Placement::Empty) => {}
+                None => break,
+            }
+            k += 1;
+        }
+        let Some(last) = pkts.get(usize::from(k).wrapping_sub(1)) else {
+            return (0, 0);
+        };
+        let last = RxPacket {
+            psn: last.psn,
+            ev_index: last.evx.ev_index,
+            plane: last.evx.plane,
+            ce: false,
+            trim: TrimMark::None,
+            has_imm: false,
+            ack_req: false,
+            tx_ts_ns: last.tx_ts_ns,
+        };
+        resp.accept_write_run(now_ns, first.psn, offset, k, &last);
+        let k64 = u64::from(k);
+        self.counters.rx_packets = self.counters.rx_packets.wrapping_add(k64);
+        self.counters.placed = self.counters.placed.wrapping_add(k64);
+        // The ACK deadline moves only when the run opened a coalescing interval (as after its
+        // first packet one at a time), or the timer is missing after a failed arm.
+        if opens || timer_missing {
+            self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+            let failed = self
+                .qps
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|q| q.timers.get(T_ACK).is_some_and(Option::is_none));
+            if failed {
+                // One at a time, each later packet of the run retries the arm (the wheel is
+                // unchanged in between, so each fails again).
+                self.counters.timer_arm_failed =
+                    self.counters.timer_arm_failed.wrapping_add(k64 - 1);
+            }
+        }
+        (usize::from(k), writes)
     }
 
     /// [`Self::handle_tx_packet`] past its fast path (`rx_packets` already counted).

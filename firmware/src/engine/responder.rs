@@ -160,6 +160,48 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         Some((placement, event))
     }
 
+    /// For a run of `n` consecutive writes from PSN `first` that are each untrimmed, not
+    /// CE-marked and without immediate or ACK request (the caller checks those): the offset of
+    /// `first` after the cumulative PSN when [`Self::handle_write_fast`] would take every one of
+    /// them as new, inside the window and quiet (no ACK: no gap, the coalescing count not
+    /// reached), placement aside. `None` otherwise (then one packet at a time).
+    #[inline]
+    pub(crate) fn write_run_offset(&self, first: Psn, n: u16) -> Option<u32> {
+        let acks = &self.acks;
+        let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
+        // In order (`d == 0`) every packet is at offset 0 when it arrives.
+        let span = if d == 0 {
+            1
+        } else {
+            d.saturating_add(u32::from(n))
+        };
+        if d >= self.mpr_psns
+            || span > self.mpr_psns
+            || n > acks.quiet_room()
+            || acks.opens_gap(first)
+            || !acks.rx().run_is_new(d, u32::from(n))
+        {
+            return None;
+        }
+        Some(d)
+    }
+
+    /// Take the run [`Self::write_run_offset`] accepted (`offset`; its first `n` packets, each
+    /// having passed placement); `last` is the last of them. The same state and counters as
+    /// `n` calls of [`Self::handle_write_fast`], none of which calls for an ACK.
+    #[inline]
+    pub(crate) fn accept_write_run(
+        &mut self,
+        now_ns: u64,
+        first: Psn,
+        offset: u32,
+        n: u16,
+        last: &RxPacket,
+    ) {
+        self.acks.handle_quiet_run(now_ns, first, offset, n, last);
+        self.counters.placed += u64::from(n);
+    }
+
     /// One received write packet; see the module docs for the rules. The ACK or NACK it
     /// calls for, if any, is written to `event` (left untouched otherwise).
     #[allow(clippy::too_many_arguments)]
