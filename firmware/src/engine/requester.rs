@@ -600,34 +600,43 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let Some(&w) = self.sq.get(self.send_idx) else {
             return (0, false);
         };
-        let Ok(mut index) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
+        let Ok(index0) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
             return (0, false);
         };
-        if index == 0 && w.wr.imm.is_some() {
+        if index0 == 0 && w.wr.imm.is_some() {
             // (a new Write-with-Immediate checks `max_wimm` in `peek`)
             return (0, false);
         }
-        let (mut k, mut more) = (0usize, true);
-        for p in out.iter_mut() {
-            if index >= w.npkts
-                || !cc.can_send(self.inflight_bytes)
-                || self.nxt.distance_from(self.una) as u32 >= self.mpr_psns
-            {
+        // The per-packet checks of `send_new_fast` that the run itself cannot change, decided
+        // once: the packets left in the work request, the window's room (`nxt` advances one
+        // per packet, `una` not at all) and the packets whose offset, remaining length and
+        // remote address do not overflow (as offsets grow, each passes for a prefix).
+        let mtu = self.mtu;
+        let left = w.npkts.saturating_sub(index0);
+        let room = self
+            .mpr_psns
+            .saturating_sub(self.nxt.distance_from(self.una) as u32);
+        let by_offset = if mtu == 0 {
+            u64::MAX
+        } else {
+            // index * mtu <= len (so no u32 overflow either) and remote_va + index * mtu fits.
+            let max_index =
+                u64::from(w.wr.len / mtu).min((u64::MAX - w.wr.remote_va) / u64::from(mtu));
+            (max_index + 1).saturating_sub(u64::from(index0))
+        };
+        let limit = u64::from(left.min(room)).min(by_offset);
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX).min(out.len());
+        // (the window only changes on an ACK: `can_send` against it, hoisted)
+        let cwnd = cc.cwnd_bytes();
+        let (mut psn, mut tx_seq, mut inflight) = (self.nxt, self.tx_seq, self.inflight_bytes);
+        let mut index = index0;
+        let mut offset = index0.wrapping_mul(mtu);
+        let (mut k, mut more) = (0usize, limit == out.len());
+        for p in out.iter_mut().take(limit) {
+            if inflight >= cwnd {
                 more = false;
                 break;
             }
-            let Some(offset) = index.checked_mul(self.mtu) else {
-                more = false;
-                break;
-            };
-            let Some(rest) = w.wr.len.checked_sub(offset) else {
-                more = false;
-                break;
-            };
-            let Some(remote_va) = w.wr.remote_va.checked_add(u64::from(offset)) else {
-                more = false;
-                break;
-            };
             let Some(ev) = sprayer.next_ev() else {
                 more = false;
                 break;
@@ -642,8 +651,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             } else {
                 Segment::Middle
             };
-            let payload_len = rest.min(self.mtu);
-            let psn = self.nxt;
+            // offset <= len (see `by_offset`)
+            let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
             *p = TxPacket {
                 src_qpn: hdr.src_qpn,
                 dest_qpn: hdr.dest_qpn,
@@ -663,7 +672,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 body: TxBody::Write {
                     segment,
                     reth: RethRepr {
-                        va: remote_va,
+                        va: w.wr.remote_va.wrapping_add(u64::from(offset)),
                         rkey: w.wr.rkey,
                         dma_len: payload_len,
                     },
@@ -674,12 +683,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 },
             };
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-            self.tx_seq = self.tx_seq.wrapping_add(1);
-            self.nxt = self.nxt.add(1);
+            tx_seq = tx_seq.wrapping_add(1);
             // payload_len <= mtu <= u16::MAX
             let len = payload_len.min(u32::from(u16::MAX)) as u16;
-            let tx_seq = self.tx_seq;
-            if let Some(s) = self.slot_mut(psn) {
+            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
                 *s = TxSlot {
                     tx_seq,
                     sent_ns: now_ns as u32,
@@ -689,17 +696,24 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     flags: F_INFLIGHT,
                 };
             }
-            self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+            psn = psn.add(1);
+            inflight = inflight.saturating_add(u64::from(len));
             k += 1;
             index += 1;
+            offset = offset.wrapping_add(mtu);
             if last {
                 self.send_idx += 1;
+                more = true;
                 break;
             }
             if sprayer.counters().skips != skips_seen {
+                more = true;
                 break;
             }
         }
+        self.nxt = psn;
+        self.tx_seq = tx_seq;
+        self.inflight_bytes = inflight;
         if k > 0 {
             self.counters.data_sent += k as u64;
             self.retry.arm(now_ns);
