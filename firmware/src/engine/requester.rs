@@ -616,22 +616,27 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let room = self
             .mpr_psns
             .saturating_sub(self.nxt.distance_from(self.una) as u32);
-        let by_offset = if mtu == 0 {
-            u64::MAX
-        } else {
-            // index * mtu <= len (so no u32 overflow either) and remote_va + index * mtu fits.
-            let max_index =
-                u64::from(w.wr.len / mtu).min((u64::MAX - w.wr.remote_va) / u64::from(mtu));
-            (max_index + 1).saturating_sub(u64::from(index0))
+        // index * mtu <= len (so no u32 overflow either) and remote_va + index * mtu fits;
+        // with mtu == 0 every offset is 0.
+        let by_offset = match (
+            w.wr.len.checked_div(mtu),
+            (u64::MAX - w.wr.remote_va).checked_div(u64::from(mtu)),
+        ) {
+            (Some(by_len), Some(by_va)) => {
+                (u64::from(by_len).min(by_va) + 1).saturating_sub(u64::from(index0))
+            }
+            _ => u64::MAX,
         };
         let limit = u64::from(left.min(room)).min(by_offset);
         let limit = usize::try_from(limit).unwrap_or(usize::MAX).min(out.len());
         // (the window only changes on an ACK: `can_send` against it, hoisted)
         let cwnd = cc.cwnd_bytes();
         let (mut psn, mut tx_seq, mut inflight) = (self.nxt, self.tx_seq, self.inflight_bytes);
-        let mut index = index0;
         let mut offset = index0.wrapping_mul(mtu);
         let (mut k, mut more) = (0usize, limit == out.len());
+        let mut index = index0;
+        // (a counter beside the slots: zipping a range of indexes costs more here)
+        #[allow(clippy::explicit_counter_loop)]
         for p in out.iter_mut().take(limit) {
             if inflight >= cwnd {
                 more = false;
@@ -699,6 +704,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             psn = psn.add(1);
             inflight = inflight.saturating_add(u64::from(len));
             k += 1;
+            // index + 1 <= npkts
             index += 1;
             offset = offset.wrapping_add(mtu);
             if last {
