@@ -708,11 +708,8 @@ impl<
         let ev_changed = qp.skips_pending()
             && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
         self.after_data_sent(slot, ev_changed, had_deadline);
-        // The turn advances as it would after `k` single packets (the run stays within the
-        // burst, so only the last one can pass the turn on).
-        for _ in 0..k {
-            self.tx_rr = self.next_tx_slot(slot);
-        }
+        // The turn advances as it would after `k` single packets, in one step.
+        self.tx_rr = self.next_tx_slot_after(slot, k);
         (k, more)
     }
 
@@ -803,6 +800,31 @@ impl<
         self.other_sender(slot).unwrap_or(slot)
     }
 
+    /// [`Self::next_tx_slot`] called `k >= 1` times on `slot` (as after a run of `k` packets),
+    /// in one step: the burst count goes round modulo [`TX_BURST_PKTS`] and only the last call's
+    /// result counts (the turn moves on when that call ends a burst; the calls before it have
+    /// no other effect).
+    #[inline]
+    fn next_tx_slot_after(&mut self, slot: usize, k: usize) -> usize {
+        if k == 0 {
+            return self.tx_rr;
+        }
+        let burst = usize::from(TX_BURST_PKTS.max(1));
+        // (a count at or above the burst ends it at the first call, as from burst - 1)
+        let before = if slot == self.tx_rr_slot {
+            usize::from(self.tx_burst).min(burst - 1)
+        } else {
+            0
+        };
+        self.tx_rr_slot = slot;
+        // < burst <= u8::MAX
+        self.tx_burst = ((before + k % burst) % burst) as u8;
+        if self.tx_burst != 0 {
+            return slot;
+        }
+        self.other_sender(slot).unwrap_or(slot)
+    }
+
     /// The first slot after `slot` (in turn order, not `slot` itself) whose QP wants to send.
     #[inline]
     fn other_sender(&self, slot: usize) -> Option<usize> {
@@ -836,7 +858,23 @@ impl<
     }
 
     /// The next completion (per QP in posting order; QPs in turn).
+    #[inline]
     pub fn poll_completion(&mut self) -> Option<Completion> {
+        // Most polls find nothing: a look that changes nothing first (the general pass below
+        // would come back to the same `cq_rr`).
+        let waits = self.qps.iter().flatten().any(|q| {
+            q.req.as_ref().is_some_and(|r| r.completion_waits())
+                || q.resp.as_ref().is_some_and(|r| r.completion_waits())
+        });
+        if !waits {
+            return None;
+        }
+        self.poll_completion_general()
+    }
+
+    /// [`Self::poll_completion`] past its quick look.
+    #[inline(never)]
+    fn poll_completion_general(&mut self) -> Option<Completion> {
         for _ in 0..Q {
             let slot = self.cq_rr;
             let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {

@@ -631,6 +631,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let limit = usize::try_from(limit).unwrap_or(usize::MAX).min(out.len());
         // (the window only changes on an ACK: `can_send` against it, hoisted)
         let cwnd = cc.cwnd_bytes();
+        // The header fields every packet of the run shares.
+        let tmpl = TxPacket {
+            src_qpn: hdr.src_qpn,
+            dest_qpn: hdr.dest_qpn,
+            msn: w.msn,
+            ev_format: hdr.ev_format,
+            tx_ts_ns: now_ns as u32,
+            echo_ts_ns: 0,
+            retransmit: false,
+            ..TxPacket::FILL
+        };
         let (mut psn, mut tx_seq, mut inflight) = (self.nxt, self.tx_seq, self.inflight_bytes);
         let mut offset = index0.wrapping_mul(mtu);
         let (mut k, mut more) = (0usize, limit == out.len());
@@ -647,35 +658,27 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 break;
             };
             let last = index + 1 >= w.npkts;
-            let segment = if w.npkts <= 1 {
-                Segment::Only { imm: w.wr.imm }
-            } else if index == 0 {
-                Segment::First
-            } else if last {
-                Segment::Last { imm: w.wr.imm }
-            } else {
-                Segment::Middle
-            };
             // offset <= len (see `by_offset`)
             let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
             *p = TxPacket {
-                src_qpn: hdr.src_qpn,
-                dest_qpn: hdr.dest_qpn,
                 psn,
-                msn: w.msn,
-                ev_format: hdr.ev_format,
                 evx: EvxRepr {
                     ev_index: ev.index,
                     plane: ev.plane,
                     ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
                 },
-                tx_ts_ns: now_ns as u32,
-                echo_ts_ns: 0,
-                retransmit: false,
                 // The last packet of a message asks for an immediate ACK.
                 ack_req: last,
                 body: TxBody::Write {
-                    segment,
+                    segment: if index != 0 && !last {
+                        Segment::Middle
+                    } else if w.npkts <= 1 {
+                        Segment::Only { imm: w.wr.imm }
+                    } else if index == 0 {
+                        Segment::First
+                    } else {
+                        Segment::Last { imm: w.wr.imm }
+                    },
                     reth: RethRepr {
                         va: w.wr.remote_va.wrapping_add(u64::from(offset)),
                         rkey: w.wr.rkey,
@@ -686,6 +689,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                         offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
                     },
                 },
+                ..tmpl
             };
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             tx_seq = tx_seq.wrapping_add(1);
@@ -1097,6 +1101,15 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             self.error = Some(cause);
         }
         self.retx.clear();
+    }
+
+    /// Whether [`Self::poll_completion`] would do anything (return a completion or retire an
+    /// unsignaled work request): the head work request is done or the QP is in ERROR.
+    #[inline]
+    pub(crate) fn completion_waits(&self) -> bool {
+        self.sq
+            .front()
+            .is_some_and(|h| self.in_error || self.una.distance_from(h.start_psn.add(h.npkts)) >= 0)
     }
 
     /// The next completion of this requester, in posting order.

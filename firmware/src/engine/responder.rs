@@ -308,6 +308,17 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         }
     }
 
+    /// Whether [`Self::poll_completion`] would do anything: the oldest pending immediate is
+    /// complete, or the QP is in ERROR.
+    #[inline]
+    pub(crate) fn completion_waits(&self) -> bool {
+        self.in_error
+            || self
+                .pending
+                .first()
+                .is_some_and(|p| p.last_psn.distance_from(self.acks.rx().cum_psn()) < 0)
+    }
+
     /// The next receive completion: a finished immediate, or a flushed buffer in ERROR.
     #[inline]
     pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
