@@ -387,6 +387,23 @@ impl<const WORDS: usize> AckGen<WORDS> {
         }
     }
 
+    /// [`Self::handle_packet`] for a new packet `offset < WINDOW` after the cumulative PSN,
+    /// untrimmed, without immediate, that opens no gap ([`Self::opens_gap`]) and calls for an
+    /// ACK by its ACK request or by filling the coalescing count (not [`Self::is_quiet`]):
+    /// marks it received, counts it and returns the ACK.
+    #[inline]
+    pub fn handle_trigger(&mut self, now_ns: u64, pkt: &RxPacket, offset: u32) -> AckSummary {
+        debug_assert!(pkt.trim == TrimMark::None && !pkt.has_imm && !self.opens_gap(pkt.psn));
+        self.rx.receive_new_at(pkt.psn, offset);
+        self.count(now_ns, pkt);
+        debug_assert!(pkt.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
+        self.emit(if pkt.ack_req {
+            Cause::AckReq
+        } else {
+            Cause::Count
+        })
+    }
+
     /// When the timer-driven ACK of the pending interval is due (`None` when nothing is
     /// pending).
     pub fn poll_timeout(&self) -> Option<u64> {

@@ -155,14 +155,15 @@ impl<
         placed
     }
 
-    /// The run of quiet writes at the front of `pkts` (none trimmed or CE-marked): consecutive
-    /// PSNs to one QP, none with immediate or ACK request, each new, inside the window and
-    /// placed, none calling for an ACK (see `Responder::write_run_offset`). Taken at once:
-    /// the RX bitmap a word at a time, the ACK generator's count once, the ACK timer synced
-    /// once; per packet only the placement check. The same effects, in the same order, as one
-    /// [`Self::handle_tx_packet`] per packet. Returns the packets taken (0: the first goes one
-    /// at a time) and how many of them were placed ([`RxVerdict::Place`]; the others had no
-    /// payload).
+    /// The run of writes at the front of `pkts` (none trimmed or CE-marked) taken at once:
+    /// consecutive PSNs to one QP, none with immediate, each new, inside the window and
+    /// placed; all but the last quiet (no ACK: no ACK request, the coalescing count not
+    /// reached, no gap), the last possibly the one that calls for the ACK (its ACK request or
+    /// the count; see `Responder::write_run_offset`). The RX bitmap a word at a time, the ACK
+    /// generator's count once, the ACK timer synced once; per packet only the placement
+    /// check. The same effects, in the same order, as one [`Self::handle_tx_packet`] per
+    /// packet. Returns the packets taken (0: the first goes one at a time) and how many of
+    /// them were placed ([`RxVerdict::Place`]; the others had no payload).
     #[inline]
     fn rx_write_run(&mut self, now_ns: u64, pkts: &[TxPacket]) -> (usize, usize) {
         if !crate::engine::fast_paths::enabled() {
@@ -188,9 +189,10 @@ impl<
             // retrying the arm)
             return (0, 0);
         }
-        let room = usize::from(resp.ack_gen().quiet_room());
-        let mut n = 0u16;
-        for p in pkts.iter().take(room) {
+        let room = resp.ack_gen().quiet_room();
+        // `n` packets, the last of them the ACK's trigger when `trigger`.
+        let (mut n, mut trigger) = (0u16, false);
+        for p in pkts {
             let plain = matches!(
                 p.body,
                 TxBody::Write {
@@ -201,19 +203,19 @@ impl<
                     ..
                 }
             );
-            if !plain
-                || p.ack_req
-                || p.dest_qpn != first.dest_qpn
-                || p.psn != first.psn.add(u32::from(n))
-            {
+            if !plain || p.dest_qpn != first.dest_qpn || p.psn != first.psn.add(u32::from(n)) {
                 break;
             }
             n += 1;
+            if p.ack_req || n > room {
+                trigger = true;
+                break;
+            }
         }
         if n == 0 {
             return (0, 0);
         }
-        let Some(offset) = resp.write_run_offset(first.psn, n) else {
+        let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
             return (0, 0);
         };
         // Placement per packet; the run ends before one that fails (it goes the general way).
@@ -232,37 +234,60 @@ impl<
             }
             k += 1;
         }
-        let Some(last) = pkts.get(usize::from(k).wrapping_sub(1)) else {
-            return (0, 0);
-        };
-        let last = RxPacket {
-            psn: last.psn,
-            ev_index: last.evx.ev_index,
-            plane: last.evx.plane,
+        let trigger = trigger && k == n;
+        let quiet = k - u16::from(trigger);
+        let rx_of = |p: &TxPacket| RxPacket {
+            psn: p.psn,
+            ev_index: p.evx.ev_index,
+            plane: p.evx.plane,
             ce: false,
             trim: TrimMark::None,
             has_imm: false,
-            ack_req: false,
-            tx_ts_ns: last.tx_ts_ns,
+            ack_req: p.ack_req,
+            tx_ts_ns: p.tx_ts_ns,
         };
-        resp.accept_write_run(now_ns, first.psn, offset, k, &last);
+        // The ACK deadline the quiet packets leave (the trigger then closes the interval).
+        let mut deadline = None;
+        if let Some(last) = pkts.get(usize::from(quiet).wrapping_sub(1)) {
+            resp.accept_write_run(now_ns, first.psn, offset, quiet, &rx_of(last));
+            deadline = resp.ack_deadline_ns();
+        }
+        // The trigger's ACK (its offset after the quiet packets moved `cum` or not).
+        let ack = match pkts.get(usize::from(quiet)) {
+            Some(p) if trigger => {
+                let at = if offset == 0 {
+                    0
+                } else {
+                    offset + u32::from(quiet)
+                };
+                let e = resp.accept_write_trigger(now_ns, &rx_of(p), at);
+                Some(qp.ack_packet(now_ns, &e, p.tx_ts_ns))
+            }
+            _ => None,
+        };
         let k64 = u64::from(k);
         self.counters.rx_packets = self.counters.rx_packets.wrapping_add(k64);
         self.counters.placed = self.counters.placed.wrapping_add(k64);
-        // The ACK deadline moves only when the run opened a coalescing interval (as after its
-        // first packet one at a time), or the timer is missing after a failed arm.
-        if opens || timer_missing {
-            self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+        if let Some(a) = ack {
+            self.push_ctrl(a);
+        }
+        // The ACK deadline moves only when the quiet packets opened a coalescing interval (as
+        // after the first of them one at a time), or the timer is missing after a failed arm.
+        // (After the trigger there is no deadline: nothing to arm.)
+        if quiet > 0 && (opens || timer_missing) {
+            self.sync_timer(slot, T_ACK, deadline);
             let failed = self
                 .qps
                 .get(slot)
                 .and_then(Option::as_ref)
                 .is_some_and(|q| q.timers.get(T_ACK).is_some_and(Option::is_none));
             if failed {
-                // One at a time, each later packet of the run retries the arm (the wheel is
+                // One at a time, each later quiet packet retries the arm (the wheel is
                 // unchanged in between, so each fails again).
-                self.counters.timer_arm_failed =
-                    self.counters.timer_arm_failed.wrapping_add(k64 - 1);
+                self.counters.timer_arm_failed = self
+                    .counters
+                    .timer_arm_failed
+                    .wrapping_add(u64::from(quiet) - 1);
             }
         }
         (usize::from(k), writes)

@@ -161,12 +161,14 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     }
 
     /// For a run of `n` consecutive writes from PSN `first` that are each untrimmed, not
-    /// CE-marked and without immediate or ACK request (the caller checks those): the offset of
-    /// `first` after the cumulative PSN when [`Self::handle_write_fast`] would take every one of
-    /// them as new, inside the window and quiet (no ACK: no gap, the coalescing count not
-    /// reached), placement aside. `None` otherwise (then one packet at a time).
+    /// CE-marked and without immediate (the caller checks those), all but the last without ACK
+    /// request: the offset of `first` after the cumulative PSN when [`Self::handle_write_fast`]
+    /// would take every one of them as new and inside the window, the first opening no gap,
+    /// and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the last
+    /// (its ACK request, or the count it fills, calls for the ACK); placement aside. `None`
+    /// otherwise (then one packet at a time).
     #[inline]
-    pub(crate) fn write_run_offset(&self, first: Psn, n: u16) -> Option<u32> {
+    pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
         let acks = &self.acks;
         let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
         // In order (`d == 0`) every packet is at offset 0 when it arrives.
@@ -175,9 +177,10 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         } else {
             d.saturating_add(u32::from(n))
         };
-        if d >= self.mpr_psns
+        if n == 0
+            || d >= self.mpr_psns
             || span > self.mpr_psns
-            || n > acks.quiet_room()
+            || n - u16::from(trigger) > acks.quiet_room()
             || acks.opens_gap(first)
             || !acks.rx().run_is_new(d, u32::from(n))
         {
@@ -200,6 +203,20 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     ) {
         self.acks.handle_quiet_run(now_ns, first, offset, n, last);
         self.counters.placed += u64::from(n);
+    }
+
+    /// The run's trigger (see [`Self::write_run_offset`]), `offset` after the cumulative PSN
+    /// once the quiet packets before it are taken, placed: the ACK it calls for. The same
+    /// state and counters as [`Self::handle_write_fast`] on it.
+    #[inline]
+    pub(crate) fn accept_write_trigger(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+        offset: u32,
+    ) -> AckEvent {
+        self.counters.placed += 1;
+        AckEvent::Ack(self.acks.handle_trigger(now_ns, pkt, offset))
     }
 
     /// One received write packet; see the module docs for the rules. The ACK or NACK it
