@@ -628,9 +628,21 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             _ => u64::MAX,
         };
         let limit = u64::from(left.min(room)).min(by_offset);
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX).min(out.len());
-        // (the window only changes on an ACK: `can_send` against it, hoisted)
+        // The CC window (it only changes on an ACK): packet `j` of the run may leave while
+        // `inflight + j * mtu < cwnd` (`can_send`), every packet before it being full-sized
+        // (only the last offset `by_offset` allows can leave a shorter payload).
         let cwnd = cc.cwnd_bytes();
+        let step = u64::from(mtu.min(u32::from(u16::MAX)));
+        let by_cc = match cwnd.checked_sub(self.inflight_bytes) {
+            Some(0) | None => 0,
+            Some(room) => match room.checked_div(step) {
+                Some(q) => q + u64::from(room % step != 0),
+                None => u64::MAX,
+            },
+        };
+        let limit = usize::try_from(limit.min(by_cc))
+            .unwrap_or(usize::MAX)
+            .min(out.len());
         // The header fields every packet of the run shares.
         let tmpl = TxPacket {
             src_qpn: hdr.src_qpn,
@@ -643,16 +655,19 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             ..TxPacket::FILL
         };
         let (mut psn, mut tx_seq, mut inflight) = (self.nxt, self.tx_seq, self.inflight_bytes);
+        // The segments of the message's first and last packets.
+        let seg_first = if w.npkts <= 1 {
+            Segment::Only { imm: w.wr.imm }
+        } else {
+            Segment::First
+        };
+        let seg_last = Segment::Last { imm: w.wr.imm };
         let mut offset = index0.wrapping_mul(mtu);
         let (mut k, mut more) = (0usize, limit == out.len());
         let mut index = index0;
         // (a counter beside the slots: zipping a range of indexes costs more here)
         #[allow(clippy::explicit_counter_loop)]
         for p in out.iter_mut().take(limit) {
-            if inflight >= cwnd {
-                more = false;
-                break;
-            }
             let Some(ev) = sprayer.next_ev() else {
                 more = false;
                 break;
@@ -670,14 +685,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 // The last packet of a message asks for an immediate ACK.
                 ack_req: last,
                 body: TxBody::Write {
-                    segment: if index != 0 && !last {
-                        Segment::Middle
-                    } else if w.npkts <= 1 {
-                        Segment::Only { imm: w.wr.imm }
-                    } else if index == 0 {
-                        Segment::First
+                    segment: if index == 0 {
+                        seg_first
+                    } else if last {
+                        seg_last
                     } else {
-                        Segment::Last { imm: w.wr.imm }
+                        Segment::Middle
                     },
                     reth: RethRepr {
                         va: w.wr.remote_va.wrapping_add(u64::from(offset)),
