@@ -597,7 +597,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error || !self.retx.is_empty() {
             return (0, false);
         }
-        let Some(&w) = self.sq.get(self.send_idx) else {
+        let Some(w) = self.sq.get(self.send_idx) else {
             return (0, false);
         };
         let Ok(index0) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
@@ -616,6 +616,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let room = self
             .mpr_psns
             .saturating_sub(self.nxt.distance_from(self.una) as u32);
+        // The CC window (it only changes on an ACK) and the window room: most runs that send
+        // nothing end here.
+        let cwnd = cc.cwnd_bytes();
+        if !out.is_empty() && (self.inflight_bytes >= cwnd || room == 0 || left == 0) {
+            return (0, false);
+        }
         // index * mtu <= len (so no u32 overflow either) and remote_va + index * mtu fits;
         // with mtu == 0 every offset is 0.
         let by_offset = match (
@@ -628,10 +634,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             _ => u64::MAX,
         };
         let limit = u64::from(left.min(room)).min(by_offset);
-        // The CC window (it only changes on an ACK): packet `j` of the run may leave while
-        // `inflight + j * mtu < cwnd` (`can_send`), every packet before it being full-sized
-        // (only the last offset `by_offset` allows can leave a shorter payload).
-        let cwnd = cc.cwnd_bytes();
+        // Packet `j` of the run may leave while `inflight + j * mtu < cwnd` (`can_send`), every
+        // packet before it being full-sized (only the last offset `by_offset` allows can leave
+        // a shorter payload).
         let step = u64::from(mtu.min(u32::from(u16::MAX)));
         let by_cc = match cwnd.checked_sub(self.inflight_bytes) {
             Some(0) | None => 0,
