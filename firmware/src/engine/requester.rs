@@ -597,6 +597,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error || !self.retx.is_empty() {
             return (0, false);
         }
+        // The CC window (it only changes on an ACK) first: most calls that send nothing end
+        // here.
+        let cwnd = cc.cwnd_bytes();
+        if !out.is_empty() && self.inflight_bytes >= cwnd {
+            return (0, false);
+        }
         let Some(w) = self.sq.get(self.send_idx) else {
             return (0, false);
         };
@@ -616,10 +622,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let room = self
             .mpr_psns
             .saturating_sub(self.nxt.distance_from(self.una) as u32);
-        // The CC window (it only changes on an ACK) and the window room: most runs that send
-        // nothing end here.
-        let cwnd = cc.cwnd_bytes();
-        if !out.is_empty() && (self.inflight_bytes >= cwnd || room == 0 || left == 0) {
+        if !out.is_empty() && (room == 0 || left == 0) {
             return (0, false);
         }
         // index * mtu <= len (so no u32 overflow either) and remote_va + index * mtu fits;
