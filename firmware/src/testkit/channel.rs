@@ -362,27 +362,42 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         let n = fill(slots).min(room);
         let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
         self.counters.sent += n as u64;
-        // Keep the packets not lost, in order, from slot `i` on.
-        let mut w = i;
-        for k in i..i + n {
-            if self.lost() {
-                self.counters.lost += 1;
-                continue;
+        // Keep the packets not lost, in order, from slot `i` on: the loss draws in a local
+        // generator, packets moved only after the first loss. (On the short path every slot's
+        // trim mark and CE flag stay clear: only `to` and `at_ns` are written.)
+        let mut rng = self.rng;
+        let mut lost = 0;
+        let w = if self.cfg.loss_ppm != 0 {
+            let t = self.loss_threshold;
+            let mut k = i;
+            while k < i + n && !rng.chance_threshold(t) {
+                k += 1;
             }
-            if w != k {
-                if let Some(&p) = self.pkts.get(k) {
-                    if let Some(d) = self.pkts.get_mut(w) {
-                        *d = p;
+            let mut w = k;
+            if k < i + n {
+                lost += 1;
+                for k in k + 1..i + n {
+                    if rng.chance_threshold(t) {
+                        lost += 1;
+                        continue;
                     }
+                    if let Some(&p) = self.pkts.get(k) {
+                        if let Some(d) = self.pkts.get_mut(w) {
+                            *d = p;
+                        }
+                    }
+                    w += 1;
                 }
             }
-            if let Some(f) = self.meta.get_mut(w) {
-                f.to = to;
-                f.at_ns = at_ns;
-                f.trim = Trim::None;
-                f.ce = false;
-            }
-            w += 1;
+            w
+        } else {
+            i + n
+        };
+        self.rng = rng;
+        self.counters.lost += lost;
+        for f in self.meta.get_mut(i..w).unwrap_or_default() {
+            f.to = to;
+            f.at_ns = at_ns;
         }
         self.len += w - i;
         n
