@@ -351,6 +351,13 @@ impl<
             return None;
         }
         let req = self.req.as_mut()?;
+        // The CC window closed (the common "nothing to send"): what `peek` reports, at once.
+        if let Some(stall) = req.cc_stall(&self.cc) {
+            if stall == Stall::Cc {
+                self.stalls.cc += 1;
+            }
+            return None;
+        }
         let sprayer = &mut self.sprayer;
         match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
             FastTx::Sent(t) => {

@@ -654,8 +654,15 @@ impl<
                 }
             }
             // The fast path has nothing (or a control packet waits): one packet the general
-            // way.
+            // way; a control packet straight from its queue into the slot.
             let Some(slot) = out.get_mut(n) else { break };
+            if let Some(p) = self.ctrl.front() {
+                *slot = *p;
+                let _ = self.ctrl.pop_front();
+                self.count_ctrl_sent(&slot.body);
+                n += 1;
+                continue;
+            }
             match self.poll_transmit_general(now_ns) {
                 Some(p) => {
                     *slot = p;
@@ -713,16 +720,22 @@ impl<
         (k, more)
     }
 
+    /// Count a control packet leaving.
+    #[inline]
+    fn count_ctrl_sent(&mut self, body: &TxBody) {
+        match body {
+            TxBody::Ack(_) => count!(self.counters.acks_sent),
+            TxBody::Nack(_) => count!(self.counters.nacks_sent),
+            TxBody::ProbeReply(_) => count!(self.counters.probe_replies_sent),
+            _ => {}
+        }
+    }
+
     /// The general output path: control packets first, then data from the QPs in turn.
     #[inline(never)]
     fn poll_transmit_general(&mut self, now_ns: u64) -> Option<TxPacket> {
         if let Some(p) = self.ctrl.pop_front() {
-            match p.body {
-                TxBody::Ack(_) => count!(self.counters.acks_sent),
-                TxBody::Nack(_) => count!(self.counters.nacks_sent),
-                TxBody::ProbeReply(_) => count!(self.counters.probe_replies_sent),
-                _ => {}
-            }
+            self.count_ctrl_sent(&p.body);
             return Some(p);
         }
         for _ in 0..Q {

@@ -448,6 +448,21 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         !self.in_error && (!self.retx.is_empty() || self.send_idx < self.sq.len())
     }
 
+    /// The stall [`Self::peek`] reports because the CC window is closed (`Cc`, or `Idle` with
+    /// nothing to send), when it is; `None` otherwise (including in ERROR, where `peek` says
+    /// `Idle` before looking at the window).
+    #[inline]
+    pub(crate) fn cc_stall(&self, cc: &Cc) -> Option<Stall> {
+        if self.in_error || cc.can_send(self.inflight_bytes) {
+            return None;
+        }
+        Some(if self.retx.is_empty() && self.send_idx >= self.sq.len() {
+            Stall::Idle
+        } else {
+            Stall::Cc
+        })
+    }
+
     /// The next packet to send (not yet committed), or why none can leave.
     #[inline]
     pub(crate) fn peek(&mut self, cc: &Cc) -> Result<Candidate, Stall> {
