@@ -875,28 +875,39 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         credits: &mut u64,
     ) -> u64 {
         let n = cum.distance_from(self.una).max(0) as u32;
-        let (mut psn, mut max_seq) = (self.una, self.max_acked_seq);
+        let mut max_seq = self.max_acked_seq;
         let mut max_sent = self.max_acked_sent_ns;
-        let (mut acked, mut freed) = (0u64, 0u64);
+        let (mut acked, mut freed, mut credited) = (0u64, 0u64, 0u64);
+        // The slots of `una, una + 1, ..` in ring order: the slot index steps by one and wraps
+        // at WIN, which follows the PSN's own wrap when WIN divides the PSN space (else the
+        // index is taken from each PSN).
+        let ring = (1usize << 24).is_multiple_of(WIN);
+        let (mut psn, mut i) = (self.una, self.una.value() as usize % WIN);
         for _ in 0..n {
-            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                if s.flags & F_ACKED == 0 {
+            if !ring {
+                i = psn.value() as usize % WIN;
+                psn = psn.add(1);
+            }
+            if let Some(s) = self.slots.get_mut(i) {
+                let flags = s.flags;
+                if flags & F_ACKED == 0 {
+                    s.flags = F_ACKED;
                     let len = u64::from(s.len);
-                    if s.flags & F_INFLIGHT != 0 {
+                    acked += len;
+                    if flags & F_INFLIGHT != 0 {
                         let _ = evs.credit_delivery(s.ev);
                         freed += len;
-                        *credits += 1;
+                        credited += 1;
                     }
-                    s.flags = F_ACKED;
-                    acked += len;
                     if (s.tx_seq.wrapping_sub(max_seq) as i32) > 0 {
                         max_seq = s.tx_seq;
                         max_sent = later_ns(max_sent, s.sent_ns);
                     }
                 }
             }
-            psn = psn.add(1);
+            i = if i + 1 >= WIN { 0 } else { i + 1 };
         }
+        *credits += credited;
         self.una = cum;
         self.max_acked_seq = max_seq;
         self.max_acked_sent_ns = max_sent;
