@@ -677,6 +677,21 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             retransmit: false,
             ..TxPacket::FILL
         };
+        let mut cur = TxPacket {
+            body: TxBody::Write {
+                segment: Segment::Middle,
+                reth: RethRepr {
+                    va: 0,
+                    rkey: w.wr.rkey,
+                    dma_len: 0,
+                },
+                local: LocalBuf {
+                    handle: w.wr.local.handle,
+                    offset: 0,
+                },
+            },
+            ..tmpl
+        };
         let (mut psn, mut tx_seq, mut inflight) = (self.nxt, self.tx_seq, self.inflight_bytes);
         // The segments of the message's first and last packets.
         let seg_first = if w.npkts <= 1 {
@@ -698,35 +713,34 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             let last = index + 1 >= w.npkts;
             // offset <= len (see `by_offset`)
             let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
-            *p = TxPacket {
-                psn,
-                evx: EvxRepr {
-                    ev_index: ev.index,
-                    plane: ev.plane,
-                    ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
-                },
-                // The last packet of a message asks for an immediate ACK.
-                ack_req: last,
-                body: TxBody::Write {
-                    segment: if index == 0 {
-                        seg_first
-                    } else if last {
-                        seg_last
-                    } else {
-                        Segment::Middle
-                    },
-                    reth: RethRepr {
-                        va: w.wr.remote_va.wrapping_add(u64::from(offset)),
-                        rkey: w.wr.rkey,
-                        dma_len: payload_len,
-                    },
-                    local: LocalBuf {
-                        handle: w.wr.local.handle,
-                        offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
-                    },
-                },
-                ..tmpl
+            // The packet before, with the fields that differ changed (the header fields all
+            // packets of the run share are the template's).
+            cur.psn = psn;
+            cur.evx = EvxRepr {
+                ev_index: ev.index,
+                plane: ev.plane,
+                ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
             };
+            // The last packet of a message asks for an immediate ACK.
+            cur.ack_req = last;
+            if let TxBody::Write {
+                segment,
+                reth,
+                local,
+            } = &mut cur.body
+            {
+                *segment = if index == 0 {
+                    seg_first
+                } else if last {
+                    seg_last
+                } else {
+                    Segment::Middle
+                };
+                reth.va = w.wr.remote_va.wrapping_add(u64::from(offset));
+                reth.dma_len = payload_len;
+                local.offset = w.wr.local.offset.wrapping_add(u64::from(offset));
+            }
+            *p = cur;
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             tx_seq = tx_seq.wrapping_add(1);
             // payload_len <= mtu <= u16::MAX
