@@ -714,7 +714,10 @@ impl<
         self.counters.data_sent = self.counters.data_sent.wrapping_add(k as u64);
         let ev_changed = qp.skips_pending()
             && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
-        self.after_data_sent(slot, ev_changed, had_deadline);
+        // (the common run changes neither: no call)
+        if ev_changed || !had_deadline {
+            self.after_data_sent(slot, ev_changed, had_deadline);
+        }
         // The turn advances as it would after `k` single packets, in one step.
         self.tx_rr = self.next_tx_slot_after(slot, k);
         (k, more)
@@ -817,7 +820,7 @@ impl<
     /// in one step: the burst count goes round modulo [`TX_BURST_PKTS`] and only the last call's
     /// result counts (the turn moves on when that call ends a burst; the calls before it have
     /// no other effect).
-    #[inline]
+    #[inline(always)]
     fn next_tx_slot_after(&mut self, slot: usize, k: usize) -> usize {
         if k == 0 {
             return self.tx_rr;
