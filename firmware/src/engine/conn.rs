@@ -344,20 +344,43 @@ impl<
         )
     }
 
+    /// When [`Self::poll_data`] would return `None` at once, the stall it counts (`Idle`:
+    /// none): the QP is not in RTS, has no requester, or its requester reports a stall
+    /// (`Requester::idle_stall`). `None` when it would look further.
+    #[inline]
+    pub(crate) fn idle_stall(&self) -> Option<Stall> {
+        if self.state != QpState::Rts {
+            return Some(Stall::Idle);
+        }
+        match &self.req {
+            Some(req) => req.idle_stall(&self.cc),
+            None => Some(Stall::Idle),
+        }
+    }
+
+    /// Count a stall [`Self::idle_stall`] reported.
+    #[inline]
+    pub(crate) fn count_stall(&mut self, stall: Stall) {
+        match stall {
+            Stall::Cc => self.stalls.cc += 1,
+            Stall::Window => self.stalls.window += 1,
+            Stall::Wimm => self.stalls.wimm += 1,
+            Stall::Idle => {}
+        }
+    }
+
     /// The next data packet (retransmission first), if the window, CC and EVs allow.
     #[inline]
     pub(crate) fn poll_data(&mut self, now_ns: u64) -> Option<TxPacket> {
         if self.state != QpState::Rts {
             return None;
         }
-        let req = self.req.as_mut()?;
         // The CC window closed (the common "nothing to send"): what `peek` reports, at once.
-        if let Some(stall) = req.cc_stall(&self.cc) {
-            if stall == Stall::Cc {
-                self.stalls.cc += 1;
-            }
+        if let Some(stall) = self.idle_stall() {
+            self.count_stall(stall);
             return None;
         }
+        let req = self.req.as_mut()?;
         let sprayer = &mut self.sprayer;
         match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
             FastTx::Sent(t) => {

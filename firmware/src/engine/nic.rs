@@ -663,6 +663,9 @@ impl<
                 n += 1;
                 continue;
             }
+            if self.all_idle_counted() {
+                break;
+            }
             match self.poll_transmit_general(now_ns) {
                 Some(p) => {
                     *slot = p;
@@ -672,6 +675,24 @@ impl<
             }
         }
         n
+    }
+
+    /// With no control packet waiting: when no QP can send (each is not in RTS, has no
+    /// requester or has its CC window closed: the common end of a transmit batch), count the
+    /// stalls [`Self::poll_transmit_general`] would count on its way to `None`, and return
+    /// `true`; `false`, having changed nothing, otherwise. (Its pass over all QPs in turn would
+    /// leave the turn where it was.)
+    #[inline]
+    fn all_idle_counted(&mut self) -> bool {
+        if !self.qps.iter().flatten().all(|q| q.idle_stall().is_some()) {
+            return false;
+        }
+        for q in self.qps.iter_mut().flatten() {
+            if let Some(stall) = q.idle_stall() {
+                q.count_stall(stall);
+            }
+        }
+        true
     }
 
     /// [`Self::poll_new_data`] repeated on the QP at the round-robin position, into the front

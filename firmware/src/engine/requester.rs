@@ -448,19 +448,26 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         !self.in_error && (!self.retx.is_empty() || self.send_idx < self.sq.len())
     }
 
-    /// The stall [`Self::peek`] reports because the CC window is closed (`Cc`, or `Idle` with
-    /// nothing to send), when it is; `None` otherwise (including in ERROR, where `peek` says
-    /// `Idle` before looking at the window).
+    /// The stall [`Self::peek`] reports, with nothing else done, when it is one of the
+    /// common ones: in ERROR (`Idle`), the CC window closed (`Cc`, or `Idle` with nothing to
+    /// send), nothing to send (`Idle`), or only new data with the send window full (`Window`).
+    /// `None` when `peek` would look further.
     #[inline]
-    pub(crate) fn cc_stall(&self, cc: &Cc) -> Option<Stall> {
-        if self.in_error || cc.can_send(self.inflight_bytes) {
-            return None;
+    pub(crate) fn idle_stall(&self, cc: &Cc) -> Option<Stall> {
+        if self.in_error {
+            return Some(Stall::Idle);
         }
-        Some(if self.retx.is_empty() && self.send_idx >= self.sq.len() {
-            Stall::Idle
-        } else {
-            Stall::Cc
-        })
+        let queued = !self.retx.is_empty() || self.send_idx < self.sq.len();
+        if !cc.can_send(self.inflight_bytes) {
+            return Some(if queued { Stall::Cc } else { Stall::Idle });
+        }
+        if !queued {
+            return Some(Stall::Idle);
+        }
+        if self.retx.is_empty() && self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
+            return Some(Stall::Window);
+        }
+        None
     }
 
     /// The next packet to send (not yet committed), or why none can leave.
