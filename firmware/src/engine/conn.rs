@@ -376,7 +376,10 @@ impl<
             return None;
         }
         // The CC window closed (the common "nothing to send"): what `peek` reports, at once.
-        if let Some(stall) = self.idle_stall() {
+        if let Some(stall) = self
+            .idle_stall()
+            .filter(|_| crate::engine::fast_paths::enabled())
+        {
             self.count_stall(stall);
             return None;
         }

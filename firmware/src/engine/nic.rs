@@ -656,14 +656,15 @@ impl<
             // The fast path has nothing (or a control packet waits): one packet the general
             // way; a control packet straight from its queue into the slot.
             let Some(slot) = out.get_mut(n) else { break };
-            if let Some(p) = self.ctrl.front() {
+            let fast = crate::engine::fast_paths::enabled();
+            if let Some(p) = self.ctrl.front().filter(|_| fast) {
                 *slot = *p;
                 let _ = self.ctrl.pop_front();
                 self.count_ctrl_sent(&slot.body);
                 n += 1;
                 continue;
             }
-            if self.all_idle_counted() {
+            if fast && self.all_idle_counted() {
                 break;
             }
             match self.poll_transmit_general(now_ns) {
@@ -903,7 +904,7 @@ impl<
             q.req.as_ref().is_some_and(|r| r.completion_waits())
                 || q.resp.as_ref().is_some_and(|r| r.completion_waits())
         });
-        if !waits {
+        if !waits && crate::engine::fast_paths::enabled() {
             return None;
         }
         self.poll_completion_general()
