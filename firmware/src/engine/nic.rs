@@ -647,6 +647,10 @@ impl<
         let mut n = 0;
         while let Some(rest) = out.get_mut(n..).filter(|r| !r.is_empty()) {
             if self.ctrl.is_empty() {
+                // (no QP can send: the fast path would find nothing, with no effect)
+                if crate::engine::fast_paths::enabled() && self.all_idle_counted() {
+                    break;
+                }
                 let (k, more) = self.poll_new_batch(now_ns, rest);
                 n += k;
                 if more {
