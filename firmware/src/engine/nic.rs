@@ -21,7 +21,7 @@ use crate::engine::conn::{
 };
 use crate::engine::packet::{Completion, CompletionError, SendWr, TxBody, TxPacket};
 use crate::engine::qp::{transition_allowed, QpAttrs, QpError, QpState};
-use crate::engine::requester::{Reorder, Requester};
+use crate::engine::requester::{Reorder, Requester, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::ring::Ring;
 use crate::engine::timer_wheel::{TimerId, TimerWheel};
@@ -689,12 +689,18 @@ impl<
     /// leave the turn where it was.)
     #[inline]
     fn all_idle_counted(&mut self) -> bool {
-        if !self.qps.iter().flatten().all(|q| q.idle_stall().is_some()) {
-            return false;
+        let mut stalls = [Stall::Idle; Q];
+        for (s, q) in stalls.iter_mut().zip(self.qps.iter()) {
+            if let Some(q) = q {
+                match q.idle_stall() {
+                    Some(stall) => *s = stall,
+                    None => return false,
+                }
+            }
         }
-        for q in self.qps.iter_mut().flatten() {
-            if let Some(stall) = q.idle_stall() {
-                q.count_stall(stall);
+        for (s, q) in stalls.iter().zip(self.qps.iter_mut()) {
+            if let Some(q) = q {
+                q.count_stall(*s);
             }
         }
         true
