@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 785,946,265 instructions for
-//! the whole program, i.e. **~786 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 572,098,531 instructions for
+//! the whole program, i.e. **~572 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -35,6 +35,17 @@
 //! | `Engine::handle_tx_batch` + `Channel::pop_due_run`: a run of due plain packets for one NIC handed over at once (the write fast path runs in the loop, no call per packet); an ACK's deliveries counted once for the QP-wide rate | 776 |
 //! | the stream posts again only after a completion freed a send-queue slot (every attempt on a full queue was refused) | 772 |
 //! | QPs of one engine take turns in bursts of 4 packets (the simulator's fairness fix): the turn bookkeeping per packet and a scan for another QP with send work per transmit run (a run is capped at the burst only when one waits) | 786 |
+//! | `Engine::rx_write_run`: a run of quiet writes (consecutive PSNs to one QP, no immediate or ACK request, each new and placed, none calling for an ACK) taken at once: RX bitmap word-wise (`RxBitmap::run_is_new` / `receive_new_run`, proptested against one by one), the ACK generator's count once (`AckGen::handle_quiet_run`), the ACK timer synced once; per packet only the placement check | 675 |
+//! | `send_new_run` decides the work request, window and offset limits once per run (two divisions instead of per-packet overflow checks) and checks the CC window against a hoisted `cwnd` | 661 |
+//! | the turn advances once per transmit run (`next_tx_slot_after`, not `next_tx_slot` in a loop), the run's packets from a shared header template, a quick look before the general completion poll (`Requester/Responder::completion_waits`) | 643 |
+//! | the receive run also takes the packet that calls for the ACK (its ACK request or the coalescing count; `AckGen::handle_trigger`) and queues the ACK | 634 |
+//! | the CC window's packet count taken once per run (no per-packet check), first/last segments precomputed | 625 |
+//! | `send_new_run` returns before its setup when the send window or the work request has no room, reads the work request in place, checks the CC window before anything else | 614 |
+//! | the channel's batch send draws losses in a local generator, moves packets only after the first loss and writes only each slot's destination and time (trim and CE stay clear on the short path) | 605 |
+//! | a waiting control packet goes from its queue straight into the transmit slot; a QP whose CC window is closed reports its stall without the fast path's and `peek`'s checks | 601 |
+//! | the cumulative ACK walks the TX slots by ring index (when `WIN` divides the PSN space) | 597 |
+//! | each packet of a transmit run is the one before with the differing fields changed; the per-run timer bookkeeping call only when it has something to do | 592 |
+//! | a transmit batch ends without the general pass, and before the fast path, when no QP can send (`Requester::idle_stall`: ERROR, CC window closed, nothing queued, send window full; the stalls counted as that pass counts them) | 572 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -66,27 +77,34 @@
 //! on `handle_tx_packet` +19, on `rx_write_fast` inside the receive batch at 776: +28) and of
 //! `poll_completion` (+2), the batch transmit calling the per-packet fast path in a loop (it
 //! stopped being inlined: 865 -> 924 before `send_new_run`), placement's region lookup by
-//! reference instead of by copy (no change).
+//! reference instead of by copy (no change). From 675 down (each against the step
+//! before, same machine): the region looked up once per receive run instead of per packet
+//! (+5 and +8: the inliner moved the run's helpers out of line), an early "is a plain write"
+//! check before the receive run (+3 to +5, same cause; `#[inline(always)]` on the helpers:
+//! +3), the transmit run in two phases (the EVs of a chunk first, then the packets: +4 to
+//! +20; the packet loop alone still spills), the slots filled with the header template before
+//! the per-field writes (+8), a `black_box`'d block copy of the packet (+22), several work
+//! requests in one transmit run (+13), `send_new_run` out of line (+10: the same
+//! 167-instruction loop), the SACK-bit loop with its totals in locals (+5),
+//! `#[inline(always)]` on the no-sender check (+12).
 //!
-//! Where the 772 went before the burst turns (inclusive, per delivered packet, from `callgrind_annotate
-//! --inclusive=yes`): transmit ~274 (the run of new packets ~241: requester ~106 of which
-//! the 88-byte descriptor ~28 and the TX slot ~7, sprayer ~41, PSN and overflow-checked
-//! arithmetic ~30; the general path ~33: ACKs, probes, retransmissions, and the check that
-//! ends each run when CC closes), receive ~353 (data fast path ~193: RX bitmap ~29, ACK
-//! generator ~29, placement check ~26, responder ~19, PSN arithmetic ~14, the rest QP
-//! lookup, ACK emission and timer; the sender's ACK processing ~101: per-ACK ~1,190
-//! instructions for ~12 PSNs, of which per-PSN delivery credit ~16, NSCC ~17, SACK bits, loss
-//! inference, EV feedback; EV sync and probes ~20), channel ~45 (loss draw ~15, FIFO), completion
-//! polls ~25, timers ~22, posting and the stream's loop the rest. What is left is spread thin:
-//! no single part is above ~40 per packet except the requester's send path and the ACK
-//! processing, so the budget needs a different shape, not more fast paths: a per-packet
-//! descriptor of a few words instead of the 88-byte `TxPacket` (touches the channel, the
-//! receive API and the simulator's wire and PCIe models), per-ACK instead of per-PSN delivery
-//! credit (needs a per-EV delivery count the datapath keeps, not the engine), and an RX
-//! bitmap + ACK generator that work on words of PSNs per call. RAM: one test-kit QP (256
-//! EVs, 512-PSN windows, 32-entry queues) is 36,552 bytes, one EV 84 bytes (EV table entry +
-//! sprayer slot and its plane link), the whole 2-QP test-kit engine 81,480 bytes (all
-//! printed by this example).
+//! Where the 572 went (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
+//! plus per-instruction counts): transmit ~218, of which the loop of the transmit run ~162
+//! per packet (sprayer pick ~40, the 88-byte descriptor and the 16-byte TX slot with about
+//! 50 spills and reloads: the loop has more live values than registers) and the per-run
+//! setup and bookkeeping ~45 (runs end with each 16-packet work request); receive ~230, of
+//! which the sender's ACK processing ~118 (per newly acknowledged PSN ~35 and per SACK bit
+//! ~45 in `Requester::handle_ack`, ~55 a packet in all; NSCC, EV feedback, EV sync, timers
+//! the rest, ~770 fixed per ACK) and data ~112 (run scan and placement check ~55 a packet,
+//! run setup, the ACK trigger and the ACK packet); channel and stream ~106 (loss draws ~25,
+//! FIFO, the main loop's per-iteration polls); timers ~16, completions ~8, posting ~10. The
+//! budget needs the different shape the last analysis named: a per-packet descriptor of a
+//! few words instead of the 88-byte `TxPacket` (the transmit loop writes ~25 fields of it per
+//! packet; this touches the channel, the receive API, the simulator's wire and PCIe models
+//! and the NIC main loop), and per-EV delivery counts kept by the datapath rather than a
+//! per-PSN credit in the engine. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
+//! queues) is 36,552 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
+//! link), the whole 2-QP test-kit engine 81,496 bytes (all printed by this example).
 //!
 //! An optional argument sets the packet count (default 1,000,000, the budgeted figure), for
 //! quicker profiling runs.
