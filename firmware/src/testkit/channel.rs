@@ -360,6 +360,9 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             return 0;
         };
         let n = fill(slots).min(room);
+        if n == 0 {
+            return 0;
+        }
         let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
         self.counters.sent += n as u64;
         // Keep the packets not lost, in order, from slot `i` on: the loss draws in a local
