@@ -598,9 +598,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// [`Self::send_new_fast`] repeated on the work request being sent: up to `out.len()`
     /// new packets, written straight into `out` as descriptors with the header `hdr`. The
     /// work request, the error state and the retransmission queue are checked once (nothing
-    /// in a run changes them); window and CC room, and the EV, are checked per packet; the
-    /// retry and tail-probe timers are armed once at the end (with the same `now_ns` that
-    /// gives what arming per packet gives). `sprayer` picks each packet's EV; the run ends
+    /// in a run changes them); the send window's and the CC window's room are turned into a
+    /// packet count once (each packet of the run but the work request's last is full-sized);
+    /// the EV is picked per packet; the retry and tail-probe timers are armed once at the end
+    /// (with the same `now_ns` that gives what arming per packet gives). `sprayer` picks each packet's EV; the run ends
     /// after a pick that served a skip-once flag (the sprayer's skip count is no longer
     /// `skips_seen`). Returns the packets sent and whether the run ended for a reason
     /// other than the fast path having nothing (`out` full, the work request done, `pick`
