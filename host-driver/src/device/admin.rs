@@ -533,16 +533,6 @@ impl Device {
     }
 }
 
-/// The EV profile states a MODIFY may move between (INIT -> ONLINE <-> OFFLINE).
-pub fn ev_profile_transition_ok(from: EvProfileState, to: EvProfileState) -> bool {
-    use EvProfileState as S;
-    matches!(
-        (from, to),
-        (S::Init, S::Init)
-            | (S::Init, S::Online)
-            | (S::Online, S::Offline)
-            | (S::Offline, S::Online)
-            | (S::Online, S::Online)
-            | (S::Offline, S::Offline)
-    )
-}
+/// The EV profile states a MODIFY may move between (INIT -> ONLINE <-> OFFLINE): the rule
+/// lives in mrc-abi, shared with the device side.
+pub use mrc_abi::device::admin::ev_profile_transition_ok;
