@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use mrc_abi::device::admin::body::*;
 use mrc_abi::device::admin::{
-    AdminCommand, AdminResp, AdminStatus, EvProfileState, FwUpdateState, QpModify, QpState,
+    AdminCommand, AdminResp, AdminStatus, FwUpdateState, QpModify, QpState,
 };
 use mrc_abi::device::cqe::expected_owner;
 use mrc_abi::device::EvState;
