@@ -91,6 +91,7 @@ use mrc_abi::Psn;
 use mrc_firmware::admin::{Admin, AdminEnv, AdminResult, Ctx, ProbeOutcome};
 use mrc_firmware::datapath::ack_gen::TrimMark;
 use mrc_firmware::engine::ev_state::EvState;
+use mrc_firmware::engine::ring::Ring;
 use mrc_firmware::engine::{
     CheckedConfig, Completion, CompletionError, CompletionKind, DropReason, Engine, EngineConfig,
     EngineError, LocalBuf, QpError, QpEvEvent, RxMeta, RxVerdict, SendWr, TxBody, TxPacket,
@@ -203,6 +204,14 @@ pub trait Datapath {
         let _ = reply;
         false
     }
+    /// Whether the datapath reports every placed Write-with-Immediate with a DP->FW
+    /// `WimmPlaced` entry. If so (and with the admin tables) a receive completion waits for
+    /// that report, so its CQE follows the placement of the bytes and carries the message
+    /// length and solicited bit. The default: no (the engine's completion is posted at once,
+    /// length 0).
+    fn reports_wimm_placed(&self) -> bool {
+        false
+    }
 }
 
 /// Loop counters: every drop has one.
@@ -307,6 +316,13 @@ struct WimmSlot {
     solicited: bool,
 }
 
+const HELD_FILL: Completion = Completion {
+    qpn: 0,
+    wr_id: 0,
+    kind: CompletionKind::Send,
+    status: Ok(()),
+};
+
 const WIMM_FREE: WimmSlot = WimmSlot {
     used: false,
     qpn: 0,
@@ -322,6 +338,8 @@ pub struct NicLoop {
     engine: NicEngine,
     ports: Ports,
     wimm: [WimmSlot; WIMM_PENDING],
+    /// Receive completions waiting for their `WimmPlaced` (and those behind them, in order).
+    held: Ring<Completion, WIMM_PENDING>,
     counters: LoopCounters,
 }
 
@@ -399,6 +417,7 @@ impl NicLoop {
                 link: [true; PORTS],
             },
             wimm: [WIMM_FREE; WIMM_PENDING],
+            held: Ring::new(HELD_FILL),
             counters: LoopCounters::ZERO,
         }
     }
@@ -508,6 +527,9 @@ impl NicLoop {
             self.counters.csr_events += 1;
             self.csr_event(now_ns, &entry, admin.as_deref_mut());
         }
+        if let Some(a) = admin.as_deref_mut() {
+            moved |= self.release_held(dp, a);
+        }
         for _ in 0..BUDGET {
             let Some(entry) = dp.pop_rx() else { break };
             moved = true;
@@ -578,8 +600,8 @@ impl NicLoop {
     }
 
     /// An engine completion to the host: without admin tables [`post_cqe`] as is; with them
-    /// the device QPN, the QP's CQ, the WIMM length and solicited bit, and ERROR + `QpFatal`
-    /// for a failed work request.
+    /// receive completions wait behind one that waits for its `WimmPlaced`
+    /// ([`Datapath::reports_wimm_placed`]), and [`Self::emit`] posts the rest.
     fn completion<D: Datapath>(
         &mut self,
         dp: &mut D,
@@ -591,6 +613,49 @@ impl NicLoop {
             self.order(dp, &e);
             return;
         };
+        let recv = !matches!(c.kind, CompletionKind::Send);
+        if recv && (!self.held.is_empty() || dp.reports_wimm_placed() && self.unreported(admin, c))
+        {
+            if self.held.push_back(*c).is_ok() {
+                return;
+            }
+            // Full: post it without its report rather than lose it.
+            self.counters.wimm_overflow += 1;
+        }
+        self.emit(dp, admin, c);
+    }
+
+    /// A successful Write-with-Immediate receive completion whose `WimmPlaced` has not come.
+    fn unreported(&self, admin: &NicAdmin, c: &Completion) -> bool {
+        let CompletionKind::RecvImm { msn, .. } = c.kind else {
+            return false;
+        };
+        let qpn = admin.device_qpn(c.qpn).unwrap_or(u32::MAX);
+        c.status.is_ok()
+            && !self
+                .wimm
+                .iter()
+                .any(|w| w.used && w.qpn == qpn && w.msn == msn)
+    }
+
+    /// Post the held completions whose reports arrived, in order. Returns whether any.
+    fn release_held<D: Datapath>(&mut self, dp: &mut D, admin: &mut NicAdmin) -> bool {
+        let mut any = false;
+        while let Some(c) = self.held.front().copied() {
+            if self.unreported(admin, &c) {
+                break;
+            }
+            self.held.pop_front();
+            self.emit(dp, admin, &c);
+            any = true;
+        }
+        any
+    }
+
+    /// Post completion `c` with the device QPN, its QP's CQ, the WIMM length and solicited
+    /// bit; a failed work request (not a flush) moves the device QP to ERROR and posts
+    /// `QpFatal` after the CQE.
+    fn emit<D: Datapath>(&mut self, dp: &mut D, admin: &mut NicAdmin, c: &Completion) {
         let Some(qpn) = admin.device_qpn(c.qpn) else {
             self.counters.unknown_qpn += 1;
             return;
