@@ -292,34 +292,53 @@ static mut NIC_LOOP: mrc_nicloop::NicLoop =
         Err(_) => panic!("invalid engine configuration"),
     });
 
-/// The engine fits the DTCM with the two 1 KiB CSR rings, the 2 KiB receive and transmit header
-/// rings and 8 KiB
-/// for the stack (the main loop measured under 3 KiB) and the rest of `.data`/`.bss`. A
-/// capacity change that breaks this fails the build instead of the boot.
+/// The engine and the admin tables fit the DTCM with the two 1 KiB CSR rings, the 2 KiB
+/// receive and transmit header rings, the 768 bytes of admin rings and 8 KiB for the stack
+/// (the main loop measured under 3 KiB) and the rest of `.data`/`.bss`. A capacity change that
+/// breaks this fails the build instead of the boot.
 #[cfg(not(feature = "qemu"))]
 const _: () = assert!(
-    core::mem::size_of::<mrc_nicloop::NicLoop>() + 6 * 1024 + 8 * 1024 <= map::DTCM_LEN,
+    core::mem::size_of::<mrc_nicloop::NicLoop>()
+        + core::mem::size_of::<mrc_nicloop::NicAdmin>()
+        + 7 * 1024
+        + 8 * 1024
+        <= map::DTCM_LEN,
     "the engine's capacities do not fit the DTCM"
 );
+
+/// The admin tables (PDs, MRs, CQs, QPs, profiles): all zero when empty, so in `.bss` (DTCM
+/// only, nothing in the ITCM's initialised-data image).
+#[cfg(not(feature = "qemu"))]
+static mut NIC_ADMIN: mrc_nicloop::NicAdmin = mrc_nicloop::NicAdmin::new();
 
 #[cfg(not(feature = "qemu"))]
 static NIC_LOOP_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// The engine and its loop, once (for `main`'s loop).
+/// The engine and its loop, and the admin tables, once (for `main`'s loop).
 #[cfg(not(feature = "qemu"))]
-pub fn nic_loop() -> &'static mut mrc_nicloop::NicLoop {
+pub fn nic_loop() -> (
+    &'static mut mrc_nicloop::NicLoop,
+    &'static mut mrc_nicloop::NicAdmin,
+) {
     if NIC_LOOP_TAKEN.swap(true, Ordering::Relaxed) {
         panic!("engine taken twice");
     }
-    // SAFETY: the flag above hands out this reference at most once for the program's life,
-    // so it never aliases; the static holds a valid `NicLoop` from compile time.
-    unsafe { &mut *core::ptr::addr_of_mut!(NIC_LOOP) }
+    // SAFETY: the flag above hands out these references at most once for the program's life,
+    // so they never alias; the statics hold a valid `NicLoop` from compile time and valid
+    // (empty) tables.
+    unsafe {
+        (
+            &mut *core::ptr::addr_of_mut!(NIC_LOOP),
+            &mut *core::ptr::addr_of_mut!(NIC_ADMIN),
+        )
+    }
 }
 
 #[cfg(not(feature = "qemu"))]
 mod csr_rings {
     use core::mem::offset_of;
 
+    use mrc_abi::device::admin::AdminReply;
     use mrc_abi::device::csr::{CsrQueueRegs, CsrRing, ENTRY_BYTES};
     use mrc_abi::device::rxh::{RXH_ENTRY_BYTES, RXH_VERDICT_BYTES, RXH_VERDICT_OFFSET};
     use mrc_abi::device::txh::{TxhRing, TXH_ENTRY_BYTES};
@@ -364,6 +383,50 @@ mod csr_rings {
 
     static mut TXH: TxhMem = TxhMem([[0; TXH_WORDS]; RING_ENTRIES]);
 
+    /// log2 of the entries of the admin command and reply rings (8 each).
+    const ADMIN_LOG2: u8 = 3;
+    const ADMIN_ENTRIES: usize = 1 << ADMIN_LOG2;
+    const CMD_WORDS: usize = 64 / 4;
+    const RESP_WORDS: usize = 32 / 4;
+
+    /// Admin command ring memory (64-byte mrc-abi `AdminCmd`s the host interface copies from
+    /// the host's admin queue): only read with volatile accesses.
+    #[repr(C, align(64))]
+    struct AdminCmdMem([[u32; CMD_WORDS]; ADMIN_ENTRIES]);
+
+    /// Admin reply ring memory (32-byte mrc-abi `AdminResp`s the host interface copies to the
+    /// host's response ring, setting the owner bit): only written with volatile accesses.
+    #[repr(C, align(32))]
+    struct AdminRespMem([[u32; RESP_WORDS]; ADMIN_ENTRIES]);
+
+    static mut ADMIN_CMD: AdminCmdMem = AdminCmdMem([[0; CMD_WORDS]; ADMIN_ENTRIES]);
+    static mut ADMIN_RESP: AdminRespMem = AdminRespMem([[0; RESP_WORDS]; ADMIN_ENTRIES]);
+
+    fn admin_cmd_ptr(slot: u32) -> *mut u32 {
+        // `slot < ADMIN_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
+        // SAFETY: `ADMIN_CMD` is the static above; `addr_of_mut!` creates no reference.
+        unsafe { core::ptr::addr_of_mut!(ADMIN_CMD.0[slot as usize]).cast::<u32>() }
+    }
+
+    fn admin_resp_ptr(slot: u32) -> *mut u32 {
+        // `slot < ADMIN_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
+        // SAFETY: `ADMIN_RESP` is the static above; `addr_of_mut!` creates no reference.
+        unsafe { core::ptr::addr_of_mut!(ADMIN_RESP.0[slot as usize]).cast::<u32>() }
+    }
+
+    /// The words of a reply as the host's response ring holds it (owner bit clear: the host
+    /// interface sets it for the host ring's slot).
+    fn reply_words(r: &AdminReply) -> [u32; RESP_WORDS] {
+        let mut w = [0u32; RESP_WORDS];
+        w[0] = u32::from(r.status as u8) | u32::from(r.command_id) << 16;
+        w[1] = r.syndrome;
+        for (i, v) in r.result.iter().enumerate() {
+            w[2 + 2 * i] = *v as u32;
+            w[3 + 2 * i] = (*v >> 32) as u32;
+        }
+        w
+    }
+
     fn txh_entry_ptr(slot: u32) -> *mut u32 {
         // `slot < RING_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
         // SAFETY: `TXH` is the static above; `addr_of_mut!` creates no reference.
@@ -403,6 +466,11 @@ mod csr_rings {
         /// Free transmit header entries at the last read of the consumer index: a lower bound
         /// (the datapath only frees entries), so `push_tx` needs no register read per entry.
         txh_free: u32,
+        /// The admin rings' geometry, our consumer index of commands, our producer index of
+        /// replies.
+        admin_ring: CsrRing,
+        admin_consumer: u32,
+        resp_producer: u32,
     }
 
     impl NicDatapath {
@@ -419,10 +487,28 @@ mod csr_rings {
                 (map::EVQ_RXH_BASE, core::ptr::addr_of_mut!(RXH) as usize),
                 (map::EVQ_TXH_BASE, core::ptr::addr_of_mut!(TXH) as usize),
             ];
-            for (regs, mem) in rings {
+            let admin_ring = match CsrRing::new(ADMIN_LOG2) {
+                Some(r) => r,
+                None => panic!("admin ring size"),
+            };
+            let admin_rings = [
+                (
+                    map::ADMIN_CMDQ_BASE,
+                    core::ptr::addr_of_mut!(ADMIN_CMD) as usize,
+                ),
+                (
+                    map::ADMIN_RESPQ_BASE,
+                    core::ptr::addr_of_mut!(ADMIN_RESP) as usize,
+                ),
+            ];
+            let sized = rings
+                .iter()
+                .map(|r| (r.0, r.1, RING_LOG2))
+                .chain(admin_rings.iter().map(|r| (r.0, r.1, ADMIN_LOG2)));
+            for (regs, mem, log2) in sized {
                 // rv32: DTCM addresses fit the 32-bit `base` register.
                 write32(regs + BASE, mem as u32);
-                write32(regs + LOG2, u32::from(RING_LOG2));
+                write32(regs + LOG2, u32::from(log2));
                 write32(regs + PRODUCER, 0);
                 write32(regs + CONSUMER, 0);
                 write32(regs + OVERFLOW, 0);
@@ -436,6 +522,9 @@ mod csr_rings {
                 tx_overflow: 0,
                 txh_producer: 0,
                 txh_free: 0,
+                admin_ring,
+                admin_consumer: 0,
+                resp_producer: 0,
             }
         }
     }
@@ -519,6 +608,46 @@ mod csr_rings {
             io_fence();
             self.rxh_consumer = self.rxh_consumer.wrapping_add(1);
             write32(map::EVQ_RXH_BASE + CONSUMER, self.rxh_consumer);
+        }
+
+        fn pop_admin(&mut self) -> Option<[u8; 64]> {
+            let producer = read32(map::ADMIN_CMDQ_BASE + PRODUCER);
+            if self.admin_ring.is_empty(producer, self.admin_consumer) {
+                return None;
+            }
+            // Entry bytes after the producer index that published them.
+            io_fence();
+            let p = admin_cmd_ptr(self.admin_ring.slot(self.admin_consumer));
+            let mut out = [0u8; 64];
+            for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
+                // SAFETY: `p` points to a 64-byte aligned entry of 16 words in ADMIN_CMD
+                // (`i < 16`) that the host interface published and will not touch until we
+                // advance `consumer`.
+                let w = unsafe { core::ptr::read_volatile(p.add(i)) };
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            io_fence();
+            self.admin_consumer = self.admin_consumer.wrapping_add(1);
+            write32(map::ADMIN_CMDQ_BASE + CONSUMER, self.admin_consumer);
+            Some(out)
+        }
+
+        fn push_admin_reply(&mut self, reply: &AdminReply) -> bool {
+            let consumer = read32(map::ADMIN_RESPQ_BASE + CONSUMER);
+            if self.admin_ring.is_full(self.resp_producer, consumer) {
+                return false;
+            }
+            let p = admin_resp_ptr(self.admin_ring.slot(self.resp_producer));
+            for (i, w) in reply_words(reply).into_iter().enumerate() {
+                // SAFETY: `p` points to a 32-byte aligned entry of 8 words in ADMIN_RESP
+                // (`i < 8`) that the host interface has consumed (the ring is not full).
+                unsafe { core::ptr::write_volatile(p.add(i), w) };
+            }
+            // Entry bytes before the producer index that publishes them.
+            io_fence();
+            self.resp_producer = self.resp_producer.wrapping_add(1);
+            write32(map::ADMIN_RESPQ_BASE + PRODUCER, self.resp_producer);
+            true
         }
 
         fn tx_room(&mut self) -> usize {

@@ -153,12 +153,19 @@ impl<V: Zero, const N: usize> Table<V, N> {
                 if self.len >= N {
                     return Err(value);
                 }
-                let len = self.len;
-                if let Some(s) = self.items.get_mut(i..=len) {
-                    s.rotate_right(1);
-                    if let Some(e) = s.first_mut() {
-                        *e = (key, value);
+                // Shift the tail up one slot (a plain copy loop: `rotate_right` costs a few
+                // hundred bytes of code per value type on the NIC core).
+                let mut j = self.len;
+                while j > i {
+                    if let Some(prev) = self.items.get(j - 1).copied() {
+                        if let Some(e) = self.items.get_mut(j) {
+                            *e = prev;
+                        }
                     }
+                    j -= 1;
+                }
+                if let Some(e) = self.items.get_mut(i) {
+                    *e = (key, value);
                 }
                 self.len += 1;
                 Ok(None)
@@ -169,14 +176,19 @@ impl<V: Zero, const N: usize> Table<V, N> {
     /// Remove `key`, returning its value.
     pub fn remove(&mut self, key: &u32) -> Option<V> {
         let i = self.find(*key).ok()?;
-        let len = self.len;
-        let s = self.items.get_mut(i..len)?;
-        let v = s.first().map(|e| e.1)?;
-        s.rotate_left(1);
-        if let Some(e) = s.last_mut() {
-            *e = (0, V::ZERO);
+        let v = self.items.get(i).map(|e| e.1)?;
+        // Shift the tail down one slot (see `insert`).
+        for j in i + 1..self.len {
+            if let Some(next) = self.items.get(j).copied() {
+                if let Some(e) = self.items.get_mut(j - 1) {
+                    *e = next;
+                }
+            }
         }
         self.len -= 1;
+        if let Some(e) = self.items.get_mut(self.len) {
+            *e = (0, V::ZERO);
+        }
         Some(v)
     }
 

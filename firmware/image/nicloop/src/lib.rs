@@ -99,7 +99,7 @@ use mrc_firmware::engine::{
 };
 
 /// QPs of the NIC engine.
-pub const QPS: usize = 3;
+pub const QPS: usize = 1;
 /// EVs per QP (the engine issue asks for 128 to 256).
 pub const EVS: usize = 128;
 /// Planes.
@@ -117,18 +117,22 @@ pub const REGIONS: usize = 8;
 /// Engine timers.
 pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 
-/// The engine at the NIC core's capacities: 3 QPs, 128 EVs per QP over 4 planes, a 256-PSN
-/// window, 16 send + 16 receive work requests per QP, 8 regions, 9 timers.
+/// The engine at the NIC core's capacities: 1 QP, 128 EVs per QP over 4 planes, a 256-PSN
+/// window, 16 send + 16 receive work requests per QP, 8 regions, 3 timers.
 ///
 /// Sized for the NIC core's memories (`firmware/memory-map.toml`). The image builds the
 /// engine at compile time into a `static` ([`NicLoop::from_checked`] is a `const fn`), so
 /// nothing engine-sized is ever on the stack; the price is that the engine's initial bytes are
 /// `.data`, stored in the 128 KiB ITCM beside the code and copied to the DTCM at reset. A QP
-/// at these capacities is about 19 KiB (EV table and sprayer for 128 EVs, the
-/// window's per-PSN send records and bitmaps, the work-request rings), the engine's fixed part
-/// (control queue, timer wheel, EV event queue) about 8 KiB: 3 QPs keep the ITCM below
-/// 128 KiB with 12 KiB left for the code to grow; a fourth would not fit. Thousands of QPs need
-/// QP context in NIC DRAM behind a cache, which this engine does not have.
+/// at these capacities is about 19.6 KiB (EV table and sprayer for 128 EVs, the window's
+/// per-PSN send records and bitmaps, the work-request rings), the engine's fixed part
+/// (control queue, timer wheel, EV event queue) about 8 KiB. With the admin executor the image
+/// also holds the code that creates and configures QPs (about 27 KiB, dead code before: nothing
+/// in the image could open a QP), so one QP fits the ITCM (with about 18 KiB left) and a
+/// second would not (6.6 KiB over). The engine's initial image is about 96 % zero bytes
+/// (1,175 non-zero of 28,152 at one QP): an engine that is valid all-zero but for a few
+/// fields set at boot would live in `.bss` and give the ITCM back to the code. Thousands of QPs
+/// need QP context in NIC DRAM behind a cache, which this engine does not have.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
 
 /// Entries moved through each queue per step.
