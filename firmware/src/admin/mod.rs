@@ -175,13 +175,20 @@ impl Zero for Cq {
 /// A device QP: its rings, state, peer and profiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Qp {
+    /// Protection domain.
     pub pd: u32,
+    /// CQ of send completions.
     pub send_cq: u32,
+    /// CQ of receive completions.
     pub recv_cq: u32,
+    /// Send ring IOVA (64-byte WQEs) and log2 entries.
     pub sq_base: u64,
     pub sq_log2: u8,
+    /// Receive ring IOVA (32-byte WQEs) and log2 entries.
     pub rq_base: u64,
     pub rq_log2: u8,
+    /// Device QP state (the engine QP behind it is in the same state but for ERROR entered
+    /// through a failed work request, which the device records here).
     pub state: QpState,
     /// Send ring producer (host doorbell) and the device's consumer.
     pub sq_prod: u32,
@@ -189,8 +196,11 @@ pub struct Qp {
     /// Receive ring producer and consumer.
     pub rq_prod: u32,
     pub rq_cons: u32,
+    /// Peer QPN (RTR).
     pub dest_qpn: u32,
+    /// Peer NIC address (RTR).
     pub remote_addr: [u8; 16],
+    /// EV and CC profiles (INIT; 0: the device defaults).
     pub ev_profile: u32,
     pub cc_profile: u32,
     /// Next send PSN / next expected PSN (QUERY_QP).
@@ -238,6 +248,7 @@ pub struct Ev {
     pub value: u32,
     /// SRv6 carrier (zero for UDP / STEV).
     pub carrier: [u8; 16],
+    /// Controller view of the EV (DENY_EV).
     pub state: EvState,
     /// Last probe RTT.
     pub rtt_ns: u32,
@@ -255,11 +266,17 @@ impl Zero for Ev {
 /// An EV profile of up to `N` EVs.
 #[derive(Clone, Copy, Debug)]
 pub struct EvProf<const N: usize> {
+    /// EV format profile.
     pub format: u32,
+    /// How its EVs were made.
     pub kind: EvProfileKind,
+    /// INIT -> ONLINE <-> OFFLINE.
     pub state: EvProfileState,
+    /// Fewest usable EVs before the QP reports.
     pub min_active: u16,
+    /// `EVENT_MASK_*`.
     pub event_mask: u32,
+    /// The EVs.
     pub evs: FixedVec<Ev, N>,
 }
 
@@ -554,10 +571,15 @@ pub struct Admin<
     const EVN: usize,
     const CC: usize,
 > {
+    /// Protection domains.
     pub pds: Table<(), PD>,
+    /// Memory regions by lkey.
     pub mrs: Table<Mr, MR>,
+    /// CQs by CQN.
     pub cqs: Table<Cq, CQ>,
+    /// QPs by device QPN.
     pub qps: Table<Qp, QP>,
+    /// EV format profiles, EV profiles and CC profiles by id (one id space).
     pub formats: Table<EvFormatProfile, FMT>,
     pub ev_profiles: Table<EvProf<EVN>, EVP>,
     pub cc_profiles: Table<CcBody, CC>,
