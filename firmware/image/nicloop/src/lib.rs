@@ -143,7 +143,7 @@ pub const ADMIN_BUDGET: usize = 8;
 
 /// The NIC's admin tables (`mrc_firmware::admin`): 8 PDs, [`REGIONS`] MRs, 8 CQs, [`QPS`] QPs,
 /// 4 EV format profiles, 4 EV profiles of up to [`EVS`] EVs, 4 CC profiles. All zero when
-/// empty, so the image keeps them in `.bss` (about 15 KiB of DTCM), not in the initialised
+/// empty, so the image keeps them in `.bss` (15,400 bytes of DTCM), not in the initialised
 /// data the ITCM also holds.
 pub type NicAdmin = Admin<8, REGIONS, 8, QPS, 4, 4, EVS, 4>;
 
