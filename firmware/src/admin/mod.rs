@@ -1505,3 +1505,7 @@ fn check_format(capabilities: u32, b: &EvFormatProfile) -> Result<(), Fail> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
