@@ -20,7 +20,8 @@
 //!   engine QP using the profile; port admin state reaches the engine as plane down / up.
 //!
 //! A refused command changes nothing: every check runs before the first table or engine
-//! change. The reply is [`AdminReply`] (status, syndrome, result words of [`Opcode`]).
+//! change. The reply is [`AdminReply`] (status, syndrome, result words of
+//! [`mrc_abi::device::admin::Opcode`]).
 //!
 //! What differs between a NIC and the simulator is behind two traits: [`AdminEnv`] (IOMMU
 //! probe, interrupt vectors, host events, port state, firmware update, EV probes) and
