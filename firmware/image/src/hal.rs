@@ -615,6 +615,11 @@ mod csr_rings {
             if self.admin_ring.is_empty(producer, self.admin_consumer) {
                 return None;
             }
+            // A command waits while its reply would find the reply ring full.
+            let resp_consumer = read32(map::ADMIN_RESPQ_BASE + CONSUMER);
+            if self.admin_ring.is_full(self.resp_producer, resp_consumer) {
+                return None;
+            }
             // Entry bytes after the producer index that published them.
             io_fence();
             let p = admin_cmd_ptr(self.admin_ring.slot(self.admin_consumer));
