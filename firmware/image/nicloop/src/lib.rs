@@ -196,8 +196,9 @@ pub trait Datapath {
     /// which [`Datapath::tx_room`] promised there was (the loop counts the lost packet).
     fn push_tx(&mut self, entry: &[u8; TXH_ENTRY_BYTES]) -> bool;
     /// The next admin command (the 64 bytes of an mrc-abi `AdminCmd`) the host interface
-    /// fetched from the host's admin queue, consuming it. The default: none (a datapath
-    /// without an admin path).
+    /// fetched from the host's admin queue, consuming it; `None` also while the reply ring
+    /// could not take its reply (the command waits). The default: none (a datapath without an
+    /// admin path).
     fn pop_admin(&mut self) -> Option<[u8; 64]> {
         None
     }
