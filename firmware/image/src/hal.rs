@@ -231,6 +231,55 @@ unsafe impl defmt::Logger for Logger {
 // ------------------------------------------------------------------------------------------
 // Exit.
 
+// ------------------------------------------------------------------------------------------
+// Stack high-water mark: the stack below the caller's frame is painted with a pattern, and
+// later the lowest word no longer holding it shows how deep the stack went. riscv-rt's linker
+// script names the stack region [`__estack`, `__sstack`) (it grows down from `__sstack`).
+
+#[cfg(feature = "qemu")]
+const STACK_PAINT: u32 = 0x5AC3_5AC3;
+
+#[cfg(feature = "qemu")]
+extern "C" {
+    static __estack: u32;
+    static __sstack: u32;
+}
+
+/// Paint the unused stack (from the bottom of the stack region to 256 bytes below the
+/// caller's frame) so that [`stack_used_below`] can measure the deepest use after this call.
+/// Returns the caller's stack mark (an address within 256 bytes below the caller's frame).
+#[cfg(feature = "qemu")]
+#[inline(never)]
+pub fn stack_paint() -> usize {
+    let bottom = core::ptr::addr_of!(__estack) as usize;
+    let here = core::ptr::addr_of!(bottom) as usize;
+    let mut p = bottom;
+    while p + 256 < here {
+        // SAFETY: [`__estack`, caller's sp - 256) is stack memory below every live frame
+        // (the stack grows down and this function's own frame is above `here - 256`), word
+        // aligned (riscv-rt aligns the region); nothing reads it until it is used as stack.
+        unsafe { core::ptr::write_volatile(p as *mut u32, STACK_PAINT) };
+        p += 4;
+    }
+    here
+}
+
+/// The deepest stack use since [`stack_paint`] returned `mark`, in bytes below `mark`: the
+/// stack that the calls made after it needed (a lower bound when a frame left a word equal to
+/// the pattern).
+#[cfg(feature = "qemu")]
+pub fn stack_used_below(mark: usize) -> usize {
+    let bottom = core::ptr::addr_of!(__estack) as usize;
+    let top = core::ptr::addr_of!(__sstack) as usize;
+    let mut p = bottom;
+    // SAFETY: reads within the stack region, word aligned, below the live frames or inside
+    // them (plain loads of initialised words).
+    while p < top && unsafe { core::ptr::read_volatile(p as *const u32) } == STACK_PAINT {
+        p += 4;
+    }
+    mark.saturating_sub(p)
+}
+
 /// Leave: under QEMU the sifive_test finisher ends the emulator (pass / fail code 1); on the NIC
 /// a failure resets the core through the CSR window, a success parks it.
 pub fn exit(success: bool) -> ! {
@@ -276,46 +325,45 @@ fn exception(trap: &riscv_rt::TrapFrame) -> ! {
 #[cfg(not(feature = "qemu"))]
 pub use csr_rings::NicDatapath;
 
-/// The engine's configuration on the NIC.
-#[cfg(not(feature = "qemu"))]
-const ENGINE_CONFIG: mrc_firmware::engine::EngineConfig =
-    mrc_firmware::engine::EngineConfig::DEFAULT;
-
-/// The engine's home: a `static` built at compile time (`NicLoop::from_checked` is a `const
-/// fn`; a bad configuration fails the build). Nothing engine-sized is ever on the stack: no
-/// boot-time construction and no copy. It is in `.data`, so its initial bytes are also part
-/// of the image in ITCM (riscv-rt copies them to DTCM at reset).
-#[cfg(not(feature = "qemu"))]
-static mut NIC_LOOP: mrc_nicloop::NicLoop =
-    mrc_nicloop::NicLoop::from_checked(match mrc_nicloop::NicEngine::check(ENGINE_CONFIG) {
+/// The engine's configuration on the NIC (checked at compile time: a bad one fails the
+/// build).
+const ENGINE_CONFIG: mrc_firmware::engine::CheckedConfig =
+    match mrc_nicloop::NicEngine::check(mrc_firmware::engine::EngineConfig::DEFAULT) {
         Ok(c) => c,
         Err(_) => panic!("invalid engine configuration"),
-    });
+    };
+
+/// The engine's home: uninitialised memory (`.bss`), built in place by [`nic_loop`] at boot
+/// (`NicLoop::init_in_place`). Neither the engine's initial bytes in the image (they would be
+/// `.data`, carried in the ITCM beside the code and copied at reset: 96 % zeros) nor an
+/// engine-sized value on the stack.
+static mut NIC_LOOP: core::mem::MaybeUninit<mrc_nicloop::NicLoop> =
+    core::mem::MaybeUninit::uninit();
 
 /// The engine and the admin tables fit the DTCM with the two 1 KiB CSR rings, the 2 KiB
-/// receive and transmit header rings, the 768 bytes of admin rings and 8 KiB for the stack
-/// (the main loop measured under 3 KiB) and the rest of `.data`/`.bss`. A capacity change that
-/// breaks this fails the build instead of the boot.
+/// receive and transmit header rings, the 768 bytes of admin rings, the rest of `.bss` and
+/// the stack the loop needs (`mrc_nicloop::STACK_BUDGET`, which the QEMU self-test checks
+/// the admin path against). A capacity change that breaks this fails the build instead of
+/// overflowing the stack into `.bss` on the NIC.
 #[cfg(not(feature = "qemu"))]
 const _: () = assert!(
     core::mem::size_of::<mrc_nicloop::NicLoop>()
         + core::mem::size_of::<mrc_nicloop::NicAdmin>()
         + 7 * 1024
-        + 8 * 1024
+        + 4 * 1024
+        + mrc_nicloop::STACK_BUDGET
         <= map::DTCM_LEN,
-    "the engine's capacities do not fit the DTCM"
+    "the engine's capacities and the stack budget do not fit the DTCM"
 );
 
 /// The admin tables (PDs, MRs, CQs, QPs, profiles): all zero when empty, so in `.bss` (DTCM
 /// only, nothing in the ITCM's initialised-data image).
-#[cfg(not(feature = "qemu"))]
 static mut NIC_ADMIN: mrc_nicloop::NicAdmin = mrc_nicloop::NicAdmin::new();
 
-#[cfg(not(feature = "qemu"))]
 static NIC_LOOP_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// The engine and its loop, and the admin tables, once (for `main`'s loop).
-#[cfg(not(feature = "qemu"))]
+/// The engine and its loop, built now, and the admin tables, once (for the main loop; under
+/// QEMU for the self-test's admin check). A second call panics.
 pub fn nic_loop() -> (
     &'static mut mrc_nicloop::NicLoop,
     &'static mut mrc_nicloop::NicAdmin,
@@ -324,11 +372,12 @@ pub fn nic_loop() -> (
         panic!("engine taken twice");
     }
     // SAFETY: the flag above hands out these references at most once for the program's life,
-    // so they never alias; the statics hold a valid `NicLoop` from compile time and valid
-    // (empty) tables.
+    // so they never alias; `init_in_place` initialises the loop before the reference to it
+    // is returned, and the admin tables hold valid (empty) tables from compile time.
     unsafe {
+        let slot = &mut *core::ptr::addr_of_mut!(NIC_LOOP);
         (
-            &mut *core::ptr::addr_of_mut!(NIC_LOOP),
+            mrc_nicloop::NicLoop::init_in_place(slot, ENGINE_CONFIG),
             &mut *core::ptr::addr_of_mut!(NIC_ADMIN),
         )
     }

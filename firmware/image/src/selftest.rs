@@ -53,7 +53,18 @@ pub fn run() -> bool {
     retry(&mut c);
     congestion(&mut c);
     main_loop(&mut c);
+    let mark = hal::stack_paint();
     admin(&mut c);
+    let depth = hal::stack_used_below(mark);
+    defmt::info!(
+        "admin path stack: {} bytes deep (budget {})",
+        depth,
+        mrc_nicloop::STACK_BUDGET
+    );
+    c.that(
+        depth <= mrc_nicloop::STACK_BUDGET,
+        "admin path stack within budget",
+    );
     update(&mut c);
     crash_record(&mut c);
     defmt::info!("checks: {} passed, {} failed", c.passed, c.failed);
@@ -225,10 +236,8 @@ impl Datapath for AdminOnly {
 /// refused with the field's offset, teardown; instructions per command.
 fn admin(c: &mut Check) {
     hal::trace(event(EventKind::SelfTest, 7));
-    let Ok(mut lp) = NicLoop::new(mrc_firmware::engine::EngineConfig::DEFAULT) else {
-        return c.that(false, "nic loop config");
-    };
-    let mut tables = NicAdmin::new();
+    // The NIC's own loop and tables, built in place as the NIC image builds them.
+    let (lp, tables) = hal::nic_loop();
     let mut dp = AdminOnly {
         cmd: None,
         reply: None,
@@ -248,7 +257,7 @@ fn admin(c: &mut Check) {
             (r.status, r.syndrome, r.result[0] as u32)
         })
     };
-    let (s, _, pd) = run(AdminCommand::AllocPd, &mut lp, &mut tables);
+    let (s, _, pd) = run(AdminCommand::AllocPd, lp, tables);
     c.that(s == AdminStatus::Ok, "alloc pd");
     let cq = CreateCq {
         log2_entries: 4,
@@ -257,7 +266,7 @@ fn admin(c: &mut Check) {
         rsvd2: 0.into(),
         base: 0x1000.into(),
     };
-    let (_, _, cqn) = run(AdminCommand::CreateCq(cq), &mut lp, &mut tables);
+    let (_, _, cqn) = run(AdminCommand::CreateCq(cq), lp, tables);
     let qp = CreateQp {
         pd: pd.into(),
         send_cq: cqn.into(),
@@ -268,7 +277,7 @@ fn admin(c: &mut Check) {
         sq_base: 0x2000.into(),
         rq_base: 0x3000.into(),
     };
-    let (s, _, qpn) = run(AdminCommand::CreateQp(qp), &mut lp, &mut tables);
+    let (s, _, qpn) = run(AdminCommand::CreateQp(qp), lp, tables);
     c.that(s == AdminStatus::Ok, "create qp");
     let init = QpInit {
         qpn: qpn.into(),
@@ -300,10 +309,10 @@ fn admin(c: &mut Check) {
         sq_psn: 0.into(),
     };
     let m = |q| AdminCommand::ModifyQp(q);
-    let ok_init = run(m(QpModify::Init(init)), &mut lp, &mut tables).0 == AdminStatus::Ok;
-    let big = run(m(QpModify::Rtr(rtr(3))), &mut lp, &mut tables);
-    let ok_rtr = run(m(QpModify::Rtr(rtr(1))), &mut lp, &mut tables).0 == AdminStatus::Ok;
-    let ok_rts = run(m(QpModify::Rts(rts)), &mut lp, &mut tables).0 == AdminStatus::Ok;
+    let ok_init = run(m(QpModify::Init(init)), lp, tables).0 == AdminStatus::Ok;
+    let big = run(m(QpModify::Rtr(rtr(3))), lp, tables);
+    let ok_rtr = run(m(QpModify::Rtr(rtr(1))), lp, tables).0 == AdminStatus::Ok;
+    let ok_rts = run(m(QpModify::Rts(rts)), lp, tables).0 == AdminStatus::Ok;
     c.that(ok_init && ok_rtr && ok_rts, "RESET -> INIT -> RTR -> RTS");
     c.that(
         big.0 == AdminStatus::BadAttribute && big.1 == 14,
@@ -316,9 +325,8 @@ fn admin(c: &mut Check) {
         "engine QP in RTS",
     );
     let id = |v: u32| ObjectId { id: v.into() };
-    let ok_destroy = run(AdminCommand::DestroyQp(id(qpn)), &mut lp, &mut tables).0
-        == AdminStatus::Ok
-        && run(AdminCommand::DestroyCq(id(cqn)), &mut lp, &mut tables).0 == AdminStatus::Ok;
+    let ok_destroy = run(AdminCommand::DestroyQp(id(qpn)), lp, tables).0 == AdminStatus::Ok
+        && run(AdminCommand::DestroyCq(id(cqn)), lp, tables).0 == AdminStatus::Ok;
     c.that(ok_destroy, "teardown");
     c.that(
         engine_qpn.is_some_and(|e| lp.engine().qp_state(e).is_none()),

@@ -26,6 +26,8 @@ use crate::engine::responder::Responder;
 use crate::engine::ring::Ring;
 use crate::engine::timer_wheel::{TimerId, TimerWheel};
 
+mod in_place;
+
 #[path = "nic_rx.rs"]
 mod rx;
 

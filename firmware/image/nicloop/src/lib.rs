@@ -65,7 +65,9 @@
 //!   (`UNKNOWN_OPCODE`: the image's update path is not on the admin ring) and PROBE_EV is
 //!   `BUSY` (the engine probes EVs on its own schedule, not on request).
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+
+mod in_place;
 
 use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus, QpState};
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
@@ -99,7 +101,7 @@ use mrc_firmware::engine::{
 };
 
 /// QPs of the NIC engine.
-pub const QPS: usize = 1;
+pub const QPS: usize = 3;
 /// EVs per QP (the engine issue asks for 128 to 256).
 pub const EVS: usize = 128;
 /// Planes.
@@ -117,23 +119,25 @@ pub const REGIONS: usize = 8;
 /// Engine timers.
 pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 
-/// The engine at the NIC core's capacities: 1 QP, 128 EVs per QP over 4 planes, a 256-PSN
-/// window, 16 send + 16 receive work requests per QP, 8 regions, 3 timers.
+/// The engine at the NIC core's capacities: 3 QPs, 128 EVs per QP over 4 planes, a 256-PSN
+/// window, 16 send + 16 receive work requests per QP, 8 regions, `TIMERS_PER_QP` timers per QP.
 ///
 /// Sized for the NIC core's memories (`firmware/memory-map.toml`). The image builds the
-/// engine at compile time into a `static` ([`NicLoop::from_checked`] is a `const fn`), so
-/// nothing engine-sized is ever on the stack; the price is that the engine's initial bytes are
-/// `.data`, stored in the 128 KiB ITCM beside the code and copied to the DTCM at reset. A QP
-/// at these capacities is about 19.6 KiB (EV table and sprayer for 128 EVs, the window's
+/// engine in place at boot ([`NicLoop::init_in_place`]) in an uninitialised static, so it is
+/// `.bss` (nothing of it in the ITCM's image) and nothing engine-sized is built on the stack.
+/// A QP at these capacities is about 19.6 KiB (EV table and sprayer for 128 EVs, the window's
 /// per-PSN send records and bitmaps, the work-request rings), the engine's fixed part
-/// (control queue, timer wheel, EV event queue) about 8 KiB. With the admin executor the image
-/// also holds the code that creates and configures QPs (about 27 KiB, dead code before: nothing
-/// in the image could open a QP), so one QP fits the ITCM (with about 18 KiB left) and a
-/// second would not (6.6 KiB over). The engine's initial image is about 96 % zero bytes
-/// (1,175 non-zero of 28,152 at one QP): an engine that is valid all-zero but for a few
-/// fields set at boot would live in `.bss` and give the ITCM back to the code. Thousands of QPs
-/// need QP context in NIC DRAM behind a cache, which this engine does not have.
+/// (control queue, timer wheel, EV event queue) about 8 KiB. Creating and configuring a QP
+/// still builds its parts by value on the stack ([`STACK_BUDGET`]). Thousands of QPs need QP
+/// context in NIC DRAM behind a cache, which this engine does not have.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
+
+/// The stack the loop may need, in bytes: creating a QP (admin `CREATE_QP` -> the engine's
+/// `create_qp`) and moving it to INIT build the QP's EV table, sprayer and requester by value,
+/// a chain of frames measured at 80,964 bytes by the QEMU self-test, which fails when the
+/// admin path goes deeper than this. The NIC image's build fails when the DTCM cannot hold
+/// its data plus this much stack. Building QPs in place would cut it to a few KiB.
+pub const STACK_BUDGET: usize = 96 * 1024;
 
 /// Entries moved through each queue per step.
 pub const BUDGET: usize = 64;
@@ -311,6 +315,14 @@ pub struct Ports {
     pub link: [bool; PORTS],
 }
 
+impl Ports {
+    /// Every port administratively up with its link up.
+    pub const RESET: Ports = Ports {
+        admin: [true; PORTS],
+        link: [true; PORTS],
+    };
+}
+
 /// A `WimmPlaced` report waiting for the engine's receive completion of its message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct WimmSlot {
@@ -417,10 +429,7 @@ impl NicLoop {
     pub const fn from_checked(c: CheckedConfig) -> Self {
         NicLoop {
             engine: NicEngine::from_checked(c),
-            ports: Ports {
-                admin: [true; PORTS],
-                link: [true; PORTS],
-            },
+            ports: Ports::RESET,
             wimm: [WIMM_FREE; WIMM_PENDING],
             held: Ring::new(HELD_FILL),
             counters: LoopCounters::ZERO,
