@@ -16,6 +16,10 @@
 //!   the latest probe brings the EV back to `Good` and resets the backoff.
 //! - [`EvTable::plane_down`] retires every EV of the plane in one step (no guard: the port is
 //!   gone) and stops probing them; [`EvTable::plane_up`] starts probing them at once.
+//! - A **shared loss** ([`EvTable::handle_shared_loss`]): the NIC, which knows the route each
+//!   EV names, saw another QP lose a packet (untrimmed) on a route this EV shares up to the
+//!   destination's last switch: the EV retires as after a loss of its own (guard applies, probed
+//!   back), but no loss is counted on it.
 //! - **Gray loss** (beyond MRC): every EV runs the SPRT of [`crate::engine::sprt`] over its
 //!   delivered/lost counts; crossing the upper bound retires it (reason `GrayLoss`, guard
 //!   applies) and its probing restarts at the capped interval, so a path that passes probes but
@@ -74,6 +78,9 @@ pub enum EvReason {
     PlaneDown,
     /// The gray-loss test decided it loses too much.
     GrayLoss,
+    /// Another QP of the NIC lost a packet on a route this EV shares (see
+    /// [`EvTable::handle_shared_loss`]).
+    SharedLoss,
     /// The controller denied it.
     ControllerDeny,
     /// The controller allowed it again.

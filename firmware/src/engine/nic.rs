@@ -904,6 +904,29 @@ impl<
         }
     }
 
+    /// The NIC learned that the route EV `ev` of QP `qpn` names lost a packet of another QP
+    /// (the firmware above the QPs knows the route each EV names, e.g. the SRv6 uSIDs it
+    /// wrote, and shares a loss between the QPs whose routes have the failed part in common):
+    /// the EV retires as after a loss of its own ([`EvTable::handle_shared_loss`]).
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`], [`QpError::Ev`].
+    ///
+    /// [`EvTable::handle_shared_loss`]: crate::engine::ev_state::EvTable::handle_shared_loss
+    pub fn handle_shared_loss(&mut self, now_ns: u64, qpn: u32, ev: u16) -> Result<(), QpError> {
+        let qp = self
+            .qps
+            .get_mut(qpn as usize)
+            .and_then(Option::as_mut)
+            .ok_or(QpError::UnknownQp { qpn })?;
+        if !qp.ev.handle_shared_loss(ev, now_ns).map_err(QpError::Ev)? {
+            return Ok(());
+        }
+        qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+        self.sync_all_timers(qpn as usize);
+        Ok(())
+    }
+
     /// Controller: deny (`allow == false`) or allow EV `ev` of QP `qpn`.
     ///
     /// # Errors

@@ -77,10 +77,14 @@ use mrc_firmware::engine::{
     RxVerdict, SendWr, TxBody, TxPacket,
 };
 
+use mrc_firmware::engine::ev_state::{EvReason, EvState};
+
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::{Duration, Time, PS_PER_NS, PS_PER_S};
-use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, PortId, Route, TransportKind};
+use crate::fabric::{
+    flags, Ecn, Fabric, Packet, Payload, PortId, Route, Topology, TransportKind,
+};
 use crate::workload::{Flow, FlowResult};
 use flows::{wr_id, wr_parts, FlowTable};
 use std::collections::VecDeque;
@@ -184,6 +188,8 @@ pub struct Nic {
     touched: Vec<u32>,
     /// QPs whose stall bookkeeping is due (they sent, heard or got work).
     stall_dirty: Vec<u32>,
+    /// Scratch: (QPN, EV) of the losses the last service saw (`mrc` shares them).
+    losses: Vec<(u32, u16)>,
     /// `spray-oblivious`: the per-packet random route (None for the other transports).
     spray: Option<spray::SpraySelector>,
     counters: NicCounters,
@@ -380,6 +386,7 @@ impl Nic {
             fw_armed: None,
             touched: Vec::new(),
             stall_dirty: Vec::new(),
+            losses: Vec::new(),
             spray: (cfg.transport == Transport::SprayOblivious)
                 .then(|| spray::SpraySelector::new(cfg.seed, host)),
             counters: NicCounters::default(),
@@ -676,14 +683,18 @@ impl Nic {
         let mut touched = std::mem::take(&mut self.touched);
         touched.clear();
         let mut inputs = std::mem::take(&mut self.input_shards);
+        let mut losses = std::mem::take(&mut self.losses);
         inputs.sort_unstable();
         inputs.dedup();
         for &k in &inputs {
             let Some(e) = self.shards.get_mut(k) else {
                 continue;
             };
-            while e.poll_ev_event().is_some() {
+            while let Some(x) = e.poll_ev_event() {
                 self.counters.ev_state_changes += 1;
+                if x.event.new == EvState::AssumedBad && x.event.reason == EvReason::Loss {
+                    losses.push(((k * self.width) as u32 + x.qpn, x.event.ev));
+                }
             }
             while let Some(c) = e.poll_completion() {
                 if c.kind != CompletionKind::Send {
@@ -705,6 +716,13 @@ impl Nic {
         }
         inputs.clear();
         self.input_shards = inputs;
+        if self.cfg.transport == Transport::Mrc {
+            for &(qpn, ev) in &losses {
+                self.share_loss(now, fab.topology(), qpn, ev);
+            }
+        }
+        losses.clear();
+        self.losses = losses;
         self.flows
             .release_due(now, self.cfg.pcie.post_delay(), &mut touched);
         touched.sort_unstable();
@@ -720,6 +738,59 @@ impl Nic {
         self.settle_dirty(now);
         self.arm_release(s, me);
         self.arm_timer(s, me);
+    }
+
+    /// `mrc`: QP `qpn` lost a packet (untrimmed) on EV `ev`, which it retired. The NIC wrote
+    /// the route each EV names, so it shares the loss: every QP (this one too) whose EVs on that plane
+    /// name a route with the same hops up to the destination's last switch (a loss on
+    /// `[spine s, leaf L, host h]` makes `[spine s, leaf L, *]` suspect) retires those EVs too
+    /// (the engine's `handle_shared_loss`; they are probed back like any retired EV). Without
+    /// this every QP found a dead link by losing packets of its own on it, one per EV, for as
+    /// long as its sprayer came back to those EVs (measured on the default run, seed 1: ...).
+    /// A loss on the last hop (one host) retires nothing elsewhere, and neither does a loss
+    /// between hosts of one leaf.
+    fn share_loss(&mut self, now: Time, topo: &Topology, qpn: u32, ev: u16) {
+        let planes = u32::from(self.cfg.planes).max(1);
+        let Some(c) = self.conns.get(qpn as usize) else {
+            return;
+        };
+        let n = topo.path_count(self.host, c.peer);
+        let path = ev_path(u32::from(ev), planes, n, c.path_base);
+        let Ok(route) = topo.usid_route(self.host, c.peer, path) else {
+            return;
+        };
+        let len = route.hops_left();
+        if len < 2 {
+            return;
+        }
+        let plane = u32::from(ev) % planes;
+        for (q, other) in self.conns.iter().enumerate() {
+            // The QP itself too: its other EVs on the plane that name the same path.
+            if topo.path_count(self.host, other.peer) != n {
+                continue;
+            }
+            let Ok(r) = topo.usid_route(self.host, other.peer, path) else {
+                continue;
+            };
+            if r.hops_left() != len || !r.remaining().take(len - 1).eq(route.remaining().take(len - 1)) {
+                continue;
+            }
+            let (k, slot) = shard_of(q as u32, self.width);
+            let Some(e) = self.shards.get_mut(k) else {
+                continue;
+            };
+            let mut hit = false;
+            for i in (plane..EVS as u32).step_by(planes as usize) {
+                if ev_path(i, planes, n, other.path_base) == path {
+                    hit |= e.handle_shared_loss(ns(now), slot, i as u16).is_ok();
+                }
+            }
+            if hit {
+                self.shard_ready[k] = true;
+                self.input_shards.push(k);
+                self.deadline_dirty.push(k);
+            }
+        }
     }
 
     fn settle_dirty(&mut self, now: Time) {
@@ -841,7 +912,13 @@ impl Nic {
                     continue;
                 }
                 if let Some(tx) = self.shards[k].poll_transmit(ns(now)) {
-                    self.tx_rr = (pos + 1) % m;
+                    // Turns count data packets: a control packet (ACK, NACK, probe) leaves
+                    // the turn where it is.
+                    self.tx_rr = if matches!(tx.body, TxBody::Write { .. }) {
+                        (pos + 1) % m
+                    } else {
+                        pos
+                    };
                     self.deadline_dirty.push(k);
                     if tx.payload_len() > 0 && !self.cfg.pcie.is_ideal() {
                         let ready = self.dma.push(&self.cfg.pcie, now, k, tx);

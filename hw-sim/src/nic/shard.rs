@@ -119,6 +119,14 @@ impl Shard {
     pub(crate) fn poll_completion(&mut self) -> Option<Completion> {
         on!(self, e => e.poll_completion())
     }
+    pub(crate) fn handle_shared_loss(
+        &mut self,
+        now_ns: u64,
+        slot: u32,
+        ev: u16,
+    ) -> Result<(), QpError> {
+        on!(self, e => e.handle_shared_loss(now_ns, slot, ev))
+    }
     #[inline]
     pub(crate) fn poll_ev_event(&mut self) -> Option<QpEvEvent> {
         on!(self, e => e.poll_ev_event())

@@ -319,6 +319,23 @@ impl<const N: usize> EvTable<N> {
         Ok(())
     }
 
+    /// Another QP lost a packet (untrimmed) on a route `ev` shares: a `Good` or `Skip` EV is
+    /// retired as by its own loss (reason [`EvReason::SharedLoss`]; `min_active` guards it, then
+    /// it is skipped once), and probed back. Nothing is counted on the EV: the loss was not
+    /// its own. Returns whether the state changed.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn handle_shared_loss(&mut self, ev: u16, now_ns: u64) -> Result<bool, EvError> {
+        let i = self.index(ev)?;
+        let old = self.evs[i].state;
+        if !matches!(old, EvState::Good | EvState::Skip) {
+            return Ok(false);
+        }
+        self.retire(i, now_ns, EvReason::SharedLoss);
+        Ok(self.evs[i].state != old)
+    }
+
     /// The sprayer passed over every `Skip` EV once: they become `Good`.
     pub fn release_skips(&mut self) {
         for i in 0..usize::from(self.cfg.evs).min(N) {
