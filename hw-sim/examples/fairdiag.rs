@@ -4,6 +4,9 @@ use mrc_sim::nic::Transport;
 use mrc_sim::run::{build, Scenario};
 
 fn main() {
+    if let Ok(v) = std::env::var("EXP") {
+        mrc_firmware::EXP.store(v.parse().unwrap_or(0), core::sync::atomic::Ordering::Relaxed);
+    }
     let args: Vec<String> = std::env::args().collect();
     let seed: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
     let nofail = args.iter().any(|a| a == "nofail");
@@ -28,6 +31,15 @@ fn main() {
         }
         return;
     }
+    if let Some(i) = args.iter().position(|a| a == "kinds") {
+        let h: u32 = args[i + 1].parse().unwrap();
+        let mut g = Kinds { h, bytes: [[0; 4]; 5], n: [[0; 4]; 5] };
+        mrc_sim::run::run_observed(&sc, &mut g).unwrap();
+        for (k, name) in ["data", "retx", "ack", "probe", "reply"].iter().enumerate() {
+            println!("{name:6} bytes {:?} pkts {:?}", g.bytes[k], g.n[k]);
+        }
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "pair") {
         let a: u32 = args[i + 1].parse().unwrap();
         let b: u32 = args[i + 2].parse().unwrap();
@@ -49,6 +61,22 @@ fn main() {
         n.settle(now);
     }
     let w = sim.handler();
+    {
+        let pc = w.fabric.all_port_counters();
+        let topo = w.fabric.topology();
+        let mut per = [[0u64; 4]; 2];
+        let mut pk = [[0u64; 4]; 2];
+        for h in 0..64u32 {
+            for pl in 0..4u32 {
+                let p = topo.host_port(h, pl);
+                let c = pc[p.0 as usize];
+                per[(h >= 8) as usize][pl as usize] += c.tx_bytes;
+                pk[(h >= 8) as usize][pl as usize] += c.tx_packets;
+            }
+        }
+        println!("host tx bytes per plane, leaf0 hosts: {:?} pkts {:?}", per[0].map(|b| b / 8), pk[0].map(|b| b / 8));
+        println!("host tx bytes per plane, other hosts: {:?} pkts {:?}", per[1].map(|b| b / 56), pk[1].map(|b| b / 56));
+    }
     if args.iter().any(|a| a == "ports") {
         let pc = w.fabric.all_port_counters();
         let mut idx: Vec<usize> = (0..pc.len()).collect();
@@ -59,6 +87,23 @@ fn main() {
             println!("{:?} -> {:?}: ecn {} trims {} maxq {} tx {}", w.fabric.topology().port_owner(p), peer, pc[i].ecn_marks, pc[i].trims, pc[i].max_queue_bytes, pc[i].tx_packets);
         }
         return;
+    }
+    for (a, b) in [(10u32, 7u32), (0, 54), (7, 10), (20, 30), (0, 1)] {
+        let nic = &w.nics[a as usize];
+        let q = (0..nic.connections()).find(|&q| nic.peer(q) == Some(b)).unwrap();
+        println!("{a}->{b}: caps {:?}", nic.qp(q).unwrap().ev_table().plane_capacities());
+    }
+    {
+        let mut st = Vec::new();
+        for (h, nic) in w.nics.iter().enumerate() {
+            for q in 0..nic.connections() {
+                st.push((nic.qp_stall(q).unwrap(), h, nic.peer(q).unwrap()));
+            }
+        }
+        st.sort();
+        for x in st.iter().rev().take(8) {
+            println!("stall {:.1} us: {} -> {}", x.0.as_ps() as f64 / 1e6, x.1, x.2);
+        }
     }
     let us = |t: Time| t.as_ps() as f64 / 1e6;
     let mut rs: Vec<_> = w.flow_results();
@@ -223,5 +268,44 @@ impl mrc_sim::run::Observer for PairTrace {
             ),
             b => println!("{t:8.3} {dir} psn {} ev {} pl {} {:?}", p.psn.value(), p.evx.ev_index, p.evx.plane, b),
         }
+    }
+}
+
+/// Bytes a host sends per plane and kind.
+pub struct Kinds {
+    pub h: u32,
+    pub bytes: [[u64; 4]; 5],
+    pub n: [[u64; 4]; 5],
+}
+
+impl mrc_sim::run::Observer for Kinds {
+    fn sample_every(&self) -> mrc_sim::core::time::Duration {
+        mrc_sim::core::time::Duration::from_us(1000)
+    }
+    fn on_sample(&mut self, _now: Time, _w: &mrc_sim::run::World) {}
+    fn tap(&self) -> mrc_sim::run::Tap {
+        mrc_sim::run::Tap::Host(self.h)
+    }
+    fn on_tx(
+        &mut self,
+        _now: Time,
+        _w: &mrc_sim::run::World,
+        src: u32,
+        _dst: u32,
+        p: &mrc_firmware::engine::TxPacket,
+    ) {
+        if src != self.h {
+            return;
+        }
+        use mrc_firmware::engine::TxBody;
+        let k = match &p.body {
+            TxBody::Write { .. } => if p.retransmit { 1 } else { 0 },
+            TxBody::Ack(_) | TxBody::Nack(_) => 2,
+            TxBody::Probe(_) => 3,
+            TxBody::ProbeReply(_) => 4,
+        };
+        let pl = p.evx.plane as usize % 4;
+        self.bytes[k][pl] += u64::from(mrc_sim::nic::wire::wire_bytes(p));
+        self.n[k][pl] += 1;
     }
 }

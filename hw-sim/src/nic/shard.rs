@@ -116,6 +116,10 @@ impl Shard {
         on!(self, e => e.poll_transmit(now_ns))
     }
     #[inline]
+    pub(crate) fn has_retransmit(&self) -> bool {
+        on!(self, e => e.has_retransmit())
+    }
+    #[inline]
     pub(crate) fn poll_completion(&mut self) -> Option<Completion> {
         on!(self, e => e.poll_completion())
     }
