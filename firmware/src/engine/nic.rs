@@ -1004,6 +1004,28 @@ impl<
         Ok(())
     }
 
+    /// The NIC learned that a probe on the route EV `ev` of QP `qpn` names was answered
+    /// (another EV's probe, of this QP or another): the EV is `Good` again if it was retired
+    /// ([`EvTable::handle_shared_recovery`]).
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`], [`QpError::Ev`].
+    ///
+    /// [`EvTable::handle_shared_recovery`]: crate::engine::ev_state::EvTable::handle_shared_recovery
+    pub fn handle_shared_recovery(&mut self, qpn: u32, ev: u16) -> Result<(), QpError> {
+        let qp = self
+            .qps
+            .get_mut(qpn as usize)
+            .and_then(Option::as_mut)
+            .ok_or(QpError::UnknownQp { qpn })?;
+        if !qp.ev.handle_shared_recovery(ev).map_err(QpError::Ev)? {
+            return Ok(());
+        }
+        qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+        self.sync_all_timers(qpn as usize);
+        Ok(())
+    }
+
     /// Controller: deny (`allow == false`) or allow EV `ev` of QP `qpn`.
     ///
     /// # Errors

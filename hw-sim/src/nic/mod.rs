@@ -188,8 +188,9 @@ pub struct Nic {
     touched: Vec<u32>,
     /// QPs whose stall bookkeeping is due (they sent, heard or got work).
     stall_dirty: Vec<u32>,
-    /// Scratch: (QPN, EV) of the losses the last service saw (`mrc` shares them).
-    losses: Vec<(u32, u16)>,
+    /// Scratch: (QPN, EV, answered) of the losses (`false`) and probe replies (`true`) the last
+    /// service saw (`mrc` shares them).
+    losses: Vec<(u32, u16, bool)>,
     /// `spray-oblivious`: the per-packet random route (None for the other transports).
     spray: Option<spray::SpraySelector>,
     counters: NicCounters,
@@ -692,8 +693,12 @@ impl Nic {
             };
             while let Some(x) = e.poll_ev_event() {
                 self.counters.ev_state_changes += 1;
+                let qpn = (k * self.width) as u32 + x.qpn;
                 if x.event.new == EvState::AssumedBad && x.event.reason == EvReason::Loss {
-                    losses.push(((k * self.width) as u32 + x.qpn, x.event.ev));
+                    losses.push((qpn, x.event.ev, false));
+                } else if x.event.new == EvState::Good && x.event.reason == EvReason::ProbeReply
+                {
+                    losses.push((qpn, x.event.ev, true));
                 }
             }
             while let Some(c) = e.poll_completion() {
@@ -717,8 +722,8 @@ impl Nic {
         inputs.clear();
         self.input_shards = inputs;
         if self.cfg.transport == Transport::Mrc {
-            for &(qpn, ev) in &losses {
-                self.share_loss(now, fab.topology(), qpn, ev);
+            for &(qpn, ev, up) in &losses {
+                self.share_route(now, fab.topology(), qpn, ev, up);
             }
         }
         losses.clear();
@@ -749,7 +754,11 @@ impl Nic {
     /// long as its sprayer came back to those EVs (measured on the default run, seed 1: ...).
     /// A loss on the last hop (one host) retires nothing elsewhere, and neither does a loss
     /// between hosts of one leaf.
-    fn share_loss(&mut self, now: Time, topo: &Topology, qpn: u32, ev: u16) {
+    ///
+    /// A probe reply on an EV (`up`) is shared the same way: the route answered, so the EVs
+    /// that name it come back (the engine's `handle_shared_recovery`); EVs retired by a shared
+    /// loss leave the probing of their route to the EV that lost the packet.
+    fn share_route(&mut self, now: Time, topo: &Topology, qpn: u32, ev: u16, up: bool) {
         let planes = u32::from(self.cfg.planes).max(1);
         let Some(c) = self.conns.get(qpn as usize) else {
             return;
@@ -782,7 +791,11 @@ impl Nic {
             let mut hit = false;
             for i in (plane..EVS as u32).step_by(planes as usize) {
                 if ev_path(i, planes, n, other.path_base) == path {
-                    hit |= e.handle_shared_loss(ns(now), slot, i as u16).is_ok();
+                    hit |= if up {
+                        e.handle_shared_recovery(slot, i as u16).is_ok()
+                    } else {
+                        e.handle_shared_loss(ns(now), slot, i as u16).is_ok()
+                    };
                 }
             }
             if hit {

@@ -131,6 +131,9 @@ impl Shard {
     ) -> Result<(), QpError> {
         on!(self, e => e.handle_shared_loss(now_ns, slot, ev))
     }
+    pub(crate) fn handle_shared_recovery(&mut self, slot: u32, ev: u16) -> Result<(), QpError> {
+        on!(self, e => e.handle_shared_recovery(slot, ev))
+    }
     #[inline]
     pub(crate) fn poll_ev_event(&mut self) -> Option<QpEvEvent> {
         on!(self, e => e.poll_ev_event())
