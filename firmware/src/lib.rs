@@ -12,10 +12,3 @@ pub mod datapath;
 pub mod engine;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-
-/// EXPERIMENT knobs (temporary).
-pub static EXP: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-/// EXPERIMENT knob `bit` set.
-pub fn exp(bit: u32) -> bool {
-    EXP.load(core::sync::atomic::Ordering::Relaxed) & bit != 0
-}

@@ -117,9 +117,6 @@ fn parse_transport(s: &str) -> Result<Transport, String> {
 }
 
 fn main() -> ExitCode {
-    if let Ok(v) = std::env::var("EXP") {
-        mrc_firmware::EXP.store(v.parse().unwrap_or(0), core::sync::atomic::Ordering::Relaxed);
-    }
     let cli = Cli::parse();
     let result = match cli.cmd {
         Some(Cmd::Scenarios) => {

@@ -251,18 +251,13 @@ impl<
 
     /// Capacity-weighted plane balance: plane weight proportional to its `Good` EVs.
     fn rebalance_planes(&mut self) {
-        if crate::exp(1) { return; }
         let caps = self.ev.plane_capacities();
         let max = caps.iter().copied().max().unwrap_or(0);
         if max == 0 {
             return;
         }
         for (p, &cap) in caps.iter().enumerate().take(P) {
-            let w = if crate::exp(2) {
-                (2 * u32::from(WEIGHT_MAX) * u32::from(cap) + u32::from(max)) / (2 * u32::from(max))
-            } else {
-                (u32::from(WEIGHT_MAX) * u32::from(cap)).div_ceil(u32::from(max))
-            };
+            let w = (u32::from(WEIGHT_MAX) * u32::from(cap)).div_ceil(u32::from(max));
             let _ = self
                 .sprayer
                 .set_plane_weight(p as u8, w.clamp(1, u32::from(WEIGHT_MAX)) as u8);
