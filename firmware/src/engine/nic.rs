@@ -738,8 +738,10 @@ impl<
             }
             return Some(p);
         }
-        if let Some(p) = self.poll_retransmit(now_ns) {
-            return Some(p);
+        if !self.retx_q.is_empty() {
+            if let Some(p) = self.poll_retransmit(now_ns) {
+                return Some(p);
+            }
         }
         for _ in 0..Q {
             let slot = self.tx_rr;
