@@ -1162,6 +1162,57 @@ mod tests {
         assert_eq!(all.len(), 256);
     }
 
+    /// A loss on a dead link retires, for every QP of the NIC, the EVs whose routes take that
+    /// link up to the last switch (most of them never lost a packet of their own), and nothing
+    /// on the other plane.
+    #[test]
+    fn a_loss_is_shared_with_every_qp_whose_route_takes_the_dead_link() {
+        let mut sc = Scenario::tiny(Transport::Mrc);
+        sc.workload = crate::workload::Workload::AllToAll {
+            bytes_per_pair: 256 << 10,
+            msg_bytes: 64 << 10,
+        };
+        let mut sim = crate::run::build(&sc).unwrap();
+        while !sim.handler().main_done() && sim.now() < sc.time_limit {
+            let next = sim.now().saturating_add(Duration::from_us(10));
+            sim.run_until(next);
+        }
+        let w = sim.handler();
+        assert!(w.main_done());
+        let topo = w.fabric.topology();
+        let nic = &w.nics[0];
+        let planes = u32::from(sc.fabric.planes);
+        // Host 0 sits on leaf 0, whose link to spine 0 of plane 0 failed: every route of its
+        // that leaves the leaf through spine 0 (path 0) is dead.
+        let (mut dead, mut shared, mut other_plane) = (0, 0, 0);
+        for q in 0..nic.connections() {
+            let peer = nic.peer(q).unwrap();
+            let n = topo.path_count(0, peer);
+            if n < 2 {
+                continue; // same leaf
+            }
+            let c = nic.conns[q as usize];
+            let table = nic.qp(q).unwrap().ev_table();
+            for e in 0..EVS as u16 {
+                let st = table.stats(e).unwrap();
+                let path = ev_path(u32::from(e), planes, n, c.path_base);
+                if u32::from(e) % planes != 0 {
+                    other_plane += u32::from(st.state != EvState::Good);
+                } else if path == 0 {
+                    assert_eq!(st.state, EvState::AssumedBad, "QP {q} EV {e}");
+                    dead += 1;
+                    shared += u32::from(st.lost == 0);
+                }
+            }
+        }
+        assert!(dead > 0);
+        assert!(
+            shared * 2 > dead,
+            "{shared} of {dead} retired by a shared loss"
+        );
+        assert_eq!(other_plane, 0);
+    }
+
     #[test]
     fn eight_plane_nics_with_narrow_shards_complete_a_permutation() {
         let mut sc = Scenario::tiny(Transport::Mrc);
