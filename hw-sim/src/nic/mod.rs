@@ -1181,7 +1181,7 @@ mod tests {
         assert!(w.main_done());
         let topo = w.fabric.topology();
         let nic = &w.nics[0];
-        let planes = u32::from(sc.fabric.planes);
+        let planes = sc.fabric.planes;
         // Host 0 sits on leaf 0, whose link to spine 0 of plane 0 failed: every route of its
         // that leaves the leaf through spine 0 (path 0) is dead.
         let (mut dead, mut shared, mut other_plane) = (0, 0, 0);
