@@ -478,3 +478,45 @@ fn an_engine_built_in_place_behaves_as_one_built_by_value() {
     );
     assert_eq!(by_value, in_place);
 }
+
+/// A loss inferred on one QP is resent ahead of the turn of another QP with new data, and the
+/// turn stays where it was (that QP's burst goes on after the retransmission).
+#[test]
+fn a_retransmission_goes_ahead_of_another_qps_turn() {
+    use mrc_firmware::engine::TX_BURST_PKTS;
+    let burst = usize::from(TX_BURST_PKTS);
+    let mut t = Two::new(3);
+    assert_eq!(t.e[0].create_qp(), Ok(1));
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        t.e[0].modify_qp(1, s, &attrs(1, 3), 0).unwrap();
+    }
+    for i in 0..12 {
+        t.e[0].post_send(0, Two::wr(i, 256, RKEY, None)).unwrap();
+    }
+    let p = t.out(0);
+    assert_eq!(p.len(), 12);
+    // QP 1 gets work and starts its burst.
+    t.e[0]
+        .post_send(1, Two::wr(100, 256 * 4 * burst as u32, RKEY, None))
+        .unwrap();
+    let first = t.e[0].poll_transmit(t.now).unwrap();
+    assert_eq!((first.src_qpn, first.retransmit), (1, false));
+    // QP 0's first packet was lost: the ACKs of the others make the engine infer it.
+    for pkt in &p[1..] {
+        t.deliver(1, pkt, false);
+    }
+    for a in t.out(1) {
+        t.deliver(0, &a, false);
+    }
+    let next: Vec<TxPacket> = t
+        .out(0)
+        .into_iter()
+        .filter(|p| matches!(p.body, TxBody::Write { .. }))
+        .collect();
+    assert_eq!((next[0].src_qpn, next[0].psn), (0, p[0].psn));
+    assert!(next[0].retransmit);
+    // Then QP 1's burst goes on where it was.
+    for (i, pkt) in next[1..burst].iter().enumerate() {
+        assert_eq!(pkt.src_qpn, 1, "packet {i} after the retransmission");
+    }
+}

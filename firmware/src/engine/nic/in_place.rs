@@ -63,6 +63,8 @@ impl<
             addr_of_mut!((*e).tx_rr).write(0);
             addr_of_mut!((*e).tx_rr_slot).write(0);
             addr_of_mut!((*e).tx_burst).write(0);
+            addr_of_mut!((*e).retx_q).write(Ring::new(0));
+            addr_of_mut!((*e).retx_queued).write([false; Q]);
             addr_of_mut!((*e).cq_rr).write(0);
             addr_of_mut!((*e).counters).write(EngineCounters::ZERO);
             slot.assume_init_mut()
@@ -83,6 +85,8 @@ impl<
             tx_rr: _,
             tx_rr_slot: _,
             tx_burst: _,
+            retx_q: _,
+            retx_queued: _,
             cq_rr: _,
             counters: _,
         } = e;
