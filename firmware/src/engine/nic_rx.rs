@@ -552,6 +552,7 @@ impl<
         req.handle_ack(now_ns, a, rtt, &mut qp.ev, &mut qp.cc);
         let d = req.deadline_ns();
         self.sync_timer(slot, T_RETRY, d);
+        self.note_retransmit(slot);
         RxVerdict::Consumed
     }
 
@@ -581,6 +582,7 @@ impl<
             }
             NackEffect::None => {}
         }
+        self.note_retransmit(slot);
         RxVerdict::Consumed
     }
 

@@ -448,6 +448,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         !self.in_error && (!self.retx.is_empty() || self.send_idx < self.sq.len())
     }
 
+    /// Whether a retransmission is queued (it may turn out acknowledged meanwhile).
+    #[inline]
+    pub(crate) fn has_retransmit(&self) -> bool {
+        !self.in_error && !self.retx.is_empty()
+    }
+
     /// The stall [`Self::peek`] reports, with nothing else done, when it is one of the
     /// common ones: in ERROR (`Idle`), the CC window closed (`Cc`, or `Idle` with nothing to
     /// send), nothing to send (`Idle`), or only new data with the send window full (`Window`).
