@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 566,980,074 instructions for
-//! the whole program, i.e. **~567 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 567,663,101 instructions for
+//! the whole program, i.e. **~568 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -47,6 +47,7 @@
 //! | each packet of a transmit run is the one before with the differing fields changed; the per-run timer bookkeeping call only when it has something to do | 592 |
 //! | a transmit batch ends without the general pass, and before the fast path, when no QP can send (`Requester::idle_stall`: ERROR, CC window closed, nothing queued, send window full; the stalls counted as that pass counts them) | 572 |
 //! | the channel's batch send returns at once when the engine filled no slot | 567 |
+//! | merged with main: retransmissions ahead of the turn and shared route knowledge (main itself measured 792 in the same session, the JSON the same but `ram_engine_bytes` 81,496 -> 81,520 for the retransmission queue); the no-sender shortcut only when no retransmission is queued ahead of the turn | 568 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -90,7 +91,7 @@
 //! `#[inline(always)]` on the no-sender check (+12), NSCC's two 128-bit divisions done in 64
 //! bits when the dividend fits (+3).
 //!
-//! Where the 567 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
+//! Where the 568 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
 //! plus per-instruction counts): transmit ~218, of which the loop of the transmit run ~162
 //! per packet (sprayer pick ~40, the 88-byte descriptor and the 16-byte TX slot with about
 //! 50 spills and reloads: the loop has more live values than registers) and the per-run
@@ -106,7 +107,7 @@
 //! and the NIC main loop), and per-EV delivery counts kept by the datapath rather than a
 //! per-PSN credit in the engine. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
 //! queues) is 36,552 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
-//! link), the whole 2-QP test-kit engine 81,496 bytes (all printed by this example).
+//! link), the whole 2-QP test-kit engine 81,520 bytes (all printed by this example).
 //!
 //! An optional argument sets the packet count (default 1,000,000, the budgeted figure), for
 //! quicker profiling runs.
