@@ -933,7 +933,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     }
                 }
             }
-            i = if i + 1 >= WIN { 0 } else { i + 1 };
+            // (WIN is a power of two when `ring`: a mask; else `i` is taken from the PSN)
+            i = if ring { (i + 1) & (WIN - 1) } else { i };
         }
         *credits += credited;
         self.una = cum;
