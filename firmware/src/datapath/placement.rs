@@ -264,6 +264,21 @@ impl<const R: usize> PlacementTable<R> {
         Some(p)
     }
 
+    /// [`Self::check_write_ok`] for a packet whose payload is its RETH length, *not counted*:
+    /// the caller counts the packets it takes in one step with [`Self::count_placed`] (a run of
+    /// packets checked without a store per packet). `None` (nothing counted) when it fails.
+    #[inline]
+    pub fn write_ok_uncounted(&self, rkey: u32, va: u64, dma_len: u32) -> Option<Placement> {
+        self.check(rkey, va, dma_len, dma_len).ok()
+    }
+
+    /// Count `n` packets accepted by [`Self::write_ok_uncounted`] (as many `check_write_ok`
+    /// calls would).
+    #[inline]
+    pub fn count_placed(&mut self, n: u64) {
+        self.counters.placed = self.counters.placed.wrapping_add(n);
+    }
+
     #[inline]
     fn check(
         &self,

@@ -226,7 +226,7 @@ impl<
             };
             match self
                 .regions
-                .check_write_ok(reth.rkey, reth.va, reth.dma_len, reth.dma_len)
+                .write_ok_uncounted(reth.rkey, reth.va, reth.dma_len)
             {
                 Some(Placement::Write { .. }) => writes += 1,
                 Some(Placement::Empty) => {}
@@ -234,6 +234,7 @@ impl<
             }
             k += 1;
         }
+        self.regions.count_placed(u64::from(k));
         let trigger = trigger && k == n;
         let quiet = k - u16::from(trigger);
         let rx_of = |p: &TxPacket| RxPacket {
