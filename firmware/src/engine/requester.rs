@@ -392,6 +392,26 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         psn.distance_from(self.una) >= 0 && psn.distance_from(self.nxt) < 0
     }
 
+    /// The bits `i` of a 64-PSN bitmap based at `base` whose PSN `base + i` is in flight:
+    /// [`Self::in_flight_range`] of each, in one step. That range is the `nxt - una` PSNs
+    /// from `una` on (`nxt - una` is at most the window, far below 2^23), so bit `i` is set
+    /// exactly when `base + i - una` (mod 2^24) is below `nxt - una`.
+    #[inline]
+    fn in_flight_mask(&self, base: Psn) -> u64 {
+        let n = self.nxt.value().wrapping_sub(self.una.value()) & Psn::MASK;
+        let s = base.value().wrapping_sub(self.una.value()) & Psn::MASK;
+        // Bits [lo, hi): from `base` when it is in flight, else from where the PSN wraps to
+        // `una` (lo <= 2^24, n < 2^24: no overflow).
+        let (lo, hi) = if s < n {
+            (0, n - s)
+        } else {
+            let lo = Psn::MODULUS - s;
+            (lo, lo + n)
+        };
+        let below = |k: u32| if k >= 64 { u64::MAX } else { (1u64 << k) - 1 };
+        below(hi) & !below(lo)
+    }
+
     #[inline]
     fn request(&self, w: &SendWqe) -> WriteRequest {
         WriteRequest {
@@ -1033,14 +1053,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         };
         self.sack_done_base = a.sack_base;
         self.sack_done_bits = a.sack_bitmap & below_nxt;
-        let mut bits = a.sack_bitmap & !seen;
+        // (neither loop below moves `una` or `nxt`: one in-flight mask for both)
+        let in_flight = self.in_flight_mask(a.sack_base);
+        let mut bits = a.sack_bitmap & !seen & in_flight;
         while bits != 0 {
             let i = bits.trailing_zeros();
             bits &= bits - 1;
-            let psn = a.sack_base.add(i);
-            if self.in_flight_range(psn) {
-                acked_bytes += self.mark_acked(psn, ev, &mut credits);
-            }
+            acked_bytes += self.mark_acked(a.sack_base.add(i), ev, &mut credits);
         }
         // The packet that triggered this ACK arrived: its send time (echoed, `rtt_ns` ago) is
         // a delivered transmission too, even when its PSN lies beyond the SACK bitmap.
@@ -1053,14 +1072,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // Loss inference: holes below the highest SACKed PSN, old enough.
         if a.sack_bitmap != 0 {
             let hi = 63 - a.sack_bitmap.leading_zeros();
-            let mut holes = !a.sack_bitmap & ((1u64 << hi) - 1);
+            let mut holes = !a.sack_bitmap & ((1u64 << hi) - 1) & in_flight;
             while holes != 0 {
                 let i = holes.trailing_zeros();
                 holes &= holes - 1;
                 let psn = a.sack_base.add(i);
-                if !self.in_flight_range(psn) {
-                    continue;
-                }
                 let s = self.slot(psn);
                 let age = self.max_acked_seq.wrapping_sub(s.tx_seq) as i32;
                 let gap_ns = self.max_acked_sent_ns.wrapping_sub(s.sent_ns) as i32;
@@ -1234,5 +1250,59 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             }
             psn = psn.add(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::retry::{AckTimeout, RetryPolicy};
+
+    fn requester() -> Requester<512, 4> {
+        let p = RtsParams {
+            sq_psn: Psn::new(0),
+            mpr_psns: 512,
+            max_wimm: 1,
+            retry: RetryState::new(RetryPolicy::Forever, AckTimeout::MAX),
+        };
+        Requester::new(&p, 4096, Reorder { tx: 3, ns: 0 }, false)
+    }
+
+    /// `in_flight_mask` is `in_flight_range` bit by bit, across the PSN wrap, for bases
+    /// before, inside and after the in-flight range (and far from it).
+    #[test]
+    fn in_flight_mask_is_in_flight_range_per_bit() {
+        let mut r = requester();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut nonempty = 0;
+        for _ in 0..20_000 {
+            let una = Psn::new(next() as u32);
+            let n = (next() % 520) as u32;
+            let off = match next() % 4 {
+                0 => (next() % 700) as u32,
+                1 => Psn::MODULUS - (next() % 100) as u32,
+                2 => n.wrapping_sub((next() % 100) as u32),
+                _ => next() as u32,
+            };
+            r.una = una;
+            r.nxt = una.add(n);
+            let base = una.add(off);
+            let mask = r.in_flight_mask(base);
+            nonempty += usize::from(mask != 0);
+            for i in 0..64 {
+                assert_eq!(
+                    mask >> i & 1 == 1,
+                    r.in_flight_range(base.add(i)),
+                    "una {una:?} n {n} base {base:?} bit {i}"
+                );
+            }
+        }
+        assert!(nonempty > 5_000, "{nonempty}");
     }
 }
