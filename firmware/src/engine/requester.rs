@@ -711,7 +711,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             retransmit: false,
             ..TxPacket::FILL
         };
-        let mut cur = TxPacket {
+        let cur = TxPacket {
             body: TxBody::Write {
                 segment: Segment::Middle,
                 reth: RethRepr {
@@ -737,31 +737,46 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let mut offset = index0.wrapping_mul(mtu);
         let (mut k, mut more) = (0usize, limit == out.len());
         let mut index = index0;
-        // (a counter beside the slots: zipping a range of indexes costs more here)
-        #[allow(clippy::explicit_counter_loop)]
-        for p in out.iter_mut().take(limit) {
+        while k < limit {
             let Some(ev) = sprayer.next_ev() else {
                 more = false;
                 break;
             };
+            // The packet before (the template for the run's first), copied slot to slot, with
+            // the fields that differ changed below: the fields all packets of the run share
+            // are not kept in registers.
+            let p = match k.checked_sub(1) {
+                None => match out.first_mut() {
+                    Some(p) => {
+                        *p = cur;
+                        p
+                    }
+                    None => break,
+                },
+                Some(j) => match out.get_mut(j..=k) {
+                    Some([prev, p]) => {
+                        *p = *prev;
+                        p
+                    }
+                    _ => break,
+                },
+            };
             let last = index + 1 >= w.npkts;
             // offset <= len (see `by_offset`)
             let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
-            // The packet before, with the fields that differ changed (the header fields all
-            // packets of the run share are the template's).
-            cur.psn = psn;
-            cur.evx = EvxRepr {
+            p.psn = psn;
+            p.evx = EvxRepr {
                 ev_index: ev.index,
                 plane: ev.plane,
                 ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
             };
             // The last packet of a message asks for an immediate ACK.
-            cur.ack_req = last;
+            p.ack_req = last;
             if let TxBody::Write {
                 segment,
                 reth,
                 local,
-            } = &mut cur.body
+            } = &mut p.body
             {
                 *segment = if index == 0 {
                     seg_first
@@ -774,7 +789,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 reth.dma_len = payload_len;
                 local.offset = w.wr.local.offset.wrapping_add(u64::from(offset));
             }
-            *p = cur;
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             tx_seq = tx_seq.wrapping_add(1);
             // payload_len <= mtu <= u16::MAX
