@@ -655,14 +655,38 @@ impl<
     /// many calls, and returns how many. Runs of new data packets from one QP are sent with
     /// the QP looked up and the engine's bookkeeping done once per run (e.g. straight into the
     /// free slots of a transmit ring).
+    #[inline]
     pub fn poll_transmit_batch(&mut self, now_ns: u64, out: &mut [TxPacket]) -> usize {
+        // The most common poll, inline: nothing queued and no QP can send (the first check
+        // of the loop below, which then does not repeat it).
+        if out.is_empty()
+            || (self.ctrl.is_empty()
+                && self.retx_q.is_empty()
+                && crate::engine::fast_paths::enabled()
+                && self.all_idle_counted())
+        {
+            return 0;
+        }
+        self.poll_transmit_batch_loop(now_ns, out)
+    }
+
+    /// [`Self::poll_transmit_batch`] past its first idle check (which said a QP may send, or
+    /// was not made: a control packet or retransmission waits, or the fast paths are off).
+    #[inline(never)]
+    fn poll_transmit_batch_loop(&mut self, now_ns: u64, out: &mut [TxPacket]) -> usize {
         let mut n = 0;
+        // The idle check is skipped until the fast path's first try: the caller made it in
+        // the same state, and after control packets a QP usually can send. Skipping it never
+        // changes what happens: when no QP can send, the fast path finds nothing, with no
+        // effect, and the check below (before the general pass) ends the batch, counting the
+        // stalls once, as here.
+        let mut checked = true;
         while let Some(rest) = out.get_mut(n..).filter(|r| !r.is_empty()) {
             if self.ctrl.is_empty() && self.retx_q.is_empty() {
-                // (no QP can send: the fast path would find nothing, with no effect)
-                if crate::engine::fast_paths::enabled() && self.all_idle_counted() {
+                if !checked && crate::engine::fast_paths::enabled() && self.all_idle_counted() {
                     break;
                 }
+                checked = false;
                 let (k, more) = self.poll_new_batch(now_ns, rest);
                 n += k;
                 if more {
