@@ -726,7 +726,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             },
             ..tmpl
         };
-        let (mut psn, mut tx_seq, mut inflight) = (self.nxt, self.tx_seq, self.inflight_bytes);
+        // (`run_bytes` cannot overflow: at most `out.len()` packets of at most 65,535 bytes)
+        let (mut psn, mut tx_seq, mut run_bytes) = (self.nxt, self.tx_seq, 0u64);
         // The segments of the message's first and last packets.
         let seg_first = if w.npkts <= 1 {
             Segment::Only { imm: w.wr.imm }
@@ -791,8 +792,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             }
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             tx_seq = tx_seq.wrapping_add(1);
-            // payload_len <= mtu <= u16::MAX
-            let len = payload_len.min(u32::from(u16::MAX)) as u16;
+            // payload_len <= mtu <= u16::MAX (`new` clamps `mtu`): exact
+            let len = payload_len as u16;
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
                 *s = TxSlot {
                     tx_seq,
@@ -804,7 +805,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 };
             }
             psn = psn.add(1);
-            inflight = inflight.saturating_add(u64::from(len));
+            run_bytes += u64::from(len);
             k += 1;
             // index + 1 <= npkts
             index += 1;
@@ -821,7 +822,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         self.nxt = psn;
         self.tx_seq = tx_seq;
-        self.inflight_bytes = inflight;
+        // (saturating once for the run is saturating per packet: the lengths are not negative)
+        self.inflight_bytes = self.inflight_bytes.saturating_add(run_bytes);
         if k > 0 {
             self.counters.data_sent += k as u64;
             self.retry.arm(now_ns);
