@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 567,663,101 instructions for
-//! the whole program, i.e. **~568 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 530,284,358 instructions for
+//! the whole program, i.e. **~530 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -48,6 +48,12 @@
 //! | a transmit batch ends without the general pass, and before the fast path, when no QP can send (`Requester::idle_stall`: ERROR, CC window closed, nothing queued, send window full; the stalls counted as that pass counts them) | 572 |
 //! | the channel's batch send returns at once when the engine filled no slot | 567 |
 //! | merged with main: retransmissions ahead of the turn and shared route knowledge (main itself measured 792 in the same session, the JSON the same but `ram_engine_bytes` 81,496 -> 81,520 for the retransmission queue); the no-sender shortcut only when no retransmission is queued ahead of the turn | 568 |
+//! | the cumulative ACK's slot index steps by a mask (`WIN` is a power of two when it divides the PSN space) | 566 |
+//! | the receive run's placement checks count the placed packets once per run (`Regions::write_ok_uncounted` + `count_placed`) | 563 |
+//! | an ACK's SACK-bit and hole loops take the in-flight PSNs as one mask (`Requester::in_flight_mask`, tested bit by bit against `in_flight_range`) instead of a range check per bit | 562 |
+//! | each packet of a transmit run is copied from the slot before (the run's first from the template) and only its differing fields written: the header fields the run shares leave the loop's registers (the loop spilled them) | 547 |
+//! | `Engine::poll_transmit_batch` makes its idle check inline and calls the loop (`poll_transmit_batch_loop`, out of line) only when a QP may send: 182,335 of the run's 225,527 polls end there (stall counters checked identical); the loop skips the check until the fast path's first try | 533 |
+//! | the transmit run adds its bytes in flight once per run; the packet length is taken as `u16` directly (`mtu` is clamped to 65,535) | 530 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -89,21 +95,27 @@
 //! requests in one transmit run (+13), `send_new_run` out of line (+10: the same
 //! 167-instruction loop), the SACK-bit loop with its totals in locals (+5),
 //! `#[inline(always)]` on the no-sender check (+12), NSCC's two 128-bit divisions done in 64
-//! bits when the dividend fits (+3).
+//! bits when the dividend fits (+3). From 568 down: the transmit batch skipping the idle check
+//! after every run that sent (+0.1), skipping it only on the loop's first pass (+7 against
+//! skipping it until the fast path's first try), the TX slot index stepped by a mask in the
+//! transmit run (+3), the segment choice reordered (+1.8), the placement check folded into
+//! the receive run's scan pass (+1.5).
 //!
-//! Where the 568 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
-//! plus per-instruction counts): transmit ~218, of which the loop of the transmit run ~162
-//! per packet (sprayer pick ~40, the 88-byte descriptor and the 16-byte TX slot with about
-//! 50 spills and reloads: the loop has more live values than registers) and the per-run
-//! setup and bookkeeping ~45 (runs end with each 16-packet work request); receive ~230, of
-//! which the sender's ACK processing ~118 (per newly acknowledged PSN ~35 and per SACK bit
-//! ~45 in `Requester::handle_ack`, ~55 a packet in all; NSCC, EV feedback, EV sync, timers
-//! the rest, ~770 fixed per ACK) and data ~112 (run scan and placement check ~55 a packet,
-//! run setup, the ACK trigger and the ACK packet); channel and stream ~100 (loss draws ~25,
-//! packets moved behind a loss ~7, FIFO, the main loop's per-iteration polls); timers ~16, completions ~8, posting ~10. The
-//! budget needs the different shape the last analysis named: a per-packet descriptor of a
-//! few words instead of the 88-byte `TxPacket` (the transmit loop writes ~25 fields of it per
-//! packet; this touches the channel, the receive API, the simulator's wire and PCIe models
+//! Where the 530 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
+//! plus per-instruction counts from `--dump-instr=yes`): transmit ~190, of which the loop of
+//! the transmit run ~134 per packet (sprayer pick ~45, the 88-byte descriptor copied slot to
+//! slot ~13 and its changed fields, the 16-byte TX slot, about a dozen spills and reloads)
+//! and the per-run setup and bookkeeping ~35 (runs end with each 16-packet work request);
+//! receive ~225, of which the sender's ACK processing ~95 (`Requester::handle_ack` ~89: the
+//! cumulative walk ~9 per already-SACKed PSN and ~28 per new one, ~40 per SACK bit, ~235
+//! fixed per ACK, NSCC ~195 and the EV table ~79 per ACK) and data ~112 (run scan ~18 and
+//! placement check ~32 a packet, run setup, the ACK trigger and the ACK packet); channel and
+//! stream ~90 (loss draws ~25, packets moved behind a loss ~7, the due-run scan ~8, FIFO, the
+//! main loop's per-iteration polls and the inline idle checks); timers ~21, completions ~8,
+//! posting ~5. The budget needs the different shape the last analysis named: a per-packet
+//! descriptor of a few words instead of the 88-byte `TxPacket` (the transmit loop copies it
+//! slot to slot and writes 8 of its fields per packet, the channel moves it, the control
+//! queue copies it twice; this touches the channel, the receive API, the simulator's wire and PCIe models
 //! and the NIC main loop), and per-EV delivery counts kept by the datapath rather than a
 //! per-PSN credit in the engine. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
 //! queues) is 36,552 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
