@@ -62,6 +62,7 @@ pub use config::{
 };
 pub use counters::{DropCause, FabricTotals, PortCounters};
 pub use engine::{ev, Delivery, Fabric, Fault, InjectError};
+pub(crate) use engine::{Crossing, Owner, PartMap};
 pub use packet::{
     flags, pattern_checksum, Ecn, Packet, Payload, Route, TransportKind, UsidRoute, UsidRouteError,
     DEFAULT_TRIM_BYTES,

@@ -12,7 +12,7 @@ pub mod progress;
 pub mod svg;
 
 use crate::core::time::{Duration, Time};
-use crate::run::{Observer, RunReport, Tap, World};
+use crate::run::{Observer, RunReport, Tap, WorldView};
 
 use mrc_firmware::engine::TxPacket;
 
@@ -111,7 +111,7 @@ impl<'a> Recorder<'a> {
     }
 }
 
-fn sample(now: Time, world: &World) -> Sample {
+fn sample(now: Time, world: &WorldView<'_>) -> Sample {
     Sample {
         at: now,
         acked_bytes: world.acked_bytes(),
@@ -143,7 +143,7 @@ impl Observer for Recorder<'_> {
         self.series.every
     }
 
-    fn on_sample(&mut self, now: Time, world: &World) {
+    fn on_sample(&mut self, now: Time, world: &WorldView<'_>) {
         self.ticks += 1;
         let keep = self.ticks.is_multiple_of(self.stride);
         if !keep && self.progress.is_none() {
@@ -176,7 +176,7 @@ impl Observer for Recorder<'_> {
         self.series.samples.push(s);
     }
 
-    fn on_finish(&mut self, now: Time, world: &World) {
+    fn on_finish(&mut self, now: Time, world: &WorldView<'_>) {
         let s = sample(now, world);
         if let Some(p) = self.progress.as_deref_mut() {
             p.update(now, s.acked_bytes);
@@ -188,7 +188,7 @@ impl Observer for Recorder<'_> {
         self.pcap.as_ref().map_or(Tap::Off, |c| c.filter.tap())
     }
 
-    fn on_tx(&mut self, now: Time, world: &World, src: u32, dst: u32, pkt: &TxPacket) {
+    fn on_tx(&mut self, now: Time, world: &WorldView<'_>, src: u32, dst: u32, pkt: &TxPacket) {
         if let Some(c) = self.pcap.as_deref_mut() {
             c.on_tx(now, world, src, dst, pkt);
         }
