@@ -55,7 +55,7 @@ mod engine;
 pub mod harness;
 mod packet;
 mod route;
-mod topology;
+pub(crate) mod topology;
 
 pub use config::{
     ClassPolicy, ConfigError, EcnConfig, FabricConfig, PfcConfig, QueueConfig, Shape,

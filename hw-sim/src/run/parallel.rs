@@ -36,8 +36,8 @@
 //! the scheduled failure's link would cross partitions, or when there is only one plane or
 //! host to split.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use mrc_firmware::engine::TxPacket;
 
@@ -45,7 +45,8 @@ use super::{build_world, Observer, RunError, RunReport, Scenario, TapRecord, Wor
 use super::{FABRIC, NICS, ROOT_SOURCE};
 use crate::core::sim::{event_key, Msg, SimStats, Simulator};
 use crate::core::time::{Duration, Time};
-use crate::fabric::{Crossing, Owner, PartMap};
+use crate::fabric::topology::Dims;
+use crate::fabric::{Crossing, Owner, PartMap, SwitchId};
 use crate::nic::Transport;
 
 /// How a run was carried out.
@@ -64,6 +65,14 @@ pub enum Mode {
         threads: usize,
         /// The lookahead (the links' latency).
         lookahead: Duration,
+        /// Synchronization windows.
+        windows: u64,
+        /// Sum over the windows of the largest number of events one thread handled in it: with
+        /// events of equal cost, the run takes at least this long in events, so `events /
+        /// critical_events` bounds the speedup its load balance allows (machine-independent).
+        critical_events: u64,
+        /// Events handled.
+        events: u64,
     },
 }
 
@@ -76,9 +85,14 @@ impl core::fmt::Display for Mode {
                 partitions,
                 threads,
                 lookahead,
+                windows,
+                critical_events,
+                events,
             } => write!(
                 f,
-                "parallel: {partitions} partitions on {threads} threads, lookahead {lookahead}"
+                "parallel: {partitions} partitions on {threads} threads, lookahead {lookahead}, \
+                 {windows} windows, load balance allows {:.2}x",
+                *events as f64 / (*critical_events).max(1) as f64
             ),
         }
     }
@@ -88,9 +102,10 @@ impl core::fmt::Display for Mode {
 #[derive(Clone, Debug)]
 pub struct Layout {
     parts: usize,
-    hosts: u32,
-    planes: u32,
-    switches_per_plane: u32,
+    /// Per host: its partition (non-decreasing in the host id).
+    host_part: Vec<u16>,
+    /// Per switch (global id): its partition.
+    switch_part: Vec<u16>,
     lookahead: Duration,
 }
 
@@ -98,23 +113,16 @@ impl Layout {
     /// The partition of host `h`.
     #[inline]
     fn host_part(&self, h: u32) -> usize {
-        (u64::from(h.min(self.hosts - 1)) * self.parts as u64 / u64::from(self.hosts)) as usize
-    }
-    /// The partition of plane `p`.
-    #[inline]
-    fn plane_part(&self, p: u32) -> usize {
-        (u64::from(p.min(self.planes - 1)) * self.parts as u64 / u64::from(self.planes)) as usize
+        self.host_part.get(h as usize).copied().unwrap_or(0) as usize
     }
     /// The first host of partition `i` (the hosts of `i` are `host_lo(i)..host_lo(i + 1)`).
     fn host_lo(&self, i: usize) -> u32 {
-        (0..self.hosts)
-            .find(|h| self.host_part(*h) >= i)
-            .unwrap_or(self.hosts)
+        self.host_part.partition_point(|p| (*p as usize) < i) as u32
     }
     fn owner_part(&self, o: Owner) -> usize {
         match o {
             Owner::Host(h) => self.host_part(h),
-            Owner::Switch(sw) => self.plane_part(sw / self.switches_per_plane.max(1)),
+            Owner::Switch(sw) => self.switch_part.get(sw as usize).copied().unwrap_or(0) as usize,
         }
     }
     /// The partition that handles event `m` (0 for one nobody owns: the fabric counts it bad).
@@ -130,8 +138,15 @@ impl Layout {
     }
 }
 
+/// `i * parts / n` (the share of `0..n` that `i` falls in).
+fn share(i: u32, n: u32, parts: usize) -> u16 {
+    (u64::from(i) * parts as u64 / u64::from(n.max(1))) as u16
+}
+
 /// The partitions of `sc`'s world into (at most) `partitions`, or why it must run
-/// sequentially.
+/// sequentially. Several planes: host ranges and plane ranges. One plane: groups of hosts with
+/// the switches that serve only them (a leaf, or a fat tree's pod with its aggregation
+/// switches), and the top tier split by index.
 fn layout(sc: &Scenario, w: &World, partitions: usize) -> Result<Layout, String> {
     let cfg = w.fabric.config();
     if sc.transport == Transport::RoceEcmp {
@@ -145,17 +160,59 @@ fn layout(sc: &Scenario, w: &World, partitions: usize) -> Result<Layout, String>
         return Err("random loss or corruption (one random stream per link, both ends)".into());
     }
     let topo = w.fabric.topology();
-    let parts = partitions
-        .min(topo.planes() as usize)
-        .min(topo.hosts() as usize);
+    let (hosts, planes) = (topo.hosts(), topo.planes());
+    let spp = topo.switches_per_plane();
+    let (parts, host_part, switch_part): (usize, Vec<u16>, Vec<u16>) = if planes >= 2 {
+        let parts = partitions.min(planes as usize).min(hosts as usize);
+        let hp = (0..hosts).map(|h| share(h, hosts, parts)).collect();
+        let sp = (0..topo.switches())
+            .map(|sw| share(sw / spp.max(1), planes, parts))
+            .collect();
+        (parts, hp, sp)
+    } else {
+        if sc.transport == Transport::Mrc1Ev && sc.failure.is_some() {
+            return Err(
+                "one plane with ECMP and a failure: the routing view spans partitions".into(),
+            );
+        }
+        // Groups: (hosts per group, groups, top-tier switches).
+        let (per_group, groups, tops, group_tiers) = match topo.dims {
+            Dims::LeafSpine {
+                hpl,
+                leaves,
+                spines,
+            } => (hpl, leaves, spines, 1u8),
+            Dims::FatTree { k, h } => (h * h, k, h * h, 2u8),
+        };
+        let parts = partitions.min(groups as usize).min(tops as usize);
+        let hp = (0..hosts)
+            .map(|h| share(h / per_group.max(1), groups, parts))
+            .collect();
+        let sp = (0..topo.switches())
+            .map(|sw| {
+                let info = topo.switch_info(SwitchId(sw));
+                if info.tier < group_tiers {
+                    // A leaf or edge switch (index = group * (switches per group) + x), or an
+                    // aggregation switch, numbered the same way.
+                    let per = match topo.dims {
+                        Dims::LeafSpine { .. } => 1,
+                        Dims::FatTree { h, .. } => h,
+                    };
+                    share(info.index / per.max(1), groups, parts)
+                } else {
+                    share(info.index, tops, parts)
+                }
+            })
+            .collect();
+        (parts, hp, sp)
+    };
     if parts < 2 {
-        return Err("one plane or host: nothing to partition".into());
+        return Err("one plane, group or host: nothing to partition".into());
     }
     let l = Layout {
         parts,
-        hosts: topo.hosts(),
-        planes: topo.planes(),
-        switches_per_plane: topo.switches_per_plane(),
+        host_part,
+        switch_part,
         lookahead,
     };
     for f in &w.flows {
@@ -168,14 +225,13 @@ fn layout(sc: &Scenario, w: &World, partitions: usize) -> Result<Layout, String>
         }
     }
     if let Some(f) = sc.failure {
-        let link = super::t1_link(&w.fabric, f.t1_link).ok_or(RunError::NoSuchLink(f.t1_link));
-        if let Ok(link) = link {
-            if let Some((a, b)) = w.fabric.link_ends(link) {
-                let pa = w.fabric.port_owner(a.0).map(|o| l.owner_part(o));
-                let pb = w.fabric.port_owner(b.0).map(|o| l.owner_part(o));
-                if pa != pb {
-                    return Err("the failing link joins two partitions".into());
-                }
+        if let Some((a, b)) =
+            super::t1_link(&w.fabric, f.t1_link).and_then(|link| w.fabric.link_ends(link))
+        {
+            let pa = w.fabric.port_owner(a.0).map(|o| l.owner_part(o));
+            let pb = w.fabric.port_owner(b.0).map(|o| l.owner_part(o));
+            if pa != pb {
+                return Err("the failing link joins two partitions".into());
             }
         }
     }
@@ -218,15 +274,16 @@ pub fn run_observed_threads(
         }
     };
     let threads = threads.min(l.parts);
-    let report = drive(sc, obs, world, initial, &l, threads);
-    Ok((
-        report,
-        Mode::Parallel {
-            partitions: l.parts,
-            threads,
-            lookahead: l.lookahead,
-        },
-    ))
+    let (report, windows, critical_events) = drive(sc, obs, world, initial, &l, threads);
+    let mode = Mode::Parallel {
+        partitions: l.parts,
+        threads,
+        lookahead: l.lookahead,
+        windows,
+        critical_events,
+        events: report.events,
+    };
+    Ok((report, mode))
 }
 
 /// Like [`run_observed_threads`] without an observer (the report of [`super::run`]).
@@ -260,7 +317,59 @@ struct Shared {
     next: Vec<AtomicU64>,
     /// Per partition: main flows finished.
     finished: Vec<AtomicU32>,
-    barrier: Barrier,
+    /// Per thread: events its partitions handled in the last window.
+    load: Vec<AtomicU64>,
+    barrier: SpinBarrier,
+}
+
+/// A barrier for the window loop: a thread spins briefly before it sleeps, so that the many
+/// short windows of a run's idle stretches do not each pay a sleep and a wake-up, while a
+/// thread that waits long (its partitions finished their window early) does not burn CPU.
+struct SpinBarrier {
+    n: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+    sleep: Mutex<()>,
+    wake: Condvar,
+}
+
+/// Spins before sleeping (a few microseconds).
+const SPINS: u32 = 2000;
+
+impl SpinBarrier {
+    fn new(n: usize) -> SpinBarrier {
+        SpinBarrier {
+            n,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            sleep: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// Waits until all `n` threads called `wait` (for this generation). Everything a thread
+    /// wrote before `wait` is visible to every thread after it.
+    fn wait(&self) {
+        let gen = self.generation.load(Ordering::SeqCst);
+        if self.arrived.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
+            self.arrived.store(0, Ordering::SeqCst);
+            // Under the lock: a sleeper checks the generation under it, so none misses this.
+            let _g = lock(&self.sleep);
+            self.generation.fetch_add(1, Ordering::SeqCst);
+            self.wake.notify_all();
+            return;
+        }
+        for _ in 0..SPINS {
+            if self.generation.load(Ordering::SeqCst) != gen {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        let mut g = lock(&self.sleep);
+        while self.generation.load(Ordering::SeqCst) == gen {
+            g = self.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -283,7 +392,8 @@ impl Clock {
     }
 }
 
-/// Splits the world, runs the windows on `threads` threads, merges the partitions and reports.
+/// Splits the world, runs the windows on `threads` threads, merges the partitions and reports
+/// (with the windows and the critical path in events, [`Mode::Parallel`]).
 fn drive(
     sc: &Scenario,
     obs: &mut impl Observer,
@@ -291,7 +401,7 @@ fn drive(
     initial: Vec<(Time, Msg)>,
     l: &Layout,
     threads: usize,
-) -> RunReport {
+) -> (RunReport, u64, u64) {
     let k = l.parts;
     let tap = obs.tap();
     // Route the initial events before the world is split.
@@ -325,7 +435,8 @@ fn drive(
         mail: (0..k * k).map(|_| Mutex::new(Vec::new())).collect(),
         next: (0..k).map(|_| AtomicU64::new(0)).collect(),
         finished: (0..k).map(|_| AtomicU32::new(0)).collect(),
-        barrier: Barrier::new(threads),
+        load: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        barrier: SpinBarrier::new(threads),
     };
     let every = obs.sample_every().max(Duration::from_ps(1));
     let mk_clock = |every: Duration| Clock {
@@ -336,7 +447,7 @@ fn drive(
         next_check: Time::ZERO.saturating_add(Duration::from_us(10)),
     };
     let main_flows = lock(&sh.parts[0]).handler().main_flows;
-    let (now, last_sample) = std::thread::scope(|scope| {
+    let (now, last_sample, windows, critical) = std::thread::scope(|scope| {
         for t in 1..threads {
             let (sh, clock) = (&sh, mk_clock(every));
             scope.spawn(move || window_loop(t, threads, sh, l, clock, main_flows, None));
@@ -374,7 +485,7 @@ fn drive(
     if now > last_sample {
         obs.on_finish(now, &WorldView::new(&[sim.handler()]));
     }
-    RunReport::collect(sc, &sim)
+    (RunReport::collect(sc, &sim), windows, critical)
 }
 
 /// Cuts the world into the layout's partitions (NICs by host range, a fabric copy each).
@@ -427,7 +538,8 @@ fn split(mut world: World, l: &Layout, tap: super::Tap) -> Vec<World> {
 }
 
 /// One thread's life: import, window, exchange, until the workload finished or time ran out.
-/// Thread 0 also feeds the observer. Returns the final time and the last sample's time.
+/// Thread 0 also feeds the observer. Returns the final time, the last sample's time, the
+/// windows and the critical path in events.
 fn window_loop(
     t: usize,
     threads: usize,
@@ -436,12 +548,14 @@ fn window_loop(
     mut clock: Clock,
     main_flows: u32,
     mut obs: Option<&mut dyn Observer>,
-) -> (Time, Time) {
+) -> (Time, Time, u64, u64) {
     let k = l.parts;
     let tap = lock(&sh.parts[0]).handler().tap;
     let mine: Vec<usize> = (t..k).step_by(threads).collect();
     let mut outs: Vec<Mail> = (0..k).map(|_| Vec::new()).collect();
     let mut now;
+    let mut nwin = 0u64;
+    let mut critical = 0u64;
     let mut last_sample = Time::ZERO;
     loop {
         // Take in the events other partitions sent; say when the next event is.
@@ -464,9 +578,12 @@ fn window_loop(
                 .saturating_sub(1)
                 .min(b.as_ps()),
         );
+        let mut load = 0;
         for &i in &mine {
             let mut sim = lock(&sh.parts[i]);
+            let before = sim.stats().events;
             sim.run_until(end);
+            load += sim.stats().events - before;
             let w = sim.handler_mut();
             for (c, h) in w.outbox.drain(..) {
                 outs[c.to as usize].push((c, h));
@@ -478,8 +595,16 @@ fn window_loop(
             }
             sh.finished[i].store(w.main_finished, Ordering::Relaxed);
         }
+        sh.load[t].store(load, Ordering::Relaxed);
         sh.barrier.wait();
         now = end;
+        nwin += 1;
+        critical += sh
+            .load
+            .iter()
+            .map(|x| x.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
         let tapping = !matches!(tap, super::Tap::Off);
         if let Some(o) = obs
             .as_deref_mut()
@@ -526,7 +651,7 @@ fn window_loop(
         }
     }
     sh.barrier.wait();
-    (now, last_sample)
+    (now, last_sample, nwin, critical)
 }
 
 /// Moves the events other partitions sent to partition `i` into its queue (in sender order).
@@ -584,6 +709,16 @@ mod tests {
             );
             assert_eq!(r, seq, "{threads} threads, {parts} partitions");
         }
+        // One plane: cut by leaf (with its hosts) and spine.
+        let mut sc = small();
+        sc.fabric.planes = 1;
+        let seq = run(&sc).unwrap();
+        let (r, mode) = run_threads(&sc, 2, 4).unwrap();
+        assert!(
+            matches!(mode, Mode::Parallel { partitions: 4, .. }),
+            "{mode}"
+        );
+        assert_eq!(r, seq);
     }
 
     #[test]
@@ -598,9 +733,10 @@ mod tests {
         assert_eq!(r, run(&sc).unwrap());
         let mut sc = small();
         sc.fabric.planes = 1;
+        sc.transport = Transport::Mrc1Ev;
         let (_, mode) = run_threads(&sc, 2, 2).unwrap();
         assert!(
-            matches!(mode, Mode::Sequential { reason: Some(_) }),
+            matches!(&mode, Mode::Sequential { reason: Some(m) } if m.contains("routing view")),
             "{mode}"
         );
     }
