@@ -251,6 +251,18 @@ pub fn run_observed_threads(
     threads: usize,
     partitions: usize,
 ) -> Result<(RunReport, Mode), RunError> {
+    run_tuned(sc, obs, threads, partitions, SOLO_EVENTS)
+}
+
+/// [`run_observed_threads`] with thread 0 running alone after windows of fewer than
+/// `solo_events` events (0: never).
+fn run_tuned(
+    sc: &Scenario,
+    obs: &mut impl Observer,
+    threads: usize,
+    partitions: usize,
+    solo_events: u64,
+) -> Result<(RunReport, Mode), RunError> {
     let threads = threads.max(1);
     let partitions = if partitions == 0 { threads } else { partitions };
     if threads == 1 && partitions <= 1 {
@@ -274,7 +286,8 @@ pub fn run_observed_threads(
         }
     };
     let threads = threads.min(l.parts);
-    let (report, windows, critical_events) = drive(sc, obs, world, initial, &l, threads);
+    let (report, windows, critical_events) =
+        drive(sc, obs, world, initial, &l, threads, solo_events);
     let mode = Mode::Parallel {
         partitions: l.parts,
         threads,
@@ -295,15 +308,18 @@ pub fn run_threads(
     threads: usize,
     partitions: usize,
 ) -> Result<(RunReport, Mode), RunError> {
-    struct Quiet;
-    impl Observer for Quiet {
-        fn sample_every(&self) -> Duration {
-            Duration::MAX
-        }
-        fn on_sample(&mut self, _now: Time, _world: &WorldView<'_>) {}
-        fn on_finish(&mut self, _now: Time, _world: &WorldView<'_>) {}
-    }
     run_observed_threads(sc, &mut Quiet, threads, partitions)
+}
+
+/// An observer that looks at nothing.
+struct Quiet;
+
+impl Observer for Quiet {
+    fn sample_every(&self) -> Duration {
+        Duration::MAX
+    }
+    fn on_sample(&mut self, _now: Time, _world: &WorldView<'_>) {}
+    fn on_finish(&mut self, _now: Time, _world: &WorldView<'_>) {}
 }
 
 type Mail = Vec<(Crossing, Option<TxPacket>)>;
@@ -319,6 +335,10 @@ struct Shared {
     finished: Vec<AtomicU32>,
     /// Per thread: events its partitions handled in the last window.
     load: Vec<AtomicU64>,
+    /// Where thread 0 left a stretch of windows it ran alone.
+    solo: Mutex<Option<Progress>>,
+    /// [`SOLO_EVENTS`] (or what the caller chose).
+    solo_events: u64,
     barrier: SpinBarrier,
 }
 
@@ -378,6 +398,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Where the run stops next (the sequential run's boundaries).
+#[derive(Clone, Copy)]
 struct Clock {
     check: Duration,
     every: Duration,
@@ -401,6 +422,7 @@ fn drive(
     initial: Vec<(Time, Msg)>,
     l: &Layout,
     threads: usize,
+    solo_events: u64,
 ) -> (RunReport, u64, u64) {
     let k = l.parts;
     let tap = obs.tap();
@@ -436,6 +458,8 @@ fn drive(
         next: (0..k).map(|_| AtomicU64::new(0)).collect(),
         finished: (0..k).map(|_| AtomicU32::new(0)).collect(),
         load: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        solo: Mutex::new(None),
+        solo_events,
         barrier: SpinBarrier::new(threads),
     };
     let every = obs.sample_every().max(Duration::from_ps(1));
@@ -447,7 +471,7 @@ fn drive(
         next_check: Time::ZERO.saturating_add(Duration::from_us(10)),
     };
     let main_flows = lock(&sh.parts[0]).handler().main_flows;
-    let (now, last_sample, windows, critical) = std::thread::scope(|scope| {
+    let p = std::thread::scope(|scope| {
         for t in 1..threads {
             let (sh, clock) = (&sh, mk_clock(every));
             scope.spawn(move || window_loop(t, threads, sh, l, clock, main_flows, None));
@@ -481,11 +505,11 @@ fn drive(
     let Some(merged) = merged else {
         unreachable!("a layout has at least two partitions")
     };
-    let sim = Simulator::from_parts(merged, now, stats);
-    if now > last_sample {
-        obs.on_finish(now, &WorldView::new(&[sim.handler()]));
+    let sim = Simulator::from_parts(merged, p.now, stats);
+    if p.now > p.last_sample {
+        obs.on_finish(p.now, &WorldView::new(&[sim.handler()]));
     }
-    (RunReport::collect(sc, &sim), windows, critical)
+    (RunReport::collect(sc, &sim), p.windows, p.critical)
 }
 
 /// Cuts the world into the layout's partitions (NICs by host range, a fabric copy each).
@@ -537,109 +561,179 @@ fn split(mut world: World, l: &Layout, tap: super::Tap) -> Vec<World> {
     out
 }
 
+/// A window in which all partitions together handle fewer events than this is cheaper on one
+/// thread than two barriers: after such a window, thread 0 runs the windows alone (the others
+/// sleep) until one is busy again.
+const SOLO_EVENTS: u64 = 1024;
+
+/// Where a thread's window loop stands.
+#[derive(Clone, Copy)]
+struct Progress {
+    now: Time,
+    last_sample: Time,
+    windows: u64,
+    critical: u64,
+    clock: Clock,
+    stop: bool,
+}
+
+/// Takes in the events other partitions sent to `parts` and publishes their next event times.
+fn import_phase(sh: &Shared, k: usize, parts: &[usize]) {
+    for &i in parts {
+        let mut sim = lock(&sh.parts[i]);
+        import_mail(sh, k, i, &mut sim);
+        let next = sim.next_event_time().map_or(u64::MAX, Time::as_ps);
+        sh.next[i].store(next, Ordering::Relaxed);
+    }
+}
+
+/// The end of the next window: one lookahead after the earliest pending event (exclusive), at
+/// most the next boundary.
+fn window_end(sh: &Shared, l: &Layout, clock: &Clock) -> Time {
+    let g = sh
+        .next
+        .iter()
+        .map(|n| n.load(Ordering::Relaxed))
+        .min()
+        .unwrap_or(u64::MAX);
+    Time::from_ps(
+        g.saturating_add(l.lookahead.as_ps())
+            .saturating_sub(1)
+            .min(clock.boundary().as_ps()),
+    )
+}
+
+/// Runs `parts` up to `end`, posts what they sent to other partitions and their finished flows;
+/// returns the events they handled.
+fn run_phase(sh: &Shared, k: usize, parts: &[usize], end: Time, outs: &mut [Mail]) -> u64 {
+    let mut load = 0;
+    for &i in parts {
+        let mut sim = lock(&sh.parts[i]);
+        let before = sim.stats().events;
+        sim.run_until(end);
+        load += sim.stats().events - before;
+        let w = sim.handler_mut();
+        for (c, h) in w.outbox.drain(..) {
+            outs[c.to as usize].push((c, h));
+        }
+        for (dst, out) in outs.iter_mut().enumerate() {
+            if !out.is_empty() {
+                lock(&sh.mail[i * k + dst]).append(out);
+            }
+        }
+        sh.finished[i].store(w.main_finished, Ordering::Relaxed);
+    }
+    load
+}
+
+/// After a window ending at `end` (every partition got there): feeds the observer (thread 0),
+/// moves the boundaries, decides whether the run is over.
+fn after_window(
+    sh: &Shared,
+    p: &mut Progress,
+    end: Time,
+    critical: u64,
+    main_flows: u32,
+    tap: super::Tap,
+    obs: &mut Option<&mut dyn Observer>,
+) {
+    p.now = end;
+    p.windows += 1;
+    p.critical += critical;
+    let clock = &mut p.clock;
+    let tapping = !matches!(tap, super::Tap::Off);
+    if let Some(o) = obs
+        .as_deref_mut()
+        .filter(|_| tapping || end >= clock.next_sample)
+    {
+        let mut guards: Vec<MutexGuard<'_, Simulator<World>>> =
+            sh.parts.iter().map(|p| lock(p)).collect();
+        let mut tapped: Vec<TapRecord> = Vec::new();
+        for g in &mut guards {
+            tapped.append(&mut g.handler_mut().tapped);
+        }
+        let worlds: Vec<&World> = guards.iter().map(|g| g.handler()).collect();
+        let view = WorldView::new(&worlds);
+        // The sequential order: by event, and within an event as recorded.
+        tapped.sort_by_key(|r| (r.time, r.key));
+        for r in &tapped {
+            o.on_tx(r.time, &view, r.src, r.dst, &r.pkt);
+        }
+        if end >= clock.next_sample {
+            o.on_sample(end, &view);
+            p.last_sample = end;
+        }
+    }
+    if end >= clock.next_sample {
+        clock.next_sample = clock.next_sample.saturating_add(clock.every);
+    }
+    if end >= clock.next_check || end >= clock.limit {
+        clock.next_check = clock.next_check.saturating_add(clock.check);
+        let done: u32 = sh.finished.iter().map(|f| f.load(Ordering::Relaxed)).sum();
+        p.stop = done >= main_flows || end >= clock.limit;
+    }
+}
+
 /// One thread's life: import, window, exchange, until the workload finished or time ran out.
-/// Thread 0 also feeds the observer. Returns the final time, the last sample's time, the
-/// windows and the critical path in events.
+/// Thread 0 also feeds the observer, and runs the quiet stretches alone ([`SOLO_EVENTS`]).
 fn window_loop(
     t: usize,
     threads: usize,
     sh: &Shared,
     l: &Layout,
-    mut clock: Clock,
+    clock: Clock,
     main_flows: u32,
     mut obs: Option<&mut dyn Observer>,
-) -> (Time, Time, u64, u64) {
+) -> Progress {
     let k = l.parts;
     let tap = lock(&sh.parts[0]).handler().tap;
     let mine: Vec<usize> = (t..k).step_by(threads).collect();
+    let all: Vec<usize> = (0..k).collect();
     let mut outs: Vec<Mail> = (0..k).map(|_| Vec::new()).collect();
-    let mut now;
-    let mut nwin = 0u64;
-    let mut critical = 0u64;
-    let mut last_sample = Time::ZERO;
-    loop {
-        // Take in the events other partitions sent; say when the next event is.
-        for &i in &mine {
-            let mut sim = lock(&sh.parts[i]);
-            import_mail(sh, k, i, &mut sim);
-            let next = sim.next_event_time().map_or(u64::MAX, Time::as_ps);
-            sh.next[i].store(next, Ordering::Relaxed);
-        }
-        sh.barrier.wait();
-        let g = sh
-            .next
-            .iter()
-            .map(|n| n.load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(u64::MAX);
-        let b = clock.boundary();
-        let end = Time::from_ps(
-            g.saturating_add(l.lookahead.as_ps())
-                .saturating_sub(1)
-                .min(b.as_ps()),
-        );
-        let mut load = 0;
-        for &i in &mine {
-            let mut sim = lock(&sh.parts[i]);
-            let before = sim.stats().events;
-            sim.run_until(end);
-            load += sim.stats().events - before;
-            let w = sim.handler_mut();
-            for (c, h) in w.outbox.drain(..) {
-                outs[c.to as usize].push((c, h));
+    let mut p = Progress {
+        now: Time::ZERO,
+        last_sample: Time::ZERO,
+        windows: 0,
+        critical: 0,
+        clock,
+        stop: false,
+    };
+    let mut solo = false;
+    while !p.stop {
+        if solo {
+            if t == 0 {
+                loop {
+                    import_phase(sh, k, &all);
+                    let end = window_end(sh, l, &p.clock);
+                    let load = run_phase(sh, k, &all, end, &mut outs);
+                    after_window(sh, &mut p, end, load, main_flows, tap, &mut obs);
+                    if p.stop || load >= sh.solo_events {
+                        break;
+                    }
+                }
+                *lock(&sh.solo) = Some(p);
             }
-            for (dst, out) in outs.iter_mut().enumerate() {
-                if !out.is_empty() {
-                    lock(&sh.mail[i * k + dst]).append(out);
+            sh.barrier.wait();
+            if t != 0 {
+                if let Some(q) = *lock(&sh.solo) {
+                    p = q;
                 }
             }
-            sh.finished[i].store(w.main_finished, Ordering::Relaxed);
+            solo = false;
+            // Nobody writes `solo` again before everyone read it: thread 0 writes it only
+            // after the next window's barriers.
+            continue;
         }
+        import_phase(sh, k, &mine);
+        sh.barrier.wait();
+        let end = window_end(sh, l, &p.clock);
+        let load = run_phase(sh, k, &mine, end, &mut outs);
         sh.load[t].store(load, Ordering::Relaxed);
         sh.barrier.wait();
-        now = end;
-        nwin += 1;
-        critical += sh
-            .load
-            .iter()
-            .map(|x| x.load(Ordering::Relaxed))
-            .max()
-            .unwrap_or(0);
-        let tapping = !matches!(tap, super::Tap::Off);
-        if let Some(o) = obs
-            .as_deref_mut()
-            .filter(|_| tapping || now >= clock.next_sample)
-        {
-            let guards: Vec<MutexGuard<'_, Simulator<World>>> =
-                sh.parts.iter().map(|p| lock(p)).collect();
-            let mut tapped: Vec<TapRecord> = Vec::new();
-            let mut guards = guards;
-            for g in &mut guards {
-                tapped.append(&mut g.handler_mut().tapped);
-            }
-            let worlds: Vec<&World> = guards.iter().map(|g| g.handler()).collect();
-            let view = WorldView::new(&worlds);
-            if !tapped.is_empty() {
-                tapped.sort_by_key(|r| (r.time, r.key));
-                for r in &tapped {
-                    o.on_tx(r.time, &view, r.src, r.dst, &r.pkt);
-                }
-            }
-            if now >= clock.next_sample {
-                o.on_sample(now, &view);
-                last_sample = now;
-            }
-        }
-        if now >= clock.next_sample {
-            clock.next_sample = clock.next_sample.saturating_add(clock.every);
-        }
-        if now >= clock.next_check || now >= clock.limit {
-            clock.next_check = clock.next_check.saturating_add(clock.check);
-            let done: u32 = sh.finished.iter().map(|f| f.load(Ordering::Relaxed)).sum();
-            if done >= main_flows || now >= clock.limit {
-                break;
-            }
-        }
+        let loads = sh.load.iter().map(|x| x.load(Ordering::Relaxed));
+        let (total, critical) = loads.fold((0, 0), |(s, m), x| (s + x, m.max(x)));
+        after_window(sh, &mut p, end, critical, main_flows, tap, &mut obs);
+        solo = total < sh.solo_events;
     }
     // Events still in the mailboxes are packets in flight: into their queues, then the NICs
     // close their stalls at the end time.
@@ -647,11 +741,11 @@ fn window_loop(
         let mut sim = lock(&sh.parts[i]);
         import_mail(sh, k, i, &mut sim);
         for n in &mut sim.handler_mut().nics {
-            n.settle(now);
+            n.settle(p.now);
         }
     }
     sh.barrier.wait();
-    (now, last_sample, nwin, critical)
+    p
 }
 
 /// Moves the events other partitions sent to partition `i` into its queue (in sender order).
@@ -701,13 +795,16 @@ mod tests {
         let sc = small();
         let seq = run(&sc).unwrap();
         assert_eq!(seq.completed, 16);
-        for (threads, parts) in [(1, 2), (2, 2), (2, 4), (3, 4)] {
-            let (r, mode) = run_threads(&sc, threads, parts).unwrap();
-            assert!(
-                matches!(mode, Mode::Parallel { partitions, .. } if partitions == parts),
-                "{mode}"
-            );
-            assert_eq!(r, seq, "{threads} threads, {parts} partitions");
+        // Thread 0 alone in the quiet windows (the default), and never alone.
+        for solo in [SOLO_EVENTS, 0] {
+            for (threads, parts) in [(1, 2), (2, 2), (2, 4), (3, 4)] {
+                let (r, mode) = run_tuned(&sc, &mut Quiet, threads, parts, solo).unwrap();
+                assert!(
+                    matches!(mode, Mode::Parallel { partitions, .. } if partitions == parts),
+                    "{mode}"
+                );
+                assert_eq!(r, seq, "{threads} threads, {parts} partitions, solo {solo}");
+            }
         }
         // One plane: cut by leaf (with its hosts) and spine.
         let mut sc = small();
