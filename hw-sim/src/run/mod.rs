@@ -579,7 +579,7 @@ pub fn scenario_flows(sc: &Scenario, hosts: u32) -> Result<(Vec<Flow>, u32), Run
 /// # Errors
 /// [`RunError`] when the fabric, the workload, a NIC or the failure is invalid.
 pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
-    let (world, initial) = build_world(sc)?;
+    let (world, initial) = build_world(sc, 1)?;
     let mut sim = Simulator::new(world);
     for m in initial {
         // Times are >= now (0): cannot fail.
@@ -589,8 +589,8 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
 }
 
 /// The world for `sc` and the events the run starts with, in scheduling order (their keys are
-/// `event_key(ROOT_SOURCE, index)`).
-fn build_world(sc: &Scenario) -> Result<(World, Vec<(Time, Msg)>), RunError> {
+/// `event_key(ROOT_SOURCE, index)`); the NICs are built on `threads` threads.
+fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>), RunError> {
     let mut fcfg = sc.fabric;
     fcfg.seed = sc.seed;
     let is_roce = sc.transport == Transport::RoceEcmp;
@@ -636,10 +636,38 @@ fn build_world(sc: &Scenario) -> Result<(World, Vec<(Time, Msg)>), RunError> {
             roce_nics.push(RoceNic::new(h, &flows, rcfg).map_err(RunError::Roce)?);
         }
     } else {
-        nics.reserve(hosts as usize);
-        for (h, (hf, bg)) in per_host.iter().enumerate() {
-            let h = h as u32;
-            nics.push(Nic::new(h, ncfg, &plan.peers_of(h), hf, bg).map_err(RunError::Nic)?);
+        // Host ranges built on `threads` threads (each NIC is built from its own inputs
+        // only, so the NICs are the same however many threads build them).
+        let build = |lo: usize, hi: usize| -> Result<Vec<Nic>, RunError> {
+            (lo..hi)
+                .map(|h| {
+                    let (hf, bg) = &per_host[h];
+                    let h = h as u32;
+                    Nic::new(h, ncfg, &plan.peers_of(h), hf, bg).map_err(RunError::Nic)
+                })
+                .collect()
+        };
+        let n = hosts as usize;
+        let t = threads.clamp(1, n.max(1));
+        let chunks: Vec<Result<Vec<Nic>, RunError>> = if t == 1 {
+            vec![build(0, n)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..t)
+                    .map(|i| {
+                        let build = &build;
+                        scope.spawn(move || build(i * n / t, (i + 1) * n / t))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
+        nics.reserve(n);
+        for c in chunks {
+            nics.append(&mut c?);
         }
     }
     // Dependents in CSR form.
