@@ -580,12 +580,17 @@ pub fn scenario_flows(sc: &Scenario, hosts: u32) -> Result<(Vec<Flow>, u32), Run
 /// [`RunError`] when the fabric, the workload, a NIC or the failure is invalid.
 pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
     let (world, initial) = build_world(sc, 1)?;
+    Ok(start(world, initial))
+}
+
+/// The simulator of `world` with its `initial` events scheduled.
+fn start(world: World, initial: Vec<(Time, Msg)>) -> Simulator<World> {
     let mut sim = Simulator::new(world);
     for m in initial {
         // Times are >= now (0): cannot fail.
         let _ = sim.schedule(m.0, m.1.target, m.1.kind, m.1.data);
     }
-    Ok(sim)
+    sim
 }
 
 /// The world for `sc` and the events the run starts with, in scheduling order (their keys are
@@ -837,7 +842,11 @@ pub trait Observer {
 /// # Errors
 /// [`RunError`] when the scenario is invalid.
 pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport, RunError> {
-    let mut sim = build(sc)?;
+    Ok(observe(sc, build(sc)?, obs))
+}
+
+/// [`run_observed`] of a built world.
+fn observe(sc: &Scenario, mut sim: Simulator<World>, obs: &mut impl Observer) -> RunReport {
     let check = Duration::from_us(10);
     let every = obs.sample_every().max(Duration::from_ps(1));
     sim.handler_mut().tap = obs.tap();
@@ -876,7 +885,7 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
     if now > last_sample {
         obs.on_finish(now, &WorldView::new(&[sim.handler()]));
     }
-    Ok(RunReport::collect(sc, &sim))
+    RunReport::collect(sc, &sim)
 }
 
 use mrc_firmware::engine::TxPacket;

@@ -271,16 +271,11 @@ fn run_tuned(
             Mode::Sequential { reason: None },
         ));
     }
-    let t0 = std::time::Instant::now();
     let (world, initial) = build_world(sc, threads)?;
-    if std::env::var_os("MRC_SIM_PHASES").is_some() {
-        eprintln!("phase build {:.2}s", t0.elapsed().as_secs_f64());
-    }
     let l = match layout(sc, &world, partitions) {
         Ok(l) => l,
         Err(reason) => {
-            drop(world);
-            let r = super::run_observed(sc, obs)?;
+            let r = super::observe(sc, super::start(world, initial), obs);
             return Ok((
                 r,
                 Mode::Sequential {
@@ -475,7 +470,6 @@ fn drive(
         next_check: Time::ZERO.saturating_add(Duration::from_us(10)),
     };
     let main_flows = lock(&sh.parts[0]).handler().main_flows;
-    let t0 = std::time::Instant::now();
     let p = std::thread::scope(|scope| {
         for t in 1..threads {
             let (sh, clock) = (&sh, mk_clock(every));
@@ -483,9 +477,6 @@ fn drive(
         }
         window_loop(0, threads, &sh, l, mk_clock(every), main_flows, Some(obs))
     });
-    if std::env::var_os("MRC_SIM_PHASES").is_some() {
-        eprintln!("phase windows {:.2}s", t0.elapsed().as_secs_f64());
-    }
     // Merge: partition 0 takes in the others' NICs, counters and totals.
     let mut stats = SimStats::default();
     let mut merged: Option<World> = None;
@@ -513,24 +504,11 @@ fn drive(
     let Some(merged) = merged else {
         unreachable!("a layout has at least two partitions")
     };
-    if std::env::var_os("MRC_SIM_PHASES").is_some() {
-        eprintln!("phase merge {:.2}s", t0.elapsed().as_secs_f64());
-    }
     let sim = Simulator::from_parts(merged, p.now, stats);
     if p.now > p.last_sample {
         obs.on_finish(p.now, &WorldView::new(&[sim.handler()]));
     }
-    let t0 = std::time::Instant::now();
-    let report = RunReport::collect(sc, &sim);
-    if std::env::var_os("MRC_SIM_PHASES").is_some() {
-        eprintln!("phase collect {:.2}s", t0.elapsed().as_secs_f64());
-    }
-    let t0 = std::time::Instant::now();
-    drop(sim);
-    if std::env::var_os("MRC_SIM_PHASES").is_some() {
-        eprintln!("phase drop {:.2}s", t0.elapsed().as_secs_f64());
-    }
-    (report, p.windows, p.critical)
+    (RunReport::collect(sc, &sim), p.windows, p.critical)
 }
 
 /// Cuts the world into the layout's partitions (NICs by host range, a fabric copy each).
@@ -768,21 +746,6 @@ fn window_loop(
         }
     }
     sh.barrier.wait();
-    if std::env::var_os("MRC_SIM_PHASES").is_some() {
-        let cpu = std::fs::read_to_string("/proc/thread-self/stat")
-            .ok()
-            .and_then(|t| {
-                let rest = t[t.rfind(')')? + 1..].to_string();
-                let f: Vec<u64> = rest
-                    .split_ascii_whitespace()
-                    .skip(11)
-                    .take(2)
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
-                Some(f.iter().sum::<u64>() as f64 / 100.0)
-            });
-        eprintln!("thread {t}: cpu {cpu:?} s");
-    }
     p
 }
 
