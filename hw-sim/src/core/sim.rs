@@ -606,6 +606,40 @@ mod tests {
         assert_eq!(seen, [(10, 1), (10, 2), (10, 4), (20, 3), (30, 0)]);
     }
 
+    /// Each component is its own source: the order of events at equal times follows who
+    /// scheduled them (source, then that source's counter), not when they were pushed.
+    #[test]
+    fn sources_order_equal_times_by_source_then_counter() {
+        struct BySource(Vec<(u32, u64)>);
+        impl Handler for BySource {
+            fn handle(&mut self, _now: Time, ev: Event, s: &mut Scheduler<'_>) {
+                self.0.push((ev.target.0, ev.data));
+                if ev.kind == 0 {
+                    // Component 2 then component 1 schedule two events each at 10 ns.
+                    for i in 0..2 {
+                        s.at(Time::from_ns(10), ComponentId(3), 1, ev.data * 10 + i)
+                            .unwrap();
+                    }
+                }
+            }
+            fn source(&self, m: &Msg) -> u32 {
+                m.target.0
+            }
+        }
+        let mut sim = Simulator::new(BySource(Vec::new()));
+        sim.schedule(Time::from_ns(1), ComponentId(2), 0, 2)
+            .unwrap();
+        sim.schedule(Time::from_ns(2), ComponentId(1), 0, 1)
+            .unwrap();
+        sim.run_until_idle();
+        let keys: Vec<u64> = sim.source_counters().to_vec();
+        assert_eq!(keys, [2, 2, 2, 0]);
+        let got = sim.into_handler().0;
+        // Source 1's events first although source 2 scheduled earlier; each source FIFO.
+        assert_eq!(got, [(2, 2), (1, 1), (3, 10), (3, 11), (3, 20), (3, 21)]);
+        assert_eq!(event_key(1, 5), (1 << KEY_COUNTER_BITS) | 5);
+    }
+
     #[test]
     fn clocked_component_skips_idle_cycles() {
         // A 322 MHz block that gets work at odd times: each job starts at the next edge and

@@ -16,7 +16,8 @@
 //!
 //! A row is the cost of building and running the scenario: wall and CPU seconds of the child
 //! process's run, events and data packets (first transmissions and retransmissions) per CPU
-//! second, and the child's peak RSS. A size that cannot run (its process fails or refuses the
+//! second, and the child's peak RSS; with `threads` (`--threads N`, one row per count) and
+//! `mode` (how it ran, [`crate::run::parallel::Mode`]). A size that cannot run (its process fails or refuses the
 //! scenario) gets a row with its error and null figures.
 
 use serde_json::{json, Value};

@@ -29,7 +29,7 @@
 //! packets ([`super::World`]).
 //!
 //! # When a scenario runs sequentially instead
-//! [`layout`] refuses (and the run falls back to one thread, saying why) when the links have no
+//! The layout refuses (and the run falls back to one thread, saying why) when the links have no
 //! latency (no lookahead), for `roce-ecmp` (not partitioned yet), with random loss or
 //! corruption (a link's random stream is shared by its two ends), when a flow waits for a flow
 //! of a host in another partition (a completion releases it at once, with no latency), when

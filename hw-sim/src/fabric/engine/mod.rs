@@ -100,7 +100,7 @@ pub struct Delivery {
     /// The packet (route consumed, ECN and trim state as the fabric left them).
     pub packet: Packet,
     /// The slab slot it occupied (free again; names the packet for owners that keep
-    /// per-packet data by slot, see [`Fabric::track_staging`]).
+    /// per-packet data by slot, such as the run's MRC headers).
     pub slot: u32,
 }
 
@@ -198,7 +198,7 @@ pub(crate) struct Slot {
 /// A multi-plane fabric: every switch, link and NIC port, driven by events.
 ///
 /// A clone is an independent fabric in the same state (the parallel run gives each partition
-/// one and lets it drive only the ports it owns, [`Fabric::set_partition`]).
+/// one and lets it drive only the ports it owns).
 #[derive(Clone)]
 pub struct Fabric {
     pub(crate) cfg: FabricConfig,
