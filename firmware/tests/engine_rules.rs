@@ -43,18 +43,23 @@ struct Two {
 }
 
 impl Two {
-    #[allow(clippy::needless_range_loop)]
     fn new(retry_cnt: u8) -> Self {
+        Self::new_with(retry_cnt, |cfg| Box::new(TkEngine::new(cfg).unwrap()))
+    }
+
+    /// Two engines from `make` (a constructor under test), connected and in RTS.
+    #[allow(clippy::needless_range_loop)]
+    fn new_with(
+        retry_cnt: u8,
+        make: impl Fn(mrc_firmware::engine::EngineConfig) -> Box<TkEngine>,
+    ) -> Self {
         let cfg = mrc_firmware::engine::EngineConfig {
             mtu_payload: 256,
             // A short reorder threshold, so a dozen packets show loss inference.
             reorder_tx: 8,
             ..Default::default()
         };
-        let mut e = [
-            Box::new(TkEngine::new(cfg).unwrap()),
-            Box::new(TkEngine::new(cfg).unwrap()),
-        ];
+        let mut e = [make(cfg), make(cfg)];
         for n in 0..2 {
             assert_eq!(e[n].create_qp(), Ok(0));
             e[n].register_region(MemRegion {
@@ -402,5 +407,116 @@ fn batched_transmit_keeps_the_burst_turns() {
     assert_eq!(many.len(), one.len());
     for (i, (a, b)) in one.iter().zip(&many).enumerate() {
         assert_eq!(a, b, "packet {i}");
+    }
+}
+
+/// An engine built over garbage memory with `Engine::init_in_place` (how the NIC image builds
+/// its engine in `.bss`).
+fn in_place_over_garbage(cfg: mrc_firmware::engine::EngineConfig) -> Box<TkEngine> {
+    let mut slot = Box::<TkEngine>::new_uninit();
+    // SAFETY: any bytes may be written into an uninitialised block of its own size; garbage
+    // first, so nothing can depend on the memory starting zeroed.
+    unsafe {
+        slot.as_mut_ptr()
+            .cast::<u8>()
+            .write_bytes(0xA5, core::mem::size_of::<TkEngine>())
+    };
+    TkEngine::init_in_place(&mut slot, TkEngine::check(cfg).unwrap());
+    // SAFETY: `init_in_place` initialises every field (its contract).
+    unsafe { slot.assume_init() }
+}
+
+/// Everything two connected engines send and complete over a lossy exchange: two writes, a
+/// write with immediate, one packet lost (retransmitted after the ACK timeout), one trimmed.
+fn exchange_trace(mut t: Two) -> Vec<String> {
+    let mut trace = Vec::new();
+    t.e[1].post_recv(0, 77).unwrap();
+    t.e[0].post_send(0, Two::wr(1, 700, RKEY, None)).unwrap();
+    t.e[0].post_send(0, Two::wr(2, 300, RKEY, None)).unwrap();
+    t.e[0].post_send(0, Two::wr(3, 200, RKEY, Some(5))).unwrap();
+    for round in 0..40 {
+        t.now += 2_000;
+        for n in 0..2 {
+            if t.e[n].poll_timeout().is_some_and(|at| at <= t.now) {
+                t.e[n].handle_timeout(t.now);
+            }
+        }
+        let out = t.out(0);
+        for (i, p) in out.iter().enumerate() {
+            trace.push(format!("0> {p:?}"));
+            if round == 0 && i == 1 {
+                continue; // lost
+            }
+            let v = t.deliver(1, p, round == 0 && i == 2);
+            trace.push(format!("1< {v:?}"));
+        }
+        for p in t.out(1) {
+            trace.push(format!("1> {p:?}"));
+            let v = t.deliver(0, &p, false);
+            trace.push(format!("0< {v:?}"));
+        }
+        for n in 0..2 {
+            for c in t.completions(n) {
+                trace.push(format!("{n}c {c:?}"));
+            }
+        }
+    }
+    trace.push(format!("{:?} {:?}", t.e[0].counters(), t.e[1].counters()));
+    trace
+}
+
+#[test]
+fn an_engine_built_in_place_behaves_as_one_built_by_value() {
+    let by_value = exchange_trace(Two::new(3));
+    let in_place = exchange_trace(Two::new_with(3, in_place_over_garbage));
+    // The exchange did what it is for: a retransmission and all three completions.
+    let all = by_value.join("\n");
+    assert!(all.contains("wr_id: 3"), "{all}");
+    assert!(
+        by_value.iter().filter(|l| l.starts_with("0c")).count() == 3,
+        "{all}"
+    );
+    assert_eq!(by_value, in_place);
+}
+
+/// A loss inferred on one QP is resent ahead of the turn of another QP with new data, and the
+/// turn stays where it was (that QP's burst goes on after the retransmission).
+#[test]
+fn a_retransmission_goes_ahead_of_another_qps_turn() {
+    use mrc_firmware::engine::TX_BURST_PKTS;
+    let burst = usize::from(TX_BURST_PKTS);
+    let mut t = Two::new(3);
+    assert_eq!(t.e[0].create_qp(), Ok(1));
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        t.e[0].modify_qp(1, s, &attrs(1, 3), 0).unwrap();
+    }
+    for i in 0..12 {
+        t.e[0].post_send(0, Two::wr(i, 256, RKEY, None)).unwrap();
+    }
+    let p = t.out(0);
+    assert_eq!(p.len(), 12);
+    // QP 1 gets work and starts its burst.
+    t.e[0]
+        .post_send(1, Two::wr(100, 256 * 4 * burst as u32, RKEY, None))
+        .unwrap();
+    let first = t.e[0].poll_transmit(t.now).unwrap();
+    assert_eq!((first.src_qpn, first.retransmit), (1, false));
+    // QP 0's first packet was lost: the ACKs of the others make the engine infer it.
+    for pkt in &p[1..] {
+        t.deliver(1, pkt, false);
+    }
+    for a in t.out(1) {
+        t.deliver(0, &a, false);
+    }
+    let next: Vec<TxPacket> = t
+        .out(0)
+        .into_iter()
+        .filter(|p| matches!(p.body, TxBody::Write { .. }))
+        .collect();
+    assert_eq!((next[0].src_qpn, next[0].psn), (0, p[0].psn));
+    assert!(next[0].retransmit);
+    // Then QP 1's burst goes on where it was.
+    for (i, pkt) in next[1..burst].iter().enumerate() {
+        assert_eq!(pkt.src_qpn, 1, "packet {i} after the retransmission");
     }
 }

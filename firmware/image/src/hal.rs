@@ -231,6 +231,55 @@ unsafe impl defmt::Logger for Logger {
 // ------------------------------------------------------------------------------------------
 // Exit.
 
+// ------------------------------------------------------------------------------------------
+// Stack high-water mark: the stack below the caller's frame is painted with a pattern, and
+// later the lowest word no longer holding it shows how deep the stack went. riscv-rt's linker
+// script names the stack region [`__estack`, `__sstack`) (it grows down from `__sstack`).
+
+#[cfg(feature = "qemu")]
+const STACK_PAINT: u32 = 0x5AC3_5AC3;
+
+#[cfg(feature = "qemu")]
+extern "C" {
+    static __estack: u32;
+    static __sstack: u32;
+}
+
+/// Paint the unused stack (from the bottom of the stack region to 256 bytes below the
+/// caller's frame) so that [`stack_used_below`] can measure the deepest use after this call.
+/// Returns the caller's stack mark (an address within 256 bytes below the caller's frame).
+#[cfg(feature = "qemu")]
+#[inline(never)]
+pub fn stack_paint() -> usize {
+    let bottom = core::ptr::addr_of!(__estack) as usize;
+    let here = core::ptr::addr_of!(bottom) as usize;
+    let mut p = bottom;
+    while p + 256 < here {
+        // SAFETY: [`__estack`, caller's sp - 256) is stack memory below every live frame
+        // (the stack grows down and this function's own frame is above `here - 256`), word
+        // aligned (riscv-rt aligns the region); nothing reads it until it is used as stack.
+        unsafe { core::ptr::write_volatile(p as *mut u32, STACK_PAINT) };
+        p += 4;
+    }
+    here
+}
+
+/// The deepest stack use since [`stack_paint`] returned `mark`, in bytes below `mark`: the
+/// stack that the calls made after it needed (a lower bound when a frame left a word equal to
+/// the pattern).
+#[cfg(feature = "qemu")]
+pub fn stack_used_below(mark: usize) -> usize {
+    let bottom = core::ptr::addr_of!(__estack) as usize;
+    let top = core::ptr::addr_of!(__sstack) as usize;
+    let mut p = bottom;
+    // SAFETY: reads within the stack region, word aligned, below the live frames or inside
+    // them (plain loads of initialised words).
+    while p < top && unsafe { core::ptr::read_volatile(p as *const u32) } == STACK_PAINT {
+        p += 4;
+    }
+    mark.saturating_sub(p)
+}
+
 /// Leave: under QEMU the sifive_test finisher ends the emulator (pass / fail code 1); on the NIC
 /// a failure resets the core through the CSR window, a success parks it.
 pub fn exit(success: bool) -> ! {
@@ -276,50 +325,69 @@ fn exception(trap: &riscv_rt::TrapFrame) -> ! {
 #[cfg(not(feature = "qemu"))]
 pub use csr_rings::NicDatapath;
 
-/// The engine's configuration on the NIC.
-#[cfg(not(feature = "qemu"))]
-const ENGINE_CONFIG: mrc_firmware::engine::EngineConfig =
-    mrc_firmware::engine::EngineConfig::DEFAULT;
-
-/// The engine's home: a `static` built at compile time (`NicLoop::from_checked` is a `const
-/// fn`; a bad configuration fails the build). Nothing engine-sized is ever on the stack: no
-/// boot-time construction and no copy. It is in `.data`, so its initial bytes are also part
-/// of the image in ITCM (riscv-rt copies them to DTCM at reset).
-#[cfg(not(feature = "qemu"))]
-static mut NIC_LOOP: mrc_nicloop::NicLoop =
-    mrc_nicloop::NicLoop::from_checked(match mrc_nicloop::NicEngine::check(ENGINE_CONFIG) {
+/// The engine's configuration on the NIC (checked at compile time: a bad one fails the
+/// build).
+const ENGINE_CONFIG: mrc_firmware::engine::CheckedConfig =
+    match mrc_nicloop::NicEngine::check(mrc_firmware::engine::EngineConfig::DEFAULT) {
         Ok(c) => c,
         Err(_) => panic!("invalid engine configuration"),
-    });
+    };
 
-/// The engine fits the DTCM with the two 1 KiB CSR rings, the 2 KiB receive and transmit header
-/// rings and 8 KiB
-/// for the stack (the main loop measured under 3 KiB) and the rest of `.data`/`.bss`. A
-/// capacity change that breaks this fails the build instead of the boot.
+/// The engine's home: uninitialised memory (`.bss`), built in place by [`nic_loop`] at boot
+/// (`NicLoop::init_in_place`). Neither the engine's initial bytes in the image (they would be
+/// `.data`, carried in the ITCM beside the code and copied at reset: 96 % zeros) nor an
+/// engine-sized value on the stack.
+static mut NIC_LOOP: core::mem::MaybeUninit<mrc_nicloop::NicLoop> =
+    core::mem::MaybeUninit::uninit();
+
+/// The engine and the admin tables fit the DTCM with the two 1 KiB CSR rings, the 2 KiB
+/// receive and transmit header rings, the 768 bytes of admin rings, the rest of `.bss` and
+/// the stack the loop needs (`mrc_nicloop::STACK_BUDGET`, which the QEMU self-test checks
+/// the admin path against). A capacity change that breaks this fails the build instead of
+/// overflowing the stack into `.bss` on the NIC.
 #[cfg(not(feature = "qemu"))]
 const _: () = assert!(
-    core::mem::size_of::<mrc_nicloop::NicLoop>() + 6 * 1024 + 8 * 1024 <= map::DTCM_LEN,
-    "the engine's capacities do not fit the DTCM"
+    core::mem::size_of::<mrc_nicloop::NicLoop>()
+        + core::mem::size_of::<mrc_nicloop::NicAdmin>()
+        + 7 * 1024
+        + 4 * 1024
+        + mrc_nicloop::STACK_BUDGET
+        <= map::DTCM_LEN,
+    "the engine's capacities and the stack budget do not fit the DTCM"
 );
 
-#[cfg(not(feature = "qemu"))]
+/// The admin tables (PDs, MRs, CQs, QPs, profiles): all zero when empty, so in `.bss` (DTCM
+/// only, nothing in the ITCM's initialised-data image).
+static mut NIC_ADMIN: mrc_nicloop::NicAdmin = mrc_nicloop::NicAdmin::new();
+
 static NIC_LOOP_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// The engine and its loop, once (for `main`'s loop).
-#[cfg(not(feature = "qemu"))]
-pub fn nic_loop() -> &'static mut mrc_nicloop::NicLoop {
+/// The engine and its loop, built now, and the admin tables, once (for the main loop; under
+/// QEMU for the self-test's admin check). A second call panics.
+pub fn nic_loop() -> (
+    &'static mut mrc_nicloop::NicLoop,
+    &'static mut mrc_nicloop::NicAdmin,
+) {
     if NIC_LOOP_TAKEN.swap(true, Ordering::Relaxed) {
         panic!("engine taken twice");
     }
-    // SAFETY: the flag above hands out this reference at most once for the program's life,
-    // so it never aliases; the static holds a valid `NicLoop` from compile time.
-    unsafe { &mut *core::ptr::addr_of_mut!(NIC_LOOP) }
+    // SAFETY: the flag above hands out these references at most once for the program's life,
+    // so they never alias; `init_in_place` initialises the loop before the reference to it
+    // is returned, and the admin tables hold valid (empty) tables from compile time.
+    unsafe {
+        let slot = &mut *core::ptr::addr_of_mut!(NIC_LOOP);
+        (
+            mrc_nicloop::NicLoop::init_in_place(slot, ENGINE_CONFIG),
+            &mut *core::ptr::addr_of_mut!(NIC_ADMIN),
+        )
+    }
 }
 
 #[cfg(not(feature = "qemu"))]
 mod csr_rings {
     use core::mem::offset_of;
 
+    use mrc_abi::device::admin::AdminReply;
     use mrc_abi::device::csr::{CsrQueueRegs, CsrRing, ENTRY_BYTES};
     use mrc_abi::device::rxh::{RXH_ENTRY_BYTES, RXH_VERDICT_BYTES, RXH_VERDICT_OFFSET};
     use mrc_abi::device::txh::{TxhRing, TXH_ENTRY_BYTES};
@@ -364,6 +432,50 @@ mod csr_rings {
 
     static mut TXH: TxhMem = TxhMem([[0; TXH_WORDS]; RING_ENTRIES]);
 
+    /// log2 of the entries of the admin command and reply rings (8 each).
+    const ADMIN_LOG2: u8 = 3;
+    const ADMIN_ENTRIES: usize = 1 << ADMIN_LOG2;
+    const CMD_WORDS: usize = 64 / 4;
+    const RESP_WORDS: usize = 32 / 4;
+
+    /// Admin command ring memory (64-byte mrc-abi `AdminCmd`s the host interface copies from
+    /// the host's admin queue): only read with volatile accesses.
+    #[repr(C, align(64))]
+    struct AdminCmdMem([[u32; CMD_WORDS]; ADMIN_ENTRIES]);
+
+    /// Admin reply ring memory (32-byte mrc-abi `AdminResp`s the host interface copies to the
+    /// host's response ring, setting the owner bit): only written with volatile accesses.
+    #[repr(C, align(32))]
+    struct AdminRespMem([[u32; RESP_WORDS]; ADMIN_ENTRIES]);
+
+    static mut ADMIN_CMD: AdminCmdMem = AdminCmdMem([[0; CMD_WORDS]; ADMIN_ENTRIES]);
+    static mut ADMIN_RESP: AdminRespMem = AdminRespMem([[0; RESP_WORDS]; ADMIN_ENTRIES]);
+
+    fn admin_cmd_ptr(slot: u32) -> *mut u32 {
+        // `slot < ADMIN_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
+        // SAFETY: `ADMIN_CMD` is the static above; `addr_of_mut!` creates no reference.
+        unsafe { core::ptr::addr_of_mut!(ADMIN_CMD.0[slot as usize]).cast::<u32>() }
+    }
+
+    fn admin_resp_ptr(slot: u32) -> *mut u32 {
+        // `slot < ADMIN_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
+        // SAFETY: `ADMIN_RESP` is the static above; `addr_of_mut!` creates no reference.
+        unsafe { core::ptr::addr_of_mut!(ADMIN_RESP.0[slot as usize]).cast::<u32>() }
+    }
+
+    /// The words of a reply as the host's response ring holds it (owner bit clear: the host
+    /// interface sets it for the host ring's slot).
+    fn reply_words(r: &AdminReply) -> [u32; RESP_WORDS] {
+        let mut w = [0u32; RESP_WORDS];
+        w[0] = u32::from(r.status as u8) | u32::from(r.command_id) << 16;
+        w[1] = r.syndrome;
+        for (i, v) in r.result.iter().enumerate() {
+            w[2 + 2 * i] = *v as u32;
+            w[3 + 2 * i] = (*v >> 32) as u32;
+        }
+        w
+    }
+
     fn txh_entry_ptr(slot: u32) -> *mut u32 {
         // `slot < RING_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
         // SAFETY: `TXH` is the static above; `addr_of_mut!` creates no reference.
@@ -403,6 +515,11 @@ mod csr_rings {
         /// Free transmit header entries at the last read of the consumer index: a lower bound
         /// (the datapath only frees entries), so `push_tx` needs no register read per entry.
         txh_free: u32,
+        /// The admin rings' geometry, our consumer index of commands, our producer index of
+        /// replies.
+        admin_ring: CsrRing,
+        admin_consumer: u32,
+        resp_producer: u32,
     }
 
     impl NicDatapath {
@@ -419,10 +536,28 @@ mod csr_rings {
                 (map::EVQ_RXH_BASE, core::ptr::addr_of_mut!(RXH) as usize),
                 (map::EVQ_TXH_BASE, core::ptr::addr_of_mut!(TXH) as usize),
             ];
-            for (regs, mem) in rings {
+            let admin_ring = match CsrRing::new(ADMIN_LOG2) {
+                Some(r) => r,
+                None => panic!("admin ring size"),
+            };
+            let admin_rings = [
+                (
+                    map::ADMIN_CMDQ_BASE,
+                    core::ptr::addr_of_mut!(ADMIN_CMD) as usize,
+                ),
+                (
+                    map::ADMIN_RESPQ_BASE,
+                    core::ptr::addr_of_mut!(ADMIN_RESP) as usize,
+                ),
+            ];
+            let sized = rings
+                .iter()
+                .map(|r| (r.0, r.1, RING_LOG2))
+                .chain(admin_rings.iter().map(|r| (r.0, r.1, ADMIN_LOG2)));
+            for (regs, mem, log2) in sized {
                 // rv32: DTCM addresses fit the 32-bit `base` register.
                 write32(regs + BASE, mem as u32);
-                write32(regs + LOG2, u32::from(RING_LOG2));
+                write32(regs + LOG2, u32::from(log2));
                 write32(regs + PRODUCER, 0);
                 write32(regs + CONSUMER, 0);
                 write32(regs + OVERFLOW, 0);
@@ -436,6 +571,9 @@ mod csr_rings {
                 tx_overflow: 0,
                 txh_producer: 0,
                 txh_free: 0,
+                admin_ring,
+                admin_consumer: 0,
+                resp_producer: 0,
             }
         }
     }
@@ -519,6 +657,51 @@ mod csr_rings {
             io_fence();
             self.rxh_consumer = self.rxh_consumer.wrapping_add(1);
             write32(map::EVQ_RXH_BASE + CONSUMER, self.rxh_consumer);
+        }
+
+        fn pop_admin(&mut self) -> Option<[u8; 64]> {
+            let producer = read32(map::ADMIN_CMDQ_BASE + PRODUCER);
+            if self.admin_ring.is_empty(producer, self.admin_consumer) {
+                return None;
+            }
+            // A command waits while its reply would find the reply ring full.
+            let resp_consumer = read32(map::ADMIN_RESPQ_BASE + CONSUMER);
+            if self.admin_ring.is_full(self.resp_producer, resp_consumer) {
+                return None;
+            }
+            // Entry bytes after the producer index that published them.
+            io_fence();
+            let p = admin_cmd_ptr(self.admin_ring.slot(self.admin_consumer));
+            let mut out = [0u8; 64];
+            for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
+                // SAFETY: `p` points to a 64-byte aligned entry of 16 words in ADMIN_CMD
+                // (`i < 16`) that the host interface published and will not touch until we
+                // advance `consumer`.
+                let w = unsafe { core::ptr::read_volatile(p.add(i)) };
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            io_fence();
+            self.admin_consumer = self.admin_consumer.wrapping_add(1);
+            write32(map::ADMIN_CMDQ_BASE + CONSUMER, self.admin_consumer);
+            Some(out)
+        }
+
+        fn push_admin_reply(&mut self, reply: &AdminReply) -> bool {
+            let consumer = read32(map::ADMIN_RESPQ_BASE + CONSUMER);
+            if self.admin_ring.is_full(self.resp_producer, consumer) {
+                return false;
+            }
+            let p = admin_resp_ptr(self.admin_ring.slot(self.resp_producer));
+            for (i, w) in reply_words(reply).into_iter().enumerate() {
+                // SAFETY: `p` points to a 32-byte aligned entry of 8 words in ADMIN_RESP
+                // (`i < 8`) that the host interface has consumed (the ring is not full).
+                unsafe { core::ptr::write_volatile(p.add(i), w) };
+            }
+            // Entry bytes before the producer index that publishes them.
+            io_fence();
+            self.resp_producer = self.resp_producer.wrapping_add(1);
+            write32(map::ADMIN_RESPQ_BASE + PRODUCER, self.resp_producer);
+            true
         }
 
         fn tx_room(&mut self) -> usize {

@@ -2,9 +2,10 @@
 //!
 //! Boot (riscv-rt), recover the `NOINIT` block (crash record, log ring), start the watchdog,
 //! hand the datapath its CSR rings and header queues (`hal::NicDatapath::init`), then the main loop: read the
-//! timer once, kick the watchdog, and run one [`mrc_nicloop::NicLoop::step`] at that `now`
-//! (DP->FW CSR entries into the MRC engine, its timeouts, engine output to the FW->DP ring and
-//! the datapath). With the `qemu` feature the image runs the [`selftest`] instead and exits
+//! timer once, kick the watchdog, and run one [`mrc_nicloop::NicLoop::step_admin`] at that
+//! `now` (admin commands from the host interface into the shared admin executor, DP->FW CSR
+//! entries into the MRC engine, its timeouts, engine output to the FW->DP ring and the
+//! datapath). With the `qemu` feature the image runs the [`selftest`] instead and exits
 //! QEMU with its verdict.
 //!
 //! All unsafe code is in [`hal`]; the rest of the image is `#![deny(unsafe_code)]`.
@@ -52,12 +53,12 @@ fn main() -> ! {
     }
     #[cfg(not(feature = "qemu"))]
     {
-        let lp = hal::nic_loop();
+        let (lp, admin) = hal::nic_loop();
         let mut dp = hal::NicDatapath::init();
         loop {
             let now_ns = hal::now_ns();
             hal::watchdog_kick();
-            lp.step(now_ns, &mut dp);
+            lp.step_admin(now_ns, &mut dp, admin);
         }
     }
 }

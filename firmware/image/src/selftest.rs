@@ -13,6 +13,10 @@ use mrc_fw_update::update::{RamSlots, SlotStorage, UpdateError, UpdatePolicy, Up
 use mrc_nic_board::cmis::{DownReason, PortEvent};
 use mrc_nic_board::crash::{event, CrashReason, CrashRecord, EventKind, EventTrace};
 
+use mrc_abi::device::admin::body::{CreateCq, CreateQp, ObjectId, QpInit, QpRtr, QpRts};
+use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus, QpModify, QpState};
+use mrc_nicloop::{Datapath, NicAdmin, NicLoop};
+
 use crate::hal;
 use crate::runtime::Runtime;
 
@@ -49,6 +53,18 @@ pub fn run() -> bool {
     retry(&mut c);
     congestion(&mut c);
     main_loop(&mut c);
+    let mark = hal::stack_paint();
+    admin(&mut c);
+    let depth = hal::stack_used_below(mark);
+    defmt::info!(
+        "admin path stack: {} bytes deep (budget {})",
+        depth,
+        mrc_nicloop::STACK_BUDGET
+    );
+    c.that(
+        depth <= mrc_nicloop::STACK_BUDGET,
+        "admin path stack within budget",
+    );
     update(&mut c);
     crash_record(&mut c);
     defmt::info!("checks: {} passed, {} failed", c.passed, c.failed);
@@ -180,6 +196,147 @@ fn main_loop(c: &mut Check) {
         per_iter,
         k.probes,
         k.timers_fired
+    );
+}
+
+/// A datapath with only an admin path: one command in, its reply out.
+struct AdminOnly {
+    cmd: Option<[u8; 64]>,
+    reply: Option<AdminReply>,
+}
+
+impl Datapath for AdminOnly {
+    fn pop_event(&mut self) -> Option<[u8; 32]> {
+        None
+    }
+    fn push_order(&mut self, _entry: &[u8; 32]) -> bool {
+        true
+    }
+    fn pop_rx(&mut self) -> Option<[u8; 64]> {
+        None
+    }
+    fn rx_done(&mut self, _verdict: &[u8; 16]) {}
+    fn tx_room(&mut self) -> usize {
+        0
+    }
+    fn push_tx(&mut self, _entry: &[u8; 64]) -> bool {
+        false
+    }
+    fn pop_admin(&mut self) -> Option<[u8; 64]> {
+        self.cmd.take()
+    }
+    fn push_admin_reply(&mut self, reply: &AdminReply) -> bool {
+        self.reply = Some(*reply);
+        true
+    }
+}
+
+/// The NIC main loop's admin path on the core: a QP created and moved RESET -> INIT -> RTR ->
+/// RTS through admin commands (the engine QP follows), an MPR the engine's window cannot hold
+/// refused with the field's offset, teardown; instructions per command.
+fn admin(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 7));
+    // The NIC's own loop and tables, built in place as the NIC image builds them.
+    let (lp, tables) = hal::nic_loop();
+    let mut dp = AdminOnly {
+        cmd: None,
+        reply: None,
+    };
+    let mut cmds = 0u64;
+    let start = hal::instret();
+    let mut run = |cmd: AdminCommand, lp: &mut NicLoop, tables: &mut NicAdmin| {
+        let e = cmd.encode(1, 0);
+        let mut raw = [0u8; 64];
+        raw[0] = e.opcode;
+        raw[2..4].copy_from_slice(&e.command_id.get().to_le_bytes());
+        raw[8..].copy_from_slice(&e.body);
+        dp.cmd = Some(raw);
+        lp.step_admin(0, &mut dp, tables);
+        cmds += 1;
+        dp.reply.take().map_or((AdminStatus::Internal, 0, 0), |r| {
+            (r.status, r.syndrome, r.result[0] as u32)
+        })
+    };
+    let (s, _, pd) = run(AdminCommand::AllocPd, lp, tables);
+    c.that(s == AdminStatus::Ok, "alloc pd");
+    let cq = CreateCq {
+        log2_entries: 4,
+        rsvd: 0,
+        irq_vector: 0.into(),
+        rsvd2: 0.into(),
+        base: 0x1000.into(),
+    };
+    let (_, _, cqn) = run(AdminCommand::CreateCq(cq), lp, tables);
+    let qp = CreateQp {
+        pd: pd.into(),
+        send_cq: cqn.into(),
+        recv_cq: cqn.into(),
+        sq_log2: 4,
+        rq_log2: 4,
+        rsvd: 0.into(),
+        sq_base: 0x2000.into(),
+        rq_base: 0x3000.into(),
+    };
+    let (s, _, qpn) = run(AdminCommand::CreateQp(qp), lp, tables);
+    c.that(s == AdminStatus::Ok, "create qp");
+    let init = QpInit {
+        qpn: qpn.into(),
+        to_state: QpState::Init as u8,
+        dscp: 0,
+        hint_flags: 0.into(),
+        ev_profile: 0.into(),
+        cc_profile: 0.into(),
+    };
+    let rtr = |mpr: u16| QpRtr {
+        qpn: qpn.into(),
+        to_state: QpState::Rtr as u8,
+        flags: 0,
+        responder_mpr: mpr.into(),
+        dest_qpn: qpn.into(),
+        max_wimm: 4.into(),
+        rsvd: 0.into(),
+        rq_psn: 0.into(),
+        remote_addr: [0xfd; 16],
+    };
+    let rts = QpRts {
+        qpn: qpn.into(),
+        to_state: QpState::Rts as u8,
+        retry_count: 7,
+        requester_mpr: 1.into(),
+        max_wimm: 4.into(),
+        ack_timeout_exp: 6,
+        rsvd: 0,
+        sq_psn: 0.into(),
+    };
+    let m = |q| AdminCommand::ModifyQp(q);
+    let ok_init = run(m(QpModify::Init(init)), lp, tables).0 == AdminStatus::Ok;
+    let big = run(m(QpModify::Rtr(rtr(3))), lp, tables);
+    let ok_rtr = run(m(QpModify::Rtr(rtr(1))), lp, tables).0 == AdminStatus::Ok;
+    let ok_rts = run(m(QpModify::Rts(rts)), lp, tables).0 == AdminStatus::Ok;
+    c.that(ok_init && ok_rtr && ok_rts, "RESET -> INIT -> RTR -> RTS");
+    c.that(
+        big.0 == AdminStatus::BadAttribute && big.1 == 14,
+        "MPR beyond the engine's window refused at its offset",
+    );
+    let engine_qpn = tables.qps.get(&qpn).and_then(|q| q.engine_qpn());
+    c.that(
+        engine_qpn.and_then(|e| lp.engine().qp_state(e))
+            == Some(mrc_firmware::engine::QpState::Rts),
+        "engine QP in RTS",
+    );
+    let id = |v: u32| ObjectId { id: v.into() };
+    let ok_destroy = run(AdminCommand::DestroyQp(id(qpn)), lp, tables).0 == AdminStatus::Ok
+        && run(AdminCommand::DestroyCq(id(cqn)), lp, tables).0 == AdminStatus::Ok;
+    c.that(ok_destroy, "teardown");
+    c.that(
+        engine_qpn.is_some_and(|e| lp.engine().qp_state(e).is_none()),
+        "engine QP destroyed",
+    );
+    let per_cmd = (hal::instret() - start) / cmds.max(1);
+    defmt::info!(
+        "admin: {} commands through the main loop, {} instr per command (main-loop step included)",
+        cmds,
+        per_cmd
     );
 }
 

@@ -16,6 +16,13 @@
 //!   the latest probe brings the EV back to `Good` and resets the backoff.
 //! - [`EvTable::plane_down`] retires every EV of the plane in one step (no guard: the port is
 //!   gone) and stops probing them; [`EvTable::plane_up`] starts probing them at once.
+//! - A **shared loss** ([`EvTable::handle_shared_loss`]): the NIC, which knows the route each
+//!   EV names, saw a packet (of this QP on another EV, or of another QP) lost untrimmed on a
+//!   route this EV shares up to the destination's last switch: the EV retires as after a loss
+//!   of its own (guard applies), but no loss is counted on it. The route is probed by the EV
+//!   that lost the packet; a reply there brings the EV back ([`EvTable::handle_shared_recovery`]),
+//!   and its own probes start only at [`SHARED_PROBE_FACTOR`] times the base interval (so a
+//!   wrong inference, e.g. a loss on one host's last hop, is still undone).
 //! - **Gray loss** (beyond MRC): every EV runs the SPRT of [`crate::engine::sprt`] over its
 //!   delivered/lost counts; crossing the upper bound retires it (reason `GrayLoss`, guard
 //!   applies) and its probing restarts at the capped interval, so a path that passes probes but
@@ -36,6 +43,11 @@ use crate::engine::sprt::{Sprt, SprtConfig, SprtError, SprtParams, SprtVerdict, 
 /// Outcomes over which the QP-wide loss rate is estimated (see [`EvTable::handle_loss`]);
 /// no estimate below a quarter of it.
 pub const BASELINE_WINDOW: u64 = 1 << 14;
+
+/// An EV retired by a shared loss first probes at this many times `probe_base_ns` (the EV
+/// whose loss was shared probes the route from the base interval: 16 with 10 us probes is
+/// 160 us, by when that EV probed four times).
+pub const SHARED_PROBE_FACTOR: u64 = 16;
 
 /// Planes (NIC ports) an EV table can spread over.
 pub const MAX_PLANES: usize = 8;
@@ -74,6 +86,11 @@ pub enum EvReason {
     PlaneDown,
     /// The gray-loss test decided it loses too much.
     GrayLoss,
+    /// A packet was lost on a route this EV shares (see [`EvTable::handle_shared_loss`]).
+    SharedLoss,
+    /// A probe on a route this EV shares was answered (see
+    /// [`EvTable::handle_shared_recovery`]).
+    SharedRecovery,
     /// The controller denied it.
     ControllerDeny,
     /// The controller allowed it again.

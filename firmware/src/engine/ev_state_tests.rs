@@ -227,6 +227,55 @@ fn probes_back_off_and_reply_restores() {
 }
 
 #[test]
+fn shared_loss_retires_without_counting_and_shared_recovery_restores() {
+    let cfg = EvConfig {
+        probe_base_ns: 100,
+        probe_cap_ns: 100_000,
+        ..EvConfig::new(8, 2)
+    };
+    let mut t: EvTable<8> = EvTable::new(cfg).unwrap();
+    assert_eq!(t.handle_shared_loss(3, 1_000), Ok(true));
+    assert_eq!(t.state(3), Ok(EvState::AssumedBad));
+    let ev = drain(&mut t);
+    assert_eq!((ev.len(), ev[0].reason), (1, EvReason::SharedLoss));
+    // The loss was another EV's: nothing counted on this one.
+    assert_eq!(t.stats(3).unwrap().lost, 0);
+    assert_eq!(t.plane_capacity(1), 3);
+    // Its own probing starts late (the EV that lost the packet probes the route).
+    assert_eq!(
+        t.next_probe_deadline(),
+        Some(1_000 + 100 * SHARED_PROBE_FACTOR)
+    );
+    // Already retired: no change, no event.
+    assert_eq!(t.handle_shared_loss(3, 2_000), Ok(false));
+    assert!(drain(&mut t).is_empty());
+    // The route answered another EV's probe: back, probe backoff reset.
+    assert_eq!(t.handle_shared_recovery(3), Ok(true));
+    assert_eq!(t.state(3), Ok(EvState::Good));
+    assert_eq!(drain(&mut t)[0].reason, EvReason::SharedRecovery);
+    assert_eq!(t.handle_shared_recovery(3), Ok(false), "already good");
+    assert_eq!(t.next_probe_deadline(), None);
+    t.handle_loss(3, 0).unwrap();
+    assert_eq!(t.next_probe_deadline(), Some(100));
+    // A plane that is down keeps its EVs out; bad indices are errors.
+    t.plane_down(1).unwrap();
+    assert_eq!(t.handle_shared_recovery(3), Ok(false));
+    assert!(t.handle_shared_loss(8, 0).is_err());
+    assert!(t.handle_shared_recovery(8).is_err());
+}
+
+#[test]
+fn shared_loss_respects_min_active() {
+    let mut t = table(4, 1, 3);
+    assert_eq!(t.handle_shared_loss(0, 0), Ok(true));
+    // One more would leave 2 < 3 active: skipped once instead.
+    assert_eq!(t.handle_shared_loss(1, 0), Ok(true));
+    assert_eq!(t.state(1), Ok(EvState::Skip));
+    assert_eq!(t.counters().guard_hits, 1);
+    assert_eq!(t.active(), 3);
+}
+
+#[test]
 fn plane_down_retires_all_in_one_step_and_plane_up_probes() {
     let mut t = table(16, 4, 15);
     t.deny(6).unwrap(); // plane 2, stays denied

@@ -26,6 +26,8 @@ use crate::engine::responder::Responder;
 use crate::engine::ring::Ring;
 use crate::engine::timer_wheel::{TimerId, TimerWheel};
 
+mod in_place;
+
 #[path = "nic_rx.rs"]
 mod rx;
 
@@ -202,6 +204,10 @@ pub struct Engine<
     /// The slot that sent the last data packet and how many it sent in a row.
     tx_rr_slot: usize,
     tx_burst: u8,
+    /// QPs with a retransmission queued, oldest first: they send it ahead of the turn (see
+    /// [`Engine::poll_transmit`]); `retx_queued` marks the members.
+    retx_q: Ring<u32, Q>,
+    retx_queued: [bool; Q],
     cq_rr: usize,
     counters: EngineCounters,
 }
@@ -245,6 +251,8 @@ impl<
             tx_rr: 0,
             tx_rr_slot: 0,
             tx_burst: 0,
+            retx_q: Ring::new(0),
+            retx_queued: [false; Q],
             cq_rr: 0,
             counters: EngineCounters::default(),
         })
@@ -282,6 +290,8 @@ impl<
             tx_rr: 0,
             tx_rr_slot: 0,
             tx_burst: 0,
+            retx_q: Ring::new(0),
+            retx_queued: [false; Q],
             cq_rr: 0,
             counters: EngineCounters::ZERO,
         }
@@ -535,6 +545,7 @@ impl<
             match kind {
                 T_RETRY => {
                     self.fire_retry(slot, now_ns);
+                    self.note_retransmit(slot);
                     let d = self
                         .qp(slot as u32)
                         .and_then(|q| q.req.as_ref()?.deadline_ns());
@@ -615,7 +626,8 @@ impl<
 
     // ---- outputs ----
 
-    /// The next packet to send: control packets first, then data from the QPs in turn.
+    /// The next packet to send: control packets first, then retransmissions (QPs in the order
+    /// their losses were found), then data from the QPs in turn.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<TxPacket> {
         let mut p = TxPacket::FILL;
         self.poll_transmit_into(now_ns, &mut p).then_some(p)
@@ -626,7 +638,7 @@ impl<
     /// of a transmit ring, instead of being returned and copied.
     #[inline]
     pub fn poll_transmit_into(&mut self, now_ns: u64, out: &mut TxPacket) -> bool {
-        if self.ctrl.is_empty() && self.poll_new_data(now_ns, out) {
+        if self.ctrl.is_empty() && self.retx_q.is_empty() && self.poll_new_data(now_ns, out) {
             return true;
         }
         match self.poll_transmit_general(now_ns) {
@@ -646,7 +658,7 @@ impl<
     pub fn poll_transmit_batch(&mut self, now_ns: u64, out: &mut [TxPacket]) -> usize {
         let mut n = 0;
         while let Some(rest) = out.get_mut(n..).filter(|r| !r.is_empty()) {
-            if self.ctrl.is_empty() {
+            if self.ctrl.is_empty() && self.retx_q.is_empty() {
                 let (k, more) = self.poll_new_batch(now_ns, rest);
                 n += k;
                 if more {
@@ -728,6 +740,11 @@ impl<
             }
             return Some(p);
         }
+        if !self.retx_q.is_empty() {
+            if let Some(p) = self.poll_retransmit(now_ns) {
+                return Some(p);
+            }
+        }
         for _ in 0..Q {
             let slot = self.tx_rr;
             self.tx_rr = if slot + 1 >= Q { 0 } else { slot + 1 };
@@ -750,6 +767,69 @@ impl<
             }
         }
         None
+    }
+
+    /// A queued retransmission, ahead of the turn (which it leaves as it is): a packet
+    /// inferred lost holds its message's completion, while new data of the QP whose turn it
+    /// is can wait. QPs whose retransmissions are gone (acknowledged meanwhile, sent in
+    /// turn) or cannot leave now (window) leave the queue.
+    #[inline(never)]
+    fn poll_retransmit(&mut self, now_ns: u64) -> Option<TxPacket> {
+        while let Some(&slot) = self.retx_q.front() {
+            let slot = slot as usize;
+            if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+                if qp.req.as_ref().is_some_and(|r| r.has_retransmit()) {
+                    let had_deadline = qp.req.as_ref().and_then(|r| r.deadline_ns()).is_some();
+                    if let Some(p) = qp.poll_data(now_ns) {
+                        if p.retransmit {
+                            count!(self.counters.retransmits_sent);
+                        } else {
+                            count!(self.counters.data_sent);
+                        }
+                        let more = qp.req.as_ref().is_some_and(|r| r.has_retransmit());
+                        let ev_changed = qp.skips_pending()
+                            && qp
+                                .sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+                        self.after_data_sent(slot, ev_changed, had_deadline);
+                        if !more {
+                            self.retx_q.pop_front();
+                            if let Some(m) = self.retx_queued.get_mut(slot) {
+                                *m = false;
+                            }
+                        }
+                        return Some(p);
+                    }
+                }
+            }
+            self.retx_q.pop_front();
+            if let Some(m) = self.retx_queued.get_mut(slot) {
+                *m = false;
+            }
+        }
+        None
+    }
+
+    /// After an input to QP `slot`: queue it for [`Self::poll_retransmit`] when it has a
+    /// retransmission waiting.
+    pub(super) fn note_retransmit(&mut self, slot: usize) {
+        let waiting = self
+            .qps
+            .get(slot)
+            .and_then(Option::as_ref)
+            .and_then(|q| q.req.as_ref())
+            .is_some_and(|r| r.has_retransmit());
+        if let Some(m) = self.retx_queued.get_mut(slot) {
+            if waiting && !*m && self.retx_q.push_back(slot as u32).is_ok() {
+                *m = true;
+            }
+        }
+    }
+
+    /// Whether a retransmission waits to go ahead of the turn: the NIC polls this engine
+    /// before the others (see [`Self::poll_transmit`]).
+    #[inline]
+    pub fn has_retransmit(&self) -> bool {
+        !self.retx_q.is_empty()
     }
 
     /// The common output: no control packet waits and the QP at the round-robin position
@@ -885,6 +965,7 @@ impl<
             }
             qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
             self.sync_all_timers(slot);
+            self.note_retransmit(slot);
         }
     }
 
@@ -902,6 +983,51 @@ impl<
             qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
             self.sync_all_timers(slot);
         }
+    }
+
+    /// The NIC learned that the route EV `ev` of QP `qpn` names lost a packet of another QP
+    /// (the firmware above the QPs knows the route each EV names, e.g. the SRv6 uSIDs it
+    /// wrote, and shares a loss between the QPs whose routes have the failed part in common):
+    /// the EV retires as after a loss of its own ([`EvTable::handle_shared_loss`]).
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`], [`QpError::Ev`].
+    ///
+    /// [`EvTable::handle_shared_loss`]: crate::engine::ev_state::EvTable::handle_shared_loss
+    pub fn handle_shared_loss(&mut self, now_ns: u64, qpn: u32, ev: u16) -> Result<(), QpError> {
+        let qp = self
+            .qps
+            .get_mut(qpn as usize)
+            .and_then(Option::as_mut)
+            .ok_or(QpError::UnknownQp { qpn })?;
+        if !qp.ev.handle_shared_loss(ev, now_ns).map_err(QpError::Ev)? {
+            return Ok(());
+        }
+        qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+        self.sync_all_timers(qpn as usize);
+        Ok(())
+    }
+
+    /// The NIC learned that a probe on the route EV `ev` of QP `qpn` names was answered
+    /// (another EV's probe, of this QP or another): the EV is `Good` again if it was retired
+    /// ([`EvTable::handle_shared_recovery`]).
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`], [`QpError::Ev`].
+    ///
+    /// [`EvTable::handle_shared_recovery`]: crate::engine::ev_state::EvTable::handle_shared_recovery
+    pub fn handle_shared_recovery(&mut self, qpn: u32, ev: u16) -> Result<(), QpError> {
+        let qp = self
+            .qps
+            .get_mut(qpn as usize)
+            .and_then(Option::as_mut)
+            .ok_or(QpError::UnknownQp { qpn })?;
+        if !qp.ev.handle_shared_recovery(ev).map_err(QpError::Ev)? {
+            return Ok(());
+        }
+        qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
+        self.sync_all_timers(qpn as usize);
+        Ok(())
     }
 
     /// Controller: deny (`allow == false`) or allow EV `ev` of QP `qpn`.

@@ -404,6 +404,7 @@ impl<
         req.handle_ack(now_ns, a, rtt, &mut qp.ev, &mut qp.cc);
         let d = req.deadline_ns();
         self.sync_timer(slot, T_RETRY, d);
+        self.note_retransmit(slot);
         RxVerdict::Consumed
     }
 
@@ -433,6 +434,7 @@ impl<
             }
             NackEffect::None => {}
         }
+        self.note_retransmit(slot);
         RxVerdict::Consumed
     }
 

@@ -448,6 +448,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         !self.in_error && (!self.retx.is_empty() || self.send_idx < self.sq.len())
     }
 
+    /// Whether a retransmission is queued (it may turn out acknowledged meanwhile).
+    #[inline]
+    pub(crate) fn has_retransmit(&self) -> bool {
+        !self.in_error && !self.retx.is_empty()
+    }
+
     /// The next packet to send (not yet committed), or why none can leave.
     #[inline]
     pub(crate) fn peek(&mut self, cc: &Cc) -> Result<Candidate, Stall> {

@@ -8,9 +8,10 @@
 /// A FIFO of at most `N` values. See the module docs.
 #[derive(Clone, Debug)]
 pub struct Ring<T: Copy, const N: usize> {
-    buf: [T; N],
-    head: usize,
-    len: usize,
+    // Visible to the engine for `in_place` (the crate's one `unsafe` module).
+    pub(super) buf: [T; N],
+    pub(super) head: usize,
+    pub(super) len: usize,
 }
 
 impl<T: Copy, const N: usize> Ring<T, N> {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use mrc_abi::device::admin::body::*;
 use mrc_abi::device::admin::{
-    AdminCommand, AdminResp, AdminStatus, EvProfileState, FwUpdateState, QpModify, QpState,
+    AdminCommand, AdminResp, AdminStatus, FwUpdateState, QpModify, QpState,
 };
 use mrc_abi::device::cqe::expected_owner;
 use mrc_abi::device::EvState;
@@ -533,16 +533,6 @@ impl Device {
     }
 }
 
-/// The EV profile states a MODIFY may move between (INIT -> ONLINE <-> OFFLINE).
-pub fn ev_profile_transition_ok(from: EvProfileState, to: EvProfileState) -> bool {
-    use EvProfileState as S;
-    matches!(
-        (from, to),
-        (S::Init, S::Init)
-            | (S::Init, S::Online)
-            | (S::Online, S::Offline)
-            | (S::Offline, S::Online)
-            | (S::Online, S::Online)
-            | (S::Offline, S::Offline)
-    )
-}
+/// The EV profile states a MODIFY may move between (INIT -> ONLINE <-> OFFLINE): the rule
+/// lives in mrc-abi, shared with the device side.
+pub use mrc_abi::device::admin::ev_profile_transition_ok;

@@ -116,8 +116,23 @@ impl Shard {
         on!(self, e => e.poll_transmit(now_ns))
     }
     #[inline]
+    pub(crate) fn has_retransmit(&self) -> bool {
+        on!(self, e => e.has_retransmit())
+    }
+    #[inline]
     pub(crate) fn poll_completion(&mut self) -> Option<Completion> {
         on!(self, e => e.poll_completion())
+    }
+    pub(crate) fn handle_shared_loss(
+        &mut self,
+        now_ns: u64,
+        slot: u32,
+        ev: u16,
+    ) -> Result<(), QpError> {
+        on!(self, e => e.handle_shared_loss(now_ns, slot, ev))
+    }
+    pub(crate) fn handle_shared_recovery(&mut self, slot: u32, ev: u16) -> Result<(), QpError> {
+        on!(self, e => e.handle_shared_recovery(slot, ev))
     }
     #[inline]
     pub(crate) fn poll_ev_event(&mut self) -> Option<QpEvEvent> {

@@ -14,7 +14,6 @@ use mrc_driver::sys::twin::MmioWrite;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
 
-use super::admin::remote_writable;
 use super::state::*;
 use super::World;
 
@@ -45,7 +44,7 @@ impl World {
             match (off - db_base) % 4096 {
                 o if o == SQ_PRODUCER_OFFSET as u64 => self.sq_doorbell(i, page, value),
                 o if o == RQ_PRODUCER_OFFSET as u64 => {
-                    if let Some(q) = self.nics[i].qps.get_mut(&page) {
+                    if let Some(q) = self.nics[i].t.qps.get_mut(&page) {
                         q.rq_prod = value;
                         if self.fabric.is_some() && !self.nics[i].hold_doorbells {
                             self.pump();
@@ -89,16 +88,17 @@ impl World {
             return;
         };
         let n = &mut self.nics[i];
-        let Some(cq) = n.cqs.get_mut(&cqn) else {
+        let Some(cq) = n.t.cqs.get_mut(&cqn) else {
             return;
         };
         let back = cq.producer.wrapping_sub(db.consumer) & CQ_CONSUMER_MASK;
         cq.consumer = cq.producer.wrapping_sub(back);
         if db.arm {
-            cq.armed = Some(db.solicited_only);
+            cq.armed = true;
+            cq.solicited_only = db.solicited_only;
             // Completions already waiting fire an armed CQ at once (no lost wake-up).
             if cq.producer != cq.consumer && !db.solicited_only {
-                cq.armed = None;
+                cq.armed = false;
                 let v = cq.vector;
                 n.raise(v);
             }
@@ -106,7 +106,7 @@ impl World {
     }
 
     fn sq_doorbell(&mut self, i: usize, qpn: u32, producer: u32) {
-        let Some(q) = self.nics[i].qps.get_mut(&qpn) else {
+        let Some(q) = self.nics[i].t.qps.get_mut(&qpn) else {
             return;
         };
         q.sq_prod = producer;
@@ -134,9 +134,9 @@ impl World {
             self.pump();
             return;
         }
-        let qpns: Vec<u32> = self.nics[i].qps.keys().copied().collect();
+        let qpns: Vec<u32> = self.nics[i].t.qps.keys().copied().collect();
         for qpn in qpns {
-            let Some(q) = self.nics[i].qps.get(&qpn) else {
+            let Some(q) = self.nics[i].t.qps.get(&qpn) else {
                 continue;
             };
             match q.state {
@@ -149,14 +149,14 @@ impl World {
 
     fn run_sq(&mut self, i: usize, qpn: u32) {
         loop {
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+            let Some(q) = self.nics[i].t.qps.get(&qpn).copied() else {
                 return;
             };
             if q.state != QpState::Rts || q.sq_cons == q.sq_prod {
                 return;
             }
             let index = q.sq_cons;
-            if let Some(q) = self.nics[i].qps.get_mut(&qpn) {
+            if let Some(q) = self.nics[i].t.qps.get_mut(&qpn) {
                 q.sq_cons = index.wrapping_add(1);
                 q.sq_psn = (q.sq_psn + 1) & 0xFF_FFFF;
             }
@@ -189,7 +189,7 @@ impl World {
                     let mut c = completion(wr_id, status, opcode, byte_len, qpn, index);
                     c.syndrome = syndrome;
                     n.post_cqe(q.send_cq, &c, now);
-                    if let Some(qp) = n.qps.get_mut(&qpn) {
+                    if let Some(qp) = n.t.qps.get_mut(&qpn) {
                         qp.state = QpState::Error;
                     }
                     n.post_event(
@@ -219,6 +219,7 @@ impl World {
             NackReason::InvalidQp as u32,
         );
         let dq = self.nics[d]
+            .t
             .qps
             .get(&q.dest_qpn)
             .copied()
@@ -230,9 +231,10 @@ impl World {
             None
         } else {
             let mr = dst
+                .t
                 .mrs
                 .get(&(r.rkey & !RKEY_BIT))
-                .filter(|m| r.rkey & RKEY_BIT != 0 && m.pd == dq.pd && remote_writable(m))
+                .filter(|m| r.rkey & RKEY_BIT != 0 && m.pd == dq.pd && m.remote_writable())
                 .ok_or(remote_access)?;
             Some(
                 mr.translate(r.remote_va, data.len() as u64)
@@ -266,7 +268,7 @@ impl World {
             dst.counters.bytes_placed += data.len() as u64;
         }
         if let (Some((wr_id, rq_index)), Some(imm)) = (recv, r.imm) {
-            if let Some(p) = dst.qps.get_mut(&q.dest_qpn) {
+            if let Some(p) = dst.t.qps.get_mut(&q.dest_qpn) {
                 p.rq_cons = rq_index.wrapping_add(1);
                 p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
             }
@@ -281,7 +283,7 @@ impl World {
             c.imm = Some(imm);
             c.solicited = r.flags & SEND_SOLICITED != 0;
             dst.post_cqe(dq.recv_cq, &c, now);
-        } else if let Some(p) = dst.qps.get_mut(&q.dest_qpn) {
+        } else if let Some(p) = dst.t.qps.get_mut(&q.dest_qpn) {
             p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
         }
         Ok(())
@@ -290,7 +292,7 @@ impl World {
     /// A QP in ERROR: every pending send and receive completes with WR_FLUSHED.
     pub(crate) fn flush(&mut self, i: usize, qpn: u32, now: u64) {
         let n = &mut self.nics[i];
-        let Some(q) = n.qps.get(&qpn).copied() else {
+        let Some(q) = n.t.qps.get(&qpn).copied() else {
             return;
         };
         let mut raw = [0u8; 64];
@@ -328,7 +330,7 @@ impl World {
             n.post_cqe(q.recv_cq, &c, now);
             idx = idx.wrapping_add(1);
         }
-        if let Some(qp) = n.qps.get_mut(&qpn) {
+        if let Some(qp) = n.t.qps.get_mut(&qpn) {
             qp.sq_cons = q.sq_prod;
             qp.rq_cons = q.rq_prod;
         }

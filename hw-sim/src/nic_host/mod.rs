@@ -6,9 +6,11 @@
 //!
 //! - DEVICE `control.RESET` clears every table and sets `status.READY`.
 //! - The admin queue: commands are fetched by DMA, decoded and validated by
-//!   [`AdminCmd::decode`], executed against PD / MR / CQ / QP / port / profile tables (with the
-//!   checks a NIC makes: objects exist, belong together, are not in use, states allow it, DMA
-//!   addresses are mapped), and answered in the response ring.
+//!   [`AdminCmd::decode`], executed by the NIC image's executor (`mrc_firmware::admin`)
+//!   against its PD / MR / CQ / QP / profile tables and the port state (with the checks a NIC
+//!   makes: objects exist, belong together, are not in use, states allow it, DMA addresses are
+//!   mapped), and answered in the response ring; firmware update commands go to the `firmware`
+//!   module.
 //! - The event queue carries port, QP, CQ and EV events.
 //! - Doorbell pages: a send doorbell executes the QP's new WQEs at once. Writes are delivered
 //!   to the NIC whose address ([`default_gid`]) equals the QP's remote address — another

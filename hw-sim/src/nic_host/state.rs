@@ -1,16 +1,11 @@
 //! Device-side tables of one simulated NIC, register helpers, event and CQE posting.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mrc_abi::device::admin::body::{CcProfile, EvFormatProfile};
-use mrc_abi::device::admin::{EvProfileKind, EvProfileState, QpState};
 use mrc_abi::device::cqe::{expected_owner, Completion, CqeStatus};
 use mrc_abi::device::event::{CqErrorReason, Event};
 use mrc_abi::device::regs::{control, defaults, DeviceParams};
 use mrc_abi::device::wqe::{SendRequest, SendWqe};
-use mrc_abi::device::EvState;
-use mrc_abi::wire::EvFormat;
 use mrc_driver::sys::twin::TwinDevice;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::{FromBytes, IntoBytes};
@@ -38,73 +33,9 @@ pub struct NicCounters {
     pub interrupts: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Mr {
-    pub pd: u32,
-    pub access: u32,
-    pub va: u64,
-    pub iova: u64,
-    pub len: u64,
-}
-
-impl Mr {
-    /// IOVA of `len` bytes at virtual address `va`, if inside.
-    pub fn translate(&self, va: u64, len: u64) -> Option<u64> {
-        let end = va.checked_add(len)?;
-        (va >= self.va && end <= self.va + self.len).then(|| self.iova + (va - self.va))
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Cq {
-    pub base: u64,
-    pub log2: u8,
-    pub vector: u32,
-    pub producer: u32,
-    pub consumer: u32,
-    /// `Some(solicited_only)` when armed.
-    pub armed: Option<bool>,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Qp {
-    pub pd: u32,
-    pub send_cq: u32,
-    pub recv_cq: u32,
-    pub sq_base: u64,
-    pub sq_log2: u8,
-    pub rq_base: u64,
-    pub rq_log2: u8,
-    pub state: QpState,
-    pub sq_prod: u32,
-    pub sq_cons: u32,
-    pub rq_prod: u32,
-    pub rq_cons: u32,
-    pub dest_qpn: u32,
-    pub remote_addr: [u8; 16],
-    pub ev_profile: u32,
-    pub cc_profile: u32,
-    pub sq_psn: u32,
-    pub rq_psn: u32,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Ev {
-    pub value: u32,
-    pub carrier: [u8; 16],
-    pub state: EvState,
-    pub rtt_ns: u32,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct EvProf {
-    pub format: u32,
-    pub kind: EvProfileKind,
-    pub state: EvProfileState,
-    pub min_active: u16,
-    pub event_mask: u32,
-    pub evs: Vec<Ev>,
-}
+/// The admin tables of a simulated NIC (the executor of `mrc_firmware::admin`): 256 PDs,
+/// 1024 MRs, 64 CQs, 64 QPs, 16 EV format, 16 EV (of up to 256 EVs) and 16 CC profiles.
+pub(crate) type SimAdmin = Admin<256, 1024, 64, 64, 16, 16, 256, 16>;
 
 /// One NIC's device-side state.
 pub(crate) struct NicState {
@@ -113,16 +44,8 @@ pub(crate) struct NicState {
     pub params: DeviceParams,
     pub gid: [u8; 16],
     pub counters: NicCounters,
-    pub pds: BTreeMap<u32, ()>,
-    pub next_pd: u32,
-    pub mrs: BTreeMap<u32, Mr>,
-    pub next_mr: u32,
-    pub cqs: BTreeMap<u32, Cq>,
-    pub qps: BTreeMap<u32, Qp>,
-    pub formats: BTreeMap<u32, EvFormatProfile>,
-    pub ev_profiles: BTreeMap<u32, EvProf>,
-    pub cc_profiles: BTreeMap<u32, CcProfile>,
-    pub next_profile: u32,
+    /// PDs, MRs, CQs, QPs and profiles (boxed: ~170 KB).
+    pub t: Box<SimAdmin>,
     pub port_admin: Vec<bool>,
     pub port_link: Vec<bool>,
     /// Send doorbells only record the producer until released (see `SimNic::hold_doorbells`);
@@ -130,8 +53,8 @@ pub(crate) struct NicState {
     pub hold_doorbells: bool,
 }
 
-/// Bit 31 of an rkey: distinguishes it from the lkey of the same region.
-pub(crate) const RKEY_BIT: u32 = 1 << 31;
+use mrc_firmware::admin::Admin;
+pub(crate) use mrc_firmware::admin::{Qp, RKEY_BIT};
 /// Port speed in the simulator.
 pub(crate) const PORT_SPEED_MBPS: u32 = 200_000;
 
@@ -165,16 +88,7 @@ impl NicState {
             params,
             gid,
             counters: NicCounters::default(),
-            pds: BTreeMap::new(),
-            next_pd: 1,
-            mrs: BTreeMap::new(),
-            next_mr: 1,
-            cqs: BTreeMap::new(),
-            qps: BTreeMap::new(),
-            formats: BTreeMap::new(),
-            ev_profiles: BTreeMap::new(),
-            cc_profiles: BTreeMap::new(),
-            next_profile: 1,
+            t: Box::new(SimAdmin::new()),
             port_admin: vec![true; n],
             port_link: vec![true; n],
             hold_doorbells: false,
@@ -222,6 +136,7 @@ impl NicState {
         let mut data = Vec::new();
         for s in &r.sges {
             let mr = self
+                .t
                 .mrs
                 .get(&s.lkey.get())
                 .filter(|m| m.pd == q.pd)
@@ -239,10 +154,6 @@ impl NicState {
         Ok(data)
     }
 
-    pub fn dev_vectors(&self) -> u32 {
-        self.vectors
-    }
-
     pub fn reg(&self, off: u64) -> u32 {
         self.dev.reg_read32(off).unwrap_or(0)
     }
@@ -255,12 +166,13 @@ impl NicState {
     }
 
     pub fn publish_port(&self, p: usize) {
-        let base = u64::from(defaults::PORT) + 0x10 + p as u64 * 16;
-        let oper = self.port_admin[p] && self.port_link[p];
-        self.reg_w(base, u32::from(self.port_admin[p]));
-        self.reg_w(base + 4, u32::from(oper));
-        self.reg_w(base + 8, if oper { PORT_SPEED_MBPS } else { 0 });
-        self.reg_w(base + 12, p as u32 % self.params.num_planes.max(1));
+        publish_port(
+            &self.dev,
+            &self.params,
+            &self.port_admin,
+            &self.port_link,
+            p,
+        );
     }
 
     pub fn port_plane(&self, p: usize) -> u8 {
@@ -268,47 +180,18 @@ impl NicState {
     }
 
     pub fn raise(&mut self, vector: u32) {
-        if self.reg(DEV_CONTROL) & control::IRQ_ENABLE != 0
-            && self.dev.raise_interrupt(vector).is_ok()
-        {
-            self.counters.interrupts += 1;
-        }
+        raise(&self.dev, &mut self.counters, vector);
     }
 
     /// Writes an event record, or counts a drop when the ring is full or disabled.
     pub fn post_event(&mut self, event: Event, now_ns: u64) {
-        if self.reg(EVENTQ + Q_STATUS) & 1 == 0 {
-            self.counters.events_dropped += 1;
-            return;
-        }
-        let log2 = self.reg(EVENTQ + Q_LOG2) as u8;
-        let prod = self.reg(EVENTQ + Q_PRODUCER);
-        let cons = self.reg(EVENTQ + Q_CONSUMER);
-        if prod.wrapping_sub(cons) >= 1 << log2 {
-            self.counters.events_dropped += 1;
-            return;
-        }
-        let base = self.reg64(EVENTQ + Q_BASE_LO, EVENTQ + Q_BASE_HI);
-        let slot = u64::from(prod & ((1 << log2) - 1));
-        let rec = event.encode(expected_owner(prod, log2), now_ns);
-        if self
-            .dev
-            .dma_write(Iova(base + slot * 32), rec.as_bytes())
-            .is_err()
-        {
-            self.counters.events_dropped += 1;
-            return;
-        }
-        self.reg_w(EVENTQ + Q_PRODUCER, prod.wrapping_add(1));
-        self.counters.events += 1;
-        let v = self.reg(EVENTQ + Q_IRQ);
-        self.raise(v);
+        post_event(&self.dev, &mut self.counters, event, now_ns);
     }
 
     /// Writes a CQE to `cqn`, raising its vector when armed; a full CQ drops it and posts a
     /// CQ error event.
     pub fn post_cqe(&mut self, cqn: u32, c: &Completion, now_ns: u64) {
-        let Some(cq) = self.cqs.get(&cqn).copied() else {
+        let Some(cq) = self.t.cqs.get(&cqn).copied() else {
             self.counters.cqes_dropped += 1;
             return;
         };
@@ -344,79 +227,82 @@ impl NicState {
             return;
         }
         self.counters.cqes += 1;
-        let fire = match cq.armed {
-            Some(solicited_only) => {
-                !solicited_only
-                    || c.solicited
-                    || c.status != mrc_abi::device::cqe::CqeStatus::Success
-            }
-            None => false,
-        };
-        if let Some(q) = self.cqs.get_mut(&cqn) {
+        let fire = cq.armed
+            && (!cq.solicited_only
+                || c.solicited
+                || c.status != mrc_abi::device::cqe::CqeStatus::Success);
+        if let Some(q) = self.t.cqs.get_mut(&cqn) {
             q.producer = q.producer.wrapping_add(1);
             if fire {
-                q.armed = None;
+                q.armed = false;
             }
         }
         if fire {
             self.raise(cq.vector);
         }
     }
+}
 
-    /// Usable (GOOD or SKIP) EVs of a profile.
-    pub fn usable_evs(&self, profile: u32) -> u32 {
-        if profile == 0 {
-            return self.params.max_evs_per_qp;
-        }
-        self.ev_profiles.get(&profile).map_or(0, |p| {
-            p.evs
-                .iter()
-                .filter(|e| matches!(e.state, EvState::Good | EvState::Skip))
-                .count() as u32
-        })
-    }
+fn reg(dev: &TwinDevice, off: u64) -> u32 {
+    dev.reg_read32(off).unwrap_or(0)
+}
 
-    /// EV values of a new profile: AUTO spreads over the format's port range (SRv6: one uSID
-    /// per EV), GENERATED draws them from the seed, EXPLICIT starts empty (zero) until
-    /// REPLACE_EV.
-    pub fn make_evs(fmt: &EvFormatProfile, kind: EvProfileKind, n: u16, seed: u32) -> Vec<Ev> {
-        let lo = u32::from(fmt.src_port_min.get());
-        let span = u32::from(fmt.src_port_max.get()) - lo + 1;
-        let mut x = u64::from(seed) | 1;
-        (0..n)
-            .map(|i| {
-                let pick = match kind {
-                    EvProfileKind::Auto => u32::from(i),
-                    EvProfileKind::Generated => {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u32
-                    }
-                    EvProfileKind::Explicit => 0,
-                };
-                let mut ev = Ev {
-                    value: 0,
-                    carrier: [0; 16],
-                    state: EvState::Good,
-                    rtt_ns: 0,
-                };
-                if kind == EvProfileKind::Explicit {
-                    return ev;
-                }
-                match fmt.encoding() {
-                    Some(EvFormat::Srv6) => {
-                        let usid = (pick % 0xfffe) as u16 + 1;
-                        if let Ok(a) =
-                            mrc_abi::wire::usid::carrier(fmt.locator_block.get(), &[usid])
-                        {
-                            ev.carrier = a.octets();
-                        }
-                    }
-                    _ => ev.value = lo + pick % span,
-                }
-                ev
-            })
-            .collect()
+/// Raises `vector` when the device's interrupts are enabled (counted).
+pub(crate) fn raise(dev: &TwinDevice, counters: &mut NicCounters, vector: u32) {
+    if reg(dev, DEV_CONTROL) & control::IRQ_ENABLE != 0 && dev.raise_interrupt(vector).is_ok() {
+        counters.interrupts += 1;
     }
+}
+
+/// Writes an event record into the event queue of `dev`, or counts a drop when the ring is
+/// full or disabled ([`NicState::post_event`] for callers holding parts of a [`NicState`]).
+pub(crate) fn post_event(dev: &TwinDevice, counters: &mut NicCounters, event: Event, now_ns: u64) {
+    if reg(dev, EVENTQ + Q_STATUS) & 1 == 0 {
+        counters.events_dropped += 1;
+        return;
+    }
+    let log2 = reg(dev, EVENTQ + Q_LOG2) as u8;
+    let prod = reg(dev, EVENTQ + Q_PRODUCER);
+    let cons = reg(dev, EVENTQ + Q_CONSUMER);
+    if prod.wrapping_sub(cons) >= 1 << log2 {
+        counters.events_dropped += 1;
+        return;
+    }
+    let base =
+        u64::from(reg(dev, EVENTQ + Q_BASE_LO)) | (u64::from(reg(dev, EVENTQ + Q_BASE_HI)) << 32);
+    let slot = u64::from(prod & ((1 << log2) - 1));
+    let rec = event.encode(expected_owner(prod, log2), now_ns);
+    if dev
+        .dma_write(Iova(base + slot * 32), rec.as_bytes())
+        .is_err()
+    {
+        counters.events_dropped += 1;
+        return;
+    }
+    let _ = dev.reg_write32(EVENTQ + Q_PRODUCER, prod.wrapping_add(1));
+    counters.events += 1;
+    let v = reg(dev, EVENTQ + Q_IRQ);
+    raise(dev, counters, v);
+}
+
+/// Writes port `p`'s registers (admin, operational state, speed, plane).
+pub(crate) fn publish_port(
+    dev: &TwinDevice,
+    params: &DeviceParams,
+    admin: &[bool],
+    link: &[bool],
+    p: usize,
+) {
+    let (Some(&a), Some(&l)) = (admin.get(p), link.get(p)) else {
+        return;
+    };
+    let base = u64::from(defaults::PORT) + 0x10 + p as u64 * 16;
+    let oper = a && l;
+    let w = |off: u64, v: u32| {
+        let _ = dev.reg_write32(off, v);
+    };
+    w(base, u32::from(a));
+    w(base + 4, u32::from(oper));
+    w(base + 8, if oper { PORT_SPEED_MBPS } else { 0 });
+    w(base + 12, p as u32 % params.num_planes.max(1));
 }

@@ -557,6 +557,21 @@ impl AdminResp {
     }
 }
 
+/// The EV profile states a MODIFY_EV_PROFILE may move between (INIT -> ONLINE <-> OFFLINE; a
+/// state to itself except back to INIT from a later state).
+pub const fn ev_profile_transition_ok(from: EvProfileState, to: EvProfileState) -> bool {
+    use EvProfileState as S;
+    matches!(
+        (from, to),
+        (S::Init, S::Init)
+            | (S::Init, S::Online)
+            | (S::Online, S::Offline)
+            | (S::Offline, S::Online)
+            | (S::Online, S::Online)
+            | (S::Offline, S::Offline)
+    )
+}
+
 /// The retry backoff rule of a retry count: attempt `n` (1-based) waits `timeout * factor(n)`.
 ///
 /// Counts up to 7 back off linearly (factor 1 for every attempt); larger counts double the wait

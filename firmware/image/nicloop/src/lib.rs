@@ -4,12 +4,22 @@
 //! [`Datapath`] (the image's `hal` on the NIC, fake in-memory queues in tests) and moves events
 //! between the datapath and [`mrc_firmware::engine::Engine`]:
 //!
+//! 0. Admin commands ([`Datapath::pop_admin`]: the 64-byte mrc-abi `AdminCmd`s the host
+//!    interface fetched from the host's admin queue), executed by the shared executor
+//!    `mrc_firmware::admin` on the NIC's tables ([`NicAdmin`]) and the engine: CQs, PDs, MRs
+//!    (remotely writable ones become engine placement regions), QPs created, moved through
+//!    RESET -> INIT -> RTR -> RTS with their attributes checked by the device rules and the
+//!    engine's OCP rules, destroyed; EV format / EV / CC profiles, EV deny / replace / query,
+//!    port admin state. Each reply (status, syndrome, result words) goes back with
+//!    [`Datapath::push_admin_reply`]; the events a command raises (port down, EV state
+//!    changes) go out as FW->DP `PostEvent`. Only [`NicLoop::step_admin`] runs this step.
 //! 1. DP->FW CSR ring (mrc-abi `device::csr`): every entry is checked with
 //!    [`CsrEvent::decode`]; `AckSummary`, `Nack` and `ProbeReply` become the ACK / NACK / probe
 //!    reply the engine takes in [`Engine::handle_packet`]; `PortEvent` becomes
-//!    `handle_plane_down/up`; `RxDrops` is added to the loop's counters; `TxDone` and
-//!    `WimmPlaced` are counted only (see the gaps below); malformed entries and FW->DP kinds
-//!    found on this ring are counted and dropped.
+//!    `handle_plane_down/up`; `RxDrops` is added to the loop's counters; `TxDone` advances the
+//!    QP's send PSN that QUERY_QP reports; `WimmPlaced` records the message's length and
+//!    solicited bit for its receive CQE (below); malformed entries and FW->DP kinds found on
+//!    this ring are counted and dropped.
 //! 2. The per-packet receive header queue (mrc-abi `device::rxh`, [`Datapath::pop_rx`]): every
 //!    64-byte entry is checked with [`RxhEntry::decode`], turned into the packet the engine
 //!    takes ([`rx_packet`]) and handed to [`Engine::handle_tx_packet`]; the verdict (place the
@@ -26,30 +36,47 @@
 //!    lost; a datapath that refuses an entry it said had room breaks the contract and the
 //!    packet is counted in `tx_refused`.
 //! 5. Completions to FW->DP `PostCqe`; EV state changes to FW->DP `EvUpdate`. A full queue
-//!    drops the output and counts it.
+//!    drops the output and counts it. With the admin tables ([`NicLoop::step_admin`]) a
+//!    completion's CQ is its QP's send or receive CQ, a receive CQE carries the length and
+//!    solicited bit its `WimmPlaced` reported, and a completion with an error other than a
+//!    flush moves the device QP to ERROR and posts a `QpFatal` event, as a host driver
+//!    expects.
 //!
 //! Each queue is moved at most [`BUDGET`] entries per step, so one busy queue cannot
 //! starve the timer or the other queues (the watchdog is kicked between steps).
 //!
-//! ## Gaps in mrc-abi, stated rather than invented
-//! - **CQ numbers and WQE indices.** The engine has no CQ: `PostCqe.cqn` is the QPN (one CQ per
-//!   QP until admin commands create CQs); `wqe_index` is the low 16 bits of `wr_id` (the caller
-//!   posts work requests with `wr_id` = WQE index); `byte_len` is 0 for sends (the engine's
-//!   completion does not carry it).
-//! - **TxDone / WimmPlaced / WindowUpdate.** The engine has no input taking "a WQE was sent" or
-//!   "a Write-with-Immediate was placed by the datapath" (its responder places writes itself)
-//!   and no output for the sender window; they are counted, not acted on.
-//! - **Host doorbells and admin commands.** Posting work requests needs the WQE rings in host
-//!   memory (DMA), which the image's `hal` does not reach yet; callers post with
-//!   [`NicLoop::engine_mut`].
+//! ## QP numbers
+//! With the admin tables, everything facing the datapath and the host carries the device QPN
+//! (what applications exchange, what packets carry): receive headers, ACK / NACK / probe-reply
+//! entries, transmit headers, CQEs, EV updates and events; the loop translates to and from
+//! the engine QP behind it. Without them ([`NicLoop::step`], QPs made with
+//! [`NicLoop::engine_mut`]) the two are the same.
+//!
+//! ## Gaps, stated rather than invented
+//! - **WQE indices and lengths.** `wqe_index` of a CQE is the low 16 bits of `wr_id` (work
+//!   requests are posted with `wr_id` = WQE index, [`NicLoop::post_send`]); a send CQE's
+//!   `byte_len` is 0 (the engine's completion does not carry it).
+//! - **TxDone is not a completion.** A reliable write completes when it is acknowledged, which
+//!   the engine reports; "every packet was sent once" only moves the send PSN.
+//! - **Host doorbells.** Posting work requests needs the WQE rings in host memory (DMA),
+//!   which the image's `hal` does not reach: callers post with [`NicLoop::post_send`] /
+//!   [`NicLoop::post_recv`] (device QPNs).
+//! - **Firmware update and EV probes on request.** FW_* admin commands are refused
+//!   (`UNKNOWN_OPCODE`: the image's update path is not on the admin ring) and PROBE_EV is
+//!   `BUSY` (the engine probes EVs on its own schedule, not on request).
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
-use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
+mod in_place;
+
+use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus, QpState};
+use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
 use mrc_abi::device::csr::{
-    AckSummary, CsrEvent, EvUpdate, NackEntry, PostCqe, ProbeReply, Retransmit, SendProbe,
-    ENTRY_BYTES,
+    AckSummary, CsrEvent, EvUpdate, NackEntry, PostCqe, PostEvent, ProbeReply, Retransmit,
+    SendProbe, TxDone, WimmPlaced, ENTRY_BYTES,
 };
+use mrc_abi::device::event::Event;
+use mrc_abi::device::regs::{caps, DeviceParams};
 use mrc_abi::device::rxh::{
     flags as rxh_flags, RxhDropReason, RxhEntry, RxhVerdict, RXH_ENTRY_BYTES, RXH_VERDICT_BYTES,
 };
@@ -63,11 +90,14 @@ use mrc_abi::wire::{
     ProbeRepr, RethRepr, Segment, TsxRepr,
 };
 use mrc_abi::Psn;
+use mrc_firmware::admin::{Admin, AdminEnv, AdminResult, Ctx, ProbeOutcome};
 use mrc_firmware::datapath::ack_gen::TrimMark;
 use mrc_firmware::engine::ev_state::EvState;
+use mrc_firmware::engine::ring::Ring;
 use mrc_firmware::engine::{
     CheckedConfig, Completion, CompletionError, CompletionKind, DropReason, Engine, EngineConfig,
-    EngineError, LocalBuf, QpEvEvent, RxMeta, RxVerdict, TxBody, TxPacket, TIMERS_PER_QP,
+    EngineError, LocalBuf, QpError, QpEvEvent, RxMeta, RxVerdict, SendWr, TxBody, TxPacket,
+    TIMERS_PER_QP,
 };
 
 /// QPs of the NIC engine.
@@ -90,21 +120,65 @@ pub const REGIONS: usize = 8;
 pub const TIMERS: usize = QPS * TIMERS_PER_QP;
 
 /// The engine at the NIC core's capacities: 3 QPs, 128 EVs per QP over 4 planes, a 256-PSN
-/// window, 16 send + 16 receive work requests per QP, 8 regions, 9 timers.
+/// window, 16 send + 16 receive work requests per QP, 8 regions, `TIMERS_PER_QP` timers per QP.
 ///
 /// Sized for the NIC core's memories (`firmware/memory-map.toml`). The image builds the
-/// engine at compile time into a `static` ([`NicLoop::from_checked`] is a `const fn`), so
-/// nothing engine-sized is ever on the stack; the price is that the engine's initial bytes are
-/// `.data`, stored in the 128 KiB ITCM beside the code and copied to the DTCM at reset. A QP
-/// at these capacities is about 19 KiB (EV table and sprayer for 128 EVs, the
-/// window's per-PSN send records and bitmaps, the work-request rings), the engine's fixed part
-/// (control queue, timer wheel, EV event queue) about 8 KiB: 3 QPs keep the ITCM below
-/// 128 KiB with 12 KiB left for the code to grow; a fourth would not fit. Thousands of QPs need
-/// QP context in NIC DRAM behind a cache, which this engine does not have.
+/// engine in place at boot ([`NicLoop::init_in_place`]) in an uninitialised static, so it is
+/// `.bss` (nothing of it in the ITCM's image) and nothing engine-sized is built on the stack.
+/// A QP at these capacities is about 19.6 KiB (EV table and sprayer for 128 EVs, the window's
+/// per-PSN send records and bitmaps, the work-request rings), the engine's fixed part
+/// (control queue, timer wheel, EV event queue) about 8 KiB. Creating and configuring a QP
+/// still builds its parts by value on the stack ([`STACK_BUDGET`]). Thousands of QPs need QP
+/// context in NIC DRAM behind a cache, which this engine does not have.
 pub type NicEngine = Engine<QPS, EVS, PLANES, WIN, WIN_WORDS, SQ, RQ, REGIONS, TIMERS>;
+
+/// The stack the loop may need, in bytes: creating a QP (admin `CREATE_QP` -> the engine's
+/// `create_qp`) and moving it to INIT build the QP's EV table, sprayer and requester by value,
+/// a chain of frames measured at 80,964 bytes by the QEMU self-test, which fails when the
+/// admin path goes deeper than this. The NIC image's build fails when the DTCM cannot hold
+/// its data plus this much stack. Building QPs in place would cut it to a few KiB.
+pub const STACK_BUDGET: usize = 96 * 1024;
 
 /// Entries moved through each queue per step.
 pub const BUDGET: usize = 64;
+
+/// Admin commands executed per step.
+pub const ADMIN_BUDGET: usize = 8;
+
+/// The NIC's admin tables (`mrc_firmware::admin`): 8 PDs, [`REGIONS`] MRs, 8 CQs, [`QPS`] QPs,
+/// 4 EV format profiles, 4 EV profiles of up to [`EVS`] EVs, 4 CC profiles. All zero when
+/// empty, so the image keeps them in `.bss` (15,400 bytes of DTCM), not in the initialised
+/// data the ITCM also holds.
+pub type NicAdmin = Admin<8, REGIONS, 8, QPS, 4, 4, EVS, 4>;
+
+/// Ports of the NIC (one per plane).
+pub const PORTS: usize = PLANES;
+
+/// Port speed the NIC reports, Mb/s.
+pub const PORT_SPEED_MBPS: u32 = 200_000;
+
+/// The NIC's register-visible parameters as the admin executor checks them: QP and CQ
+/// numbers share `1..16` (doorbell pages), [`EVS`] EVs per QP, [`PORTS`] ports on
+/// [`PLANES`] planes, every capability but firmware update over the admin ring.
+pub const NIC_PARAMS: DeviceParams = DeviceParams {
+    device_id: 0x1d0f_3c00,
+    capabilities: caps::ALL & !caps::FW_UPDATE,
+    num_ports: PORTS as u32,
+    num_planes: PLANES as u32,
+    max_qps: 16,
+    max_cqs: 16,
+    max_evs_per_qp: EVS as u32,
+    doorbell_pages: 16,
+};
+
+/// The firmware image version QUERY_DEVICE reports.
+pub const FW_VERSION: u32 = 0x0001_0000;
+
+/// Interrupt vectors of the NIC's host function.
+pub const VECTORS: u32 = 4;
+
+/// Write-with-Immediate placements ([`WimmPlaced`]) waiting for their receive completion.
+pub const WIMM_PENDING: usize = 16;
 
 /// The datapath as the loop sees it: the two CSR rings and the receive and transmit header
 /// queues of mrc-abi.
@@ -125,6 +199,28 @@ pub trait Datapath {
     /// Append a transmit header entry (mrc-abi `Txh` bytes); `false` when there is no room,
     /// which [`Datapath::tx_room`] promised there was (the loop counts the lost packet).
     fn push_tx(&mut self, entry: &[u8; TXH_ENTRY_BYTES]) -> bool;
+    /// The next admin command (the 64 bytes of an mrc-abi `AdminCmd`) the host interface
+    /// fetched from the host's admin queue, consuming it; `None` also while the reply ring
+    /// could not take its reply (the command waits). The default: none (a datapath without an
+    /// admin path).
+    fn pop_admin(&mut self) -> Option<[u8; 64]> {
+        None
+    }
+    /// The reply to the command [`Datapath::pop_admin`] last returned, for the host's response
+    /// ring (the host interface sets the owner bit of the ring slot when it writes it);
+    /// `false` when it cannot take it (the loop counts the lost reply).
+    fn push_admin_reply(&mut self, reply: &AdminReply) -> bool {
+        let _ = reply;
+        false
+    }
+    /// Whether the datapath reports every placed Write-with-Immediate with a DP->FW
+    /// `WimmPlaced` entry. If so (and with the admin tables) a receive completion waits for
+    /// that report, so its CQE follows the placement of the bytes and carries the message
+    /// length and solicited bit. The default: no (the engine's completion is posted at once,
+    /// length 0).
+    fn reports_wimm_placed(&self) -> bool {
+        false
+    }
 }
 
 /// Loop counters: every drop has one.
@@ -137,8 +233,24 @@ pub struct LoopCounters {
     pub csr_events: u64,
     /// DP->FW entries that failed [`CsrEvent::decode`] or had a FW->DP kind.
     pub csr_bad: u64,
-    /// `TxDone` / `WimmPlaced` entries (no engine input for them yet).
-    pub csr_not_wired: u64,
+    /// `TxDone` entries.
+    pub tx_done: u64,
+    /// `WimmPlaced` entries.
+    pub wimm_placed: u64,
+    /// `WimmPlaced` entries dropped: [`WIMM_PENDING`] already waited for their completion.
+    pub wimm_overflow: u64,
+    /// Admin commands executed (including refused ones).
+    pub admin_commands: u64,
+    /// Admin commands answered with an error status.
+    pub admin_errors: u64,
+    /// Admin replies the datapath could not take.
+    pub admin_replies_lost: u64,
+    /// Events posted to the host (`PostEvent` orders written).
+    pub events: u64,
+    /// Completions with an error that moved their device QP to ERROR.
+    pub qp_fatal: u64,
+    /// Entries naming a QP the admin tables do not know (dropped).
+    pub unknown_qpn: u64,
     /// Receive header entries taken (including malformed ones).
     pub rx_headers: u64,
     /// Receive header entries that failed [`RxhEntry::decode`] (answered `Dropped(Malformed)`).
@@ -170,7 +282,15 @@ impl LoopCounters {
         steps: 0,
         csr_events: 0,
         csr_bad: 0,
-        csr_not_wired: 0,
+        tx_done: 0,
+        wimm_placed: 0,
+        wimm_overflow: 0,
+        admin_commands: 0,
+        admin_errors: 0,
+        admin_replies_lost: 0,
+        events: 0,
+        qp_fatal: 0,
+        unknown_qpn: 0,
         rx_headers: 0,
         rxh_bad: 0,
         rx_placed: 0,
@@ -185,10 +305,114 @@ impl LoopCounters {
     };
 }
 
-/// The loop's state: the engine and the counters.
+/// Operational state of the NIC's ports as the admin commands see it: admin state (SET_PORT_
+/// ADMIN_STATE) and link state (the datapath's `PortEvent`s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ports {
+    /// Admin state per port (up at reset).
+    pub admin: [bool; PORTS],
+    /// Link state per port (up at reset; `PortEvent` entries change it).
+    pub link: [bool; PORTS],
+}
+
+impl Ports {
+    /// Every port administratively up with its link up.
+    pub const RESET: Ports = Ports {
+        admin: [true; PORTS],
+        link: [true; PORTS],
+    };
+}
+
+/// A `WimmPlaced` report waiting for the engine's receive completion of its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct WimmSlot {
+    used: bool,
+    qpn: u32,
+    msn: u16,
+    byte_len: u32,
+    solicited: bool,
+}
+
+const HELD_FILL: Completion = Completion {
+    qpn: 0,
+    wr_id: 0,
+    kind: CompletionKind::Send,
+    status: Ok(()),
+};
+
+const WIMM_FREE: WimmSlot = WimmSlot {
+    used: false,
+    qpn: 0,
+    msn: 0,
+    byte_len: 0,
+    solicited: false,
+};
+
+/// The loop's state: the engine, the port states, the pending WIMM placements and the
+/// counters. (The admin tables are the caller's, [`NicAdmin`]: passed to
+/// [`NicLoop::step_admin`], so a NIC image can keep them in `.bss`.)
 pub struct NicLoop {
     engine: NicEngine,
+    ports: Ports,
+    wimm: [WimmSlot; WIMM_PENDING],
+    /// Receive completions waiting for their `WimmPlaced` (and those behind them, in order).
+    held: Ring<Completion, WIMM_PENDING>,
     counters: LoopCounters,
+}
+
+/// The NIC's device services for the admin executor: events leave as FW->DP `PostEvent`.
+struct LoopEnv<'a, D: Datapath> {
+    dp: &'a mut D,
+    ports: &'a mut Ports,
+    counters: &'a mut LoopCounters,
+}
+
+impl<D: Datapath> AdminEnv for LoopEnv<'_, D> {
+    fn vectors(&self) -> u32 {
+        VECTORS
+    }
+    fn dma_mapped(&mut self, _iova: u64, _len: u64) -> bool {
+        // The core cannot reach the IOMMU: a bad IOVA faults when the datapath first uses it.
+        true
+    }
+    fn post_event(&mut self, event: Event) {
+        let e = CsrEvent::PostEvent(PostEvent::new(&event)).encode();
+        if self.dp.push_order(&e) {
+            self.counters.orders += 1;
+            self.counters.events += 1;
+        } else {
+            self.counters.orders_dropped += 1;
+        }
+    }
+    fn fw_version(&self) -> u32 {
+        FW_VERSION
+    }
+    fn num_ports(&self) -> usize {
+        PORTS
+    }
+    fn port_admin(&self, p: usize) -> bool {
+        self.ports.admin.get(p).copied().unwrap_or(false)
+    }
+    fn port_link(&self, p: usize) -> bool {
+        self.ports.link.get(p).copied().unwrap_or(false)
+    }
+    fn set_port_admin(&mut self, p: usize, up: bool) {
+        if let Some(a) = self.ports.admin.get_mut(p) {
+            *a = up;
+        }
+    }
+    fn port_plane(&self, p: usize) -> u8 {
+        (p % PLANES) as u8
+    }
+    fn port_speed_mbps(&self) -> u32 {
+        PORT_SPEED_MBPS
+    }
+    fn firmware(&mut self, cmd: &AdminCommand) -> AdminResult {
+        Err((AdminStatus::UnknownOpcode, cmd.opcode() as u32))
+    }
+    fn probe(&mut self, _qpn: u32, _ev_index: u16) -> ProbeOutcome {
+        ProbeOutcome::Unsupported
+    }
 }
 
 impl NicLoop {
@@ -205,6 +429,9 @@ impl NicLoop {
     pub const fn from_checked(c: CheckedConfig) -> Self {
         NicLoop {
             engine: NicEngine::from_checked(c),
+            ports: Ports::RESET,
+            wimm: [WIMM_FREE; WIMM_PENDING],
+            held: Ring::new(HELD_FILL),
             counters: LoopCounters::ZERO,
         }
     }
@@ -224,15 +451,98 @@ impl NicLoop {
         self.counters
     }
 
-    /// One main-loop iteration at `now_ns`. Returns whether anything moved.
+    /// Port states.
+    pub fn ports(&self) -> Ports {
+        self.ports
+    }
+
+    /// Post a send work request on device QP `qpn` of `admin` (`wr.wr_id` is its WQE index).
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`] for a QPN the tables do not know, else the engine's refusal.
+    pub fn post_send(&mut self, admin: &NicAdmin, qpn: u32, wr: SendWr) -> Result<(), QpError> {
+        let e = engine_qpn(admin, qpn).ok_or(QpError::UnknownQp { qpn })?;
+        self.engine.post_send(e, wr)
+    }
+
+    /// Post a receive work request (`wr_id`: its WQE index) on device QP `qpn` of `admin`.
+    ///
+    /// # Errors
+    /// As [`NicLoop::post_send`].
+    pub fn post_recv(&mut self, admin: &NicAdmin, qpn: u32, wr_id: u64) -> Result<(), QpError> {
+        let e = engine_qpn(admin, qpn).ok_or(QpError::UnknownQp { qpn })?;
+        self.engine.post_recv(e, wr_id)
+    }
+
+    /// One main-loop iteration at `now_ns` without admin tables (QPs set up with
+    /// [`NicLoop::engine_mut`], device QPN = engine QPN). Returns whether anything moved.
     pub fn step<D: Datapath>(&mut self, now_ns: u64, dp: &mut D) -> bool {
+        self.run(now_ns, dp, None)
+    }
+
+    /// One main-loop iteration at `now_ns` with the NIC's admin tables: admin commands first,
+    /// then as [`NicLoop::step`], with device QPNs facing the datapath and the host (see the
+    /// crate docs). Returns whether anything moved.
+    pub fn step_admin<D: Datapath>(
+        &mut self,
+        now_ns: u64,
+        dp: &mut D,
+        admin: &mut NicAdmin,
+    ) -> bool {
+        let mut moved = false;
+        for _ in 0..ADMIN_BUDGET {
+            let Some(raw) = dp.pop_admin() else { break };
+            moved = true;
+            let reply = self.admin_command(now_ns, dp, admin, &raw);
+            self.counters.admin_commands += 1;
+            if reply.status != AdminStatus::Ok {
+                self.counters.admin_errors += 1;
+            }
+            if !dp.push_admin_reply(&reply) {
+                self.counters.admin_replies_lost += 1;
+            }
+        }
+        self.run(now_ns, dp, Some(admin)) || moved
+    }
+
+    fn admin_command<D: Datapath>(
+        &mut self,
+        now_ns: u64,
+        dp: &mut D,
+        admin: &mut NicAdmin,
+        raw: &[u8; 64],
+    ) -> AdminReply {
+        let mut env = LoopEnv {
+            dp,
+            ports: &mut self.ports,
+            counters: &mut self.counters,
+        };
+        let mut cx = Ctx {
+            params: &NIC_PARAMS,
+            env: &mut env,
+            engine: &mut self.engine,
+            now_ns,
+        };
+        // A QP entering ERROR: the engine flushes its work requests with completions itself.
+        admin.handle(raw, &mut cx).0
+    }
+
+    fn run<D: Datapath>(
+        &mut self,
+        now_ns: u64,
+        dp: &mut D,
+        mut admin: Option<&mut NicAdmin>,
+    ) -> bool {
         self.counters.steps += 1;
         let mut moved = false;
         for _ in 0..BUDGET {
             let Some(entry) = dp.pop_event() else { break };
             moved = true;
             self.counters.csr_events += 1;
-            self.csr_event(now_ns, &entry);
+            self.csr_event(now_ns, &entry, admin.as_deref_mut());
+        }
+        if let Some(a) = admin.as_deref_mut() {
+            moved |= self.release_held(dp, a);
         }
         for _ in 0..BUDGET {
             let Some(entry) = dp.pop_rx() else { break };
@@ -240,12 +550,21 @@ impl NicLoop {
             self.counters.rx_headers += 1;
             let verdict = match RxhEntry::decode(&entry) {
                 Ok(e) => {
-                    let (pkt, trim, meta) = rx_packet(&e);
-                    let v = self.engine.handle_tx_packet(now_ns, &pkt, trim, meta);
-                    if matches!(v, RxVerdict::Place { .. }) {
-                        self.counters.rx_placed += 1;
+                    let (mut pkt, trim, meta) = rx_packet(&e);
+                    match to_engine(admin.as_deref(), pkt.dest_qpn) {
+                        Some(q) => {
+                            pkt.dest_qpn = q;
+                            let v = self.engine.handle_tx_packet(now_ns, &pkt, trim, meta);
+                            if matches!(v, RxVerdict::Place { .. }) {
+                                self.counters.rx_placed += 1;
+                            }
+                            rxh_verdict(&v)
+                        }
+                        None => {
+                            self.counters.unknown_qpn += 1;
+                            RxhVerdict::dropped(RxhDropReason::UnknownQp)
+                        }
                     }
-                    rxh_verdict(&v)
                 }
                 Err(_) => {
                     self.counters.rxh_bad += 1;
@@ -266,6 +585,9 @@ impl NicLoop {
                 break;
             }
             taken += 1;
+            if let Some(a) = admin.as_deref() {
+                pkt.src_qpn = a.device_qpn(pkt.src_qpn).unwrap_or(pkt.src_qpn);
+            }
             if dp.push_tx(&txh_entry(&pkt).encode()) {
                 self.counters.tx_packets += 1;
             } else {
@@ -278,53 +600,183 @@ impl NicLoop {
         }
         while let Some(c) = self.engine.poll_completion() {
             moved = true;
-            let e = CsrEvent::PostCqe(post_cqe(&c)).encode();
-            self.order(dp, &e);
+            self.completion(dp, admin.as_deref_mut(), &c);
         }
-        while let Some(ev) = self.engine.poll_ev_event() {
+        while let Some(mut ev) = self.engine.poll_ev_event() {
             moved = true;
+            if let Some(a) = admin.as_deref() {
+                ev.qpn = a.device_qpn(ev.qpn).unwrap_or(ev.qpn);
+            }
             let e = CsrEvent::EvUpdate(ev_update(&ev)).encode();
             self.order(dp, &e);
         }
         moved
     }
 
-    fn order<D: Datapath>(&mut self, dp: &mut D, e: &[u8; ENTRY_BYTES]) {
+    /// An engine completion to the host: without admin tables [`post_cqe`] as is; with them
+    /// receive completions wait behind one that waits for its `WimmPlaced`
+    /// ([`Datapath::reports_wimm_placed`]), and [`Self::emit`] posts the rest.
+    fn completion<D: Datapath>(
+        &mut self,
+        dp: &mut D,
+        admin: Option<&mut NicAdmin>,
+        c: &Completion,
+    ) {
+        let Some(admin) = admin else {
+            let e = CsrEvent::PostCqe(post_cqe(c)).encode();
+            self.order(dp, &e);
+            return;
+        };
+        let recv = !matches!(c.kind, CompletionKind::Send);
+        if recv && (!self.held.is_empty() || dp.reports_wimm_placed() && self.unreported(admin, c))
+        {
+            if self.held.push_back(*c).is_ok() {
+                return;
+            }
+            // Full: post it without its report rather than lose it.
+            self.counters.wimm_overflow += 1;
+        }
+        self.emit(dp, admin, c);
+    }
+
+    /// A successful Write-with-Immediate receive completion whose `WimmPlaced` has not come.
+    fn unreported(&self, admin: &NicAdmin, c: &Completion) -> bool {
+        let CompletionKind::RecvImm { msn, .. } = c.kind else {
+            return false;
+        };
+        let qpn = admin.device_qpn(c.qpn).unwrap_or(u32::MAX);
+        c.status.is_ok()
+            && !self
+                .wimm
+                .iter()
+                .any(|w| w.used && w.qpn == qpn && w.msn == msn)
+    }
+
+    /// Post the held completions whose reports arrived, in order. Returns whether any.
+    fn release_held<D: Datapath>(&mut self, dp: &mut D, admin: &mut NicAdmin) -> bool {
+        let mut any = false;
+        while let Some(c) = self.held.front().copied() {
+            if self.unreported(admin, &c) {
+                break;
+            }
+            self.held.pop_front();
+            self.emit(dp, admin, &c);
+            any = true;
+        }
+        any
+    }
+
+    /// Post completion `c` with the device QPN, its QP's CQ, the WIMM length and solicited
+    /// bit; a failed work request (not a flush) moves the device QP to ERROR and posts
+    /// `QpFatal` after the CQE.
+    fn emit<D: Datapath>(&mut self, dp: &mut D, admin: &mut NicAdmin, c: &Completion) {
+        let Some(qpn) = admin.device_qpn(c.qpn) else {
+            self.counters.unknown_qpn += 1;
+            return;
+        };
+        let mut cqe = post_cqe(c);
+        cqe.qpn = qpn.into();
+        let recv = !matches!(c.kind, CompletionKind::Send);
+        if let CompletionKind::RecvImm { msn, .. } = c.kind {
+            if let Some(w) = self
+                .wimm
+                .iter_mut()
+                .find(|w| w.used && w.qpn == qpn && w.msn == msn)
+            {
+                cqe.byte_len = w.byte_len.into();
+                if w.solicited {
+                    cqe.flags |= CQE_SOLICITED;
+                }
+                *w = WIMM_FREE;
+            }
+        }
+        let fatal = matches!(c.status, Err(e) if e != CompletionError::Flushed);
+        if let Some(q) = admin.qps.get_mut(&qpn) {
+            cqe.cqn = if recv { q.recv_cq } else { q.send_cq }.into();
+            if fatal && q.state != QpState::Error {
+                q.state = QpState::Error;
+                self.counters.qp_fatal += 1;
+                let status = cqe.status;
+                let e = CsrEvent::PostEvent(PostEvent::new(&Event::QpFatal {
+                    qpn,
+                    status,
+                    syndrome: 0,
+                }))
+                .encode();
+                let e2 = CsrEvent::PostCqe(cqe).encode();
+                self.order(dp, &e2);
+                if self.order(dp, &e) {
+                    self.counters.events += 1;
+                }
+                return;
+            }
+        }
+        let e = CsrEvent::PostCqe(cqe).encode();
+        self.order(dp, &e);
+    }
+
+    fn order<D: Datapath>(&mut self, dp: &mut D, e: &[u8; ENTRY_BYTES]) -> bool {
         if dp.push_order(e) {
             self.counters.orders += 1;
+            true
         } else {
             self.counters.orders_dropped += 1;
+            false
         }
     }
 
-    fn csr_event(&mut self, now_ns: u64, entry: &[u8; ENTRY_BYTES]) {
+    fn csr_event(&mut self, now_ns: u64, entry: &[u8; ENTRY_BYTES], admin: Option<&mut NicAdmin>) {
         let c = &mut self.counters;
-        match CsrEvent::decode(entry) {
-            Ok(CsrEvent::AckSummary(a)) => {
-                let _ = self
-                    .engine
-                    .handle_packet(now_ns, &ack_repr(&a), RxMeta::default());
+        let ev = match CsrEvent::decode(entry) {
+            Ok(e) => e,
+            Err(_) => {
+                c.csr_bad += 1;
+                return;
             }
-            Ok(CsrEvent::Nack(n)) => match nack_repr(&n) {
-                Some(r) => {
+        };
+        // The engine QP an ACK / NACK / probe reply is for.
+        let engine_qpn = |q: u32, c: &mut LoopCounters| {
+            let e = to_engine(admin.as_deref(), q);
+            if e.is_none() {
+                c.unknown_qpn += 1;
+            }
+            e
+        };
+        match ev {
+            CsrEvent::AckSummary(a) => {
+                if let Some(q) = engine_qpn(a.qpn(), c) {
+                    let mut r = ack_repr(&a);
+                    r.bth.dest_qp = q;
                     let _ = self.engine.handle_packet(now_ns, &r, RxMeta::default());
                 }
-                None => c.csr_bad += 1,
-            },
-            Ok(CsrEvent::ProbeReply(p)) => {
-                let _ = self
-                    .engine
-                    .handle_packet(now_ns, &probe_reply_repr(&p), RxMeta::default());
             }
-            Ok(CsrEvent::PortEvent(p)) => {
+            CsrEvent::Nack(n) => match (nack_repr(&n), engine_qpn(n.qpn.get(), c)) {
+                (Some(mut r), Some(q)) => {
+                    r.bth.dest_qp = q;
+                    let _ = self.engine.handle_packet(now_ns, &r, RxMeta::default());
+                }
+                (None, _) => c.csr_bad += 1,
+                (_, None) => {}
+            },
+            CsrEvent::ProbeReply(p) => {
+                if let Some(q) = engine_qpn(p.qpn.get(), c) {
+                    let mut r = probe_reply_repr(&p);
+                    r.bth.dest_qp = q;
+                    let _ = self.engine.handle_packet(now_ns, &r, RxMeta::default());
+                }
+            }
+            CsrEvent::PortEvent(p) => {
                 c.port_events += 1;
+                if let Some(l) = self.ports.link.get_mut(usize::from(p.port)) {
+                    *l = p.up == 1;
+                }
                 if p.up == 1 {
                     self.engine.handle_plane_up(now_ns, p.plane);
                 } else {
                     self.engine.handle_plane_down(now_ns, p.plane);
                 }
             }
-            Ok(CsrEvent::RxDrops(d)) => {
+            CsrEvent::RxDrops(d) => {
                 let sum = [
                     d.bad_checksum,
                     d.bad_header,
@@ -338,9 +790,60 @@ impl NicLoop {
                 .fold(0u64, |s, v| s.saturating_add(u64::from(v.get())));
                 c.dp_rx_drops = c.dp_rx_drops.saturating_add(sum);
             }
-            Ok(CsrEvent::TxDone(_) | CsrEvent::WimmPlaced(_)) => c.csr_not_wired += 1,
-            Ok(_) | Err(_) => c.csr_bad += 1,
+            CsrEvent::TxDone(t) => {
+                c.tx_done += 1;
+                tx_done(admin, &t);
+            }
+            CsrEvent::WimmPlaced(w) => {
+                c.wimm_placed += 1;
+                self.wimm_placed(&w);
+            }
+            _ => c.csr_bad += 1,
         }
+    }
+
+    /// Keep a `WimmPlaced` report for its message's receive completion (an older report of
+    /// the same message is replaced).
+    fn wimm_placed(&mut self, w: &WimmPlaced) {
+        let (qpn, msn) = (w.qpn.get(), w.msn.get());
+        let slot = self
+            .wimm
+            .iter()
+            .position(|s| s.used && s.qpn == qpn && s.msn == msn)
+            .or_else(|| self.wimm.iter().position(|s| !s.used));
+        match slot.and_then(|i| self.wimm.get_mut(i)) {
+            Some(s) => {
+                *s = WimmSlot {
+                    used: true,
+                    qpn,
+                    msn,
+                    byte_len: w.byte_len.get(),
+                    solicited: w.flags & 1 != 0,
+                }
+            }
+            None => self.counters.wimm_overflow += 1,
+        }
+    }
+}
+
+/// The engine QP behind device QP `qpn` of `admin`.
+fn engine_qpn(admin: &NicAdmin, qpn: u32) -> Option<u32> {
+    admin.qps.get(&qpn).and_then(|q| q.engine_qpn())
+}
+
+/// The engine QPN for a QPN from the datapath: the same without admin tables.
+fn to_engine(admin: Option<&NicAdmin>, qpn: u32) -> Option<u32> {
+    match admin {
+        None => Some(qpn),
+        Some(a) => engine_qpn(a, qpn),
+    }
+}
+
+/// Every packet of a send WQE left: the QP's next send PSN (QUERY_QP) follows it.
+fn tx_done(admin: Option<&mut NicAdmin>, t: &TxDone) {
+    if let Some(q) = admin.and_then(|a| a.qps.get_mut(&t.qpn.get())) {
+        let next = Psn::new(t.first_psn.get()).add(t.num_packets.get());
+        q.sq_psn = next.value();
     }
 }
 

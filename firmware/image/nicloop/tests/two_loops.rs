@@ -7,17 +7,13 @@
 //! wire between the fake datapaths drops some data packets, so delivery needs the engine's
 //! loss recovery driven through the loop.
 
-use std::collections::VecDeque;
+mod common;
 
+use common::*;
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
-use mrc_abi::device::csr::{
-    AckSummary, CsrEvent, CsrKind, NackEntry, PortEventEntry, ProbeReply, ENTRY_BYTES,
-};
-use mrc_abi::device::rxh::{
-    RxhDropReason, RxhEntry, RxhVerdict, RxhVerdictCode, RXH_ENTRY_BYTES, RXH_VERDICT_BYTES,
-    RXH_VERDICT_OFFSET,
-};
-use mrc_abi::device::txh::{Txh, TXH_ENTRY_BYTES};
+use mrc_abi::device::csr::{CsrEvent, CsrKind, PortEventEntry, ENTRY_BYTES};
+use mrc_abi::device::rxh::{RxhDropReason, RxhEntry, RxhVerdictCode, RXH_VERDICT_OFFSET};
+use mrc_abi::device::txh::Txh;
 use mrc_abi::wire::EvFormat;
 use mrc_abi::Psn;
 use mrc_firmware::datapath::ack_gen::TrimMark;
@@ -28,133 +24,7 @@ use mrc_firmware::engine::{
     CcProfile, EngineConfig, EvProfile, LocalBuf, QpAttrs, QpHint, QpState, RxMeta, SendWr, TxBody,
     TxPacket,
 };
-use mrc_nicloop::{
-    is_csr_reported, rxh_entry, tx_packet, txh_entry, Datapath, NicLoop, BUDGET, EVS, PLANES,
-};
-
-const RING: usize = 64;
-const REGION_VA: u64 = 0x40_0000_0000;
-const MTU: u32 = 1024;
-
-/// One NIC's fake datapath: bounded CSR rings of raw entries, the receive header queue (raw
-/// RXH entries; answered entries are kept with their verdict bytes), a transmit queue, a
-/// placement log read from the verdicts.
-#[derive(Default)]
-struct FakeDp {
-    events: VecDeque<[u8; ENTRY_BYTES]>,
-    orders: Vec<[u8; ENTRY_BYTES]>,
-    orders_pending: usize,
-    rx: VecDeque<[u8; RXH_ENTRY_BYTES]>,
-    answered: Vec<[u8; RXH_ENTRY_BYTES]>,
-    /// What the datapath took off the transmit header queue, decoded.
-    tx: Vec<TxPacket>,
-    /// Transmit header queue size (0: [`RING`]); the queue is emptied once per round.
-    tx_cap: usize,
-    /// Refuse every transmit header entry despite the room reported (a broken datapath).
-    tx_refuse: bool,
-    placed: Vec<(u64, u32)>,
-}
-
-/// The verdict a loop wrote back into an answered entry, read as the datapath reads it.
-fn verdict_of(e: &[u8; RXH_ENTRY_BYTES]) -> (Option<RxhVerdictCode>, RxhVerdict) {
-    let v: &[u8; RXH_VERDICT_BYTES] = e[RXH_VERDICT_OFFSET..].try_into().unwrap();
-    RxhVerdict::decode(v)
-}
-
-impl Datapath for FakeDp {
-    fn pop_event(&mut self) -> Option<[u8; ENTRY_BYTES]> {
-        self.events.pop_front()
-    }
-    fn push_order(&mut self, e: &[u8; ENTRY_BYTES]) -> bool {
-        if self.orders_pending >= RING {
-            return false;
-        }
-        self.orders_pending += 1;
-        self.orders.push(*e);
-        true
-    }
-    fn pop_rx(&mut self) -> Option<[u8; RXH_ENTRY_BYTES]> {
-        self.rx.front().copied()
-    }
-    fn rx_done(&mut self, verdict: &[u8; RXH_VERDICT_BYTES]) {
-        let mut e = self
-            .rx
-            .pop_front()
-            .expect("rx_done answers the entry pop_rx returned");
-        e[RXH_VERDICT_OFFSET..].copy_from_slice(verdict);
-        if let (Some(RxhVerdictCode::Place), v) = verdict_of(&e) {
-            self.placed.push((v.place_offset.get(), v.place_len.get()));
-        }
-        self.answered.push(e);
-    }
-    fn tx_room(&mut self) -> usize {
-        let cap = if self.tx_cap == 0 { RING } else { self.tx_cap };
-        cap.saturating_sub(self.tx.len())
-    }
-    fn push_tx(&mut self, e: &[u8; TXH_ENTRY_BYTES]) -> bool {
-        if self.tx_refuse || self.tx_room() == 0 {
-            return false;
-        }
-        // The datapath checks the entry with the mrc-abi decoder and builds the packet from it;
-        // the entry carries everything the engine's descriptor had.
-        let t = Txh::decode(e).expect("the loop writes valid TXH entries");
-        let p = tx_packet(&t);
-        assert_eq!(txh_entry(&p), t);
-        self.tx.push(p);
-        true
-    }
-}
-
-/// What the receiving datapath does with a packet off the wire: ACK / NACK / probe reply
-/// become DP->FW CSR entries (through the mrc-abi encoder), data packets and probes RXH
-/// entries (what the header parser writes; checked here with the mrc-abi decoder).
-fn receive(dp: &mut FakeDp, p: TxPacket) {
-    if !is_csr_reported(&p) {
-        let meta = RxMeta {
-            payload_len: p.payload_len(),
-            ce: false,
-        };
-        let e = rxh_entry(&p, TrimMark::None, meta).expect("a data packet or probe");
-        assert_eq!(RxhEntry::decode(&e.encode()), Ok(e));
-        dp.rx.push_back(e.encode());
-        return;
-    }
-    let e = match p.body {
-        TxBody::Ack(a) => CsrEvent::AckSummary(AckSummary {
-            kind: 0,
-            plane: a.plane,
-            ev_index: a.ev_index.into(),
-            qpn_ecn: (p.dest_qpn | (u32::from(a.ecn_plane_mask) << 24)).into(),
-            cum_psn: a.cum_psn.value().into(),
-            sack_base: a.sack_base.value().into(),
-            bitmap: a.sack_bitmap.into(),
-            ce_count: a.ce_count.into(),
-            pkt_count: a.pkt_count.into(),
-            echoed_ts: p.echo_ts_ns.into(),
-        }),
-        TxBody::Nack(n) => CsrEvent::Nack(NackEntry {
-            kind: 0,
-            reason: n.reason as u8,
-            ev_index: n.ev_index.into(),
-            qpn: p.dest_qpn.into(),
-            psn: n.psn.value().into(),
-            cum_psn: n.cum_psn.value().into(),
-            plane: n.plane,
-            rsvd: [0; 15],
-        }),
-        TxBody::ProbeReply(r) => CsrEvent::ProbeReply(ProbeReply {
-            kind: 0,
-            plane: r.plane,
-            ev_index: r.ev_index.into(),
-            qpn: p.dest_qpn.into(),
-            probe_id: r.probe_id.into(),
-            echoed_ts: p.echo_ts_ns.into(),
-            rsvd: [0; 16],
-        }),
-        _ => unreachable!("is_csr_reported"),
-    };
-    dp.events.push_back(e.encode());
-}
+use mrc_nicloop::{rxh_entry, tx_packet, txh_entry, NicLoop, BUDGET, EVS, PLANES};
 
 fn attrs(dest: u32) -> QpAttrs {
     let nscc = NsccParams::for_link(100_000_000_000, 10_000, MTU).expect("nscc");
@@ -182,7 +52,7 @@ fn attrs(dest: u32) -> QpAttrs {
 }
 
 struct Run {
-    loops: [NicLoop; 2],
+    loops: [Box<NicLoop>; 2],
     dps: [FakeDp; 2],
     qpn: [u32; 2],
     now: u64,
@@ -191,11 +61,16 @@ struct Run {
 
 impl Run {
     fn new() -> Run {
+        Run::with(|cfg| Box::new(NicLoop::new(cfg).unwrap()))
+    }
+
+    /// Two loops from `make` (the constructor under test), connected and in RTS.
+    fn with(make: fn(EngineConfig) -> Box<NicLoop>) -> Run {
         let cfg = EngineConfig {
             mtu_payload: MTU,
             ..EngineConfig::default()
         };
-        let mut loops = [NicLoop::new(cfg).unwrap(), NicLoop::new(cfg).unwrap()];
+        let mut loops = [make(cfg), make(cfg)];
         let qa = loops[0].engine_mut().create_qp().unwrap();
         let qb = loops[1].engine_mut().create_qp().unwrap();
         loops[1]
@@ -260,9 +135,36 @@ fn decoded(orders: &[[u8; ENTRY_BYTES]]) -> Vec<CsrEvent> {
 
 #[test]
 fn two_loops_deliver_every_message_over_a_lossy_wire() {
+    lossy_exchange(Run::new());
+}
+
+/// A loop built in place over garbage memory (how the NIC image builds its loop in `.bss`).
+fn in_place_over_garbage(cfg: EngineConfig) -> Box<NicLoop> {
+    let mut slot = Box::<NicLoop>::new_uninit();
+    // SAFETY: any bytes may be written into an uninitialised block of its own size; garbage
+    // first, so nothing can depend on the memory starting zeroed.
+    unsafe {
+        slot.as_mut_ptr()
+            .cast::<u8>()
+            .write_bytes(0x5A, std::mem::size_of::<NicLoop>())
+    };
+    NicLoop::init_in_place(&mut slot, mrc_nicloop::NicEngine::check(cfg).unwrap());
+    // SAFETY: `init_in_place` initialises every field (its contract).
+    unsafe { slot.assume_init() }
+}
+
+#[test]
+fn a_loop_built_in_place_runs_exactly_as_one_built_by_value() {
+    let by_value = lossy_exchange(Run::new());
+    let in_place = lossy_exchange(Run::with(in_place_over_garbage));
+    assert_eq!(by_value, in_place);
+}
+
+/// Every message of 40 over a wire losing every 17th new data packet; checks delivery and
+/// returns what the sender ordered and the receiver placed, in order.
+fn lossy_exchange(mut r: Run) -> (Vec<[u8; ENTRY_BYTES]>, Vec<(u64, u32)>) {
     const MSGS: u64 = 40;
     const LEN: u32 = 4 * MTU;
-    let mut r = Run::new();
     let mut posted = 0u64;
     for _ in 0..20_000 {
         while posted < MSGS {
@@ -324,6 +226,7 @@ fn two_loops_deliver_every_message_over_a_lossy_wire() {
     assert_eq!(a.tx_refused + a.orders_dropped, 0);
     let b = r.loops[1].counters();
     assert_eq!(b.rx_placed, total / u64::from(MTU));
+    (r.dps[0].orders.clone(), r.dps[1].placed.clone())
 }
 
 #[test]

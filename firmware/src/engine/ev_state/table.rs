@@ -319,6 +319,53 @@ impl<const N: usize> EvTable<N> {
         Ok(())
     }
 
+    /// Another QP lost a packet (untrimmed) on a route `ev` shares: a `Good` or `Skip` EV is
+    /// retired as by its own loss (reason [`EvReason::SharedLoss`]; `min_active` guards it, then
+    /// it is skipped once), and probed back. Nothing is counted on the EV: the loss was not
+    /// its own. Returns whether the state changed.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn handle_shared_loss(&mut self, ev: u16, now_ns: u64) -> Result<bool, EvError> {
+        let i = self.index(ev)?;
+        let old = self.evs[i].state;
+        if !matches!(old, EvState::Good | EvState::Skip) {
+            return Ok(false);
+        }
+        // Its route is probed by the EV whose loss was shared (a reply there comes back as
+        // [`Self::handle_shared_recovery`]): its own probes start later.
+        let e = &mut self.evs[i];
+        e.probe_interval_ns = self
+            .cfg
+            .probe_base_ns
+            .saturating_mul(SHARED_PROBE_FACTOR)
+            .min(self.cfg.probe_cap_ns)
+            .max(e.probe_interval_ns);
+        self.retire(i, now_ns, EvReason::SharedLoss);
+        Ok(self.evs[i].state != old)
+    }
+
+    /// A probe on a route `ev` shares was answered (another EV's, of this QP or another): an
+    /// `AssumedBad` EV (not on a plane that is down) is `Good` again (reason
+    /// [`EvReason::SharedRecovery`]), its probe backoff reset. Returns whether the state
+    /// changed.
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn handle_shared_recovery(&mut self, ev: u16) -> Result<bool, EvError> {
+        let i = self.index(ev)?;
+        let e = self.evs[i];
+        if e.state != EvState::AssumedBad || self.plane_is_down(e.plane) {
+            return Ok(false);
+        }
+        let e = &mut self.evs[i];
+        e.probe_id = None;
+        e.probe_interval_ns = self.cfg.probe_base_ns;
+        e.ecn_q16 = 0;
+        self.set_state(i, EvState::Good, EvReason::SharedRecovery);
+        Ok(true)
+    }
+
     /// The sprayer passed over every `Skip` EV once: they become `Good`.
     pub fn release_skips(&mut self) {
         for i in 0..usize::from(self.cfg.evs).min(N) {

@@ -55,7 +55,6 @@ use mrc_firmware::testkit::{Channel, ChannelConfig, ChannelCounters};
 mod ring;
 mod rx;
 
-use super::admin::remote_writable;
 use super::faults::{Faults, WindowKind};
 use super::state::{NicState, RKEY_BIT};
 use super::World;
@@ -370,12 +369,12 @@ impl World {
         };
         let ne = &mut fab.engines[i];
         // Regions.
-        let want: Vec<(u32, u64, u64)> = n
-            .mrs
-            .iter()
-            .filter(|(_, m)| remote_writable(m))
-            .map(|(k, m)| (k | RKEY_BIT, m.va, m.len))
-            .collect();
+        let want: Vec<(u32, u64, u64)> =
+            n.t.mrs
+                .iter()
+                .filter(|(_, m)| m.remote_writable())
+                .map(|(k, m)| (k | RKEY_BIT, m.va, m.len))
+                .collect();
         ne.rkeys.retain(|r| {
             let keep = want.iter().any(|w| w.0 == *r);
             if !keep {
@@ -404,7 +403,7 @@ impl World {
             .keys()
             .copied()
             .filter(|q| {
-                n.qps
+                n.t.qps
                     .get(q)
                     .is_none_or(|p| matches!(p.state, DevQpState::Reset))
             })
@@ -418,7 +417,7 @@ impl World {
         }
         // New QPs and state changes.
         let mut denials = 0;
-        for (&q, p) in &n.qps {
+        for (&q, p) in n.t.qps.iter() {
             let target = match p.state {
                 DevQpState::Init => QpState::Init,
                 DevQpState::Rtr => QpState::Rtr,
@@ -436,11 +435,11 @@ impl World {
                     e
                 }
             };
-            let evs = n
-                .ev_profiles
-                .get(&p.ev_profile)
-                .map_or(n.params.max_evs_per_qp, |pr| pr.evs.len() as u32)
-                .clamp(1, 256) as u16;
+            let evs =
+                n.t.ev_profiles
+                    .get(&p.ev_profile)
+                    .map_or(n.params.max_evs_per_qp, |pr| pr.evs.len() as u32)
+                    .clamp(1, 256) as u16;
             let mut table = EvConfig::new(evs, n.params.num_planes.clamp(1, 4) as u8);
             table.probe_base_ns = 20_000;
             table.probe_cap_ns = 2_000_000;
@@ -479,19 +478,19 @@ impl World {
             }
             // Controller EV denials (and re-allowances) of the QP's profile. Each change is
             // told once; one the engine refuses (the min-active guard) is not retried.
-            let denied: Vec<u16> = n
-                .ev_profiles
-                .get(&p.ev_profile)
-                .map(|pr| {
-                    pr.evs
-                        .iter()
-                        .take(usize::from(evs))
-                        .enumerate()
-                        .filter(|(_, v)| v.state == EvState::Denied)
-                        .map(|(k, _)| k as u16)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let denied: Vec<u16> =
+                n.t.ev_profiles
+                    .get(&p.ev_profile)
+                    .map(|pr| {
+                        pr.evs
+                            .iter()
+                            .take(usize::from(evs))
+                            .enumerate()
+                            .filter(|(_, v)| v.state == EvState::Denied)
+                            .map(|(k, _)| k as u16)
+                            .collect()
+                    })
+                    .unwrap_or_default();
             let told: Vec<u16> = ne
                 .denied
                 .range((q, 0)..=(q, u16::MAX))
@@ -534,7 +533,7 @@ impl World {
             let dest = ne
                 .dev_qpn
                 .get(&pkt.src_qpn)
-                .and_then(|q| self.nics[i].qps.get(q))
+                .and_then(|q| self.nics[i].t.qps.get(q))
                 .and_then(|q| self.nics.iter().position(|n| n.gid == q.remote_addr));
             let Some(d) = dest else {
                 fab.counters.unroutable += 1;
@@ -606,7 +605,7 @@ impl World {
             let Some(&qpn) = ne.dev_qpn.get(&c.qpn) else {
                 continue;
             };
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+            let Some(q) = self.nics[i].t.qps.get(&qpn).copied() else {
                 continue;
             };
             match c.kind {
@@ -669,7 +668,7 @@ impl World {
                     e.imm = Some(imm);
                     e.syndrome = syndrome;
                     n.post_cqe(q.recv_cq, &e, now);
-                    if let Some(p) = n.qps.get_mut(&qpn) {
+                    if let Some(p) = n.t.qps.get_mut(&qpn) {
                         p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
                     }
                     if status != CqeStatus::Success && status != CqeStatus::WrFlushed {
@@ -699,6 +698,7 @@ impl World {
             && fab.engines.iter().enumerate().all(|(i, ne)| {
                 ne.sends.is_empty()
                     && self.nics[i]
+                        .t
                         .qps
                         .values()
                         .all(|q| q.state != DevQpState::Rts || q.sq_cons == q.sq_prod)

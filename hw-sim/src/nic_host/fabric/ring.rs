@@ -19,7 +19,7 @@ impl World {
         if self.stalled(i) {
             return false;
         }
-        let qpns: Vec<u32> = self.nics[i].qps.keys().copied().collect();
+        let qpns: Vec<u32> = self.nics[i].t.qps.keys().copied().collect();
         for qpn in qpns {
             any |= self.feed_recvs(i, qpn);
             if self.fetch_ready(i, qpn) {
@@ -34,6 +34,7 @@ impl World {
     fn fetch_ready(&mut self, i: usize, qpn: u32) -> bool {
         let now = self.now_ns;
         let pending = self.nics[i]
+            .t
             .qps
             .get(&qpn)
             .is_some_and(|q| q.state == DevQpState::Rts && q.sq_cons != q.sq_prod);
@@ -61,7 +62,7 @@ impl World {
     fn feed_recvs(&mut self, i: usize, qpn: u32) -> bool {
         let mut any = false;
         loop {
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+            let Some(q) = self.nics[i].t.qps.get(&qpn).copied() else {
                 return any;
             };
             if !matches!(q.state, DevQpState::Rtr | DevQpState::Rts) || q.rq_cons == q.rq_prod {
@@ -77,7 +78,7 @@ impl World {
             if ne.engine.post_recv(e, u64::from(q.rq_cons)).is_err() {
                 return any;
             }
-            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
+            if let Some(p) = self.nics[i].t.qps.get_mut(&qpn) {
                 p.rq_cons = p.rq_cons.wrapping_add(1);
             }
             any = true;
@@ -87,7 +88,7 @@ impl World {
     fn feed_sends(&mut self, i: usize, qpn: u32) -> bool {
         let mut any = false;
         loop {
-            let Some(q) = self.nics[i].qps.get(&qpn).copied() else {
+            let Some(q) = self.nics[i].t.qps.get(&qpn).copied() else {
                 return any;
             };
             if q.state != DevQpState::Rts || q.sq_cons == q.sq_prod {
@@ -105,7 +106,7 @@ impl World {
                 (_, res) => {
                     let (status, syndrome) = res.err().unwrap_or((CqeStatus::LocalQpOperation, 0));
                     self.nics[i].counters.send_wqes += 1;
-                    if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
+                    if let Some(p) = self.nics[i].t.qps.get_mut(&qpn) {
                         p.sq_cons = index.wrapping_add(1);
                     }
                     self.fail_qp(i, qpn, wr_id, index, status, syndrome, now);
@@ -151,7 +152,7 @@ impl World {
                 },
             );
             self.nics[i].counters.send_wqes += 1;
-            if let Some(p) = self.nics[i].qps.get_mut(&qpn) {
+            if let Some(p) = self.nics[i].t.qps.get_mut(&qpn) {
                 p.sq_cons = index.wrapping_add(1);
             }
             any = true;
@@ -172,7 +173,7 @@ impl World {
         now: u64,
     ) {
         let n = &mut self.nics[i];
-        let Some(q) = n.qps.get(&qpn).copied() else {
+        let Some(q) = n.t.qps.get(&qpn).copied() else {
             return;
         };
         let mut c = cqe(wr_id, status, CqeOpcode::Write, 0, qpn, index);
@@ -190,7 +191,7 @@ impl World {
         now: u64,
     ) {
         let n = &mut self.nics[i];
-        match n.qps.get_mut(&qpn) {
+        match n.t.qps.get_mut(&qpn) {
             Some(p) if p.state != DevQpState::Error => p.state = DevQpState::Error,
             _ => return,
         }

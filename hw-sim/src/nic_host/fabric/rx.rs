@@ -100,6 +100,7 @@ impl World {
             return RxOutcome::UnknownQp;
         };
         if self.nics[to]
+            .t
             .qps
             .get(&dev_qpn)
             .is_none_or(|q| q.remote_addr != p.src_gid)
@@ -130,10 +131,10 @@ impl World {
                 return RxOutcome::Engine(verdict);
             };
             let n = &mut self.nics[to];
-            let target = n
-                .mrs
-                .get(&(region.rkey & !RKEY_BIT))
-                .and_then(|m| m.translate(region.base_va.wrapping_add(offset), u64::from(len)));
+            let target =
+                n.t.mrs
+                    .get(&(region.rkey & !RKEY_BIT))
+                    .and_then(|m| m.translate(region.base_va.wrapping_add(offset), u64::from(len)));
             let bytes = p.payload.get(..len as usize);
             if let (Some(iova), Some(bytes)) = (target, bytes) {
                 if n.dev.dma_write(Iova(iova), bytes).is_ok() {
