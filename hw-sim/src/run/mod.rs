@@ -6,7 +6,8 @@
 //! 0, the NICs as component 1, and the flow list: a flow's completion releases the flows that
 //! wait for it, on whichever NIC), runs it until every flow of the workload completed (or
 //! failed) or `time_limit`, and returns a [`RunReport`]. Everything is seeded from
-//! [`Scenario::seed`]: same scenario, same report, bit for bit.
+//! [`Scenario::seed`]: same scenario, same report, bit for bit. [`parallel`] runs the same world
+//! partitioned over several threads, with the same report.
 //!
 //! Built in: [`Scenario::default_for`] (all-to-all), [`Scenario::permutation_for`],
 //! [`Scenario::ring_all_reduce_for`], [`Scenario::tiny`]. The MRC transports (`mrc`, `mrc-1ev`,
