@@ -829,6 +829,19 @@ mod tests {
             "{mode}"
         );
         assert_eq!(r, run(&sc).unwrap());
+        // A ring all-reduce: each chunk waits for the one its host received from the previous
+        // rank, which a host of another partition sent.
+        let mut sc = small();
+        sc.workload = crate::workload::Workload::RingAllReduce {
+            bytes: 256 << 10,
+            slices: 2,
+            msg_bytes: 64 << 10,
+        };
+        let (_, mode) = run_threads(&sc, 2, 2).unwrap();
+        assert!(
+            matches!(&mode, Mode::Sequential { reason: Some(m) } if m.contains("waits for")),
+            "{mode}"
+        );
         let mut sc = small();
         sc.fabric.planes = 1;
         sc.transport = Transport::Mrc1Ev;
