@@ -5,10 +5,15 @@
 //! mrc-sim                                  # = mrc-sim run default
 //! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR]
 //!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
-//!             [--no-failure] [--reorder-tx N]
+//!             [--no-failure] [--reorder-tx N] [--threads N]
 //! mrc-sim scenarios                        # the built-in scenarios, one line each
-//! mrc-sim bench [--full] [--only NAME...] [--out target/bench-sim.json]
+//! mrc-sim bench [--full] [--only NAME...] [--threads N...] [--out target/bench-sim.json]
 //!               [--svg target/bench-sim.svg]   # simulator cost at 1K/4K/16K(/128K) hosts
+//! ```
+//! `--threads N` runs each scenario partitioned over N threads ([`mrc_sim::run::parallel`]):
+//! the same report and JSON as one thread (a scenario that cannot be partitioned runs on one
+//! thread and says why). `bench --threads 1 2` measures every size at each count.
+//! ```text
 //! ```
 //! Every transport of the scenario runs in turn over the same fabric and workload; the table
 //! puts them side by side. A transport the NIC model cannot run yet shows its error and the
@@ -54,6 +59,9 @@ enum Cmd {
     BenchOne {
         /// The size (1k, 4k, 16k, 128k).
         name: String,
+        /// Threads to run it on.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
     },
 }
 
@@ -66,6 +74,10 @@ struct BenchArgs {
     /// with fewer hosts).
     #[arg(long, value_name = "NAME", num_args = 1..)]
     only: Vec<String>,
+    /// Measure each size on each of these thread counts (a row per size and count).
+    #[arg(long, value_name = "N", num_args = 1.., default_values_t = [1usize],
+          value_parser = clap::value_parser!(usize))]
+    threads: Vec<usize>,
     /// Where to write the rows.
     #[arg(long, value_name = "OUT", default_value = "target/bench-sim.json")]
     out: PathBuf,
@@ -104,6 +116,10 @@ struct RunArgs {
     /// The engine's loss-inference reorder threshold (1..=63), overriding the scenario's.
     #[arg(long, value_name = "N")]
     reorder_tx: Option<u32>,
+    /// Run each transport partitioned over N threads (same results as 1; scenarios that
+    /// cannot be partitioned run on one thread and say why).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    threads: usize,
 }
 
 fn parse_transport(s: &str) -> Result<Transport, String> {
@@ -125,7 +141,7 @@ fn main() -> ExitCode {
         }
         Some(Cmd::Run(a)) => run(a),
         Some(Cmd::Bench(a)) => bench(a),
-        Some(Cmd::BenchOne { name }) => bench_one(&name),
+        Some(Cmd::BenchOne { name, threads }) => bench_one(&name, threads),
         None => run(cli.run),
     };
     result.unwrap_or_else(|e| {
@@ -142,20 +158,24 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     };
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut rows = Vec::new();
-    for name in &names {
+    let runs: Vec<(&String, usize)> = names
+        .iter()
+        .flat_map(|n| a.threads.iter().map(move |t| (n, (*t).max(1))))
+        .collect();
+    for (name, threads) in runs {
         let case = bench::case(name).ok_or_else(|| {
             format!(
                 "unknown bench size `{name}` (one of: 1k, 4k, 16k, 128k, 2t-16k, 2t-32k, 2t-64k)"
             )
         })?;
         eprintln!(
-            "bench {name}: {} hosts: {}",
+            "bench {name} ({threads} thread(s)): {} hosts: {}",
             case.hosts(),
             case.spec.file.description
         );
         // A process per size: its peak RSS is its own.
         let out = std::process::Command::new(&exe)
-            .args(["bench-one", name])
+            .args(["bench-one", name, "--threads", &threads.to_string()])
             .stderr(std::process::Stdio::inherit())
             .output();
         let row = match out {
@@ -170,7 +190,8 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
         };
         match &row.error {
             None => eprintln!(
-                "  {:.1} s wall, {} CPU, {} events, {} data packets: {} events and {} data packets per CPU-s, peak RSS {} MiB; {} of {} flows completed",
+                "  {}: {:.1} s wall, {} CPU, {} events, {} data packets: {} events and {} data packets per CPU-s, peak RSS {} MiB; {} of {} flows completed",
+                row.mode,
                 row.cost.wall_s,
                 row.cost.cpu_s.map_or("?".into(), |c| format!("{c:.2} s")),
                 row.cost.events,
@@ -205,9 +226,9 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn bench_one(name: &str) -> Result<ExitCode, String> {
+fn bench_one(name: &str, threads: usize) -> Result<ExitCode, String> {
     let case = bench::case(name).ok_or_else(|| format!("unknown bench size `{name}`"))?;
-    let row = bench::run_case(&case);
+    let row = bench::run_case(&case, threads.max(1));
     println!("{}", row.to_json());
     Ok(ExitCode::SUCCESS)
 }
@@ -255,11 +276,11 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     let pcap = a.pcap.as_deref().map(|path| PcapRequest { path, filter });
     let base = spec.scenario(spec.file.transports[0]);
     print_header(&spec, &base);
-    let (outcomes, notes) = output::run_all(&spec, pcap.as_ref(), true)?;
+    let (outcomes, notes) = output::run_all_threads(&spec, pcap.as_ref(), true, a.threads.max(1))?;
     for o in &outcomes {
         match &o.result {
             Ok(r) => eprintln!(
-                "  ran {} in {:.1} s wall, {} CPU ({} events, {} data packets{})",
+                "  ran {} in {:.1} s wall, {} CPU ({} events, {} data packets{}; {})",
                 o.name,
                 o.wall_s,
                 o.cost.cpu_s.map_or("?".into(), |c| format!("{c:.2} s")),
@@ -268,6 +289,7 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
                 o.cost
                     .data_packets_per_cpu_s()
                     .map_or(String::new(), |p| format!(", {:.0} per CPU-s", p)),
+                o.mode,
             ),
             Err(e) => eprintln!("  {}: not run: {e}", o.name),
         }

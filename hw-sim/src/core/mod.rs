@@ -9,9 +9,10 @@
 //!
 //! # Determinism contract
 //! Same seed, same events, same order, bit for bit:
-//! - the [`EventQueue`] orders events by `(time, seq)`, `seq` being the insertion counter, so
-//!   events at the same picosecond are handled first in, first out; its internal layout (which
-//!   re-tunes itself) never changes that order;
+//! - the [`Simulator`] orders events by `(time, key)`, the key naming the source that
+//!   scheduled the event and that source's own counter ([`sim::event_key`]; with the default
+//!   single source, events at the same picosecond are handled first in, first out); the
+//!   [`EventQueue`]'s internal layout (which re-tunes itself) never changes that order;
 //! - every random decision draws from a [`Rng`] derived from the run's seed ([`Rng::fork`] gives
 //!   each component its own stream, independent of how many other streams exist or in which
 //!   order they were made), and the generator is specified bit for bit (xoshiro256**, seeded
@@ -38,6 +39,7 @@ pub use clock::ClockDomain;
 pub use queue::{EventQueue, QueueStats, Scheduled};
 pub use rng::Rng;
 pub use sim::{
-    ComponentId, Event, Handler, Msg, RunOutcome, ScheduleError, Scheduler, SimStats, Simulator,
+    event_key, ComponentId, Event, Handler, Msg, RunOutcome, ScheduleError, Scheduler, SimStats,
+    Simulator,
 };
 pub use time::{serialization_time, Duration, Time};

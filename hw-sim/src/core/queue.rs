@@ -1,8 +1,9 @@
 //! The pending-event queue: a self-tuning timing wheel with a heap for far events.
 //!
 //! # Order
-//! Events leave in increasing `(time, seq)` order, where `seq` is the queue's insertion counter:
-//! events at the same picosecond leave in the order they were pushed (FIFO). Nothing else (no
+//! Events leave in increasing `(time, seq)` order, where `seq` is the queue's insertion counter
+//! ([`EventQueue::push`]: events at the same picosecond leave in the order they were pushed,
+//! FIFO) or a key the caller chose ([`EventQueue::push_with_seq`]). Nothing else (no
 //! address, no hash, no tuning state) influences the order, so the same pushes give the same
 //! pops, bit for bit, whatever the internal bucket layout is.
 //!
@@ -215,6 +216,16 @@ impl<P: Copy> EventQueue<P> {
     pub fn push(&mut self, time: Time, payload: P) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.push_with_seq(time, seq, payload);
+        seq
+    }
+
+    /// Adds an event with a caller-chosen tie-break `seq` (the caller keeps the keys unique:
+    /// two events with equal `(time, seq)` leave in an unspecified order). Does not move
+    /// [`EventQueue::next_seq`]. The simulator orders its events this way by a key that does
+    /// not depend on how the model is partitioned ([`crate::core::sim`]).
+    #[inline]
+    pub fn push_with_seq(&mut self, time: Time, seq: u64, payload: P) {
         self.place(Entry {
             time: time.as_ps(),
             seq,
@@ -228,7 +239,6 @@ impl<P: Copy> EventQueue<P> {
         if self.len > self.grow_at {
             self.rebuild();
         }
-        seq
     }
 
     /// Removes and returns the earliest event (smallest `(time, seq)`).

@@ -8,6 +8,20 @@
 //! earlier than `now` is refused with [`ScheduleError::InPast`] and counted in
 //! [`SimStats::rejected_past`]; it never silently runs out of order.
 //!
+//! # Order of events at the same time: the event key
+//! Events leave in `(time, key)` order. The key names who scheduled the event: the
+//! *source* ([`Handler::source`]) of the event being handled when it was scheduled, and that
+//! source's own counter: `key = source << 40 | counter` ([`event_key`]). Events scheduled from
+//! outside the loop ([`Simulator::schedule`]) come from source 0. A handler that does not
+//! override [`Handler::source`] puts everything on source 0, whose counter is then a global
+//! insertion counter: equal times are first in, first out.
+//!
+//! A model whose state is split into sources (the run: every host and every switch; see
+//! [`crate::run`]) gets an order that does not depend on which other sources share its event
+//! queue: a source's counter moves only when the source's own events are handled, so each event
+//! has the same key whether the model runs in one queue or is partitioned over several
+//! ([`crate::run::parallel`]), and the partitions' merged order is the sequential order.
+//!
 //! ```
 //! use mrc_sim::core::{ComponentId, Duration, Event, Scheduler, Simulator, Time};
 //! // A ping-pong between two components, 10 ns apart, 5 round trips.
@@ -41,12 +55,25 @@ pub struct Msg {
     pub data: u64,
 }
 
+/// Bits of an event key that hold the source's counter ([`event_key`]).
+pub const KEY_COUNTER_BITS: u32 = 40;
+/// Sources a simulator distinguishes (`0..MAX_SOURCES`); a larger [`Handler::source`] shares the
+/// last one's counter (keys stay unique, the order stops being partition-independent for them).
+pub const MAX_SOURCES: u32 = 1 << (64 - KEY_COUNTER_BITS);
+
+/// The key of the `counter`-th event scheduled by `source` (`source < MAX_SOURCES`, `counter <
+/// 2^40`): the tie-break of events at the same time.
+#[inline]
+pub const fn event_key(source: u32, counter: u64) -> u64 {
+    ((source as u64) << KEY_COUNTER_BITS) | counter
+}
+
 /// An event handed to the handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
     /// When it fires (equals `now` when handled).
     pub time: Time,
-    /// Its global insertion number (tie-break for equal times).
+    /// Its key (tie-break for equal times, [`event_key`]): unique among the run's events.
     pub seq: u64,
     /// Who handles it.
     pub target: ComponentId,
@@ -122,6 +149,10 @@ pub struct Scheduler<'a> {
     queue: &'a mut EventQueue<Msg>,
     now: Time,
     stats: &'a mut SimStats,
+    /// `event_key(source, 0)` of the event being handled.
+    source_key: u64,
+    /// That source's counter.
+    counter: &'a mut u64,
 }
 
 impl Scheduler<'_> {
@@ -144,7 +175,31 @@ impl Scheduler<'_> {
         kind: u32,
         data: u64,
     ) -> Result<u64, ScheduleError> {
-        push_checked(self.queue, self.stats, self.now, at, target, kind, data)
+        if at < self.now {
+            self.stats.rejected_past += 1;
+            return Err(ScheduleError::InPast { now: self.now, at });
+        }
+        let key = self.next_key();
+        self.stats.scheduled += 1;
+        self.queue
+            .push_with_seq(at, key, Msg { target, kind, data });
+        Ok(key)
+    }
+
+    /// Takes the key the next event scheduled now would get, for an event that is handed to
+    /// another event queue instead of this one (a partition boundary,
+    /// [`Simulator::schedule_keyed`]). Counts as scheduled.
+    #[inline]
+    pub fn reserve_key(&mut self) -> u64 {
+        self.stats.scheduled += 1;
+        self.next_key()
+    }
+
+    #[inline]
+    fn next_key(&mut self) -> u64 {
+        let key = self.source_key | *self.counter;
+        *self.counter += 1;
+        key
     }
 
     /// Schedules an event `delay` from now.
@@ -178,28 +233,19 @@ impl Scheduler<'_> {
     }
 }
 
-#[inline]
-fn push_checked(
-    queue: &mut EventQueue<Msg>,
-    stats: &mut SimStats,
-    now: Time,
-    at: Time,
-    target: ComponentId,
-    kind: u32,
-    data: u64,
-) -> Result<u64, ScheduleError> {
-    if at < now {
-        stats.rejected_past += 1;
-        return Err(ScheduleError::InPast { now, at });
-    }
-    stats.scheduled += 1;
-    Ok(queue.push(at, Msg { target, kind, data }))
-}
-
 /// The owner's event dispatcher.
 pub trait Handler {
     /// Handles one event at `now` (== `ev.time`); may schedule more through `sched`.
     fn handle(&mut self, now: Time, ev: Event, sched: &mut Scheduler<'_>);
+
+    /// The source the event `msg` is handled by: the events its handler schedules get keys
+    /// from this source's counter (module docs). Must depend on `msg` and on state the model
+    /// never changes. Default: 0 for every event (first in, first out at equal times).
+    #[inline]
+    fn source(&self, msg: &Msg) -> u32 {
+        let _ = msg;
+        0
+    }
 
     /// A hint, given just before an event is handled: `next` is probably the event after it
     /// (not always: the current event may schedule earlier work). The handler may read the
@@ -225,6 +271,8 @@ pub struct Simulator<H> {
     handler: H,
     stats: SimStats,
     trace: bool,
+    /// Per source: events it scheduled so far (the low bits of their keys).
+    counters: Vec<u64>,
 }
 
 impl<H: Handler> Simulator<H> {
@@ -236,6 +284,31 @@ impl<H: Handler> Simulator<H> {
             handler,
             stats: SimStats::default(),
             trace: true,
+            counters: vec![0],
+        }
+    }
+
+    /// A simulator at `now` with no events around `handler`, whose counters start at `stats`
+    /// (for an owner that ran the model elsewhere, e.g. partitioned, and reports on it here).
+    pub fn from_parts(handler: H, now: Time, stats: SimStats) -> Self {
+        let mut s = Simulator::new(handler);
+        s.now = now;
+        s.stats = stats;
+        s
+    }
+
+    /// The counters of every source seen so far (index = source): where each source's keys
+    /// stand. An owner that splits a model over several simulators gives each a copy
+    /// ([`Simulator::set_source_counters`]) so that keys continue where they were.
+    pub fn source_counters(&self) -> &[u64] {
+        &self.counters
+    }
+
+    /// Replaces the per-source counters (see [`Simulator::source_counters`]).
+    pub fn set_source_counters(&mut self, counters: Vec<u64>) {
+        self.counters = counters;
+        if self.counters.is_empty() {
+            self.counters.push(0);
         }
     }
 
@@ -299,24 +372,33 @@ impl<H: Handler> Simulator<H> {
         kind: u32,
         data: u64,
     ) -> Result<u64, ScheduleError> {
-        push_checked(
-            &mut self.queue,
-            &mut self.stats,
-            self.now,
-            at,
-            target,
-            kind,
-            data,
-        )
+        self.scheduler().at(at, target, kind, data)
+    }
+
+    /// Adds an event whose key was reserved elsewhere ([`Scheduler::reserve_key`]): an event
+    /// that crossed from another partition. Not counted as scheduled here (its source counted
+    /// it).
+    ///
+    /// # Errors
+    /// [`ScheduleError::InPast`] if `at < now` (counted).
+    pub fn schedule_keyed(&mut self, at: Time, key: u64, msg: Msg) -> Result<(), ScheduleError> {
+        if at < self.now {
+            self.stats.rejected_past += 1;
+            return Err(ScheduleError::InPast { now: self.now, at });
+        }
+        self.queue.push_with_seq(at, key, msg);
+        Ok(())
     }
 
     /// A scheduler at the current time, for the owner to seed events through the same API the
-    /// handler uses.
+    /// handler uses (source 0).
     pub fn scheduler(&mut self) -> Scheduler<'_> {
         Scheduler {
             queue: &mut self.queue,
             now: self.now,
             stats: &mut self.stats,
+            source_key: 0,
+            counter: &mut self.counters[0],
         }
     }
 
@@ -351,10 +433,16 @@ impl<H: Handler> Simulator<H> {
             if let Some(next) = self.queue.peek_front() {
                 self.handler.prefetch(next);
             }
+            let src = self.handler.source(&e.payload).min(MAX_SOURCES - 1);
+            if src as usize >= self.counters.len() {
+                self.counters.resize(src as usize + 1, 0);
+            }
             let mut sched = Scheduler {
                 queue: &mut self.queue,
                 now: e.time,
                 stats: &mut self.stats,
+                source_key: event_key(src, 0),
+                counter: &mut self.counters[src as usize],
             };
             self.handler.handle(e.time, ev, &mut sched);
         }
@@ -516,6 +604,40 @@ mod tests {
         drop(sim);
         // Equal times are FIFO.
         assert_eq!(seen, [(10, 1), (10, 2), (10, 4), (20, 3), (30, 0)]);
+    }
+
+    /// Each component is its own source: the order of events at equal times follows who
+    /// scheduled them (source, then that source's counter), not when they were pushed.
+    #[test]
+    fn sources_order_equal_times_by_source_then_counter() {
+        struct BySource(Vec<(u32, u64)>);
+        impl Handler for BySource {
+            fn handle(&mut self, _now: Time, ev: Event, s: &mut Scheduler<'_>) {
+                self.0.push((ev.target.0, ev.data));
+                if ev.kind == 0 {
+                    // Component 2 then component 1 schedule two events each at 10 ns.
+                    for i in 0..2 {
+                        s.at(Time::from_ns(10), ComponentId(3), 1, ev.data * 10 + i)
+                            .unwrap();
+                    }
+                }
+            }
+            fn source(&self, m: &Msg) -> u32 {
+                m.target.0
+            }
+        }
+        let mut sim = Simulator::new(BySource(Vec::new()));
+        sim.schedule(Time::from_ns(1), ComponentId(2), 0, 2)
+            .unwrap();
+        sim.schedule(Time::from_ns(2), ComponentId(1), 0, 1)
+            .unwrap();
+        sim.run_until_idle();
+        let keys: Vec<u64> = sim.source_counters().to_vec();
+        assert_eq!(keys, [2, 2, 2, 0]);
+        let got = sim.into_handler().0;
+        // Source 1's events first although source 2 scheduled earlier; each source FIFO.
+        assert_eq!(got, [(2, 2), (1, 1), (3, 10), (3, 11), (3, 20), (3, 21)]);
+        assert_eq!(event_key(1, 5), (1 << KEY_COUNTER_BITS) | 5);
     }
 
     #[test]

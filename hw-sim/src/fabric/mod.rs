@@ -55,13 +55,14 @@ mod engine;
 pub mod harness;
 mod packet;
 mod route;
-mod topology;
+pub(crate) mod topology;
 
 pub use config::{
     ClassPolicy, ConfigError, EcnConfig, FabricConfig, PfcConfig, QueueConfig, Shape,
 };
 pub use counters::{DropCause, FabricTotals, PortCounters};
 pub use engine::{ev, Delivery, Fabric, Fault, InjectError};
+pub(crate) use engine::{Crossing, Owner, PartMap};
 pub use packet::{
     flags, pattern_checksum, Ecn, Packet, Payload, Route, TransportKind, UsidRoute, UsidRouteError,
     DEFAULT_TRIM_BYTES,

@@ -16,7 +16,8 @@
 //!
 //! A row is the cost of building and running the scenario: wall and CPU seconds of the child
 //! process's run, events and data packets (first transmissions and retransmissions) per CPU
-//! second, and the child's peak RSS. A size that cannot run (its process fails or refuses the
+//! second, and the child's peak RSS; with `threads` (`--threads N`, one row per count) and
+//! `mode` (how it ran, [`crate::run::parallel::Mode`]). A size that cannot run (its process fails or refuses the
 //! scenario) gets a row with its error and null figures.
 
 use serde_json::{json, Value};
@@ -110,6 +111,10 @@ pub struct Row {
     pub description: String,
     /// What the run cost (zeros when it did not run).
     pub cost: RunCost,
+    /// Threads the run was given.
+    pub threads: usize,
+    /// How it ran ([`crate::run::parallel::Mode`], as text).
+    pub mode: String,
     /// Flows that completed, of `hosts` (a check that the run did its work).
     pub flows_completed: u32,
     /// Why the size did not run, if it did not.
@@ -133,6 +138,8 @@ impl Row {
             "data_packets_per_cpu_s": c.data_packets_per_cpu_s(),
             "peak_rss_mb": c.peak_rss_mb(),
             "flows_completed": self.flows_completed,
+            "threads": self.threads,
+            "mode": self.mode,
         })
     }
 
@@ -152,6 +159,12 @@ impl Row {
                 peak_rss_bytes: f("peak_rss_mb").map(|m| (m * 1024.0 * 1024.0) as u64),
             },
             flows_completed: u32::try_from(u("flows_completed").unwrap_or(0)).unwrap_or(0),
+            threads: usize::try_from(u("threads").unwrap_or(1)).unwrap_or(1),
+            mode: v
+                .get("mode")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             error: v.get("error").and_then(Value::as_str).map(str::to_string),
         })
     }
@@ -163,6 +176,8 @@ impl Row {
             hosts: case.hosts(),
             description: case.spec.file.description.clone(),
             cost: RunCost::default(),
+            threads: 1,
+            mode: String::new(),
             flows_completed: 0,
             error: Some(error),
         }
@@ -176,22 +191,29 @@ pub const BYTES_PER_HOST: u64 = 280 << 10;
 /// 158-159 KiB (2t-16k to 2t-64k: 2,523 to 10,191 MiB; 128k: 20,266 MiB).
 pub const TWO_TIER_BYTES_PER_HOST: u64 = 165 << 10;
 
-/// The expected peak memory per host of `case`.
-pub fn bytes_per_host(case: &Case) -> u64 {
-    match case.spec.file.fabric.shape {
+/// What a partitioned run ([`crate::run::parallel`]) adds per host and per extra thread: each
+/// partition's copy of the fabric's tables (measured on 2t-16k: +382 MiB for 16,384 hosts with
+/// two threads, 24 KiB per host).
+pub const PARALLEL_BYTES_PER_HOST: u64 = 24 << 10;
+
+/// The expected peak memory per host of `case` on `threads` threads.
+pub fn bytes_per_host(case: &Case, threads: usize) -> u64 {
+    let base = match case.spec.file.fabric.shape {
         ShapeFile::LeafSpine { .. } => TWO_TIER_BYTES_PER_HOST,
         ShapeFile::FatTree { .. } => BYTES_PER_HOST,
-    }
+    };
+    base + PARALLEL_BYTES_PER_HOST * (threads.max(1) as u64 - 1)
 }
 
-/// Runs one size in this process and measures it (the `bench-one` subcommand). A size whose
-/// expected peak memory ([`bytes_per_host`] per host) exceeds what the system has available is
-/// refused with an error row rather than run into the out-of-memory killer.
-pub fn run_case(case: &Case) -> Row {
+/// Runs one size in this process on up to `threads` threads ([`crate::run::parallel`]) and
+/// measures it (the `bench-one` subcommand). A size whose expected peak memory
+/// ([`bytes_per_host`] per host) exceeds what the system has available is refused with an error
+/// row rather than run into the out-of-memory killer.
+pub fn run_case(case: &Case, threads: usize) -> Row {
     if let Err((key, why)) = case.spec.file.validate() {
         return Row::failed(case, format!("{key}: {why}"));
     }
-    let per_host = bytes_per_host(case);
+    let per_host = bytes_per_host(case, threads);
     let need = u64::from(case.hosts()) * per_host;
     if let Some(avail) = crate::run::perf::available_bytes().filter(|a| *a < need) {
         return Row::failed(
@@ -206,12 +228,14 @@ pub fn run_case(case: &Case) -> Row {
     }
     let sc = case.spec.scenario(Transport::Mrc);
     let meter = Meter::start();
-    match crate::run::run(&sc) {
-        Ok(r) => Row {
+    match crate::run::parallel::run_threads(&sc, threads, 0) {
+        Ok((r, mode)) => Row {
             name: case.name.to_string(),
             hosts: r.hosts,
             description: case.spec.file.description.clone(),
             cost: meter.finish(r.events, r.data_sent + r.retransmits),
+            threads,
+            mode: mode.to_string(),
             flows_completed: r.completed,
             error: None,
         },
@@ -271,6 +295,8 @@ mod tests {
                 cpu_s: Some(2.0),
                 peak_rss_bytes: Some(64 << 20),
             },
+            threads: 2,
+            mode: "parallel".into(),
             flows_completed: 4394,
             error: None,
         };

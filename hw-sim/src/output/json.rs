@@ -19,7 +19,7 @@
 //!   "wall_clock": { "seconds": { transport: s },
 //!                   "perf": { transport: { "events", "data_packets", "wall_s", "cpu_s",
 //!                             "events_per_cpu_s", "data_packets_per_cpu_s",
-//!                             "peak_rss_mb" } } } }
+//!                             "peak_rss_mb", "mode" } } } }
 //! ```
 //! A transport that could not run has `error` set and null figures.
 
@@ -122,7 +122,11 @@ pub fn document(spec: &ScenarioSpec, outcomes: &[Outcome]) -> Value {
         .collect();
     let perf: Map<String, Value> = outcomes
         .iter()
-        .map(|o| (o.name.to_string(), cost(&o.cost)))
+        .map(|o| {
+            let mut v = cost(&o.cost);
+            v["mode"] = json!(o.mode.to_string());
+            (o.name.to_string(), v)
+        })
         .collect();
     json!({
         "provenance": {

@@ -12,7 +12,8 @@ pub mod progress;
 pub mod svg;
 
 use crate::core::time::{Duration, Time};
-use crate::run::{Observer, RunReport, Tap, World};
+use crate::run::parallel::Mode;
+use crate::run::{Observer, RunReport, Tap, WorldView};
 
 use mrc_firmware::engine::TxPacket;
 
@@ -74,6 +75,8 @@ pub struct Outcome {
     /// What the run cost: events, data packets, wall and CPU time, peak RSS (not
     /// deterministic either).
     pub cost: crate::run::perf::RunCost,
+    /// How it ran: sequentially (and why, when threads were asked for) or partitioned.
+    pub mode: Mode,
 }
 
 /// The CLI's observer: series, optional pcap tap, optional progress bar.
@@ -111,7 +114,7 @@ impl<'a> Recorder<'a> {
     }
 }
 
-fn sample(now: Time, world: &World) -> Sample {
+fn sample(now: Time, world: &WorldView<'_>) -> Sample {
     Sample {
         at: now,
         acked_bytes: world.acked_bytes(),
@@ -143,7 +146,7 @@ impl Observer for Recorder<'_> {
         self.series.every
     }
 
-    fn on_sample(&mut self, now: Time, world: &World) {
+    fn on_sample(&mut self, now: Time, world: &WorldView<'_>) {
         self.ticks += 1;
         let keep = self.ticks.is_multiple_of(self.stride);
         if !keep && self.progress.is_none() {
@@ -176,7 +179,7 @@ impl Observer for Recorder<'_> {
         self.series.samples.push(s);
     }
 
-    fn on_finish(&mut self, now: Time, world: &World) {
+    fn on_finish(&mut self, now: Time, world: &WorldView<'_>) {
         let s = sample(now, world);
         if let Some(p) = self.progress.as_deref_mut() {
             p.update(now, s.acked_bytes);
@@ -188,7 +191,7 @@ impl Observer for Recorder<'_> {
         self.pcap.as_ref().map_or(Tap::Off, |c| c.filter.tap())
     }
 
-    fn on_tx(&mut self, now: Time, world: &World, src: u32, dst: u32, pkt: &TxPacket) {
+    fn on_tx(&mut self, now: Time, world: &WorldView<'_>, src: u32, dst: u32, pkt: &TxPacket) {
         if let Some(c) = self.pcap.as_deref_mut() {
             c.on_tx(now, world, src, dst, pkt);
         }
@@ -230,6 +233,21 @@ pub fn run_all(
     pcap: Option<&PcapRequest<'_>>,
     progress: bool,
 ) -> Result<(Vec<Outcome>, Vec<String>), String> {
+    run_all_threads(spec, pcap, progress, 1)
+}
+
+/// [`run_all`] with each run on up to `threads` threads ([`crate::run::parallel`]): the same
+/// outcomes (a scenario the partitioning cannot take runs sequentially; [`Outcome::mode`]
+/// says so).
+///
+/// # Errors
+/// A pcap file that cannot be created or written (naming it).
+pub fn run_all_threads(
+    spec: &crate::scenario::ScenarioSpec,
+    pcap: Option<&PcapRequest<'_>>,
+    progress: bool,
+    threads: usize,
+) -> Result<(Vec<Outcome>, Vec<String>), String> {
     let mut outcomes = Vec::new();
     let mut notes = Vec::new();
     let n = spec.file.transports.len();
@@ -251,7 +269,11 @@ pub fn run_all(
         rec.pcap = cap.as_mut();
         rec.progress = bar.as_mut();
         let meter = crate::run::perf::Meter::start();
-        let result = crate::run::run_observed(&sc, &mut rec).map_err(|e| e.to_string());
+        let (result, mode) =
+            match crate::run::parallel::run_observed_threads(&sc, &mut rec, threads, 0) {
+                Ok((r, m)) => (Ok(r), m),
+                Err(e) => (Err(e.to_string()), Mode::Sequential { reason: None }),
+            };
         let cost = match &result {
             Ok(r) => meter.finish(r.events, r.data_sent + r.retransmits),
             Err(_) => meter.finish(0, 0),
@@ -273,6 +295,7 @@ pub fn run_all(
                     series,
                     wall_s,
                     cost,
+                    mode,
                 });
                 continue;
             }
@@ -288,6 +311,7 @@ pub fn run_all(
             series,
             wall_s,
             cost,
+            mode,
         });
     }
     Ok((outcomes, notes))

@@ -36,7 +36,7 @@ use mrc_firmware::engine::{TxBody, TxPacket};
 
 use crate::core::time::Time;
 use crate::nic::Transport;
-use crate::run::{Tap, World};
+use crate::run::{Tap, WorldView};
 
 /// Packet kinds a filter can select.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,7 +233,14 @@ impl Capture {
         }
     }
 
-    pub(crate) fn on_tx(&mut self, now: Time, world: &World, src: u32, dst: u32, p: &TxPacket) {
+    pub(crate) fn on_tx(
+        &mut self,
+        now: Time,
+        world: &WorldView<'_>,
+        src: u32,
+        dst: u32,
+        p: &TxPacket,
+    ) {
         if self.error.is_some() || !self.filter.matches(now, src, dst, p) {
             return;
         }
@@ -261,7 +268,13 @@ impl Capture {
     }
 
     /// Emits the frame of `p` into `self.buf`; returns its length.
-    fn frame(&mut self, world: &World, src: u32, dst: u32, p: &TxPacket) -> Result<usize, String> {
+    fn frame(
+        &mut self,
+        world: &WorldView<'_>,
+        src: u32,
+        dst: u32,
+        p: &TxPacket,
+    ) -> Result<usize, String> {
         let plane = p.evx.plane;
         let len = p.payload_len() as usize;
         self.payload.clear();
@@ -325,7 +338,7 @@ impl Capture {
     /// The outer destination and SRH of an SRv6 packet.
     fn carriers(
         &self,
-        world: &World,
+        world: &WorldView<'_>,
         src: u32,
         dst: u32,
         p: &TxPacket,
@@ -334,8 +347,8 @@ impl Capture {
         if self.transport != Transport::Mrc {
             return Ok((carrier(DEFAULT_BLOCK, &[]).map_err(bad)?, None));
         }
-        let topo = world.fabric.topology();
-        let planes = world.fabric.config().planes.max(1);
+        let topo = world.fabric().topology();
+        let planes = world.fabric().config().planes.max(1);
         let n = topo.path_count(src, dst).max(1);
         let path = u32::from(p.evx.ev_index) / planes % n;
         let route = topo

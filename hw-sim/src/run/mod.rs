@@ -6,7 +6,8 @@
 //! 0, the NICs as component 1, and the flow list: a flow's completion releases the flows that
 //! wait for it, on whichever NIC), runs it until every flow of the workload completed (or
 //! failed) or `time_limit`, and returns a [`RunReport`]. Everything is seeded from
-//! [`Scenario::seed`]: same scenario, same report, bit for bit.
+//! [`Scenario::seed`]: same scenario, same report, bit for bit. [`parallel`] runs the same world
+//! partitioned over several threads, with the same report.
 //!
 //! Built in: [`Scenario::default_for`] (all-to-all), [`Scenario::permutation_for`],
 //! [`Scenario::ring_all_reduce_for`], [`Scenario::tiny`]. The MRC transports (`mrc`, `mrc-1ev`,
@@ -18,6 +19,7 @@
 //! the unloaded base RTT. *Stall* = the longest time a QP with outstanding data saw no new byte
 //! acknowledged. FCT = a flow's completion minus its release (its host posting it).
 
+pub mod parallel;
 pub mod perf;
 mod report;
 
@@ -25,7 +27,9 @@ pub use report::{format_table, RunReport};
 
 use crate::core::sim::{ComponentId, Event, Handler, Msg, Scheduler, Simulator};
 use crate::core::time::{Duration, Time, PS_PER_S};
-use crate::fabric::{ev as fev, ConfigError, Fabric, FabricConfig, Fault, LinkId, Shape};
+use crate::fabric::{
+    ev as fev, ConfigError, Crossing, Fabric, FabricConfig, Fault, LinkId, Owner, Shape,
+};
 use crate::nic::roce::{self, RoceConfig, RoceError, RoceNic};
 use crate::nic::{
     ev as nev, FirmwareCost, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
@@ -229,11 +233,35 @@ impl core::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// A packet an MRC NIC sent, as a run's tap records it ([`Observer::on_tx`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TapRecord {
+    time: Time,
+    /// Key of the event that sent it (orders records of several partitions).
+    key: u64,
+    src: u32,
+    dst: u32,
+    pkt: TxPacket,
+}
+
 /// The simulated system: the fabric, every NIC, and the flow bookkeeping that joins them.
+///
+/// # Event sources
+/// Each host (its NIC and NIC ports) and each switch is a source of events
+/// ([`Handler::source`]: 0 for what the run schedules itself, `1 + host`, then `1 + hosts +
+/// switch`), so the order of events at equal times does not depend on how the world is
+/// partitioned ([`parallel`]).
+///
+/// # MRC headers
+/// The fabric's packets carry a tag naming the sender's side-table entry. The world moves the
+/// headers out of the sender's side table when the packet enters the fabric (its NIC port) into
+/// a table indexed by the packet's fabric slot, so the headers travel with the packet (also
+/// from one partition to another) and a delivery finds them there.
 pub struct World {
     /// The fabric.
     pub fabric: Fabric,
-    /// One MRC NIC per host (`mrc`, `mrc-1ev`, `spray-oblivious`; empty for `roce-ecmp`).
+    /// One MRC NIC per host (`mrc`, `mrc-1ev`, `spray-oblivious`; empty for `roce-ecmp`); in a
+    /// partition of a parallel run, the NICs of its hosts only, from host `nic_base` on.
     pub nics: Vec<Nic>,
     /// One RoCE NIC per host (`roce-ecmp` only; empty otherwise).
     pub roce: Vec<RoceNic>,
@@ -254,6 +282,19 @@ pub struct World {
     drain: Vec<u32>,
     /// Scratch: finished flows (id, completed without error) of the host being settled.
     done: Vec<(u32, bool)>,
+    /// The host of `nics[0]` (and `roce[0]`).
+    nic_base: u32,
+    /// Hosts of the whole fabric (the first switch's source is `1 + hosts`).
+    all_hosts: u32,
+    /// Per fabric slot: the MRC headers of the packet there.
+    hdrs: Vec<Option<TxPacket>>,
+    /// Which transmissions to record, and the records since they were last collected.
+    tap: Tap,
+    tapped: Vec<TapRecord>,
+    /// Key of the event being handled.
+    cur_key: u64,
+    /// Events for other partitions (with the packet's headers), since last collected.
+    outbox: Vec<(Crossing, Option<TxPacket>)>,
 }
 
 impl World {
@@ -267,11 +308,12 @@ impl World {
     fn settle(&mut self, now: Time, s: &mut Scheduler<'_>) {
         while let Some(h) = self.drain.pop() {
             let mut done = std::mem::take(&mut self.done);
-            if let Some(nic) = self.nics.get_mut(h as usize) {
+            let hi = h.wrapping_sub(self.nic_base) as usize;
+            if let Some(nic) = self.nics.get_mut(hi) {
                 while let Some(x) = nic.poll_finished() {
                     done.push(x);
                 }
-            } else if let Some(nic) = self.roce.get_mut(h as usize) {
+            } else if let Some(nic) = self.roce.get_mut(hi) {
                 // RoCE reports completions only; a QP in error shows in `RoceNic::failed`.
                 while let Some(d) = nic.poll_flow_done() {
                     done.push((d.id, true));
@@ -292,13 +334,14 @@ impl World {
                     else {
                         continue;
                     };
-                    if let Some(n) = self.nics.get_mut(f.src as usize) {
+                    let si = f.src.wrapping_sub(self.nic_base) as usize;
+                    if let Some(n) = self.nics.get_mut(si) {
                         if ok {
                             n.dependency_done(li, now, &mut self.fabric, s, NICS);
                         } else {
                             n.dependency_failed(li);
                         }
-                    } else if let Some(n) = self.roce.get_mut(f.src as usize) {
+                    } else if let Some(n) = self.roce.get_mut(si) {
                         n.flow_completed(id, now, &mut self.fabric, s, NICS);
                     } else {
                         continue;
@@ -355,7 +398,61 @@ impl World {
     pub fn hosts(&self) -> u32 {
         (self.nics.len() + self.roce.len()) as u32
     }
+
+    /// After each event: moves the headers of the packets that entered the fabric out of their
+    /// senders' side tables (recording them for the tap), and collects the events for other
+    /// partitions with their packets' headers.
+    #[inline]
+    fn after_event(&mut self, now: Time) {
+        let (nics, hdrs, base) = (&mut self.nics, &mut self.hdrs, self.nic_base);
+        let (tap, tapped, key) = (self.tap, &mut self.tapped, self.cur_key);
+        self.fabric.drain_staged(|slot, host, tag| {
+            let nic = nics.get_mut(host.wrapping_sub(base) as usize);
+            let hdr = nic.and_then(|n| {
+                let h = n.side_take(tag)?;
+                if tap != Tap::Off {
+                    if let Some(dst) = n.peer(h.src_qpn) {
+                        if tap == Tap::All || tap == Tap::Host(host) || tap == Tap::Host(dst) {
+                            tapped.push(TapRecord {
+                                time: now,
+                                key,
+                                src: host,
+                                dst,
+                                pkt: h,
+                            });
+                        }
+                    }
+                }
+                Some(h)
+            });
+            let i = slot as usize;
+            if i >= hdrs.len() {
+                hdrs.resize(i + 1, None);
+            }
+            hdrs[i] = hdr;
+        });
+        if self.fabric.has_crossings() {
+            let (hdrs, outbox) = (&mut self.hdrs, &mut self.outbox);
+            self.fabric.drain_crossings(|c| {
+                let hdr = if c.kind == fev::ARRIVE {
+                    hdrs.get_mut(c.from_slot as usize).and_then(Option::take)
+                } else {
+                    None
+                };
+                outbox.push((*c, hdr));
+            });
+        }
+    }
+
+    /// The headers of the packet delivered from `slot`.
+    #[inline]
+    fn take_hdr(&mut self, slot: u32) -> Option<TxPacket> {
+        self.hdrs.get_mut(slot as usize).and_then(Option::take)
+    }
 }
+
+/// Source of the events the run schedules itself (the NICs' first release, faults).
+pub(crate) const ROOT_SOURCE: u32 = 0;
 
 impl Handler for World {
     #[inline]
@@ -365,19 +462,39 @@ impl Handler for World {
         }
     }
 
+    #[inline]
+    fn source(&self, m: &Msg) -> u32 {
+        match m.target {
+            NICS => 1 + m.data as u32,
+            FABRIC => match self.fabric.event_owner(m.kind, m.data) {
+                Some(Owner::Host(h)) => 1 + h,
+                Some(Owner::Switch(sw)) => 1 + self.all_hosts + sw,
+                None => ROOT_SOURCE,
+            },
+            _ => ROOT_SOURCE,
+        }
+    }
+
     fn handle(&mut self, now: Time, ev: Event, s: &mut Scheduler<'_>) {
+        self.cur_key = ev.seq;
+        self.dispatch(now, ev, s);
+        self.after_event(now);
+    }
+}
+
+impl World {
+    #[inline]
+    fn dispatch(&mut self, now: Time, ev: Event, s: &mut Scheduler<'_>) {
         match ev.target {
             FABRIC => {
                 self.fabric.handle(ev, s);
                 while let Some(d) = self.fabric.poll_delivery() {
-                    if let Some(n) = self.roce.get_mut(d.host as usize) {
+                    let hi = d.host.wrapping_sub(self.nic_base) as usize;
+                    if let Some(n) = self.roce.get_mut(hi) {
                         n.receive(now, &d.packet, &mut self.fabric, s, NICS);
                     } else {
-                        let hdr = self
-                            .nics
-                            .get_mut(d.packet.src as usize)
-                            .and_then(|n| n.side_take(d.packet.transport_tag));
-                        let Some(n) = self.nics.get_mut(d.host as usize) else {
+                        let hdr = self.take_hdr(d.slot);
+                        let Some(n) = self.nics.get_mut(hi) else {
                             self.bad_events += 1;
                             continue;
                         };
@@ -389,7 +506,8 @@ impl Handler for World {
             }
             NICS => {
                 let h = ev.data as u32;
-                if let Some(nic) = self.nics.get_mut(h as usize) {
+                let hi = h.wrapping_sub(self.nic_base) as usize;
+                if let Some(nic) = self.nics.get_mut(hi) {
                     match ev.kind {
                         nev::START => nic.start(now, &mut self.fabric, s, NICS),
                         nev::PUMP => nic.on_pump(now, &mut self.fabric, s, NICS),
@@ -398,7 +516,7 @@ impl Handler for World {
                         nev::FIRMWARE => nic.on_firmware(now, &mut self.fabric, s, NICS),
                         _ => self.bad_events += 1,
                     }
-                } else if let Some(nic) = self.roce.get_mut(h as usize) {
+                } else if let Some(nic) = self.roce.get_mut(hi) {
                     // The RoCE NIC uses the same event kinds (`roce::ev` is `nic::ev`).
                     match ev.kind {
                         nev::START => nic.start(now, &mut self.fabric, s, NICS),
@@ -462,6 +580,23 @@ pub fn scenario_flows(sc: &Scenario, hosts: u32) -> Result<(Vec<Flow>, u32), Run
 /// # Errors
 /// [`RunError`] when the fabric, the workload, a NIC or the failure is invalid.
 pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
+    let (world, initial) = build_world(sc, 1)?;
+    Ok(start(world, initial))
+}
+
+/// The simulator of `world` with its `initial` events scheduled.
+fn start(world: World, initial: Vec<(Time, Msg)>) -> Simulator<World> {
+    let mut sim = Simulator::new(world);
+    for m in initial {
+        // Times are >= now (0): cannot fail.
+        let _ = sim.schedule(m.0, m.1.target, m.1.kind, m.1.data);
+    }
+    sim
+}
+
+/// The world for `sc` and the events the run starts with, in scheduling order (their keys are
+/// `event_key(ROOT_SOURCE, index)`); the NICs are built on `threads` threads.
+fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>), RunError> {
     let mut fcfg = sc.fabric;
     fcfg.seed = sc.seed;
     let is_roce = sc.transport == Transport::RoceEcmp;
@@ -507,10 +642,38 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
             roce_nics.push(RoceNic::new(h, &flows, rcfg).map_err(RunError::Roce)?);
         }
     } else {
-        nics.reserve(hosts as usize);
-        for (h, (hf, bg)) in per_host.iter().enumerate() {
-            let h = h as u32;
-            nics.push(Nic::new(h, ncfg, &plan.peers_of(h), hf, bg).map_err(RunError::Nic)?);
+        // Host ranges built on `threads` threads (each NIC is built from its own inputs
+        // only, so the NICs are the same however many threads build them).
+        let build = |lo: usize, hi: usize| -> Result<Vec<Nic>, RunError> {
+            (lo..hi)
+                .map(|h| {
+                    let (hf, bg) = &per_host[h];
+                    let h = h as u32;
+                    Nic::new(h, ncfg, &plan.peers_of(h), hf, bg).map_err(RunError::Nic)
+                })
+                .collect()
+        };
+        let n = hosts as usize;
+        let t = threads.clamp(1, n.max(1));
+        let chunks: Vec<Result<Vec<Nic>, RunError>> = if t == 1 {
+            vec![build(0, n)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..t)
+                    .map(|i| {
+                        let build = &build;
+                        scope.spawn(move || build(i * n / t, (i + 1) * n / t))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
+        nics.reserve(n);
+        for c in chunks {
+            nics.append(&mut c?);
         }
     }
     // Dependents in CSR form.
@@ -538,7 +701,11 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         )),
         None => None,
     };
-    let mut sim = Simulator::new(World {
+    let mut fabric = fabric;
+    if !is_roce {
+        fabric.track_staging();
+    }
+    let world = World {
         fabric,
         nics,
         roce: roce_nics,
@@ -551,16 +718,34 @@ pub fn build(sc: &Scenario) -> Result<Simulator<World>, RunError> {
         dep_list,
         drain: Vec::new(),
         done: Vec::new(),
-    });
-    for h in 0..hosts {
-        // Every NIC starts at t = 0 and re-arms its release event for later flows. Times are
-        // >= now (0): cannot fail.
-        let _ = sim.schedule(Time::ZERO, NICS, nev::START, u64::from(h));
-    }
+        nic_base: 0,
+        all_hosts: hosts,
+        hdrs: Vec::new(),
+        tap: Tap::Off,
+        tapped: Vec::new(),
+        cur_key: 0,
+        outbox: Vec::new(),
+    };
+    // Every NIC starts at t = 0 and re-arms its release event for later flows.
+    let mut initial: Vec<(Time, Msg)> = (0..hosts)
+        .map(|h| {
+            let m = Msg {
+                target: NICS,
+                kind: nev::START,
+                data: u64::from(h),
+            };
+            (Time::ZERO, m)
+        })
+        .collect();
     if let Some((at, link)) = failure {
-        let _ = sim.schedule(at, FABRIC, fev::FAULT, Fault::LinkDown(link).encode());
+        let m = Msg {
+            target: FABRIC,
+            kind: fev::FAULT,
+            data: Fault::LinkDown(link).encode(),
+        };
+        initial.push((at, m));
     }
-    Ok(sim)
+    Ok((world, initial))
 }
 
 /// Runs `sc` until every flow completed (or `time_limit`) and reports.
@@ -595,25 +780,59 @@ pub enum Tap {
     Host(u32),
 }
 
+/// What an [`Observer`] sees of the world: the whole of it, or every partition of a parallel
+/// run ([`parallel`]) together.
+pub struct WorldView<'a> {
+    parts: &'a [&'a World],
+}
+
+impl<'a> WorldView<'a> {
+    /// A view of the partitions `parts` (at least one).
+    pub(crate) fn new(parts: &'a [&'a World]) -> WorldView<'a> {
+        WorldView { parts }
+    }
+
+    /// The fabric's wiring and configuration (any partition's: they share them).
+    pub fn fabric(&self) -> &Fabric {
+        &self.parts[0].fabric
+    }
+
+    /// Bytes acknowledged to the senders so far, every flow.
+    pub fn acked_bytes(&self) -> u64 {
+        self.parts.iter().map(|w| w.acked_bytes()).sum()
+    }
+
+    /// Payload bytes the receivers placed so far (all NICs).
+    pub fn placed_bytes(&self) -> u64 {
+        self.parts.iter().map(|w| w.placed_bytes()).sum()
+    }
+
+    /// The partitions (one for a sequential run), in host order.
+    pub fn parts(&self) -> &[&World] {
+        self.parts
+    }
+}
+
 /// Watches a run without changing it: periodic samples of the world, and optionally every
-/// packet the NICs send (with the headers from their side tables).
+/// packet the NICs send (with their MRC headers).
 pub trait Observer {
     /// Simulated time between samples (> 0).
     fn sample_every(&self) -> Duration;
     /// A sample at `now` (a multiple of [`Observer::sample_every`], or the end of the run).
-    fn on_sample(&mut self, now: Time, world: &World);
+    fn on_sample(&mut self, now: Time, world: &WorldView<'_>);
     /// The end of the run at `now` (every flow done or the time limit); by default one last
     /// sample.
-    fn on_finish(&mut self, now: Time, world: &World) {
+    fn on_finish(&mut self, now: Time, world: &WorldView<'_>) {
         self.on_sample(now, world);
     }
-    /// Which transmissions to tap. Tapping runs the simulator one event at a time and looks at
-    /// the senders' side tables after each: slower, same results.
+    /// Which transmissions to tap (recorded as each packet enters the fabric at its NIC port;
+    /// the run's results do not change).
     fn tap(&self) -> Tap {
         Tap::Off
     }
-    /// Host `src` sent `pkt` (its MRC headers) to `dst` at `now`.
-    fn on_tx(&mut self, now: Time, world: &World, src: u32, dst: u32, pkt: &TxPacket) {
+    /// Host `src` sent `pkt` (its MRC headers) to `dst` at `now`: the packet entered the
+    /// fabric. Called in the order of the run's events, before the sample that follows them.
+    fn on_tx(&mut self, now: Time, world: &WorldView<'_>, src: u32, dst: u32, pkt: &TxPacket) {
         let _ = (now, world, src, dst, pkt);
     }
 }
@@ -624,60 +843,31 @@ pub trait Observer {
 /// # Errors
 /// [`RunError`] when the scenario is invalid.
 pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport, RunError> {
-    let mut sim = build(sc)?;
+    Ok(observe(sc, build(sc)?, obs))
+}
+
+/// [`run_observed`] of a built world.
+fn observe(sc: &Scenario, mut sim: Simulator<World>, obs: &mut impl Observer) -> RunReport {
     let check = Duration::from_us(10);
     let every = obs.sample_every().max(Duration::from_ps(1));
-    let tap = obs.tap();
-    let senders: Vec<u32> = {
-        let w = sim.handler();
-        match tap {
-            Tap::Off => Vec::new(),
-            Tap::All => (0..w.nics.len() as u32).collect(),
-            Tap::Host(h) => w
-                .nics
-                .iter()
-                .filter(|n| n.host() == h || (0..n.connections()).any(|q| n.peer(q) == Some(h)))
-                .map(Nic::host)
-                .collect(),
-        }
-    };
-    // Next side-table tag to look for, per tapped sender (tags start at 1).
-    let mut next_tag = vec![1u64; senders.len()];
+    sim.handler_mut().tap = obs.tap();
     let mut next_sample = Time::ZERO.saturating_add(every);
     let mut next_check = Time::ZERO.saturating_add(check);
     let mut last_sample = Time::ZERO;
     loop {
         let until = next_sample.min(next_check).min(sc.time_limit);
-        if senders.is_empty() {
-            sim.run_until(until);
-        } else {
-            while sim.next_event_time().is_some_and(|t| t <= until) {
-                sim.run(until, 1);
-                let now = sim.now();
-                let w = sim.handler();
-                for (i, h) in senders.iter().enumerate() {
-                    let Some(nic) = w.nics.get(*h as usize) else {
-                        continue;
-                    };
-                    while let Some(p) = nic.side_lookup(next_tag[i]) {
-                        next_tag[i] += 1;
-                        let Some(dst) = nic.peer(p.src_qpn) else {
-                            continue;
-                        };
-                        if let Tap::Host(x) = tap {
-                            if *h != x && dst != x {
-                                continue;
-                            }
-                        }
-                        obs.on_tx(now, w, *h, dst, &p);
-                    }
-                }
-            }
-            sim.run_until(until);
-        }
+        sim.run_until(until);
         let now = sim.now();
+        let tapped = std::mem::take(&mut sim.handler_mut().tapped);
+        if !tapped.is_empty() {
+            let parts = [sim.handler()];
+            let view = WorldView::new(&parts);
+            for r in &tapped {
+                obs.on_tx(r.time, &view, r.src, r.dst, &r.pkt);
+            }
+        }
         if now >= next_sample {
-            obs.on_sample(now, sim.handler());
+            obs.on_sample(now, &WorldView::new(&[sim.handler()]));
             last_sample = now;
             next_sample = next_sample.saturating_add(every);
         }
@@ -694,9 +884,9 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport,
         n.settle(now);
     }
     if now > last_sample {
-        obs.on_finish(now, sim.handler());
+        obs.on_finish(now, &WorldView::new(&[sim.handler()]));
     }
-    Ok(RunReport::collect(sc, &sim))
+    RunReport::collect(sc, &sim)
 }
 
 use mrc_firmware::engine::TxPacket;

@@ -14,7 +14,10 @@
 //! NIC ports only queue (tail drop at `host_queue_bytes`). The queue and transmit path is in
 //! [`queue`].
 
+mod part;
 mod queue;
+
+pub(crate) use part::{Crossing, Owner, PartMap};
 
 use std::collections::VecDeque;
 
@@ -96,6 +99,9 @@ pub struct Delivery {
     pub plane: u32,
     /// The packet (route consumed, ECN and trim state as the fabric left them).
     pub packet: Packet,
+    /// The slab slot it occupied (free again; names the packet for owners that keep
+    /// per-packet data by slot, such as the run's MRC headers).
+    pub slot: u32,
 }
 
 /// Why [`Fabric::inject`] refused a packet (nothing was counted).
@@ -178,7 +184,7 @@ struct SwitchState {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Slot {
+pub(crate) struct Slot {
     pkt: Packet,
     next: u32,
     /// Egress port of the current hop (host port while staged).
@@ -190,6 +196,10 @@ struct Slot {
 }
 
 /// A multi-plane fabric: every switch, link and NIC port, driven by events.
+///
+/// A clone is an independent fabric in the same state (the parallel run gives each partition
+/// one and lets it drive only the ports it owns).
+#[derive(Clone)]
 pub struct Fabric {
     pub(crate) cfg: FabricConfig,
     pub(crate) topo: Topology,
@@ -206,6 +216,15 @@ pub struct Fabric {
     rt_down: u32,
     deliveries: VecDeque<Delivery>,
     bad_events: u64,
+    /// Packets staged since the owner last looked, as (slot, host, transport tag), when
+    /// tracking is on ([`Fabric::track_staging`]).
+    staged: Option<Vec<(u32, u32, u64)>>,
+    /// The partition this copy drives, when the run is partitioned.
+    part: Option<Box<PartMap>>,
+    /// Events for other partitions scheduled since the owner last collected them.
+    outbox: Vec<Crossing>,
+    /// Slots of packets that left for another partition, freed when the owner collected them.
+    crossed: Vec<u32>,
 }
 
 impl Fabric {
@@ -314,6 +333,10 @@ impl Fabric {
             rt_down: 0,
             deliveries: VecDeque::new(),
             bad_events: 0,
+            staged: None,
+            part: None,
+            outbox: Vec::new(),
+            crossed: Vec::new(),
         })
     }
 
@@ -370,7 +393,12 @@ impl Fabric {
         pkt.plane = plane as u8;
         let port = self.topo.host_port(host, plane).0;
         self.totals.injected += 1;
-        Ok(self.alloc(pkt, port) as u64)
+        let tag = pkt.transport_tag;
+        let id = self.alloc(pkt, port);
+        if let Some(st) = &mut self.staged {
+            st.push((id, host, tag));
+        }
+        Ok(id as u64)
     }
 
     /// Handles one of the fabric's events (`ev.target` must be [`Fabric::component`]; others and
@@ -636,6 +664,7 @@ impl Fabric {
                 host: ip % ppp,
                 plane: ip / ppp,
                 packet: slot.pkt,
+                slot: id,
             });
             self.totals.delivered += 1;
             self.totals.delivered_bytes += slot.pkt.size_bytes as u64;

@@ -80,7 +80,7 @@ impl Fabric {
                     ip.pause_sent = true;
                     self.counters[ingress as usize].pauses_sent += 1;
                     let (to, d) = (ip.peer, ip.wire_delay);
-                    let _ = s.after(d, self.me, ev::PFC, to as u64 | 1 << 32);
+                    self.send_pfc(s, d, to, to as u64 | 1 << 32);
                 }
             }
         }
@@ -167,6 +167,10 @@ impl Fabric {
         if corrupt {
             slot.pkt.flags |= flags::CORRUPT;
         }
+        if self.part.as_ref().is_some_and(|m| !m.owns_port(peer)) {
+            self.cross_arrival(s, busy_until + arrive, id, peer);
+            return;
+        }
         let _ = s.at(
             busy_until + arrive,
             self.me,
@@ -182,7 +186,7 @@ impl Fabric {
         if ip.pause_sent && ip.ingress_bytes <= pfc.xon_bytes {
             ip.pause_sent = false;
             let (to, d) = (ip.peer, ip.wire_delay);
-            let _ = s.after(d, self.me, ev::PFC, to as u64);
+            self.send_pfc(s, d, to, to as u64);
         }
     }
 
