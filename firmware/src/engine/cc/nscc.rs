@@ -375,41 +375,57 @@ impl Nscc {
 
     /// `units_q16 * mtu * acked / cwnd`, at most `u64::MAX`.
     fn per_window_increase(&self, units_q16: u64, acked: u64) -> u64 {
+        let cwnd = self.cwnd_bytes.max(1);
+        // The common case in 64 bits (a hardware division, not a 128-bit library call).
+        if let Some(num) = units_q16
+            .checked_mul(u64::from(self.p.mtu_bytes))
+            .and_then(|x| x.checked_mul(acked))
+        {
+            return (num / cwnd) >> 16;
+        }
         let num = u128::from(units_q16)
             .saturating_mul(u128::from(self.p.mtu_bytes))
             .saturating_mul(u128::from(acked));
-        let inc = (num / u128::from(self.cwnd_bytes.max(1))) >> 16;
+        let inc = (num / u128::from(cwnd)) >> 16;
         u64::try_from(inc).unwrap_or(u64::MAX)
     }
 
     /// Quick adapt; true if this signal must not move the window further.
+    #[inline]
     fn quick_adapt(&mut self, now_ns: u64, is_loss: bool, marked: bool, delay_ns: u64) -> bool {
-        if self.bytes_ignored < self.bytes_to_ignore && marked {
+        if marked && self.bytes_ignored < self.bytes_to_ignore {
             self.counters.ignored += 1;
             return true;
         }
-        let mut done = false;
-        if now_ns > self.qa_end_ns {
-            let qa_threshold = self.p.target_qdelay_ns.saturating_mul(4);
-            if self.qa_end_ns != 0
-                && (self.qa_trigger || is_loss || delay_ns > qa_threshold)
-                && self.achieved_bytes < self.p.max_cwnd_bytes >> self.p.qa_gate
-            {
-                // What was in flight: at most the window before the cut.
-                self.bytes_to_ignore = self.cwnd_bytes;
-                self.bytes_ignored = 0;
-                self.clamp(self.achieved_bytes);
-                self.qa_trigger = false;
-                self.fi_count = 0;
-                self.fast = false;
-                self.counters.quick_adapts += 1;
-                done = true;
-            }
-            self.achieved_bytes = 0;
-            self.qa_end_ns = now_ns
-                .saturating_add(self.base_rtt_ns)
-                .saturating_add(self.p.target_qdelay_ns);
+        if now_ns <= self.qa_end_ns {
+            return false;
         }
+        self.quick_adapt_period_end(now_ns, is_loss, delay_ns)
+    }
+
+    /// The end of a quick adapt period: adapt if it asked for it, start the next.
+    #[inline(never)]
+    fn quick_adapt_period_end(&mut self, now_ns: u64, is_loss: bool, delay_ns: u64) -> bool {
+        let mut done = false;
+        let qa_threshold = self.p.target_qdelay_ns.saturating_mul(4);
+        if self.qa_end_ns != 0
+            && (self.qa_trigger || is_loss || delay_ns > qa_threshold)
+            && self.achieved_bytes < self.p.max_cwnd_bytes >> self.p.qa_gate
+        {
+            // What was in flight: at most the window before the cut.
+            self.bytes_to_ignore = self.cwnd_bytes;
+            self.bytes_ignored = 0;
+            self.clamp(self.achieved_bytes);
+            self.qa_trigger = false;
+            self.fi_count = 0;
+            self.fast = false;
+            self.counters.quick_adapts += 1;
+            done = true;
+        }
+        self.achieved_bytes = 0;
+        self.qa_end_ns = now_ns
+            .saturating_add(self.base_rtt_ns)
+            .saturating_add(self.p.target_qdelay_ns);
         done
     }
 
@@ -474,7 +490,10 @@ impl Controller for Nscc {
                 if !self.fast {
                     self.counters.proportional_increases += 1;
                     let room = target - delay; // delay < target here
-                    let scale = (u128::from(room) << 16) / u128::from(target);
+                    let scale = match room.checked_shl(16) {
+                        Some(r) if r >> 16 == room => r / target,
+                        _ => ((u128::from(room) << 16) / u128::from(target)) as u64,
+                    }; // < 1.0: room < target
                     let units = mul_q16(u64::from(self.p.pi_q16), scale as u32);
                     let inc = self.per_window_increase(units, acked);
                     self.clamp(w.saturating_add(inc));
