@@ -128,7 +128,7 @@ impl NsccParams {
     pub const MAX_GAIN_Q16: u32 = 1024 << 16;
 
     /// The reference defaults for a link of `link_bps` bits/s, a fabric base RTT and an MTU:
-    /// BDP = rate x base RTT; window in `[1 MTU, 1.5 x BDP]` starting at BDP; target queuing
+    /// BDP = rate x base RTT; window in `[1 MTU, 1.5 x BDP]` starting at 1.5 x BDP; target queuing
     /// delay 3/4 of the base RTT (the reference's choice with trimming); fast increase below
     /// 1 us of queuing. With `a = BDP / 150,000 B` and `b = target / 12 us`: `pi = 4ab`,
     /// `fi = 5a`, `fi_scale = a/4`, `eta = 0.15a` (each at least 2^-16); `gamma = 0.8`,
@@ -158,7 +158,8 @@ impl NsccParams {
         }
         let min = u64::from(mtu_bytes);
         let max = (max as u64).max(min);
-        let init = (bdp as u64).clamp(min, max);
+        // The reference starts at the largest window (htsim `initNscc` with no window given).
+        let init = max;
         let target = (base_rtt_ns * 3 / 4).max(1);
         let cap = u64::from(Self::MAX_GAIN_Q16);
         let a = (bdp * u128::from(Q16_ONE) / u128::from(REFERENCE_BDP_BYTES)).min(u128::from(cap))

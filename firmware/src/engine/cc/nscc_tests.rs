@@ -4,15 +4,21 @@ use proptest::prelude::*;
 const MTU: u32 = 4_096;
 const BASE: u64 = 10_000;
 
+/// The defaults of a 100 Gb/s, 10 us link, starting at one BDP (125,000 B) so that the
+/// window arithmetic below reads simply.
 fn params() -> NsccParams {
-    NsccParams::for_link(100_000_000_000, BASE, MTU).unwrap()
+    NsccParams {
+        init_cwnd_bytes: 125_000,
+        ..NsccParams::for_link(100_000_000_000, BASE, MTU).unwrap()
+    }
 }
 
 #[test]
 fn defaults_follow_link_rate_and_base_rtt() {
-    let p = params();
-    assert_eq!(p.init_cwnd_bytes, 125_000, "BDP of 100 Gb/s x 10 us");
-    assert_eq!(p.max_cwnd_bytes, 187_500, "1.5 x BDP");
+    let p = NsccParams::for_link(100_000_000_000, BASE, MTU).unwrap();
+    assert_eq!(p.max_cwnd_bytes, 187_500, "1.5 x BDP of 100 Gb/s x 10 us");
+    // The reference (htsim UecSrc::initNscc with no window given) starts at the largest.
+    assert_eq!(p.init_cwnd_bytes, 187_500);
     assert_eq!(p.min_cwnd_bytes, 4_096);
     // The reference (htsim UecSrc::initNsccParams, trimming on): target = 3/4 of the RTT.
     assert_eq!(p.target_qdelay_ns, 7_500);
