@@ -439,9 +439,10 @@ impl Nscc {
             self.counters.decreases_quiet += 1;
             return;
         }
-        // 1 - gamma * (avg - target) / avg, at least 1 - max_md_jump.
+        // 1 - gamma * (avg - target) / avg, at least 1 - max_md_jump. The cut is below 1.0:
+        // avg - target < avg and gamma <= 1.0.
         let cut =
-            (u128::from(avg - target) * u128::from(self.p.gamma_q16) / u128::from(avg)) as u32; // < 1.0: avg - target < avg and gamma <= 1.0
+            (u128::from(avg - target) * u128::from(self.p.gamma_q16) / u128::from(avg)) as u32;
         let cut = cut.min(self.p.max_md_jump_q16);
         let dec = mul_q16(self.cwnd_bytes, cut);
         self.clamp(self.cwnd_bytes.saturating_sub(dec));
