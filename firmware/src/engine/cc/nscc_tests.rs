@@ -413,3 +413,25 @@ proptest! {
         }
     }
 }
+
+/// The NIC image's self-test sequence (firmware/image/src/selftest.rs `congestion`), on the
+/// host: grows (or stays at the top) without congestion, shrinks under ECN + delay.
+#[test]
+fn the_image_self_test_sequence_holds() {
+    let p = NsccParams::for_link(100_000_000_000, 10_000, 4_096).unwrap();
+    let mut cc = Nscc::new(p);
+    let init = cc.cwnd_bytes();
+    for i in 0..200u64 {
+        cc.on_ack(i * 1_000, 4_096, false, 10_000);
+    }
+    let grown = cc.cwnd_bytes();
+    for i in 0..50u64 {
+        cc.on_ack(300_000 + i * 1_000, 4_096, true, 60_000);
+    }
+    let shrunk = cc.cwnd_bytes();
+    assert!(grown >= init && grown <= p.max_cwnd_bytes);
+    assert!(
+        shrunk < grown && shrunk >= p.min_cwnd_bytes,
+        "{shrunk} {grown}"
+    );
+}
