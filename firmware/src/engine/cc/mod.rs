@@ -47,6 +47,8 @@ impl Controller for FixedWindow {
 }
 
 /// The congestion controller of a QP, chosen by its CC profile.
+// No boxing without an allocator: every QP holds the NSCC state in place either way.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Cc {

@@ -4,21 +4,43 @@ use proptest::prelude::*;
 const MTU: u32 = 4_096;
 const BASE: u64 = 10_000;
 
+/// The defaults of a 100 Gb/s, 10 us link, starting at one BDP (125,000 B) so that the
+/// window arithmetic below reads simply.
 fn params() -> NsccParams {
-    NsccParams::for_link(100_000_000_000, BASE, MTU).unwrap()
+    NsccParams {
+        init_cwnd_bytes: 125_000,
+        ..NsccParams::for_link(100_000_000_000, BASE, MTU).unwrap()
+    }
 }
 
 #[test]
 fn defaults_follow_link_rate_and_base_rtt() {
-    let p = params();
-    assert_eq!(p.init_cwnd_bytes, 125_000, "BDP of 100 Gb/s x 10 us");
-    assert_eq!(p.max_cwnd_bytes, 187_500, "1.5 x BDP");
+    let p = NsccParams::for_link(100_000_000_000, BASE, MTU).unwrap();
+    assert_eq!(p.max_cwnd_bytes, 187_500, "1.5 x BDP of 100 Gb/s x 10 us");
+    // The reference (htsim UecSrc::initNscc with no window given) starts at the largest.
+    assert_eq!(p.init_cwnd_bytes, 187_500);
     assert_eq!(p.min_cwnd_bytes, 4_096);
-    assert_eq!(p.target_qdelay_ns, 5_000);
-    assert_eq!(p.fi_scale_q16, Q16_ONE);
-    let p4 = NsccParams::for_link(400_000_000_000, BASE, MTU).unwrap();
-    assert_eq!(p4.fi_scale_q16, 4 * Q16_ONE);
-    // A tiny link still gets a usable window of one MTU.
+    // The reference (htsim UecSrc::initNsccParams, trimming on): target = 3/4 of the RTT.
+    assert_eq!(p.target_qdelay_ns, 7_500);
+    assert_eq!(
+        p.fast_increase_qdelay_ns, 1_000,
+        "fast increase below 1 us of queueing"
+    );
+    assert_eq!(p.gamma_q16, 52_429, "gamma 0.8");
+    assert_eq!(p.delay_gain_q16, 819, "delay average gain 0.0125");
+    assert_eq!(p.qa_gate, 3);
+    // On the reference network (100 Gb/s x 12 us: a = 1, b = 9 us / 12 us = 0.75) the gains
+    // are the reference's: fi 5 MTU, fi_scale 0.25, eta 0.15 MTU, alpha 4ab = 3 MTU per window.
+    let r = NsccParams::for_link(100_000_000_000, 12_000, MTU).unwrap();
+    assert_eq!(r.fi_q16, 5 * Q16_ONE);
+    assert_eq!(r.fi_scale_q16, Q16_ONE / 4);
+    assert_eq!(r.eta_q16, 9_830);
+    assert_eq!(r.pi_q16, 3 * Q16_ONE);
+    // They scale with the BDP (scaling_factor_a): 4x the rate, 4x the gains.
+    let r4 = NsccParams::for_link(400_000_000_000, 12_000, MTU).unwrap();
+    assert_eq!(r4.fi_q16, 20 * Q16_ONE);
+    assert_eq!(r4.fi_scale_q16, Q16_ONE);
+    // A tiny link still gets a usable window of one MTU and valid gains.
     let tiny = NsccParams::for_link(1, 1, MTU).unwrap();
     assert_eq!((tiny.min_cwnd_bytes, tiny.max_cwnd_bytes), (4_096, 4_096));
 }
@@ -61,8 +83,9 @@ fn validation_names_the_bad_field() {
 #[test]
 fn quadrants() {
     let p = params();
-    let high = BASE + 3 * p.target_qdelay_ns;
-    let low = BASE + p.target_qdelay_ns / 2;
+    let t = p.target_qdelay_ns;
+    let high = BASE + 3 * t;
+    let low = BASE + t / 2;
 
     // ECN + low delay: no change.
     let mut n = Nscc::new(p);
@@ -70,33 +93,91 @@ fn quadrants() {
     assert_eq!(n.cwnd_bytes(), 125_000);
     assert_eq!(n.counters().ecn_low_delay, 1);
 
-    // No ECN + low (not near-empty) delay: proportional increase.
-    n.on_ack(1, 4_096, false, low);
-    let after_pi = n.cwnd_bytes();
-    assert!(
-        after_pi > 125_000 && after_pi < 125_000 + 4_096,
-        "{after_pi}"
-    );
+    // No ECN + low (above 1 us) delay: proportional increase, alpha * (target - delay) /
+    // target MTUs per window: half of pi for a whole window acked at half the target.
+    let mut n = Nscc::new(p);
+    n.on_ack(0, 125_000, false, low);
+    let pi_half = (u64::from(p.pi_q16) / 2 * 4_096) >> 16;
+    assert_eq!(n.cwnd_bytes(), 125_000 + pi_half);
+    assert_eq!(n.counters().proportional_increases, 1);
 
-    // No ECN + high delay: fair increase, small.
+    // No ECN + high delay: fair increase, fi = 5a MTU per window acked.
     let mut f = Nscc::new(p);
     f.on_ack(0, 125_000, false, high);
-    // fi = 0.5 MTU per window acked: +2048 for a whole window.
-    assert_eq!(f.cwnd_bytes(), 125_000 + 2_048);
+    assert_eq!(
+        f.cwnd_bytes(),
+        125_000 + ((u64::from(p.fi_q16) * 4_096) >> 16)
+    );
+    assert_eq!(f.counters().fair_increases, 1);
+}
 
-    // ECN + high delay: multiplicative decrease, bounded by max_md_jump, then quiet.
+#[test]
+fn multiplicative_decrease_follows_the_delay_average_once_per_rtt() {
+    let p = params();
+    let t = p.target_qdelay_ns;
+    // ECN + a high sample, but the average (gain 0.0125) is still below target: the reference
+    // decreases on the average, not the sample, so nothing happens.
     let mut d = Nscc::new(p);
-    d.on_ack(0, 4_096, true, BASE + 100 * p.target_qdelay_ns);
+    d.on_ack(0, 4_096, true, BASE + 3 * t);
+    assert!(d.avg_qdelay_ns() < t);
+    assert_eq!(d.cwnd_bytes(), 125_000);
+    assert_eq!(
+        (d.counters().decreases, d.counters().decreases_quiet),
+        (0, 1)
+    );
+
+    // An average above target: cwnd *= 1 - gamma * (avg - target) / avg.
+    let mut m = Nscc::new(p);
+    m.on_ack(0, 4_096, true, BASE + 1_000_000);
+    let avg = m.avg_qdelay_ns();
+    assert!(avg > t && avg < 2 * t, "{avg}");
+    let cut = (avg - t) * u64::from(p.gamma_q16) / avg;
+    assert_eq!(m.cwnd_bytes(), 125_000 - ((125_000 * cut) >> 16));
+    assert_eq!(m.counters().decreases, 1);
+
+    // A huge average: the cut is bounded by max_md_jump (0.5), then at most once per base RTT.
+    let mut d = Nscc::new(p);
+    d.on_ack(1, 4_096, true, BASE + 1_000_000_000);
     assert_eq!(d.cwnd_bytes(), 62_500, "max_md_jump = 0.5 bounds the cut");
-    d.on_ack(1, 4_096, true, high);
-    assert_eq!(d.cwnd_bytes(), 62_500, "quiet period");
-    assert_eq!(d.counters().decreases_quiet, 1);
-    // The quiet period is one RTT as known at the decrease: base + average queuing delay.
-    let quiet_ns = BASE + ewma_q16(0, 100 * p.target_qdelay_ns, p.gamma_q16);
-    d.on_ack(quiet_ns - 1, 4_096, true, high);
-    assert_eq!(d.cwnd_bytes(), 62_500, "still quiet 1 ns before the end");
-    d.on_ack(quiet_ns, 4_096, true, high);
-    assert!(d.cwnd_bytes() < 62_500);
+    d.on_ack(2, 4_096, true, BASE + 3 * t);
+    let eta = (4_096 * u64::from(p.eta_q16)) >> 16;
+    d.on_ack(BASE, 4_096, true, BASE + 3 * t);
+    assert_eq!(
+        d.cwnd_bytes(),
+        62_500 + eta,
+        "once per base RTT: only the additive increase"
+    );
+    assert_eq!(d.counters().decreases_quiet, 2);
+    d.on_ack(1 + BASE, 4_096, true, BASE + 3 * t);
+    assert_eq!(d.cwnd_bytes(), 62_500 + eta - (62_500 + eta) / 2);
+}
+
+#[test]
+fn the_base_rtt_is_the_smallest_sample() {
+    let p = params();
+    let mut n = Nscc::new(p);
+    // A shorter path: 6 us of RTT. Its queueing is measured against 6 us, not 10 us.
+    n.on_ack(0, 4_096, false, 6_000);
+    assert_eq!(n.base_rtt_ns(), 6_000);
+    // 6 us + 9 us is above target (7.5 us) on this path: fair increase, not proportional.
+    n.on_ack(1, 4_096, false, 15_000);
+    assert_eq!(n.counters().fair_increases, 1);
+}
+
+#[test]
+fn additive_increase_once_per_base_rtt() {
+    let p = params();
+    let mut n = Nscc::new(p);
+    let eta = (4_096 * u64::from(p.eta_q16)) >> 16;
+    // ECN + low delay moves nothing but the additive increase.
+    n.on_ack(BASE - 1, 4_096, true, BASE);
+    assert_eq!(n.cwnd_bytes(), 125_000);
+    n.on_ack(BASE, 4_096, true, BASE);
+    assert_eq!(n.cwnd_bytes(), 125_000 + eta);
+    n.on_ack(2 * BASE - 1, 4_096, true, BASE);
+    assert_eq!(n.cwnd_bytes(), 125_000 + eta);
+    n.on_ack(2 * BASE, 4_096, true, BASE);
+    assert_eq!(n.cwnd_bytes(), 125_000 + 2 * eta);
 }
 
 #[test]
@@ -112,28 +193,78 @@ fn fast_increase_after_a_clean_window() {
     }
     assert!(n.counters().fast_increases >= 1);
     assert!(
-        acked >= 125_000,
-        "not before a whole window was acknowledged clean"
+        acked > 125_000,
+        "not before more than a whole window was acknowledged below 1 us"
     );
+    // Then fi_scale (a/4) of each acked byte, as long as the delay stays below 1 us.
     let w = n.cwnd_bytes();
-    n.on_ack(0, 4_096, false, BASE);
-    assert_eq!(n.cwnd_bytes(), (w + 4_096).min(p.max_cwnd_bytes));
+    n.on_ack(0, 4_096, false, BASE + 999);
+    let step = (4_096 * u64::from(p.fi_scale_q16)) >> 16;
+    assert_eq!(n.cwnd_bytes(), w + step);
+    // 1 us of queueing ends it: proportional again.
+    let before = n.counters().fast_increases;
+    n.on_ack(0, 4_096, false, BASE + 1_000);
+    assert_eq!(n.counters().fast_increases, before);
 }
 
 #[test]
-fn a_burst_of_trims_cuts_at_most_max_md_jump_per_rtt() {
+fn quick_adapt_sets_the_window_to_what_the_period_delivered() {
+    let p = params();
+    let t = p.target_qdelay_ns;
+    let mut n = Nscc::new(p);
+    // The first ACK opens a period of base RTT + target.
+    n.on_ack(1, 4_096, true, BASE);
+    let w = n.cwnd_bytes();
+    // Inside the period a trim takes its bytes off the window.
+    n.on_trim(100, 4_096);
+    assert_eq!(n.cwnd_bytes(), w - 4_096);
+    // 4 packets delivered in the period: below max_cwnd / 8 (23,437).
+    for i in 0..4 {
+        n.on_ack(200 + i, 4_096, true, BASE);
+    }
+    // At the end of the period, the trim seen in it sets the window to what it delivered.
+    n.on_trim(2 + BASE + t, 4_096);
+    assert_eq!(n.counters().quick_adapts, 1);
+    assert_eq!(n.cwnd_bytes(), 16_384);
+    // Then the marked ACKs of what was in flight are ignored: no decrease on top.
+    n.on_ack(3 + BASE + t, 4_096, true, BASE + 1_000_000_000);
+    assert_eq!(n.cwnd_bytes(), 16_384);
+    assert_eq!(n.counters().ignored, 1);
+    assert_eq!(n.counters().decreases, 0);
+}
+
+#[test]
+fn no_quick_adapt_when_the_period_delivered_enough() {
+    let p = params();
+    let t = p.target_qdelay_ns;
+    let mut n = Nscc::new(p);
+    n.on_ack(1, 4_096, true, BASE);
+    for i in 0..6 {
+        n.on_ack(200 + i, 4_096, true, BASE);
+    }
+    // 24,576 bytes >= 187,500 / 8: the trim only takes its bytes.
+    let w = n.cwnd_bytes();
+    n.on_trim(2 + BASE + t, 4_096);
+    assert_eq!(n.counters().quick_adapts, 0);
+    assert_eq!(n.cwnd_bytes(), w - 4_096);
+}
+
+#[test]
+fn a_burst_of_trims_removes_every_trimmed_byte_inside_a_period() {
     let p = params();
     let mut n = Nscc::new(p);
-    for i in 0..100 {
-        n.on_trim(i, 4_096);
+    n.on_ack(1, 4_096, false, BASE + p.target_qdelay_ns / 2);
+    let w = n.cwnd_bytes();
+    // The reference has no per-RTT floor on trims: each trimmed packet leaves the window.
+    for i in 0..10 {
+        n.on_trim(2 + i, 4_096);
     }
-    assert_eq!(n.counters().trims, 100);
-    assert_eq!(n.cwnd_bytes(), 62_500, "max_md_jump = 0.5 of 125,000");
-    // One RTT (base + average queueing delay, 0 here) after the first trim, trims cut again.
-    n.on_trim(BASE - 1, 4_096);
-    assert_eq!(n.cwnd_bytes(), 62_500);
-    n.on_trim(BASE, 4_096);
-    assert_eq!(n.cwnd_bytes(), 62_500 - 4_096);
+    assert_eq!(n.counters().trims, 10);
+    assert_eq!(n.cwnd_bytes(), w - 10 * 4_096);
+    for i in 0..100 {
+        n.on_trim(20 + i, 4_096);
+    }
+    assert_eq!(n.cwnd_bytes(), p.min_cwnd_bytes);
 }
 
 #[test]
@@ -156,22 +287,32 @@ fn sustained_ecn_and_delay_decreases_to_min() {
     let p = params();
     let mut n = Nscc::new(p);
     let rtt = BASE + 4 * p.target_qdelay_ns;
+    // The additive increase runs once per base RTT whatever the signals: up to this much per
+    // round of 2 RTTs.
+    let eta = ((4_096 * u64::from(p.eta_q16)) >> 16) * (2 * rtt / BASE + 1);
     let mut now = 0;
     let mut last = n.cwnd_bytes();
     for round in 0..40 {
+        let avg_before = n.avg_qdelay_ns();
         for _ in 0..8 {
             n.on_ack(now, 4_096, true, rtt);
             now += rtt / 8;
         }
         now += rtt;
         let w = n.cwnd_bytes();
-        assert!(
-            w < last || w == p.min_cwnd_bytes,
-            "round {round}: {w} !< {last}"
-        );
+        // Once the average is above target, every round decreases (down to the floor, where
+        // the additive increase of one round may remain).
+        if avg_before > p.target_qdelay_ns {
+            assert!(
+                w < last || w <= p.min_cwnd_bytes + eta,
+                "round {round}: {w} !< {last}"
+            );
+        } else {
+            assert!(w <= last + eta, "round {round}: {w} > {last}");
+        }
         last = w;
     }
-    assert_eq!(last, p.min_cwnd_bytes);
+    assert!(last <= p.min_cwnd_bytes + eta, "{last}");
 }
 
 #[test]
@@ -271,4 +412,26 @@ proptest! {
             prop_assert!(q.min_cwnd_bytes <= n.cwnd_bytes() && n.cwnd_bytes() <= q.max_cwnd_bytes);
         }
     }
+}
+
+/// The NIC image's self-test sequence (firmware/image/src/selftest.rs `congestion`), on the
+/// host: grows (or stays at the top) without congestion, shrinks under ECN + delay.
+#[test]
+fn the_image_self_test_sequence_holds() {
+    let p = NsccParams::for_link(100_000_000_000, 10_000, 4_096).unwrap();
+    let mut cc = Nscc::new(p);
+    let init = cc.cwnd_bytes();
+    for i in 0..200u64 {
+        cc.on_ack(i * 1_000, 4_096, false, 10_000);
+    }
+    let grown = cc.cwnd_bytes();
+    for i in 0..50u64 {
+        cc.on_ack(300_000 + i * 1_000, 4_096, true, 60_000);
+    }
+    let shrunk = cc.cwnd_bytes();
+    assert!(grown >= init && grown <= p.max_cwnd_bytes);
+    assert!(
+        shrunk < grown && shrunk >= p.min_cwnd_bytes,
+        "{shrunk} {grown}"
+    );
 }
