@@ -88,6 +88,23 @@ fn bad_attr(off: u32) -> Fail {
 }
 const BAD_STATE: Fail = (AdminStatus::BadState, 0);
 const IN_USE: Fail = (AdminStatus::InUse, 0);
+
+/// Remove profile `id` from `table` unless `used` (something still names it): `NOT_FOUND` at
+/// the object id's offset when there is no such profile, `IN_USE` when it is named.
+fn destroy_unused<V: Zero, const N: usize>(
+    table: &mut Table<V, N>,
+    id: u32,
+    used: bool,
+) -> AdminResult {
+    if !table.contains_key(&id) {
+        Err(not_found(off!(ObjectId, id)))
+    } else if used {
+        Err(IN_USE)
+    } else {
+        table.remove(&id);
+        OK
+    }
+}
 const NO_RESOURCES: Fail = (AdminStatus::NoResources, 0);
 
 /// Bit 31 of an rkey: distinguishes it from the lkey of the same region.
@@ -761,27 +778,15 @@ impl<
             }
             C::DestroyEvFormatProfile(b) => {
                 let id = b.id.get();
-                if !self.formats.contains_key(&id) {
-                    Err(not_found(off!(ObjectId, id)))
-                } else if self.ev_profiles.values().any(|p| p.format == id) {
-                    Err(IN_USE)
-                } else {
-                    self.formats.remove(&id);
-                    OK
-                }
+                let used = self.ev_profiles.values().any(|p| p.format == id);
+                destroy_unused(&mut self.formats, id, used)
             }
             C::CreateEvProfile(b) => self.create_ev_profile(b, cx),
             C::ModifyEvProfile(b) => self.modify_ev_profile(b),
             C::DestroyEvProfile(b) => {
                 let id = b.id.get();
-                if !self.ev_profiles.contains_key(&id) {
-                    Err(not_found(off!(ObjectId, id)))
-                } else if self.qps.values().any(|q| q.ev_profile == id) {
-                    Err(IN_USE)
-                } else {
-                    self.ev_profiles.remove(&id);
-                    OK
-                }
+                let used = self.qps.values().any(|q| q.ev_profile == id);
+                destroy_unused(&mut self.ev_profiles, id, used)
             }
             C::DenyEv(b) => self.deny_ev(b, cx),
             C::ReplaceEv(b) => self.replace_ev(b),
@@ -821,14 +826,8 @@ impl<
             }
             C::DestroyCcProfile(b) => {
                 let id = b.id.get();
-                if !self.cc_profiles.contains_key(&id) {
-                    Err(not_found(off!(ObjectId, id)))
-                } else if self.qps.values().any(|q| q.cc_profile == id) {
-                    Err(IN_USE)
-                } else {
-                    self.cc_profiles.remove(&id);
-                    OK
-                }
+                let used = self.qps.values().any(|q| q.cc_profile == id);
+                destroy_unused(&mut self.cc_profiles, id, used)
             }
             C::FwStatus
             | C::FwBegin(_)
