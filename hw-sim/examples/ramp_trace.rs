@@ -1,0 +1,82 @@
+//! Per-microsecond start-up trace of the default `mrc` run: aggregate payload goodput sent,
+//! bytes in flight, the QPs' windows, QPs with work. Diagnostic tool (issue 5).
+//! `cargo run --release -p mrc-sim --example ramp_trace [SEED] [US]`
+use mrc_sim::core::time::{Duration, Time};
+use mrc_sim::nic::Transport;
+use mrc_sim::run::{build, Scenario};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let us: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(30);
+    let mut sc = Scenario::default_for(Transport::Mrc);
+    sc.seed = seed;
+    let mut sim = build(&sc).unwrap();
+    let mut last = 0u64;
+    let mut last_pl = 0u64;
+    let mut last_pb = 0u64;
+    let mut per: Vec<u64> = Vec::new();
+    println!("us  tx_Tbps(wire) payload_Tbps  inflight_MB  cwnd_sum_MB  qps_inflight qps_queued");
+    let step: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    for t in (step..=us).step_by(step as usize) {
+        sim.run_until(Time::ZERO.saturating_add(Duration::from_us(t)));
+        let w = sim.handler();
+        let mut pb = 0u64;
+        let (mut tx, mut pl, mut infl, mut cw, mut qi, mut qq) = (0u64, 0u64, 0u64, 0u64, 0, 0);
+        for n in &w.nics {
+            let c = n.counters();
+            tx += c.tx_bytes;
+            pl += c.tx_payload_bytes;
+            pb += c.placed_bytes;
+            for q in 0..n.connections() {
+                let qp = n.qp(q).unwrap();
+                cw += qp.cwnd_bytes();
+                if let Some(r) = qp.requester() {
+                    infl += r.inflight_bytes();
+                    qi += usize::from(r.inflight_bytes() > 0);
+                    qq += usize::from(r.queued() > 0);
+                }
+            }
+        }
+        if per.is_empty() {
+            per = vec![0; w.nics.len()];
+        }
+        let mut d: Vec<u64> = Vec::new();
+        for (i, n) in w.nics.iter().enumerate() {
+            let c = n.counters().placed_bytes;
+            d.push(c - per[i]);
+            per[i] = c;
+        }
+        let mean = d.iter().sum::<u64>() as f64 / d.len() as f64;
+        let idle = d.iter().filter(|&&x| (x as f64) < mean * 0.25).count();
+        let max = d.iter().copied().max().unwrap_or(0) as f64;
+        print!("rx idle<25% {idle:2} max/mean {:4.2} | ", if mean > 0.0 { max / mean } else { 0.0 });
+        let topo = w.fabric.topology();
+        let mut qb = [0u64; 4];
+        for p in 0..topo.ports() {
+            let port = mrc_sim::fabric::PortId(p);
+            let (d, h) = w.fabric.queue_bytes(port);
+            let class = match topo.port_owner(port) {
+                mrc_sim::fabric::PortOwner::Host { .. } => 0,
+                mrc_sim::fabric::PortOwner::Switch { switch, port } => {
+                    let i = topo.switch_info(switch);
+                    if i.tier == 0 && port < i.ports / 2 { 1 } else if i.tier == 0 { 2 } else { 3 }
+                }
+            };
+            qb[class] += d + h;
+        }
+        print!("q host/leafdn/leafup/spine MB {:6.2} {:6.2} {:6.2} {:6.2} | ", qb[0] as f64/1e6, qb[1] as f64/1e6, qb[2] as f64/1e6, qb[3] as f64/1e6);
+        println!(
+            "{t:3} {:8.2} {:8.2} placed {:8.2} {:10.2} {:10.2} {qi:6} {qq:6} done {}",
+            (tx - last) as f64 * 8.0 / 1e6 / step as f64,
+            (pl - last_pl) as f64 * 8.0 / 1e6 / step as f64,
+            (pb - last_pb) as f64 * 8.0 / 1e6 / step as f64,
+            w.main_finished,
+            infl as f64 / 1e6,
+            cw as f64 / 1e6
+        );
+        last = tx;
+        last_pl = pl;
+        last_pb = pb;
+    }
+}
