@@ -50,7 +50,10 @@ fn main() {
         let mean = d.iter().sum::<u64>() as f64 / d.len() as f64;
         let idle = d.iter().filter(|&&x| (x as f64) < mean * 0.25).count();
         let max = d.iter().copied().max().unwrap_or(0) as f64;
-        print!("rx idle<25% {idle:2} max/mean {:4.2} | ", if mean > 0.0 { max / mean } else { 0.0 });
+        print!(
+            "rx idle<25% {idle:2} max/mean {:4.2} | ",
+            if mean > 0.0 { max / mean } else { 0.0 }
+        );
         let topo = w.fabric.topology();
         let mut qb = [0u64; 4];
         for p in 0..topo.ports() {
@@ -60,12 +63,24 @@ fn main() {
                 mrc_sim::fabric::PortOwner::Host { .. } => 0,
                 mrc_sim::fabric::PortOwner::Switch { switch, port } => {
                     let i = topo.switch_info(switch);
-                    if i.tier == 0 && port < i.ports / 2 { 1 } else if i.tier == 0 { 2 } else { 3 }
+                    if i.tier == 0 && port < i.ports / 2 {
+                        1
+                    } else if i.tier == 0 {
+                        2
+                    } else {
+                        3
+                    }
                 }
             };
             qb[class] += d + h;
         }
-        print!("q host/leafdn/leafup/spine MB {:6.2} {:6.2} {:6.2} {:6.2} | ", qb[0] as f64/1e6, qb[1] as f64/1e6, qb[2] as f64/1e6, qb[3] as f64/1e6);
+        print!(
+            "q host/leafdn/leafup/spine MB {:6.2} {:6.2} {:6.2} {:6.2} | ",
+            qb[0] as f64 / 1e6,
+            qb[1] as f64 / 1e6,
+            qb[2] as f64 / 1e6,
+            qb[3] as f64 / 1e6
+        );
         println!(
             "{t:3} {:8.2} {:8.2} placed {:8.2} {:10.2} {:10.2} {qi:6} {qq:6} done {}",
             (tx - last) as f64 * 8.0 / 1e6 / step as f64,
