@@ -1,6 +1,6 @@
 //! Per-microsecond start-up trace of the default `mrc` run: aggregate payload goodput sent,
 //! bytes in flight, the QPs' windows, QPs with work. Diagnostic tool (issue 5).
-//! `cargo run --release -p mrc-sim --example ramp_trace [SEED] [US]`
+//! `cargo run --release -p mrc-sim --example ramp_trace [SEED] [US] [STEP_US] [no-failure]`
 use mrc_sim::core::time::{Duration, Time};
 use mrc_sim::nic::Transport;
 use mrc_sim::run::{build, Scenario};
@@ -11,13 +11,16 @@ fn main() {
     let us: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(30);
     let mut sc = Scenario::default_for(Transport::Mrc);
     sc.seed = seed;
+    let step: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    if args.next().as_deref() == Some("no-failure") {
+        sc.failure = None;
+    }
     let mut sim = build(&sc).unwrap();
     let mut last = 0u64;
     let mut last_pl = 0u64;
     let mut last_pb = 0u64;
     let mut per: Vec<u64> = Vec::new();
     println!("us  tx_Tbps(wire) payload_Tbps  inflight_MB  cwnd_sum_MB  qps_inflight qps_queued");
-    let step: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     for t in (step..=us).step_by(step as usize) {
         sim.run_until(Time::ZERO.saturating_add(Duration::from_us(t)));
         let w = sim.handler();
@@ -56,11 +59,29 @@ fn main() {
         );
         let topo = w.fabric.topology();
         let mut qb = [0u64; 4];
+        let mut idle_ports = 0;
+        // Idle host ports whose NIC holds at least 6 full packets at its other ports.
+        let mut idle_gated = 0;
+        let full = u64::from(4096 + mrc_sim::nic::HEADER_BYTES);
+        let now = sim.now();
         for p in 0..topo.ports() {
             let port = mrc_sim::fabric::PortId(p);
             let (d, h) = w.fabric.queue_bytes(port);
             let class = match topo.port_owner(port) {
-                mrc_sim::fabric::PortOwner::Host { .. } => 0,
+                mrc_sim::fabric::PortOwner::Host { host, .. } => {
+                    let idle = d + h == 0 && w.fabric.port_busy_until(port) <= now;
+                    idle_ports += usize::from(idle);
+                    if idle {
+                        let nic: u64 = (0..topo.planes())
+                            .map(|pl| {
+                                let (a, b) = w.fabric.queue_bytes(topo.host_port(host, pl));
+                                a + b
+                            })
+                            .sum();
+                        idle_gated += usize::from(nic >= 6 * full);
+                    }
+                    0
+                }
                 mrc_sim::fabric::PortOwner::Switch { switch, port } => {
                     let i = topo.switch_info(switch);
                     if i.tier == 0 && port < i.ports / 2 {
@@ -74,6 +95,7 @@ fn main() {
             };
             qb[class] += d + h;
         }
+        print!("idle host ports {idle_ports:3} gated {idle_gated:3} | ");
         print!(
             "q host/leafdn/leafup/spine MB {:6.2} {:6.2} {:6.2} {:6.2} | ",
             qb[0] as f64 / 1e6,
