@@ -1,5 +1,11 @@
-//! Per-microsecond start-up trace of the default `mrc` run: aggregate payload goodput sent,
-//! bytes in flight, the QPs' windows, QPs with work. Diagnostic tool (issue 5).
+//! Time trace of the default `mrc` run (issue 5's start-up ramp), one line per `STEP_US`:
+//! receivers below a quarter of the mean placed rate and the largest over the mean; idle host
+//! ports (empty, not serializing) and how many of them belong to a NIC holding at least 6 full
+//! packets at its other ports; queued bytes by tier (host ports, leaf down, leaf up, spine);
+//! then the wire and payload rates the NICs injected, the payload rate placed at receivers
+//! (Tb/s), flows completed, bytes in flight, QPs with data in flight and with queued work, and
+//! the sum of the QPs' windows. A diagnostic tool, not a test.
+//!
 //! `cargo run --release -p mrc-sim --example ramp_trace [SEED] [US] [STEP_US] [no-failure]`
 use mrc_sim::core::time::{Duration, Time};
 use mrc_sim::nic::Transport;
@@ -20,7 +26,6 @@ fn main() {
     let mut last_pl = 0u64;
     let mut last_pb = 0u64;
     let mut per: Vec<u64> = Vec::new();
-    println!("us  tx_Tbps(wire) payload_Tbps  inflight_MB  cwnd_sum_MB  qps_inflight qps_queued");
     for t in (step..=us).step_by(step as usize) {
         sim.run_until(Time::ZERO.saturating_add(Duration::from_us(t)));
         let w = sim.handler();
@@ -104,7 +109,8 @@ fn main() {
             qb[3] as f64 / 1e6
         );
         println!(
-            "{t:3} {:8.2} {:8.2} placed {:8.2} {:10.2} {:10.2} {qi:6} {qq:6} done {}",
+            "t {t:3} us: tx wire {:6.2} payload {:6.2} placed {:6.2} Tb/s; flows done {:5}; \
+             in flight {:6.2} MB on {qi:5} QPs; {qq:5} QPs queued; windows {:7.2} MB",
             (tx - last) as f64 * 8.0 / 1e6 / step as f64,
             (pl - last_pl) as f64 * 8.0 / 1e6 / step as f64,
             (pb - last_pb) as f64 * 8.0 / 1e6 / step as f64,
