@@ -4,7 +4,9 @@
 //! packets at its other ports; queued bytes by tier (host ports, leaf down, leaf up, spine);
 //! then the wire and payload rates the NICs injected, the payload rate placed at receivers
 //! (Tb/s), flows completed, bytes in flight, QPs with data in flight and with queued work, and
-//! the sum of the QPs' windows. A diagnostic tool, not a test.
+//! the sum of the QPs' windows. At the end: the 12 slowest completed flows with their leaves
+//! (the default failure is on leaf 0) and the slowest flow off leaf 0. A diagnostic tool, not a
+//! test.
 //!
 //! `cargo run --release -p mrc-sim --example ramp_trace [SEED] [US] [STEP_US] [no-failure]`
 use mrc_sim::core::time::{Duration, Time};
@@ -121,5 +123,28 @@ fn main() {
         last = tx;
         last_pl = pl;
         last_pb = pb;
+    }
+    // The slowest flows that completed (src, dst, completion), with their leaves (8 hosts a leaf).
+    let mut done: Vec<_> = sim
+        .handler()
+        .nics
+        .iter()
+        .flat_map(|n| n.flow_results())
+        .filter_map(|r| r.done.map(|d| (d, r.flow.src, r.flow.dst)))
+        .collect();
+    done.sort();
+    for (d, src, dst) in done.iter().rev().take(12) {
+        println!(
+            "slow flow {src:2} (leaf {}) -> {dst:2} (leaf {}): done at {:.1} us",
+            src / 8,
+            dst / 8,
+            d.as_ps() as f64 / 1e6
+        );
+    }
+    if let Some((d, src, dst)) = done.iter().rev().find(|f| f.1 / 8 != 0 && f.2 / 8 != 0) {
+        println!(
+            "slowest flow off leaf 0: {src} -> {dst}, done at {:.1} us",
+            d.as_ps() as f64 / 1e6
+        );
     }
 }
