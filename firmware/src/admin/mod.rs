@@ -89,8 +89,9 @@ fn bad_attr(off: u32) -> Fail {
 const BAD_STATE: Fail = (AdminStatus::BadState, 0);
 const IN_USE: Fail = (AdminStatus::InUse, 0);
 
-/// Remove profile `id` from `table` unless `used` (something still names it): `NOT_FOUND` at
-/// the object id's offset when there is no such profile, `IN_USE` when it is named.
+/// Remove object `id` (a PD, a CQ, a profile) from `table` unless `used` (something still
+/// names it): `NOT_FOUND` at the object id's offset when there is no such object, `IN_USE`
+/// when it is named.
 fn destroy_unused<V: Zero, const N: usize>(
     table: &mut Table<V, N>,
     id: u32,
@@ -851,14 +852,8 @@ impl<
 
     fn dealloc_pd(&mut self, b: ObjectId) -> AdminResult {
         let pd = b.id.get();
-        if !self.pds.contains_key(&pd) {
-            return Err(not_found(off!(ObjectId, id)));
-        }
-        if self.mrs.values().any(|m| m.pd == pd) || self.qps.values().any(|q| q.pd == pd) {
-            return Err(IN_USE);
-        }
-        self.pds.remove(&pd);
-        OK
+        let used = self.mrs.values().any(|m| m.pd == pd) || self.qps.values().any(|q| q.pd == pd);
+        destroy_unused(&mut self.pds, pd, used)
     }
 
     fn reg_mr<E: AdminEnv, G: QpEngine>(
@@ -954,18 +949,11 @@ impl<
 
     fn destroy_cq(&mut self, b: ObjectId) -> AdminResult {
         let cqn = b.id.get();
-        if !self.cqs.contains_key(&cqn) {
-            return Err(not_found(off!(ObjectId, id)));
-        }
-        if self
+        let used = self
             .qps
             .values()
-            .any(|q| q.send_cq == cqn || q.recv_cq == cqn)
-        {
-            return Err(IN_USE);
-        }
-        self.cqs.remove(&cqn);
-        OK
+            .any(|q| q.send_cq == cqn || q.recv_cq == cqn);
+        destroy_unused(&mut self.cqs, cqn, used)
     }
 
     fn create_qp<E: AdminEnv, G: QpEngine>(

@@ -235,27 +235,7 @@ impl<
     /// # Errors
     /// [`EngineError`] naming the bad field.
     pub fn new(cfg: EngineConfig) -> Result<Self, EngineError> {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::CAPACITY_OK;
-        if cfg.mtu_payload == 0 || cfg.mtu_payload > u32::from(u16::MAX) {
-            return Err(EngineError::Mtu(cfg.mtu_payload));
-        }
-        let timers = TimerWheel::new(cfg.tick_ns).map_err(|_| EngineError::ZeroTick)?;
-        Ok(Engine {
-            cfg,
-            qps: core::array::from_fn(|_| None),
-            regions: PlacementTable::new(),
-            ctrl: Ring::new(TxPacket::FILL),
-            ev_events: Deque::new(),
-            timers,
-            tx_rr: 0,
-            tx_rr_slot: 0,
-            tx_burst: 0,
-            retx_q: Ring::new(0),
-            retx_queued: [false; Q],
-            cq_rr: 0,
-            counters: EngineCounters::default(),
-        })
+        Ok(Self::from_checked(Self::check(cfg)?))
     }
 
     /// Check `cfg` for this engine's capacities.

@@ -101,6 +101,37 @@ impl Run {
         }
     }
 
+    /// Post `len`-byte writes from A to consecutive destination offsets (message `i` at
+    /// `REGION_VA + i * len`, local buffer `local(i)`) until `msgs` are posted or the send
+    /// queue is full; `posted` counts across calls.
+    fn post_writes(
+        &mut self,
+        posted: &mut u64,
+        msgs: u64,
+        len: u32,
+        local: impl Fn(u64) -> LocalBuf,
+    ) {
+        while *posted < msgs {
+            let wr = SendWr {
+                wr_id: *posted,
+                local: local(*posted),
+                remote_va: REGION_VA + *posted * u64::from(len),
+                rkey: 0x200,
+                len,
+                imm: None,
+                signaled: true,
+            };
+            if self.loops[0]
+                .engine_mut()
+                .post_send(self.qpn[0], wr)
+                .is_err()
+            {
+                break;
+            }
+            *posted += 1;
+        }
+    }
+
     /// One round: both loops step, then the wire moves every transmitted packet to the other
     /// NIC, dropping every `drop_every`-th new data packet (never a retransmission).
     fn round(&mut self, drop_every: u64) {
@@ -167,21 +198,7 @@ fn lossy_exchange(mut r: Run) -> (Vec<[u8; ENTRY_BYTES]>, Vec<(u64, u32)>) {
     const LEN: u32 = 4 * MTU;
     let mut posted = 0u64;
     for _ in 0..20_000 {
-        while posted < MSGS {
-            let wr = SendWr {
-                wr_id: posted,
-                local: LocalBuf::default(),
-                remote_va: REGION_VA + posted * u64::from(LEN),
-                rkey: 0x200,
-                len: LEN,
-                imm: None,
-                signaled: true,
-            };
-            if r.loops[0].engine_mut().post_send(r.qpn[0], wr).is_err() {
-                break;
-            }
-            posted += 1;
-        }
+        r.post_writes(&mut posted, MSGS, LEN, |_| LocalBuf::default());
         r.round(17);
         let done = decoded(&r.dps[0].orders)
             .iter()
@@ -208,14 +225,7 @@ fn lossy_exchange(mut r: Run) -> (Vec<[u8; ENTRY_BYTES]>, Vec<(u64, u32)>) {
     }
     // Every destination byte was placed, each exactly once.
     let total = MSGS * u64::from(LEN);
-    let mut placed = r.dps[1].placed.clone();
-    placed.sort_unstable();
-    let mut next = 0u64;
-    for (off, len) in placed {
-        assert_eq!(off, next, "a gap or an overlap in the placed bytes");
-        next += u64::from(len);
-    }
-    assert_eq!(next, total);
+    assert_placed_once(&r.dps[1].placed, total);
     // Losses happened and were repaired through ACK summaries / NACKs on the CSR ring.
     let a = r.loops[0].counters();
     let ea = r.loops[0].engine().counters();
@@ -543,24 +553,10 @@ fn compile_time_and_run_time_engines_agree() {
 fn deliver(r: &mut Run, msgs: u64, len: u32) -> u32 {
     let mut posted = 0u64;
     for round in 0..20_000 {
-        while posted < msgs {
-            let wr = SendWr {
-                wr_id: posted,
-                local: LocalBuf {
-                    handle: 1,
-                    offset: posted * u64::from(len),
-                },
-                remote_va: REGION_VA + posted * u64::from(len),
-                rkey: 0x200,
-                len,
-                imm: None,
-                signaled: true,
-            };
-            if r.loops[0].engine_mut().post_send(r.qpn[0], wr).is_err() {
-                break;
-            }
-            posted += 1;
-        }
+        r.post_writes(&mut posted, msgs, len, |i| LocalBuf {
+            handle: 1,
+            offset: i * u64::from(len),
+        });
         r.round(0);
         let done = decoded(&r.dps[0].orders)
             .iter()
@@ -593,14 +589,19 @@ fn a_full_transmit_queue_loses_nothing() {
     assert_eq!(wide.loops[0].counters().tx_full, 0);
     let ea = r.loops[0].engine().counters();
     assert_eq!(ea.retransmits_sent, 0, "{ea:?}");
-    let mut placed = r.dps[1].placed.clone();
+    assert_placed_once(&r.dps[1].placed, MSGS * u64::from(LEN));
+}
+
+/// The placed `(offset, len)` ranges cover `0..total` exactly once: no gap, no overlap.
+fn assert_placed_once(placed: &[(u64, u32)], total: u64) {
+    let mut placed = placed.to_vec();
     placed.sort_unstable();
     let mut next = 0u64;
     for (off, len) in placed {
         assert_eq!(off, next, "a gap or an overlap in the placed bytes");
         next += u64::from(len);
     }
-    assert_eq!(next, MSGS * u64::from(LEN));
+    assert_eq!(next, total);
 }
 
 /// A datapath that refuses entries it said had room loses those packets, and each is counted.

@@ -20,7 +20,7 @@ use heapless::Deque;
 
 use super::{CheckedConfig, Engine, EngineCounters};
 use crate::datapath::placement::PlacementTable;
-use crate::engine::conn::{Qp, CTRL_CAP};
+use crate::engine::conn::Qp;
 use crate::engine::packet::TxPacket;
 use crate::engine::ring::Ring;
 use crate::engine::timer_wheel::TimerWheel;
@@ -111,7 +111,3 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         }
     }
 }
-
-/// The control ring holds [`CTRL_CAP`] packets: the one temporary this module avoids besides
-/// the QP slots.
-const _: () = assert!(CTRL_CAP * core::mem::size_of::<TxPacket>() > 1024);
