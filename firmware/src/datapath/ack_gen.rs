@@ -29,6 +29,14 @@
 //!      [`AckGenConfig::ack_on_gap`]); packets that fill holes do not trigger;
 //!    - it carries **immediate data** (the sender's completion ordering waits on it);
 //!    - its BTH **A** (ack request) bit is set;
+//!    - it fills the **last hole** while a request is *owed*: an ACK for a packet with immediate
+//!      data or an ACK request (whatever its cause) went out with holes below the highest PSN
+//!      received, and this packet
+//!      (necessarily the cumulative PSN) leaves none. Packets that fill holes do not trigger
+//!      otherwise, so reordering costs no extra ACKs; but without this the sender's request
+//!      waited for the timer whenever the packet it marked overtook an earlier one (on the
+//!      default run, a message's last ACK came `coalesce_ns` late for most of the slowest
+//!      flows);
 //!    - the interval holds [`AckGenConfig::coalesce_pkts`] packets.
 //!
 //!    Otherwise the ACK waits for more packets or for the timer: `coalesce_ns` after the
@@ -172,7 +180,8 @@ impl AckGenConfig {
 }
 
 /// ACK generator counters (free-running, wrapping). Each ACK is counted once, under the first
-/// matching cause in the order duplicate, gap, immediate, ack request, count, timer.
+/// matching cause in the order duplicate, gap, immediate, ack request, last hole filled,
+/// count, timer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct AckGenCounters {
@@ -180,6 +189,8 @@ pub struct AckGenCounters {
     pub acks_gap: u64,
     pub acks_imm: u64,
     pub acks_ack_req: u64,
+    /// ACKs for a packet that filled the last hole while a request was owed.
+    pub acks_filled: u64,
     pub acks_count: u64,
     pub acks_timer: u64,
     pub nacks_trimmed: u64,
@@ -210,6 +221,7 @@ enum Cause {
     Gap,
     Imm,
     AckReq,
+    Filled,
     Count,
     Timer,
 }
@@ -221,6 +233,9 @@ pub struct AckGen<const WORDS: usize> {
     config: AckGenConfig,
     rx: RxBitmap<WORDS>,
     interval: Interval,
+    /// An ACK answering immediate data or an ACK request went out while holes remained; the
+    /// packet that fills the last of them is ACKed at once (module docs).
+    owed: bool,
     counters: AckGenCounters,
 }
 
@@ -235,6 +250,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
             },
             rx: RxBitmap::new(start),
             interval: Interval::default(),
+            owed: false,
             counters: AckGenCounters::default(),
         }
     }
@@ -315,24 +331,36 @@ impl<const WORDS: usize> AckGen<WORDS> {
             Some(Cause::Imm)
         } else if pkt.ack_req {
             Some(Cause::AckReq)
+        } else if self.owed && self.rx.cum_psn() == self.rx.next_max_psn() {
+            Some(Cause::Filled)
         } else if self.interval.pkt_count >= self.config.coalesce_pkts {
             Some(Cause::Count)
         } else {
             None
         });
-        (outcome, cause.map(|c| AckEvent::Ack(self.emit(c))))
+        let request = pkt.ack_req || pkt.has_imm;
+        (outcome, cause.map(|c| AckEvent::Ack(self.emit(c, request))))
     }
 
     /// Whether [`Self::handle_packet`] on `pkt` would only count it: an untrimmed packet
     /// without immediate or ACK request, new and inside the window (the caller has checked
-    /// that), that neither opens a gap nor fills the coalescing count.
+    /// that), that neither opens a gap, nor may fill the last hole while an ACK is owed
+    /// ([`Self::may_answer_owed`]), nor fills the coalescing count.
     #[inline]
     pub fn is_quiet(&self, pkt: &RxPacket) -> bool {
         pkt.trim == TrimMark::None
             && !pkt.has_imm
             && !pkt.ack_req
             && self.interval.pkt_count.saturating_add(1) < self.config.coalesce_pkts
-            && !(self.config.ack_on_gap && pkt.psn.is_after(self.rx.next_max_psn()))
+            && !self.opens_gap(pkt.psn)
+            && !self.may_answer_owed(pkt.psn)
+    }
+
+    /// Whether a new `psn` may fill the last hole while an ACK is owed (module docs): it is the
+    /// cumulative PSN, the only one whose arrival can leave no hole.
+    #[inline]
+    pub fn may_answer_owed(&self, psn: Psn) -> bool {
+        self.owed && psn == self.rx.cum_psn()
     }
 
     /// [`Self::handle_packet`] for a packet [`Self::is_quiet`] accepted that is new, `offset`
@@ -375,7 +403,13 @@ impl<const WORDS: usize> AckGen<WORDS> {
         n: u16,
         last: &RxPacket,
     ) {
-        debug_assert!(n >= 1 && n <= self.quiet_room() && !self.opens_gap(first) && !last.ce);
+        debug_assert!(
+            n >= 1
+                && n <= self.quiet_room()
+                && !self.opens_gap(first)
+                && !self.may_answer_owed(first)
+                && !last.ce
+        );
         self.rx.receive_new_run(first, offset, u32::from(n));
         let iv = &mut self.interval;
         iv.pkt_count = iv.pkt_count.saturating_add(n);
@@ -397,11 +431,12 @@ impl<const WORDS: usize> AckGen<WORDS> {
         self.rx.receive_new_at(pkt.psn, offset);
         self.count(now_ns, pkt);
         debug_assert!(pkt.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
-        self.emit(if pkt.ack_req {
+        let cause = if pkt.ack_req {
             Cause::AckReq
         } else {
             Cause::Count
-        })
+        };
+        self.emit(cause, pkt.ack_req)
     }
 
     /// When the timer-driven ACK of the pending interval is due (`None` when nothing is
@@ -415,7 +450,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// Timer input: the pending ACK if it is due at `now_ns`.
     pub fn handle_timeout(&mut self, now_ns: u64) -> Option<AckSummary> {
         match self.poll_timeout() {
-            Some(due) if due <= now_ns => Some(self.emit(Cause::Timer)),
+            Some(due) if due <= now_ns => Some(self.emit(Cause::Timer, false)),
             _ => None,
         }
     }
@@ -430,6 +465,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
     pub fn reset(&mut self, start: Psn) {
         self.rx.reset(start);
         self.interval = Interval::default();
+        self.owed = false;
     }
 
     fn nack(&mut self, pkt: &RxPacket, reason: NackReason) -> AckEvent {
@@ -479,17 +515,22 @@ impl<const WORDS: usize> AckGen<WORDS> {
         }
     }
 
-    fn emit(&mut self, cause: Cause) -> AckSummary {
+    /// The ACK for `cause`; `request`: the packet that called for it carries immediate data
+    /// or an ACK request (whatever the cause it is counted under, e.g. a gap it opened).
+    fn emit(&mut self, cause: Cause, request: bool) -> AckSummary {
         let c = &mut self.counters;
         let counter = match cause {
             Cause::Duplicate => &mut c.acks_duplicate,
             Cause::Gap => &mut c.acks_gap,
             Cause::Imm => &mut c.acks_imm,
             Cause::AckReq => &mut c.acks_ack_req,
+            Cause::Filled => &mut c.acks_filled,
             Cause::Count => &mut c.acks_count,
             Cause::Timer => &mut c.acks_timer,
         };
         *counter = counter.wrapping_add(1);
+        let holes = self.rx.cum_psn() != self.rx.next_max_psn();
+        self.owed = holes && (self.owed || request);
         let sack = self.rx.sack(self.rx.cum_psn());
         let iv = core::mem::take(&mut self.interval);
         AckSummary {

@@ -119,6 +119,49 @@ fn gap_acks_at_once_but_filling_does_not() {
 }
 
 #[test]
+fn a_request_answered_with_holes_is_answered_again_when_the_last_hole_fills() {
+    let mut g = Gen::new(1, Psn::new(0), CFG);
+    assert_eq!(g.handle_packet(0, &data(0)).event, None);
+    // The message's last packet, with its ACK request, overtakes 1 and 3: its ACK (counted
+    // as a gap) still misses them.
+    let req = RxPacket {
+        ack_req: true,
+        ..data(4)
+    };
+    let a = ack(g.handle_packet(0, &req));
+    assert_eq!((a.cum_psn, a.sack_bitmap), (Psn::new(1), 0b1000));
+    // 2 fills nothing at the cumulative PSN, 1 fills the first hole but 3 is still missing.
+    assert_eq!(g.handle_packet(0, &data(2)).event, None);
+    assert!(!g.is_quiet(&data(1)));
+    assert_eq!(g.handle_packet(0, &data(1)).event, None);
+    // 3 fills the last hole: the sender hears at once that its request is complete.
+    assert!(!g.is_quiet(&data(3)));
+    let a = ack(g.handle_packet(0, &data(3)));
+    assert_eq!((a.cum_psn, a.sack_bitmap, a.pkt_count), (Psn::new(5), 0, 3));
+    assert_eq!(g.counters().acks_filled, 1);
+    // Nothing is owed any more: a later hole filled without a request waits (as before).
+    let _ = ack(g.handle_packet(0, &data(6)));
+    assert!(g.is_quiet(&data(5)));
+    assert_eq!(g.handle_packet(0, &data(5)).event, None);
+    assert_eq!(g.rx().cum_psn(), Psn::new(7));
+    assert_eq!(g.counters().acks_filled, 1);
+}
+
+#[test]
+fn a_request_answered_in_order_owes_nothing() {
+    let mut g = Gen::new(1, Psn::new(0), CFG);
+    let req = RxPacket {
+        ack_req: true,
+        ..data(0)
+    };
+    let a = ack(g.handle_packet(0, &req));
+    assert_eq!(a.cum_psn, Psn::new(1));
+    let _ = ack(g.handle_packet(0, &data(2))); // gap
+    assert_eq!(g.handle_packet(0, &data(1)).event, None);
+    assert_eq!(g.counters().acks_filled, 0);
+}
+
+#[test]
 fn gap_rule_can_be_disabled() {
     let mut g = Gen::new(
         1,
@@ -345,5 +388,47 @@ proptest! {
         }
         prop_assert_eq!(acked, counted);
         prop_assert_eq!(ce_acked, ce_counted);
+    }
+}
+
+proptest! {
+    /// Sprayed packets arrive a few places out of order; some ask for an ACK. Whenever nothing
+    /// below the highest PSN is missing, every request so far has been answered by an ACK
+    /// that said so (none waits for the coalescing timer).
+    #[test]
+    fn requests_never_wait_once_nothing_is_missing(
+        swaps in proptest::collection::vec((0usize..200, 1usize..4), 0..120),
+        requests in proptest::collection::vec(prop::bool::weighted(0.2), 200),
+        pkts in 1u16..20,
+    ) {
+        let cfg = AckGenConfig { coalesce_pkts: pkts, coalesce_ns: 100_000, ack_on_gap: true };
+        let mut g = Gen::new(3, Psn::new(0), cfg);
+        // PSNs 0..200, each swap moving one a few places later.
+        let mut order: Vec<u32> = (0..200).collect();
+        for (i, k) in swaps {
+            let j = (i + k).min(order.len() - 1);
+            order.swap(i, j);
+        }
+        let mut requested = false;
+        for (n, psn) in order.into_iter().enumerate() {
+            let pkt = RxPacket {
+                psn: Psn::new(psn),
+                ack_req: requests[psn as usize],
+                tx_ts_ns: n as u32,
+                ..RxPacket::default()
+            };
+            let quiet = g.is_quiet(&pkt);
+            let d = g.handle_packet(n as u64, &pkt);
+            prop_assert!(!(quiet && d.event.is_some()), "is_quiet on a packet that ACKed");
+            requested |= pkt.ack_req;
+            let top = g.rx().next_max_psn();
+            if matches!(d.event, Some(AckEvent::Ack(a)) if a.cum_psn == top) {
+                requested = false;
+            }
+            prop_assert!(
+                !(requested && g.rx().cum_psn() == top),
+                "a request waits with nothing missing (after PSN {})", psn
+            );
+        }
     }
 }

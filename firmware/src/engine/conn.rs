@@ -471,15 +471,46 @@ impl<
         }
     }
 
-    /// The packet for an ACK generator output (sent back on the data packet's EV and plane).
-    pub(crate) fn ack_packet(&self, now_ns: u64, e: &AckEvent, echo: u32) -> TxPacket {
+    /// The EV an ACK or NACK travels on: the QP's sprayer picks it like a data packet's, so
+    /// acknowledgements share the planes as data does. The packet it acknowledges (`ev`,
+    /// `plane`, echoed in the body for the sender's per-EV feedback) is the fallback when no
+    /// EV is usable. Going back on the acknowledged packet's own EV put every ACK of the
+    /// default run on one plane: a message's last packet asks for the ACK, and with 16
+    /// packets a message and 4 planes that packet always took the same plane, whose port
+    /// then carried ~2 % more bytes than the others and, as the NIC's bottleneck, left the
+    /// other three idle 2-3 % of the time.
+    fn ack_travel_ev(&mut self, ev: u16, plane: u8) -> EvxRepr {
+        let (ev_index, plane) = match self.sprayer.has_usable().then(|| self.sprayer.next_ev()) {
+            Some(Some(pick)) => (pick.index, pick.plane),
+            _ => (ev, plane),
+        };
+        EvxRepr {
+            ev_index,
+            plane,
+            ev_value: self.ev_value(ev_index),
+        }
+    }
+
+    /// The packet for an ACK generator output: it acknowledges the data packet's EV and plane
+    /// (in the body) and travels on an EV of its own ([`Self::ack_travel_ev`]).
+    pub(crate) fn ack_packet(&mut self, now_ns: u64, e: &AckEvent, echo: u32) -> TxPacket {
+        let evx = match e {
+            AckEvent::Ack(a) => self.ack_travel_ev(a.ev_index, a.plane),
+            AckEvent::Nack(n) => self.ack_travel_ev(n.ev_index, n.plane),
+        };
+        self.ack_packet_on(now_ns, e, echo, evx)
+    }
+
+    /// The packet for an ACK generator output, travelling on `evx`.
+    pub(crate) fn ack_packet_on(
+        &self,
+        now_ns: u64,
+        e: &AckEvent,
+        echo: u32,
+        evx: EvxRepr,
+    ) -> TxPacket {
         match e {
             AckEvent::Ack(a) => {
-                let evx = EvxRepr {
-                    ev_index: a.ev_index,
-                    plane: a.plane,
-                    ev_value: self.ev_value(a.ev_index),
-                };
                 let body = TxBody::Ack(AckRepr {
                     cum_psn: a.cum_psn,
                     sack_base: a.sack_base,
@@ -493,11 +524,6 @@ impl<
                 self.control(now_ns, a.cum_psn, evx, a.echo_ts_ns, body)
             }
             AckEvent::Nack(n) => {
-                let evx = EvxRepr {
-                    ev_index: n.ev_index,
-                    plane: n.plane,
-                    ev_value: self.ev_value(n.ev_index),
-                };
                 let body = TxBody::Nack(NackRepr {
                     reason: n.reason,
                     psn: n.psn,
@@ -559,9 +585,11 @@ mod tests {
     use super::*;
     use crate::engine::qp::{CcProfile, EvProfile, InitParams, QpHint};
 
-    #[test]
-    fn plane_weights_round_to_the_nearest_capacity_share() {
-        let mut qp: Qp<256, 4, 64, 4, 4, 4> = Qp::new(0).unwrap();
+    type TestQp = Qp<256, 4, 64, 4, 4, 4>;
+
+    /// A QP past INIT with 256 EVs over 4 planes (EV `i` on plane `i % 4`).
+    fn initialised() -> TestQp {
+        let mut qp: TestQp = Qp::new(0).unwrap();
         qp.apply_init(InitParams {
             hint: QpHint {
                 traffic_class: 0,
@@ -575,6 +603,66 @@ mod tests {
             cc_profile: CcProfile::Fixed { cwnd_bytes: 1 },
         })
         .unwrap();
+        qp
+    }
+
+    /// An ACK for a data packet that came on EV 3 (plane 3).
+    fn ack_of_ev3() -> AckEvent {
+        AckEvent::Ack(crate::datapath::ack_gen::AckSummary {
+            qpn: 0,
+            cum_psn: Psn::new(16),
+            sack_base: Psn::new(16),
+            sack_bitmap: 0,
+            ev_index: 3,
+            plane: 3,
+            ecn_plane_mask: 0,
+            ce_count: 0,
+            pkt_count: 16,
+            echo_ts_ns: 0,
+        })
+    }
+
+    #[test]
+    fn acks_travel_on_the_sprayers_evs_and_name_the_acked_one() {
+        let mut qp = initialised();
+        let mut per_plane = [0u32; 4];
+        for _ in 0..64 {
+            let p = qp.ack_packet(0, &ack_of_ev3(), 0);
+            let TxBody::Ack(a) = p.body else {
+                panic!("not an ACK: {p:?}");
+            };
+            // The body names the acknowledged packet's EV for the sender's feedback ...
+            assert_eq!((a.ev_index, a.plane), (3, 3));
+            // ... the header carries the EV the ACK travels on, the sprayer's pick.
+            assert_eq!(p.evx.plane, (p.evx.ev_index % 4) as u8);
+            per_plane[usize::from(p.evx.plane)] += 1;
+        }
+        // Spread like data (on the acknowledged EV, all 64 took plane 3).
+        assert_eq!(per_plane, [16; 4]);
+        // Retired EVs carry no ACK: plane 0's EVs all go.
+        let (mut out, mut dropped) = (Deque::new(), 0);
+        for k in 0..64u16 {
+            let _ = qp.ev.handle_shared_loss(4 * k, 0);
+        }
+        assert!(qp.sync_ev(&mut out, &mut dropped));
+        for _ in 0..64 {
+            let p = qp.ack_packet(0, &ack_of_ev3(), 0);
+            assert_ne!(p.evx.plane, 0, "an ACK took a retired EV: {:?}", p.evx);
+        }
+    }
+
+    #[test]
+    fn acks_of_a_qp_with_no_usable_ev_go_back_on_the_acked_ev() {
+        // Before INIT the sprayer has no EV.
+        let mut qp: TestQp = Qp::new(0).unwrap();
+        let p = qp.ack_packet(0, &ack_of_ev3(), 0);
+        assert_eq!((p.evx.ev_index, p.evx.plane), (3, 3));
+        assert_eq!(qp.sprayer.counters().no_usable, 0);
+    }
+
+    #[test]
+    fn plane_weights_round_to_the_nearest_capacity_share() {
+        let mut qp = initialised();
         let (mut out, mut dropped) = (Deque::new(), 0);
         // EV i is on plane i % 4. 4 of plane 0's 64 EVs retire: 15 x 60/64 = 14.06, so 14
         // (rounding up kept 15: the plane took a full share on 94 % of its routes).

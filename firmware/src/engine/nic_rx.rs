@@ -528,7 +528,12 @@ impl<
             ev_index: evx.ev_index,
             plane: evx.plane,
         };
-        let p = qp.ack_packet(now_ns, &AckEvent::Nack(n), echo);
+        // Back on the packet's own EV: the packet is not the QP's traffic.
+        let evx = EvxRepr {
+            ev_value: qp.ev_value(evx.ev_index),
+            ..evx
+        };
+        let p = qp.ack_packet_on(now_ns, &AckEvent::Nack(n), echo, evx);
         self.push_ctrl(p);
     }
 

@@ -163,8 +163,8 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     /// For a run of `n` consecutive writes from PSN `first` that are each untrimmed, not
     /// CE-marked and without immediate (the caller checks those), all but the last without ACK
     /// request: the offset of `first` after the cumulative PSN when [`Self::handle_write_fast`]
-    /// would take every one of them as new and inside the window, the first opening no gap,
-    /// and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the last
+    /// would take every one of them as new and inside the window, the first opening no gap
+    /// and not answering an owed ACK, and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the last
     /// (its ACK request, or the count it fills, calls for the ACK); placement aside. `None`
     /// otherwise (then one packet at a time).
     #[inline]
@@ -182,6 +182,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
             || span > self.mpr_psns
             || n - u16::from(trigger) > acks.quiet_room()
             || acks.opens_gap(first)
+            || acks.may_answer_owed(first)
             || !acks.rx().run_is_new(d, u32::from(n))
         {
             return None;
