@@ -187,6 +187,63 @@ pub struct QpAttrs {
     pub timeout: Option<u8>,
 }
 
+impl QpAttrs {
+    /// Every attribute INIT, RTR and RTS need for a QP connected to `dest_qpn`, one set for
+    /// all three transitions: the QP hint's defaults, `ev_profile` and `cc_profile`, both
+    /// directions starting at PSN 0 with an MPR of 4 x 128 PSNs and 8 Write-with-Immediate in
+    /// flight, dynamic MPR off, 7 linear retries (OCP's largest linear count) and an ACK
+    /// timeout of 1.024 us x 2^14 (~16.8 ms). Change them with [`Self::psns`],
+    /// [`Self::window`] and [`Self::retry`].
+    pub fn connect(ev_profile: EvProfile, cc_profile: CcProfile, dest_qpn: u32) -> Self {
+        QpAttrs {
+            hint: Some(QpHint::default()),
+            ev_profile: Some(ev_profile),
+            cc_profile: Some(cc_profile),
+            dest_qpn: Some(dest_qpn),
+            rq_psn: Some(Psn::new(0)),
+            responder_mpr: Some(4),
+            dynamic_mpr: Some(false),
+            responder_max_wimm: Some(8),
+            sq_psn: Some(Psn::new(0)),
+            requester_mpr: Some(4),
+            requester_max_wimm: Some(8),
+            retry_cnt: Some(7),
+            timeout: Some(14),
+        }
+    }
+
+    /// The first PSN this QP sends (`sq`) and expects to receive (`rq`).
+    pub fn psns(self, sq: Psn, rq: Psn) -> Self {
+        QpAttrs {
+            sq_psn: Some(sq),
+            rq_psn: Some(rq),
+            ..self
+        }
+    }
+
+    /// The PSN window (MPR, in units of 128 PSNs) and the Write-with-Immediate in flight, the
+    /// same for both directions.
+    pub fn window(self, mpr: u16, max_wimm: u16) -> Self {
+        QpAttrs {
+            responder_mpr: Some(mpr),
+            requester_mpr: Some(mpr),
+            responder_max_wimm: Some(max_wimm),
+            requester_max_wimm: Some(max_wimm),
+            ..self
+        }
+    }
+
+    /// The retry count (0..=7 linear, 8..=24 exponential, 25 forever) and the ACK timeout
+    /// exponent `t` (`1.024 us * 2^t`).
+    pub fn retry(self, retry_cnt: u8, timeout: u8) -> Self {
+        QpAttrs {
+            retry_cnt: Some(retry_cnt),
+            timeout: Some(timeout),
+            ..self
+        }
+    }
+}
+
 /// Validated INIT attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InitParams {
@@ -331,6 +388,44 @@ mod tests {
             format: EvFormat::Udp,
             value_base: 0xC000,
         }
+    }
+
+    #[test]
+    fn connect_gives_every_transition_its_attributes() {
+        let cc = CcProfile::Fixed { cwnd_bytes: 4096 };
+        let a = QpAttrs::connect(ev(), cc, 9);
+        let init = a.init_params(16).unwrap();
+        assert_eq!((init.ev_profile, init.cc_profile), (ev(), cc));
+        let rtr = a.rtr_params(512, 8).unwrap();
+        assert_eq!(
+            (
+                rtr.dest_qpn,
+                rtr.rq_psn,
+                rtr.mpr_psns,
+                rtr.max_wimm,
+                rtr.dynamic_mpr
+            ),
+            (9, Psn::new(0), 512, 8, false)
+        );
+        let rts = a.rts_params(512, 8).unwrap();
+        assert_eq!((rts.sq_psn, rts.mpr_psns), (Psn::new(0), 512));
+        // The builders change their fields and nothing else.
+        let b = a.psns(Psn::new(5), Psn::new(7)).window(2, 3).retry(25, 6);
+        let rtr = b.rtr_params(512, 8).unwrap();
+        let rts = b.rts_params(512, 8).unwrap();
+        assert_eq!(
+            (rtr.rq_psn, rtr.mpr_psns, rtr.max_wimm),
+            (Psn::new(7), 256, 3)
+        );
+        assert_eq!(
+            (rts.sq_psn, rts.mpr_psns, rts.max_wimm),
+            (Psn::new(5), 256, 3)
+        );
+        assert_eq!((b.retry_cnt, b.timeout), (Some(25), Some(6)));
+        assert_eq!(
+            (b.hint, b.ev_profile, b.cc_profile),
+            (a.hint, a.ev_profile, a.cc_profile)
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::engine::ev_state::EvConfig;
 use crate::engine::packet::{
     Completion, CompletionError, CompletionKind, LocalBuf, RxMeta, RxVerdict, SendWr,
 };
-use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
+use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
 use crate::engine::rng::Rng;
 use crate::engine::{EngineConfig, EngineCounters};
 use mrc_abi::wire::EvFormat;
@@ -212,36 +212,27 @@ fn qp_attrs(cfg: &PairConfig, dest_qpn: u32) -> QpAttrs {
     let mut table = EvConfig::new(cfg.evs, cfg.planes);
     table.probe_base_ns = 20_000;
     table.probe_cap_ns = 2_000_000;
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
-            table,
-            format: EvFormat::Udp,
-            value_base: 0xC000,
-        }),
-        cc_profile: Some(
-            match NsccParams::for_link(
-                100_000_000_000,
-                2 * cfg.channel.latency_ns + 1_000,
-                cfg.engine.mtu_payload,
-            ) {
-                Ok(p) if cfg.nscc => CcProfile::Nscc(p),
-                _ => CcProfile::Fixed {
-                    cwnd_bytes: 64 * u64::from(cfg.engine.mtu_payload),
-                },
-            },
-        ),
-        dest_qpn: Some(dest_qpn),
-        rq_psn: Some(Psn::new(0x00ff_ff00)),
-        responder_mpr: Some(cfg.mpr),
-        dynamic_mpr: Some(false),
-        responder_max_wimm: Some(cfg.max_wimm),
-        sq_psn: Some(Psn::new(0x00ff_ff00)),
-        requester_mpr: Some(cfg.mpr),
-        requester_max_wimm: Some(cfg.max_wimm),
-        retry_cnt: Some(cfg.retry_cnt),
-        timeout: Some(cfg.timeout_exp),
-    }
+    let ev = EvProfile {
+        table,
+        format: EvFormat::Udp,
+        value_base: 0xC000,
+    };
+    let cc = match NsccParams::for_link(
+        100_000_000_000,
+        2 * cfg.channel.latency_ns + 1_000,
+        cfg.engine.mtu_payload,
+    ) {
+        Ok(p) if cfg.nscc => CcProfile::Nscc(p),
+        _ => CcProfile::Fixed {
+            cwnd_bytes: 64 * u64::from(cfg.engine.mtu_payload),
+        },
+    };
+    // PSNs start just below the 24-bit wrap, so every run crosses it.
+    let start = Psn::new(0x00ff_ff00);
+    QpAttrs::connect(ev, cc, dest_qpn)
+        .psns(start, start)
+        .window(cfg.mpr, cfg.max_wimm)
+        .retry(cfg.retry_cnt, cfg.timeout_exp)
 }
 
 impl<const PB: usize> Pair<PB> {

@@ -3,7 +3,6 @@
 //! full, until every packet is placed exactly once. Used by `examples/engine_cost.rs`.
 
 use mrc_abi::wire::EvFormat;
-use mrc_abi::Psn;
 
 use super::channel::{Channel, ChannelConfig, ChannelCounters, Trim};
 use super::TkEngine;
@@ -12,7 +11,7 @@ use crate::datapath::placement::{Access, MemRegion};
 use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
 use crate::engine::packet::{LocalBuf, RxMeta, RxVerdict, SendWr};
-use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
+use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
 use crate::engine::{EngineConfig, EngineCounters};
 
 const CAP: usize = 2048;
@@ -78,25 +77,12 @@ fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
         NsccParams::for_link(400_000_000_000, 2 * cfg.latency_ns + 1_000, cfg.mtu_payload).ok()?;
     let mut table = EvConfig::new(cfg.evs, cfg.planes);
     table.probe_base_ns = 20_000;
-    Some(QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
-            table,
-            format: EvFormat::Udp,
-            value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Nscc(nscc)),
-        dest_qpn: Some(dest),
-        rq_psn: Some(Psn::new(0)),
-        responder_mpr: Some(4),
-        dynamic_mpr: Some(false),
-        responder_max_wimm: Some(8),
-        sq_psn: Some(Psn::new(0)),
-        requester_mpr: Some(4),
-        requester_max_wimm: Some(8),
-        retry_cnt: Some(25),
-        timeout: Some(6),
-    })
+    let ev = EvProfile {
+        table,
+        format: EvFormat::Udp,
+        value_base: 0xC000,
+    };
+    Some(QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(25, 6))
 }
 
 /// Run the stream. Stack use is a few hundred KiB (two engines and the channel).

@@ -1,11 +1,8 @@
 //! Engine setup helpers: QP attributes, counter sums, the congestion-control RTT.
 
-use mrc_abi::Psn;
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::engine::{
-    CcProfile, EngineCounters, EvProfile, QpAttrs, QpHint, RequesterCounters,
-};
+use mrc_firmware::engine::{CcProfile, EngineCounters, EvProfile, QpAttrs, RequesterCounters};
 
 use super::{
     NicConfig, Transport, ACK_COALESCE_NS, ACK_COALESCE_PKTS, EVS, HEADER_BYTES, PUMP_BACKLOG_PKTS,
@@ -89,23 +86,10 @@ pub(crate) fn qp_attrs(cfg: &NicConfig, nscc: NsccParams, dest: u32) -> QpAttrs 
         _ => EvConfig::new(EVS as u16, cfg.planes),
     };
     table.probe_base_ns = 20_000;
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
-            table,
-            format: cfg.transport.ev_format(),
-            value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Nscc(nscc)),
-        dest_qpn: Some(dest),
-        rq_psn: Some(Psn::new(0)),
-        responder_mpr: Some(4),
-        dynamic_mpr: Some(false),
-        responder_max_wimm: Some(8),
-        sq_psn: Some(Psn::new(0)),
-        requester_mpr: Some(4),
-        requester_max_wimm: Some(8),
-        retry_cnt: Some(cfg.retry_cnt),
-        timeout: Some(cfg.timeout_exp),
-    }
+    let ev = EvProfile {
+        table,
+        format: cfg.transport.ev_format(),
+        value_base: 0xC000,
+    };
+    QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(cfg.retry_cnt, cfg.timeout_exp)
 }

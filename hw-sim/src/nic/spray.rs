@@ -190,31 +190,17 @@ mod tests {
     fn the_engine_accepts_the_oblivious_profile() {
         use crate::nic::SimEngine;
         use mrc_abi::wire::EvFormat;
-        use mrc_abi::Psn;
         use mrc_firmware::engine::cc::NsccParams;
-        use mrc_firmware::engine::{CcProfile, EngineConfig, EvProfile, QpAttrs, QpHint, QpState};
+        use mrc_firmware::engine::{CcProfile, EngineConfig, EvProfile, QpAttrs, QpState};
         let mut e = Box::new(SimEngine::new(EngineConfig::default()).unwrap());
         let qpn = e.create_qp().unwrap();
         let nscc = NsccParams::for_link(800_000_000_000, 10_000, 4096).unwrap();
-        let attrs = QpAttrs {
-            hint: Some(QpHint::default()),
-            ev_profile: Some(EvProfile {
-                table: oblivious_ev_config(256, 4),
-                format: EvFormat::Srv6,
-                value_base: 0xC000,
-            }),
-            cc_profile: Some(CcProfile::Nscc(nscc)),
-            dest_qpn: Some(qpn),
-            rq_psn: Some(Psn::new(0)),
-            responder_mpr: Some(4),
-            dynamic_mpr: Some(false),
-            responder_max_wimm: Some(8),
-            sq_psn: Some(Psn::new(0)),
-            requester_mpr: Some(4),
-            requester_max_wimm: Some(8),
-            retry_cnt: Some(24),
-            timeout: Some(5),
+        let ev = EvProfile {
+            table: oblivious_ev_config(256, 4),
+            format: EvFormat::Srv6,
+            value_base: 0xC000,
         };
+        let attrs = QpAttrs::connect(ev, CcProfile::Nscc(nscc), qpn).retry(24, 5);
         for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
             e.modify_qp(qpn, st, &attrs, 0).unwrap();
         }

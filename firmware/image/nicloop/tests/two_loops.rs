@@ -21,7 +21,7 @@ use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::{
-    CcProfile, EngineConfig, EvProfile, LocalBuf, QpAttrs, QpHint, QpState, RxMeta, SendWr, TxBody,
+    CcProfile, EngineConfig, EvProfile, LocalBuf, QpAttrs, QpState, RxMeta, SendWr, TxBody,
     TxPacket,
 };
 use mrc_nicloop::{rxh_entry, tx_packet, txh_entry, NicLoop, BUDGET, EVS, PLANES};
@@ -30,25 +30,14 @@ fn attrs(dest: u32) -> QpAttrs {
     let nscc = NsccParams::for_link(100_000_000_000, 10_000, MTU).expect("nscc");
     let mut table = EvConfig::new(EVS as u16, PLANES as u8);
     table.probe_base_ns = 20_000;
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
-            table,
-            format: EvFormat::Udp,
-            value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Nscc(nscc)),
-        dest_qpn: Some(dest),
-        rq_psn: Some(Psn::new(0)),
-        responder_mpr: Some(1),
-        dynamic_mpr: Some(false),
-        responder_max_wimm: Some(8),
-        sq_psn: Some(Psn::new(0)),
-        requester_mpr: Some(1),
-        requester_max_wimm: Some(8),
-        retry_cnt: Some(25),
-        timeout: Some(6),
-    }
+    let ev = EvProfile {
+        table,
+        format: EvFormat::Udp,
+        value_base: 0xC000,
+    };
+    QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest)
+        .window(1, 8)
+        .retry(25, 6)
 }
 
 struct Run {

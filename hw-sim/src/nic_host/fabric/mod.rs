@@ -48,7 +48,7 @@ use mrc_driver::zerocopy::FromBytes;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::packet::{CompletionError, CompletionKind, TxBody};
-use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
+use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
 use mrc_firmware::engine::{Engine, EngineConfig};
 use mrc_firmware::testkit::{Channel, ChannelConfig, ChannelCounters};
 
@@ -443,27 +443,18 @@ impl World {
             let mut table = EvConfig::new(evs, n.params.num_planes.clamp(1, 4) as u8);
             table.probe_base_ns = 20_000;
             table.probe_cap_ns = 2_000_000;
-            let attrs = QpAttrs {
-                hint: Some(QpHint::default()),
-                ev_profile: Some(EvProfile {
-                    table,
-                    format: EvFormat::Udp,
-                    value_base: 0xC000,
-                }),
-                cc_profile: Some(CcProfile::Fixed {
-                    cwnd_bytes: cfg.cwnd_bytes,
-                }),
-                dest_qpn: Some(p.dest_qpn),
-                rq_psn: Some(Psn::new(p.rq_psn)),
-                responder_mpr: Some(cfg.mpr),
-                dynamic_mpr: Some(false),
-                responder_max_wimm: Some(cfg.max_wimm),
-                sq_psn: Some(Psn::new(p.sq_psn)),
-                requester_mpr: Some(cfg.mpr),
-                requester_max_wimm: Some(cfg.max_wimm),
-                retry_cnt: Some(cfg.retry_cnt),
-                timeout: Some(cfg.timeout_exp),
+            let ev = EvProfile {
+                table,
+                format: EvFormat::Udp,
+                value_base: 0xC000,
             };
+            let cc = CcProfile::Fixed {
+                cwnd_bytes: cfg.cwnd_bytes,
+            };
+            let attrs = QpAttrs::connect(ev, cc, p.dest_qpn)
+                .psns(Psn::new(p.sq_psn), Psn::new(p.rq_psn))
+                .window(cfg.mpr, cfg.max_wimm)
+                .retry(cfg.retry_cnt, cfg.timeout_exp);
             for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
                 let cur = ne.engine.qp_state(e);
                 if cur.is_none_or(|c| rank(c) >= rank(target)) {
