@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 542,570,751 instructions for
-//! the whole program, i.e. **~543 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 540,608,722 instructions for
+//! the whole program, i.e. **~541 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -56,6 +56,7 @@
 //! | the transmit run adds its bytes in flight once per run; the packet length is taken as `u16` directly (`mtu` is clamped to 65,535) | 530 |
 //! | merged with NSCC following the reference (htsim's `UecSrc`: delay average, fair/proportional/fast/additive increase, quick adapt). JSON: virtual time 70.13 -> 69.53 ms, retransmits 14,696 -> 14,612, duplicates 4,835 -> 4,692, probes 9,860 -> 9,909, `ram_per_qp_bytes` 36,552 -> 36,632 (the controller's new state), the rest within 0.5 % | 533 |
 //! | **behaviour change** (issue 5's default run): ACKs and NACKs travel on an EV the QP's sprayer picks (one pick per ACK), and the ACK generator answers an ACK request again when the last hole under it fills. JSON: virtual time 69.53 -> 71.25 ms, retransmits 14,612 -> 14,939, ACKs 82,205 -> 82,821, duplicates 4,692 -> 5,088, `ctrl_dropped` 153 -> 205, `ram_per_qp_bytes` 36,632 -> 36,640, the rest within 1 % | 543 |
+//! | QPs built in place: an engine's QP slot is a flag and room for one QP (`QpSlot`, was `Option<Qp>`), creating a QP and INIT write the QP and its EV table where they live (for the NIC core's stack: 81 -> 16.5 KiB on the admin path). Same JSON but `ram_engine_bytes` 81,696 -> 81,712 (the flag's alignment) | 541 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -120,8 +121,8 @@
 //! queue copies it twice; this touches the channel, the receive API, the simulator's wire and PCIe models
 //! and the NIC main loop), and per-EV delivery counts kept by the datapath rather than a
 //! per-PSN credit in the engine. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
-//! queues) is 36,552 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
-//! link), the whole 2-QP test-kit engine 81,520 bytes (all printed by this example).
+//! queues) is 36,640 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
+//! link), the whole 2-QP test-kit engine 81,712 bytes (all printed by this example).
 //!
 //! An optional argument sets the packet count (default 1,000,000, the budgeted figure), for
 //! quicker profiling runs.

@@ -7,8 +7,8 @@ use mrc_abi::Psn;
 
 use crate::datapath::ack_gen::AckEvent;
 use crate::datapath::sprayer::{EvSlot, Sprayer, WEIGHT_MAX};
-use crate::engine::cc::{Cc, Controller, FixedWindow};
-use crate::engine::ev_state::{EvConfig, EvError, EvEvent, EvState, EvTable, MAX_PLANES};
+use crate::engine::cc::{Cc, Controller};
+use crate::engine::ev_state::{EvEvent, EvState, EvTable, MAX_PLANES};
 use crate::engine::packet::{CompletionError, TxBody, TxPacket};
 use crate::engine::qp::{InitParams, QpState};
 use crate::engine::requester::{DataHdr, FastTx, NewTx, Requester, Stall};
@@ -65,13 +65,13 @@ pub struct Qp<
     pub(crate) resp: Option<Responder<WORDS, RQ>>,
     pub(crate) timers: [Option<(TimerHandle, u64)>; TIMER_KINDS],
     pub(crate) stalls: StallCounters,
-    ev_format: EvFormat,
-    value_base: u32,
-    skips_seen: u64,
+    pub(crate) ev_format: EvFormat,
+    pub(crate) value_base: u32,
+    pub(crate) skips_seen: u64,
     /// EVs whose sprayer skip-once flag was set and not yet seen served (so serving a skip
     /// looks at these, not at all `EVS`); `skip_overflow` when more were marked than fit.
-    skip_marks: heapless::Vec<u16, SKIP_MARKS>,
-    skip_overflow: bool,
+    pub(crate) skip_marks: heapless::Vec<u16, SKIP_MARKS>,
+    pub(crate) skip_overflow: bool,
 }
 
 /// Skip-once flags tracked individually; beyond that a served skip scans the whole table.
@@ -86,38 +86,20 @@ impl<
         const RQ: usize,
     > Qp<EVS, P, WIN, WORDS, SQ, RQ>
 {
-    /// A QP in RESET (its EV table empty until INIT).
-    pub(crate) fn new(qpn: u32) -> Result<Self, EvError> {
-        Ok(Qp {
-            qpn,
-            state: QpState::Reset,
-            init: None,
-            dest_qpn: 0,
-            ev: EvTable::new(EvConfig::new(0, 1))?,
-            sprayer: Sprayer::new(),
-            cc: Cc::Fixed(FixedWindow { cwnd_bytes: 1 }),
-            req: None,
-            resp: None,
-            timers: [None; TIMER_KINDS],
-            stalls: StallCounters::default(),
-            ev_format: EvFormat::Udp,
-            value_base: 0,
-            skips_seen: 0,
-            skip_marks: heapless::Vec::new(),
-            skip_overflow: false,
-        })
-    }
-
     /// Bind the INIT profiles: a fresh EV table, sprayer table and controller.
     pub(crate) fn apply_init(&mut self, p: InitParams) -> Result<(), crate::engine::qp::QpError> {
         use crate::engine::qp::QpError;
         let mut table = p.ev_profile.table;
         // The sprayer holds at most P planes.
         table.planes = table.planes.min(P.min(MAX_PLANES) as u8).max(1);
-        let ev = EvTable::new(table).map_err(QpError::Ev)?;
+        // Checked before anything changes; the EV table is then rebuilt in place (no
+        // table-sized temporary on the NIC core's stack).
+        EvTable::<EVS>::check(&table).map_err(QpError::Ev)?;
         let cc = p.cc_profile.build()?;
+        self.ev.reset(table).map_err(QpError::Ev)?;
+        self.cc = cc;
         let mut sprayer = Sprayer::new();
-        ev.for_each_usable(|i, plane| {
+        self.ev.for_each_usable(|i, plane| {
             let _ = sprayer.set_ev(
                 i,
                 EvSlot {
@@ -128,8 +110,6 @@ impl<
                 },
             );
         });
-        self.ev = ev;
-        self.cc = cc;
         self.sprayer = sprayer;
         self.skips_seen = 0;
         self.skip_marks.clear();
@@ -583,6 +563,7 @@ impl<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::ev_state::EvConfig;
     use crate::engine::qp::{CcProfile, EvProfile, InitParams, QpHint};
 
     type TestQp = Qp<256, 4, 64, 4, 4, 4>;

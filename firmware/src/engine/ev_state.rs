@@ -265,7 +265,7 @@ pub struct EvCounters {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Ev {
+pub(in crate::engine) struct Ev {
     state: EvState,
     plane: u8,
     /// Deliveries (and trims) not yet fed to `sprt`: they only lower its ratio, so they are
@@ -282,6 +282,27 @@ struct Ev {
     next_probe_ns: u64,
     /// Id of the latest probe sent, if one is outstanding.
     probe_id: Option<u32>,
+}
+
+impl Ev {
+    /// A `Good` EV that has seen nothing yet, on plane 0 ([`EvTable::place_evs`] sets the
+    /// plane).
+    pub(in crate::engine) fn blank(cfg: &EvConfig) -> Self {
+        Ev {
+            state: EvState::Good,
+            plane: 0,
+            ecn_q16: 0,
+            rtt_avg_ns: 0,
+            sprt: Sprt::default(),
+            sprt_pending: 0,
+            delivered: 0,
+            lost: 0,
+            trimmed: 0,
+            probe_interval_ns: cfg.probe_base_ns,
+            next_probe_ns: 0,
+            probe_id: None,
+        }
+    }
 }
 
 /// A set of EV indices (up to 256).
@@ -327,30 +348,31 @@ impl EvMask {
 }
 
 /// The EV table of one QP, holding up to `N` (at most 256) EVs.
+/// (The fields are visible to the engine only for [`EvTable::reset`]'s in-place writes.)
 pub struct EvTable<const N: usize> {
-    cfg: EvConfig,
-    sprt: SprtConfig,
-    evs: [Ev; N],
-    usable: EvMask,
+    pub(in crate::engine) cfg: EvConfig,
+    pub(in crate::engine) sprt: SprtConfig,
+    pub(in crate::engine) evs: [Ev; N],
+    pub(in crate::engine) usable: EvMask,
     /// Derived: the `AssumedBad` EVs (the only ones probed), so finding the next probe walks
     /// them instead of the whole table.
-    bad: EvMask,
+    pub(in crate::engine) bad: EvMask,
     /// Derived: the next EV to probe and when (what a scan of `bad` would find), kept up to
     /// date by every write to an EV's state, plane or probe time.
-    probe_best: Option<(usize, u64)>,
-    good_per_plane: [u16; MAX_PLANES],
+    pub(in crate::engine) probe_best: Option<(usize, u64)>,
+    pub(in crate::engine) good_per_plane: [u16; MAX_PLANES],
     /// Outcomes (deliveries, trims, losses) and losses of the whole QP, halved whenever the
     /// outcomes pass twice [`BASELINE_WINDOW`]: the QP-wide loss rate the gray-loss test
     /// weighs each EV against.
-    qp_outcomes: u64,
-    qp_losses: u64,
+    pub(in crate::engine) qp_outcomes: u64,
+    pub(in crate::engine) qp_losses: u64,
     /// The gray-loss test's H0 is `p0 << baseline_shift` (see [`EvTable::handle_loss`]).
-    baseline_shift: u8,
-    active: u16,
-    planes_down: u8,
-    next_probe_id: u32,
-    events: Deque<EvEvent, N>,
-    counters: EvCounters,
+    pub(in crate::engine) baseline_shift: u8,
+    pub(in crate::engine) active: u16,
+    pub(in crate::engine) planes_down: u8,
+    pub(in crate::engine) next_probe_id: u32,
+    pub(in crate::engine) events: Deque<EvEvent, N>,
+    pub(in crate::engine) counters: EvCounters,
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ use crate::engine::ring::Ring;
 use crate::engine::timer_wheel::{TimerId, TimerWheel};
 
 mod in_place;
+use in_place::QpSlot;
 
 #[path = "nic_rx.rs"]
 mod rx;
@@ -195,7 +196,7 @@ pub struct Engine<
     const TM: usize,
 > {
     cfg: EngineConfig,
-    qps: [Option<Qp<EVS, P, WIN, WORDS, SQ, RQ>>; Q],
+    qps: [QpSlot<EVS, P, WIN, WORDS, SQ, RQ>; Q],
     regions: PlacementTable<R>,
     ctrl: Ring<TxPacket, CTRL_CAP>,
     ev_events: Deque<QpEvEvent, EV_EVENT_CAP>,
@@ -262,7 +263,7 @@ impl<
     pub const fn from_checked(c: CheckedConfig) -> Self {
         Engine {
             cfg: c.cfg,
-            qps: [const { None }; Q],
+            qps: [const { QpSlot::FREE }; Q],
             regions: PlacementTable::new(),
             ctrl: Ring::new(TxPacket::FILL),
             ev_events: Deque::new(),
@@ -294,7 +295,7 @@ impl<
 
     /// The QP `qpn`, for inspection.
     pub fn qp(&self, qpn: u32) -> Option<&Qp<EVS, P, WIN, WORDS, SQ, RQ>> {
-        self.qps.get(qpn as usize).and_then(Option::as_ref)
+        self.qps.get(qpn as usize).and_then(QpSlot::get)
     }
 
     /// The state of QP `qpn`.
@@ -305,7 +306,7 @@ impl<
     fn qp_mut(&mut self, qpn: u32) -> Result<&mut Qp<EVS, P, WIN, WORDS, SQ, RQ>, QpError> {
         self.qps
             .get_mut(qpn as usize)
-            .and_then(Option::as_mut)
+            .and_then(QpSlot::get_mut)
             .ok_or(QpError::UnknownQp { qpn })
     }
 
@@ -333,11 +334,10 @@ impl<
         let slot = self
             .qps
             .iter()
-            .position(Option::is_none)
+            .position(QpSlot::is_free)
             .ok_or(QpError::TableFull)?;
-        let qp = Qp::new(slot as u32).map_err(QpError::Ev)?;
         if let Some(s) = self.qps.get_mut(slot) {
-            *s = Some(qp);
+            s.open(slot as u32).map_err(QpError::Ev)?;
         }
         Ok(slot as u32)
     }
@@ -350,13 +350,13 @@ impl<
         self.qp_mut(qpn)?;
         self.cancel_timers(qpn);
         if let Some(s) = self.qps.get_mut(qpn as usize) {
-            *s = None;
+            s.close();
         }
         Ok(())
     }
 
     fn cancel_timers(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(qpn as usize).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(qpn as usize).and_then(QpSlot::get_mut) else {
             return;
         };
         for t in qp.timers.iter_mut() {
@@ -384,8 +384,10 @@ impl<
         match to {
             QpState::Reset => {
                 self.cancel_timers(qpn);
-                let fresh = Qp::new(qpn).map_err(QpError::Ev)?;
-                *self.qp_mut(qpn)? = fresh;
+                self.qp_mut(qpn)?;
+                if let Some(s) = self.qps.get_mut(qpn as usize) {
+                    s.open(qpn).map_err(QpError::Ev)?;
+                }
             }
             QpState::Init => {
                 let p = attrs.init_params(EVS)?;
@@ -458,7 +460,7 @@ impl<
     // ---- timers ----
 
     fn sync_timer(&mut self, slot: usize, kind: usize, want: Option<u64>) {
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return;
         };
         let Some(d) = want else { return };
@@ -483,7 +485,7 @@ impl<
     }
 
     fn sync_all_timers(&mut self, slot: usize) {
-        let Some(qp) = self.qps.get(slot).and_then(Option::as_ref) else {
+        let Some(qp) = self.qps.get(slot).and_then(QpSlot::get) else {
             return;
         };
         let retry = qp.req.as_ref().and_then(|r| r.deadline_ns());
@@ -516,7 +518,7 @@ impl<
             count!(self.counters.timeouts_fired);
             let slot = exp.id.0 as usize / TIMER_KINDS;
             let kind = exp.id.0 as usize % TIMER_KINDS;
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
                 continue;
             };
             if let Some(t) = qp.timers.get_mut(kind) {
@@ -544,7 +546,7 @@ impl<
     }
 
     fn fire_retry(&mut self, slot: usize, now_ns: u64) {
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return;
         };
         let gave_up = match qp.req.as_mut() {
@@ -558,7 +560,7 @@ impl<
     }
 
     fn fire_ack(&mut self, slot: usize, now_ns: u64) {
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return;
         };
         let Some(ev) = qp.resp.as_mut().and_then(|r| r.handle_timeout(now_ns)) else {
@@ -569,7 +571,7 @@ impl<
     }
 
     fn fire_probe(&mut self, slot: usize, now_ns: u64) {
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return;
         };
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
@@ -710,7 +712,7 @@ impl<
     fn all_idle_counted(&mut self) -> bool {
         let mut stalls = [Stall::Idle; Q];
         for (s, q) in stalls.iter_mut().zip(self.qps.iter()) {
-            if let Some(q) = q {
+            if let Some(q) = q.get() {
                 match q.idle_stall() {
                     Some(stall) => *s = stall,
                     None => return false,
@@ -718,7 +720,7 @@ impl<
             }
         }
         for (s, q) in stalls.iter().zip(self.qps.iter_mut()) {
-            if let Some(q) = q {
+            if let Some(q) = q.get_mut() {
                 q.count_stall(*s);
             }
         }
@@ -746,7 +748,7 @@ impl<
         } else {
             usize::from(TX_BURST_PKTS)
         };
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return (0, false);
         };
         if qp.state != QpState::Rts {
@@ -800,7 +802,7 @@ impl<
         for _ in 0..Q {
             let slot = self.tx_rr;
             self.tx_rr = if slot + 1 >= Q { 0 } else { slot + 1 };
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
                 continue;
             };
             let had_deadline = qp.req.as_ref().and_then(|r| r.deadline_ns()).is_some();
@@ -829,7 +831,7 @@ impl<
     fn poll_retransmit(&mut self, now_ns: u64) -> Option<TxPacket> {
         while let Some(&slot) = self.retx_q.front() {
             let slot = slot as usize;
-            if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+            if let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) {
                 if qp.req.as_ref().is_some_and(|r| r.has_retransmit()) {
                     let had_deadline = qp.req.as_ref().and_then(|r| r.deadline_ns()).is_some();
                     if let Some(p) = qp.poll_data(now_ns) {
@@ -867,7 +869,7 @@ impl<
         let waiting = self
             .qps
             .get(slot)
-            .and_then(Option::as_ref)
+            .and_then(QpSlot::get)
             .and_then(|q| q.req.as_ref())
             .is_some_and(|r| r.has_retransmit());
         if let Some(m) = self.retx_queued.get_mut(slot) {
@@ -893,7 +895,7 @@ impl<
             return false;
         }
         let slot = self.tx_rr;
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return false;
         };
         if qp.state != QpState::Rts {
@@ -966,7 +968,7 @@ impl<
         (1..Q).map(|d| (slot + d) % Q).find(|&s| {
             self.qps
                 .get(s)
-                .and_then(Option::as_ref)
+                .and_then(QpSlot::get)
                 .is_some_and(|q| q.wants_to_send())
         })
     }
@@ -997,7 +999,7 @@ impl<
     pub fn poll_completion(&mut self) -> Option<Completion> {
         // Most polls find nothing: a look that changes nothing first (the general pass below
         // would come back to the same `cq_rr`).
-        let waits = self.qps.iter().flatten().any(|q| {
+        let waits = self.qps.iter().filter_map(QpSlot::get).any(|q| {
             q.req.as_ref().is_some_and(|r| r.completion_waits())
                 || q.resp.as_ref().is_some_and(|r| r.completion_waits())
         });
@@ -1012,7 +1014,7 @@ impl<
     fn poll_completion_general(&mut self) -> Option<Completion> {
         for _ in 0..Q {
             let slot = self.cq_rr;
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
                 self.cq_rr = if slot + 1 >= Q { 0 } else { slot + 1 };
                 continue;
             };
@@ -1046,7 +1048,7 @@ impl<
         let _ = now_ns;
         count!(self.counters.plane_downs);
         for slot in 0..Q {
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
                 continue;
             };
             if qp.init.is_none() {
@@ -1066,7 +1068,7 @@ impl<
     pub fn handle_plane_up(&mut self, now_ns: u64, plane: u8) {
         count!(self.counters.plane_ups);
         for slot in 0..Q {
-            let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
                 continue;
             };
             if qp.init.is_none() {
@@ -1091,7 +1093,7 @@ impl<
         let qp = self
             .qps
             .get_mut(qpn as usize)
-            .and_then(Option::as_mut)
+            .and_then(QpSlot::get_mut)
             .ok_or(QpError::UnknownQp { qpn })?;
         if !qp.ev.handle_shared_loss(ev, now_ns).map_err(QpError::Ev)? {
             return Ok(());
@@ -1113,7 +1115,7 @@ impl<
         let qp = self
             .qps
             .get_mut(qpn as usize)
-            .and_then(Option::as_mut)
+            .and_then(QpSlot::get_mut)
             .ok_or(QpError::UnknownQp { qpn })?;
         if !qp.ev.handle_shared_recovery(ev).map_err(QpError::Ev)? {
             return Ok(());
@@ -1140,7 +1142,7 @@ impl<
         } else {
             qp.ev.deny(ev).map_err(QpError::Ev)?;
         }
-        let qp = self.qps.get_mut(qpn as usize).and_then(Option::as_mut);
+        let qp = self.qps.get_mut(qpn as usize).and_then(QpSlot::get_mut);
         if let Some(qp) = qp {
             qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
         }

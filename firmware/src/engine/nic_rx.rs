@@ -4,7 +4,7 @@
 use mrc_abi::wire::{Body, EvxRepr, MrcRepr, NackReason, ProbeRepr, Segment, TsxRepr};
 use mrc_abi::Psn;
 
-use super::Engine;
+use super::{Engine, QpSlot};
 use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
 use crate::datapath::placement::Placement;
 use crate::engine::conn::{Qp, T_ACK, T_PROBE, T_RETRY};
@@ -73,7 +73,7 @@ impl<
             tsx: repr.tsx,
         };
         let slot = h.dest_qp as usize;
-        let Some(state) = self.qps.get(slot).and_then(Option::as_ref).map(|q| q.state) else {
+        let Some(state) = self.qps.get(slot).and_then(QpSlot::get).map(|q| q.state) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let v = match &repr.body {
@@ -173,7 +173,7 @@ impl<
             return (0, 0);
         };
         let slot = first.dest_qpn as usize;
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return (0, 0);
         };
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
@@ -280,7 +280,7 @@ impl<
             let failed = self
                 .qps
                 .get(slot)
-                .and_then(Option::as_ref)
+                .and_then(QpSlot::get)
                 .is_some_and(|q| q.timers.get(T_ACK).is_some_and(Option::is_none));
             if failed {
                 // One at a time, each later quiet packet retries the arm (the wheel is
@@ -316,7 +316,7 @@ impl<
             }),
         };
         let slot = h.dest_qp as usize;
-        let Some(state) = self.qps.get(slot).and_then(Option::as_ref).map(|q| q.state) else {
+        let Some(state) = self.qps.get(slot).and_then(QpSlot::get).map(|q| q.state) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let v = match &pkt.body {
@@ -335,7 +335,7 @@ impl<
     /// After a requester-side packet: pass EV state changes on (the responder path never
     /// touches the EV table).
     fn rx_sync_ev(&mut self, slot: usize) {
-        if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+        if let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) {
             // (most packets change no EV state: skip the call then)
             if qp.ev_sync_pending()
                 && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
@@ -364,7 +364,7 @@ impl<
             }
             return self.drop_rx(DropReason::QpNotReady);
         }
-        match self.qps.get(slot).and_then(Option::as_ref) {
+        match self.qps.get(slot).and_then(QpSlot::get) {
             None => return self.drop_rx(DropReason::UnknownQp),
             Some(qp) if qp.resp.is_none() => return self.drop_rx(DropReason::QpNotReady),
             Some(_) => {}
@@ -389,7 +389,7 @@ impl<
                 return v;
             }
         }
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let Some(resp) = qp.resp.as_mut() else {
@@ -434,7 +434,7 @@ impl<
             }
             WriteResult::Drop(r) => self.drop_rx(r),
             WriteResult::Fatal(reason) => {
-                if let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) {
+                if let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) {
                     qp.fail(
                         CompletionError::Flushed,
                         CompletionError::LocalQpError(reason),
@@ -469,7 +469,7 @@ impl<
         if !crate::engine::fast_paths::enabled() {
             return None;
         }
-        let qp = self.qps.get_mut(slot).and_then(Option::as_mut)?;
+        let qp = self.qps.get_mut(slot).and_then(QpSlot::get_mut)?;
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
             return None;
         }
@@ -548,7 +548,7 @@ impl<
         if state != QpState::Rts {
             return self.drop_rx(DropReason::QpNotReady);
         }
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, h.tsx);
@@ -572,7 +572,7 @@ impl<
         if state != QpState::Rts {
             return self.drop_rx(DropReason::QpNotReady);
         }
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let Some(req) = qp.req.as_mut() else {
@@ -628,7 +628,7 @@ impl<
         if !matches!(state, QpState::Rtr | QpState::Rts) {
             return self.drop_rx(DropReason::QpNotReady);
         }
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
         let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, h.tsx);

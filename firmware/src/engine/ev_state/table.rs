@@ -17,11 +17,37 @@ pub struct AckFeedback {
 impl<const N: usize> EvTable<N> {
     const CAPACITY_OK: () = assert!(N <= MAX_EVS, "EvTable holds at most 256 EVs");
 
-    /// A table with every EV `Good`, EV `i` on plane `i % planes`.
+    /// A table with every EV `Good`, EV `i` on plane `i % planes`. ([`EvTable::reset`] makes
+    /// the same table where one already lives, without a table-sized temporary.)
     ///
     /// # Errors
     /// [`EvError`] naming the bad configuration field.
     pub fn new(cfg: EvConfig) -> Result<Self, EvError> {
+        let sprt = Self::check(&cfg)?;
+        let mut t = EvTable {
+            cfg,
+            sprt,
+            evs: [Ev::blank(&cfg); N],
+            usable: EvMask::default(),
+            bad: EvMask::default(),
+            probe_best: None,
+            good_per_plane: [0; MAX_PLANES],
+            qp_outcomes: 0,
+            qp_losses: 0,
+            baseline_shift: 0,
+            active: cfg.evs,
+            planes_down: 0,
+            next_probe_id: 0,
+            events: Deque::new(),
+            counters: EvCounters::default(),
+        };
+        t.place_evs();
+        Ok(t)
+    }
+
+    /// What [`Self::new`] refuses, checked before anything is built; the gray-loss test's
+    /// configuration.
+    pub(in crate::engine) fn check(cfg: &EvConfig) -> Result<SprtConfig, EvError> {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         if usize::from(cfg.evs) > N {
@@ -54,46 +80,25 @@ impl<const N: usize> EvTable<N> {
                 return Err(EvError::Q16Range(q));
             }
         }
-        let sprt = SprtConfig::new(cfg.sprt).map_err(EvError::Sprt)?;
-        let blank = Ev {
-            state: EvState::Good,
-            plane: 0,
-            ecn_q16: 0,
-            rtt_avg_ns: 0,
-            sprt: Sprt::default(),
-            sprt_pending: 0,
-            delivered: 0,
-            lost: 0,
-            trimmed: 0,
-            probe_interval_ns: cfg.probe_base_ns,
-            next_probe_ns: 0,
-            probe_id: None,
-        };
-        let mut t = EvTable {
-            cfg,
-            sprt,
-            evs: [blank; N],
-            usable: EvMask::default(),
-            bad: EvMask::default(),
-            probe_best: None,
-            good_per_plane: [0; MAX_PLANES],
-            qp_outcomes: 0,
-            qp_losses: 0,
-            baseline_shift: 0,
-            active: cfg.evs,
-            planes_down: 0,
-            next_probe_id: 0,
-            events: Deque::new(),
-            counters: EvCounters::default(),
-        };
-        for (i, ev) in t.evs.iter_mut().enumerate().take(usize::from(cfg.evs)) {
-            ev.plane = (i % usize::from(cfg.planes)) as u8;
-            t.usable.set(i, true);
-            if let Some(c) = t.good_per_plane.get_mut(usize::from(ev.plane)) {
+        SprtConfig::new(cfg.sprt).map_err(EvError::Sprt)
+    }
+
+    /// The last step of building a table whose entries are all blank: EV `i` on plane
+    /// `i % planes`, the configured EVs usable and counted per plane.
+    pub(in crate::engine) fn place_evs(&mut self) {
+        let planes = usize::from(self.cfg.planes.max(1));
+        for (i, ev) in self
+            .evs
+            .iter_mut()
+            .enumerate()
+            .take(usize::from(self.cfg.evs))
+        {
+            ev.plane = (i % planes) as u8;
+            self.usable.set(i, true);
+            if let Some(c) = self.good_per_plane.get_mut(usize::from(ev.plane)) {
                 *c += 1;
             }
         }
-        Ok(t)
     }
 
     /// The configuration.
