@@ -108,6 +108,30 @@ fn destroy_unused<V: Zero, const N: usize>(
 }
 const NO_RESOURCES: Fail = (AdminStatus::NoResources, 0);
 
+/// Insert `value(id)` under the next id after `made` (ids are never reused) and count it made;
+/// `NO_RESOURCES` when the ids or the table run out. The reply carries the id.
+fn insert_next<V: Zero, const N: usize>(
+    table: &mut Table<V, N>,
+    made: &mut u32,
+    value: impl FnOnce(u32) -> V,
+) -> AdminResult {
+    let id = made.checked_add(1).ok_or(NO_RESOURCES)?;
+    table.insert(id, value(id)).map_err(|_| NO_RESOURCES)?;
+    *made = id;
+    Ok([id.into(), 0, 0])
+}
+
+/// Replace the entry `id` with `value`; `missing` when there is none.
+fn replace_existing<V: Zero, const N: usize>(
+    table: &mut Table<V, N>,
+    id: u32,
+    value: V,
+    missing: Fail,
+) -> AdminResult {
+    *table.get_mut(&id).ok_or(missing)? = value;
+    OK
+}
+
 /// Bit 31 of an rkey: distinguishes it from the lkey of the same region.
 pub const RKEY_BIT: u32 = 1 << 31;
 /// The low byte of every lkey (a region's lkey is `n << 8 | LKEY_TAG`).
@@ -760,21 +784,15 @@ impl<
             }
             C::CreateEvFormatProfile(b) => {
                 check_format(cx.params.capabilities, &b).and_then(|()| {
-                    let id = self.next_profile()?;
-                    let b = EvFormatProfile { id: id.into(), ..b };
-                    self.formats.insert(id, b).map_err(|_| NO_RESOURCES)?;
-                    self.profiles_made += 1;
-                    Ok([id.into(), 0, 0])
+                    insert_next(&mut self.formats, &mut self.profiles_made, |id| {
+                        EvFormatProfile { id: id.into(), ..b }
+                    })
                 })
             }
             C::ModifyEvFormatProfile(b) => {
                 check_format(cx.params.capabilities, &b).and_then(|()| {
-                    let slot = self
-                        .formats
-                        .get_mut(&b.id.get())
-                        .ok_or(not_found(off!(EvFormatProfile, id)))?;
-                    *slot = b;
-                    OK
+                    let missing = not_found(off!(EvFormatProfile, id));
+                    replace_existing(&mut self.formats, b.id.get(), b, missing)
                 })
             }
             C::DestroyEvFormatProfile(b) => {
@@ -810,20 +828,14 @@ impl<
                 Ok([ev.state as u64, value, ev.rtt_ns.into()])
             }
             C::ProbeEv(b) => self.probe_ev(b, cx),
-            C::CreateCcProfile(b) => self.next_profile().and_then(|id| {
-                self.cc_profiles
-                    .insert(id, CcBody { id: id.into(), ..b })
-                    .map_err(|_| NO_RESOURCES)?;
-                self.profiles_made += 1;
-                Ok([id.into(), 0, 0])
-            }),
+            C::CreateCcProfile(b) => {
+                insert_next(&mut self.cc_profiles, &mut self.profiles_made, |id| {
+                    CcBody { id: id.into(), ..b }
+                })
+            }
             C::ModifyCcProfile(b) => {
-                let slot = self
-                    .cc_profiles
-                    .get_mut(&b.id.get())
-                    .ok_or(not_found(off!(CcBody, id)))?;
-                *slot = b;
-                OK
+                let missing = not_found(off!(CcBody, id));
+                replace_existing(&mut self.cc_profiles, b.id.get(), b, missing)
             }
             C::DestroyCcProfile(b) => {
                 let id = b.id.get();
@@ -839,15 +851,8 @@ impl<
         }
     }
 
-    fn next_profile(&self) -> Result<u32, Fail> {
-        self.profiles_made.checked_add(1).ok_or(NO_RESOURCES)
-    }
-
     fn alloc_pd(&mut self) -> AdminResult {
-        let pd = self.pds_made.checked_add(1).ok_or(NO_RESOURCES)?;
-        self.pds.insert(pd, ()).map_err(|_| NO_RESOURCES)?;
-        self.pds_made = pd;
-        Ok([pd.into(), 0, 0])
+        insert_next(&mut self.pds, &mut self.pds_made, |_| ())
     }
 
     fn dealloc_pd(&mut self, b: ObjectId) -> AdminResult {
@@ -1264,7 +1269,7 @@ impl<
         }
         // Decode validated the kind and state codes.
         let kind = EvProfileKind::from_code(b.kind).ok_or(bad_attr(off!(EvBody, kind)))?;
-        let id = self.next_profile()?;
+        // (checked before the EVs are made: the insert would refuse them anyway)
         if self.ev_profiles.is_full() {
             return Err(NO_RESOURCES);
         }
@@ -1276,9 +1281,7 @@ impl<
             event_mask: b.event_mask.get(),
             evs: make_evs(&fmt, kind, num, b.seed.get()),
         };
-        self.ev_profiles.insert(id, p).map_err(|_| NO_RESOURCES)?;
-        self.profiles_made += 1;
-        Ok([id.into(), 0, 0])
+        insert_next(&mut self.ev_profiles, &mut self.profiles_made, |_| p)
     }
 
     fn modify_ev_profile(&mut self, b: EvBody) -> AdminResult {

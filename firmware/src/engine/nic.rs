@@ -384,7 +384,7 @@ impl<
         match to {
             QpState::Reset => {
                 self.cancel_timers(qpn);
-                self.qp_mut(qpn)?;
+                // (`qp_mut` above found the QP: the slot exists)
                 if let Some(s) = self.qps.get_mut(qpn as usize) {
                     s.open(qpn).map_err(QpError::Ev)?;
                 }
