@@ -31,12 +31,11 @@
 //!    - its BTH **A** (ack request) bit is set;
 //!    - it fills the **last hole** while a request is *owed*: an ACK for a packet with immediate
 //!      data or an ACK request (whatever its cause) went out with holes below the highest PSN
-//!      received, and this packet
-//!      (necessarily the cumulative PSN) leaves none. Packets that fill holes do not trigger
-//!      otherwise, so reordering costs no extra ACKs; but without this the sender's request
-//!      waited for the timer whenever the packet it marked overtook an earlier one (on the
-//!      default run, a message's last ACK came `coalesce_ns` late for most of the slowest
-//!      flows);
+//!      received, and this packet (necessarily the cumulative PSN) leaves none. Packets that
+//!      fill holes do not trigger otherwise, so reordering costs no extra ACKs; but without
+//!      this the sender's request waited for the timer whenever the packet it marked overtook
+//!      an earlier one (on the default run, a message's last ACK came `coalesce_ns` late for
+//!      most of the slowest flows);
 //!    - the interval holds [`AckGenConfig::coalesce_pkts`] packets.
 //!
 //!    Otherwise the ACK waits for more packets or for the timer: `coalesce_ns` after the
