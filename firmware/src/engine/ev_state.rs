@@ -348,7 +348,7 @@ impl EvMask {
 }
 
 /// The EV table of one QP, holding up to `N` (at most 256) EVs.
-/// (The fields are visible to the engine only for [`EvTable::reset`]'s in-place writes.)
+/// (The fields are visible to the engine only for `EvTable::reset`'s in-place writes.)
 pub struct EvTable<const N: usize> {
     pub(in crate::engine) cfg: EvConfig,
     pub(in crate::engine) sprt: SprtConfig,

@@ -17,8 +17,9 @@ pub struct AckFeedback {
 impl<const N: usize> EvTable<N> {
     const CAPACITY_OK: () = assert!(N <= MAX_EVS, "EvTable holds at most 256 EVs");
 
-    /// A table with every EV `Good`, EV `i` on plane `i % planes`. ([`EvTable::reset`] makes
-    /// the same table where one already lives, without a table-sized temporary.)
+    /// A table with every EV `Good`, EV `i` on plane `i % planes`. (The engine's
+    /// `EvTable::reset` makes the same table where one already lives, without a table-sized
+    /// temporary.)
     ///
     /// # Errors
     /// [`EvError`] naming the bad configuration field.
