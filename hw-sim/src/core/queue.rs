@@ -24,7 +24,7 @@
 //! quarters, or when the observed bucket loads or overflow migrations say the layout is off (the
 //! ring holds about 16 events per bucket and reaches the 99th percentile of pending times);
 //! rebuilds are amortized over at least `len` operations. An emptied bucket keeps its vector's
-//! allocation only up to [`KEEP_CAPACITY`] events (a larger one is freed, and regrown by the
+//! allocation only up to `KEEP_CAPACITY` events (a larger one is freed, and regrown by the
 //! bucket that next needs it): the ring's idle capacity stays within a few times the events
 //! pending instead of every bucket keeping its high-water mark (at 16,384 hosts of the two-tier
 //! bench, 1.7 GB of idle bucket capacity for ~1 M pending events, a third of the peak memory).
