@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 540,608,722 instructions for
-//! the whole program, i.e. **~541 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 526,210,573 instructions for
+//! the whole program, i.e. **~526 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -57,6 +57,7 @@
 //! | merged with NSCC following the reference (htsim's `UecSrc`: delay average, fair/proportional/fast/additive increase, quick adapt). JSON: virtual time 70.13 -> 69.53 ms, retransmits 14,696 -> 14,612, duplicates 4,835 -> 4,692, probes 9,860 -> 9,909, `ram_per_qp_bytes` 36,552 -> 36,632 (the controller's new state), the rest within 0.5 % | 533 |
 //! | **behaviour change** (issue 5's default run): ACKs and NACKs travel on an EV the QP's sprayer picks (one pick per ACK), and the ACK generator answers an ACK request again when the last hole under it fills. JSON: virtual time 69.53 -> 71.25 ms, retransmits 14,612 -> 14,939, ACKs 82,205 -> 82,821, duplicates 4,692 -> 5,088, `ctrl_dropped` 153 -> 205, `ram_per_qp_bytes` 36,632 -> 36,640, the rest within 1 % | 543 |
 //! | QPs built in place: an engine's QP slot is a flag and room for one QP (`QpSlot`, was `Option<Qp>`), creating a QP and INIT write the QP and its EV table where they live (for the NIC core's stack: 81 -> 16.5 KiB on the admin path). Same JSON but `ram_engine_bytes` 81,696 -> 81,712 (the flag's alignment) | 541 |
+//! | **channel change:** the test-kit channel draws its independent losses as geometric gaps (`engine::rng::LossGaps`: one 64-bit draw per loss against a table of `(1 - p)^k`, instead of one draw per packet; the same per-packet distribution, its own generator). Another loss pattern of the same rate, so the JSON changed: `channel_lost` 10,843 -> 11,256 of 1,117,325 -> 1,119,302 sent (0.970 % -> 1.006 %), virtual time 71.25 -> 71.81 ms, retransmits 14,939 -> 15,546, ACKs 82,821 -> 83,522, duplicates 5,088 -> 5,367, probes 9,838 -> 10,159, the RAM figures the same | 526 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -102,7 +103,11 @@
 //! after every run that sent (+0.1), skipping it only on the loop's first pass (+7 against
 //! skipping it until the fast path's first try), the TX slot index stepped by a mask in the
 //! transmit run (+3), the segment choice reordered (+1.8), the placement check folded into
-//! the receive run's scan pass (+1.5).
+//! the receive run's scan pass (+1.5). From 526 (2026-12-03): a transmit run taking its
+//! common picks at once (`Sprayer::fill_fast` into a local array, the rest one at a time: +8;
+//! the batch pick itself ~30 instructions a pick out of line) and a pick that reports whether
+//! it served a skip flag instead of the per-packet skip-counter check (+6; +32 when the pick
+//! was not inlined).
 //!
 //! Where the 530 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
 //! plus per-instruction counts from `--dump-instr=yes`): transmit ~190, of which the loop of

@@ -33,11 +33,11 @@ use crate::selftest::Check;
 const SEED: u64 = 0x4d52_4331;
 /// Waves of up to 32 messages per direction each.
 const WAVES: u32 = 48;
-/// The plane that fails, and when (virtual ns): ~41..63 % into the run, chosen so packets are
-/// in flight on it when it dies (the run has idle gaps waiting on tail-loss timeouts, and the
-/// engines send nothing on a plane they know is down, ACKs included: starts 2.0..4.9 ms in
-/// 0.1 ms steps caught 0-16 packets in flight, most none; 3.9 ms catches 9).
-const OUTAGE: (u8, u64, u64) = (2, 3_900_000, 5_900_000);
+/// The plane that fails, from when (virtual ns) and for how long: it goes down at the first
+/// moment at or after 3 ms (about a third into the run) when a packet is in flight on it
+/// (`PairConfig::outage_under_traffic`; the run has idle gaps waiting on tail-loss timeouts,
+/// and the engines send nothing on a plane they know is down), and comes back 2 ms later.
+const OUTAGE: (u8, u64, u64) = (2, 3_000_000, 5_000_000);
 /// Watchdog period while one long test-kit run is in progress (the run cannot kick it): the
 /// longest the NIC watchdog takes, ~4.3 s, i.e. ~4.3 G guest instructions under `-icount 0`.
 const LONG_RUN_WATCHDOG_NS: u32 = u32::MAX;
@@ -60,6 +60,7 @@ fn config() -> PairConfig {
         plane_outage: Some(OUTAGE),
         path_outage: None,
     };
+    cfg.outage_under_traffic = true;
     cfg.messages = 32;
     cfg.waves = WAVES;
     cfg.max_len = 480;
@@ -109,8 +110,9 @@ pub fn checked_pair(c: &mut Check) {
         e.iter().all(|k| k.plane_downs == 1 && k.plane_ups == 1),
         "both NICs saw the plane go down and come back",
     );
+    let (plane, down, up) = r.plane_outage.unwrap_or((OUTAGE.0, u64::MAX, u64::MAX));
     c.that(
-        OUTAGE.2 < r.end_ns && ch.plane_dropped > 0,
+        down >= OUTAGE.1 && up < r.end_ns && ch.plane_dropped > 0,
         "the plane failed in the middle of traffic",
     );
     c.that(
@@ -127,9 +129,9 @@ pub fn checked_pair(c: &mut Check) {
         r.completions,
         bytes_checked,
         r.end_ns,
-        OUTAGE.0,
-        OUTAGE.1,
-        OUTAGE.2
+        plane,
+        down,
+        up
     );
     defmt::info!(
         "channel: sent {} delivered {} lost {} dup {} trimmed {} reordered {} ce {} blackholed {} plane-dropped {} overflow {}",

@@ -9,7 +9,7 @@
 //! every drop is counted by cause.
 
 use crate::engine::packet::TxPacket;
-use crate::engine::rng::{ppm_threshold, PpmThreshold, Rng};
+use crate::engine::rng::{splitmix64, LossGaps, Rng};
 
 /// Side array for reordered packets.
 const LATE: usize = 32;
@@ -179,8 +179,9 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     late_len: usize,
     /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
     popped_late: Option<(TxPacket, Meta<PB>)>,
-    /// [`ppm_threshold`] of `cfg.loss_ppm`.
-    loss_threshold: PpmThreshold,
+    /// The independent losses at `cfg.loss_ppm`, drawn per gap (their own generator, so
+    /// the other faults' draws do not depend on them).
+    loss: LossGaps,
     /// Only loss and latency are configured (no blackhole, outage, trim, CE, duplication or
     /// reordering): [`Channel::send`] and [`Channel::pop_due_ref`] take their short paths.
     simple: bool,
@@ -199,7 +200,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             && cfg.reorder_ppm == 0;
         Channel {
             simple,
-            loss_threshold: ppm_threshold(cfg.loss_ppm),
+            loss: LossGaps::new(cfg.loss_ppm, splitmix64(seed)),
             cfg,
             rng: Rng::new(seed),
             pkts: [TxPacket::FILL; CAP],
@@ -228,6 +229,23 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         self.len + self.late_len
     }
 
+    /// Whether a packet is in flight on `plane`.
+    pub fn in_flight_on_plane(&self, plane: u8) -> bool {
+        let on = |p: &TxPacket| p.evx.plane == plane;
+        let (a, b) = (self.head, self.head + self.len);
+        let fifo = |r: core::ops::Range<usize>| self.pkts.get(r).is_some_and(|s| s.iter().any(on));
+        fifo(a..b.min(CAP))
+            || fifo(0..b.saturating_sub(CAP))
+            || self.late.iter().flatten().any(|(p, _)| on(p))
+    }
+
+    /// Replace the plane outage (e.g. to move it; the channel takes its general paths from
+    /// then on).
+    pub fn set_plane_outage(&mut self, outage: Option<(u8, u64, u64)>) {
+        self.cfg.plane_outage = outage;
+        self.simple &= outage.is_none();
+    }
+
     fn plane_dead(&self, plane: u8, now_ns: u64) -> bool {
         matches!(self.cfg.plane_outage, Some((p, down, up)) if p == plane && now_ns >= down && now_ns < up)
             || matches!(self.cfg.path_outage, Some((down, up)) if now_ns >= down && now_ns < up)
@@ -237,10 +255,10 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         ppm != 0 && self.rng.chance_ppm(ppm)
     }
 
-    /// `chance(loss_ppm)` with the threshold precomputed (the same draw and result).
+    /// Whether the next packet is lost (independently, at `loss_ppm`).
     #[inline]
     fn lost(&mut self) -> bool {
-        self.cfg.loss_ppm != 0 && self.rng.chance_threshold(self.loss_threshold)
+        self.loss.lost()
     }
 
     /// Send `pkt` to NIC `to` at `now_ns`; `payload` holds its bytes when `PB > 0`.
@@ -365,38 +383,26 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
         self.counters.sent += n as u64;
-        // Keep the packets not lost, in order, from slot `i` on: the loss draws in a local
-        // generator, packets moved only after the first loss. (On the short path every slot's
-        // trim mark and CE flag stay clear: only `to` and `at_ns` are written.)
-        let mut rng = self.rng;
+        // Keep the packets not lost, in order, from slot `i` on: packets move down only
+        // behind a loss. (On the short path every slot's trim mark and CE flag stay clear:
+        // only `to` and `at_ns` are written.)
+        let (mut k, mut w, end) = (i, i, i + n);
         let mut lost = 0;
-        let w = if self.cfg.loss_ppm != 0 {
-            let t = self.loss_threshold;
-            let mut k = i;
-            while k < i + n && !rng.chance_threshold(t) {
+        while k < end {
+            let keep = match self.loss.first_lost_of(end - k) {
+                Some(off) => off,
+                None => end - k,
+            };
+            if w != k {
+                self.pkts.copy_within(k..k + keep, w);
+            }
+            w += keep;
+            k += keep;
+            if k < end {
+                lost += 1;
                 k += 1;
             }
-            let mut w = k;
-            if k < i + n {
-                lost += 1;
-                for k in k + 1..i + n {
-                    if rng.chance_threshold(t) {
-                        lost += 1;
-                        continue;
-                    }
-                    if let Some(&p) = self.pkts.get(k) {
-                        if let Some(d) = self.pkts.get_mut(w) {
-                            *d = p;
-                        }
-                    }
-                    w += 1;
-                }
-            }
-            w
-        } else {
-            i + n
-        };
-        self.rng = rng;
+        }
         self.counters.lost += lost;
         for f in self.meta.get_mut(i..w).unwrap_or_default() {
             f.to = to;

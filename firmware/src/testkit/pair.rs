@@ -70,6 +70,11 @@ pub struct PairConfig {
     pub max_wimm: u16,
     /// Congestion control: NSCC (for a 100 Gb/s link) instead of a fixed 64-packet window.
     pub nscc: bool,
+    /// The plane outage (`channel.plane_outage`) starts at the first moment at or after its
+    /// configured start when a packet is in flight on that plane, for the configured
+    /// duration, so it always catches traffic (a run has idle gaps, waiting on timeouts,
+    /// where a fixed start catches nothing). The outage as it happened is in the report.
+    pub outage_under_traffic: bool,
 }
 
 impl PairConfig {
@@ -116,6 +121,7 @@ impl PairConfig {
             mpr: 4,
             max_wimm: 8,
             nscc: false,
+            outage_under_traffic: false,
         }
     }
 }
@@ -188,6 +194,9 @@ pub struct Report {
     pub ev_events: u64,
     pub channel: ChannelCounters,
     pub engines: [EngineCounters; 2],
+    /// The plane outage `(plane, down_ns, up_ns)` as it happened (see
+    /// [`PairConfig::outage_under_traffic`]).
+    pub plane_outage: Option<(u8, u64, u64)>,
 }
 
 /// Two NICs over a channel. `PB` bytes of payload travel with each packet (`0`: virtual).
@@ -419,8 +428,10 @@ impl<const PB: usize> Pair<PB> {
     }
 
     fn next_plane_edge(&self) -> Option<u64> {
-        let (_, down, up) = self.cfg.channel.plane_outage?;
+        let (_, down, up) = self.channel.config().plane_outage?;
         match self.plane_state {
+            // (waiting for traffic on the plane: the edge comes with the next packet)
+            0 if self.cfg.outage_under_traffic && self.now_ns >= down => None,
             0 => Some(down),
             1 => Some(up),
             _ => None,
@@ -428,15 +439,24 @@ impl<const PB: usize> Pair<PB> {
     }
 
     fn plane_edges(&mut self) {
-        let Some((plane, down, up)) = self.cfg.channel.plane_outage else {
+        let Some((plane, down, up)) = self.channel.config().plane_outage else {
             return;
         };
         if self.plane_state == 0 && self.now_ns >= down {
+            if self.cfg.outage_under_traffic {
+                if !self.channel.in_flight_on_plane(plane) {
+                    return;
+                }
+                let up = self.now_ns.saturating_add(up.saturating_sub(down));
+                self.channel
+                    .set_plane_outage(Some((plane, self.now_ns, up)));
+            }
             self.plane_state = 1;
             for n in self.nics.iter_mut() {
                 n.engine.handle_plane_down(self.now_ns, plane);
             }
         }
+        let up = self.channel.config().plane_outage.map_or(up, |o| o.2);
         if self.plane_state == 1 && self.now_ns >= up {
             self.plane_state = 2;
             for n in self.nics.iter_mut() {
@@ -666,6 +686,7 @@ impl<const PB: usize> Pair<PB> {
                 self.nics[0].engine.counters(),
                 self.nics[1].engine.counters(),
             ],
+            plane_outage: self.channel.config().plane_outage,
         }
     }
 }
