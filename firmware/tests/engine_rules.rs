@@ -520,3 +520,83 @@ fn a_retransmission_goes_ahead_of_another_qps_turn() {
         assert_eq!(pkt.src_qpn, 1, "packet {i} after the retransmission");
     }
 }
+
+/// A receive batch (runs of writes whose placement is checked once for the run when their
+/// payloads follow one another in one region) has exactly the effects of the packets
+/// received one at a time: placed count, counters, QP state and the packets sent back, for
+/// a run inside the region, one crossing its end, one whose last packet jumps past the end,
+/// one with another rkey in the middle and one whose addresses wrap.
+#[test]
+fn a_receive_batch_places_as_one_packet_at_a_time() {
+    use mrc_firmware::datapath::ack_gen::TrimMark;
+    fn set_va(p: &mut TxPacket, va: u64) {
+        if let TxBody::Write { reth, .. } = &mut p.body {
+            reth.va = va;
+        }
+    }
+    let variants: [(&str, fn(usize, &mut TxPacket)); 5] = [
+        ("inside", |_, _| {}),
+        ("crossing the end", |k, p| {
+            set_va(p, VA + 3584 + 256 * k as u64)
+        }),
+        ("jumping past the end", |k, p| {
+            if k == 7 {
+                set_va(p, VA + 4096)
+            }
+        }),
+        ("another rkey", |k, p| {
+            if let (2, TxBody::Write { reth, .. }) = (k, &mut p.body) {
+                reth.rkey = RKEY + 1;
+            }
+        }),
+        ("wrapping", |k, p| {
+            if let TxBody::Write { reth, .. } = &mut p.body {
+                reth.rkey = TOP_RKEY;
+            }
+            set_va(p, (u64::MAX - 511).wrapping_add(256 * k as u64))
+        }),
+    ];
+    // A region ending at the top of the address space (its last byte is not placeable:
+    // regions do not wrap).
+    const TOP_RKEY: u32 = RKEY + 7;
+    let top = MemRegion {
+        rkey: TOP_RKEY,
+        base_va: u64::MAX - 4095,
+        length: 4095,
+        access: Access::REMOTE_WRITE,
+    };
+    let mut partial = 0;
+    for (name, edit) in variants {
+        let (mut batch, mut single) = (Two::new(3), Two::new(3));
+        batch.e[1].register_region(top).unwrap();
+        single.e[1].register_region(top).unwrap();
+        batch.e[0]
+            .post_send(0, Two::wr(1, 2048, RKEY, None))
+            .unwrap();
+        let mut pkts = batch.out(0);
+        assert_eq!(pkts.len(), 8, "{name}");
+        for (k, p) in pkts.iter_mut().enumerate() {
+            edit(k, p);
+        }
+        let placed = batch.e[1].handle_tx_batch(0, &pkts);
+        let mut one_by_one = 0;
+        for p in &pkts {
+            let meta = RxMeta {
+                payload_len: p.payload_len(),
+                ce: false,
+            };
+            if let RxVerdict::Place { .. } =
+                single.e[1].handle_tx_packet(0, p, TrimMark::None, meta)
+            {
+                one_by_one += 1;
+            }
+        }
+        assert_eq!(placed, one_by_one, "{name}");
+        partial += usize::from(placed > 0 && placed < 8);
+        assert_eq!(batch.e[1].counters(), single.e[1].counters(), "{name}");
+        assert_eq!(batch.e[1].qp_state(0), single.e[1].qp_state(0), "{name}");
+        assert_eq!(batch.out(1), single.out(1), "{name}");
+    }
+    // All but the first stop part way (the wrap after one packet).
+    assert_eq!(partial, 4);
+}

@@ -190,22 +190,31 @@ impl<
             return (0, 0);
         }
         let room = resp.ack_gen().quiet_room();
-        // `n` packets, the last of them the ACK's trigger when `trigger`.
+        // `n` packets, the last of them the ACK's trigger when `trigger`; their payloads one
+        // span `[va0, end)` of rkey `rkey0` while `span` (each a write with a payload, the
+        // same rkey, starting where the one before ended).
         let (mut n, mut trigger) = (0u16, false);
+        let (rkey0, va0) = match &first.body {
+            TxBody::Write { reth, .. } => (reth.rkey, reth.va),
+            _ => return (0, 0),
+        };
+        let (mut end, mut span) = (va0, true);
         for p in pkts {
+            let TxBody::Write { segment, reth, .. } = &p.body else {
+                break;
+            };
             let plain = matches!(
-                p.body,
-                TxBody::Write {
-                    segment: Segment::First
-                        | Segment::Middle
-                        | Segment::Last { imm: None }
-                        | Segment::Only { imm: None },
-                    ..
-                }
+                segment,
+                Segment::First
+                    | Segment::Middle
+                    | Segment::Last { imm: None }
+                    | Segment::Only { imm: None }
             );
             if !plain || p.dest_qpn != first.dest_qpn || p.psn != first.psn.add(u32::from(n)) {
                 break;
             }
+            span &= reth.rkey == rkey0 && reth.va == end && reth.dma_len != 0;
+            end = end.wrapping_add(u64::from(reth.dma_len));
             n += 1;
             if p.ack_req || n > room {
                 trigger = true;
@@ -218,9 +227,18 @@ impl<
         let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
             return (0, 0);
         };
-        // Placement per packet; the run ends before one that fails (it goes the general way).
+        // Placement: a span is checked once (each packet fits its region exactly when the
+        // span does); else packet by packet, the run ending before one that fails (it goes
+        // the general way). (The total is below 2^64, so the span wrapped the address space,
+        // which the per-packet checks refuse, exactly when `end < va0`.)
         let (mut k, mut writes) = (0u16, 0usize);
-        for p in pkts.iter().take(usize::from(n)) {
+        if let (true, Ok(len)) = (span && end >= va0, u32::try_from(end.wrapping_sub(va0))) {
+            if let Some(Placement::Write { .. }) = self.regions.write_ok_uncounted(rkey0, va0, len)
+            {
+                (k, writes) = (n, usize::from(n));
+            }
+        }
+        for p in pkts.iter().take(usize::from(n)).skip(usize::from(k)) {
             let TxBody::Write { reth, .. } = &p.body else {
                 break;
             };
