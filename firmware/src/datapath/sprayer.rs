@@ -5,9 +5,10 @@
 //! - **State** (per QP): a table of `N` EV slots, each [`EvSlot`] `{usable, weight 1..=15, plane
 //!   0..P-1, skip_once}`, written by firmware; `P` per-plane weights `0..=15` (default 1, 0 =
 //!   the plane takes no traffic); the scheduler position: a plane cursor and round, and per plane
-//!   an EV cursor and round. Derived per-plane summaries (usable EV count, largest usable
-//!   weight, a chain linking each plane's usable slots in index order) are updated on every
-//!   firmware write, never on the packet path, so a pick steps over retired EVs at no cost.
+//!   an EV cursor and round. Derived per-plane summaries (usable EVs per weight, the set of
+//!   usable weights, a chain linking each plane's usable slots in index order) are updated in
+//!   O(1) on every firmware write that does not move an EV to another plane, never on the
+//!   packet path, so a pick steps over retired EVs at no cost.
 //! - **Input**: one request per packet ([`Sprayer::next_ev`]).
 //! - **Output**: the chosen [`EvPick`] `{index, plane}`, or `None` when no EV is usable (counted
 //!   in [`SprayerCounters::no_usable`]).
@@ -98,14 +99,13 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// none: a next index is always > 0; stale for unusable slots). The per-packet scan walks
     /// only the plane's usable slots, however many are retired.
     next_on_plane: [u16; N],
-    /// Derived: usable slots per plane and weight, so a write updates the plane's usable
-    /// count and largest weight without rescanning the table.
+    /// Derived: usable slots per plane and weight, so a write updates the plane's set of
+    /// usable weights (hence its largest) without rescanning the table.
     plane_hist: [[u32; WEIGHT_MAX as usize + 1]; P],
     plane_weight: [u8; P],
-    /// Derived: usable EVs per plane.
-    plane_usable: [u32; P],
-    /// Derived: largest weight among usable EVs per plane (0 when none).
-    plane_max_ev_weight: [u8; P],
+    /// Derived: per plane, bit `w` set when some usable EV has weight `w` (the highest set
+    /// bit is the plane's largest usable weight).
+    plane_weights: [u16; P],
     /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
     ev_cursor: [usize; P],
     ev_round: [u8; P],
@@ -137,8 +137,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             next_on_plane: [0; N],
             plane_hist: [[0; WEIGHT_MAX as usize + 1]; P],
             plane_weight: [1; P],
-            plane_usable: [0; P],
-            plane_max_ev_weight: [0; P],
+            plane_weights: [0; P],
             ev_cursor: [0; P],
             ev_round: [1; P],
             max_plane_weight: 0,
@@ -167,10 +166,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// Number of usable EVs on `plane` (0 for a plane `>= P`).
     pub fn usable_on_plane(&self, plane: u8) -> u32 {
-        self.plane_usable
+        self.plane_hist
             .get(usize::from(plane))
-            .copied()
-            .unwrap_or(0)
+            .map_or(0, |h| h.iter().fold(0u32, |n, &c| n.saturating_add(c)))
     }
 
     /// Firmware write: replace the slot at `index`.
@@ -209,8 +207,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         } else if old.usable != slot.usable {
             self.link_usable_change(usize::from(index), slot.plane, slot.usable);
         }
-        self.recompute_plane(usize::from(old_plane));
-        self.recompute_plane(usize::from(slot.plane));
+        self.recompute_max_plane_weight();
         Ok(())
     }
 
@@ -235,7 +232,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 self.link_usable_change(usize::from(index), slot.plane, false);
             }
             self.hist_update(slot, false);
-            self.recompute_plane(usize::from(slot.plane));
+            self.recompute_max_plane_weight();
             Ok(())
         }
     }
@@ -361,8 +358,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     #[inline]
     fn plane_eligible_weight(&self, plane: usize) -> u8 {
-        let usable = self.plane_usable.get(plane).copied().unwrap_or(0);
-        if usable == 0 {
+        // (some usable EV on the plane: some weight has one)
+        if self.plane_weights.get(plane).copied().unwrap_or(0) == 0 {
             0
         } else {
             self.plane_weight.get(plane).copied().unwrap_or(0)
@@ -398,7 +395,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
-        let max_weight = self.plane_max_ev_weight.get(plane).copied().unwrap_or(0);
+        let max_weight = self.plane_max_ev_weight(plane);
         let mut cursor = self.ev_cursor.get(plane).copied().unwrap_or(0);
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
         let mut found = None;
@@ -543,42 +540,41 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
     }
 
-    /// Count a usable slot into (`add`) or out of its plane's weight histogram.
+    /// Count a usable slot into (`add`) or out of its plane's weight histogram, and its
+    /// plane's set of usable weights with it.
     fn hist_update(&mut self, slot: EvSlot, add: bool) {
         if !slot.usable {
             return;
         }
-        let count = self
-            .plane_hist
-            .get_mut(usize::from(slot.plane))
-            .and_then(|h| h.get_mut(usize::from(slot.weight)));
-        if let Some(c) = count {
-            *c = if add {
-                c.saturating_add(1)
-            } else {
-                c.saturating_sub(1)
-            };
-        }
+        let plane = usize::from(slot.plane);
+        let (Some(hist), Some(weights)) = (
+            self.plane_hist.get_mut(plane),
+            self.plane_weights.get_mut(plane),
+        ) else {
+            return;
+        };
+        let Some(c) = hist.get_mut(usize::from(slot.weight)) else {
+            return;
+        };
+        *c = if add {
+            c.saturating_add(1)
+        } else {
+            c.saturating_sub(1)
+        };
+        // weight <= WEIGHT_MAX < 16
+        let bit = 1u16 << slot.weight;
+        *weights = if *c > 0 {
+            *weights | bit
+        } else {
+            *weights & !bit
+        };
     }
 
-    fn recompute_plane(&mut self, plane: usize) {
-        let (mut usable, mut max_weight) = (0u32, 0u8);
-        if let Some(h) = self.plane_hist.get(plane) {
-            for (w, &c) in h.iter().enumerate() {
-                usable += c;
-                if c > 0 {
-                    // w <= WEIGHT_MAX
-                    max_weight = w as u8;
-                }
-            }
-        }
-        if let Some(u) = self.plane_usable.get_mut(plane) {
-            *u = usable;
-        }
-        if let Some(m) = self.plane_max_ev_weight.get_mut(plane) {
-            *m = max_weight;
-        }
-        self.recompute_max_plane_weight();
+    /// The largest weight among the usable EVs of `plane` (0 when none).
+    fn plane_max_ev_weight(&self, plane: usize) -> u8 {
+        let weights = self.plane_weights.get(plane).copied().unwrap_or(0);
+        // the highest set bit, a weight <= WEIGHT_MAX (0 when none)
+        (u16::BITS - weights.leading_zeros()).saturating_sub(1) as u8
     }
 
     fn recompute_max_plane_weight(&mut self) {
