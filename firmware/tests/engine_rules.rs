@@ -534,7 +534,9 @@ fn a_receive_batch_places_as_one_packet_at_a_time() {
             reth.va = va;
         }
     }
-    let variants: [(&str, fn(usize, &mut TxPacket)); 5] = [
+    /// A variant: its name, and the edit of packet `k` of the run.
+    type Variant = (&'static str, fn(usize, &mut TxPacket));
+    let variants: [Variant; 5] = [
         ("inside", |_, _| {}),
         ("crossing the end", |k, p| {
             set_va(p, VA + 3584 + 256 * k as u64)
