@@ -139,7 +139,7 @@ impl<const N: usize> EvTable<N> {
             plane: e.plane,
             ecn_q16: e.ecn_q16,
             rtt_avg_ns: e.rtt_avg_ns,
-            delivered: e.delivered,
+            delivered: e.delivered.saturating_add(u64::from(e.sprt_pending)),
             lost: e.lost,
             trimmed: e.trimmed,
         })
@@ -261,9 +261,7 @@ impl<const N: usize> EvTable<N> {
     #[inline]
     pub(crate) fn credit_delivery(&mut self, ev: u16) -> Result<(), EvError> {
         let i = self.index(ev)?;
-        let e = &mut self.evs[i];
-        e.delivered = e.delivered.saturating_add(1);
-        e.note_sprt_delivery(&self.sprt);
+        self.evs[i].note_sprt_delivery(&self.sprt);
         Ok(())
     }
 
@@ -282,8 +280,10 @@ impl<const N: usize> EvTable<N> {
         self.qp_outcomes = self.qp_outcomes.saturating_add(1);
         let e = &mut self.evs[i];
         e.trimmed = e.trimmed.saturating_add(1);
-        // A trimmed header reached the receiver: a delivery for the gray-loss test.
-        e.note_sprt_delivery(&self.sprt);
+        // A trimmed header reached the receiver: a delivery for the gray-loss test (fed at
+        // once, after the pending ones: the same as one more pending, not counted delivered).
+        e.sync_sprt(&self.sprt);
+        e.sprt.observe_each_delivered(&self.sprt, 1);
         Ok(())
     }
 
@@ -517,6 +517,7 @@ impl<const N: usize> EvTable<N> {
             return Ok(());
         }
         e.sprt.reset();
+        e.delivered = e.delivered.saturating_add(u64::from(e.sprt_pending));
         e.sprt_pending = 0;
         e.ecn_q16 = 0;
         e.probe_interval_ns = self.cfg.probe_base_ns;
@@ -732,7 +733,8 @@ impl<const N: usize> EvTable<N> {
 }
 
 impl Ev {
-    /// One delivery for the gray-loss test, fed later with the others (see `sprt_pending`).
+    /// One delivery, counted and fed to the gray-loss test later with the others (see
+    /// `sprt_pending`).
     #[inline]
     fn note_sprt_delivery(&mut self, cfg: &SprtConfig) {
         self.sprt_pending += 1;
@@ -741,10 +743,12 @@ impl Ev {
         }
     }
 
-    /// Feed the pending deliveries to the gray-loss test, one at a time (in O(1)).
+    /// Feed the pending deliveries to the gray-loss test, one at a time (in O(1)), and count
+    /// them in `delivered`.
     fn sync_sprt(&mut self, cfg: &SprtConfig) {
-        self.sprt
-            .observe_each_delivered(cfg, u64::from(self.sprt_pending));
+        let n = u64::from(self.sprt_pending);
+        self.sprt.observe_each_delivered(cfg, n);
+        self.delivered = self.delivered.saturating_add(n);
         self.sprt_pending = 0;
     }
 }
