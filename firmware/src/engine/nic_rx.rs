@@ -80,7 +80,7 @@ impl<
             Body::Write { segment, reth } => {
                 return self.rx_write(now_ns, slot, state, &h, segment, reth, meta);
             }
-            Body::Ack(a) => self.rx_ack(now_ns, slot, state, &h, a),
+            Body::Ack(a) => self.rx_ack(now_ns, slot, state, h.tsx, a),
             Body::Nack(n) => self.rx_nack(now_ns, slot, state, n),
             Body::Probe(p) => self.rx_probe(now_ns, slot, state, &h, p),
             Body::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h, p),
@@ -101,6 +101,9 @@ impl<
         meta: RxMeta,
     ) -> RxVerdict {
         count!(self.counters.rx_packets);
+        if let TxBody::Ack(a) = &pkt.body {
+            return self.handle_tx_ack(now_ns, pkt, a);
+        }
         if let TxBody::Write { segment, reth, .. } = &pkt.body {
             let imm = matches!(
                 segment,
@@ -312,6 +315,28 @@ impl<
         (usize::from(k), writes)
     }
 
+    /// [`Self::handle_tx_packet`] for an ACK (`rx_packets` already counted): the general
+    /// path's effects without building its header representation.
+    #[inline(never)]
+    fn handle_tx_ack(
+        &mut self,
+        now_ns: u64,
+        pkt: &TxPacket,
+        a: &mrc_abi::wire::AckRepr,
+    ) -> RxVerdict {
+        let slot = pkt.dest_qpn as usize;
+        let Some(state) = self.qps.get(slot).and_then(QpSlot::get).map(|q| q.state) else {
+            return self.drop_rx(DropReason::UnknownQp);
+        };
+        let tsx = TsxRepr {
+            tx_ts_ns: pkt.tx_ts_ns,
+            echo_ts_ns: pkt.echo_ts_ns,
+        };
+        let v = self.rx_ack(now_ns, slot, state, Some(tsx), a);
+        self.rx_sync_ev(slot);
+        v
+    }
+
     /// [`Self::handle_tx_packet`] past its fast path (`rx_packets` already counted).
     #[inline(never)]
     fn handle_tx_packet_general(
@@ -341,7 +366,7 @@ impl<
             TxBody::Write { segment, reth, .. } => {
                 return self.rx_write(now_ns, slot, state, &h, segment, reth, meta);
             }
-            TxBody::Ack(a) => self.rx_ack(now_ns, slot, state, &h, a),
+            TxBody::Ack(a) => self.rx_ack(now_ns, slot, state, h.tsx, a),
             TxBody::Nack(n) => self.rx_nack(now_ns, slot, state, n),
             TxBody::Probe(p) => self.rx_probe(now_ns, slot, state, &h, p),
             TxBody::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h, p),
@@ -560,7 +585,7 @@ impl<
         now_ns: u64,
         slot: usize,
         state: QpState,
-        h: &RxHdr,
+        tsx: Option<TsxRepr>,
         a: &mrc_abi::wire::AckRepr,
     ) -> RxVerdict {
         if state != QpState::Rts {
@@ -569,7 +594,7 @@ impl<
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
-        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, h.tsx);
+        let rtt = Qp::<EVS, P, WIN, WORDS, SQ, RQ>::rtt_ns(now_ns, tsx);
         let Some(req) = qp.req.as_mut() else {
             return self.drop_rx(DropReason::QpNotReady);
         };
