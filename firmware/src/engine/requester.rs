@@ -968,22 +968,29 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// [`Self::mark_acked`] for every PSN of `[una, cum)`, then `una = cum` (`cum` is within
     /// `[una, nxt]`): one pass, tallied in `t`.
     fn ack_through<const E: usize>(&mut self, cum: Psn, evs: &mut EvTable<E>, t: &mut AckTally) {
-        let n = cum.distance_from(self.una).max(0) as u32;
-        // The slots of `una, una + 1, ..` in ring order: the slot index steps by one and wraps
-        // at WIN, which follows the PSN's own wrap when WIN divides the PSN space (else the
-        // index is taken from each PSN).
-        let ring = (1usize << 24).is_multiple_of(WIN);
-        let (mut psn, mut i) = (self.una, self.una.value() as usize % WIN);
-        for _ in 0..n {
-            if !ring {
-                i = psn.value() as usize % WIN;
-                psn = psn.add(1);
-            }
-            if let Some(s) = self.slots.get_mut(i) {
+        let n = cum.distance_from(self.una).max(0) as usize;
+        let i = self.una.value() as usize % WIN;
+        if (1usize << 24).is_multiple_of(WIN) {
+            // The slots of `una, una + 1, ..` are the ring from `i` on, wrapping at WIN (the
+            // PSN's own wrap when WIN divides the PSN space); past WIN PSNs they repeat,
+            // already acknowledged.
+            let n = n.min(WIN);
+            let (below, from_i) = self.slots.split_at_mut(i.min(WIN));
+            let k = n.min(from_i.len());
+            for s in from_i.iter_mut().take(k) {
                 t.take(s, evs);
             }
-            // (WIN is a power of two when `ring`: a mask; else `i` is taken from the PSN)
-            i = if ring { (i + 1) & (WIN - 1) } else { i };
+            for s in below.iter_mut().take(n - k) {
+                t.take(s, evs);
+            }
+        } else {
+            let mut psn = self.una;
+            for _ in 0..n {
+                if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                    t.take(s, evs);
+                }
+                psn = psn.add(1);
+            }
         }
         self.una = cum;
     }
