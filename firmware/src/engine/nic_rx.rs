@@ -376,13 +376,25 @@ impl<
     }
 
     /// After a requester-side packet: pass EV state changes on (the responder path never
-    /// touches the EV table).
+    /// touches the EV table). Most packets change no EV state: an inline check, the work out
+    /// of line.
+    #[inline]
     fn rx_sync_ev(&mut self, slot: usize) {
+        let pending = self
+            .qps
+            .get(slot)
+            .and_then(QpSlot::get)
+            .is_some_and(Qp::ev_sync_pending);
+        if pending {
+            self.rx_sync_ev_pending(slot);
+        }
+    }
+
+    /// [`Self::rx_sync_ev`] when the QP's EV state has something to pass on.
+    #[inline(never)]
+    fn rx_sync_ev_pending(&mut self, slot: usize) {
         if let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) {
-            // (most packets change no EV state: skip the call then)
-            if qp.ev_sync_pending()
-                && qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped)
-            {
+            if qp.sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped) {
                 self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
             }
         }
