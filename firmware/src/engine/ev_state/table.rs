@@ -211,9 +211,7 @@ impl<const N: usize> EvTable<N> {
     /// [`EvError::BadEv`] (counted).
     pub fn handle_ack(&mut self, ev: u16, now_ns: u64, fb: AckFeedback) -> Result<(), EvError> {
         let i = self.index(ev)?;
-        self.qp_outcomes = self.qp_outcomes.saturating_add(u64::from(fb.delivered));
         let e = &mut self.evs[i];
-        e.delivered = e.delivered.saturating_add(u64::from(fb.delivered));
         let sample = if fb.ecn_marked { u64::from(Q16_ONE) } else { 0 };
         e.ecn_q16 = ewma_q16(u64::from(e.ecn_q16), sample, self.cfg.ecn_gain_q16) as u32;
         if fb.rtt_ns != 0 {
@@ -223,10 +221,14 @@ impl<const N: usize> EvTable<N> {
                 ewma_q16(e.rtt_avg_ns, fb.rtt_ns, self.cfg.rtt_gain_q16)
             };
         }
-        // A batch of 0 changes nothing (the ratio is always strictly between the bounds).
+        // A batch of 0 counts nothing and changes nothing in the test (its ratio is always
+        // strictly between the bounds).
         let verdict = if fb.delivered == 0 {
             SprtVerdict::Continue
         } else {
+            let d = u64::from(fb.delivered);
+            self.qp_outcomes = self.qp_outcomes.saturating_add(d);
+            e.delivered = e.delivered.saturating_add(d);
             e.sync_sprt(&self.sprt);
             e.sprt.observe(&self.sprt, fb.delivered, 0)
         };
