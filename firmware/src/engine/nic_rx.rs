@@ -175,6 +175,9 @@ impl<
         let Some(first) = pkts.first() else {
             return (0, 0);
         };
+        let TxBody::Write { reth: reth0, .. } = &first.body else {
+            return (0, 0);
+        };
         let slot = first.dest_qpn as usize;
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return (0, 0);
@@ -197,10 +200,7 @@ impl<
         // span `[va0, end)` of rkey `rkey0` while `span` (each a write with a payload, the
         // same rkey, starting where the one before ended).
         let (mut n, mut trigger) = (0u16, false);
-        let (rkey0, va0) = match &first.body {
-            TxBody::Write { reth, .. } => (reth.rkey, reth.va),
-            _ => return (0, 0),
-        };
+        let (rkey0, va0) = (reth0.rkey, reth0.va);
         let (mut end, mut span) = (va0, true);
         for p in pkts {
             let TxBody::Write { segment, reth, .. } = &p.body else {
