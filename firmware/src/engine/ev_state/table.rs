@@ -209,6 +209,7 @@ impl<const N: usize> EvTable<N> {
     ///
     /// # Errors
     /// [`EvError::BadEv`] (counted).
+    #[inline]
     pub fn handle_ack(&mut self, ev: u16, now_ns: u64, fb: AckFeedback) -> Result<(), EvError> {
         let i = self.index(ev)?;
         let e = &mut self.evs[i];
