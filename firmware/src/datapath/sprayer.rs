@@ -210,7 +210,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             self.link_usable_change(usize::from(index), slot.plane, slot.usable);
         }
         self.recompute_plane(usize::from(old_plane));
-        self.recompute_plane(usize::from(slot.plane));
+        // (a recomputation depends on the histograms only: once per plane)
+        if slot.plane != old_plane {
+            self.recompute_plane(usize::from(slot.plane));
+        }
         Ok(())
     }
 
