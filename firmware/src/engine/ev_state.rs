@@ -384,3 +384,4 @@ mod tests;
 
 mod table;
 pub use table::AckFeedback;
+pub(crate) use table::DeliveryCredits;

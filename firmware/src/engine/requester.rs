@@ -32,7 +32,7 @@ use mrc_abi::Psn;
 use crate::datapath::segmenter::{PacketDesc, WriteRequest};
 use crate::datapath::sprayer::{EvPick, Sprayer};
 use crate::engine::cc::{Cc, Controller};
-use crate::engine::ev_state::{AckFeedback, EvTable};
+use crate::engine::ev_state::{AckFeedback, DeliveryCredits, EvTable};
 use crate::engine::packet::{
     Completion, CompletionError, CompletionKind, LocalBuf, SendWr, TxBody, TxPacket,
 };
@@ -93,7 +93,7 @@ impl AckTally {
     /// Slot `s` is acknowledged (nothing when it already was): a PSN that was in flight
     /// credits the delivery to the EV it last left on.
     #[inline]
-    fn take<const E: usize>(&mut self, s: &mut TxSlot, evs: &mut EvTable<E>) {
+    fn take(&mut self, s: &mut TxSlot, evs: &mut DeliveryCredits<'_>) {
         let flags = s.flags;
         if flags & F_ACKED != 0 {
             return;
@@ -102,7 +102,7 @@ impl AckTally {
         let len = u64::from(s.len);
         self.acked += len;
         if flags & F_INFLIGHT != 0 {
-            let _ = evs.credit_delivery(s.ev);
+            evs.credit(s.ev);
             self.freed += len;
             self.credited += 1;
         }
@@ -959,7 +959,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     }
 
     /// `psn` is acknowledged, into `t` ([`AckTally::take`]; [`Self::apply_tally`] applies it).
-    fn mark_acked<const E: usize>(&mut self, psn: Psn, evs: &mut EvTable<E>, t: &mut AckTally) {
+    fn mark_acked(&mut self, psn: Psn, evs: &mut DeliveryCredits<'_>, t: &mut AckTally) {
         if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
             t.take(s, evs);
         }
@@ -967,7 +967,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
 
     /// [`Self::mark_acked`] for every PSN of `[una, cum)`, then `una = cum` (`cum` is within
     /// `[una, nxt]`): one pass, tallied in `t`.
-    fn ack_through<const E: usize>(&mut self, cum: Psn, evs: &mut EvTable<E>, t: &mut AckTally) {
+    fn ack_through(&mut self, cum: Psn, evs: &mut DeliveryCredits<'_>, t: &mut AckTally) {
         let n = cum.distance_from(self.una).max(0) as usize;
         let i = self.una.value() as usize % WIN;
         if (1usize << 24).is_multiple_of(WIN) {
@@ -1061,11 +1061,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.counters.acks += 1;
         // Both loops below tally in registers; applied once after them.
         let mut t = self.ack_tally();
+        let mut credits = ev.credits();
         let start = self.una;
         let cum_ok =
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
-            self.ack_through(a.cum_psn, ev, &mut t);
+            self.ack_through(a.cum_psn, &mut credits, &mut t);
         } else {
             self.counters.acks_stale += 1;
         }
@@ -1090,7 +1091,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         while bits != 0 {
             let i = bits.trailing_zeros();
             bits &= bits - 1;
-            self.mark_acked(a.sack_base.add(i), ev, &mut t);
+            self.mark_acked(a.sack_base.add(i), &mut credits, &mut t);
         }
         self.apply_tally(&t);
         // The packet that triggered this ACK arrived: its send time (echoed, `rtt_ns` ago) is
@@ -1171,7 +1172,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 if self.planted_bug && n.reason == NackReason::TrimmedLastHop {
                     // Planted bug (tests only): the NACK is taken as the packet's ACK.
                     let mut t = self.ack_tally();
-                    self.mark_acked(n.psn, ev, &mut t);
+                    self.mark_acked(n.psn, &mut ev.credits(), &mut t);
                     self.apply_tally(&t);
                     ev.note_qp_deliveries(t.credited);
                 } else {

@@ -14,6 +14,26 @@ pub struct AckFeedback {
     pub rtt_ns: u64,
 }
 
+/// Per-PSN delivery credit to an [`EvTable`]'s EVs ([`EvTable::credits`]).
+pub(crate) struct DeliveryCredits<'a> {
+    /// The configured EVs.
+    evs: &'a mut [Ev],
+    sprt: &'a SprtConfig,
+    bad_index: &'a mut u64,
+}
+
+impl DeliveryCredits<'_> {
+    /// A packet last sent on `ev` was acknowledged: [`EvTable::handle_delivery`] but for the
+    /// QP-wide count (an EV out of range is counted as a bad index, as there).
+    #[inline]
+    pub(crate) fn credit(&mut self, ev: u16) {
+        match self.evs.get_mut(usize::from(ev)) {
+            Some(e) => e.note_sprt_delivery(self.sprt),
+            None => *self.bad_index += 1,
+        }
+    }
+}
+
 impl<const N: usize> EvTable<N> {
     const CAPACITY_OK: () = assert!(N <= MAX_EVS, "EvTable holds at most 256 EVs");
 
@@ -252,23 +272,28 @@ impl<const N: usize> EvTable<N> {
     /// [`EvError::BadEv`] (counted).
     #[inline]
     pub fn handle_delivery(&mut self, ev: u16) -> Result<(), EvError> {
-        self.credit_delivery(ev)?;
+        let i = self.index(ev)?;
+        self.evs[i].note_sprt_delivery(&self.sprt);
         self.note_qp_deliveries(1);
         Ok(())
     }
 
-    /// [`Self::handle_delivery`] without the QP-wide outcome count: the requester credits each
-    /// PSN of an ACK to its EV and then counts them once with
-    /// [`Self::note_qp_deliveries`] (before any loss the same ACK reveals, so every loss sees
-    /// the same QP-wide counts as with per-PSN calls).
+    /// [`Self::handle_delivery`] without the QP-wide outcome count, for the loops of one ACK:
+    /// the requester credits each PSN to its EV ([`DeliveryCredits::credit`]) and then counts
+    /// them once with [`Self::note_qp_deliveries`] (before any loss the same ACK reveals, so
+    /// every loss sees the same QP-wide counts as with per-PSN calls). The EV range and the
+    /// gray-loss test's configuration are looked up here, once.
     #[inline]
-    pub(crate) fn credit_delivery(&mut self, ev: u16) -> Result<(), EvError> {
-        let i = self.index(ev)?;
-        self.evs[i].note_sprt_delivery(&self.sprt);
-        Ok(())
+    pub(crate) fn credits(&mut self) -> DeliveryCredits<'_> {
+        let n = usize::from(self.cfg.evs).min(N);
+        DeliveryCredits {
+            evs: self.evs.get_mut(..n).unwrap_or_default(),
+            sprt: &self.sprt,
+            bad_index: &mut self.counters.bad_index,
+        }
     }
 
-    /// `n` deliveries credited with [`Self::credit_delivery`], for the QP-wide loss rate.
+    /// `n` deliveries credited with [`Self::credits`], for the QP-wide loss rate.
     #[inline]
     pub(crate) fn note_qp_deliveries(&mut self, n: u64) {
         self.qp_outcomes = self.qp_outcomes.saturating_add(n);
