@@ -700,8 +700,12 @@ impl<const N: usize> EvTable<N> {
         let e = &mut self.evs[i];
         e.probe_id = None;
         e.next_probe_ns = now_ns.saturating_add(e.probe_interval_ns);
+        let old = e.state;
         self.set_state(i, EvState::AssumedBad, reason);
-        self.probe_changed(i);
+        // (a state change already updated the probe order, with the new probe time)
+        if old == EvState::AssumedBad {
+            self.probe_changed(i);
+        }
     }
 
     fn retire_gray(&mut self, i: usize, now_ns: u64) {
