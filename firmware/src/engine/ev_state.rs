@@ -268,13 +268,16 @@ pub struct EvCounters {
 pub(in crate::engine) struct Ev {
     state: EvState,
     plane: u8,
-    /// Deliveries (and trims) not yet fed to `sprt`: they only lower its ratio, so they are
-    /// fed in one step ([`Sprt::observe_each_delivered`]) before the next loss or batch is
-    /// (`u16`: it fits beside `plane`, the entry stays 80 bytes).
+    /// Deliveries not yet fed to `sprt` nor counted in `delivered`: they only lower the
+    /// test's ratio, so they are fed in one step ([`Sprt::observe_each_delivered`]) before the
+    /// next loss, batch or trim is, and added to `delivered` then (`u16`: it fits beside
+    /// `plane`, the entry stays 80 bytes; one delivery is one increment of it alone).
     sprt_pending: u16,
     ecn_q16: u32,
     rtt_avg_ns: u64,
     sprt: Sprt,
+    /// Deliveries, without the `sprt_pending` ones (saturating; [`EvStats::delivered`] is the
+    /// sum).
     delivered: u64,
     lost: u64,
     trimmed: u64,
@@ -381,3 +384,4 @@ mod tests;
 
 mod table;
 pub use table::AckFeedback;
+pub(crate) use table::DeliveryCredits;

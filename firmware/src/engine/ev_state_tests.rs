@@ -84,6 +84,55 @@ fn initial_state_and_planes() {
     assert_eq!(seen[6], (6, 2));
 }
 
+/// `EvStats::delivered` counts each delivery once, and nothing else, whenever the pending ones
+/// were last fed to the gray-loss test (at 65,535 pending, a trim, a loss, an ACK's batch, the
+/// controller's `allow`).
+#[test]
+fn delivered_counts_each_delivery_once() {
+    let mut t = table(16, 4, 0);
+    let delivered = |t: &T| t.stats(2).unwrap().delivered;
+    for _ in 0..70_000 {
+        t.handle_delivery(2).unwrap();
+    }
+    assert_eq!(delivered(&t), 70_000);
+    t.handle_trim(2).unwrap();
+    t.handle_delivery(2).unwrap();
+    assert_eq!((delivered(&t), t.stats(2).unwrap().trimmed), (70_001, 1));
+    t.handle_loss(2, 10).unwrap();
+    t.handle_delivery(2).unwrap();
+    let fb = AckFeedback {
+        delivered: 5,
+        ecn_marked: false,
+        rtt_ns: 1,
+    };
+    t.handle_ack(2, 20, fb).unwrap();
+    assert_eq!(delivered(&t), 70_007);
+    t.deny(2).unwrap();
+    t.handle_delivery(2).unwrap();
+    t.allow(2, 30).unwrap();
+    t.handle_delivery(2).unwrap();
+    assert_eq!((delivered(&t), t.stats(2).unwrap().lost), (70_009, 1));
+}
+
+/// The requester's per-PSN credit is `handle_delivery` without the QP-wide count, an EV
+/// beyond the configured ones counted as a bad index.
+#[test]
+fn delivery_credits_are_deliveries_without_the_qp_count() {
+    let (mut a, mut b) = (table(16, 4, 0), table(16, 4, 0));
+    for ev in [3, 3, 15, 16, 300] {
+        let _ = a.handle_delivery(ev);
+        b.credits().credit(ev);
+    }
+    b.note_qp_deliveries(3);
+    for ev in 0..16 {
+        assert_eq!(a.stats(ev), b.stats(ev));
+    }
+    assert_eq!(b.stats(3).unwrap().delivered, 2);
+    assert_eq!(a.counters(), b.counters());
+    assert_eq!(b.counters().bad_index, 2);
+    assert_eq!((a.qp_outcomes, a.qp_losses), (b.qp_outcomes, b.qp_losses));
+}
+
 #[test]
 fn untrimmed_loss_retires_at_once_trim_does_not() {
     let mut t = table(16, 4, 0);

@@ -32,7 +32,7 @@ use mrc_abi::Psn;
 use crate::datapath::segmenter::{PacketDesc, WriteRequest};
 use crate::datapath::sprayer::{EvPick, Sprayer};
 use crate::engine::cc::{Cc, Controller};
-use crate::engine::ev_state::{AckFeedback, EvTable};
+use crate::engine::ev_state::{AckFeedback, DeliveryCredits, EvTable};
 use crate::engine::packet::{
     Completion, CompletionError, CompletionKind, LocalBuf, SendWr, TxBody, TxPacket,
 };
@@ -71,6 +71,46 @@ pub struct Reorder {
     pub tx: u32,
     /// Send-time gap in ns (0: the count alone decides).
     pub ns: u32,
+}
+
+/// What acknowledging slots changes, summed over a loop (in registers) and applied once
+/// (`Requester::apply_tally`).
+#[derive(Clone, Copy, Debug)]
+struct AckTally {
+    /// The newest acknowledged transmission's sequence number and the latest send time known
+    /// delivered (`Requester::max_acked_seq` / `max_acked_sent_ns`).
+    max_seq: u32,
+    max_sent: u32,
+    /// Bytes newly acknowledged.
+    acked: u64,
+    /// Of those, the bytes that were in flight (no longer counted in flight).
+    freed: u64,
+    /// Deliveries credited to EVs (for `EvTable::note_qp_deliveries`).
+    credited: u64,
+}
+
+impl AckTally {
+    /// Slot `s` is acknowledged (nothing when it already was): a PSN that was in flight
+    /// credits the delivery to the EV it last left on.
+    #[inline]
+    fn take(&mut self, s: &mut TxSlot, evs: &mut DeliveryCredits<'_>) {
+        let flags = s.flags;
+        if flags & F_ACKED != 0 {
+            return;
+        }
+        s.flags = F_ACKED;
+        let len = u64::from(s.len);
+        self.acked += len;
+        if flags & F_INFLIGHT != 0 {
+            evs.credit(s.ev);
+            self.freed += len;
+            self.credited += 1;
+        }
+        if (s.tx_seq.wrapping_sub(self.max_seq) as i32) > 0 {
+            self.max_seq = s.tx_seq;
+            self.max_sent = later_ns(self.max_sent, s.sent_ns);
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -897,87 +937,62 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         self.arm_tlp(now_ns);
     }
 
-    /// `psn` is acknowledged; credits the delivery to the EV it last left on (counted in
-    /// `credits`, for `EvTable::note_qp_deliveries`). Returns the bytes newly acknowledged (0
-    /// when it already was).
-    fn mark_acked<const E: usize>(
-        &mut self,
-        psn: Psn,
-        evs: &mut EvTable<E>,
-        credits: &mut u64,
-    ) -> u64 {
-        let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) else {
-            return 0;
-        };
-        if s.flags & F_ACKED != 0 {
-            return 0;
+    /// A tally of acknowledged slots from the requester's current state.
+    #[inline]
+    fn ack_tally(&self) -> AckTally {
+        AckTally {
+            max_seq: self.max_acked_seq,
+            max_sent: self.max_acked_sent_ns,
+            acked: 0,
+            freed: 0,
+            credited: 0,
         }
-        if s.flags & F_INFLIGHT != 0 {
-            let _ = evs.credit_delivery(s.ev);
-            *credits += 1;
+    }
+
+    /// The slots `t` took are acknowledged: the newest acknowledged transmission and the bytes
+    /// in flight follow.
+    #[inline]
+    fn apply_tally(&mut self, t: &AckTally) {
+        self.max_acked_seq = t.max_seq;
+        self.max_acked_sent_ns = t.max_sent;
+        self.inflight_bytes = self.inflight_bytes.saturating_sub(t.freed);
+    }
+
+    /// `psn` is acknowledged, into `t` ([`AckTally::take`]; [`Self::apply_tally`] applies it).
+    fn mark_acked(&mut self, psn: Psn, evs: &mut DeliveryCredits<'_>, t: &mut AckTally) {
+        if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+            t.take(s, evs);
         }
-        let was_inflight = s.flags & F_INFLIGHT != 0;
-        s.flags = F_ACKED;
-        let (len, seq) = (u64::from(s.len), s.tx_seq);
-        if (seq.wrapping_sub(self.max_acked_seq) as i32) > 0 {
-            self.max_acked_seq = seq;
-            self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, s.sent_ns);
-        }
-        if was_inflight {
-            self.inflight_bytes = self.inflight_bytes.saturating_sub(len);
-        }
-        len
     }
 
     /// [`Self::mark_acked`] for every PSN of `[una, cum)`, then `una = cum` (`cum` is within
-    /// `[una, nxt]`): one pass with the sequence and byte totals kept in registers. Returns the
-    /// bytes newly acknowledged.
-    fn ack_through<const E: usize>(
-        &mut self,
-        cum: Psn,
-        evs: &mut EvTable<E>,
-        credits: &mut u64,
-    ) -> u64 {
-        let n = cum.distance_from(self.una).max(0) as u32;
-        let mut max_seq = self.max_acked_seq;
-        let mut max_sent = self.max_acked_sent_ns;
-        let (mut acked, mut freed, mut credited) = (0u64, 0u64, 0u64);
-        // The slots of `una, una + 1, ..` in ring order: the slot index steps by one and wraps
-        // at WIN, which follows the PSN's own wrap when WIN divides the PSN space (else the
-        // index is taken from each PSN).
-        let ring = (1usize << 24).is_multiple_of(WIN);
-        let (mut psn, mut i) = (self.una, self.una.value() as usize % WIN);
-        for _ in 0..n {
-            if !ring {
-                i = psn.value() as usize % WIN;
+    /// `[una, nxt]`): one pass, tallied in `t`.
+    fn ack_through(&mut self, cum: Psn, evs: &mut DeliveryCredits<'_>, t: &mut AckTally) {
+        let n = cum.distance_from(self.una).max(0) as usize;
+        let i = self.una.value() as usize % WIN;
+        if (1usize << 24).is_multiple_of(WIN) {
+            // The slots of `una, una + 1, ..` are the ring from `i` on, wrapping at WIN (the
+            // PSN's own wrap when WIN divides the PSN space); past WIN PSNs they repeat,
+            // already acknowledged.
+            let n = n.min(WIN);
+            let (below, from_i) = self.slots.split_at_mut(i.min(WIN));
+            let k = n.min(from_i.len());
+            for s in from_i.iter_mut().take(k) {
+                t.take(s, evs);
+            }
+            for s in below.iter_mut().take(n - k) {
+                t.take(s, evs);
+            }
+        } else {
+            let mut psn = self.una;
+            for _ in 0..n {
+                if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                    t.take(s, evs);
+                }
                 psn = psn.add(1);
             }
-            if let Some(s) = self.slots.get_mut(i) {
-                let flags = s.flags;
-                if flags & F_ACKED == 0 {
-                    s.flags = F_ACKED;
-                    let len = u64::from(s.len);
-                    acked += len;
-                    if flags & F_INFLIGHT != 0 {
-                        let _ = evs.credit_delivery(s.ev);
-                        freed += len;
-                        credited += 1;
-                    }
-                    if (s.tx_seq.wrapping_sub(max_seq) as i32) > 0 {
-                        max_seq = s.tx_seq;
-                        max_sent = later_ns(max_sent, s.sent_ns);
-                    }
-                }
-            }
-            // (WIN is a power of two when `ring`: a mask; else `i` is taken from the PSN)
-            i = if ring { (i + 1) & (WIN - 1) } else { i };
         }
-        *credits += credited;
         self.una = cum;
-        self.max_acked_seq = max_seq;
-        self.max_acked_sent_ns = max_sent;
-        self.inflight_bytes = self.inflight_bytes.saturating_sub(freed);
-        acked
     }
 
     /// Declare `psn` lost (it is in flight): queue its retransmission.
@@ -1044,13 +1059,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         cc: &mut Cc,
     ) -> bool {
         self.counters.acks += 1;
-        let mut acked_bytes = 0u64;
-        let mut credits = 0u64;
+        // Both loops below tally in registers; applied once after them.
+        let mut t = self.ack_tally();
+        let mut credits = ev.credits();
         let start = self.una;
         let cum_ok =
             a.cum_psn.distance_from(self.una) >= 0 && a.cum_psn.distance_from(self.nxt) <= 0;
         if cum_ok {
-            acked_bytes += self.ack_through(a.cum_psn, ev, &mut credits);
+            self.ack_through(a.cum_psn, &mut credits, &mut t);
         } else {
             self.counters.acks_stale += 1;
         }
@@ -1075,8 +1091,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         while bits != 0 {
             let i = bits.trailing_zeros();
             bits &= bits - 1;
-            acked_bytes += self.mark_acked(a.sack_base.add(i), ev, &mut credits);
+            self.mark_acked(a.sack_base.add(i), &mut credits, &mut t);
         }
+        self.apply_tally(&t);
         // The packet that triggered this ACK arrived: its send time (echoed, `rtt_ns` ago) is
         // a delivered transmission too, even when its PSN lies beyond the SACK bitmap.
         if rtt_ns > 0 {
@@ -1084,7 +1101,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, echoed);
         }
         // The deliveries count for the QP-wide loss rate before any loss this ACK reveals.
-        ev.note_qp_deliveries(credits);
+        ev.note_qp_deliveries(t.credited);
         // Loss inference: holes below the highest SACKed PSN, old enough.
         if a.sack_bitmap != 0 {
             let hi = 63 - a.sack_bitmap.leading_zeros();
@@ -1120,7 +1137,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             rtt_ns,
         };
         let _ = ev.handle_ack(a.ev_index, now_ns, fb);
-        cc.on_ack(now_ns, acked_bytes, a.ce_count > 0, rtt_ns);
+        cc.on_ack(now_ns, t.acked, a.ce_count > 0, rtt_ns);
         let progress = self.una != start;
         if progress {
             self.retry.on_progress(now_ns, self.una != self.nxt);
@@ -1154,9 +1171,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 cc.on_trim(now_ns, u64::from(s.len));
                 if self.planted_bug && n.reason == NackReason::TrimmedLastHop {
                     // Planted bug (tests only): the NACK is taken as the packet's ACK.
-                    let mut credits = 0;
-                    let _ = self.mark_acked(n.psn, ev, &mut credits);
-                    ev.note_qp_deliveries(credits);
+                    let mut t = self.ack_tally();
+                    self.mark_acked(n.psn, &mut ev.credits(), &mut t);
+                    self.apply_tally(&t);
+                    ev.note_qp_deliveries(t.credited);
                 } else {
                     let _ = self.mark_pending(n.psn, false);
                 }

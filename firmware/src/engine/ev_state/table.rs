@@ -14,6 +14,26 @@ pub struct AckFeedback {
     pub rtt_ns: u64,
 }
 
+/// Per-PSN delivery credit to an [`EvTable`]'s EVs ([`EvTable::credits`]).
+pub(crate) struct DeliveryCredits<'a> {
+    /// The configured EVs.
+    evs: &'a mut [Ev],
+    sprt: &'a SprtConfig,
+    bad_index: &'a mut u64,
+}
+
+impl DeliveryCredits<'_> {
+    /// A packet last sent on `ev` was acknowledged: [`EvTable::handle_delivery`] but for the
+    /// QP-wide count (an EV out of range is counted as a bad index, as there).
+    #[inline]
+    pub(crate) fn credit(&mut self, ev: u16) {
+        match self.evs.get_mut(usize::from(ev)) {
+            Some(e) => e.note_sprt_delivery(self.sprt),
+            None => *self.bad_index += 1,
+        }
+    }
+}
+
 impl<const N: usize> EvTable<N> {
     const CAPACITY_OK: () = assert!(N <= MAX_EVS, "EvTable holds at most 256 EVs");
 
@@ -139,7 +159,7 @@ impl<const N: usize> EvTable<N> {
             plane: e.plane,
             ecn_q16: e.ecn_q16,
             rtt_avg_ns: e.rtt_avg_ns,
-            delivered: e.delivered,
+            delivered: e.delivered.saturating_add(u64::from(e.sprt_pending)),
             lost: e.lost,
             trimmed: e.trimmed,
         })
@@ -209,11 +229,10 @@ impl<const N: usize> EvTable<N> {
     ///
     /// # Errors
     /// [`EvError::BadEv`] (counted).
+    #[inline]
     pub fn handle_ack(&mut self, ev: u16, now_ns: u64, fb: AckFeedback) -> Result<(), EvError> {
         let i = self.index(ev)?;
-        self.qp_outcomes = self.qp_outcomes.saturating_add(u64::from(fb.delivered));
         let e = &mut self.evs[i];
-        e.delivered = e.delivered.saturating_add(u64::from(fb.delivered));
         let sample = if fb.ecn_marked { u64::from(Q16_ONE) } else { 0 };
         e.ecn_q16 = ewma_q16(u64::from(e.ecn_q16), sample, self.cfg.ecn_gain_q16) as u32;
         if fb.rtt_ns != 0 {
@@ -223,10 +242,14 @@ impl<const N: usize> EvTable<N> {
                 ewma_q16(e.rtt_avg_ns, fb.rtt_ns, self.cfg.rtt_gain_q16)
             };
         }
-        // A batch of 0 changes nothing (the ratio is always strictly between the bounds).
+        // A batch of 0 counts nothing and changes nothing in the test (its ratio is always
+        // strictly between the bounds).
         let verdict = if fb.delivered == 0 {
             SprtVerdict::Continue
         } else {
+            let d = u64::from(fb.delivered);
+            self.qp_outcomes = self.qp_outcomes.saturating_add(d);
+            e.delivered = e.delivered.saturating_add(d);
             e.sync_sprt(&self.sprt);
             e.sprt.observe(&self.sprt, fb.delivered, 0)
         };
@@ -249,25 +272,28 @@ impl<const N: usize> EvTable<N> {
     /// [`EvError::BadEv`] (counted).
     #[inline]
     pub fn handle_delivery(&mut self, ev: u16) -> Result<(), EvError> {
-        self.credit_delivery(ev)?;
+        let i = self.index(ev)?;
+        self.evs[i].note_sprt_delivery(&self.sprt);
         self.note_qp_deliveries(1);
         Ok(())
     }
 
-    /// [`Self::handle_delivery`] without the QP-wide outcome count: the requester credits each
-    /// PSN of an ACK to its EV and then counts them once with
-    /// [`Self::note_qp_deliveries`] (before any loss the same ACK reveals, so every loss sees
-    /// the same QP-wide counts as with per-PSN calls).
+    /// [`Self::handle_delivery`] without the QP-wide outcome count, for the loops of one ACK:
+    /// the requester credits each PSN to its EV ([`DeliveryCredits::credit`]) and then counts
+    /// them once with [`Self::note_qp_deliveries`] (before any loss the same ACK reveals, so
+    /// every loss sees the same QP-wide counts as with per-PSN calls). The EV range and the
+    /// gray-loss test's configuration are looked up here, once.
     #[inline]
-    pub(crate) fn credit_delivery(&mut self, ev: u16) -> Result<(), EvError> {
-        let i = self.index(ev)?;
-        let e = &mut self.evs[i];
-        e.delivered = e.delivered.saturating_add(1);
-        e.note_sprt_delivery(&self.sprt);
-        Ok(())
+    pub(crate) fn credits(&mut self) -> DeliveryCredits<'_> {
+        let n = usize::from(self.cfg.evs).min(N);
+        DeliveryCredits {
+            evs: self.evs.get_mut(..n).unwrap_or_default(),
+            sprt: &self.sprt,
+            bad_index: &mut self.counters.bad_index,
+        }
     }
 
-    /// `n` deliveries credited with [`Self::credit_delivery`], for the QP-wide loss rate.
+    /// `n` deliveries credited with [`Self::credits`], for the QP-wide loss rate.
     #[inline]
     pub(crate) fn note_qp_deliveries(&mut self, n: u64) {
         self.qp_outcomes = self.qp_outcomes.saturating_add(n);
@@ -282,8 +308,10 @@ impl<const N: usize> EvTable<N> {
         self.qp_outcomes = self.qp_outcomes.saturating_add(1);
         let e = &mut self.evs[i];
         e.trimmed = e.trimmed.saturating_add(1);
-        // A trimmed header reached the receiver: a delivery for the gray-loss test.
-        e.note_sprt_delivery(&self.sprt);
+        // A trimmed header reached the receiver: a delivery for the gray-loss test (fed at
+        // once, after the pending ones: the same as one more pending, not counted delivered).
+        e.sync_sprt(&self.sprt);
+        e.sprt.observe_each_delivered(&self.sprt, 1);
         Ok(())
     }
 
@@ -517,6 +545,7 @@ impl<const N: usize> EvTable<N> {
             return Ok(());
         }
         e.sprt.reset();
+        e.delivered = e.delivered.saturating_add(u64::from(e.sprt_pending));
         e.sprt_pending = 0;
         e.ecn_q16 = 0;
         e.probe_interval_ns = self.cfg.probe_base_ns;
@@ -671,8 +700,12 @@ impl<const N: usize> EvTable<N> {
         let e = &mut self.evs[i];
         e.probe_id = None;
         e.next_probe_ns = now_ns.saturating_add(e.probe_interval_ns);
+        let old = e.state;
         self.set_state(i, EvState::AssumedBad, reason);
-        self.probe_changed(i);
+        // (a state change already updated the probe order, with the new probe time)
+        if old == EvState::AssumedBad {
+            self.probe_changed(i);
+        }
     }
 
     fn retire_gray(&mut self, i: usize, now_ns: u64) {
@@ -732,7 +765,8 @@ impl<const N: usize> EvTable<N> {
 }
 
 impl Ev {
-    /// One delivery for the gray-loss test, fed later with the others (see `sprt_pending`).
+    /// One delivery, counted and fed to the gray-loss test later with the others (see
+    /// `sprt_pending`).
     #[inline]
     fn note_sprt_delivery(&mut self, cfg: &SprtConfig) {
         self.sprt_pending += 1;
@@ -741,10 +775,12 @@ impl Ev {
         }
     }
 
-    /// Feed the pending deliveries to the gray-loss test, one at a time (in O(1)).
+    /// Feed the pending deliveries to the gray-loss test, one at a time (in O(1)), and count
+    /// them in `delivered`.
     fn sync_sprt(&mut self, cfg: &SprtConfig) {
-        self.sprt
-            .observe_each_delivered(cfg, u64::from(self.sprt_pending));
+        let n = u64::from(self.sprt_pending);
+        self.sprt.observe_each_delivered(cfg, n);
+        self.delivered = self.delivered.saturating_add(n);
         self.sprt_pending = 0;
     }
 }
