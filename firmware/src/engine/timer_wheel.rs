@@ -143,11 +143,13 @@ pub struct TimerWheel<const N: usize> {
     ready_tail: u32,
     /// Every timer of tick <= `cur_tick` is in the ready list.
     cur_tick: u64,
-    /// No timer outside the ready list has a tick below this (a lower bound, kept by `arm`
-    /// and by a poll that found nothing due): a poll before it returns at once.
-    quiet_until_tick: u64,
-    /// The latest tick polled (time never goes backwards).
-    now_tick: u64,
+    /// No timer outside the ready list is due before this instant (the start of a tick, in
+    /// ns, saturated at `u64::MAX`; a lower bound, kept by `arm` and by a poll that found
+    /// nothing due): a poll before it returns at once, with no division.
+    quiet_until_ns: u64,
+    /// The latest time polled, in ns (time never goes backwards); its tick is the wheel's
+    /// "now".
+    latest_ns: u64,
     tick_ns: u64,
     next_seq: u64,
     len: u32,
@@ -193,8 +195,8 @@ impl<const N: usize> TimerWheel<N> {
             ready_head: NIL,
             ready_tail: NIL,
             cur_tick: 0,
-            quiet_until_tick: u64::MAX,
-            now_tick: 0,
+            quiet_until_ns: u64::MAX,
+            latest_ns: 0,
             tick_ns,
             next_seq: 0,
             len: 0,
@@ -251,10 +253,10 @@ impl<const N: usize> TimerWheel<N> {
         self.len += 1;
         self.counters.armed += 1;
         let tick = self.tick_of(deadline_ns);
-        if tick <= self.cur_tick.max(self.now_tick) {
+        if tick <= self.cur_tick.max(self.latest_ns / self.tick_ns) {
             self.counters.armed_in_past += 1;
         }
-        self.quiet_until_tick = self.quiet_until_tick.min(tick);
+        self.quiet_until_ns = self.quiet_until_ns.min(tick.saturating_mul(self.tick_ns));
         self.place(idx);
         Ok(TimerHandle {
             index: idx,
@@ -308,32 +310,32 @@ impl<const N: usize> TimerWheel<N> {
         Some(self.fire_ns(min))
     }
 
-    /// The next due timer at `now_ns`: the one with the smallest `(deadline, arm order)`, or
-    /// `None` when nothing is due. Call until `None`. Time never goes backwards: a `now_ns`
-    /// earlier than a previous one is treated as the previous one.
     /// The first step of [`Self::poll_expired`]: `true` (and the caller's time noted) when
     /// nothing can be due at `now_ns`, so a poll would return `None`; `false`, having changed
     /// nothing, when a poll is needed.
     #[inline]
     pub fn is_quiet(&mut self, now_ns: u64) -> bool {
-        let target = (now_ns / self.tick_ns).max(self.now_tick);
-        if self.ready_head == NIL && target < self.quiet_until_tick {
-            self.now_tick = target;
+        let now = now_ns.max(self.latest_ns);
+        if self.ready_head == NIL && now < self.quiet_until_ns {
+            self.latest_ns = now;
             return true;
         }
         false
     }
 
+    /// The next due timer at `now_ns`: the one with the smallest `(deadline, arm order)`, or
+    /// `None` when nothing is due. Call until `None`. Time never goes backwards: a `now_ns`
+    /// earlier than a previous one is treated as the previous one.
     pub fn poll_expired(&mut self, now_ns: u64) -> Option<Expired> {
-        let target = (now_ns / self.tick_ns).max(self.now_tick);
-        if self.ready_head == NIL && target < self.quiet_until_tick {
-            // Fast path: nothing can be due yet. The wheel's own time (`cur_tick`) stays put:
-            // moving it without redistributing could pass a bucket's start; `now_tick`
-            // remembers how far the caller's time went.
-            self.now_tick = target;
+        if self.is_quiet(now_ns) {
+            // Nothing can be due yet. The wheel's own time (`cur_tick`) stays put: moving it
+            // without redistributing could pass a bucket's start; `latest_ns` remembers how
+            // far the caller's time went.
             return None;
         }
-        self.now_tick = target;
+        let now = now_ns.max(self.latest_ns);
+        self.latest_ns = now;
+        let target = now / self.tick_ns;
         while self.ready_head == NIL {
             if !self.advance_one(target) {
                 break;
@@ -398,14 +400,14 @@ impl<const N: usize> TimerWheel<N> {
     fn advance_one(&mut self, target: u64) -> bool {
         let Some(ev) = self.next_event() else {
             self.cur_tick = self.cur_tick.max(target);
-            self.quiet_until_tick = u64::MAX;
+            self.quiet_until_ns = u64::MAX;
             return false;
         };
         let at = self.event_tick(ev);
         if at > target {
             self.cur_tick = self.cur_tick.max(target);
             // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later.
-            self.quiet_until_tick = at;
+            self.quiet_until_ns = at.saturating_mul(self.tick_ns);
             return false;
         }
         self.cur_tick = at;
