@@ -297,6 +297,10 @@ impl<const N: usize> TimerWheel<N> {
             return Some(self.fire_ns(s.deadline_ns));
         }
         let head = match self.next_event()? {
+            // A level-0 bucket holds the timers of one tick, the bucket's own.
+            ev @ NextEvent::Bucket { level: 0, .. } => {
+                return Some(self.event_tick(ev).saturating_mul(self.tick_ns));
+            }
             NextEvent::Bucket { level, slot } => self.buckets[level][slot],
             NextEvent::Overflow => self.overflow_head,
         };
