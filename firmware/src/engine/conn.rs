@@ -474,10 +474,11 @@ impl<
     /// The packet for an ACK generator output: it acknowledges the data packet's EV and plane
     /// (in the body) and travels on an EV of its own ([`Self::ack_travel_ev`]).
     pub(crate) fn ack_packet(&mut self, now_ns: u64, e: &AckEvent, echo: u32) -> TxPacket {
-        let evx = match e {
-            AckEvent::Ack(a) => self.ack_travel_ev(a.ev_index, a.plane),
-            AckEvent::Nack(n) => self.ack_travel_ev(n.ev_index, n.plane),
+        let (ev, plane) = match e {
+            AckEvent::Ack(a) => (a.ev_index, a.plane),
+            AckEvent::Nack(n) => (n.ev_index, n.plane),
         };
+        let evx = self.ack_travel_ev(ev, plane);
         self.ack_packet_on(now_ns, e, echo, evx)
     }
 
