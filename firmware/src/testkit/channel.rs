@@ -134,6 +134,11 @@ struct Meta<const PB: usize> {
     at_ns: u64,
     trim: Trim,
     ce: bool,
+    /// How many slots from this one on hold packets with this slot's `to` and `at_ns` (the
+    /// first slot of a [`Channel::send_batch_with`] batch: the batch; a packet sent alone:
+    /// 1), so [`Channel::pop_due_run`] steps over them at once; 0 (the other slots of a
+    /// batch): not known, one at a time. (In the padding after the flags: no room added.)
+    run: u32,
     payload: [u8; PB],
 }
 
@@ -144,6 +149,7 @@ impl<const PB: usize> Meta<PB> {
         at_ns: 0,
         trim: Trim::None,
         ce: false,
+        run: 0,
         payload: [0; PB],
     };
 }
@@ -349,6 +355,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if let Some(f) = self.meta.get_mut(i) {
             f.to = to;
             f.at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+            f.run = 1;
             f.trim = Trim::None;
             f.ce = false;
             self.len += 1;
@@ -404,9 +411,15 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             }
         }
         self.counters.lost += lost;
-        for f in self.meta.get_mut(i..w).unwrap_or_default() {
+        let batch = self.meta.get_mut(i..w).unwrap_or_default();
+        for f in batch.iter_mut() {
             f.to = to;
             f.at_ns = at_ns;
+            f.run = 0;
+        }
+        if let Some(f) = batch.first_mut() {
+            // < CAP
+            f.run = (w - i) as u32;
         }
         self.len += w - i;
         n
@@ -476,6 +489,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                         at_ns,
                         trim,
                         ce,
+                        run: 1,
                         payload: f.payload,
                     },
                 ));
@@ -511,6 +525,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 at_ns,
                 trim,
                 ce,
+                run: 1,
                 payload: f.payload,
             };
             self.len += 1;
@@ -580,12 +595,16 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let to = first.to;
         let end = (head + self.len).min(CAP);
-        let n = 1 + self
-            .meta
-            .get(head + 1..end)?
-            .iter()
-            .take_while(|m| m.at_ns <= now_ns && m.to == to)
-            .count();
+        // A batch at a time where its first slot says so (`Meta::run`; a batch ends within
+        // the live slots: packets leave from the head only).
+        let mut k = head;
+        while let Some(m) = self.meta.get(k).filter(|_| k < end) {
+            if m.at_ns > now_ns || m.to != to {
+                break;
+            }
+            k += (m.run as usize).clamp(1, end - k);
+        }
+        let n = k - head;
         self.head = if head + n >= CAP { 0 } else { head + n };
         self.len -= n;
         self.counters.delivered += n as u64;
@@ -653,5 +672,79 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             return Some((false, head));
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use mrc_abi::Psn;
+    use std::vec::Vec;
+
+    /// `(to, psn)` of each packet as `pop_due_run` hands them over (`runs`) or as
+    /// `pop_due_ref` does one at a time.
+    fn drain(ch: &mut Channel<64, 0>, now: u64, runs: bool, got: &mut Vec<(u8, u32)>) {
+        loop {
+            if runs {
+                if let Some((to, pkts)) = ch.pop_due_run(now) {
+                    got.extend(pkts.iter().map(|p| (to, p.psn.value())));
+                    continue;
+                }
+            }
+            let Some(f) = ch.pop_due_ref(now) else {
+                return;
+            };
+            got.push((f.to(), f.pkt.psn.value()));
+        }
+    }
+
+    /// Batches (some with losses), single packets, both destinations, pops that stop inside
+    /// a batch and the FIFO's wrap: `pop_due_run` gives the packets `pop_due_ref` gives.
+    #[test]
+    fn due_runs_are_the_packets_popped_one_by_one() {
+        let cfg = ChannelConfig {
+            loss_ppm: 100_000,
+            latency_ns: 10,
+            ..ChannelConfig::default()
+        };
+        let (mut runs, mut single) = (Channel::<64, 0>::new(cfg, 7), Channel::new(cfg, 7));
+        let (mut got_runs, mut got_single) = (Vec::new(), Vec::new());
+        let mut psn = 0u32;
+        for step in 0..400u64 {
+            let now = step * 4;
+            let to = (step % 3 == 0) as u8;
+            for ch in [&mut runs, &mut single] {
+                let mut p = psn;
+                if step % 5 == 4 {
+                    ch.send_with(now, to, |slot| {
+                        slot.psn = Psn::new(p);
+                        true
+                    });
+                } else {
+                    ch.send_batch_with(now, to, |slots| {
+                        let n = slots.len().min(1 + (step % 7) as usize);
+                        for s in slots.iter_mut().take(n) {
+                            s.psn = Psn::new(p);
+                            p += 1;
+                        }
+                        n
+                    });
+                }
+            }
+            psn += 8;
+            // Now and then one packet the single way first: the run then starts inside a batch.
+            if step % 4 == 1 {
+                if let Some(f) = runs.pop_due_ref(now) {
+                    got_runs.push((f.to(), f.pkt.psn.value()));
+                }
+            }
+            drain(&mut runs, now, true, &mut got_runs);
+            drain(&mut single, now, false, &mut got_single);
+        }
+        assert!(got_single.len() > 800, "{}", got_single.len());
+        assert_eq!(got_runs, got_single);
+        assert_eq!(runs.counters(), single.counters());
     }
 }
