@@ -134,10 +134,10 @@ struct Meta<const PB: usize> {
     at_ns: u64,
     trim: Trim,
     ce: bool,
-    /// How many slots from this one on hold packets with this slot's `to` and `at_ns` (the
-    /// first slot of a [`Channel::send_batch_with`] batch: the batch; a packet sent alone:
-    /// 1), so [`Channel::pop_due_run`] steps over them at once; 0 (the other slots of a
-    /// batch): not known, one at a time. (In the padding after the flags: no room added.)
+    /// How many slots from this one on hold packets with this `Meta` (a packet sent alone: 1;
+    /// the first slot of a [`Channel::send_batch_with`] batch: the batch), so
+    /// [`Channel::pop_due_run`] steps over them at once. (In the padding after the flags:
+    /// no room added.)
     run: u32,
     payload: [u8; PB],
 }
@@ -178,6 +178,9 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     /// Slots `head..head + len` (wrapping) hold packets; the others hold a filler. Packets
     /// and the rest apart, so free packet slots form a slice ([`Channel::send_batch_with`]).
     pkts: [TxPacket; CAP],
+    /// The `Meta` of a run of packets (`Meta::run`) is in its first slot only (the others'
+    /// are stale): the head slot always starts a run ([`Channel::pop_head`] moves a run's
+    /// `Meta` on when it pops one of its packets).
     meta: [Meta<PB>; CAP],
     head: usize,
     len: usize,
@@ -411,13 +414,10 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             }
         }
         self.counters.lost += lost;
-        let batch = self.meta.get_mut(i..w).unwrap_or_default();
-        for f in batch.iter_mut() {
+        // One `Meta` for the batch, in its first slot.
+        if let Some(f) = self.meta.get_mut(i).filter(|_| w > i) {
             f.to = to;
             f.at_ns = at_ns;
-            f.run = 0;
-        }
-        if let Some(f) = batch.first_mut() {
             // < CAP
             f.run = (w - i) as u32;
         }
@@ -565,13 +565,10 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             if self.len == 0 {
                 return None;
             }
-            let head = self.head;
-            let f = self.meta.get(head)?;
-            if f.at_ns > now_ns {
+            if self.meta.get(self.head)?.at_ns > now_ns {
                 return None;
             }
-            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
-            self.len -= 1;
+            let head = self.pop_head();
             self.counters.delivered += 1;
             return self.slot_ref(head);
         }
@@ -595,8 +592,8 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let to = first.to;
         let end = (head + self.len).min(CAP);
-        // A batch at a time where its first slot says so (`Meta::run`; a batch ends within
-        // the live slots: packets leave from the head only).
+        // A run at a time (`Meta::run`; a run ends within the live slots: packets leave from
+        // the head only).
         let mut k = head;
         while let Some(m) = self.meta.get(k).filter(|_| k < end) {
             if m.at_ns > now_ns || m.to != to {
@@ -664,14 +661,30 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if self.len == 0 {
             return None;
         }
-        let head = self.head;
-        let slot = self.meta.get(head)?;
-        if slot.at_ns <= now_ns {
-            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
-            self.len -= 1;
-            return Some((false, head));
+        if self.meta.get(self.head)?.at_ns <= now_ns {
+            return Some((false, self.pop_head()));
         }
         None
+    }
+
+    /// Take the head slot out of the live range (`len > 0`) and return it. When it starts a
+    /// run of more than one packet, the run's `Meta` moves to the next slot, the new head
+    /// (runs never wrap).
+    #[inline]
+    fn pop_head(&mut self) -> usize {
+        let head = self.head;
+        let next = if head + 1 >= CAP { 0 } else { head + 1 };
+        if let Some(&m) = self.meta.get(head).filter(|m| m.run > 1) {
+            if let Some(n) = self.meta.get_mut(next) {
+                *n = Meta {
+                    run: m.run - 1,
+                    ..m
+                };
+            }
+        }
+        self.head = next;
+        self.len -= 1;
+        head
     }
 }
 
