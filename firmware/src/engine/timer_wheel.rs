@@ -253,10 +253,13 @@ impl<const N: usize> TimerWheel<N> {
         self.len += 1;
         self.counters.armed += 1;
         let tick = self.tick_of(deadline_ns);
-        if tick <= self.cur_tick.max(self.latest_ns / self.tick_ns) {
+        // When it fires: the start of its tick (`None`: past `u64::MAX`).
+        let fire_ns = tick.checked_mul(self.tick_ns);
+        // Due at the wheel's time or at the caller's (`tick <= latest_ns / tick_ns`).
+        if tick <= self.cur_tick || fire_ns.is_some_and(|f| f <= self.latest_ns) {
             self.counters.armed_in_past += 1;
         }
-        self.quiet_until_ns = self.quiet_until_ns.min(tick.saturating_mul(self.tick_ns));
+        self.quiet_until_ns = self.quiet_until_ns.min(fire_ns.unwrap_or(u64::MAX));
         self.place(idx);
         Ok(TimerHandle {
             index: idx,
