@@ -248,10 +248,7 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
         if progress {
             continue;
         }
-        let next = [ch.next_due(), a.poll_timeout(), b.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
+        let next = earliest(earliest(ch.next_due(), a.poll_timeout()), b.poll_timeout());
         match next {
             Some(t) => now = now.max(t),
             None => {
@@ -266,6 +263,15 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
     rep.receiver = b.counters();
     rep.channel = ch.counters();
     rep
+}
+
+/// The earlier of two instants (`None`: never).
+#[inline]
+fn earliest(x: Option<u64>, y: Option<u64>) -> Option<u64> {
+    match (x, y) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
 }
 
 /// Transmit from `e` to NIC `to` (1: B, 0: A): packets are built in place in the channel's free
