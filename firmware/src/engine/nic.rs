@@ -998,7 +998,7 @@ impl<
     }
 
     /// The next completion (per QP in posting order; QPs in turn).
-    #[inline]
+    #[inline(always)]
     pub fn poll_completion(&mut self) -> Option<Completion> {
         // Most polls find nothing: a look that changes nothing first (the general pass below
         // would come back to the same `cq_rr`).
