@@ -378,15 +378,12 @@ impl<
             }
             FastTx::Fallback => {}
         }
-        let c = match req.peek(&self.cc) {
+        // (the candidate read where `peek` wrote it, not moved out first)
+        let peeked = req.peek(&self.cc);
+        let c = match &peeked {
             Ok(c) => c,
             Err(stall) => {
-                match stall {
-                    Stall::Window => self.stalls.window += 1,
-                    Stall::Cc => self.stalls.cc += 1,
-                    Stall::Wimm => self.stalls.wimm += 1,
-                    Stall::Idle => {}
-                }
+                self.count_stall(*stall);
                 return None;
             }
         };
@@ -399,7 +396,7 @@ impl<
                 pick = p2;
             }
         }
-        req.commit(&c, pick.index, pick.plane, now_ns);
+        req.commit(c, pick.index, pick.plane, now_ns);
         Some(TxPacket {
             src_qpn: self.qpn,
             dest_qpn: self.dest_qpn,
