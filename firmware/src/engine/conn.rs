@@ -241,9 +241,11 @@ impl<
         for (p, &cap) in caps.iter().enumerate().take(P) {
             let (cap, max) = (u32::from(cap), u32::from(max));
             let w = (2 * u32::from(WEIGHT_MAX) * cap + max) / (2 * max);
-            let _ = self
-                .sprayer
-                .set_plane_weight(p as u8, w.clamp(1, u32::from(WEIGHT_MAX)) as u8);
+            let w = w.clamp(1, u32::from(WEIGHT_MAX)) as u8;
+            // (setting a plane's weight again to the same value changes nothing)
+            if self.sprayer.plane_weight(p as u8) != Some(w) {
+                let _ = self.sprayer.set_plane_weight(p as u8, w);
+            }
         }
     }
 
