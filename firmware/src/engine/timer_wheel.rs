@@ -260,7 +260,7 @@ impl<const N: usize> TimerWheel<N> {
             self.counters.armed_in_past += 1;
         }
         self.quiet_until_ns = self.quiet_until_ns.min(fire_ns.unwrap_or(u64::MAX));
-        self.place(idx);
+        self.place(idx, tick);
         Ok(TimerHandle {
             index: idx,
             generation,
@@ -433,20 +433,20 @@ impl<const N: usize> TimerWheel<N> {
             }
         };
         while let Some(s) = self.slots.get(i as usize) {
-            let next = s.next;
-            self.place(i);
+            let (next, tick) = (s.next, self.tick_of(s.deadline_ns));
+            self.place(i, tick);
             i = next;
         }
         true
     }
 
-    /// Put slot `idx` (unlinked) into the list its deadline belongs to, relative to `cur_tick`.
-    fn place(&mut self, idx: u32) {
+    /// Put slot `idx` (unlinked) into the list its deadline (of tick `tick`, see
+    /// [`Self::tick_of`]) belongs to, relative to `cur_tick`.
+    fn place(&mut self, idx: u32, tick: u64) {
         let Some(s) = self.slots.get(idx as usize) else {
             return;
         };
         let (deadline_ns, seq) = (s.deadline_ns, s.seq);
-        let tick = self.tick_of(deadline_ns);
         if tick <= self.cur_tick {
             self.insert_ready(idx, deadline_ns, seq);
             return;
