@@ -147,6 +147,10 @@ pub struct TimerWheel<const N: usize> {
     /// ns, saturated at `u64::MAX`; a lower bound, kept by `arm` and by a poll that found
     /// nothing due): a poll before it returns at once, with no division.
     quiet_until_ns: u64,
+    /// `quiet_until_ns` is exactly when the first timer outside the ready list fires (set by a
+    /// poll that found a level-0 bucket next, kept by `arm`, cleared by `cancel` and by a poll
+    /// that moved time to a list): [`Self::next_deadline`] then answers without a look.
+    quiet_exact: bool,
     /// The latest time polled, in ns (time never goes backwards); its tick is the wheel's
     /// "now".
     latest_ns: u64,
@@ -196,6 +200,7 @@ impl<const N: usize> TimerWheel<N> {
             ready_tail: NIL,
             cur_tick: 0,
             quiet_until_ns: u64::MAX,
+            quiet_exact: false,
             latest_ns: 0,
             tick_ns,
             next_seq: 0,
@@ -260,6 +265,10 @@ impl<const N: usize> TimerWheel<N> {
             self.counters.armed_in_past += 1;
         }
         self.quiet_until_ns = self.quiet_until_ns.min(fire_ns.unwrap_or(u64::MAX));
+        if tick <= self.cur_tick {
+            // It goes to the ready list: the bound may now be below every timer outside it.
+            self.quiet_exact = false;
+        }
         self.place(idx, tick);
         Ok(TimerHandle {
             index: idx,
@@ -283,6 +292,8 @@ impl<const N: usize> TimerWheel<N> {
         self.unlink(handle.index);
         let id = self.release(handle.index);
         self.counters.cancelled += 1;
+        // (it may have been the first to fire)
+        self.quiet_exact = false;
         Ok(id)
     }
 
@@ -298,6 +309,9 @@ impl<const N: usize> TimerWheel<N> {
     pub fn next_deadline(&self) -> Option<u64> {
         if let Some(s) = self.slots.get(self.ready_head as usize) {
             return Some(self.fire_ns(s.deadline_ns));
+        }
+        if self.quiet_exact {
+            return Some(self.quiet_until_ns);
         }
         let head = match self.next_event()? {
             // A level-0 bucket holds the timers of one tick, the bucket's own.
@@ -408,16 +422,20 @@ impl<const N: usize> TimerWheel<N> {
         let Some(ev) = self.next_event() else {
             self.cur_tick = self.cur_tick.max(target);
             self.quiet_until_ns = u64::MAX;
+            self.quiet_exact = false;
             return false;
         };
         let at = self.event_tick(ev);
         if at > target {
             self.cur_tick = self.cur_tick.max(target);
-            // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later.
+            // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later,
+            // and a level-0 bucket's timers all are at `at` (`target` is in its 64 ticks).
             self.quiet_until_ns = at.saturating_mul(self.tick_ns);
+            self.quiet_exact = matches!(ev, NextEvent::Bucket { level: 0, .. });
             return false;
         }
         self.cur_tick = at;
+        self.quiet_exact = false;
         let mut i = match ev {
             NextEvent::Bucket { level, slot } => {
                 let head = self.buckets[level][slot];
