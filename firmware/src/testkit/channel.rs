@@ -575,6 +575,13 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         self.pop_due_general(now_ns)
     }
 
+    /// Only loss and latency are configured (the short paths): [`Self::pop_due_run`] then
+    /// says `None` only when no packet is due ([`Self::pop_due_ref`] would say `None` too).
+    #[inline]
+    pub fn is_simple(&self) -> bool {
+        self.simple
+    }
+
     /// On the short path (only loss and latency configured, so no packet is trimmed or
     /// CE-marked): the packets due at `now_ns` from the FIFO head on that go to the same NIC
     /// and sit in consecutive slots, popped at once, with that NIC. `None` when nothing is
@@ -700,26 +707,32 @@ mod tests {
     /// `pop_due_ref` does one at a time.
     fn drain(ch: &mut Channel<64, 0>, now: u64, runs: bool, got: &mut Vec<(u8, u32)>) {
         loop {
+            let mut run_none = false;
             if runs {
                 if let Some((to, pkts)) = ch.pop_due_run(now) {
                     got.extend(pkts.iter().map(|p| (to, p.psn.value())));
                     continue;
                 }
+                run_none = true;
             }
+            let simple = ch.is_simple();
             let Some(f) = ch.pop_due_ref(now) else {
                 return;
             };
+            // (on the short path no run means nothing due)
+            assert!(!(run_none && simple), "a due packet left out of the runs");
             got.push((f.to(), f.pkt.psn.value()));
         }
     }
 
     /// Batches (some with losses), single packets, both destinations, pops that stop inside
-    /// a batch and the FIFO's wrap: `pop_due_run` gives the packets `pop_due_ref` gives.
+    /// a batch and the FIFO's wrap: `pop_due_run` gives the packets `pop_due_ref` gives (and,
+    /// on this short-path channel, `None` only when nothing is due).
     #[test]
     fn due_runs_are_the_packets_popped_one_by_one() {
         let cfg = ChannelConfig {
             loss_ppm: 100_000,
-            latency_ns: 10,
+            latency_ns: 12,
             ..ChannelConfig::default()
         };
         let (mut runs, mut single) = (Channel::<64, 0>::new(cfg, 7), Channel::new(cfg, 7));

@@ -200,6 +200,10 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
                     }
                     continue;
                 }
+                if ch.is_simple() {
+                    // (nothing is due: `pop_due_ref` would say `None` too)
+                    break;
+                }
             }
             let Some(f) = ch.pop_due_ref(now) else {
                 break;
