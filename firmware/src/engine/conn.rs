@@ -381,15 +381,12 @@ impl<
             }
             FastTx::Fallback => {}
         }
-        let c = match req.peek(&self.cc) {
+        // (the candidate read where `peek` wrote it, not moved out first)
+        let peeked = req.peek(&self.cc);
+        let c = match &peeked {
             Ok(c) => c,
             Err(stall) => {
-                match stall {
-                    Stall::Window => self.stalls.window += 1,
-                    Stall::Cc => self.stalls.cc += 1,
-                    Stall::Wimm => self.stalls.wimm += 1,
-                    Stall::Idle => {}
-                }
+                self.count_stall(*stall);
                 return None;
             }
         };
@@ -402,7 +399,7 @@ impl<
                 pick = p2;
             }
         }
-        req.commit(&c, pick.index, pick.plane, now_ns);
+        req.commit(c, pick.index, pick.plane, now_ns);
         Some(TxPacket {
             src_qpn: self.qpn,
             dest_qpn: self.dest_qpn,
@@ -477,10 +474,11 @@ impl<
     /// The packet for an ACK generator output: it acknowledges the data packet's EV and plane
     /// (in the body) and travels on an EV of its own ([`Self::ack_travel_ev`]).
     pub(crate) fn ack_packet(&mut self, now_ns: u64, e: &AckEvent, echo: u32) -> TxPacket {
-        let evx = match e {
-            AckEvent::Ack(a) => self.ack_travel_ev(a.ev_index, a.plane),
-            AckEvent::Nack(n) => self.ack_travel_ev(n.ev_index, n.plane),
+        let (ev, plane) = match e {
+            AckEvent::Ack(a) => (a.ev_index, a.plane),
+            AckEvent::Nack(n) => (n.ev_index, n.plane),
         };
+        let evx = self.ack_travel_ev(ev, plane);
         self.ack_packet_on(now_ns, e, echo, evx)
     }
 

@@ -577,8 +577,8 @@ impl<
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
             return;
         }
-        let mut pkts: heapless::Vec<TxPacket, 8> = heapless::Vec::new();
-        while !pkts.is_full() {
+        // At most 8 probes per firing, each straight into the control queue.
+        for _ in 0..8 {
             let Some(p) = qp.ev.poll_probe(now_ns) else {
                 break;
             };
@@ -592,11 +592,14 @@ impl<
                 ev_index: p.ev,
                 plane: p.plane,
             });
-            let _ = pkts.push(qp.control(now_ns, Psn::new(0), evx, 0, body));
-        }
-        for p in pkts {
             count!(self.counters.probes_sent);
-            self.push_ctrl(p);
+            if self
+                .ctrl
+                .push_back(qp.control(now_ns, Psn::new(0), evx, 0, body))
+                .is_err()
+            {
+                count!(self.counters.ctrl_dropped);
+            }
         }
     }
 
@@ -995,7 +998,7 @@ impl<
     }
 
     /// The next completion (per QP in posting order; QPs in turn).
-    #[inline]
+    #[inline(always)]
     pub fn poll_completion(&mut self) -> Option<Completion> {
         // Most polls find nothing: a look that changes nothing first (the general pass below
         // would come back to the same `cq_rr`).

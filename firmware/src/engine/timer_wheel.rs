@@ -143,11 +143,17 @@ pub struct TimerWheel<const N: usize> {
     ready_tail: u32,
     /// Every timer of tick <= `cur_tick` is in the ready list.
     cur_tick: u64,
-    /// No timer outside the ready list has a tick below this (a lower bound, kept by `arm`
-    /// and by a poll that found nothing due): a poll before it returns at once.
-    quiet_until_tick: u64,
-    /// The latest tick polled (time never goes backwards).
-    now_tick: u64,
+    /// No timer outside the ready list is due before this instant (the start of a tick, in
+    /// ns, saturated at `u64::MAX`; a lower bound, kept by `arm` and by a poll that found
+    /// nothing due): a poll before it returns at once, with no division.
+    quiet_until_ns: u64,
+    /// `quiet_until_ns` is exactly when the first timer outside the ready list fires (set by a
+    /// poll that found a level-0 bucket next, kept by `arm`, cleared by `cancel` and by a poll
+    /// that moved time to a list): [`Self::next_deadline`] then answers without a look.
+    quiet_exact: bool,
+    /// The latest time polled, in ns (time never goes backwards); its tick is the wheel's
+    /// "now".
+    latest_ns: u64,
     tick_ns: u64,
     next_seq: u64,
     len: u32,
@@ -193,8 +199,9 @@ impl<const N: usize> TimerWheel<N> {
             ready_head: NIL,
             ready_tail: NIL,
             cur_tick: 0,
-            quiet_until_tick: u64::MAX,
-            now_tick: 0,
+            quiet_until_ns: u64::MAX,
+            quiet_exact: false,
+            latest_ns: 0,
             tick_ns,
             next_seq: 0,
             len: 0,
@@ -251,11 +258,18 @@ impl<const N: usize> TimerWheel<N> {
         self.len += 1;
         self.counters.armed += 1;
         let tick = self.tick_of(deadline_ns);
-        if tick <= self.cur_tick.max(self.now_tick) {
+        // When it fires: the start of its tick (`None`: past `u64::MAX`).
+        let fire_ns = tick.checked_mul(self.tick_ns);
+        // Due at the wheel's time or at the caller's (`tick <= latest_ns / tick_ns`).
+        if tick <= self.cur_tick || fire_ns.is_some_and(|f| f <= self.latest_ns) {
             self.counters.armed_in_past += 1;
         }
-        self.quiet_until_tick = self.quiet_until_tick.min(tick);
-        self.place(idx);
+        self.quiet_until_ns = self.quiet_until_ns.min(fire_ns.unwrap_or(u64::MAX));
+        if tick <= self.cur_tick {
+            // It goes to the ready list: the bound may now be below every timer outside it.
+            self.quiet_exact = false;
+        }
+        self.place(idx, tick);
         Ok(TimerHandle {
             index: idx,
             generation,
@@ -278,6 +292,8 @@ impl<const N: usize> TimerWheel<N> {
         self.unlink(handle.index);
         let id = self.release(handle.index);
         self.counters.cancelled += 1;
+        // (it may have been the first to fire)
+        self.quiet_exact = false;
         Ok(id)
     }
 
@@ -294,7 +310,14 @@ impl<const N: usize> TimerWheel<N> {
         if let Some(s) = self.slots.get(self.ready_head as usize) {
             return Some(self.fire_ns(s.deadline_ns));
         }
+        if self.quiet_exact {
+            return Some(self.quiet_until_ns);
+        }
         let head = match self.next_event()? {
+            // A level-0 bucket holds the timers of one tick, the bucket's own.
+            ev @ NextEvent::Bucket { level: 0, .. } => {
+                return Some(self.event_tick(ev).saturating_mul(self.tick_ns));
+            }
             NextEvent::Bucket { level, slot } => self.buckets[level][slot],
             NextEvent::Overflow => self.overflow_head,
         };
@@ -308,32 +331,32 @@ impl<const N: usize> TimerWheel<N> {
         Some(self.fire_ns(min))
     }
 
-    /// The next due timer at `now_ns`: the one with the smallest `(deadline, arm order)`, or
-    /// `None` when nothing is due. Call until `None`. Time never goes backwards: a `now_ns`
-    /// earlier than a previous one is treated as the previous one.
     /// The first step of [`Self::poll_expired`]: `true` (and the caller's time noted) when
     /// nothing can be due at `now_ns`, so a poll would return `None`; `false`, having changed
     /// nothing, when a poll is needed.
     #[inline]
     pub fn is_quiet(&mut self, now_ns: u64) -> bool {
-        let target = (now_ns / self.tick_ns).max(self.now_tick);
-        if self.ready_head == NIL && target < self.quiet_until_tick {
-            self.now_tick = target;
+        let now = now_ns.max(self.latest_ns);
+        if self.ready_head == NIL && now < self.quiet_until_ns {
+            self.latest_ns = now;
             return true;
         }
         false
     }
 
+    /// The next due timer at `now_ns`: the one with the smallest `(deadline, arm order)`, or
+    /// `None` when nothing is due. Call until `None`. Time never goes backwards: a `now_ns`
+    /// earlier than a previous one is treated as the previous one.
     pub fn poll_expired(&mut self, now_ns: u64) -> Option<Expired> {
-        let target = (now_ns / self.tick_ns).max(self.now_tick);
-        if self.ready_head == NIL && target < self.quiet_until_tick {
-            // Fast path: nothing can be due yet. The wheel's own time (`cur_tick`) stays put:
-            // moving it without redistributing could pass a bucket's start; `now_tick`
-            // remembers how far the caller's time went.
-            self.now_tick = target;
+        if self.is_quiet(now_ns) {
+            // Nothing can be due yet. The wheel's own time (`cur_tick`) stays put: moving it
+            // without redistributing could pass a bucket's start; `latest_ns` remembers how
+            // far the caller's time went.
             return None;
         }
-        self.now_tick = target;
+        let now = now_ns.max(self.latest_ns);
+        self.latest_ns = now;
+        let target = now / self.tick_ns;
         while self.ready_head == NIL {
             if !self.advance_one(target) {
                 break;
@@ -398,17 +421,21 @@ impl<const N: usize> TimerWheel<N> {
     fn advance_one(&mut self, target: u64) -> bool {
         let Some(ev) = self.next_event() else {
             self.cur_tick = self.cur_tick.max(target);
-            self.quiet_until_tick = u64::MAX;
+            self.quiet_until_ns = u64::MAX;
+            self.quiet_exact = false;
             return false;
         };
         let at = self.event_tick(ev);
         if at > target {
             self.cur_tick = self.cur_tick.max(target);
-            // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later.
-            self.quiet_until_tick = at;
+            // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later,
+            // and a level-0 bucket's timers all are at `at` (`target` is in its 64 ticks).
+            self.quiet_until_ns = at.saturating_mul(self.tick_ns);
+            self.quiet_exact = matches!(ev, NextEvent::Bucket { level: 0, .. });
             return false;
         }
         self.cur_tick = at;
+        self.quiet_exact = false;
         let mut i = match ev {
             NextEvent::Bucket { level, slot } => {
                 let head = self.buckets[level][slot];
@@ -424,20 +451,20 @@ impl<const N: usize> TimerWheel<N> {
             }
         };
         while let Some(s) = self.slots.get(i as usize) {
-            let next = s.next;
-            self.place(i);
+            let (next, tick) = (s.next, self.tick_of(s.deadline_ns));
+            self.place(i, tick);
             i = next;
         }
         true
     }
 
-    /// Put slot `idx` (unlinked) into the list its deadline belongs to, relative to `cur_tick`.
-    fn place(&mut self, idx: u32) {
+    /// Put slot `idx` (unlinked) into the list its deadline (of tick `tick`, see
+    /// [`Self::tick_of`]) belongs to, relative to `cur_tick`.
+    fn place(&mut self, idx: u32, tick: u64) {
         let Some(s) = self.slots.get(idx as usize) else {
             return;
         };
         let (deadline_ns, seq) = (s.deadline_ns, s.seq);
-        let tick = self.tick_of(deadline_ns);
         if tick <= self.cur_tick {
             self.insert_ready(idx, deadline_ns, seq);
             return;

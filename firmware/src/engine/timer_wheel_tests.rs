@@ -263,3 +263,25 @@ fn model_check_catches_a_planted_tie_bug() {
     assert!(check_against_model(1, ops.clone(), false).is_ok());
     assert!(check_against_model(1, ops, true).is_err());
 }
+
+/// `next_deadline` after a timer armed in the past was polled out of the ready list, with no
+/// poll since: the next timer outside it, not the polled one's instant.
+#[test]
+fn next_deadline_after_a_past_timer_left_the_ready_list() {
+    let mut w = TimerWheel::<4>::new(1).unwrap();
+    w.arm(TimerId(0), 50).unwrap();
+    // (a cancelled earlier timer leaves a stale bound: the poll looks and finds 50 next)
+    let h = w.arm(TimerId(9), 8).unwrap();
+    w.cancel(h).unwrap();
+    assert_eq!(w.poll_expired(10), None);
+    assert_eq!(w.next_deadline(), Some(50));
+    w.arm(TimerId(1), 5).unwrap();
+    assert_eq!(w.next_deadline(), Some(5));
+    assert_eq!(w.poll_expired(10).map(|e| e.id), Some(TimerId(1)));
+    assert_eq!(w.next_deadline(), Some(50));
+    // A cancel leaves the wheel to look again.
+    let h = w.arm(TimerId(2), 20).unwrap();
+    assert_eq!(w.next_deadline(), Some(20));
+    w.cancel(h).unwrap();
+    assert_eq!(w.next_deadline(), Some(50));
+}

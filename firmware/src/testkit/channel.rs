@@ -134,6 +134,11 @@ struct Meta<const PB: usize> {
     at_ns: u64,
     trim: Trim,
     ce: bool,
+    /// How many slots from this one on hold packets with this `Meta` (a packet sent alone: 1;
+    /// the first slot of a [`Channel::send_batch_with`] batch: the batch), so
+    /// [`Channel::pop_due_run`] steps over them at once. (In the padding after the flags:
+    /// no room added.)
+    run: u32,
     payload: [u8; PB],
 }
 
@@ -144,6 +149,7 @@ impl<const PB: usize> Meta<PB> {
         at_ns: 0,
         trim: Trim::None,
         ce: false,
+        run: 0,
         payload: [0; PB],
     };
 }
@@ -172,6 +178,9 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     /// Slots `head..head + len` (wrapping) hold packets; the others hold a filler. Packets
     /// and the rest apart, so free packet slots form a slice ([`Channel::send_batch_with`]).
     pkts: [TxPacket; CAP],
+    /// The `Meta` of a run of packets (`Meta::run`) is in its first slot only (the others'
+    /// are stale): the head slot always starts a run ([`Channel::pop_head`] moves a run's
+    /// `Meta` on when it pops one of its packets).
     meta: [Meta<PB>; CAP],
     head: usize,
     len: usize,
@@ -349,6 +358,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if let Some(f) = self.meta.get_mut(i) {
             f.to = to;
             f.at_ns = now_ns.saturating_add(self.cfg.latency_ns);
+            f.run = 1;
             f.trim = Trim::None;
             f.ce = false;
             self.len += 1;
@@ -404,9 +414,12 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             }
         }
         self.counters.lost += lost;
-        for f in self.meta.get_mut(i..w).unwrap_or_default() {
+        // One `Meta` for the batch, in its first slot.
+        if let Some(f) = self.meta.get_mut(i).filter(|_| w > i) {
             f.to = to;
             f.at_ns = at_ns;
+            // < CAP
+            f.run = (w - i) as u32;
         }
         self.len += w - i;
         n
@@ -476,6 +489,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                         at_ns,
                         trim,
                         ce,
+                        run: 1,
                         payload: f.payload,
                     },
                 ));
@@ -511,6 +525,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
                 at_ns,
                 trim,
                 ce,
+                run: 1,
                 payload: f.payload,
             };
             self.len += 1;
@@ -550,17 +565,21 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             if self.len == 0 {
                 return None;
             }
-            let head = self.head;
-            let f = self.meta.get(head)?;
-            if f.at_ns > now_ns {
+            if self.meta.get(self.head)?.at_ns > now_ns {
                 return None;
             }
-            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
-            self.len -= 1;
+            let head = self.pop_head();
             self.counters.delivered += 1;
             return self.slot_ref(head);
         }
         self.pop_due_general(now_ns)
+    }
+
+    /// Only loss and latency are configured (the short paths): [`Self::pop_due_run`] then
+    /// says `None` only when no packet is due ([`Self::pop_due_ref`] would say `None` too).
+    #[inline]
+    pub fn is_simple(&self) -> bool {
+        self.simple
     }
 
     /// On the short path (only loss and latency configured, so no packet is trimmed or
@@ -580,12 +599,16 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let to = first.to;
         let end = (head + self.len).min(CAP);
-        let n = 1 + self
-            .meta
-            .get(head + 1..end)?
-            .iter()
-            .take_while(|m| m.at_ns <= now_ns && m.to == to)
-            .count();
+        // A run at a time (`Meta::run`; a run ends within the live slots: packets leave from
+        // the head only).
+        let mut k = head;
+        while let Some(m) = self.meta.get(k).filter(|_| k < end) {
+            if m.at_ns > now_ns || m.to != to {
+                break;
+            }
+            k += (m.run as usize).clamp(1, end - k);
+        }
+        let n = k - head;
         self.head = if head + n >= CAP { 0 } else { head + n };
         self.len -= n;
         self.counters.delivered += n as u64;
@@ -645,13 +668,109 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if self.len == 0 {
             return None;
         }
-        let head = self.head;
-        let slot = self.meta.get(head)?;
-        if slot.at_ns <= now_ns {
-            self.head = if head + 1 >= CAP { 0 } else { head + 1 };
-            self.len -= 1;
-            return Some((false, head));
+        if self.meta.get(self.head)?.at_ns <= now_ns {
+            return Some((false, self.pop_head()));
         }
         None
+    }
+
+    /// Take the head slot out of the live range (`len > 0`) and return it. When it starts a
+    /// run of more than one packet, the run's `Meta` moves to the next slot, the new head
+    /// (runs never wrap).
+    #[inline]
+    fn pop_head(&mut self) -> usize {
+        let head = self.head;
+        let next = if head + 1 >= CAP { 0 } else { head + 1 };
+        if let Some(&m) = self.meta.get(head).filter(|m| m.run > 1) {
+            if let Some(n) = self.meta.get_mut(next) {
+                *n = Meta {
+                    run: m.run - 1,
+                    ..m
+                };
+            }
+        }
+        self.head = next;
+        self.len -= 1;
+        head
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use mrc_abi::Psn;
+    use std::vec::Vec;
+
+    /// `(to, psn)` of each packet as `pop_due_run` hands them over (`runs`) or as
+    /// `pop_due_ref` does one at a time.
+    fn drain(ch: &mut Channel<64, 0>, now: u64, runs: bool, got: &mut Vec<(u8, u32)>) {
+        loop {
+            let mut run_none = false;
+            if runs {
+                if let Some((to, pkts)) = ch.pop_due_run(now) {
+                    got.extend(pkts.iter().map(|p| (to, p.psn.value())));
+                    continue;
+                }
+                run_none = true;
+            }
+            let simple = ch.is_simple();
+            let Some(f) = ch.pop_due_ref(now) else {
+                return;
+            };
+            // (on the short path no run means nothing due)
+            assert!(!(run_none && simple), "a due packet left out of the runs");
+            got.push((f.to(), f.pkt.psn.value()));
+        }
+    }
+
+    /// Batches (some with losses), single packets, both destinations, pops that stop inside
+    /// a batch and the FIFO's wrap: `pop_due_run` gives the packets `pop_due_ref` gives (and,
+    /// on this short-path channel, `None` only when nothing is due).
+    #[test]
+    fn due_runs_are_the_packets_popped_one_by_one() {
+        let cfg = ChannelConfig {
+            loss_ppm: 100_000,
+            latency_ns: 12,
+            ..ChannelConfig::default()
+        };
+        let (mut runs, mut single) = (Channel::<64, 0>::new(cfg, 7), Channel::new(cfg, 7));
+        let (mut got_runs, mut got_single) = (Vec::new(), Vec::new());
+        let mut psn = 0u32;
+        for step in 0..400u64 {
+            let now = step * 4;
+            let to = (step % 3 == 0) as u8;
+            for ch in [&mut runs, &mut single] {
+                let mut p = psn;
+                if step % 5 == 4 {
+                    ch.send_with(now, to, |slot| {
+                        slot.psn = Psn::new(p);
+                        true
+                    });
+                } else {
+                    ch.send_batch_with(now, to, |slots| {
+                        let n = slots.len().min(1 + (step % 7) as usize);
+                        for s in slots.iter_mut().take(n) {
+                            s.psn = Psn::new(p);
+                            p += 1;
+                        }
+                        n
+                    });
+                }
+            }
+            psn += 8;
+            // Now and then one packet the single way first: the run then starts inside a batch.
+            if step % 4 == 1 {
+                if let Some(f) = runs.pop_due_ref(now) {
+                    got_runs.push((f.to(), f.pkt.psn.value()));
+                }
+            }
+            drain(&mut runs, now, true, &mut got_runs);
+            drain(&mut single, now, false, &mut got_single);
+        }
+        assert!(got_single.len() > 800, "{}", got_single.len());
+        assert_eq!(got_runs, got_single);
+        assert_eq!(runs.counters(), single.counters());
     }
 }
