@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 516,860,014 instructions for
-//! the whole program, i.e. **~517 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 464,212,139 instructions for
+//! the whole program, i.e. **~464 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -59,6 +59,9 @@
 //! | QPs built in place: an engine's QP slot is a flag and room for one QP (`QpSlot`, was `Option<Qp>`), creating a QP and INIT write the QP and its EV table where they live (for the NIC core's stack: 81 -> 16.5 KiB on the admin path). Same JSON but `ram_engine_bytes` 81,696 -> 81,712 (the flag's alignment) | 541 |
 //! | **channel change:** the test-kit channel draws its independent losses as geometric gaps (`engine::rng::LossGaps`: one 64-bit draw per loss against a table of `(1 - p)^k`, instead of one draw per packet; the same per-packet distribution, its own generator). Another loss pattern of the same rate, so the JSON changed: `channel_lost` 10,843 -> 11,256 of 1,117,325 -> 1,119,302 sent (0.970 % -> 1.006 %), virtual time 71.25 -> 71.81 ms, retransmits 14,939 -> 15,546, ACKs 82,821 -> 83,522, duplicates 5,088 -> 5,367, probes 9,838 -> 10,159, the RAM figures the same | 526 |
 //! | the receive run checks placement once for the run when its payloads are one span of one rkey (the scan pass compares each packet's rkey, address and length with the span so far; otherwise packet by packet as before), tested against one packet at a time for runs crossing the region's end, jumping past it, changing rkey and wrapping the address space. Same JSON | 517 |
+//! | the sprayer's summaries updated in O(1) on a firmware write (a 16-bit set of usable weights per plane: its highest bit is the largest weight, its emptiness says the plane has no usable EV; no histogram sums and scans, no second recomputation of the same plane). Same JSON but `ram_per_qp_bytes` 36,640 -> 36,632 (the usable count per plane is gone) | 514 |
+//! | the sender's ACK path, 13 steps measured one by one (516.9 -> 491.8 on their own, 490.5 with the row above): a delivery bumps only the EV's pending count for the gray-loss test (`delivered` is settled when they are fed to it); an ACK goes from `handle_tx_packet` straight to `rx_ack` (no general header representation); one `AckTally` for the cumulative walk and the SACK bits (the per-PSN logic once, the totals applied once); the cumulative walk over the TX slot ring as two slices; `EvTable::credits()` looks up the EV range and the test's configuration once per ACK instead of once per PSN; the EV sync check inline and the sync out of line; `EvTable::handle_ack` skips the delivery counters when an ACK reports none; a retired EV's probe order updated once; plane weights written only when they change. Same JSON | 490 |
+//! | timers, retransmissions, the channel and the main loop, 15 steps measured one by one (516.9 -> 490.0 on their own): probes go straight into the control queue; the timer wheel's quiet check and `arm` compare nanoseconds (no division by the tick), `next_deadline` of a level-0 bucket is its tick and answers from an exact quiet bound; a retransmission reads its candidate where `peek` wrote it; the channel keeps one metadata entry per send batch and a due run steps over whole batches; the stream drains each NIC's events and completions once per NIC and takes its wake-up instant directly. Same JSON | 464 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
