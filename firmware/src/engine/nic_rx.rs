@@ -138,10 +138,10 @@ impl<
         let mut i = 0;
         while let Some(rest) = pkts.get(i..).filter(|r| !r.is_empty()) {
             // A run of quiet writes to one QP at once, else one packet.
-            let (taken, writes) = self.rx_write_run(now_ns, rest);
+            let taken = self.rx_write_run(now_ns, rest);
             if taken > 0 {
                 i += taken;
-                placed += writes;
+                placed += taken;
                 continue;
             }
             let Some(p) = rest.first() else { break };
@@ -162,46 +162,48 @@ impl<
     /// consecutive PSNs to one QP, none with immediate, each new, inside the window and
     /// placed; all but the last quiet (no ACK: no ACK request, the coalescing count not
     /// reached, no gap), the last possibly the one that calls for the ACK (its ACK request or
-    /// the count; see `Responder::write_run_offset`). The RX bitmap a word at a time, the ACK
-    /// generator's count once, the ACK timer synced once; per packet only the placement
-    /// check. The same effects, in the same order, as one [`Self::handle_tx_packet`] per
-    /// packet. Returns the packets taken (0: the first goes one at a time) and how many of
-    /// them were placed ([`RxVerdict::Place`]; the others had no payload).
+    /// the count; see `Responder::write_run_offset`); their payloads one span of one rkey
+    /// (each non-empty, starting where the one before ended), placed by one check of the
+    /// span. The RX bitmap a word at a time, the ACK generator's count once, the ACK timer
+    /// synced once. The same effects, in the same order, as one [`Self::handle_tx_packet`]
+    /// per packet. Returns the packets taken, each placed ([`RxVerdict::Place`]); 0: the
+    /// first goes one at a time (e.g. an empty payload, or a span that fails placement).
     #[inline]
-    fn rx_write_run(&mut self, now_ns: u64, pkts: &[TxPacket]) -> (usize, usize) {
+    fn rx_write_run(&mut self, now_ns: u64, pkts: &[TxPacket]) -> usize {
         if !crate::engine::fast_paths::enabled() {
-            return (0, 0);
+            return 0;
         }
         let Some(first) = pkts.first() else {
-            return (0, 0);
+            return 0;
         };
         let TxBody::Write { reth: reth0, .. } = &first.body else {
-            return (0, 0);
+            return 0;
         };
         let slot = first.dest_qpn as usize;
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
-            return (0, 0);
+            return 0;
         };
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
-            return (0, 0);
+            return 0;
         }
         let timer_missing = qp.timers.get(T_ACK).is_some_and(Option::is_none);
         let Some(resp) = qp.resp.as_mut() else {
-            return (0, 0);
+            return 0;
         };
         let opens = resp.ack_gen().pending_packets() == 0;
         if timer_missing && !opens {
             // (an interval without its timer, after a failed arm: one at a time, each packet
             // retrying the arm)
-            return (0, 0);
+            return 0;
         }
         let room = resp.ack_gen().quiet_room();
-        // `n` packets, the last of them the ACK's trigger when `trigger`; their payloads one
-        // span `[va0, end)` of rkey `rkey0` while `span` (each a write with a payload, the
-        // same rkey, starting where the one before ended).
+        // `n` packets, the last of them the ACK's trigger when `trigger`; their payloads the
+        // span `[va0, end)` of rkey `rkey0` (the run ends before a packet that does not
+        // continue it: placement checks each packet of a span exactly when it checks the
+        // span).
         let (mut n, mut trigger) = (0u16, false);
         let (rkey0, va0) = (reth0.rkey, reth0.va);
-        let (mut end, mut span) = (va0, true);
+        let mut end = va0;
         for p in pkts {
             let TxBody::Write { segment, reth, .. } = &p.body else {
                 break;
@@ -216,7 +218,9 @@ impl<
             if !plain || p.dest_qpn != first.dest_qpn || p.psn != first.psn.add(u32::from(n)) {
                 break;
             }
-            span &= reth.rkey == rkey0 && reth.va == end && reth.dma_len != 0;
+            if reth.rkey != rkey0 || reth.va != end || reth.dma_len == 0 {
+                break;
+            }
             end = end.wrapping_add(u64::from(reth.dma_len));
             n += 1;
             if p.ack_req || n > room {
@@ -225,39 +229,25 @@ impl<
             }
         }
         if n == 0 {
-            return (0, 0);
+            return 0;
         }
         let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
-            return (0, 0);
+            return 0;
         };
-        // Placement: a span is checked once (each packet fits its region exactly when the
-        // span does); else packet by packet, the run ending before one that fails (it goes
-        // the general way). (The total is below 2^64, so the span wrapped the address space,
-        // which the per-packet checks refuse, exactly when `end < va0`.)
-        let (mut k, mut writes) = (0u16, 0usize);
-        if let (true, Ok(len)) = (span && end >= va0, u32::try_from(end.wrapping_sub(va0))) {
-            if let Some(Placement::Write { .. }) = self.regions.write_ok_uncounted(rkey0, va0, len)
-            {
-                (k, writes) = (n, usize::from(n));
-            }
+        // Placement: the span at once. (The total is below 2^64, so the span wrapped the
+        // address space, which the per-packet checks refuse, exactly when `end < va0`.)
+        let placed = match u32::try_from(end.wrapping_sub(va0)) {
+            Ok(len) if end >= va0 => matches!(
+                self.regions.write_ok_uncounted(rkey0, va0, len),
+                Some(Placement::Write { .. })
+            ),
+            _ => false,
+        };
+        if !placed {
+            return 0;
         }
-        for p in pkts.iter().take(usize::from(n)).skip(usize::from(k)) {
-            let TxBody::Write { reth, .. } = &p.body else {
-                break;
-            };
-            match self
-                .regions
-                .write_ok_uncounted(reth.rkey, reth.va, reth.dma_len)
-            {
-                Some(Placement::Write { .. }) => writes += 1,
-                Some(Placement::Empty) => {}
-                None => break,
-            }
-            k += 1;
-        }
-        self.regions.count_placed(u64::from(k));
-        let trigger = trigger && k == n;
-        let quiet = k - u16::from(trigger);
+        self.regions.count_placed(u64::from(n));
+        let quiet = n - u16::from(trigger);
         let rx_of = |p: &TxPacket| RxPacket {
             psn: p.psn,
             ev_index: p.evx.ev_index,
@@ -287,9 +277,9 @@ impl<
             }
             _ => None,
         };
-        let k64 = u64::from(k);
-        self.counters.rx_packets = self.counters.rx_packets.wrapping_add(k64);
-        self.counters.placed = self.counters.placed.wrapping_add(k64);
+        let n64 = u64::from(n);
+        self.counters.rx_packets = self.counters.rx_packets.wrapping_add(n64);
+        self.counters.placed = self.counters.placed.wrapping_add(n64);
         if let Some(a) = ack {
             self.push_ctrl(a);
         }
@@ -312,7 +302,7 @@ impl<
                     .wrapping_add(u64::from(quiet) - 1);
             }
         }
-        (usize::from(k), writes)
+        usize::from(n)
     }
 
     /// [`Self::handle_tx_packet`] for an ACK (`rx_packets` already counted): the general
