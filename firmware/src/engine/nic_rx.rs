@@ -264,25 +264,21 @@ impl<
             resp.accept_write_run(now_ns, first.psn, offset, quiet, &rx_of(last));
             deadline = resp.ack_deadline_ns();
         }
-        // The trigger's ACK (its offset after the quiet packets moved `cum` or not).
-        let ack = match pkts.get(usize::from(quiet)) {
-            Some(p) if trigger => {
-                let at = if offset == 0 {
-                    0
-                } else {
-                    offset + u32::from(quiet)
-                };
-                let e = resp.accept_write_trigger(now_ns, &rx_of(p), at);
-                Some(qp.ack_packet(now_ns, &e, p.tx_ts_ns))
-            }
-            _ => None,
-        };
+        // The trigger's ACK (its offset after the quiet packets moved `cum` or not), queued
+        // as it is built.
+        if let Some(p) = pkts.get(usize::from(quiet)).filter(|_| trigger) {
+            let at = if offset == 0 {
+                0
+            } else {
+                offset + u32::from(quiet)
+            };
+            let e = resp.accept_write_trigger(now_ns, &rx_of(p), at);
+            let a = qp.ack_packet(now_ns, &e, p.tx_ts_ns);
+            self.push_ctrl(a);
+        }
         let n64 = u64::from(n);
         self.counters.rx_packets = self.counters.rx_packets.wrapping_add(n64);
         self.counters.placed = self.counters.placed.wrapping_add(n64);
-        if let Some(a) = ack {
-            self.push_ctrl(a);
-        }
         // The ACK deadline moves only when the quiet packets opened a coalescing interval (as
         // after the first of them one at a time), or the timer is missing after a failed arm.
         // (After the trigger there is no deadline: nothing to arm.)
