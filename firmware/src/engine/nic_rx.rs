@@ -197,14 +197,17 @@ impl<
             return 0;
         }
         let room = resp.ack_gen().quiet_room();
-        // `n` packets, the last of them the ACK's trigger when `trigger`; their payloads the
-        // span `[va0, end)` of rkey `rkey0` (the run ends before a packet that does not
-        // continue it: placement checks each packet of a span exactly when it checks the
-        // span).
+        // `n` packets of the first `room + 1` (the last of those fills the coalescing count),
+        // the last of them the ACK's trigger when `trigger`; consecutive PSNs from `psn0` (the
+        // run ends at the PSN space's wrap, compared without it); their payloads the span
+        // `[va0, end)` of rkey `rkey0` (the run ends before a packet that does not continue
+        // it: placement checks each packet of a span exactly when it checks the span).
+        let scan = pkts.get(..usize::from(room) + 1).unwrap_or(pkts);
         let (mut n, mut trigger) = (0u16, false);
+        let psn0 = first.psn.value();
         let (rkey0, va0) = (reth0.rkey, reth0.va);
         let mut end = va0;
-        for p in pkts {
+        for p in scan {
             let TxBody::Write { segment, reth, .. } = &p.body else {
                 break;
             };
@@ -215,7 +218,7 @@ impl<
                     | Segment::Last { imm: None }
                     | Segment::Only { imm: None }
             );
-            if !plain || p.dest_qpn != first.dest_qpn || p.psn != first.psn.add(u32::from(n)) {
+            if !plain || p.dest_qpn != first.dest_qpn || p.psn.value() != psn0 + u32::from(n) {
                 break;
             }
             if reth.rkey != rkey0 || reth.va != end || reth.dma_len == 0 {
@@ -223,11 +226,12 @@ impl<
             }
             end = end.wrapping_add(u64::from(reth.dma_len));
             n += 1;
-            if p.ack_req || n > room {
+            if p.ack_req {
                 trigger = true;
                 break;
             }
         }
+        let trigger = trigger || n > room;
         if n == 0 {
             return 0;
         }
