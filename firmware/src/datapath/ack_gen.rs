@@ -530,7 +530,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
         *counter = counter.wrapping_add(1);
         let holes = self.rx.cum_psn() != self.rx.next_max_psn();
         self.owed = holes && (self.owed || request);
-        let sack = self.rx.sack(self.rx.cum_psn());
+        let sack = self.rx.sack_at_cum();
         let iv = core::mem::take(&mut self.interval);
         AckSummary {
             qpn: self.qpn,

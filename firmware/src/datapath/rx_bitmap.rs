@@ -270,6 +270,17 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         }
     }
 
+    /// [`Self::sack`] from the cumulative PSN (the SACK every ACK carries): the 64 ring bits
+    /// from `head`, without locating the base.
+    #[inline]
+    pub fn sack_at_cum(&self) -> Sack {
+        Sack {
+            cum_psn: self.cum,
+            sack_base: self.cum,
+            bitmap: self.ring_bits(0),
+        }
+    }
+
     /// The 64 tracker bits for PSNs `cum + offset ..`, zero beyond the window (`offset < W`).
     fn ring_bits(&self, offset: u32) -> u64 {
         let pos = self.ring_pos(offset);
@@ -508,6 +519,7 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(sack, Sack { cum_psn: psn(model.cum), sack_base: psn(base), bitmap: want });
+                prop_assert_eq!(rx.sack_at_cum(), rx.sack(rx.cum_psn()));
             }
             prop_assert!(model.cum >= model.start);
         }
