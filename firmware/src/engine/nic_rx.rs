@@ -285,8 +285,15 @@ impl<
         self.counters.placed = self.counters.placed.wrapping_add(n64);
         // The ACK deadline moves only when the quiet packets opened a coalescing interval (as
         // after the first of them one at a time), or the timer is missing after a failed arm.
-        // (After the trigger there is no deadline: nothing to arm.)
-        if quiet > 0 && (opens || timer_missing) {
+        // (After the trigger there is no deadline: nothing to arm.) A timer armed no later
+        // stands: an inline look first, the sync itself out of line.
+        let stands = |q: &Qp<EVS, P, WIN, WORDS, SQ, RQ>| {
+            Self::timer_stands(q.timers.get(T_ACK).copied().flatten(), deadline)
+        };
+        if quiet > 0
+            && (opens || timer_missing)
+            && !self.qps.get(slot).and_then(QpSlot::get).is_some_and(stands)
+        {
             self.sync_timer(slot, T_ACK, deadline);
             let failed = self
                 .qps
