@@ -423,8 +423,9 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// [`Self::handle_packet`] for a new packet `offset < WINDOW` after the cumulative PSN,
     /// untrimmed, without immediate, that opens no gap ([`Self::opens_gap`]) and calls for an
     /// ACK by its ACK request or by filling the coalescing count (not [`Self::is_quiet`]):
-    /// marks it received, counts it and returns the ACK.
-    #[inline]
+    /// marks it received, counts it and returns the ACK. Always inlined (into the receive run's
+    /// trigger, once per ACK: measured slightly cheaper than the call).
+    #[inline(always)]
     pub fn handle_trigger(&mut self, now_ns: u64, pkt: &RxPacket, offset: u32) -> AckSummary {
         debug_assert!(pkt.trim == TrimMark::None && !pkt.has_imm && !self.opens_gap(pkt.psn));
         self.rx.receive_new_at(pkt.psn, offset);
