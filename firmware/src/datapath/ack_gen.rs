@@ -389,10 +389,11 @@ impl<const WORDS: usize> AckGen<WORDS> {
 
     /// [`Self::handle_quiet`] for `n` consecutive PSNs from `first`, `offset` after the
     /// cumulative PSN, none trimmed or CE-marked, none with immediate or ACK request, `n <=`
-    /// [`Self::quiet_room`], `first` not [`Self::opens_gap`], and accepted by
-    /// [`RxBitmap::run_is_new`]; `last` is the run's last packet. The same state and counters
-    /// as `n` calls (each of those packets is quiet: the first opens no gap, the others follow
-    /// it without one, and the count stays below the coalescing count).
+    /// [`Self::quiet_room`], `first` not [`Self::opens_gap`] nor [`Self::may_answer_owed`],
+    /// and accepted by [`RxBitmap::run_is_new`]; `last` is the run's last packet. The same
+    /// state and counters as `n` calls (each of those packets is quiet: the first opens no
+    /// gap, the others follow it without one, and the count stays below the coalescing
+    /// count).
     #[inline]
     pub fn handle_quiet_run(
         &mut self,
@@ -402,12 +403,48 @@ impl<const WORDS: usize> AckGen<WORDS> {
         n: u16,
         last: &RxPacket,
     ) {
+        debug_assert!(n <= self.quiet_room() && !last.ack_req);
+        self.take_run(now_ns, first, offset, n, last);
+    }
+
+    /// [`Self::handle_quiet_run`] for a run whose last packet `last` calls for the ACK: its
+    /// ACK request, or the coalescing count it fills (`n <=` [`Self::quiet_room`] `+ 1`); the
+    /// others as there. The same state and counters as `n` calls of [`Self::handle_packet`],
+    /// the last returning the ACK. Returns when the interval the ACK closes was due by timer
+    /// (what [`Self::poll_timeout`] said before the ACK) and the ACK. Always inlined, as
+    /// [`Self::take_run`] (into the engine's receive run: measured cheaper than the calls).
+    #[inline(always)]
+    pub fn handle_acked_run(
+        &mut self,
+        now_ns: u64,
+        first: Psn,
+        offset: u32,
+        n: u16,
+        last: &RxPacket,
+    ) -> (Option<u64>, AckSummary) {
+        debug_assert!(n <= self.quiet_room().saturating_add(1));
+        self.take_run(now_ns, first, offset, n, last);
+        debug_assert!(last.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
+        let due = self.poll_timeout();
+        let cause = if last.ack_req {
+            Cause::AckReq
+        } else {
+            Cause::Count
+        };
+        (due, self.emit(cause, last.ack_req))
+    }
+
+    /// The run of [`Self::handle_quiet_run`] / [`Self::handle_acked_run`] marked received (a
+    /// word at a time) and counted (once).
+    #[inline(always)]
+    fn take_run(&mut self, now_ns: u64, first: Psn, offset: u32, n: u16, last: &RxPacket) {
         debug_assert!(
             n >= 1
-                && n <= self.quiet_room()
                 && !self.opens_gap(first)
                 && !self.may_answer_owed(first)
                 && !last.ce
+                && !last.has_imm
+                && last.trim == TrimMark::None
         );
         self.rx.receive_new_run(first, offset, u32::from(n));
         let iv = &mut self.interval;
@@ -418,25 +455,6 @@ impl<const WORDS: usize> AckGen<WORDS> {
         if iv.since_ns.is_none() {
             iv.since_ns = Some(now_ns);
         }
-    }
-
-    /// [`Self::handle_packet`] for a new packet `offset < WINDOW` after the cumulative PSN,
-    /// untrimmed, without immediate, that opens no gap ([`Self::opens_gap`]) and calls for an
-    /// ACK by its ACK request or by filling the coalescing count (not [`Self::is_quiet`]):
-    /// marks it received, counts it and returns the ACK. Always inlined (into the receive run's
-    /// trigger, once per ACK: measured slightly cheaper than the call).
-    #[inline(always)]
-    pub fn handle_trigger(&mut self, now_ns: u64, pkt: &RxPacket, offset: u32) -> AckSummary {
-        debug_assert!(pkt.trim == TrimMark::None && !pkt.has_imm && !self.opens_gap(pkt.psn));
-        self.rx.receive_new_at(pkt.psn, offset);
-        self.count(now_ns, pkt);
-        debug_assert!(pkt.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
-        let cause = if pkt.ack_req {
-            Cause::AckReq
-        } else {
-            Cause::Count
-        };
-        self.emit(cause, pkt.ack_req)
     }
 
     /// When the timer-driven ACK of the pending interval is due (`None` when nothing is

@@ -232,9 +232,9 @@ impl<
             }
         }
         let trigger = trigger || n > room;
-        if n == 0 {
+        let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
             return 0;
-        }
+        };
         let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
             return 0;
         };
@@ -252,41 +252,34 @@ impl<
         }
         self.regions.count_placed(u64::from(n));
         let quiet = n - u16::from(trigger);
-        let rx_of = |p: &TxPacket| RxPacket {
-            psn: p.psn,
-            ev_index: p.evx.ev_index,
-            plane: p.evx.plane,
+        let last_rx = RxPacket {
+            psn: last.psn,
+            ev_index: last.evx.ev_index,
+            plane: last.evx.plane,
             ce: false,
             trim: TrimMark::None,
             has_imm: false,
-            ack_req: p.ack_req,
-            tx_ts_ns: p.tx_ts_ns,
+            ack_req: last.ack_req,
+            tx_ts_ns: last.tx_ts_ns,
         };
-        // The ACK deadline the quiet packets leave (the trigger then closes the interval).
-        let mut deadline = None;
-        if let Some(last) = pkts.get(usize::from(quiet).wrapping_sub(1)) {
-            resp.accept_write_run(now_ns, first.psn, offset, quiet, &rx_of(last));
-            deadline = resp.ack_deadline_ns();
-        }
-        // The trigger's ACK (its offset after the quiet packets moved `cum` or not), queued
-        // as it is built.
-        if let Some(p) = pkts.get(usize::from(quiet)).filter(|_| trigger) {
-            let at = if offset == 0 {
-                0
-            } else {
-                offset + u32::from(quiet)
-            };
-            let e = resp.accept_write_trigger(now_ns, &rx_of(p), at);
-            let a = qp.ack_packet(now_ns, &e, p.tx_ts_ns);
+        // The ACK deadline the quiet packets leave; the trigger's ACK, queued as it is built.
+        let deadline = if trigger {
+            let (due, e) = resp.accept_write_run_acked(now_ns, first.psn, offset, n, &last_rx);
+            let a = qp.ack_packet(now_ns, &e, last.tx_ts_ns);
             self.push_ctrl(a);
-        }
+            due
+        } else {
+            resp.accept_write_run(now_ns, first.psn, offset, n, &last_rx);
+            resp.ack_deadline_ns()
+        };
         let n64 = u64::from(n);
         self.counters.rx_packets = self.counters.rx_packets.wrapping_add(n64);
         self.counters.placed = self.counters.placed.wrapping_add(n64);
         // The ACK deadline moves only when the quiet packets opened a coalescing interval (as
-        // after the first of them one at a time), or the timer is missing after a failed arm.
-        // (After the trigger there is no deadline: nothing to arm.) A timer armed no later
-        // stands: an inline look first, the sync itself out of line.
+        // after the first of them one at a time), or the timer is missing after a failed arm:
+        // to the deadline they left (one at a time, the timer armed then stays after the
+        // trigger's ACK). A timer armed no later stands: an inline look first, the sync
+        // itself out of line.
         let stands = |q: &Qp<EVS, P, WIN, WORDS, SQ, RQ>| {
             Self::timer_stands(q.timers.get(T_ACK).copied().flatten(), deadline)
         };

@@ -191,8 +191,9 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     }
 
     /// Take the run [`Self::write_run_offset`] accepted (`offset`; its first `n` packets, each
-    /// having passed placement); `last` is the last of them. The same state and counters as
-    /// `n` calls of [`Self::handle_write_fast`], none of which calls for an ACK.
+    /// having passed placement, none calling for an ACK); `last` is the last of them. The same
+    /// state and counters as `n` calls of [`Self::handle_write_fast`], none of which calls
+    /// for an ACK.
     #[inline]
     pub(crate) fn accept_write_run(
         &mut self,
@@ -206,18 +207,22 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         self.counters.placed += u64::from(n);
     }
 
-    /// The run's trigger (see [`Self::write_run_offset`]), `offset` after the cumulative PSN
-    /// once the quiet packets before it are taken, placed: the ACK it calls for. The same
-    /// state and counters as [`Self::handle_write_fast`] on it.
+    /// [`Self::accept_write_run`] for a run accepted with `trigger`: its last packet `last`
+    /// calls for the ACK. The same state and counters as `n` calls of
+    /// [`Self::handle_write_fast`], the last returning the ACK. Returns when the ACK's
+    /// interval was due by timer (the deadline the packets before the last left) and the ACK.
     #[inline]
-    pub(crate) fn accept_write_trigger(
+    pub(crate) fn accept_write_run_acked(
         &mut self,
         now_ns: u64,
-        pkt: &RxPacket,
+        first: Psn,
         offset: u32,
-    ) -> AckEvent {
-        self.counters.placed += 1;
-        AckEvent::Ack(self.acks.handle_trigger(now_ns, pkt, offset))
+        n: u16,
+        last: &RxPacket,
+    ) -> (Option<u64>, AckEvent) {
+        let (due, ack) = self.acks.handle_acked_run(now_ns, first, offset, n, last);
+        self.counters.placed += u64::from(n);
+        (due, AckEvent::Ack(ack))
     }
 
     /// One received write packet; see the module docs for the rules. The ACK or NACK it
