@@ -412,7 +412,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// others as there. The same state and counters as `n` calls of [`Self::handle_packet`],
     /// the last returning the ACK. Returns when the interval the ACK closes was due by timer
     /// (what [`Self::poll_timeout`] said before the ACK) and the ACK. Always inlined, as
-    /// [`Self::take_run`] (into the engine's receive run: measured cheaper than the calls).
+    /// its bookkeeping (into the engine's receive run: measured cheaper than the calls).
     #[inline(always)]
     pub fn handle_acked_run(
         &mut self,
