@@ -279,7 +279,7 @@ impl<const R: usize> PlacementTable<R> {
         self.counters.placed = self.counters.placed.wrapping_add(n);
     }
 
-    #[inline]
+    #[inline(always)]
     fn check(
         &self,
         rkey: u32,
