@@ -213,7 +213,7 @@ impl<const R: usize> PlacementTable<R> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&self, rkey: u32) -> Option<(u16, MemRegion)> {
         self.regions
             .iter()
