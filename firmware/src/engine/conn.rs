@@ -472,7 +472,9 @@ impl<
     }
 
     /// The packet for an ACK generator output: it acknowledges the data packet's EV and plane
-    /// (in the body) and travels on an EV of its own ([`Self::ack_travel_ev`]).
+    /// (in the body) and travels on an EV of its own ([`Self::ack_travel_ev`]). Always inlined
+    /// (once per ACK into the receive paths: measured cheaper than the call).
+    #[inline(always)]
     pub(crate) fn ack_packet(&mut self, now_ns: u64, e: &AckEvent, echo: u32) -> TxPacket {
         let (ev, plane) = match e {
             AckEvent::Ack(a) => (a.ev_index, a.plane),
