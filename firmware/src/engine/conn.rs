@@ -459,6 +459,7 @@ impl<
     /// packets a message and 4 planes that packet always took the same plane, whose port
     /// then carried ~2 % more bytes than the others and, as the NIC's bottleneck, left the
     /// other three idle 2-3 % of the time.
+    #[inline(always)]
     fn ack_travel_ev(&mut self, ev: u16, plane: u8) -> EvxRepr {
         let (ev_index, plane) = match self.sprayer.has_usable().then(|| self.sprayer.next_ev()) {
             Some(Some(pick)) => (pick.index, pick.plane),
