@@ -486,6 +486,7 @@ impl<
     }
 
     /// The packet for an ACK generator output, travelling on `evx`.
+    #[inline(always)]
     pub(crate) fn ack_packet_on(
         &self,
         now_ns: u64,
