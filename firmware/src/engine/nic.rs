@@ -477,10 +477,10 @@ impl<
         };
         let Some(d) = want else { return };
         let cur = qp.timers.get(kind).copied().flatten();
-        if Self::timer_stands(cur, want) {
-            return;
-        }
         if let Some((h, _)) = cur {
+            if Self::timer_stands(cur, want) {
+                return;
+            }
             let _ = self.timers.cancel(h);
         }
         let id = TimerId((slot * TIMER_KINDS + kind) as u32);
