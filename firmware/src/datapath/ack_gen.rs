@@ -535,6 +535,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
 
     /// The ACK for `cause`; `request`: the packet that called for it carries immediate data
     /// or an ACK request (whatever the cause it is counted under, e.g. a gap it opened).
+    /// Always inlined (measured: the engine's receive paths, engine_cost).
     #[inline(always)]
     fn emit(&mut self, cause: Cause, request: bool) -> AckSummary {
         let c = &mut self.counters;
