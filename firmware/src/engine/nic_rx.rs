@@ -135,16 +135,15 @@ impl<
     /// common write's fast path inline in the loop.
     pub fn handle_tx_batch(&mut self, now_ns: u64, pkts: &[TxPacket]) -> usize {
         let mut placed = 0;
-        let mut i = 0;
-        while let Some(rest) = pkts.get(i..).filter(|r| !r.is_empty()) {
-            // A run of quiet writes to one QP at once, else one packet.
+        let mut rest = pkts;
+        while let Some(p) = rest.first() {
+            // A run of writes to one QP at once, else one packet.
             let taken = self.rx_write_run(now_ns, rest);
             if taken > 0 {
-                i += taken;
                 placed += taken;
+                rest = rest.get(taken..).unwrap_or_default();
                 continue;
             }
-            let Some(p) = rest.first() else { break };
             let meta = RxMeta {
                 payload_len: p.payload_len(),
                 ce: false,
@@ -153,7 +152,7 @@ impl<
             {
                 placed += 1;
             }
-            i += 1;
+            rest = rest.get(1..).unwrap_or_default();
         }
         placed
     }
