@@ -168,6 +168,11 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         if offset == 0 {
             return self.next_max == self.cum;
         }
+        if self.cum.add(offset).distance_from(self.next_max) >= 0 {
+            // From `next_max` on nothing has been received (e.g. a run continuing the
+            // highest PSN beyond a hole): no bit to look at.
+            return true;
+        }
         let mut pos = self.ring_pos(offset);
         let mut left = n as usize;
         while left > 0 {
