@@ -403,16 +403,18 @@ impl<const WORDS: usize> AckGen<WORDS> {
         n: u16,
         last: &RxPacket,
     ) {
-        debug_assert!(n <= self.quiet_room() && !last.ack_req);
+        debug_assert!(n <= self.quiet_room() && !last.ack_req && !self.opens_gap(first));
         self.take_run(now_ns, first, offset, n, last);
     }
 
     /// [`Self::handle_quiet_run`] for a run whose last packet `last` calls for the ACK: its
-    /// ACK request, or the coalescing count it fills (`n <=` [`Self::quiet_room`] `+ 1`); the
-    /// others as there. The same state and counters as `n` calls of [`Self::handle_packet`],
-    /// the last returning the ACK. Returns when the interval the ACK closes was due by timer
-    /// (what [`Self::poll_timeout`] said before the ACK) and the ACK. Always inlined, as
-    /// its bookkeeping (into the engine's receive run: measured cheaper than the calls).
+    /// ACK request, or the coalescing count it fills (`n <=` [`Self::quiet_room`] `+ 1`), or
+    /// the gap it opens (then it is the run's only packet: `first` may open a gap when
+    /// `n == 1`); the others as there. The same state and counters as `n` calls of
+    /// [`Self::handle_packet`], the last returning the ACK. Returns when the interval the ACK
+    /// closes was due by timer (what [`Self::poll_timeout`] said before the ACK) and the ACK.
+    /// Always inlined, as its bookkeeping (into the engine's receive run: measured cheaper
+    /// than the calls).
     #[inline(always)]
     pub fn handle_acked_run(
         &mut self,
@@ -422,11 +424,15 @@ impl<const WORDS: usize> AckGen<WORDS> {
         n: u16,
         last: &RxPacket,
     ) -> (Option<u64>, AckSummary) {
-        debug_assert!(n <= self.quiet_room().saturating_add(1));
+        let gap = self.opens_gap(first);
+        debug_assert!(n <= self.quiet_room().saturating_add(1) && (!gap || n == 1));
         self.take_run(now_ns, first, offset, n, last);
-        debug_assert!(last.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
+        debug_assert!(gap || last.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
         let due = self.poll_timeout();
-        let cause = if last.ack_req {
+        // (the order of `handle_data`'s causes)
+        let cause = if gap {
+            Cause::Gap
+        } else if last.ack_req {
             Cause::AckReq
         } else {
             Cause::Count
@@ -440,7 +446,6 @@ impl<const WORDS: usize> AckGen<WORDS> {
     fn take_run(&mut self, now_ns: u64, first: Psn, offset: u32, n: u16, last: &RxPacket) {
         debug_assert!(
             n >= 1
-                && !self.opens_gap(first)
                 && !self.may_answer_owed(first)
                 && !last.ce
                 && !last.has_imm

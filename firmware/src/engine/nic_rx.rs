@@ -196,12 +196,15 @@ impl<
             return 0;
         }
         let room = resp.ack_gen().quiet_room();
+        // A first packet that opens a gap calls for the ACK at once: a run of one.
+        let gap = resp.ack_gen().opens_gap(first.psn);
         // `n` packets of the first `room + 1` (the last of those fills the coalescing count),
         // the last of them the ACK's trigger when `trigger`; consecutive PSNs from `psn0` (the
         // run ends at the PSN space's wrap, compared without it); their payloads the span
         // `[va0, end)` of rkey `rkey0` (the run ends before a packet that does not continue
         // it: placement checks each packet of a span exactly when it checks the span).
-        let scan = pkts.get(..usize::from(room) + 1).unwrap_or(pkts);
+        let limit = if gap { 1 } else { usize::from(room) + 1 };
+        let scan = pkts.get(..limit).unwrap_or(pkts);
         let (mut n, mut trigger) = (0u16, false);
         let psn0 = first.psn.value();
         let (rkey0, va0) = (reth0.rkey, reth0.va);
@@ -230,7 +233,7 @@ impl<
                 break;
             }
         }
-        let trigger = trigger || n > room;
+        let trigger = trigger || gap || n > room;
         let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
             return 0;
         };
