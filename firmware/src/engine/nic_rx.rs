@@ -160,14 +160,14 @@ impl<
     /// The run of writes at the front of `pkts` (none trimmed or CE-marked) taken at once:
     /// consecutive PSNs to one QP, none with immediate, each new, inside the window and
     /// placed; all but the last quiet (no ACK: no ACK request, the coalescing count not
-    /// reached, no gap), the last possibly the one that calls for the ACK (its ACK request, the
-    /// count, or, alone, the gap it opens; see `Responder::write_run_offset`); their payloads
-    /// one span of one rkey
-    /// (each non-empty, starting where the one before ended), placed by one check of the
-    /// span. The RX bitmap a word at a time, the ACK generator's count once, the ACK timer
-    /// synced once. The same effects, in the same order, as one [`Self::handle_tx_packet`]
-    /// per packet. Returns the packets taken, each placed ([`RxVerdict::Place`]); 0: the
-    /// first goes one at a time (e.g. an empty payload, or a span that fails placement).
+    /// reached, no gap), the last possibly the one that calls for the ACK (its ACK request,
+    /// the count, or, alone, the gap it opens; see `Responder::write_run_offset`); their
+    /// payloads one span of one rkey (each non-empty, starting where the one before ended),
+    /// placed by one check of the span. The RX bitmap a word at a time, the ACK generator's
+    /// count once, the ACK timer synced once. The same effects, in the same order, as one
+    /// [`Self::handle_tx_packet`] per packet. Returns the packets taken, each placed
+    /// ([`RxVerdict::Place`]); 0: the first goes one at a time (e.g. an empty payload, or a
+    /// span that fails placement).
     #[inline]
     fn rx_write_run(&mut self, now_ns: u64, pkts: &[TxPacket]) -> usize {
         if !crate::engine::fast_paths::enabled() {
