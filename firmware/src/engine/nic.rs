@@ -24,7 +24,7 @@ use crate::engine::qp::{transition_allowed, QpAttrs, QpError, QpState};
 use crate::engine::requester::{Reorder, Requester, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::ring::Ring;
-use crate::engine::timer_wheel::{TimerId, TimerWheel};
+use crate::engine::timer_wheel::{TimerHandle, TimerId, TimerWheel};
 
 mod in_place;
 use in_place::QpSlot;
@@ -459,14 +459,26 @@ impl<
 
     // ---- timers ----
 
+    /// Whether [`Self::sync_timer`] to `want` leaves a timer armed as `cur` (handle and
+    /// deadline) as it is: nothing wanted, or armed no later than wanted (the earlier
+    /// deadline stands).
+    #[inline]
+    fn timer_stands(cur: Option<(TimerHandle, u64)>, want: Option<u64>) -> bool {
+        match (cur, want) {
+            (_, None) => true,
+            (Some((_, at)), Some(d)) => at <= d,
+            (None, Some(_)) => false,
+        }
+    }
+
     fn sync_timer(&mut self, slot: usize, kind: usize, want: Option<u64>) {
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return;
         };
         let Some(d) = want else { return };
         let cur = qp.timers.get(kind).copied().flatten();
-        if let Some((h, at)) = cur {
-            if at <= d {
+        if let Some((h, _)) = cur {
+            if Self::timer_stands(cur, want) {
                 return;
             }
             let _ = self.timers.cancel(h);

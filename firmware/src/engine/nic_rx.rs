@@ -135,16 +135,15 @@ impl<
     /// common write's fast path inline in the loop.
     pub fn handle_tx_batch(&mut self, now_ns: u64, pkts: &[TxPacket]) -> usize {
         let mut placed = 0;
-        let mut i = 0;
-        while let Some(rest) = pkts.get(i..).filter(|r| !r.is_empty()) {
-            // A run of quiet writes to one QP at once, else one packet.
-            let (taken, writes) = self.rx_write_run(now_ns, rest);
+        let mut rest = pkts;
+        while let Some(p) = rest.first() {
+            // A run of writes to one QP at once, else one packet.
+            let taken = self.rx_write_run(now_ns, rest);
             if taken > 0 {
-                i += taken;
-                placed += writes;
+                placed += taken;
+                rest = rest.get(taken..).unwrap_or_default();
                 continue;
             }
-            let Some(p) = rest.first() else { break };
             let meta = RxMeta {
                 payload_len: p.payload_len(),
                 ce: false,
@@ -153,7 +152,7 @@ impl<
             {
                 placed += 1;
             }
-            i += 1;
+            rest = rest.get(1..).unwrap_or_default();
         }
         placed
     }
@@ -161,48 +160,57 @@ impl<
     /// The run of writes at the front of `pkts` (none trimmed or CE-marked) taken at once:
     /// consecutive PSNs to one QP, none with immediate, each new, inside the window and
     /// placed; all but the last quiet (no ACK: no ACK request, the coalescing count not
-    /// reached, no gap), the last possibly the one that calls for the ACK (its ACK request or
-    /// the count; see `Responder::write_run_offset`). The RX bitmap a word at a time, the ACK
-    /// generator's count once, the ACK timer synced once; per packet only the placement
-    /// check. The same effects, in the same order, as one [`Self::handle_tx_packet`] per
-    /// packet. Returns the packets taken (0: the first goes one at a time) and how many of
-    /// them were placed ([`RxVerdict::Place`]; the others had no payload).
+    /// reached, no gap), the last possibly the one that calls for the ACK (its ACK request,
+    /// the count, or, alone, the gap it opens; see `Responder::write_run_offset`); their
+    /// payloads one span of one rkey (each non-empty, starting where the one before ended),
+    /// placed by one check of the span. The RX bitmap a word at a time, the ACK generator's
+    /// count once, the ACK timer synced once. The same effects, in the same order, as one
+    /// [`Self::handle_tx_packet`] per packet. Returns the packets taken, each placed
+    /// ([`RxVerdict::Place`]); 0: the first goes one at a time (e.g. an empty payload, or a
+    /// span that fails placement).
     #[inline]
-    fn rx_write_run(&mut self, now_ns: u64, pkts: &[TxPacket]) -> (usize, usize) {
+    fn rx_write_run(&mut self, now_ns: u64, pkts: &[TxPacket]) -> usize {
         if !crate::engine::fast_paths::enabled() {
-            return (0, 0);
+            return 0;
         }
         let Some(first) = pkts.first() else {
-            return (0, 0);
+            return 0;
         };
         let TxBody::Write { reth: reth0, .. } = &first.body else {
-            return (0, 0);
+            return 0;
         };
         let slot = first.dest_qpn as usize;
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
-            return (0, 0);
+            return 0;
         };
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
-            return (0, 0);
+            return 0;
         }
         let timer_missing = qp.timers.get(T_ACK).is_some_and(Option::is_none);
         let Some(resp) = qp.resp.as_mut() else {
-            return (0, 0);
+            return 0;
         };
         let opens = resp.ack_gen().pending_packets() == 0;
         if timer_missing && !opens {
             // (an interval without its timer, after a failed arm: one at a time, each packet
             // retrying the arm)
-            return (0, 0);
+            return 0;
         }
         let room = resp.ack_gen().quiet_room();
-        // `n` packets, the last of them the ACK's trigger when `trigger`; their payloads one
-        // span `[va0, end)` of rkey `rkey0` while `span` (each a write with a payload, the
-        // same rkey, starting where the one before ended).
+        // A first packet that opens a gap calls for the ACK at once: a run of one.
+        let gap = resp.ack_gen().opens_gap(first.psn);
+        // `n` packets of the first `room + 1` (the last of those fills the coalescing count),
+        // the last of them the ACK's trigger when `trigger`; consecutive PSNs from `psn0` (the
+        // run ends at the PSN space's wrap, compared without it); their payloads the span
+        // `[va0, end)` of rkey `rkey0` (the run ends before a packet that does not continue
+        // it: placement checks each packet of a span exactly when it checks the span).
+        let limit = if gap { 1 } else { usize::from(room) + 1 };
+        let scan = pkts.get(..limit).unwrap_or(pkts);
         let (mut n, mut trigger) = (0u16, false);
+        let psn0 = first.psn.value();
         let (rkey0, va0) = (reth0.rkey, reth0.va);
-        let (mut end, mut span) = (va0, true);
-        for p in pkts {
+        let mut end = va0;
+        for p in scan {
             let TxBody::Write { segment, reth, .. } = &p.body else {
                 break;
             };
@@ -213,90 +221,75 @@ impl<
                     | Segment::Last { imm: None }
                     | Segment::Only { imm: None }
             );
-            if !plain || p.dest_qpn != first.dest_qpn || p.psn != first.psn.add(u32::from(n)) {
+            if !plain || p.dest_qpn != first.dest_qpn || p.psn.value() != psn0 + u32::from(n) {
                 break;
             }
-            span &= reth.rkey == rkey0 && reth.va == end && reth.dma_len != 0;
+            if reth.rkey != rkey0 || reth.va != end || reth.dma_len == 0 {
+                break;
+            }
             end = end.wrapping_add(u64::from(reth.dma_len));
             n += 1;
-            if p.ack_req || n > room {
+            if p.ack_req {
                 trigger = true;
                 break;
             }
         }
-        if n == 0 {
-            return (0, 0);
-        }
-        let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
-            return (0, 0);
+        let trigger = trigger || gap || n > room;
+        let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
+            return 0;
         };
-        // Placement: a span is checked once (each packet fits its region exactly when the
-        // span does); else packet by packet, the run ending before one that fails (it goes
-        // the general way). (The total is below 2^64, so the span wrapped the address space,
-        // which the per-packet checks refuse, exactly when `end < va0`.)
-        let (mut k, mut writes) = (0u16, 0usize);
-        if let (true, Ok(len)) = (span && end >= va0, u32::try_from(end.wrapping_sub(va0))) {
-            if let Some(Placement::Write { .. }) = self.regions.write_ok_uncounted(rkey0, va0, len)
-            {
-                (k, writes) = (n, usize::from(n));
-            }
+        let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
+            return 0;
+        };
+        // Placement: the span at once. (The total is below 2^64, so the span wrapped the
+        // address space, which the per-packet checks refuse, exactly when `end < va0`.)
+        let placed = match u32::try_from(end.wrapping_sub(va0)) {
+            Ok(len) if end >= va0 => matches!(
+                self.regions.write_ok_uncounted(rkey0, va0, len),
+                Some(Placement::Write { .. })
+            ),
+            _ => false,
+        };
+        if !placed {
+            return 0;
         }
-        for p in pkts.iter().take(usize::from(n)).skip(usize::from(k)) {
-            let TxBody::Write { reth, .. } = &p.body else {
-                break;
-            };
-            match self
-                .regions
-                .write_ok_uncounted(reth.rkey, reth.va, reth.dma_len)
-            {
-                Some(Placement::Write { .. }) => writes += 1,
-                Some(Placement::Empty) => {}
-                None => break,
-            }
-            k += 1;
-        }
-        self.regions.count_placed(u64::from(k));
-        let trigger = trigger && k == n;
-        let quiet = k - u16::from(trigger);
-        let rx_of = |p: &TxPacket| RxPacket {
-            psn: p.psn,
-            ev_index: p.evx.ev_index,
-            plane: p.evx.plane,
+        self.regions.count_placed(u64::from(n));
+        let quiet = n - u16::from(trigger);
+        let last_rx = RxPacket {
+            psn: last.psn,
+            ev_index: last.evx.ev_index,
+            plane: last.evx.plane,
             ce: false,
             trim: TrimMark::None,
             has_imm: false,
-            ack_req: p.ack_req,
-            tx_ts_ns: p.tx_ts_ns,
+            ack_req: last.ack_req,
+            tx_ts_ns: last.tx_ts_ns,
         };
-        // The ACK deadline the quiet packets leave (the trigger then closes the interval).
-        let mut deadline = None;
-        if let Some(last) = pkts.get(usize::from(quiet).wrapping_sub(1)) {
-            resp.accept_write_run(now_ns, first.psn, offset, quiet, &rx_of(last));
-            deadline = resp.ack_deadline_ns();
-        }
-        // The trigger's ACK (its offset after the quiet packets moved `cum` or not).
-        let ack = match pkts.get(usize::from(quiet)) {
-            Some(p) if trigger => {
-                let at = if offset == 0 {
-                    0
-                } else {
-                    offset + u32::from(quiet)
-                };
-                let e = resp.accept_write_trigger(now_ns, &rx_of(p), at);
-                Some(qp.ack_packet(now_ns, &e, p.tx_ts_ns))
-            }
-            _ => None,
-        };
-        let k64 = u64::from(k);
-        self.counters.rx_packets = self.counters.rx_packets.wrapping_add(k64);
-        self.counters.placed = self.counters.placed.wrapping_add(k64);
-        if let Some(a) = ack {
+        // The ACK deadline the quiet packets leave; the trigger's ACK, queued as it is built.
+        let deadline = if trigger {
+            let (due, e) = resp.accept_write_run_acked(now_ns, first.psn, offset, n, &last_rx);
+            let a = qp.ack_packet(now_ns, &e, last.tx_ts_ns);
             self.push_ctrl(a);
-        }
+            due
+        } else {
+            resp.accept_write_run(now_ns, first.psn, offset, n, &last_rx);
+            resp.ack_deadline_ns()
+        };
+        let n64 = u64::from(n);
+        self.counters.rx_packets = self.counters.rx_packets.wrapping_add(n64);
+        self.counters.placed = self.counters.placed.wrapping_add(n64);
         // The ACK deadline moves only when the quiet packets opened a coalescing interval (as
-        // after the first of them one at a time), or the timer is missing after a failed arm.
-        // (After the trigger there is no deadline: nothing to arm.)
-        if quiet > 0 && (opens || timer_missing) {
+        // after the first of them one at a time), or the timer is missing after a failed arm:
+        // to the deadline they left (one at a time, the timer armed then stays after the
+        // trigger's ACK). A timer armed no later stands: an inline look first, the sync
+        // itself out of line.
+        let stands = |q: &Qp<EVS, P, WIN, WORDS, SQ, RQ>| {
+            Self::timer_stands(q.timers.get(T_ACK).copied().flatten(), deadline)
+        };
+        if quiet > 0
+            && (opens || timer_missing)
+            && !self.qps.get(slot).and_then(QpSlot::get).is_some_and(stands)
+        {
             self.sync_timer(slot, T_ACK, deadline);
             let failed = self
                 .qps
@@ -312,7 +305,7 @@ impl<
                     .wrapping_add(u64::from(quiet) - 1);
             }
         }
-        (usize::from(k), writes)
+        usize::from(n)
     }
 
     /// [`Self::handle_tx_packet`] for an ACK (`rx_packets` already counted): the general

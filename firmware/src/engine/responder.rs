@@ -163,10 +163,11 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     /// For a run of `n` consecutive writes from PSN `first` that are each untrimmed, not
     /// CE-marked and without immediate (the caller checks those), all but the last without ACK
     /// request: the offset of `first` after the cumulative PSN when [`Self::handle_write_fast`]
-    /// would take every one of them as new and inside the window, the first opening no gap
-    /// and not answering an owed ACK, and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the last
-    /// (its ACK request, or the count it fills, calls for the ACK); placement aside. `None`
-    /// otherwise (then one packet at a time).
+    /// would take every one of them as new and inside the window, the first not answering an
+    /// owed ACK and opening no gap (but for a run of one with `trigger`: the gap calls for the
+    /// ACK), and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the
+    /// last (its ACK request, the count it fills, or the gap it opens, calls for the ACK);
+    /// placement aside. `None` otherwise (then one packet at a time).
     #[inline]
     pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
         let acks = &self.acks;
@@ -181,7 +182,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
             || d >= self.mpr_psns
             || span > self.mpr_psns
             || n - u16::from(trigger) > acks.quiet_room()
-            || acks.opens_gap(first)
+            || (acks.opens_gap(first) && !(n == 1 && trigger))
             || acks.may_answer_owed(first)
             || !acks.rx().run_is_new(d, u32::from(n))
         {
@@ -191,8 +192,9 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     }
 
     /// Take the run [`Self::write_run_offset`] accepted (`offset`; its first `n` packets, each
-    /// having passed placement); `last` is the last of them. The same state and counters as
-    /// `n` calls of [`Self::handle_write_fast`], none of which calls for an ACK.
+    /// having passed placement, none calling for an ACK); `last` is the last of them. The same
+    /// state and counters as `n` calls of [`Self::handle_write_fast`], none of which calls
+    /// for an ACK.
     #[inline]
     pub(crate) fn accept_write_run(
         &mut self,
@@ -206,18 +208,22 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         self.counters.placed += u64::from(n);
     }
 
-    /// The run's trigger (see [`Self::write_run_offset`]), `offset` after the cumulative PSN
-    /// once the quiet packets before it are taken, placed: the ACK it calls for. The same
-    /// state and counters as [`Self::handle_write_fast`] on it.
+    /// [`Self::accept_write_run`] for a run accepted with `trigger`: its last packet `last`
+    /// calls for the ACK (or, alone, opens a gap). The same state and counters as `n` calls of
+    /// [`Self::handle_write_fast`], the last returning the ACK. Returns when the ACK's
+    /// interval was due by timer (the deadline the packets before the last left) and the ACK.
     #[inline]
-    pub(crate) fn accept_write_trigger(
+    pub(crate) fn accept_write_run_acked(
         &mut self,
         now_ns: u64,
-        pkt: &RxPacket,
+        first: Psn,
         offset: u32,
-    ) -> AckEvent {
-        self.counters.placed += 1;
-        AckEvent::Ack(self.acks.handle_trigger(now_ns, pkt, offset))
+        n: u16,
+        last: &RxPacket,
+    ) -> (Option<u64>, AckEvent) {
+        let (due, ack) = self.acks.handle_acked_run(now_ns, first, offset, n, last);
+        self.counters.placed += u64::from(n);
+        (due, AckEvent::Ack(ack))
     }
 
     /// One received write packet; see the module docs for the rules. The ACK or NACK it
