@@ -766,8 +766,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             },
             ..tmpl
         };
-        // (`run_bytes` cannot overflow: at most `out.len()` packets of at most 65,535 bytes)
-        let (mut psn, mut tx_seq, mut run_bytes) = (self.nxt, self.tx_seq, 0u64);
+        // Packet `k` of the run has PSN `nxt + k` and transmission number `tx_seq + k + 1`.
+        let (psn0, tx_seq0) = (self.nxt, self.tx_seq);
         // The segments of the message's first and last packets.
         let seg_first = if w.npkts <= 1 {
             Segment::Only { imm: w.wr.imm }
@@ -778,6 +778,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let mut offset = index0.wrapping_mul(mtu);
         let (mut k, mut more) = (0usize, limit == out.len());
         let mut index = index0;
+        // The length of the run's last packet (the only one that can be shorter than `mtu`).
+        let mut last_len = 0u16;
         while k < limit {
             let Some(ev) = sprayer.next_ev() else {
                 more = false;
@@ -802,6 +804,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     _ => break,
                 },
             };
+            // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
+            let (psn, tx_seq) = (
+                psn0.add(k as u32),
+                tx_seq0.wrapping_add(k as u32).wrapping_add(1),
+            );
             let last = index + 1 >= w.npkts;
             // offset <= len (see `by_offset`)
             let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
@@ -831,7 +838,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 local.offset = w.wr.local.offset.wrapping_add(u64::from(offset));
             }
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-            tx_seq = tx_seq.wrapping_add(1);
             // payload_len <= mtu <= u16::MAX (`new` clamps `mtu`): exact
             let len = payload_len as u16;
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
@@ -844,8 +850,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     flags: F_INFLIGHT,
                 };
             }
-            psn = psn.add(1);
-            run_bytes += u64::from(len);
+            last_len = len;
             k += 1;
             // index + 1 <= npkts
             index += 1;
@@ -860,9 +865,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 break;
             }
         }
-        self.nxt = psn;
-        self.tx_seq = tx_seq;
-        // (saturating once for the run is saturating per packet: the lengths are not negative)
+        self.nxt = psn0.add(k as u32);
+        self.tx_seq = tx_seq0.wrapping_add(k as u32);
+        // Every packet of the run but its last is full-sized (`limit`: the only offset that can
+        // leave less than `mtu` is the last one `by_offset` allows). (Saturating once for the
+        // run is saturating per packet: the lengths are not negative; the sum cannot overflow:
+        // at most `out.len()` packets of at most 65,535 bytes.)
+        let run_bytes = (k.saturating_sub(1) as u64) * u64::from(mtu) + u64::from(last_len);
         self.inflight_bytes = self.inflight_bytes.saturating_add(run_bytes);
         if k > 0 {
             self.counters.data_sent += k as u64;
