@@ -826,13 +826,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 local,
             } = &mut p.body
             {
-                *segment = if index == 0 {
-                    seg_first
-                } else if last {
-                    seg_last
-                } else {
-                    Segment::Middle
-                };
+                // (the template's and the packet before's is `Middle`; a message's first packet
+                // is marked after the loop)
+                if last {
+                    *segment = seg_last;
+                }
                 reth.va = w.wr.remote_va.wrapping_add(u64::from(offset));
                 reth.dma_len = payload_len;
                 local.offset = w.wr.local.offset.wrapping_add(u64::from(offset));
@@ -864,6 +862,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 more = true;
                 break;
             }
+        }
+        // The message's first packet (`Only` when it is also its last).
+        if let Some(TxBody::Write { segment, .. }) = out
+            .first_mut()
+            .filter(|_| index0 == 0 && k > 0)
+            .map(|p| &mut p.body)
+        {
+            *segment = seg_first;
         }
         self.nxt = psn0.add(k as u32);
         self.tx_seq = tx_seq0.wrapping_add(k as u32);
