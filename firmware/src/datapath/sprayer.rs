@@ -301,6 +301,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     fn next_ev_fast(&mut self) -> Option<EvPick> {
         let (mut plane, mut plane_round) = (self.plane_cursor, self.plane_round);
         if plane >= P {
+            // (one pick in P: a branch, not a select computing the next round every time)
+            core::hint::cold_path();
             plane = 0;
             plane_round = next_round(plane_round, self.max_plane_weight);
         }
