@@ -726,6 +726,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             _ => u64::MAX,
         };
         let limit = u64::from(left.min(room)).min(by_offset);
+        // Each packet carries `mtu` bytes but the one at offset `len / mtu * mtu` (`k_short` in
+        // the run), the work request's rest `len % mtu` (so none of them with `mtu` 0): the
+        // `min(len - offset, mtu)` of `send_new_fast`. (When `len / mtu < index0` the run is
+        // empty: `by_offset` is 0.)
+        let (k_short, short_len) = match (w.wr.len.checked_div(mtu), w.wr.len.checked_rem(mtu)) {
+            (Some(q), Some(r)) => (q.wrapping_sub(index0) as usize, r),
+            _ => (usize::MAX, 0),
+        };
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd` (`can_send`), every
         // packet before it being full-sized (only the last offset `by_offset` allows can leave
         // a shorter payload).
@@ -751,17 +759,19 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             retransmit: false,
             ..TxPacket::FILL
         };
+        let offset0 = index0.wrapping_mul(mtu);
+        // The run's first packet's (each next one's addresses are `mtu` further on).
         let cur = TxPacket {
             body: TxBody::Write {
                 segment: Segment::Middle,
                 reth: RethRepr {
-                    va: 0,
+                    va: w.wr.remote_va.wrapping_add(u64::from(offset0)),
                     rkey: w.wr.rkey,
                     dma_len: 0,
                 },
                 local: LocalBuf {
                     handle: w.wr.local.handle,
-                    offset: 0,
+                    offset: w.wr.local.offset.wrapping_add(u64::from(offset0)),
                 },
             },
             ..tmpl
@@ -775,9 +785,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             Segment::First
         };
         let seg_last = Segment::Last { imm: w.wr.imm };
-        let mut offset = index0.wrapping_mul(mtu);
         let (mut k, mut more) = (0usize, limit == out.len());
-        let mut index = index0;
+        // Packet `k_last` of the run (if it gets there) is the work request's last (with
+        // `left` 0 the run is empty).
+        let k_last = left.wrapping_sub(1) as usize;
         // The length of the run's last packet (the only one that can be shorter than `mtu`).
         let mut last_len = 0u16;
         while k < limit {
@@ -799,6 +810,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 Some(j) => match out.get_mut(j..=k) {
                     Some([prev, p]) => {
                         *p = *prev;
+                        // The offset moves on by `mtu` (`by_offset`: neither it nor the remote
+                        // address wraps, so this is the sum with the work request's addresses)
+                        if let TxBody::Write { reth, local, .. } = &mut p.body {
+                            reth.va = reth.va.wrapping_add(u64::from(mtu));
+                            local.offset = local.offset.wrapping_add(u64::from(mtu));
+                        }
                         p
                     }
                     _ => break,
@@ -809,9 +826,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 psn0.add(k as u32),
                 tx_seq0.wrapping_add(k as u32).wrapping_add(1),
             );
-            let last = index + 1 >= w.npkts;
-            // offset <= len (see `by_offset`)
-            let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
+            let last = k >= k_last;
+            let payload_len = if k == k_short { short_len } else { mtu };
             p.psn = psn;
             p.evx = EvxRepr {
                 ev_index: ev.index,
@@ -820,20 +836,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             };
             // The last packet of a message asks for an immediate ACK.
             p.ack_req = last;
-            if let TxBody::Write {
-                segment,
-                reth,
-                local,
-            } = &mut p.body
-            {
+            if let TxBody::Write { segment, reth, .. } = &mut p.body {
                 // (the template's and the packet before's is `Middle`; a message's first packet
                 // is marked after the loop)
                 if last {
                     *segment = seg_last;
                 }
-                reth.va = w.wr.remote_va.wrapping_add(u64::from(offset));
                 reth.dma_len = payload_len;
-                local.offset = w.wr.local.offset.wrapping_add(u64::from(offset));
             }
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             // payload_len <= mtu <= u16::MAX (`new` clamps `mtu`): exact
@@ -850,9 +859,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             }
             last_len = len;
             k += 1;
-            // index + 1 <= npkts
-            index += 1;
-            offset = offset.wrapping_add(mtu);
             if last {
                 self.send_idx += 1;
                 more = true;
