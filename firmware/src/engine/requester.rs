@@ -791,10 +791,26 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let k_last = left.wrapping_sub(1) as usize;
         // The length of the run's last packet (the only one that can be shorter than `mtu`).
         let mut last_len = 0u16;
+        // The run ends after a packet whose pick served a skip-once flag (the sprayer's skip
+        // count is no longer `skips_seen`). Only the general pick serves one: the count is
+        // checked after it, and here for picks made before the run, by cutting `limit`.
+        let mut limit = limit;
+        if limit > 0 && sprayer.counters().skips != skips_seen {
+            (limit, more) = (1, true);
+        }
         while k < limit {
-            let Some(ev) = sprayer.next_ev() else {
-                more = false;
-                break;
+            let ev = match sprayer.next_ev_fast() {
+                Some(ev) => ev,
+                None => {
+                    let Some(ev) = sprayer.next_ev_slow() else {
+                        more = false;
+                        break;
+                    };
+                    if sprayer.counters().skips != skips_seen {
+                        (limit, more) = (k + 1, true);
+                    }
+                    ev
+                }
             };
             // The packet before (the template for the run's first), copied slot to slot, with
             // the fields that differ changed below: the fields all packets of the run share
@@ -861,10 +877,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             k += 1;
             if last {
                 self.send_idx += 1;
-                more = true;
-                break;
-            }
-            if sprayer.counters().skips != skips_seen {
                 more = true;
                 break;
             }
