@@ -679,16 +679,18 @@ impl<
                 }
             }
             // The fast path has nothing (or a control packet waits): one packet the general
-            // way; a control packet straight from its queue into the slot.
-            let Some(slot) = out.get_mut(n) else { break };
+            // way; the waiting control packets straight from their queue into the slots.
             let fast = crate::engine::fast_paths::enabled();
-            if let Some(p) = self.ctrl.front().filter(|_| fast) {
-                *slot = *p;
-                let _ = self.ctrl.pop_front();
-                self.count_ctrl_sent(&slot.body);
-                n += 1;
+            if fast && !self.ctrl.is_empty() {
+                while let (Some(slot), Some(p)) = (out.get_mut(n), self.ctrl.front()) {
+                    *slot = *p;
+                    let _ = self.ctrl.pop_front();
+                    self.count_ctrl_sent(&slot.body);
+                    n += 1;
+                }
                 continue;
             }
+            let Some(slot) = out.get_mut(n) else { break };
             // (with a retransmission queued the general pass goes to it first and drops the
             // QPs that cannot send it: no shortcut then)
             if fast && self.retx_q.is_empty() && self.all_idle_counted() {
