@@ -791,12 +791,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let k_last = left.wrapping_sub(1) as usize;
         // The length of the run's last packet (the only one that can be shorter than `mtu`).
         let mut last_len = 0u16;
-        // The run ends after a packet whose pick served a skip-once flag (the sprayer's skip
-        // count is no longer `skips_seen`). Only the general pick serves one: the count is
-        // checked after it, and here for picks made before the run, by cutting `limit`.
-        let mut limit = limit;
-        if limit > 0 && sprayer.counters().skips != skips_seen {
-            (limit, more) = (1, true);
+        // The run stops after packet `k_stop`: the work request's last, or one whose pick
+        // served a skip-once flag (the sprayer's skip count is no longer `skips_seen`). Only
+        // the general pick serves one: the count is checked after it, and here for picks made
+        // before the run.
+        let mut k_stop = k_last;
+        if sprayer.counters().skips != skips_seen {
+            k_stop = 0;
         }
         while k < limit {
             let ev = match sprayer.next_ev_fast() {
@@ -807,7 +808,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                         break;
                     };
                     if sprayer.counters().skips != skips_seen {
-                        (limit, more) = (k + 1, true);
+                        k_stop = k_stop.min(k);
                     }
                     ev
                 }
@@ -875,8 +876,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             }
             last_len = len;
             k += 1;
-            if last {
-                self.send_idx += 1;
+            if k > k_stop {
+                if last {
+                    self.send_idx += 1;
+                }
                 more = true;
                 break;
             }
