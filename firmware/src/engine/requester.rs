@@ -843,7 +843,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 psn0.add(k as u32),
                 tx_seq0.wrapping_add(k as u32).wrapping_add(1),
             );
-            let last = k >= k_last;
             let payload_len = if k == k_short { short_len } else { mtu };
             p.psn = psn;
             p.evx = EvxRepr {
@@ -851,14 +850,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 plane: ev.plane,
                 ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
             };
-            // The last packet of a message asks for an immediate ACK.
-            p.ack_req = last;
-            if let TxBody::Write { segment, reth, .. } = &mut p.body {
-                // (the template's and the packet before's is `Middle`; a message's first packet
-                // is marked after the loop)
-                if last {
-                    *segment = seg_last;
-                }
+            // (the segment and ACK request are the template's and the packet before's,
+            // `Middle` and none: the message's last packet is marked when the run stops at it,
+            // its first after the loop)
+            if let TxBody::Write { reth, .. } = &mut p.body {
                 reth.dma_len = payload_len;
             }
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
@@ -877,7 +872,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             last_len = len;
             k += 1;
             if k > k_stop {
-                if last {
+                if k > k_last {
+                    // The message's last packet, which asks for an immediate ACK.
+                    p.ack_req = true;
+                    if let TxBody::Write { segment, .. } = &mut p.body {
+                        *segment = seg_last;
+                    }
                     self.send_idx += 1;
                 }
                 more = true;
