@@ -767,7 +767,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 reth: RethRepr {
                     va: w.wr.remote_va.wrapping_add(u64::from(offset0)),
                     rkey: w.wr.rkey,
-                    dma_len: 0,
+                    dma_len: mtu,
                 },
                 local: LocalBuf {
                     handle: w.wr.local.handle,
@@ -789,8 +789,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // Packet `k_last` of the run (if it gets there) is the work request's last (with
         // `left` 0 the run is empty).
         let k_last = left.wrapping_sub(1) as usize;
-        // The length of the run's last packet (the only one that can be shorter than `mtu`).
-        let mut last_len = 0u16;
+        // mtu <= u16::MAX (`new` clamps it): exact
+        let full_len = mtu as u16;
         // The run stops after packet `k_stop`: the work request's last, or one whose pick
         // served a skip-once flag (the sprayer's skip count is no longer `skips_seen`). Only
         // the general pick serves one: the count is checked after it, and here for picks made
@@ -843,33 +843,26 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 psn0.add(k as u32),
                 tx_seq0.wrapping_add(k as u32).wrapping_add(1),
             );
-            let payload_len = if k == k_short { short_len } else { mtu };
             p.psn = psn;
             p.evx = EvxRepr {
                 ev_index: ev.index,
                 plane: ev.plane,
                 ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
             };
-            // (the segment and ACK request are the template's and the packet before's,
-            // `Middle` and none: the message's last packet is marked when the run stops at it,
-            // its first after the loop)
-            if let TxBody::Write { reth, .. } = &mut p.body {
-                reth.dma_len = payload_len;
-            }
+            // (the segment, ACK request and payload length are the template's and the packet
+            // before's, `Middle`, none and `mtu`: the message's last packet is marked when the
+            // run stops at it, its first and the short one after the loop)
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-            // payload_len <= mtu <= u16::MAX (`new` clamps `mtu`): exact
-            let len = payload_len as u16;
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
                 *s = TxSlot {
                     tx_seq,
                     sent_ns: now_ns as u32,
                     ev: ev.index,
-                    len,
+                    len: full_len,
                     plane: ev.plane,
                     flags: F_INFLIGHT,
                 };
             }
-            last_len = len;
             k += 1;
             if k > k_stop {
                 if k > k_last {
@@ -892,13 +885,28 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         {
             *segment = seg_first;
         }
+        // The short packet, when the run got there (then it is the run's last: `limit` is at
+        // most `by_offset`, `k_short + 1`).
+        let mut short = 0;
+        if k_short < k {
+            short = mtu - short_len;
+            if let Some(TxBody::Write { reth, .. }) = out.get_mut(k_short).map(|p| &mut p.body) {
+                reth.dma_len = short_len;
+            }
+            // short_len < mtu <= u16::MAX: exact
+            if let Some(s) = self
+                .slots
+                .get_mut(psn0.add(k_short as u32).value() as usize % WIN)
+            {
+                s.len = short_len as u16;
+            }
+        }
         self.nxt = psn0.add(k as u32);
         self.tx_seq = tx_seq0.wrapping_add(k as u32);
-        // Every packet of the run but its last is full-sized (`limit`: the only offset that can
-        // leave less than `mtu` is the last one `by_offset` allows). (Saturating once for the
-        // run is saturating per packet: the lengths are not negative; the sum cannot overflow:
-        // at most `out.len()` packets of at most 65,535 bytes.)
-        let run_bytes = (k.saturating_sub(1) as u64) * u64::from(mtu) + u64::from(last_len);
+        // Every packet of the run carries `mtu` bytes but the short one, `short` fewer.
+        // (Saturating once for the run is saturating per packet: the lengths are not negative;
+        // the sum cannot overflow: at most `out.len()` packets of at most 65,535 bytes.)
+        let run_bytes = k as u64 * u64::from(mtu) - u64::from(short);
         self.inflight_bytes = self.inflight_bytes.saturating_add(run_bytes);
         if k > 0 {
             self.counters.data_sent += k as u64;
