@@ -789,8 +789,16 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // Packet `k_last` of the run (if it gets there) is the work request's last (with
         // `left` 0 the run is empty).
         let k_last = left.wrapping_sub(1) as usize;
-        // mtu <= u16::MAX (`new` clamps it): exact
-        let full_len = mtu as u16;
+        // Each packet's TX slot: this one with its transmission number and EV (mtu <=
+        // u16::MAX: `new` clamps it).
+        let slot0 = TxSlot {
+            tx_seq: 0,
+            sent_ns: now_ns as u32,
+            ev: 0,
+            len: mtu as u16,
+            plane: 0,
+            flags: F_INFLIGHT,
+        };
         // The run stops after packet `k_stop`: the work request's last, or one whose pick
         // served a skip-once flag (the sprayer's skip count is no longer `skips_seen`). Only
         // the general pick serves one: the count is checked after it, and here for picks made
@@ -854,14 +862,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             // run stops at it, its first and the short one after the loop)
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                *s = TxSlot {
-                    tx_seq,
-                    sent_ns: now_ns as u32,
-                    ev: ev.index,
-                    len: full_len,
-                    plane: ev.plane,
-                    flags: F_INFLIGHT,
-                };
+                *s = slot0;
+                s.tx_seq = tx_seq;
+                s.ev = ev.index;
+                s.plane = ev.plane;
             }
             k += 1;
             if k > k_stop {
