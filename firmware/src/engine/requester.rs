@@ -776,8 +776,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             },
             ..tmpl
         };
-        // Packet `k` of the run has PSN `nxt + k` and transmission number `tx_seq + k + 1`.
-        let (psn0, tx_seq0) = (self.nxt, self.tx_seq);
+        // Packet `k` of the run has PSN `nxt + k` and transmission number `tx_seq + 1 + k`.
+        let (psn0, tx_seq1) = (self.nxt, self.tx_seq.wrapping_add(1));
         // The segments of the message's first and last packets.
         let seg_first = if w.npkts <= 1 {
             Segment::Only { imm: w.wr.imm }
@@ -847,10 +847,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 },
             };
             // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
-            let (psn, tx_seq) = (
-                psn0.add(k as u32),
-                tx_seq0.wrapping_add(k as u32).wrapping_add(1),
-            );
+            let (psn, tx_seq) = (psn0.add(k as u32), tx_seq1.wrapping_add(k as u32));
             p.psn = psn;
             p.evx = EvxRepr {
                 ev_index: ev.index,
@@ -906,7 +903,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             }
         }
         self.nxt = psn0.add(k as u32);
-        self.tx_seq = tx_seq0.wrapping_add(k as u32);
+        self.tx_seq = self.tx_seq.wrapping_add(k as u32);
         // Every packet of the run carries `mtu` bytes but the short one, `short` fewer.
         // (Saturating once for the run is saturating per packet: the lengths are not negative;
         // the sum cannot overflow: at most `out.len()` packets of at most 65,535 bytes.)
