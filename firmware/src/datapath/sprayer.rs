@@ -296,11 +296,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     /// The common pick: the plane at the cursor (after at most one wrap of the plane scan)
     /// is eligible in its round, and the successor of the plane's last pick in its chain of
     /// usable slots is eligible and has no skip flag. Changes nothing when it returns `None`
-    /// (the general scan then makes the same pick it would have made).
+    /// (the general scan then makes the same pick it would have made); never serves a
+    /// skip-once flag (the `skips` counter is unchanged).
     #[inline(always)]
-    fn next_ev_fast(&mut self) -> Option<EvPick> {
+    pub(crate) fn next_ev_fast(&mut self) -> Option<EvPick> {
         let (mut plane, mut plane_round) = (self.plane_cursor, self.plane_round);
         if plane >= P {
+            // (one pick in P: a branch, not a select computing the next round every time)
+            core::hint::cold_path();
             plane = 0;
             plane_round = next_round(plane_round, self.max_plane_weight);
         }
@@ -334,9 +337,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         })
     }
 
-    /// The general pick (plane and EV scans with wraps, rounds and skip flags).
+    /// The general pick (plane and EV scans with wraps, rounds and skip flags): the pick of
+    /// [`Self::next_ev`] when [`Self::next_ev_fast`] returned `None`.
     #[inline(never)]
-    fn next_ev_slow(&mut self) -> Option<EvPick> {
+    pub(crate) fn next_ev_slow(&mut self) -> Option<EvPick> {
         let picked = self
             .pick_plane()
             .and_then(|plane| self.pick_ev_on(plane).map(|index| (index, plane)));

@@ -306,7 +306,7 @@ impl<
     /// new packets of one work request, ending after a packet that served a sprayer skip-once
     /// flag (the caller syncs the EV states before the next pick, as per packet). Returns the
     /// packets sent and whether another run may follow.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn poll_new_run(&mut self, now_ns: u64, out: &mut [TxPacket]) -> (usize, bool) {
         if !self.sprayer.has_usable() {
             return (0, false);

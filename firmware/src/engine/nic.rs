@@ -691,16 +691,18 @@ impl<
                 }
             }
             // The fast path has nothing (or a control packet waits): one packet the general
-            // way; a control packet straight from its queue into the slot.
-            let Some(slot) = out.get_mut(n) else { break };
+            // way; the waiting control packets straight from their queue into the slots.
             let fast = crate::engine::fast_paths::enabled();
-            if let Some(p) = self.ctrl.front().filter(|_| fast) {
-                *slot = *p;
-                let _ = self.ctrl.pop_front();
-                self.count_ctrl_sent(&slot.body);
-                n += 1;
+            if fast && !self.ctrl.is_empty() {
+                while let (Some(slot), Some(p)) = (out.get_mut(n), self.ctrl.front()) {
+                    *slot = *p;
+                    let _ = self.ctrl.pop_front();
+                    self.count_ctrl_sent(&slot.body);
+                    n += 1;
+                }
                 continue;
             }
+            let Some(slot) = out.get_mut(n) else { break };
             // (with a retransmission queued the general pass goes to it first and drops the
             // QPs that cannot send it: no shortcut then)
             if fast && self.retx_q.is_empty() && self.all_idle_counted() {
@@ -775,7 +777,21 @@ impl<
         // One packet when it arms the retry timer.
         let cap = if had_deadline { burst_cap } else { 1 };
         let out = out.get_mut(..cap.min(out.len())).unwrap_or_default();
-        let (k, more) = qp.poll_new_run(now_ns, out);
+        // A run that ends its work request with room left goes on with the next one's at once:
+        // between the two the engine would do nothing (a run queues no control packet or
+        // retransmission, the turn stays within the burst `cap` allows, the retry timer is
+        // armed, no EV state waits for a sync) but check whether every QP is idle, and a run
+        // of an idle QP sends nothing and changes nothing (`Requester::send_new_run` returns
+        // before its first pick), then ends the fast path as that check would.
+        let (mut k, mut more) = (0, true);
+        while let Some(rest) = out.get_mut(k..).filter(|r| more && !r.is_empty()) {
+            let (sent, go_on) = qp.poll_new_run(now_ns, rest);
+            k += sent;
+            more = go_on;
+            if sent == 0 || !had_deadline || qp.skips_pending() {
+                break;
+            }
+        }
         if k == 0 {
             return (0, false);
         }

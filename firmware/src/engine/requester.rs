@@ -726,6 +726,14 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             _ => u64::MAX,
         };
         let limit = u64::from(left.min(room)).min(by_offset);
+        // Each packet carries `mtu` bytes but the one at offset `len / mtu * mtu` (`k_short` in
+        // the run), the work request's rest `len % mtu` (so none of them with `mtu` 0): the
+        // `min(len - offset, mtu)` of `send_new_fast`. (When `len / mtu < index0` the run is
+        // empty: `by_offset` is 0.)
+        let (k_short, short_len) = match (w.wr.len.checked_div(mtu), w.wr.len.checked_rem(mtu)) {
+            (Some(q), Some(r)) => (q.wrapping_sub(index0) as usize, r),
+            _ => (usize::MAX, 0),
+        };
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd` (`can_send`), every
         // packet before it being full-sized (only the last offset `by_offset` allows can leave
         // a shorter payload).
@@ -751,23 +759,25 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             retransmit: false,
             ..TxPacket::FILL
         };
+        let offset0 = index0.wrapping_mul(mtu);
+        // The run's first packet's (each next one's addresses are `mtu` further on).
         let cur = TxPacket {
             body: TxBody::Write {
                 segment: Segment::Middle,
                 reth: RethRepr {
-                    va: 0,
+                    va: w.wr.remote_va.wrapping_add(u64::from(offset0)),
                     rkey: w.wr.rkey,
-                    dma_len: 0,
+                    dma_len: mtu,
                 },
                 local: LocalBuf {
                     handle: w.wr.local.handle,
-                    offset: 0,
+                    offset: w.wr.local.offset.wrapping_add(u64::from(offset0)),
                 },
             },
             ..tmpl
         };
-        // (`run_bytes` cannot overflow: at most `out.len()` packets of at most 65,535 bytes)
-        let (mut psn, mut tx_seq, mut run_bytes) = (self.nxt, self.tx_seq, 0u64);
+        // Packet `k` of the run has PSN `nxt + k` and transmission number `tx_seq + 1 + k`.
+        let (psn0, tx_seq1) = (self.nxt, self.tx_seq.wrapping_add(1));
         // The segments of the message's first and last packets.
         let seg_first = if w.npkts <= 1 {
             Segment::Only { imm: w.wr.imm }
@@ -775,13 +785,41 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             Segment::First
         };
         let seg_last = Segment::Last { imm: w.wr.imm };
-        let mut offset = index0.wrapping_mul(mtu);
         let (mut k, mut more) = (0usize, limit == out.len());
-        let mut index = index0;
+        // Packet `k_last` of the run (if it gets there) is the work request's last (with
+        // `left` 0 the run is empty).
+        let k_last = left.wrapping_sub(1) as usize;
+        // Each packet's TX slot: this one with its transmission number and EV (mtu <=
+        // u16::MAX: `new` clamps it).
+        let slot0 = TxSlot {
+            tx_seq: 0,
+            sent_ns: now_ns as u32,
+            ev: 0,
+            len: mtu as u16,
+            plane: 0,
+            flags: F_INFLIGHT,
+        };
+        // The run stops after packet `k_stop`: the work request's last, or one whose pick
+        // served a skip-once flag (the sprayer's skip count is no longer `skips_seen`). Only
+        // the general pick serves one: the count is checked after it, and here for picks made
+        // before the run.
+        let mut k_stop = k_last;
+        if sprayer.counters().skips != skips_seen {
+            k_stop = 0;
+        }
         while k < limit {
-            let Some(ev) = sprayer.next_ev() else {
-                more = false;
-                break;
+            let ev = match sprayer.next_ev_fast() {
+                Some(ev) => ev,
+                None => {
+                    let Some(ev) = sprayer.next_ev_slow() else {
+                        more = false;
+                        break;
+                    };
+                    if sprayer.counters().skips != skips_seen {
+                        k_stop = k_stop.min(k);
+                    }
+                    ev
+                }
             };
             // The packet before (the template for the run's first), copied slot to slot, with
             // the fields that differ changed below: the fields all packets of the run share
@@ -797,72 +835,79 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 Some(j) => match out.get_mut(j..=k) {
                     Some([prev, p]) => {
                         *p = *prev;
+                        // The offset moves on by `mtu` (`by_offset`: neither it nor the remote
+                        // address wraps, so this is the sum with the work request's addresses)
+                        if let TxBody::Write { reth, local, .. } = &mut p.body {
+                            reth.va = reth.va.wrapping_add(u64::from(mtu));
+                            local.offset = local.offset.wrapping_add(u64::from(mtu));
+                        }
                         p
                     }
                     _ => break,
                 },
             };
-            let last = index + 1 >= w.npkts;
-            // offset <= len (see `by_offset`)
-            let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
+            // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
+            let (psn, tx_seq) = (psn0.add(k as u32), tx_seq1.wrapping_add(k as u32));
             p.psn = psn;
             p.evx = EvxRepr {
                 ev_index: ev.index,
                 plane: ev.plane,
                 ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
             };
-            // The last packet of a message asks for an immediate ACK.
-            p.ack_req = last;
-            if let TxBody::Write {
-                segment,
-                reth,
-                local,
-            } = &mut p.body
-            {
-                *segment = if index == 0 {
-                    seg_first
-                } else if last {
-                    seg_last
-                } else {
-                    Segment::Middle
-                };
-                reth.va = w.wr.remote_va.wrapping_add(u64::from(offset));
-                reth.dma_len = payload_len;
-                local.offset = w.wr.local.offset.wrapping_add(u64::from(offset));
-            }
+            // (the segment, ACK request and payload length are the template's and the packet
+            // before's, `Middle`, none and `mtu`: the message's last packet is marked when the
+            // run stops at it, its first and the short one after the loop)
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-            tx_seq = tx_seq.wrapping_add(1);
-            // payload_len <= mtu <= u16::MAX (`new` clamps `mtu`): exact
-            let len = payload_len as u16;
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                *s = TxSlot {
-                    tx_seq,
-                    sent_ns: now_ns as u32,
-                    ev: ev.index,
-                    len,
-                    plane: ev.plane,
-                    flags: F_INFLIGHT,
-                };
+                *s = slot0;
+                s.tx_seq = tx_seq;
+                s.ev = ev.index;
+                s.plane = ev.plane;
             }
-            psn = psn.add(1);
-            run_bytes += u64::from(len);
             k += 1;
-            // index + 1 <= npkts
-            index += 1;
-            offset = offset.wrapping_add(mtu);
-            if last {
-                self.send_idx += 1;
-                more = true;
-                break;
-            }
-            if sprayer.counters().skips != skips_seen {
+            if k > k_stop {
+                if k > k_last {
+                    // The message's last packet, which asks for an immediate ACK.
+                    p.ack_req = true;
+                    if let TxBody::Write { segment, .. } = &mut p.body {
+                        *segment = seg_last;
+                    }
+                    self.send_idx += 1;
+                }
                 more = true;
                 break;
             }
         }
-        self.nxt = psn;
-        self.tx_seq = tx_seq;
-        // (saturating once for the run is saturating per packet: the lengths are not negative)
+        // The message's first packet (`Only` when it is also its last).
+        if let Some(TxBody::Write { segment, .. }) = out
+            .first_mut()
+            .filter(|_| index0 == 0 && k > 0)
+            .map(|p| &mut p.body)
+        {
+            *segment = seg_first;
+        }
+        // The short packet, when the run got there (then it is the run's last: `limit` is at
+        // most `by_offset`, `k_short + 1`).
+        let mut short = 0;
+        if k_short < k {
+            short = mtu - short_len;
+            if let Some(TxBody::Write { reth, .. }) = out.get_mut(k_short).map(|p| &mut p.body) {
+                reth.dma_len = short_len;
+            }
+            // short_len < mtu <= u16::MAX: exact
+            if let Some(s) = self
+                .slots
+                .get_mut(psn0.add(k_short as u32).value() as usize % WIN)
+            {
+                s.len = short_len as u16;
+            }
+        }
+        self.nxt = psn0.add(k as u32);
+        self.tx_seq = self.tx_seq.wrapping_add(k as u32);
+        // Every packet of the run carries `mtu` bytes but the short one, `short` fewer.
+        // (Saturating once for the run is saturating per packet: the lengths are not negative;
+        // the sum cannot overflow: at most `out.len()` packets of at most 65,535 bytes.)
+        let run_bytes = k as u64 * u64::from(mtu) - u64::from(short);
         self.inflight_bytes = self.inflight_bytes.saturating_add(run_bytes);
         if k > 0 {
             self.counters.data_sent += k as u64;
