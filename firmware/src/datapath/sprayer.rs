@@ -96,7 +96,7 @@ pub struct SprayerCounters {
 pub struct Sprayer<const N: usize, const P: usize> {
     slots: [EvSlot; N],
     /// Derived: for each usable slot, the next usable slot index on the same plane (0 when
-    /// none: a next index is always > 0; stale for unusable slots). The per-packet scan walks
+    /// none: a next index is always > 0; 0 for unusable slots). The per-packet scan walks
     /// only the plane's usable slots, however many are retired.
     next_on_plane: [u16; N],
     /// Derived: usable slots per plane and weight, so a write updates the plane's set of
@@ -316,11 +316,12 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
         let cursor = self.ev_cursor.get(plane).copied()?;
         let round = self.ev_round.get(plane).copied()?;
-        // The slot before the cursor is the plane's last pick: when it is still usable, its
-        // chain link is the first usable slot of the plane after it.
+        // The slot before the cursor is the plane's last pick: when it is still usable (its
+        // link is not 0) on the plane, its chain link is the first usable slot of the plane
+        // after it.
         let last = self.slots.get(cursor.wrapping_sub(1))?;
         // plane < P <= 8
-        if last.plane != plane as u8 || !last.usable {
+        if last.plane != plane as u8 {
             return None;
         }
         let index = usize::from(self.next_on_plane.get(cursor.wrapping_sub(1)).copied()?);
@@ -500,6 +501,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 .get(i)
                 .map_or((0, false), |s| (usize::from(s.plane), s.usable));
             if !usable {
+                if let Some(link) = self.next_on_plane.get_mut(i) {
+                    *link = 0;
+                }
                 continue;
             }
             if let (Some(link), Some(n)) = (self.next_on_plane.get_mut(i), next.get_mut(plane)) {
@@ -533,10 +537,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         } else {
             own
         };
-        if usable {
-            if let Some(link) = self.next_on_plane.get_mut(i) {
-                *link = succ;
-            }
+        if let Some(link) = self.next_on_plane.get_mut(i) {
+            *link = if usable { succ } else { 0 };
         }
         if let Some(link) = pred.and_then(|j| self.next_on_plane.get_mut(j)) {
             // i < N <= 65536
