@@ -167,10 +167,18 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     /// owed ACK and opening no gap (but for a run of one with `trigger`: the gap calls for the
     /// ACK), and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the
     /// last (its ACK request, the count it fills, or the gap it opens, calls for the ACK);
-    /// placement aside. `None` otherwise (then one packet at a time).
+    /// placement aside. `None` otherwise (then one packet at a time). `gap`: whether `first`
+    /// opens a gap (`AckGen::opens_gap`, which the caller has asked).
     #[inline]
-    pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
+    pub(crate) fn write_run_offset(
+        &self,
+        first: Psn,
+        n: u16,
+        trigger: bool,
+        gap: bool,
+    ) -> Option<u32> {
         let acks = &self.acks;
+        debug_assert_eq!(gap, acks.opens_gap(first));
         let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
         // In order (`d == 0`) every packet is at offset 0 when it arrives.
         let span = if d == 0 {
@@ -182,7 +190,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
             || d >= self.mpr_psns
             || span > self.mpr_psns
             || n - u16::from(trigger) > acks.quiet_room()
-            || (acks.opens_gap(first) && !(n == 1 && trigger))
+            || (gap && !(n == 1 && trigger))
             || acks.may_answer_owed(first)
             || !acks.rx().run_is_new(d, u32::from(n))
         {
