@@ -267,7 +267,7 @@ impl<
         };
         // The ACK deadline the quiet packets leave; the trigger's ACK, queued as it is built.
         let deadline = if trigger {
-            let (due, e) = resp.accept_write_run_acked(now_ns, first.psn, offset, n, &last_rx);
+            let (due, e) = resp.accept_write_run_acked(now_ns, first.psn, offset, n, &last_rx, gap);
             let a = qp.ack_packet(now_ns, &e, last.tx_ts_ns);
             self.push_ctrl(a);
             due

@@ -220,6 +220,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     /// calls for the ACK (or, alone, opens a gap). The same state and counters as `n` calls of
     /// [`Self::handle_write_fast`], the last returning the ACK. Returns when the ACK's
     /// interval was due by timer (the deadline the packets before the last left) and the ACK.
+    /// `gap`: as for [`Self::write_run_offset`].
     #[inline]
     pub(crate) fn accept_write_run_acked(
         &mut self,
@@ -228,8 +229,11 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         offset: u32,
         n: u16,
         last: &RxPacket,
+        gap: bool,
     ) -> (Option<u64>, AckEvent) {
-        let (due, ack) = self.acks.handle_acked_run(now_ns, first, offset, n, last);
+        let (due, ack) = self
+            .acks
+            .handle_acked_run(now_ns, first, offset, n, last, gap);
         self.counters.placed += u64::from(n);
         (due, AckEvent::Ack(ack))
     }
