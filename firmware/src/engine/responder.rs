@@ -180,14 +180,14 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         let acks = &self.acks;
         debug_assert_eq!(gap, acks.opens_gap(first));
         let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
-        // In order (`d == 0`) every packet is at offset 0 when it arrives.
+        // In order (`d == 0`) every packet is at offset 0 when it arrives. (`span > d` for
+        // `n > 0`: inside the window, `d < mpr_psns`, with it.)
         let span = if d == 0 {
             1
         } else {
             d.saturating_add(u32::from(n))
         };
         if n == 0
-            || d >= self.mpr_psns
             || span > self.mpr_psns
             || n - u16::from(trigger) > acks.quiet_room()
             || (gap && !(n == 1 && trigger))
