@@ -413,6 +413,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// `n == 1`); the others as there. The same state and counters as `n` calls of
     /// [`Self::handle_packet`], the last returning the ACK. Returns when the interval the ACK
     /// closes was due by timer (what [`Self::poll_timeout`] said before the ACK) and the ACK.
+    /// `gap`: whether `first` opens a gap ([`Self::opens_gap`], which the caller has asked).
     /// Always inlined, as its bookkeeping (into the engine's receive run: measured cheaper
     /// than the calls).
     #[inline(always)]
@@ -423,8 +424,9 @@ impl<const WORDS: usize> AckGen<WORDS> {
         offset: u32,
         n: u16,
         last: &RxPacket,
+        gap: bool,
     ) -> (Option<u64>, AckSummary) {
-        let gap = self.opens_gap(first);
+        debug_assert_eq!(gap, self.opens_gap(first));
         debug_assert!(n <= self.quiet_room().saturating_add(1) && (!gap || n == 1));
         self.take_run(now_ns, first, offset, n, last);
         debug_assert!(gap || last.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);

@@ -96,7 +96,7 @@ pub struct SprayerCounters {
 pub struct Sprayer<const N: usize, const P: usize> {
     slots: [EvSlot; N],
     /// Derived: for each usable slot, the next usable slot index on the same plane (0 when
-    /// none: a next index is always > 0; stale for unusable slots). The per-packet scan walks
+    /// none: a next index is always > 0; 0 for unusable slots). The per-packet scan walks
     /// only the plane's usable slots, however many are retired.
     next_on_plane: [u16; N],
     /// Derived: usable slots per plane and weight, so a write updates the plane's set of
@@ -106,6 +106,9 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// Derived: per plane, bit `w` set when some usable EV has weight `w` (the highest set
     /// bit is the plane's largest usable weight).
     plane_weights: [u16; P],
+    /// Derived: per plane, its weight when some EV on it is usable, else 0 (what the plane
+    /// scan compares with its round: one load per pick).
+    plane_eligible: [u8; P],
     /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
     ev_cursor: [usize; P],
     ev_round: [u8; P],
@@ -138,6 +141,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_hist: [[0; WEIGHT_MAX as usize + 1]; P],
             plane_weight: [1; P],
             plane_weights: [0; P],
+            plane_eligible: [0; P],
             ev_cursor: [0; P],
             ev_round: [1; P],
             max_plane_weight: 0,
@@ -312,11 +316,12 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
         let cursor = self.ev_cursor.get(plane).copied()?;
         let round = self.ev_round.get(plane).copied()?;
-        // The slot before the cursor is the plane's last pick: when it is still usable, its
-        // chain link is the first usable slot of the plane after it.
+        // The slot before the cursor is the plane's last pick: when it is still usable (its
+        // link is not 0) on the plane, its chain link is the first usable slot of the plane
+        // after it.
         let last = self.slots.get(cursor.wrapping_sub(1))?;
         // plane < P <= 8
-        if last.plane != plane as u8 || !last.usable {
+        if last.plane != plane as u8 {
             return None;
         }
         let index = usize::from(self.next_on_plane.get(cursor.wrapping_sub(1)).copied()?);
@@ -360,14 +365,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
     }
 
+    /// The weight of `plane` in the plane scan: 0 when no EV on it is usable.
     #[inline]
     fn plane_eligible_weight(&self, plane: usize) -> u8 {
-        // (some usable EV on the plane: some weight has one)
-        if self.plane_weights.get(plane).copied().unwrap_or(0) == 0 {
-            0
-        } else {
-            self.plane_weight.get(plane).copied().unwrap_or(0)
-        }
+        self.plane_eligible.get(plane).copied().unwrap_or(0)
     }
 
     #[inline]
@@ -500,6 +501,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 .get(i)
                 .map_or((0, false), |s| (usize::from(s.plane), s.usable));
             if !usable {
+                if let Some(link) = self.next_on_plane.get_mut(i) {
+                    *link = 0;
+                }
                 continue;
             }
             if let (Some(link), Some(n)) = (self.next_on_plane.get_mut(i), next.get_mut(plane)) {
@@ -533,10 +537,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         } else {
             own
         };
-        if usable {
-            if let Some(link) = self.next_on_plane.get_mut(i) {
-                *link = succ;
-            }
+        if let Some(link) = self.next_on_plane.get_mut(i) {
+            *link = if usable { succ } else { 0 };
         }
         if let Some(link) = pred.and_then(|j| self.next_on_plane.get_mut(j)) {
             // i < N <= 65536
@@ -581,11 +583,20 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         (u16::BITS - weights.leading_zeros()).saturating_sub(1) as u8
     }
 
+    /// The planes' eligible weights and their largest, after any write.
     fn recompute_max_plane_weight(&mut self) {
-        self.max_plane_weight = (0..P)
-            .map(|p| self.plane_eligible_weight(p))
-            .max()
-            .unwrap_or(0);
+        let mut max = 0;
+        for ((e, &w), &weights) in self
+            .plane_eligible
+            .iter_mut()
+            .zip(&self.plane_weight)
+            .zip(&self.plane_weights)
+        {
+            // (some usable EV on the plane: some weight has one)
+            *e = if weights == 0 { 0 } else { w };
+            max = max.max(*e);
+        }
+        self.max_plane_weight = max;
     }
 }
 

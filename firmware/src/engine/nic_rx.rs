@@ -238,7 +238,7 @@ impl<
         let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
             return 0;
         };
-        let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
+        let Some(offset) = resp.write_run_offset(first.psn, n, trigger, gap) else {
             return 0;
         };
         // Placement: the span at once. (The total is below 2^64, so the span wrapped the
@@ -267,7 +267,7 @@ impl<
         };
         // The ACK deadline the quiet packets leave; the trigger's ACK, queued as it is built.
         let deadline = if trigger {
-            let (due, e) = resp.accept_write_run_acked(now_ns, first.psn, offset, n, &last_rx);
+            let (due, e) = resp.accept_write_run_acked(now_ns, first.psn, offset, n, &last_rx, gap);
             let a = qp.ack_packet(now_ns, &e, last.tx_ts_ns);
             self.push_ctrl(a);
             due

@@ -859,10 +859,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             // run stops at it, its first and the short one after the loop)
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                *s = slot0;
-                s.tx_seq = tx_seq;
-                s.ev = ev.index;
-                s.plane = ev.plane;
+                *s = TxSlot {
+                    tx_seq,
+                    ev: ev.index,
+                    plane: ev.plane,
+                    ..slot0
+                };
             }
             k += 1;
             if k > k_stop {

@@ -167,22 +167,30 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     /// owed ACK and opening no gap (but for a run of one with `trigger`: the gap calls for the
     /// ACK), and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the
     /// last (its ACK request, the count it fills, or the gap it opens, calls for the ACK);
-    /// placement aside. `None` otherwise (then one packet at a time).
+    /// placement aside. `None` otherwise (then one packet at a time). `gap`: whether `first`
+    /// opens a gap (`AckGen::opens_gap`, which the caller has asked).
     #[inline]
-    pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
+    pub(crate) fn write_run_offset(
+        &self,
+        first: Psn,
+        n: u16,
+        trigger: bool,
+        gap: bool,
+    ) -> Option<u32> {
         let acks = &self.acks;
+        debug_assert_eq!(gap, acks.opens_gap(first));
         let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
-        // In order (`d == 0`) every packet is at offset 0 when it arrives.
+        // In order (`d == 0`) every packet is at offset 0 when it arrives. (`span > d` for
+        // `n > 0`: inside the window, `d < mpr_psns`, with it.)
         let span = if d == 0 {
             1
         } else {
             d.saturating_add(u32::from(n))
         };
         if n == 0
-            || d >= self.mpr_psns
             || span > self.mpr_psns
             || n - u16::from(trigger) > acks.quiet_room()
-            || (acks.opens_gap(first) && !(n == 1 && trigger))
+            || (gap && !(n == 1 && trigger))
             || acks.may_answer_owed(first)
             || !acks.rx().run_is_new(d, u32::from(n))
         {
@@ -212,6 +220,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     /// calls for the ACK (or, alone, opens a gap). The same state and counters as `n` calls of
     /// [`Self::handle_write_fast`], the last returning the ACK. Returns when the ACK's
     /// interval was due by timer (the deadline the packets before the last left) and the ACK.
+    /// `gap`: as for [`Self::write_run_offset`].
     #[inline]
     pub(crate) fn accept_write_run_acked(
         &mut self,
@@ -220,8 +229,11 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         offset: u32,
         n: u16,
         last: &RxPacket,
+        gap: bool,
     ) -> (Option<u64>, AckEvent) {
-        let (due, ack) = self.acks.handle_acked_run(now_ns, first, offset, n, last);
+        let (due, ack) = self
+            .acks
+            .handle_acked_run(now_ns, first, offset, n, last, gap);
         self.counters.placed += u64::from(n);
         (due, AckEvent::Ack(ack))
     }
