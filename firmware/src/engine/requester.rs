@@ -1248,24 +1248,31 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             if !done && !self.in_error {
                 return None;
             }
-            let w = self.sq.pop_front()?;
+            // (what the completion needs, read in place: the popped request is not copied out)
+            let (wr_id, signaled, imm, start_psn) = (
+                head.wr.wr_id,
+                head.wr.signaled,
+                head.wr.imm.is_some(),
+                head.start_psn,
+            );
+            let _ = self.sq.pop_front();
             let status = if done {
                 Ok(())
             } else {
                 Err(self.error.take().unwrap_or(CompletionError::Flushed))
             };
             self.send_idx = self.send_idx.saturating_sub(1);
-            if w.wr.imm.is_some() && (done || self.nxt.distance_from(w.start_psn) > 0) {
+            if imm && (done || self.nxt.distance_from(start_psn) > 0) {
                 self.wimm_inflight = self.wimm_inflight.saturating_sub(1);
             }
             if status.is_err() {
                 self.counters.flushed += 1;
             }
-            if w.wr.signaled || status.is_err() {
+            if signaled || status.is_err() {
                 self.counters.completions += 1;
                 return Some(Completion {
                     qpn,
-                    wr_id: w.wr.wr_id,
+                    wr_id,
                     kind: CompletionKind::Send,
                     status,
                 });
