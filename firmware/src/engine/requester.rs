@@ -878,16 +878,19 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         while let Some(&psn) = self.retx.front() {
             let s = self.slot(psn);
             if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
-                let found = self.sq.iter().find_map(|w| {
-                    let d = psn.distance_from(w.start_psn);
-                    (d >= 0 && (d as u32) < w.npkts)
-                        .then(|| {
-                            self.request(w)
-                                .descriptor_in(d as u32, w.npkts)
-                                .map(|desc| (w, desc))
-                        })
-                        .flatten()
-                });
+                // The first work request holding `psn` (its descriptor exists: the request
+                // passed `packet_count`, so no offset overflows; `npkts < 2^23`, so the
+                // unsigned compare is `0 <= d < npkts`).
+                let found = self
+                    .sq
+                    .iter()
+                    .find(|w| (psn.distance_from(w.start_psn) as u32) < w.npkts)
+                    .and_then(|w| {
+                        let d = psn.distance_from(w.start_psn) as u32;
+                        self.request(w)
+                            .descriptor_in(d, w.npkts)
+                            .map(|desc| (w, desc))
+                    });
                 if let Some((w, desc)) = found {
                     let mut c = self.candidate_for(w, desc, true);
                     c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
