@@ -925,16 +925,19 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         while let Some(&psn) = self.retx.front() {
             let s = self.slot(psn);
             if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
-                let found = self.sq.iter().find_map(|w| {
-                    let d = psn.distance_from(w.start_psn);
-                    (d >= 0 && (d as u32) < w.npkts)
-                        .then(|| {
-                            self.request(w)
-                                .descriptor_in(d as u32, w.npkts)
-                                .map(|desc| (w, desc))
-                        })
-                        .flatten()
-                });
+                // The first work request holding `psn` (its descriptor exists: the request
+                // passed `packet_count`, so no offset overflows; `npkts < 2^23`, so the
+                // unsigned compare is `0 <= d < npkts`).
+                let found = self
+                    .sq
+                    .iter()
+                    .find(|w| (psn.distance_from(w.start_psn) as u32) < w.npkts)
+                    .and_then(|w| {
+                        let d = psn.distance_from(w.start_psn) as u32;
+                        self.request(w)
+                            .descriptor_in(d, w.npkts)
+                            .map(|desc| (w, desc))
+                    });
                 if let Some((w, desc)) = found {
                     let mut c = self.candidate_for(w, desc, true);
                     c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
@@ -1295,24 +1298,31 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             if !done && !self.in_error {
                 return None;
             }
-            let w = self.sq.pop_front()?;
+            // (what the completion needs, read in place: the popped request is not copied out)
+            let (wr_id, signaled, imm, start_psn) = (
+                head.wr.wr_id,
+                head.wr.signaled,
+                head.wr.imm.is_some(),
+                head.start_psn,
+            );
+            let _ = self.sq.pop_front();
             let status = if done {
                 Ok(())
             } else {
                 Err(self.error.take().unwrap_or(CompletionError::Flushed))
             };
             self.send_idx = self.send_idx.saturating_sub(1);
-            if w.wr.imm.is_some() && (done || self.nxt.distance_from(w.start_psn) > 0) {
+            if imm && (done || self.nxt.distance_from(start_psn) > 0) {
                 self.wimm_inflight = self.wimm_inflight.saturating_sub(1);
             }
             if status.is_err() {
                 self.counters.flushed += 1;
             }
-            if w.wr.signaled || status.is_err() {
+            if signaled || status.is_err() {
                 self.counters.completions += 1;
                 return Some(Completion {
                     qpn,
-                    wr_id: w.wr.wr_id,
+                    wr_id,
                     kind: CompletionKind::Send,
                     status,
                 });

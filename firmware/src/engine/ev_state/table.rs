@@ -575,10 +575,16 @@ impl<const N: usize> EvTable<N> {
         if self.qp_outcomes >= BASELINE_WINDOW / 4 {
             // q in ppm; outcomes <= 2 * BASELINE_WINDOW, so no overflow.
             let q = self.qp_losses.min(self.qp_outcomes) * u64::from(PPM) / self.qp_outcomes;
-            while k < 20
-                && (u64::from(p.p0_ppm) << k) < q
-                && (u64::from(p.p0_ppm) << (k + 1)) <= u64::from(PPM / 8)
-            {
+            // The shift is the first `k` where `up(k)` fails (p0 < PPM, k <= 20: no overflow).
+            // `up` holds below it and fails from it on, so the current shift is checked first
+            // (it usually stands) before the search from 0.
+            let p0 = u64::from(p.p0_ppm);
+            let up = |k: u8| k < 20 && (p0 << k) < q && (p0 << (k + 1)) <= u64::from(PPM / 8);
+            let b = self.baseline_shift;
+            if !up(b) && (b == 0 || up(b - 1)) {
+                return;
+            }
+            while up(k) {
                 k += 1;
             }
         }
