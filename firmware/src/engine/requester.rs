@@ -401,10 +401,15 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     npkts,
                     msn: self.next_msn,
                 };
-                self.sq.push_back(wqe).map_err(|_| QpError::QueueFull)?;
-                self.next_post_psn = self.next_post_psn.add(npkts);
-                self.next_msn = self.next_msn.wrapping_add(1);
-                Ok(())
+                // (no `?`: a full queue is a refusal, counted below like the others)
+                match self.sq.push_back(wqe) {
+                    Ok(()) => {
+                        self.next_post_psn = self.next_post_psn.add(npkts);
+                        self.next_msn = self.next_msn.wrapping_add(1);
+                        Ok(())
+                    }
+                    Err(_) => Err(QpError::QueueFull),
+                }
             }
         };
         match result {
@@ -1357,6 +1362,31 @@ mod tests {
             retry: RetryState::new(RetryPolicy::Forever, AckTimeout::MAX),
         };
         Requester::new(&p, 4096, Reorder { tx: 3, ns: 0 }, false)
+    }
+
+    /// Every refused post is counted, a full send queue included, and changes nothing.
+    #[test]
+    fn refused_posts_are_counted() {
+        let mut r = requester();
+        let wr = |len| SendWr {
+            wr_id: 1,
+            local: LocalBuf::default(),
+            remote_va: 0x1000,
+            rkey: 7,
+            len,
+            imm: None,
+            signaled: true,
+        };
+        let mut posted = 0;
+        while r.post_send(wr(100)).is_ok() {
+            posted += 1;
+        }
+        assert_eq!(r.post_send(wr(100)), Err(QpError::QueueFull));
+        assert_eq!(r.counters.posted, posted);
+        assert_eq!(r.counters.post_refused, 2);
+        let next = r.next_post_psn;
+        assert_eq!(r.post_send(wr(100)), Err(QpError::QueueFull));
+        assert_eq!((r.counters.post_refused, r.next_post_psn), (3, next));
     }
 
     /// `in_flight_mask` is `in_flight_range` bit by bit, across the PSN wrap, for bases
