@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 389,045,462 instructions for
-//! the whole program, i.e. **~389 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 380,310,622 instructions for
+//! the whole program, i.e. **~380 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -64,6 +64,7 @@
 //! | timers, retransmissions, the channel and the main loop, 15 steps measured one by one (516.9 -> 490.0 on their own): probes go straight into the control queue; the timer wheel's quiet check and `arm` compare nanoseconds (no division by the tick), `next_deadline` of a level-0 bucket is its tick and answers from an exact quiet bound; a retransmission reads its candidate where `peek` wrote it; the channel keeps one metadata entry per send batch and a due run steps over whole batches; the stream drains each NIC's events and completions once per NIC and takes its wake-up instant directly. Same JSON | 464 |
 //! | the data receive path, 15 steps measured one by one (464.2 -> 431.5): a receive run ends before a packet that does not continue its payload span (one placement check per run; a span that fails placement goes one packet at a time); the ACK trigger taken with the run (`AckGen::handle_acked_run`, `Responder::accept_write_run_acked`: the RX bitmap word-wise and the interval once for all its packets, then the ACK); the ACK pushed as it is built, written straight into the control ring's slot; the scan over the first `room + 1` packets, PSNs compared without the 24-bit wrap (a run ends at the wrap); the ACK's SACK from `RxBitmap::sack_at_cum` (proptested equal to `sack(cum_psn)`); an inline look at the ACK timer before `sync_timer` (73,952 of 74,310 syncs end there); `run_is_new` answers at once for a run beyond `next_max`; a packet opening a gap taken as a run of one; forced inlining, each measured (`receive_new_run`, placement's `check` and `find`, `emit`, `ack_packet`, `ack_travel_ev`, `ack_packet_on`). Same JSON | 431 |
 //! | the transmit run, 13 steps measured one by one (464.2 -> 421.4 on their own; with the receive row above 389.0): the PSN, transmission number and bytes in flight derived from the packet count (no loop-carried counters); no offset in the loop (each packet's addresses the one before's plus `mtu`; every packet carries `mtu` bytes and the one short packet, always the run's last when reached, is fixed after the loop in its descriptor and TX slot); the segment, ACK request and `Last` written only where the run stops, the first packet marked after the loop; one stop index for "last packet of the message" and "served a skip flag" (the skip count checked only after a general pick: the common pick never serves one); the sprayer's plane wrap (one pick in `P`) a cold branch instead of a select on every pick; each TX slot from a per-run template; a run that ends its work request with room left goes on with the next work request's run at once (`poll_new_batch`); the run loop out of line in `Qp::poll_new_run` (its own registers). The loop is ~88 instructions a packet (was ~132). Same JSON | 389 |
+//! | the data path again, 6 steps (389.0 -> 380.9): the sprayer keeps each plane's eligible weight as a derived array (one load per pick; in the struct's padding) and clears an unusable slot's chain link (the common pick drops its usable test: a link of 0 already sends it to the general pick; the proptest against a plain scan passes); the receive run hands the gap it computed to `write_run_offset` and `AckGen::handle_acked_run` (debug-asserted equal) and drops a bound the span check covers; each TX slot written as one value (the loop 88 -> 82 a packet). Then completions read the head work request in place, `peek_retx` finds a retransmission's work request with one compare each, and `EvTable::update_baseline` returns at once when the baseline still stands (380.9 -> 380.2); refusals for a full send queue counted again (they returned before the counter: 11,734 of the run's 74,234 posts; +0.1). Same JSON | 380 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -113,27 +114,40 @@
 //! common picks at once (`Sprayer::fill_fast` into a local array, the rest one at a time: +8;
 //! the batch pick itself ~30 instructions a pick out of line) and a pick that reports whether
 //! it served a skip flag instead of the per-packet skip-counter check (+6; +32 when the pick
-//! was not inlined).
+//! was not inlined). In the later steps (each against the step before, in millions of
+//! instructions for the run): the sprayer's per-plane state as one array of structs (+3.6),
+//! the cumulative walk as two slices before the ACK tally (+1.3), `#[inline]` on
+//! `Requester::handle_ack` (+15.7), `ack_through` or the loss inference out of line (+8.4,
+//! +7.4), walking only the PSNs the last SACK did not cover (+4.1), ACKs dispatched before the
+//! receive run in `handle_tx_batch` (+8.6), the ACK built in place in the control ring through
+//! a closure (+4.7; LLVM now writes it into the slot by itself), the next control, retransmitted
+//! or new packet written straight into the channel slot on the general path (+9.7), the
+//! stream's transmit loop written out per NIC (+2.9), the general pick moved out of the
+//! transmit loop (+6.5), a transmit run ending when a common pick fails (+5.8, ~20K more
+//! runs), counting the sprayer's common picks once per run (+1.7 to +12.9 in four forms), a
+//! hole fill that answers an owed ACK taken as a run of one (+4.7: the scan grew by two
+//! instructions a packet), and looping over consecutive runs of one QP inside the receive
+//! run (+5.8).
 //!
-//! Where the 530 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
-//! plus per-instruction counts from `--dump-instr=yes`): transmit ~190, of which the loop of
-//! the transmit run ~134 per packet (sprayer pick ~45, the 88-byte descriptor copied slot to
-//! slot ~13 and its changed fields, the 16-byte TX slot, about a dozen spills and reloads)
-//! and the per-run setup and bookkeeping ~35 (runs end with each 16-packet work request);
-//! receive ~225, of which the sender's ACK processing ~95 (`Requester::handle_ack` ~89: the
-//! cumulative walk ~9 per already-SACKed PSN and ~28 per new one, ~40 per SACK bit, ~235
-//! fixed per ACK, NSCC ~195 and the EV table ~79 per ACK) and data ~112 (run scan ~18 and
-//! placement check ~32 a packet, run setup, the ACK trigger and the ACK packet); channel and
-//! stream ~90 (loss draws ~25, packets moved behind a loss ~7, the due-run scan ~8, FIFO, the
-//! main loop's per-iteration polls and the inline idle checks); timers ~21, completions ~8,
-//! posting ~5. The budget needs the different shape the last analysis named: a per-packet
-//! descriptor of a few words instead of the 88-byte `TxPacket` (the transmit loop copies it
-//! slot to slot and writes 8 of its fields per packet, the channel moves it, the control
-//! queue copies it twice; this touches the channel, the receive API, the simulator's wire and PCIe models
-//! and the NIC main loop), and per-EV delivery counts kept by the datapath rather than a
-//! per-PSN credit in the engine. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
-//! queues) is 36,640 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
-//! link), the whole 2-QP test-kit engine 81,712 bytes (all printed by this example).
+//! Where the 380 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
+//! plus per-instruction counts, 2026-12-03): transmit ~133, of which the transmit run's loop
+//! ~82 a packet (the sprayer's common pick ~31, the 88-byte descriptor copied slot to slot
+//! ~13, the TX slot ~8, PSN and EV fields, a few spills) and ~440 per run of setup and
+//! bookkeeping (~77K runs: a run still ends with each 16-packet work request inside
+//! `send_new_run`); retransmissions ~17 (~545 each); receive ~166, of which the sender's ACK
+//! processing ~85 (~1,030 per ACK: the cumulative walk and the SACK bits through one tally,
+//! NSCC ~120, the EV table, loss inference, the tail-loss-probe arming) and the data runs
+//! ~72 (the scan ~23 a packet, ~75 per run attempt over ~112K, the ACK trigger and the ACK
+//! packet with its sprayer pick, ~10K owed-ACK hole fills and 5,367 duplicates one at a
+//! time); timers ~22; channel and stream ~35; completions ~7; posting ~5. What is left on
+//! the per-packet loops is mostly moving the 88-byte `TxPacket` and picking an EV: the budget
+//! needs the different shape the earlier analyses named, a per-packet descriptor of a few
+//! words (the transmit loop copies and patches the 88 bytes per packet, the channel moves
+//! them, the control ring copies ACKs; this touches the channel, the receive API, the
+//! simulator's wire and PCIe models and the NIC main loop), runs that span work requests, and
+//! a cheaper fixed cost per ACK. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
+//! queues) is 36,632 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
+//! link), the whole 2-QP test-kit engine 81,696 bytes (all printed by this example).
 //!
 //! An optional argument sets the packet count (default 1,000,000, the budgeted figure), for
 //! quicker profiling runs.
