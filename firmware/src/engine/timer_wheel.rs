@@ -130,6 +130,17 @@ enum NextEvent {
     Overflow,
 }
 
+/// What [`TimerWheel::advance_one`] did.
+#[derive(Clone, Copy)]
+enum Advance {
+    /// Nothing is due by the target tick.
+    Nothing,
+    /// A list was redistributed (maybe into the ready list).
+    Moved,
+    /// The one timer of a due level-0 bucket, out of every list.
+    Lone(u32),
+}
+
 /// A hierarchical timer wheel holding at most `N` timers (`N < 2^32 - 1`).
 pub struct TimerWheel<const N: usize> {
     slots: [Slot; N],
@@ -357,12 +368,23 @@ impl<const N: usize> TimerWheel<N> {
         let now = now_ns.max(self.latest_ns);
         self.latest_ns = now;
         let target = now / self.tick_ns;
-        while self.ready_head == NIL {
-            if !self.advance_one(target) {
-                break;
+        let mut idx = self.ready_head;
+        while idx == NIL {
+            match self.advance_one(target) {
+                Advance::Nothing => break,
+                Advance::Moved => idx = self.ready_head,
+                // (already out of every list)
+                Advance::Lone(i) => {
+                    let s = *self.slots.get(i as usize)?;
+                    self.release(i);
+                    self.counters.expired += 1;
+                    return Some(Expired {
+                        id: s.id,
+                        deadline_ns: s.deadline_ns,
+                    });
+                }
             }
         }
-        let idx = self.ready_head;
         let s = *self.slots.get(idx as usize)?;
         self.unlink(idx);
         self.release(idx);
@@ -416,14 +438,16 @@ impl<const N: usize> TimerWheel<N> {
         }
     }
 
-    /// Move time toward `target` up to the next non-empty list and redistribute it. Returns
-    /// false when nothing lies at or before `target` (time is then at `target`).
-    fn advance_one(&mut self, target: u64) -> bool {
+    /// Move time toward `target` up to the next non-empty list and redistribute it.
+    /// [`Advance::Nothing`] when nothing lies at or before `target` (time is then at
+    /// `target`); [`Advance::Lone`] when that list was a level-0 bucket holding one timer (the
+    /// next to fire, unlinked instead of going through the ready list, which stays empty).
+    fn advance_one(&mut self, target: u64) -> Advance {
         let Some(ev) = self.next_event() else {
             self.cur_tick = self.cur_tick.max(target);
             self.quiet_until_ns = u64::MAX;
             self.quiet_exact = false;
-            return false;
+            return Advance::Nothing;
         };
         let at = self.event_tick(ev);
         if at > target {
@@ -432,7 +456,7 @@ impl<const N: usize> TimerWheel<N> {
             // and a level-0 bucket's timers all are at `at` (`target` is in its 64 ticks).
             self.quiet_until_ns = at.saturating_mul(self.tick_ns);
             self.quiet_exact = matches!(ev, NextEvent::Bucket { level: 0, .. });
-            return false;
+            return Advance::Nothing;
         }
         self.cur_tick = at;
         self.quiet_exact = false;
@@ -441,6 +465,11 @@ impl<const N: usize> TimerWheel<N> {
                 let head = self.buckets[level][slot];
                 self.buckets[level][slot] = NIL;
                 self.occupied[level] &= !(1u64 << slot);
+                // A level-0 bucket's timers are all of its tick, `at`: a lone one is due.
+                // (a list head has no `prev`)
+                if level == 0 && self.slots.get(head as usize).is_some_and(|s| s.next == NIL) {
+                    return Advance::Lone(head);
+                }
                 head
             }
             NextEvent::Overflow => {
@@ -455,7 +484,7 @@ impl<const N: usize> TimerWheel<N> {
             self.place(i, tick);
             i = next;
         }
-        true
+        Advance::Moved
     }
 
     /// Put slot `idx` (unlinked) into the list its deadline (of tick `tick`, see
