@@ -317,12 +317,20 @@ impl<const N: usize> TimerWheel<N> {
     /// The earliest instant at which [`TimerWheel::poll_expired`] returns a timer: the first
     /// deadline rounded up to its tick (`None` when no timer is armed). Polling at this instant
     /// yields at least one timer unless it is cancelled first.
+    #[inline]
     pub fn next_deadline(&self) -> Option<u64> {
+        if self.ready_head == NIL && self.quiet_exact {
+            return Some(self.quiet_until_ns);
+        }
+        self.next_deadline_look()
+    }
+
+    /// [`Self::next_deadline`] past its quick answer (the ready list's head, or a look when
+    /// `quiet_until_ns` is not exact).
+    #[inline(never)]
+    fn next_deadline_look(&self) -> Option<u64> {
         if let Some(s) = self.slots.get(self.ready_head as usize) {
             return Some(self.fire_ns(s.deadline_ns));
-        }
-        if self.quiet_exact {
-            return Some(self.quiet_until_ns);
         }
         let head = match self.next_event()? {
             // A level-0 bucket holds the timers of one tick, the bucket's own.
