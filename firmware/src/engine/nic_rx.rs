@@ -78,7 +78,7 @@ impl<
         };
         let v = match &repr.body {
             Body::Write { segment, reth } => {
-                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta);
+                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta, true);
             }
             Body::Ack(a) => self.rx_ack(now_ns, slot, state, h.tsx, a),
             Body::Nack(n) => self.rx_nack(now_ns, slot, state, n),
@@ -356,8 +356,10 @@ impl<
             return self.drop_rx(DropReason::UnknownQp);
         };
         let v = match &pkt.body {
+            // (not tried again: `handle_tx_packet`, the only caller, tried the fast path on
+            // every write it can take, untrimmed with no immediate, and found `None`)
             TxBody::Write { segment, reth, .. } => {
-                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta);
+                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta, false);
             }
             // (not reached: `handle_tx_packet` takes ACKs first)
             TxBody::Ack(a) => return self.handle_tx_ack(now_ns, pkt, a),
@@ -394,6 +396,8 @@ impl<
         }
     }
 
+    /// A write: the fast path ([`Self::rx_write_fast`]) first when `try_fast` (`false` when
+    /// the caller tried it on this packet already), else the responder's general path.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rx_write(
         &mut self,
@@ -404,6 +408,7 @@ impl<
         segment: &Segment,
         reth: &mrc_abi::wire::RethRepr,
         meta: RxMeta,
+        try_fast: bool,
     ) -> RxVerdict {
         let evx = h.evx.unwrap_or_default();
         let tx_ts = h.tsx.map_or(0, |t| t.tx_ts_ns);
@@ -433,7 +438,7 @@ impl<
             ack_req: h.ack_req,
             tx_ts_ns: tx_ts,
         };
-        if imm.is_none() {
+        if try_fast && imm.is_none() {
             if let Some(v) = self.rx_write_fast(now_ns, slot, &pkt, reth, meta.payload_len) {
                 return v;
             }
