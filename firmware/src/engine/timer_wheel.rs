@@ -416,11 +416,9 @@ impl<const N: usize> TimerWheel<N> {
     fn next_event(&self) -> Option<NextEvent> {
         for level in 0..LEVELS {
             let group = (self.cur_tick >> (SLOT_BITS * level as u32)) & (SLOTS as u64 - 1);
-            let ahead = if group == SLOTS as u64 - 1 {
-                0
-            } else {
-                !0u64 << (group + 1)
-            };
+            // The slots after `group` (none after the last): `!0 << (group + 1)` with no
+            // shift past 63.
+            let ahead = !1u64 << group;
             let hits = self.occupied[level] & ahead;
             if hits != 0 {
                 return Some(NextEvent::Bucket {
