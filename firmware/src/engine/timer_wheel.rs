@@ -165,7 +165,8 @@ pub struct TimerWheel<const N: usize> {
     /// The latest time polled, in ns (time never goes backwards); its tick is the wheel's
     /// "now".
     latest_ns: u64,
-    tick_ns: u64,
+    /// (non-zero: the divisions by it need no zero check)
+    tick_ns: core::num::NonZeroU64,
     next_seq: u64,
     len: u32,
     counters: TimerCounters,
@@ -192,7 +193,6 @@ impl<const N: usize> TimerWheel<N> {
     pub const fn with_tick(tick_ns: core::num::NonZeroU64) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
-        let tick_ns = tick_ns.get();
         let mut slots = [Slot::EMPTY; N];
         // Free list threads through `next`.
         let mut i = 0;
@@ -224,7 +224,7 @@ impl<const N: usize> TimerWheel<N> {
 
     /// The tick length in ns.
     pub fn tick_ns(&self) -> u64 {
-        self.tick_ns
+        self.tick_ns.get()
     }
 
     /// Armed timers.
@@ -270,7 +270,7 @@ impl<const N: usize> TimerWheel<N> {
         self.counters.armed += 1;
         let tick = self.tick_of(deadline_ns);
         // When it fires: the start of its tick (`None`: past `u64::MAX`).
-        let fire_ns = tick.checked_mul(self.tick_ns);
+        let fire_ns = tick.checked_mul(self.tick_ns.get());
         // Due at the wheel's time or at the caller's (`tick <= latest_ns / tick_ns`).
         if tick <= self.cur_tick || fire_ns.is_some_and(|f| f <= self.latest_ns) {
             self.counters.armed_in_past += 1;
@@ -335,7 +335,7 @@ impl<const N: usize> TimerWheel<N> {
         let head = match self.next_event()? {
             // A level-0 bucket holds the timers of one tick, the bucket's own.
             ev @ NextEvent::Bucket { level: 0, .. } => {
-                return Some(self.event_tick(ev).saturating_mul(self.tick_ns));
+                return Some(self.event_tick(ev).saturating_mul(self.tick_ns.get()));
             }
             NextEvent::Bucket { level, slot } => self.buckets[level][slot],
             NextEvent::Overflow => self.overflow_head,
@@ -404,11 +404,11 @@ impl<const N: usize> TimerWheel<N> {
     }
 
     fn tick_of(&self, deadline_ns: u64) -> u64 {
-        deadline_ns / self.tick_ns + u64::from(!deadline_ns.is_multiple_of(self.tick_ns))
+        deadline_ns / self.tick_ns + u64::from(deadline_ns % self.tick_ns != 0)
     }
 
     fn fire_ns(&self, deadline_ns: u64) -> u64 {
-        self.tick_of(deadline_ns).saturating_mul(self.tick_ns)
+        self.tick_of(deadline_ns).saturating_mul(self.tick_ns.get())
     }
 
     /// The first non-empty list ahead of `cur_tick`, lowest level first (levels hold disjoint,
@@ -460,7 +460,7 @@ impl<const N: usize> TimerWheel<N> {
             self.cur_tick = self.cur_tick.max(target);
             // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later,
             // and a level-0 bucket's timers all are at `at` (`target` is in its 64 ticks).
-            self.quiet_until_ns = at.saturating_mul(self.tick_ns);
+            self.quiet_until_ns = at.saturating_mul(self.tick_ns.get());
             self.quiet_exact = matches!(ev, NextEvent::Bucket { level: 0, .. });
             return Advance::Nothing;
         }
