@@ -777,21 +777,13 @@ impl<
         // One packet when it arms the retry timer.
         let cap = if had_deadline { burst_cap } else { 1 };
         let out = out.get_mut(..cap.min(out.len())).unwrap_or_default();
-        // A run that ends its work request with room left goes on with the next one's at once:
-        // between the two the engine would do nothing (a run queues no control packet or
-        // retransmission, the turn stays within the burst `cap` allows, the retry timer is
-        // armed, no EV state waits for a sync) but check whether every QP is idle, and a run
-        // of an idle QP sends nothing and changes nothing (`Requester::send_new_run` returns
-        // before its first pick), then ends the fast path as that check would.
-        let (mut k, mut more) = (0, true);
-        while let Some(rest) = out.get_mut(k..).filter(|r| more && !r.is_empty()) {
-            let (sent, go_on) = qp.poll_new_run(now_ns, rest);
-            k += sent;
-            more = go_on;
-            if sent == 0 || !had_deadline || qp.skips_pending() {
-                break;
-            }
-        }
+        // A run that ends its work request with room left goes on with the next one's at once
+        // (`Requester::send_new_run`): between the two the engine would do nothing (a run
+        // queues no control packet or retransmission, the turn stays within the burst `cap`
+        // allows, the retry timer is armed, no EV state waits for a sync) but check whether
+        // every QP is idle, and a run of an idle QP sends nothing and changes nothing (it
+        // returns before its first pick), then ends the fast path as that check would.
+        let (k, more) = qp.poll_new_run(now_ns, out);
         if k == 0 {
             return (0, false);
         }

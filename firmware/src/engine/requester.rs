@@ -666,18 +666,20 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         FastTx::Sent(tx)
     }
 
-    /// [`Self::send_new_fast`] repeated on the work request being sent: up to `out.len()`
-    /// new packets, written straight into `out` as descriptors with the header `hdr`. The
-    /// work request, the error state and the retransmission queue are checked once (nothing
-    /// in a run changes them); the send window's and the CC window's room are turned into a
-    /// packet count once (each packet of the run but the work request's last is full-sized);
-    /// the EV is picked per packet; the retry and tail-probe timers are armed once at the end
-    /// (with the same `now_ns` that gives what arming per packet gives). `sprayer` picks each packet's EV; the run ends
-    /// after a pick that served a skip-once flag (the sprayer's skip count is no longer
-    /// `skips_seen`). Returns the packets sent and whether the run ended for a reason
-    /// other than the fast path having nothing (`out` full, the work request done, `pick`
-    /// said so): then another run may follow. The packets and every effect are those of as
-    /// many `send_new_fast` calls.
+    /// [`Self::send_new_fast`] repeated: up to `out.len()` new packets, written straight into
+    /// `out` as descriptors with the header `hdr`, one run per work request (the next work
+    /// request's run follows at once when one ends its work request with room left). The
+    /// error state and the retransmission queue are checked once, each work request once per
+    /// run (nothing in a run changes them); the send window's and the CC window's room are
+    /// turned into a packet count once per run (each packet of a run but the work request's
+    /// last is full-sized); the EV is picked per packet; the retry and tail-probe timers are
+    /// armed once at the end (with the same `now_ns` that gives what arming per packet
+    /// gives). `sprayer` picks each packet's EV; the runs end after a pick that served a
+    /// skip-once flag (the sprayer's skip count is no longer `skips_seen`). Returns the
+    /// packets sent and whether the last run ended for a reason other than the fast path
+    /// having nothing (`out` full, the work request done, `pick` said so): then another
+    /// call may follow. The packets and every effect are those of as many `send_new_fast`
+    /// calls.
     #[inline(always)]
     pub(crate) fn send_new_run<const E: usize, const P: usize>(
         &mut self,
@@ -691,9 +693,44 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error || !self.retx.is_empty() {
             return (0, false);
         }
-        // The CC window (it only changes on an ACK) first: most calls that send nothing end
-        // here.
+        // The CC window only changes on an ACK.
         let cwnd = cc.cwnd_bytes();
+        // A run that ends its work request with room left in `out` goes on with the next
+        // work request's at once, as another call would (nothing checked above changes in a
+        // run); not after a pick that served a skip-once flag (the caller syncs the EV states
+        // first) nor after a run that sent nothing.
+        let (mut n, mut more) = (0, true);
+        while let Some(rest) = out.get_mut(n..).filter(|r| more && !r.is_empty()) {
+            let (k, go_on) = self.send_wr_run(cwnd, now_ns, hdr, rest, sprayer, skips_seen);
+            n += k;
+            more = go_on;
+            if k == 0 || sprayer.counters().skips != skips_seen {
+                break;
+            }
+        }
+        if n > 0 {
+            self.counters.data_sent += n as u64;
+            self.retry.arm(now_ns);
+            self.arm_tlp(now_ns);
+        }
+        (n, more)
+    }
+
+    /// [`Self::send_new_run`]'s run on the work request being sent, against the CC window
+    /// `cwnd`: the packets and every effect of as many `send_new_fast` calls but the data
+    /// counter and the timers (the caller's, once for its runs). Returns the packets sent
+    /// and whether the run ended for a reason other than the fast path having nothing.
+    #[inline(always)]
+    fn send_wr_run<const E: usize, const P: usize>(
+        &mut self,
+        cwnd: u64,
+        now_ns: u64,
+        hdr: &DataHdr,
+        out: &mut [TxPacket],
+        sprayer: &mut Sprayer<E, P>,
+        skips_seen: u64,
+    ) -> (usize, bool) {
+        // The CC window first: most calls that send nothing end here.
         if !out.is_empty() && self.inflight_bytes >= cwnd {
             return (0, false);
         }
@@ -916,11 +953,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // the sum cannot overflow: at most `out.len()` packets of at most 65,535 bytes.)
         let run_bytes = k as u64 * u64::from(mtu) - u64::from(short);
         self.inflight_bytes = self.inflight_bytes.saturating_add(run_bytes);
-        if k > 0 {
-            self.counters.data_sent += k as u64;
-            self.retry.arm(now_ns);
-            self.arm_tlp(now_ns);
-        }
         (k, more)
     }
 
