@@ -695,6 +695,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         // The CC window only changes on an ACK.
         let cwnd = cc.cwnd_bytes();
+        // The first run's first checks, before anything else: most calls that send nothing
+        // end here (the CC window closed, no work request waiting).
+        if !out.is_empty() && (self.inflight_bytes >= cwnd || self.send_idx >= self.sq.len()) {
+            return (0, false);
+        }
         // A run that ends its work request with room left in `out` goes on with the next
         // work request's at once, as another call would (nothing checked above changes in a
         // run); not after a pick that served a skip-once flag (the caller syncs the EV states
