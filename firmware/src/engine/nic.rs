@@ -756,6 +756,18 @@ impl<
             return (0, false);
         }
         let slot = self.tx_rr;
+        // A QP that cannot start a run sends nothing (`Qp::poll_new_run` returns `(0, false)`
+        // having changed nothing): no call.
+        let Some(had_deadline) = self
+            .qps
+            .get(slot)
+            .and_then(QpSlot::get)
+            .filter(|q| q.state == QpState::Rts && q.sprayer.has_usable())
+            .and_then(|q| q.req.as_ref().filter(|r| r.new_run_may_send(&q.cc)))
+            .map(|r| r.deadline_ns().is_some())
+        else {
+            return (0, false);
+        };
         // At most what is left of the QP's burst (see `next_tx_slot`) when another QP waits
         // for its turn (none can start to wait during the run: only this QP sends).
         let burst_cap = if self.other_sender(slot).is_none() {
@@ -766,12 +778,6 @@ impl<
             usize::from(TX_BURST_PKTS)
         };
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
-            return (0, false);
-        };
-        if qp.state != QpState::Rts {
-            return (0, false);
-        }
-        let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
             return (0, false);
         };
         // One packet when it arms the retry timer.

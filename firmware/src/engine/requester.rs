@@ -666,6 +666,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         FastTx::Sent(tx)
     }
 
+    /// Whether [`Self::send_new_run`] may send: not in ERROR, no retransmission queued, the
+    /// CC window open and a work request waiting. When not, it returns `(0, false)` having
+    /// changed nothing (given a non-empty `out`).
+    #[inline(always)]
+    pub(crate) fn new_run_may_send(&self, cc: &Cc) -> bool {
+        !self.in_error
+            && self.retx.is_empty()
+            && self.inflight_bytes < cc.cwnd_bytes()
+            && self.send_idx < self.sq.len()
+    }
+
     /// [`Self::send_new_fast`] repeated: up to `out.len()` new packets, written straight into
     /// `out` as descriptors with the header `hdr`, one run per work request (the next work
     /// request's run follows at once when one ends its work request with room left). The
@@ -693,13 +704,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error || !self.retx.is_empty() {
             return (0, false);
         }
-        // The CC window only changes on an ACK.
-        let cwnd = cc.cwnd_bytes();
         // The first run's first checks, before anything else: most calls that send nothing
         // end here (the CC window closed, no work request waiting).
-        if !out.is_empty() && (self.inflight_bytes >= cwnd || self.send_idx >= self.sq.len()) {
+        if !out.is_empty() && !self.new_run_may_send(cc) {
             return (0, false);
         }
+        // The CC window only changes on an ACK.
+        let cwnd = cc.cwnd_bytes();
         // A run that ends its work request with room left in `out` goes on with the next
         // work request's at once, as another call would (nothing checked above changes in a
         // run); not after a pick that served a skip-once flag (the caller syncs the EV states
