@@ -761,9 +761,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             return (0, false);
         }
         // The per-packet checks of `send_new_fast` that the run itself cannot change, decided
-        // once: the packets left in the work request, the window's room (`nxt` advances one
-        // per packet, `una` not at all) and the packets whose offset, remaining length and
-        // remote address do not overflow (as offsets grow, each passes for a prefix).
+        // once: the packets left in the work request and the window's room (`nxt` advances one
+        // per packet, `una` not at all). Its offset checks pass for every packet of a queued
+        // work request: each passed `packet_count` with this `mtu` (fixed in `new`, at least
+        // 1), so `npkts = max(ceil(len / mtu), 1)` and `remote_va + len` fits, and a packet's
+        // offset `index * mtu` (`index < npkts`) is below `len` or 0.
         let mtu = self.mtu;
         let left = w.npkts.saturating_sub(index0);
         let room = self
@@ -772,29 +774,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if !out.is_empty() && (room == 0 || left == 0) {
             return (0, false);
         }
-        // index * mtu <= len (so no u32 overflow either) and remote_va + index * mtu fits;
-        // with mtu == 0 every offset is 0.
-        let by_offset = match (
-            w.wr.len.checked_div(mtu),
-            (u64::MAX - w.wr.remote_va).checked_div(u64::from(mtu)),
-        ) {
-            (Some(by_len), Some(by_va)) => {
-                (u64::from(by_len).min(by_va) + 1).saturating_sub(u64::from(index0))
-            }
-            _ => u64::MAX,
-        };
-        let limit = u64::from(left.min(room)).min(by_offset);
-        // Each packet carries `mtu` bytes but the one at offset `len / mtu * mtu` (`k_short` in
-        // the run), the work request's rest `len % mtu` (so none of them with `mtu` 0): the
-        // `min(len - offset, mtu)` of `send_new_fast`. (When `len / mtu < index0` the run is
-        // empty: `by_offset` is 0.)
-        let (k_short, short_len) = match (w.wr.len.checked_div(mtu), w.wr.len.checked_rem(mtu)) {
-            (Some(q), Some(r)) => (q.wrapping_sub(index0) as usize, r),
-            _ => (usize::MAX, 0),
-        };
+        let limit = u64::from(left.min(room));
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd` (`can_send`), every
-        // packet before it being full-sized (only the last offset `by_offset` allows can leave
-        // a shorter payload).
+        // packet before it being full-sized (each carries the `min(len - offset, mtu)` of
+        // `send_new_fast`: `mtu` bytes but the work request's last, `len - (npkts - 1) * mtu`).
         let step = u64::from(mtu.min(u32::from(u16::MAX)));
         let by_cc = match cwnd.checked_sub(self.inflight_bytes) {
             Some(0) | None => 0,
@@ -865,7 +848,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if sprayer.counters().skips != skips_seen {
             k_stop = 0;
         }
-        while k < limit {
+        // (`left` > 0: no overflow)
+        let mut k_end = limit.min(k_stop + 1);
+        while k < k_end {
             let ev = match sprayer.next_ev_fast() {
                 Some(ev) => ev,
                 None => {
@@ -875,6 +860,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     };
                     if sprayer.counters().skips != skips_seen {
                         k_stop = k_stop.min(k);
+                        k_end = k_end.min(k + 1);
                     }
                     ev
                 }
@@ -893,8 +879,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 Some(j) => match out.get_mut(j..=k) {
                     Some([prev, p]) => {
                         *p = *prev;
-                        // The offset moves on by `mtu` (`by_offset`: neither it nor the remote
-                        // address wraps, so this is the sum with the work request's addresses)
+                        // The offset moves on by `mtu` (neither it nor the remote address wraps,
+                        // see above, so this is the sum with the work request's addresses)
                         if let TxBody::Write { reth, local, .. } = &mut p.body {
                             reth.va = reth.va.wrapping_add(u64::from(mtu));
                             local.offset = local.offset.wrapping_add(u64::from(mtu));
@@ -913,8 +899,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
             };
             // (the segment, ACK request and payload length are the template's and the packet
-            // before's, `Middle`, none and `mtu`: the message's last packet is marked when the
-            // run stops at it, its first and the short one after the loop)
+            // before's, `Middle`, none and `mtu`: the message's last and first packets are
+            // marked after the loop)
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
                 *s = TxSlot {
@@ -925,18 +911,35 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 };
             }
             k += 1;
-            if k > k_stop {
-                if k > k_last {
-                    // The message's last packet, which asks for an immediate ACK.
-                    p.ack_req = true;
-                    if let TxBody::Write { segment, .. } = &mut p.body {
-                        *segment = seg_last;
-                    }
-                    self.send_idx += 1;
+        }
+        // (a failed pick ends the run before `k_stop`)
+        if k > k_stop {
+            more = true;
+        }
+        // The message's last packet (the run's last), which asks for an immediate ACK and
+        // carries the rest of the message, `short` bytes fewer than `mtu` (at most `mtu` <=
+        // u16::MAX: exact as `u16`).
+        let mut short = 0;
+        if k > k_last {
+            let last_len =
+                w.wr.len
+                    .wrapping_sub(w.npkts.wrapping_sub(1).wrapping_mul(mtu))
+                    .min(mtu);
+            short = mtu - last_len;
+            if let Some(p) = out.get_mut(k_last) {
+                p.ack_req = true;
+                if let TxBody::Write { segment, reth, .. } = &mut p.body {
+                    *segment = seg_last;
+                    reth.dma_len = last_len;
                 }
-                more = true;
-                break;
             }
+            if let Some(s) = self
+                .slots
+                .get_mut(psn0.add(k_last as u32).value() as usize % WIN)
+            {
+                s.len = last_len as u16;
+            }
+            self.send_idx += 1;
         }
         // The message's first packet (`Only` when it is also its last).
         if let Some(TxBody::Write { segment, .. }) = out
@@ -945,22 +948,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             .map(|p| &mut p.body)
         {
             *segment = seg_first;
-        }
-        // The short packet, when the run got there (then it is the run's last: `limit` is at
-        // most `by_offset`, `k_short + 1`).
-        let mut short = 0;
-        if k_short < k {
-            short = mtu - short_len;
-            if let Some(TxBody::Write { reth, .. }) = out.get_mut(k_short).map(|p| &mut p.body) {
-                reth.dma_len = short_len;
-            }
-            // short_len < mtu <= u16::MAX: exact
-            if let Some(s) = self
-                .slots
-                .get_mut(psn0.add(k_short as u32).value() as usize % WIN)
-            {
-                s.len = short_len as u16;
-            }
         }
         self.nxt = psn0.add(k as u32);
         self.tx_seq = self.tx_seq.wrapping_add(k as u32);
