@@ -762,7 +762,7 @@ impl<
             .qps
             .get(slot)
             .and_then(QpSlot::get)
-            .filter(|q| q.state == QpState::Rts && q.sprayer.has_usable())
+            .filter(|q| q.state == QpState::Rts)
             .and_then(|q| q.req.as_ref().filter(|r| r.new_run_may_send(&q.cc)))
             .map(|r| r.deadline_ns().is_some())
         else {
