@@ -746,7 +746,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         sprayer: &mut Sprayer<E, P>,
         skips_seen: u64,
     ) -> (usize, bool) {
-        // The CC window first: most calls that send nothing end here.
+        // The CC window first: a run after one that filled it ends here.
         if !out.is_empty() && self.inflight_bytes >= cwnd {
             return (0, false);
         }
