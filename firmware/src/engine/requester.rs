@@ -819,13 +819,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         };
         // Packet `k` of the run has PSN `nxt + k` and transmission number `tx_seq + 1 + k`.
         let (psn0, tx_seq1) = (self.nxt, self.tx_seq.wrapping_add(1));
-        // The segments of the message's first and last packets.
-        let seg_first = if w.npkts <= 1 {
-            Segment::Only { imm: w.wr.imm }
-        } else {
-            Segment::First
-        };
-        let seg_last = Segment::Last { imm: w.wr.imm };
         let (mut k, mut more) = (0usize, limit == out.len());
         // Packet `k_last` of the run (if it gets there) is the work request's last (with
         // `left` 0 the run is empty).
@@ -929,7 +922,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             if let Some(p) = out.get_mut(k_last) {
                 p.ack_req = true;
                 if let TxBody::Write { segment, reth, .. } = &mut p.body {
-                    *segment = seg_last;
+                    *segment = Segment::Last { imm: w.wr.imm };
                     reth.dma_len = last_len;
                 }
             }
@@ -947,7 +940,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             .filter(|_| index0 == 0 && k > 0)
             .map(|p| &mut p.body)
         {
-            *segment = seg_first;
+            *segment = if w.npkts <= 1 {
+                Segment::Only { imm: w.wr.imm }
+            } else {
+                Segment::First
+            };
         }
         self.nxt = psn0.add(k as u32);
         self.tx_seq = self.tx_seq.wrapping_add(k as u32);
