@@ -756,6 +756,18 @@ impl<
             return (0, false);
         }
         let slot = self.tx_rr;
+        // A QP that cannot start a run sends nothing (`Qp::poll_new_run` returns `(0, false)`
+        // having changed nothing): no call.
+        let Some(had_deadline) = self
+            .qps
+            .get(slot)
+            .and_then(QpSlot::get)
+            .filter(|q| q.state == QpState::Rts)
+            .and_then(|q| q.req.as_ref().filter(|r| r.new_run_may_send(&q.cc)))
+            .map(|r| r.deadline_ns().is_some())
+        else {
+            return (0, false);
+        };
         // At most what is left of the QP's burst (see `next_tx_slot`) when another QP waits
         // for its turn (none can start to wait during the run: only this QP sends).
         let burst_cap = if self.other_sender(slot).is_none() {
@@ -768,30 +780,16 @@ impl<
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
             return (0, false);
         };
-        if qp.state != QpState::Rts {
-            return (0, false);
-        }
-        let Some(had_deadline) = qp.req.as_ref().map(|r| r.deadline_ns().is_some()) else {
-            return (0, false);
-        };
         // One packet when it arms the retry timer.
         let cap = if had_deadline { burst_cap } else { 1 };
         let out = out.get_mut(..cap.min(out.len())).unwrap_or_default();
-        // A run that ends its work request with room left goes on with the next one's at once:
-        // between the two the engine would do nothing (a run queues no control packet or
-        // retransmission, the turn stays within the burst `cap` allows, the retry timer is
-        // armed, no EV state waits for a sync) but check whether every QP is idle, and a run
-        // of an idle QP sends nothing and changes nothing (`Requester::send_new_run` returns
-        // before its first pick), then ends the fast path as that check would.
-        let (mut k, mut more) = (0, true);
-        while let Some(rest) = out.get_mut(k..).filter(|r| more && !r.is_empty()) {
-            let (sent, go_on) = qp.poll_new_run(now_ns, rest);
-            k += sent;
-            more = go_on;
-            if sent == 0 || !had_deadline || qp.skips_pending() {
-                break;
-            }
-        }
+        // A run that ends its work request with room left goes on with the next one's at once
+        // (`Requester::send_new_run`): between the two the engine would do nothing (a run
+        // queues no control packet or retransmission, the turn stays within the burst `cap`
+        // allows, the retry timer is armed, no EV state waits for a sync) but check whether
+        // every QP is idle, and a run of an idle QP sends nothing and changes nothing (it
+        // returns before its first pick), then ends the fast path as that check would.
+        let (k, more) = qp.poll_new_run(now_ns, out);
         if k == 0 {
             return (0, false);
         }

@@ -666,18 +666,31 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         FastTx::Sent(tx)
     }
 
-    /// [`Self::send_new_fast`] repeated on the work request being sent: up to `out.len()`
-    /// new packets, written straight into `out` as descriptors with the header `hdr`. The
-    /// work request, the error state and the retransmission queue are checked once (nothing
-    /// in a run changes them); the send window's and the CC window's room are turned into a
-    /// packet count once (each packet of the run but the work request's last is full-sized);
-    /// the EV is picked per packet; the retry and tail-probe timers are armed once at the end
-    /// (with the same `now_ns` that gives what arming per packet gives). `sprayer` picks each packet's EV; the run ends
-    /// after a pick that served a skip-once flag (the sprayer's skip count is no longer
-    /// `skips_seen`). Returns the packets sent and whether the run ended for a reason
-    /// other than the fast path having nothing (`out` full, the work request done, `pick`
-    /// said so): then another run may follow. The packets and every effect are those of as
-    /// many `send_new_fast` calls.
+    /// Whether [`Self::send_new_run`] may send: not in ERROR, no retransmission queued, the
+    /// CC window open and a work request waiting. When not, it returns `(0, false)` having
+    /// changed nothing (given a non-empty `out`).
+    #[inline(always)]
+    pub(crate) fn new_run_may_send(&self, cc: &Cc) -> bool {
+        !self.in_error
+            && self.retx.is_empty()
+            && self.inflight_bytes < cc.cwnd_bytes()
+            && self.send_idx < self.sq.len()
+    }
+
+    /// [`Self::send_new_fast`] repeated: up to `out.len()` new packets, written straight into
+    /// `out` as descriptors with the header `hdr`, one run per work request (the next work
+    /// request's run follows at once when one ends its work request with room left). The
+    /// error state and the retransmission queue are checked once, each work request once per
+    /// run (nothing in a run changes them); the send window's and the CC window's room are
+    /// turned into a packet count once per run (each packet of a run but the work request's
+    /// last is full-sized); the EV is picked per packet; the retry and tail-probe timers are
+    /// armed once at the end (with the same `now_ns` that gives what arming per packet
+    /// gives). `sprayer` picks each packet's EV; the runs end after a pick that served a
+    /// skip-once flag (the sprayer's skip count is no longer `skips_seen`). Returns the
+    /// packets sent and whether the last run ended for a reason other than the fast path
+    /// having nothing (`out` full, the work request done, `pick` said so): then another
+    /// call may follow. The packets and every effect are those of as many `send_new_fast`
+    /// calls.
     #[inline(always)]
     pub(crate) fn send_new_run<const E: usize, const P: usize>(
         &mut self,
@@ -691,9 +704,49 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error || !self.retx.is_empty() {
             return (0, false);
         }
-        // The CC window (it only changes on an ACK) first: most calls that send nothing end
-        // here.
+        // The first run's first checks, before anything else: most calls that send nothing
+        // end here (the CC window closed, no work request waiting).
+        if !out.is_empty() && !self.new_run_may_send(cc) {
+            return (0, false);
+        }
+        // The CC window only changes on an ACK.
         let cwnd = cc.cwnd_bytes();
+        // A run that ends its work request with room left in `out` goes on with the next
+        // work request's at once, as another call would (nothing checked above changes in a
+        // run); not after a pick that served a skip-once flag (the caller syncs the EV states
+        // first) nor after a run that sent nothing.
+        let (mut n, mut more) = (0, true);
+        while let Some(rest) = out.get_mut(n..).filter(|r| more && !r.is_empty()) {
+            let (k, go_on) = self.send_wr_run(cwnd, now_ns, hdr, rest, sprayer, skips_seen);
+            n += k;
+            more = go_on;
+            if k == 0 || sprayer.counters().skips != skips_seen {
+                break;
+            }
+        }
+        if n > 0 {
+            self.counters.data_sent += n as u64;
+            self.retry.arm(now_ns);
+            self.arm_tlp(now_ns);
+        }
+        (n, more)
+    }
+
+    /// [`Self::send_new_run`]'s run on the work request being sent, against the CC window
+    /// `cwnd`: the packets and every effect of as many `send_new_fast` calls but the data
+    /// counter and the timers (the caller's, once for its runs). Returns the packets sent
+    /// and whether the run ended for a reason other than the fast path having nothing.
+    #[inline(always)]
+    fn send_wr_run<const E: usize, const P: usize>(
+        &mut self,
+        cwnd: u64,
+        now_ns: u64,
+        hdr: &DataHdr,
+        out: &mut [TxPacket],
+        sprayer: &mut Sprayer<E, P>,
+        skips_seen: u64,
+    ) -> (usize, bool) {
+        // The CC window first: a run after one that filled it ends here.
         if !out.is_empty() && self.inflight_bytes >= cwnd {
             return (0, false);
         }
@@ -708,9 +761,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             return (0, false);
         }
         // The per-packet checks of `send_new_fast` that the run itself cannot change, decided
-        // once: the packets left in the work request, the window's room (`nxt` advances one
-        // per packet, `una` not at all) and the packets whose offset, remaining length and
-        // remote address do not overflow (as offsets grow, each passes for a prefix).
+        // once: the packets left in the work request and the window's room (`nxt` advances one
+        // per packet, `una` not at all). Its offset checks pass for every packet of a queued
+        // work request: each passed `packet_count` with this `mtu` (fixed in `new`, at least
+        // 1), so `npkts = max(ceil(len / mtu), 1)` and `remote_va + len` fits, and a packet's
+        // offset `index * mtu` (`index < npkts`) is below `len` or 0.
         let mtu = self.mtu;
         let left = w.npkts.saturating_sub(index0);
         let room = self
@@ -719,29 +774,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if !out.is_empty() && (room == 0 || left == 0) {
             return (0, false);
         }
-        // index * mtu <= len (so no u32 overflow either) and remote_va + index * mtu fits;
-        // with mtu == 0 every offset is 0.
-        let by_offset = match (
-            w.wr.len.checked_div(mtu),
-            (u64::MAX - w.wr.remote_va).checked_div(u64::from(mtu)),
-        ) {
-            (Some(by_len), Some(by_va)) => {
-                (u64::from(by_len).min(by_va) + 1).saturating_sub(u64::from(index0))
-            }
-            _ => u64::MAX,
-        };
-        let limit = u64::from(left.min(room)).min(by_offset);
-        // Each packet carries `mtu` bytes but the one at offset `len / mtu * mtu` (`k_short` in
-        // the run), the work request's rest `len % mtu` (so none of them with `mtu` 0): the
-        // `min(len - offset, mtu)` of `send_new_fast`. (When `len / mtu < index0` the run is
-        // empty: `by_offset` is 0.)
-        let (k_short, short_len) = match (w.wr.len.checked_div(mtu), w.wr.len.checked_rem(mtu)) {
-            (Some(q), Some(r)) => (q.wrapping_sub(index0) as usize, r),
-            _ => (usize::MAX, 0),
-        };
+        let limit = u64::from(left.min(room));
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd` (`can_send`), every
-        // packet before it being full-sized (only the last offset `by_offset` allows can leave
-        // a shorter payload).
+        // packet before it being full-sized (each carries the `min(len - offset, mtu)` of
+        // `send_new_fast`: `mtu` bytes but the work request's last, `len - (npkts - 1) * mtu`).
         let step = u64::from(mtu.min(u32::from(u16::MAX)));
         let by_cc = match cwnd.checked_sub(self.inflight_bytes) {
             Some(0) | None => 0,
@@ -783,13 +819,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         };
         // Packet `k` of the run has PSN `nxt + k` and transmission number `tx_seq + 1 + k`.
         let (psn0, tx_seq1) = (self.nxt, self.tx_seq.wrapping_add(1));
-        // The segments of the message's first and last packets.
-        let seg_first = if w.npkts <= 1 {
-            Segment::Only { imm: w.wr.imm }
-        } else {
-            Segment::First
-        };
-        let seg_last = Segment::Last { imm: w.wr.imm };
         let (mut k, mut more) = (0usize, limit == out.len());
         // Packet `k_last` of the run (if it gets there) is the work request's last (with
         // `left` 0 the run is empty).
@@ -812,7 +841,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if sprayer.counters().skips != skips_seen {
             k_stop = 0;
         }
-        while k < limit {
+        // (`left` > 0: no overflow)
+        let mut k_end = limit.min(k_stop + 1);
+        while k < k_end {
             let ev = match sprayer.next_ev_fast() {
                 Some(ev) => ev,
                 None => {
@@ -822,6 +853,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     };
                     if sprayer.counters().skips != skips_seen {
                         k_stop = k_stop.min(k);
+                        k_end = k_end.min(k + 1);
                     }
                     ev
                 }
@@ -840,8 +872,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 Some(j) => match out.get_mut(j..=k) {
                     Some([prev, p]) => {
                         *p = *prev;
-                        // The offset moves on by `mtu` (`by_offset`: neither it nor the remote
-                        // address wraps, so this is the sum with the work request's addresses)
+                        // The offset moves on by `mtu` (neither it nor the remote address wraps,
+                        // see above, so this is the sum with the work request's addresses)
                         if let TxBody::Write { reth, local, .. } = &mut p.body {
                             reth.va = reth.va.wrapping_add(u64::from(mtu));
                             local.offset = local.offset.wrapping_add(u64::from(mtu));
@@ -860,8 +892,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
             };
             // (the segment, ACK request and payload length are the template's and the packet
-            // before's, `Middle`, none and `mtu`: the message's last packet is marked when the
-            // run stops at it, its first and the short one after the loop)
+            // before's, `Middle`, none and `mtu`: the message's last and first packets are
+            // marked after the loop)
             // `commit` for a new transmission that is not the start of a Write-with-Immediate.
             if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
                 *s = TxSlot {
@@ -872,18 +904,35 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 };
             }
             k += 1;
-            if k > k_stop {
-                if k > k_last {
-                    // The message's last packet, which asks for an immediate ACK.
-                    p.ack_req = true;
-                    if let TxBody::Write { segment, .. } = &mut p.body {
-                        *segment = seg_last;
-                    }
-                    self.send_idx += 1;
+        }
+        // (a failed pick ends the run before `k_stop`)
+        if k > k_stop {
+            more = true;
+        }
+        // The message's last packet (the run's last), which asks for an immediate ACK and
+        // carries the rest of the message, `short` bytes fewer than `mtu` (at most `mtu` <=
+        // u16::MAX: exact as `u16`).
+        let mut short = 0;
+        if k > k_last {
+            let last_len =
+                w.wr.len
+                    .wrapping_sub(w.npkts.wrapping_sub(1).wrapping_mul(mtu))
+                    .min(mtu);
+            short = mtu - last_len;
+            if let Some(p) = out.get_mut(k_last) {
+                p.ack_req = true;
+                if let TxBody::Write { segment, reth, .. } = &mut p.body {
+                    *segment = Segment::Last { imm: w.wr.imm };
+                    reth.dma_len = last_len;
                 }
-                more = true;
-                break;
             }
+            if let Some(s) = self
+                .slots
+                .get_mut(psn0.add(k_last as u32).value() as usize % WIN)
+            {
+                s.len = last_len as u16;
+            }
+            self.send_idx += 1;
         }
         // The message's first packet (`Only` when it is also its last).
         if let Some(TxBody::Write { segment, .. }) = out
@@ -891,23 +940,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             .filter(|_| index0 == 0 && k > 0)
             .map(|p| &mut p.body)
         {
-            *segment = seg_first;
-        }
-        // The short packet, when the run got there (then it is the run's last: `limit` is at
-        // most `by_offset`, `k_short + 1`).
-        let mut short = 0;
-        if k_short < k {
-            short = mtu - short_len;
-            if let Some(TxBody::Write { reth, .. }) = out.get_mut(k_short).map(|p| &mut p.body) {
-                reth.dma_len = short_len;
-            }
-            // short_len < mtu <= u16::MAX: exact
-            if let Some(s) = self
-                .slots
-                .get_mut(psn0.add(k_short as u32).value() as usize % WIN)
-            {
-                s.len = short_len as u16;
-            }
+            *segment = if w.npkts <= 1 {
+                Segment::Only { imm: w.wr.imm }
+            } else {
+                Segment::First
+            };
         }
         self.nxt = psn0.add(k as u32);
         self.tx_seq = self.tx_seq.wrapping_add(k as u32);
@@ -916,11 +953,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // the sum cannot overflow: at most `out.len()` packets of at most 65,535 bytes.)
         let run_bytes = k as u64 * u64::from(mtu) - u64::from(short);
         self.inflight_bytes = self.inflight_bytes.saturating_add(run_bytes);
-        if k > 0 {
-            self.counters.data_sent += k as u64;
-            self.retry.arm(now_ns);
-            self.arm_tlp(now_ns);
-        }
         (k, more)
     }
 
