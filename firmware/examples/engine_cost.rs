@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 380,310,622 instructions for
-//! the whole program, i.e. **~380 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 369,418,209 instructions for
+//! the whole program, i.e. **~369 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -65,6 +65,8 @@
 //! | the data receive path, 15 steps measured one by one (464.2 -> 431.5): a receive run ends before a packet that does not continue its payload span (one placement check per run; a span that fails placement goes one packet at a time); the ACK trigger taken with the run (`AckGen::handle_acked_run`, `Responder::accept_write_run_acked`: the RX bitmap word-wise and the interval once for all its packets, then the ACK); the ACK pushed as it is built, written straight into the control ring's slot; the scan over the first `room + 1` packets, PSNs compared without the 24-bit wrap (a run ends at the wrap); the ACK's SACK from `RxBitmap::sack_at_cum` (proptested equal to `sack(cum_psn)`); an inline look at the ACK timer before `sync_timer` (73,952 of 74,310 syncs end there); `run_is_new` answers at once for a run beyond `next_max`; a packet opening a gap taken as a run of one; forced inlining, each measured (`receive_new_run`, placement's `check` and `find`, `emit`, `ack_packet`, `ack_travel_ev`, `ack_packet_on`). Same JSON | 431 |
 //! | the transmit run, 13 steps measured one by one (464.2 -> 421.4 on their own; with the receive row above 389.0): the PSN, transmission number and bytes in flight derived from the packet count (no loop-carried counters); no offset in the loop (each packet's addresses the one before's plus `mtu`; every packet carries `mtu` bytes and the one short packet, always the run's last when reached, is fixed after the loop in its descriptor and TX slot); the segment, ACK request and `Last` written only where the run stops, the first packet marked after the loop; one stop index for "last packet of the message" and "served a skip flag" (the skip count checked only after a general pick: the common pick never serves one); the sprayer's plane wrap (one pick in `P`) a cold branch instead of a select on every pick; each TX slot from a per-run template; a run that ends its work request with room left goes on with the next work request's run at once (`poll_new_batch`); the run loop out of line in `Qp::poll_new_run` (its own registers). The loop is ~88 instructions a packet (was ~132). Same JSON | 389 |
 //! | the data path again, 6 steps (389.0 -> 380.9): the sprayer keeps each plane's eligible weight as a derived array (one load per pick; in the struct's padding) and clears an unusable slot's chain link (the common pick drops its usable test: a link of 0 already sends it to the general pick; the proptest against a plain scan passes); the receive run hands the gap it computed to `write_run_offset` and `AckGen::handle_acked_run` (debug-asserted equal) and drops a bound the span check covers; each TX slot written as one value (the loop 88 -> 82 a packet). Then completions read the head work request in place, `peek_retx` finds a retransmission's work request with one compare each, and `EvTable::update_baseline` returns at once when the baseline still stands (380.9 -> 380.2); refusals for a full send queue counted again (they returned before the counter: 11,734 of the run's 74,234 posts; +0.1). Same JSON | 380 |
+//! | timers and the general receive path, 5 steps (380.3 -> 377.5 on their own): a due level-0 bucket holding one timer fires it at once (no ready-list insert and unlink), `next_deadline`'s quick answer inline, the wheel's tick a `NonZeroU64` (no zero checks on divisions), a branch less in `next_event`; a duplicate or one-at-a-time write does not try the fast path twice. Same JSON | 377 |
+//! | the transmit run's per-call setup, 7 steps (380.3 -> 372.2 on their own; with the row above 369.4): `send_new_run` takes the next work request's run itself (the error, retransmission and CC checks, the data counter and the timers once per call, not per work request); the CC-window and "a work request waits" checks first (28,462 of 43,343 calls send nothing) and `poll_new_batch` skips the call when the QP cannot start a run (`Requester::new_run_may_send`); no offset limit and no division for the short packet (every queued work request passed `packet_count` with the requester's fixed `mtu`; the short packet is always its last); the first and last segments built after the loop. The setup went from ~375 to ~299 instructions per sending run. Same JSON | 369 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -129,23 +131,21 @@
 //! instructions a packet), and looping over consecutive runs of one QP inside the receive
 //! run (+5.8).
 //!
-//! Where the 380 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
-//! plus per-instruction counts, 2026-12-03): transmit ~133, of which the transmit run's loop
-//! ~82 a packet (the sprayer's common pick ~31, the 88-byte descriptor copied slot to slot
-//! ~13, the TX slot ~8, PSN and EV fields, a few spills) and ~440 per run of setup and
-//! bookkeeping (~77K runs: a run still ends with each 16-packet work request inside
-//! `send_new_run`); retransmissions ~17 (~545 each); receive ~166, of which the sender's ACK
+//! Where the 369 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
+//! plus per-instruction counts, 2026-12-03): transmit ~125, of which the transmit run's loop
+//! ~79 a packet (the sprayer's common pick ~30, the 88-byte descriptor copied slot to slot
+//! ~13, the TX slot ~8, PSN and EV fields, a few spills) and ~300 of setup per sending run
+//! (~77K); retransmissions ~17 (~545 each); receive ~166, of which the sender's ACK
 //! processing ~85 (~1,030 per ACK: the cumulative walk and the SACK bits through one tally,
 //! NSCC ~120, the EV table, loss inference, the tail-loss-probe arming) and the data runs
 //! ~72 (the scan ~23 a packet, ~75 per run attempt over ~112K, the ACK trigger and the ACK
 //! packet with its sprayer pick, ~10K owed-ACK hole fills and 5,367 duplicates one at a
-//! time); timers ~22; channel and stream ~35; completions ~7; posting ~5. What is left on
+//! time); timers ~19; channel and stream ~35; completions ~7; posting ~5. What is left on
 //! the per-packet loops is mostly moving the 88-byte `TxPacket` and picking an EV: the budget
 //! needs the different shape the earlier analyses named, a per-packet descriptor of a few
 //! words (the transmit loop copies and patches the 88 bytes per packet, the channel moves
 //! them, the control ring copies ACKs; this touches the channel, the receive API, the
-//! simulator's wire and PCIe models and the NIC main loop), runs that span work requests, and
-//! a cheaper fixed cost per ACK. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
+//! simulator's wire and PCIe models and the NIC main loop), and a cheaper fixed cost per ACK. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
 //! queues) is 36,632 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
 //! link), the whole 2-QP test-kit engine 81,696 bytes (all printed by this example).
 //!
