@@ -533,14 +533,22 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     }
 
     /// The earliest delivery time.
+    #[inline]
     pub fn next_due(&self) -> Option<u64> {
         let fifo = self.meta.get(self.head).map(|f| f.at_ns);
         let fifo = if self.len > 0 { fifo } else { None };
-        let late = if self.late_len > 0 {
-            self.late.iter().flatten().map(|f| f.1.at_ns).min()
-        } else {
-            None
-        };
+        if self.late_len == 0 {
+            // (no reordered packet waits: the FIFO head alone)
+            return fifo;
+        }
+        self.next_due_late(fifo)
+    }
+
+    /// [`Self::next_due`] with reordered packets waiting: the earlier of `fifo` (the FIFO
+    /// head's time) and theirs.
+    #[inline(never)]
+    fn next_due_late(&self, fifo: Option<u64>) -> Option<u64> {
+        let late = self.late.iter().flatten().map(|f| f.1.at_ns).min();
         match (fifo, late) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
