@@ -384,7 +384,8 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         if !(self.simple && PB == 0) || room == 0 {
             return self.send_batch_general(now_ns, to, fill);
         }
-        let Some(slots) = self.pkts.get_mut(i..i + room) else {
+        // (`room <= CAP - i`: only the check `i <= CAP` is left)
+        let Some(slots) = self.pkts.get_mut(i..).and_then(|s| s.get_mut(..room)) else {
             return 0;
         };
         let n = fill(slots).min(room);
