@@ -238,7 +238,7 @@ impl<
         let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
             return 0;
         };
-        let Some(offset) = resp.write_run_offset(first.psn, n, trigger, gap) else {
+        let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
             return 0;
         };
         // Placement: the span at once. (The total is below 2^64, so the span wrapped the
