@@ -176,7 +176,11 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
         // In order (`d == 0`) every packet is at offset 0 when it arrives. (`span > d` for
         // `n > 0`: inside the window, `d < mpr_psns`, with it.)
+        // Only `first == cum` (`d == 0`) may answer an owed ACK.
         let span = if d == 0 {
+            if acks.may_answer_owed(first) {
+                return None;
+            }
             1
         } else {
             d.saturating_add(u32::from(n))
@@ -184,7 +188,6 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         if n == 0
             || span > self.mpr_psns
             || n - u16::from(trigger) > acks.quiet_room()
-            || acks.may_answer_owed(first)
             || !acks.rx().run_is_new(d, u32::from(n))
         {
             return None;
