@@ -186,7 +186,9 @@ impl<
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
             return 0;
         }
-        let timer_missing = qp.timers.get(T_ACK).is_some_and(Option::is_none);
+        // The ACK timer as it stands (nothing below changes it before the sync at the end).
+        let ack_timer = qp.timers.get(T_ACK).copied().flatten();
+        let timer_missing = ack_timer.is_none();
         let Some(resp) = qp.resp.as_mut() else {
             return 0;
         };
@@ -238,7 +240,7 @@ impl<
         let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
             return 0;
         };
-        let Some(offset) = resp.write_run_offset(first.psn, n, trigger, gap) else {
+        let Some(offset) = resp.write_run_offset(first.psn, n, trigger) else {
             return 0;
         };
         // Placement: the span at once. (The total is below 2^64, so the span wrapped the
@@ -283,13 +285,7 @@ impl<
         // to the deadline they left (one at a time, the timer armed then stays after the
         // trigger's ACK). A timer armed no later stands: an inline look first, the sync
         // itself out of line.
-        let stands = |q: &Qp<EVS, P, WIN, WORDS, SQ, RQ>| {
-            Self::timer_stands(q.timers.get(T_ACK).copied().flatten(), deadline)
-        };
-        if quiet > 0
-            && (opens || timer_missing)
-            && !self.qps.get(slot).and_then(QpSlot::get).is_some_and(stands)
-        {
+        if quiet > 0 && (opens || timer_missing) && !Self::timer_stands(ack_timer, deadline) {
             self.sync_timer(slot, T_ACK, deadline);
             let failed = self
                 .qps

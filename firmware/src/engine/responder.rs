@@ -161,28 +161,26 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     }
 
     /// For a run of `n` consecutive writes from PSN `first` that are each untrimmed, not
-    /// CE-marked and without immediate (the caller checks those), all but the last without ACK
-    /// request: the offset of `first` after the cumulative PSN when [`Self::handle_write_fast`]
-    /// would take every one of them as new and inside the window, the first not answering an
-    /// owed ACK and opening no gap (but for a run of one with `trigger`: the gap calls for the
-    /// ACK), and all quiet (no ACK: the coalescing count not reached) but, when `trigger`, the
-    /// last (its ACK request, the count it fills, or the gap it opens, calls for the ACK);
-    /// placement aside. `None` otherwise (then one packet at a time). `gap`: whether `first`
-    /// opens a gap (`AckGen::opens_gap`, which the caller has asked).
+    /// CE-marked and without immediate, all but the last without ACK request, and, when
+    /// `first` opens a gap (`AckGen::opens_gap`), a run of one with `trigger` (the caller
+    /// checks those; the gap debug-asserted): the offset of `first` after the cumulative PSN
+    /// when [`Self::handle_write_fast`] would take every one of them as new and inside the
+    /// window, the first not answering an owed ACK, and all quiet (no ACK: the coalescing
+    /// count not reached) but, when `trigger`, the last (its ACK request, the count it fills,
+    /// or the gap it opens, calls for the ACK); placement aside. `None` otherwise (then one
+    /// packet at a time).
     #[inline]
-    pub(crate) fn write_run_offset(
-        &self,
-        first: Psn,
-        n: u16,
-        trigger: bool,
-        gap: bool,
-    ) -> Option<u32> {
+    pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
         let acks = &self.acks;
-        debug_assert_eq!(gap, acks.opens_gap(first));
+        debug_assert!(!acks.opens_gap(first) || (n == 1 && trigger));
         let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
         // In order (`d == 0`) every packet is at offset 0 when it arrives. (`span > d` for
         // `n > 0`: inside the window, `d < mpr_psns`, with it.)
+        // Only `first == cum` (`d == 0`) may answer an owed ACK.
         let span = if d == 0 {
+            if acks.may_answer_owed(first) {
+                return None;
+            }
             1
         } else {
             d.saturating_add(u32::from(n))
@@ -190,8 +188,6 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         if n == 0
             || span > self.mpr_psns
             || n - u16::from(trigger) > acks.quiet_room()
-            || (gap && !(n == 1 && trigger))
-            || acks.may_answer_owed(first)
             || !acks.rx().run_is_new(d, u32::from(n))
         {
             return None;

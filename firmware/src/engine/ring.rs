@@ -42,9 +42,13 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         self.len >= N
     }
 
+    /// `i mod N` for `i < 2 * N`: a mask when `N` is a power of two (then the index is
+    /// below `N` with no compare, and the slot's bounds check folds away).
     #[inline]
     fn wrap(i: usize) -> usize {
-        if i >= N {
+        if N.is_power_of_two() {
+            i & (N - 1)
+        } else if i >= N {
             i - N
         } else {
             i
@@ -77,7 +81,9 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         if self.len == 0 {
             return None;
         }
-        let v = self.buf.get(self.head).copied()?;
+        // (`head < N`: the wrap changes nothing, but lets a power-of-two ring drop the
+        // bounds check)
+        let v = self.buf.get(Self::wrap(self.head)).copied()?;
         self.head = Self::wrap(self.head + 1);
         self.len -= 1;
         Some(v)
@@ -119,32 +125,52 @@ mod tests {
 
     extern crate std;
 
+    /// Same answers as a `VecDeque` bounded at `N`, across wraps.
+    fn check_vecdeque<const N: usize>(ops: &[(u8, u16)]) -> Result<(), TestCaseError> {
+        let mut r: Ring<u16, N> = Ring::new(0);
+        let mut m: VecDeque<u16> = VecDeque::new();
+        for &(op, v) in ops {
+            match op {
+                0 | 1 => {
+                    let want = if m.len() < N {
+                        m.push_back(v);
+                        Ok(())
+                    } else {
+                        Err(v)
+                    };
+                    prop_assert_eq!(r.push_back(v), want);
+                }
+                2 => prop_assert_eq!(r.pop_front(), m.pop_front()),
+                _ => {
+                    if v % 7 == 0 {
+                        r.clear();
+                        m.clear();
+                    }
+                }
+            }
+            prop_assert_eq!(r.len(), m.len());
+            prop_assert_eq!(r.is_empty(), m.is_empty());
+            prop_assert_eq!(r.is_full(), m.len() == N);
+            prop_assert_eq!(r.front(), m.front());
+            for i in 0..N + 1 {
+                prop_assert_eq!(r.get(i), m.get(i));
+            }
+            prop_assert!(r.iter().eq(m.iter()));
+        }
+        Ok(())
+    }
+
     proptest! {
-        /// Same answers as a `VecDeque` bounded at `N`, across wraps.
+        /// `N` not a power of two (the index wrapped by a compare).
         #[test]
         fn matches_vecdeque(ops in proptest::collection::vec((0u8..4, any::<u16>()), 1..300)) {
-            let mut r: Ring<u16, 5> = Ring::new(0);
-            let mut m: VecDeque<u16> = VecDeque::new();
-            for (op, v) in ops {
-                match op {
-                    0 | 1 => {
-                        let want = if m.len() < 5 { m.push_back(v); Ok(()) } else { Err(v) };
-                        prop_assert_eq!(r.push_back(v), want);
-                    }
-                    2 => prop_assert_eq!(r.pop_front(), m.pop_front()),
-                    _ => {
-                        if v % 7 == 0 { r.clear(); m.clear(); }
-                    }
-                }
-                prop_assert_eq!(r.len(), m.len());
-                prop_assert_eq!(r.is_empty(), m.is_empty());
-                prop_assert_eq!(r.is_full(), m.len() == 5);
-                prop_assert_eq!(r.front(), m.front());
-                for i in 0..6 {
-                    prop_assert_eq!(r.get(i), m.get(i));
-                }
-                prop_assert!(r.iter().eq(m.iter()));
-            }
+            check_vecdeque::<5>(&ops)?;
+        }
+
+        /// `N` a power of two (the index wrapped by a mask).
+        #[test]
+        fn matches_vecdeque_pow2(ops in proptest::collection::vec((0u8..4, any::<u16>()), 1..300)) {
+            check_vecdeque::<4>(&ops)?;
         }
     }
 }
