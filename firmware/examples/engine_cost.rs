@@ -4,8 +4,8 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 369,418,209 instructions for
-//! the whole program, i.e. **~369 instructions per delivered packet**, against a budget of 300
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 362,886,251 instructions for
+//! the whole program, i.e. **~363 instructions per delivered packet**, against a budget of 300
 //! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
@@ -67,6 +67,7 @@
 //! | the data path again, 6 steps (389.0 -> 380.9): the sprayer keeps each plane's eligible weight as a derived array (one load per pick; in the struct's padding) and clears an unusable slot's chain link (the common pick drops its usable test: a link of 0 already sends it to the general pick; the proptest against a plain scan passes); the receive run hands the gap it computed to `write_run_offset` and `AckGen::handle_acked_run` (debug-asserted equal) and drops a bound the span check covers; each TX slot written as one value (the loop 88 -> 82 a packet). Then completions read the head work request in place, `peek_retx` finds a retransmission's work request with one compare each, and `EvTable::update_baseline` returns at once when the baseline still stands (380.9 -> 380.2); refusals for a full send queue counted again (they returned before the counter: 11,734 of the run's 74,234 posts; +0.1). Same JSON | 380 |
 //! | timers and the general receive path, 5 steps (380.3 -> 377.5 on their own): a due level-0 bucket holding one timer fires it at once (no ready-list insert and unlink), `next_deadline`'s quick answer inline, the wheel's tick a `NonZeroU64` (no zero checks on divisions), a branch less in `next_event`; a duplicate or one-at-a-time write does not try the fast path twice. Same JSON | 377 |
 //! | the transmit run's per-call setup, 7 steps (380.3 -> 372.2 on their own; with the row above 369.4): `send_new_run` takes the next work request's run itself (the error, retransmission and CC checks, the data counter and the timers once per call, not per work request); the CC-window and "a work request waits" checks first (28,462 of 43,343 calls send nothing) and `poll_new_batch` skips the call when the QP cannot start a run (`Requester::new_run_may_send`); no offset limit and no division for the short packet (every queued work request passed `packet_count` with the requester's fixed `mtu`; the short packet is always its last); the first and last segments built after the loop. The setup went from ~375 to ~299 instructions per sending run. Same JSON | 369 |
+//! | last round (369.4 -> 362.9): `Ring::wrap` masks when the capacity is a power of two (every ring of the test kit: the slot's bounds check goes; the ring's model proptest runs for a power of two and not), `pop_front` reads through it; the receive run reads the ACK timer once and `write_run_offset` drops a check its caller guarantees (debug-asserted) and asks about an owed ACK only for an in-order run; the channel's `next_due` answers inline from the FIFO head and its batch send takes the free slots in two steps (the bounds checks fold). Same JSON | 363 |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -131,7 +132,7 @@
 //! instructions a packet), and looping over consecutive runs of one QP inside the receive
 //! run (+5.8).
 //!
-//! Where the 369 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
+//! Where the 363 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
 //! plus per-instruction counts, 2026-12-03): transmit ~125, of which the transmit run's loop
 //! ~79 a packet (the sprayer's common pick ~30, the 88-byte descriptor copied slot to slot
 //! ~13, the TX slot ~8, PSN and EV fields, a few spills) and ~300 of setup per sending run
