@@ -265,9 +265,10 @@ impl<const R: usize> PlacementTable<R> {
         Some(p)
     }
 
-    /// [`Self::check_write_ok`] for a packet whose payload is its RETH length, *not counted*:
-    /// the caller counts the packets it takes in one step with [`Self::count_placed`] (a run of
-    /// packets checked without a store per packet). `None` (nothing counted) when it fails.
+    /// [`Self::check_write_ok`] for a write whose payload is its RETH length, *not counted*:
+    /// the engine's receive run checks its packets' whole span (one rkey, contiguous
+    /// addresses) with one call, which passes exactly when each packet's check would, and
+    /// counts them with [`Self::count_placed`]. `None` (nothing counted) when it fails.
     #[inline]
     pub fn write_ok_uncounted(&self, rkey: u32, va: u64, dma_len: u32) -> Option<Placement> {
         self.check(rkey, va, dma_len, dma_len).ok()
