@@ -313,11 +313,80 @@ fn retries_run_out_into_an_error_completion_and_a_flush() {
             break;
         }
     }
-    assert_eq!(sent, 4, "two retries of two packets");
+    // Each timeout requeues both PSNs but sends only the oldest: the rest waits for an answer
+    // that never comes (the loss window after a timeout).
+    assert_eq!(sent, 2, "two retries of the oldest packet");
     assert_eq!(t.e[0].qp_state(0), Some(QpState::Error));
     let c = t.completions(0);
     assert_eq!(c[0].status, Err(CompletionError::RetryExceeded));
     assert_eq!(c[1].status, Err(CompletionError::Flushed));
+}
+
+/// After an ACK timeout only the oldest PSN is resent until the peer answers: the PSNs that
+/// arrived but that no ACK reported (their ACKs were lost) are acknowledged by the answer to
+/// that one retransmission and never sent twice.
+#[test]
+fn a_timeout_resends_the_oldest_psn_and_waits_for_the_answer() {
+    let mut t = Two::new(3);
+    t.e[0]
+        .post_send(0, Two::wr(1, 6 * 256, RKEY, None))
+        .unwrap();
+    let p = t.out(0);
+    assert_eq!(p.len(), 6);
+    // The first packet is lost; the others arrive, but every ACK for them is lost.
+    for pkt in &p[1..] {
+        t.deliver(1, pkt, false);
+    }
+    assert!(!t.out(1).is_empty());
+    t.now = t.e[0].poll_timeout().unwrap();
+    t.e[0].handle_timeout(t.now);
+    let again = t.out(0);
+    assert_eq!(again.len(), 1, "only the oldest PSN before an answer");
+    assert_eq!(again[0].psn, p[0].psn);
+    assert!(again[0].retransmit);
+    // Nothing more leaves while the answer is on its way.
+    assert!(t.out(0).is_empty());
+    t.deliver(1, &again[0], false);
+    for a in t.out(1) {
+        t.deliver(0, &a, false);
+    }
+    // The answer acknowledged all six: the five requeued PSNs that arrived are not resent.
+    assert!(t.out(0).is_empty());
+    assert_eq!(t.e[1].counters().rx_duplicate, 0);
+    assert_eq!(t.e[0].counters().retransmits_sent, 1);
+    let c = t.completions(0);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].status, Ok(()));
+}
+
+/// After an ACK timeout, once the peer answers, the PSNs it did not acknowledge all leave.
+#[test]
+fn an_answer_after_a_timeout_sends_the_rest_of_the_queue() {
+    let mut t = Two::new(3);
+    t.e[0]
+        .post_send(0, Two::wr(1, 6 * 256, RKEY, None))
+        .unwrap();
+    let p = t.out(0);
+    assert_eq!(p.len(), 6);
+    // Everything is lost (an outage).
+    t.now = t.e[0].poll_timeout().unwrap();
+    t.e[0].handle_timeout(t.now);
+    let again = t.out(0);
+    assert_eq!(again.len(), 1);
+    t.deliver(1, &again[0], false);
+    // (the first packet of a message: its ACK waits for the coalescing timer)
+    t.now = t.e[1].poll_timeout().unwrap();
+    assert!(t.now < t.e[0].poll_timeout().unwrap());
+    t.e[1].handle_timeout(t.now);
+    for a in t.out(1) {
+        t.deliver(0, &a, false);
+    }
+    // The answer acknowledged the first PSN only: the other five leave now, in PSN order.
+    let rest = t.out(0);
+    let psns: Vec<_> = rest.iter().map(|r| r.psn).collect();
+    let want: Vec<_> = p[1..].iter().map(|r| r.psn).collect();
+    assert_eq!(psns, want);
+    assert!(rest.iter().all(|r| r.retransmit));
 }
 
 #[test]

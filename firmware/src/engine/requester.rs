@@ -58,6 +58,29 @@ struct TxSlot {
     flags: u8,
 }
 
+/// The retransmission queue's loss window after an ACK timeout.
+///
+/// An ACK timeout means no ACK has moved `una` for the timeout: the requester cannot tell the
+/// PSNs that were lost from those that arrived but that no ACK could report (an ACK's SACK
+/// bitmap reaches 64 PSNs past the cumulative PSN, so with `una` lost again every later PSN
+/// is invisible). All are requeued, `una` first, but only `una`'s retransmission leaves
+/// before the peer answers: its ACK moves the cumulative PSN past everything that arrived,
+/// and the queue drops those entries unsent. Sending the whole queue at once instead
+/// retransmitted every PSN that had arrived (on the engine-cost run, 5,367 of the 5,598 PSNs
+/// 154 timeouts requeued). This is TCP's loss window of one packet after a retransmission
+/// timeout (RFC 5681, section 3.1), for the retransmission queue only: new data waits behind
+/// a non-empty queue anyway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+enum RtoWindow {
+    /// No timeout since the last ACK or NACK: the queue is sent as the windows allow.
+    Open,
+    /// A timeout requeued the unacknowledged PSNs: the next retransmission may leave.
+    One,
+    /// That retransmission left: the queue waits for an ACK or NACK.
+    Wait,
+}
+
 /// When a SACK hole counts as an untrimmed loss: the newest acknowledged transmission left at
 /// least `tx` transmissions **and** at least `ns` nanoseconds after the hole's (the time rule
 /// is RACK's, RFC 8985: a packet sent `ns` before one that already arrived is lost, whatever
@@ -263,6 +286,10 @@ pub struct Requester<const WIN: usize, const SQ: usize> {
     tlp_deadline_ns: Option<u64>,
     /// A probe is out: no other until an ACK arrives.
     tlp_out: bool,
+    /// Loss window after an ACK timeout (RFC 5681's one packet): the timeout requeued every
+    /// unacknowledged PSN, `una` first; once one retransmission has left, the rest of the
+    /// queue waits for an ACK or NACK (see [`RtoWindow`]).
+    rto: RtoWindow,
     mpr_psns: u32,
     max_wimm: u16,
     wimm_inflight: u16,
@@ -321,6 +348,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             retry: p.retry,
             tlp_deadline_ns: None,
             tlp_out: false,
+            rto: RtoWindow::Open,
             mpr_psns: p.mpr_psns.min(WIN as u32),
             max_wimm: p.max_wimm,
             wimm_inflight: 0,
@@ -516,7 +544,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// Whether a retransmission is queued (it may turn out acknowledged meanwhile).
     #[inline]
     pub(crate) fn has_retransmit(&self) -> bool {
-        !self.in_error && !self.retx.is_empty()
+        !self.in_error && !self.retx.is_empty() && self.rto != RtoWindow::Wait
     }
 
     /// The stall [`Self::peek`] reports, with nothing else done, when it is one of the
@@ -534,6 +562,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         if !queued {
             return Some(Stall::Idle);
+        }
+        if self.rto == RtoWindow::Wait && !self.retx.is_empty() {
+            return Some(Stall::Cc);
         }
         if self.retx.is_empty() && self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
             return Some(Stall::Window);
@@ -554,8 +585,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 Stall::Cc
             });
         }
-        // Retransmissions first (out of line: the common path has none queued).
+        // Retransmissions first (out of line: the common path has none queued), within the
+        // loss window after a timeout.
         if !self.retx.is_empty() {
+            if self.rto == RtoWindow::Wait {
+                return Err(Stall::Cc);
+            }
             if let Some(c) = self.peek_retx() {
                 return Ok(c);
             }
@@ -996,6 +1031,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if c.retransmit {
             self.retx.pop_front();
             self.counters.retransmits += 1;
+            if self.rto == RtoWindow::One {
+                self.rto = RtoWindow::Wait;
+            }
         } else {
             self.nxt = self.nxt.add(1);
             self.counters.data_sent += 1;
@@ -1230,6 +1268,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             self.retry.on_progress(now_ns, self.una != self.nxt);
         }
         self.tlp_out = false;
+        self.rto = RtoWindow::Open;
         self.arm_tlp(now_ns);
         progress
     }
@@ -1246,6 +1285,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             self.counters.nacks_fatal += 1;
             return NackEffect::Fatal(n.reason);
         }
+        // The peer answered: the loss window after a timeout opens.
+        self.rto = RtoWindow::Open;
         let s = self.slot(n.psn);
         if !self.in_flight_range(n.psn) || s.flags & F_INFLIGHT == 0 {
             self.counters.nacks_stale += 1;
@@ -1297,6 +1338,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             RetryDecision::Retry { .. } => {
                 cc.on_timeout(now_ns);
                 self.requeue_all_unacked();
+                self.rto = RtoWindow::One;
                 Ok(())
             }
             RetryDecision::GiveUp { .. } => {
