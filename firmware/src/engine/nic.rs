@@ -521,12 +521,23 @@ impl<
         }
     }
 
+    /// [`Self::handle_timeout`], telling whether a timer fired: `false` when nothing changed,
+    /// so polls that found nothing before still would.
+    #[inline]
+    pub fn handle_timeout_seen(&mut self, now_ns: u64) -> bool {
+        !self.timers.is_quiet(now_ns) && self.handle_due_timers(now_ns)
+    }
+
+    /// Fires the timers due at `now_ns` (at most a bounded number per call); returns whether
+    /// any fired.
     #[inline(never)]
-    fn handle_due_timers(&mut self, now_ns: u64) {
+    fn handle_due_timers(&mut self, now_ns: u64) -> bool {
+        let mut fired = false;
         for _ in 0..TM.saturating_mul(2).max(8) {
             let Some(exp) = self.timers.poll_expired(now_ns) else {
-                return;
+                return fired;
             };
+            fired = true;
             count!(self.counters.timeouts_fired);
             let slot = exp.id.0 as usize / TIMER_KINDS;
             let kind = exp.id.0 as usize % TIMER_KINDS;
@@ -555,6 +566,7 @@ impl<
                 }
             }
         }
+        fired
     }
 
     fn fire_retry(&mut self, slot: usize, now_ns: u64) {

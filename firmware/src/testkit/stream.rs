@@ -149,6 +149,12 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
     // The send queue was found full and no completion has freed a slot since: posting would
     // fail again (only a completion frees one), so it is not tried.
     let mut sq_full = false;
+    // An engine changes only on an input (a packet, a due timer, a posted work request): after
+    // a poll found nothing, polling again before the next input would find nothing too, so it
+    // is not done (as a NIC's main loop polls its engine on a doorbell, a packet or a timer).
+    // `tx_*`: an input since its transmit found nothing more to send; `ev_*`: an input or a
+    // transmit since its events and completions were drained.
+    let (mut tx_a, mut tx_b, mut ev_a, mut ev_b) = (true, true, true, true);
     loop {
         // Keep the send queue full.
         while posted < total_msgs && !sq_full {
@@ -171,21 +177,33 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
                 break;
             }
             posted += 1;
+            tx_a = true;
         }
         let mut progress = false;
         if VIA_REPR {
-            while let Some(p) = a.poll_transmit(now) {
-                ch.send(now, 1, p, &[]);
-                progress = true;
+            if core::mem::take(&mut tx_a) {
+                while let Some(p) = a.poll_transmit(now) {
+                    ch.send(now, 1, p, &[]);
+                    progress = true;
+                    ev_a = true;
+                }
             }
-            while let Some(p) = b.poll_transmit(now) {
-                ch.send(now, 0, p, &[]);
-                progress = true;
+            if core::mem::take(&mut tx_b) {
+                while let Some(p) = b.poll_transmit(now) {
+                    ch.send(now, 0, p, &[]);
+                    progress = true;
+                    ev_b = true;
+                }
             }
         } else {
             // Packets are built in place in the channel's free FIFO slots.
-            for (to, e) in [(1u8, &mut a), (0u8, &mut b)] {
-                progress |= transmit(&mut ch, now, to, e);
+            if core::mem::take(&mut tx_a) && transmit(&mut ch, now, 1, &mut a) {
+                progress = true;
+                ev_a = true;
+            }
+            if core::mem::take(&mut tx_b) && transmit(&mut ch, now, 0, &mut b) {
+                progress = true;
+                ev_b = true;
             }
         }
         loop {
@@ -195,8 +213,10 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
                     progress = true;
                     if to == 1 {
                         rep.delivered_packets += b.handle_tx_batch(now, pkts) as u64;
+                        (tx_b, ev_b) = (true, true);
                     } else {
                         let _ = a.handle_tx_batch(now, pkts);
+                        (tx_a, ev_a) = (true, true);
                     }
                     continue;
                 }
@@ -228,6 +248,7 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
             // (the descriptor path is called directly, not through a closure shared by both
             // NICs: that call's register saves cost ~25 instructions a packet)
             if f.to() == 1 {
+                (tx_b, ev_b) = (true, true);
                 let v = if VIA_REPR {
                     rx(&mut b)
                 } else {
@@ -237,18 +258,28 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
                     rep.delivered_packets += 1;
                 }
             } else if VIA_REPR {
+                (tx_a, ev_a) = (true, true);
                 let _ = rx(&mut a);
             } else {
+                (tx_a, ev_a) = (true, true);
                 let _ = a.handle_tx_packet(now, f.pkt, trim, meta);
             }
         }
-        drain_events(&mut a, &mut rep, &mut sq_full);
-        drain_events(&mut b, &mut rep, &mut sq_full);
+        if core::mem::take(&mut ev_a) {
+            drain_events(&mut a, &mut rep, &mut sq_full);
+        }
+        if core::mem::take(&mut ev_b) {
+            drain_events(&mut b, &mut rep, &mut sq_full);
+        }
         if rep.failed || rep.completions >= total_msgs {
             break;
         }
-        a.handle_timeout(now);
-        b.handle_timeout(now);
+        if a.handle_timeout_seen(now) {
+            (tx_a, ev_a) = (true, true);
+        }
+        if b.handle_timeout_seen(now) {
+            (tx_b, ev_b) = (true, true);
+        }
         if progress {
             continue;
         }
