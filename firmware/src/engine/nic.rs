@@ -521,23 +521,23 @@ impl<
         }
     }
 
-    /// [`Self::handle_timeout`], telling whether a timer fired: `false` when nothing changed,
-    /// so polls that found nothing before still would.
+    /// [`Self::handle_timeout`], telling whether a timer acted: `false` when no timer queued
+    /// a packet or touched a requester (a due ACK timer whose interval an ACK already closed,
+    /// a probe timer with no probe due), so polls that found nothing before still would.
     #[inline]
     pub fn handle_timeout_seen(&mut self, now_ns: u64) -> bool {
         !self.timers.is_quiet(now_ns) && self.handle_due_timers(now_ns)
     }
 
     /// Fires the timers due at `now_ns` (at most a bounded number per call); returns whether
-    /// any fired.
+    /// any acted (see [`Self::handle_timeout_seen`]).
     #[inline(never)]
     fn handle_due_timers(&mut self, now_ns: u64) -> bool {
-        let mut fired = false;
+        let mut acted = false;
         for _ in 0..TM.saturating_mul(2).max(8) {
             let Some(exp) = self.timers.poll_expired(now_ns) else {
-                return fired;
+                return acted;
             };
-            fired = true;
             count!(self.counters.timeouts_fired);
             let slot = exp.id.0 as usize / TIMER_KINDS;
             let kind = exp.id.0 as usize % TIMER_KINDS;
@@ -549,6 +549,7 @@ impl<
             }
             match kind {
                 T_RETRY => {
+                    acted = true;
                     self.fire_retry(slot, now_ns);
                     self.note_retransmit(slot);
                     let d = self
@@ -557,16 +558,16 @@ impl<
                     self.sync_timer(slot, T_RETRY, d);
                 }
                 T_ACK => {
-                    self.fire_ack(slot, now_ns);
+                    acted |= self.fire_ack(slot, now_ns);
                     self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
                 }
                 _ => {
-                    self.fire_probe(slot, now_ns);
+                    acted |= self.fire_probe(slot, now_ns);
                     self.sync_timer(slot, T_PROBE, self.probe_deadline(slot));
                 }
             }
         }
-        fired
+        acted
     }
 
     fn fire_retry(&mut self, slot: usize, now_ns: u64) {
@@ -583,29 +584,34 @@ impl<
         }
     }
 
-    fn fire_ack(&mut self, slot: usize, now_ns: u64) {
+    /// The ACK timer of QP `slot`: the coalesced ACK, if one is due. Returns whether one was.
+    fn fire_ack(&mut self, slot: usize, now_ns: u64) -> bool {
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
-            return;
+            return false;
         };
         let Some(ev) = qp.resp.as_mut().and_then(|r| r.handle_timeout(now_ns)) else {
-            return;
+            return false;
         };
         let pkt = qp.ack_packet(now_ns, &ev, 0);
         self.push_ctrl(pkt);
+        true
     }
 
-    fn fire_probe(&mut self, slot: usize, now_ns: u64) {
+    /// The probe timer of QP `slot`: the probes due. Returns whether there were any.
+    fn fire_probe(&mut self, slot: usize, now_ns: u64) -> bool {
         let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) else {
-            return;
+            return false;
         };
         if !matches!(qp.state, QpState::Rtr | QpState::Rts) {
-            return;
+            return false;
         }
         // At most 8 probes per firing, each straight into the control queue.
+        let mut any = false;
         for _ in 0..8 {
             let Some(p) = qp.ev.poll_probe(now_ns) else {
                 break;
             };
+            any = true;
             let evx = EvxRepr {
                 ev_index: p.ev,
                 plane: p.plane,
@@ -625,6 +631,7 @@ impl<
                 count!(self.counters.ctrl_dropped);
             }
         }
+        any
     }
 
     fn push_ctrl(&mut self, pkt: TxPacket) {

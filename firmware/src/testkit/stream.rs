@@ -274,11 +274,13 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
         if rep.failed || rep.completions >= total_msgs {
             break;
         }
+        // What a timer queued (an ACK, a probe, retransmissions) leaves now, as on a NIC, not
+        // at the next unrelated event.
         if a.handle_timeout_seen(now) {
-            (tx_a, ev_a) = (true, true);
+            (tx_a, ev_a, progress) = (true, true, true);
         }
         if b.handle_timeout_seen(now) {
-            (tx_b, ev_b) = (true, true);
+            (tx_b, ev_b, progress) = (true, true, true);
         }
         if progress {
             continue;
