@@ -843,8 +843,62 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         // (`left` > 0: no overflow)
         let mut k_end = limit.min(k_stop + 1);
+        // Packet `k` of the run on `ev`, written into `out[k]`: the packet before (the
+        // template for the run's first) copied slot to slot, with the fields that differ
+        // changed (the fields all packets of the run share are not kept in registers), and its
+        // TX slot. `false` (nothing written) when `out` has no slot `k`.
+        let value_base = hdr.value_base;
+        let put = |out: &mut [TxPacket], slots: &mut [TxSlot; WIN], k: usize, ev: EvPick| {
+            let p = match k.checked_sub(1) {
+                None => match out.first_mut() {
+                    Some(p) => {
+                        *p = cur;
+                        p
+                    }
+                    None => return false,
+                },
+                Some(j) => match out.get_mut(j..=k) {
+                    Some([prev, p]) => {
+                        *p = *prev;
+                        // The offset moves on by `mtu` (neither it nor the remote address wraps,
+                        // see above, so this is the sum with the work request's addresses)
+                        if let TxBody::Write { reth, local, .. } = &mut p.body {
+                            reth.va = reth.va.wrapping_add(u64::from(mtu));
+                            local.offset = local.offset.wrapping_add(u64::from(mtu));
+                        }
+                        p
+                    }
+                    _ => return false,
+                },
+            };
+            // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
+            let (psn, tx_seq) = (psn0.add(k as u32), tx_seq1.wrapping_add(k as u32));
+            p.psn = psn;
+            p.evx = EvxRepr {
+                ev_index: ev.index,
+                plane: ev.plane,
+                ev_value: value_base.wrapping_add(u32::from(ev.index)),
+            };
+            // (the segment, ACK request and payload length are the template's and the packet
+            // before's, `Middle`, none and `mtu`: the message's last and first packets are
+            // marked after the loop)
+            // `commit` for a new transmission that is not the start of a Write-with-Immediate.
+            if let Some(s) = slots.get_mut(psn.value() as usize % WIN) {
+                *s = TxSlot {
+                    tx_seq,
+                    ev: ev.index,
+                    plane: ev.plane,
+                    ..slot0
+                };
+            }
+            true
+        };
+        let slots = &mut self.slots;
         while k < k_end {
-            let ev = match sprayer.next_ev_fast() {
+            // One packet the general way: the run's first (its pick the common one if it
+            // can), or one after a common pick failed (the general pick).
+            let fast = if k == 0 { sprayer.next_ev_fast() } else { None };
+            let ev = match fast {
                 Some(ev) => ev,
                 None => {
                     let Some(ev) = sprayer.next_ev_slow() else {
@@ -858,52 +912,24 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     ev
                 }
             };
-            // The packet before (the template for the run's first), copied slot to slot, with
-            // the fields that differ changed below: the fields all packets of the run share
-            // are not kept in registers.
-            let p = match k.checked_sub(1) {
-                None => match out.first_mut() {
-                    Some(p) => {
-                        *p = cur;
-                        p
-                    }
-                    None => break,
-                },
-                Some(j) => match out.get_mut(j..=k) {
-                    Some([prev, p]) => {
-                        *p = *prev;
-                        // The offset moves on by `mtu` (neither it nor the remote address wraps,
-                        // see above, so this is the sum with the work request's addresses)
-                        if let TxBody::Write { reth, local, .. } = &mut p.body {
-                            reth.va = reth.va.wrapping_add(u64::from(mtu));
-                            local.offset = local.offset.wrapping_add(u64::from(mtu));
-                        }
-                        p
-                    }
-                    _ => break,
-                },
-            };
-            // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
-            let (psn, tx_seq) = (psn0.add(k as u32), tx_seq1.wrapping_add(k as u32));
-            p.psn = psn;
-            p.evx = EvxRepr {
-                ev_index: ev.index,
-                plane: ev.plane,
-                ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
-            };
-            // (the segment, ACK request and payload length are the template's and the packet
-            // before's, `Middle`, none and `mtu`: the message's last and first packets are
-            // marked after the loop)
-            // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                *s = TxSlot {
-                    tx_seq,
-                    ev: ev.index,
-                    plane: ev.plane,
-                    ..slot0
-                };
+            if !put(out, slots, k, ev) {
+                break;
             }
             k += 1;
+            // Then the common picks, in a loop with no call (its values stay in registers),
+            // each packet from the one before (`k` >= 1, `k_end <= out.len()`).
+            let Some(run) = out.get_mut(..k_end) else {
+                break;
+            };
+            while k < run.len() {
+                let Some(ev) = sprayer.next_ev_fast() else {
+                    break;
+                };
+                if !put(run, slots, k, ev) {
+                    break;
+                }
+                k += 1;
+            }
         }
         // (a failed pick ends the run before `k_stop`)
         if k > k_stop {
