@@ -690,7 +690,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// packets sent and whether the last run ended for a reason other than the fast path
     /// having nothing (`out` full, the work request done, `pick` said so): then another
     /// call may follow. The packets and every effect are those of as many `send_new_fast`
-    /// calls.
+    /// calls. `out[returned]` is scratch: a run lays out its first packet before the pick.
     #[inline(always)]
     pub(crate) fn send_new_run<const E: usize, const P: usize>(
         &mut self,
@@ -715,9 +715,18 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // work request's at once, as another call would (nothing checked above changes in a
         // run); not after a pick that served a skip-once flag (the caller syncs the EV states
         // first) nor after a run that sent nothing.
+        // The send window's room, in PSNs: each run takes one per packet (`nxt` advances, `una`
+        // does not; the room is below 2^23, so the distance only grows).
+        let mut psn_room = self
+            .mpr_psns
+            .saturating_sub(self.nxt.distance_from(self.una) as u32);
         let (mut n, mut more) = (0, true);
         while let Some(rest) = out.get_mut(n..).filter(|r| more && !r.is_empty()) {
-            let (k, go_on) = self.send_wr_run(cwnd, now_ns, hdr, rest, sprayer, skips_seen);
+            let cc_room = cwnd.saturating_sub(self.inflight_bytes);
+            let (k, go_on) =
+                self.send_wr_run(cc_room, psn_room, now_ns, hdr, rest, sprayer, skips_seen);
+            // (`k` <= `psn_room`)
+            psn_room = psn_room.wrapping_sub(k as u32);
             n += k;
             more = go_on;
             if k == 0 || sprayer.counters().skips != skips_seen {
@@ -732,14 +741,18 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         (n, more)
     }
 
-    /// [`Self::send_new_run`]'s run on the work request being sent, against the CC window
-    /// `cwnd`: the packets and every effect of as many `send_new_fast` calls but the data
-    /// counter and the timers (the caller's, once for its runs). Returns the packets sent
-    /// and whether the run ended for a reason other than the fast path having nothing.
+    /// [`Self::send_new_run`]'s run on the work request being sent, with `cc_room` bytes left
+    /// in the CC window (`cwnd - inflight_bytes`, 0 when closed) and `psn_room` PSNs in the
+    /// send window (`mpr_psns - (nxt - una)`, saturating): the packets and every effect of as
+    /// many `send_new_fast` calls but the data counter and the timers (the caller's, once for
+    /// its runs). Returns the packets sent and whether the run ended for a reason other than
+    /// the fast path having nothing.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn send_wr_run<const E: usize, const P: usize>(
         &mut self,
-        cwnd: u64,
+        cc_room: u64,
+        room: u32,
         now_ns: u64,
         hdr: &DataHdr,
         out: &mut [TxPacket],
@@ -747,7 +760,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         skips_seen: u64,
     ) -> (usize, bool) {
         // The CC window first: a run after one that filled it ends here.
-        if !out.is_empty() && self.inflight_bytes >= cwnd {
+        if !out.is_empty() && cc_room == 0 {
             return (0, false);
         }
         let Some(w) = self.sq.get(self.send_idx) else {
@@ -768,9 +781,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // offset `index * mtu` (`index < npkts`) is below `len` or 0.
         let mtu = self.mtu;
         let left = w.npkts.saturating_sub(index0);
-        let room = self
-            .mpr_psns
-            .saturating_sub(self.nxt.distance_from(self.una) as u32);
         if !out.is_empty() && (room == 0 || left == 0) {
             return (0, false);
         }
@@ -779,9 +789,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // packet before it being full-sized (each carries the `min(len - offset, mtu)` of
         // `send_new_fast`: `mtu` bytes but the work request's last, `len - (npkts - 1) * mtu`).
         let step = u64::from(mtu.min(u32::from(u16::MAX)));
-        let by_cc = match cwnd.checked_sub(self.inflight_bytes) {
-            Some(0) | None => 0,
-            Some(room) => match room.checked_div(step) {
+        let by_cc = match cc_room {
+            0 => 0,
+            room => match room.checked_div(step) {
                 Some(q) => q + u64::from(room % step != 0),
                 None => u64::MAX,
             },
@@ -851,10 +861,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let put = |out: &mut [TxPacket], slots: &mut [TxSlot; WIN], k: usize, ev: EvPick| {
             let p = match k.checked_sub(1) {
                 None => match out.first_mut() {
-                    Some(p) => {
-                        *p = cur;
-                        p
-                    }
+                    // (`cur`, written before the run's first pick)
+                    Some(p) => p,
                     None => return false,
                 },
                 Some(j) => match out.get_mut(j..=k) {
@@ -894,6 +902,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             true
         };
         let slots = &mut self.slots;
+        // The run's first packet's shared fields, before its pick (the slot is scratch when
+        // the pick fails: see `Engine::poll_transmit_batch`).
+        if let Some(p) = out.first_mut().filter(|_| k_end > 0) {
+            *p = cur;
+        }
         while k < k_end {
             // One packet the general way: the run's first (its pick the common one if it
             // can), or one after a common pick failed (the general pick).
