@@ -766,9 +766,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         let Some(w) = self.sq.get(self.send_idx) else {
             return (0, false);
         };
-        let Ok(index0) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
+        // `nxt.distance_from(start_psn)`, which must not be negative (below 2^23).
+        let index0 = self.nxt.value().wrapping_sub(w.start_psn.value()) & Psn::MASK;
+        if index0 >= Psn::HALF {
             return (0, false);
-        };
+        }
         if index0 == 0 && w.wr.imm.is_some() {
             // (a new Write-with-Immediate checks `max_wimm` in `peek`)
             return (0, false);
