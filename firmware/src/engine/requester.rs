@@ -790,7 +790,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd` (`can_send`), every
         // packet before it being full-sized (each carries the `min(len - offset, mtu)` of
         // `send_new_fast`: `mtu` bytes but the work request's last, `len - (npkts - 1) * mtu`).
-        let step = u64::from(mtu.min(u32::from(u16::MAX)));
+        // (`mtu` <= u16::MAX: `new` clamps it)
+        let step = u64::from(mtu);
         let by_cc = match cc_room {
             0 => 0,
             room => match room.checked_div(step) {
