@@ -861,49 +861,52 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // changed (the fields all packets of the run share are not kept in registers), and its
         // TX slot. `false` (nothing written) when `out` has no slot `k`.
         let value_base = hdr.value_base;
-        let put = |out: &mut [TxPacket], slots: &mut [TxSlot; WIN], k: usize, ev: EvPick| {
-            let p = match k.checked_sub(1) {
-                None => match out.first_mut() {
-                    // (`cur`, written before the run's first pick)
-                    Some(p) => p,
-                    None => return false,
-                },
-                Some(j) => match out.get_mut(j..=k) {
-                    Some([prev, p]) => {
-                        *p = *prev;
-                        // The offset moves on by `mtu` (neither it nor the remote address wraps,
-                        // see above, so this is the sum with the work request's addresses)
-                        if let TxBody::Write { reth, local, .. } = &mut p.body {
-                            reth.va = reth.va.wrapping_add(u64::from(mtu));
-                            local.offset = local.offset.wrapping_add(u64::from(mtu));
+        // (packet `k`'s transmission number is its PSN `psn0 + k`, unmasked, plus `d`)
+        let d = tx_seq1.wrapping_sub(psn0.value());
+        let put =
+            |out: &mut [TxPacket], slots: &mut [TxSlot; WIN], k: usize, i: u32, ev: EvPick| {
+                let p = match k.checked_sub(1) {
+                    None => match out.first_mut() {
+                        // (`cur`, written before the run's first pick)
+                        Some(p) => p,
+                        None => return false,
+                    },
+                    Some(j) => match out.get_mut(j..=k) {
+                        Some([prev, p]) => {
+                            *p = *prev;
+                            // The offset moves on by `mtu` (neither it nor the remote address wraps,
+                            // see above, so this is the sum with the work request's addresses)
+                            if let TxBody::Write { reth, local, .. } = &mut p.body {
+                                reth.va = reth.va.wrapping_add(u64::from(mtu));
+                                local.offset = local.offset.wrapping_add(u64::from(mtu));
+                            }
+                            p
                         }
-                        p
-                    }
-                    _ => return false,
-                },
-            };
-            // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
-            let (psn, tx_seq) = (psn0.add(k as u32), tx_seq1.wrapping_add(k as u32));
-            p.psn = psn;
-            p.evx = EvxRepr {
-                ev_index: ev.index,
-                plane: ev.plane,
-                ev_value: value_base.wrapping_add(u32::from(ev.index)),
-            };
-            // (the segment, ACK request and payload length are the template's and the packet
-            // before's, `Middle`, none and `mtu`: the message's last and first packets are
-            // marked after the loop)
-            // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-            if let Some(s) = slots.get_mut(psn.value() as usize % WIN) {
-                *s = TxSlot {
-                    tx_seq,
-                    ev: ev.index,
-                    plane: ev.plane,
-                    ..slot0
+                        _ => return false,
+                    },
                 };
-            }
-            true
-        };
+                // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
+                let (psn, tx_seq) = (Psn::new(i), i.wrapping_add(d));
+                p.psn = psn;
+                p.evx = EvxRepr {
+                    ev_index: ev.index,
+                    plane: ev.plane,
+                    ev_value: value_base.wrapping_add(u32::from(ev.index)),
+                };
+                // (the segment, ACK request and payload length are the template's and the packet
+                // before's, `Middle`, none and `mtu`: the message's last and first packets are
+                // marked after the loop)
+                // `commit` for a new transmission that is not the start of a Write-with-Immediate.
+                if let Some(s) = slots.get_mut(psn.value() as usize % WIN) {
+                    *s = TxSlot {
+                        tx_seq,
+                        ev: ev.index,
+                        plane: ev.plane,
+                        ..slot0
+                    };
+                }
+                true
+            };
         let slots = &mut self.slots;
         // The run's first packet's shared fields, before its pick (the slot is scratch when
         // the pick fails: see `Engine::poll_transmit_batch`).
@@ -928,7 +931,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     ev
                 }
             };
-            if !put(out, slots, k, ev) {
+            if !put(out, slots, k, psn0.value().wrapping_add(k as u32), ev) {
                 break;
             }
             k += 1;
@@ -937,14 +940,16 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             let Some(run) = out.get_mut(..k_end) else {
                 break;
             };
+            let mut i = psn0.value().wrapping_add(k as u32);
             while k < run.len() {
                 let Some(ev) = sprayer.next_ev_fast() else {
                     break;
                 };
-                if !put(run, slots, k, ev) {
+                if !put(run, slots, k, i, ev) {
                     break;
                 }
                 k += 1;
+                i = i.wrapping_add(1);
             }
         }
         // (a failed pick ends the run before `k_stop`)
