@@ -876,9 +876,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                             *p = *prev;
                             // The offset moves on by `mtu` (neither it nor the remote address wraps,
                             // see above, so this is the sum with the work request's addresses)
-                            if let TxBody::Write { reth, local, .. } = &mut p.body {
-                                reth.va = reth.va.wrapping_add(u64::from(mtu));
-                                local.offset = local.offset.wrapping_add(u64::from(mtu));
+                            match &mut p.body {
+                                TxBody::Write { reth, local, .. } => {
+                                    reth.va = reth.va.wrapping_add(u64::from(mtu));
+                                    local.offset = local.offset.wrapping_add(u64::from(mtu));
+                                }
+                                // (every packet of the run is a write)
+                                _ => core::hint::cold_path(),
                             }
                             p
                         }
