@@ -856,10 +856,10 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         // (`left` > 0: no overflow)
         let mut k_end = limit.min(k_stop + 1);
-        // Packet `k` of the run on `ev`, written into `out[k]`: the packet before (the
-        // template for the run's first) copied slot to slot, with the fields that differ
-        // changed (the fields all packets of the run share are not kept in registers), and its
-        // TX slot. `false` (nothing written) when `out` has no slot `k`.
+        // Packet `k` of the run (PSN `i`, unmasked) on `ev`, written into `out[k]`: the packet
+        // before (the template for the run's first) copied slot to slot, with the fields that
+        // differ changed (the fields all packets of the run share are not kept in registers),
+        // and its TX slot. `false` (nothing written) when `out` has no slot `k`.
         let value_base = hdr.value_base;
         // (packet `k`'s transmission number is its PSN `psn0 + k`, unmasked, plus `d`)
         let d = tx_seq1.wrapping_sub(psn0.value());
@@ -874,8 +874,9 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     Some(j) => match out.get_mut(j..=k) {
                         Some([prev, p]) => {
                             *p = *prev;
-                            // The offset moves on by `mtu` (neither it nor the remote address wraps,
-                            // see above, so this is the sum with the work request's addresses)
+                            // The offset moves on by `mtu` (neither it nor the remote address
+                            // wraps, see above, so this is the sum with the work request's
+                            // addresses)
                             match &mut p.body {
                                 TxBody::Write { reth, local, .. } => {
                                     reth.va = reth.va.wrapping_add(u64::from(mtu));
@@ -889,7 +890,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                         _ => return false,
                     },
                 };
-                // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
+                // (`i` = `psn0 + k` modulo 2^32, unmasked: enough for both wrapping sums)
                 let (psn, tx_seq) = (Psn::new(i), i.wrapping_add(d));
                 p.psn = psn;
                 p.evx = EvxRepr {
@@ -897,10 +898,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     plane: ev.plane,
                     ev_value: value_base.wrapping_add(u32::from(ev.index)),
                 };
-                // (the segment, ACK request and payload length are the template's and the packet
-                // before's, `Middle`, none and `mtu`: the message's last and first packets are
-                // marked after the loop)
-                // `commit` for a new transmission that is not the start of a Write-with-Immediate.
+                // (the segment, ACK request and payload length are the template's and the
+                // packet before's, `Middle`, none and `mtu`: the message's last and first
+                // packets are marked after the loop)
+                // `commit` for a new transmission that is not the start of a
+                // Write-with-Immediate.
                 if let Some(s) = slots.get_mut(psn.value() as usize % WIN) {
                     *s = TxSlot {
                         tx_seq,
