@@ -305,7 +305,8 @@ impl<
     /// [`Self::poll_new_fast`] repeated into `out` (see `Requester::send_new_run`): runs of
     /// new packets, one per work request, ending after a packet that served a sprayer
     /// skip-once flag (the caller syncs the EV states before the next pick, as per packet).
-    /// Returns the packets sent and whether another call may follow.
+    /// Returns the packets sent and whether another call may follow (the slot after them is
+    /// scratch: it may have been written).
     #[inline(never)]
     pub(crate) fn poll_new_run(&mut self, now_ns: u64, out: &mut [TxPacket]) -> (usize, bool) {
         if !self.sprayer.has_usable() {

@@ -670,7 +670,9 @@ impl<
     /// front of `out`, the same packets in the same order (and with the same effects) as that
     /// many calls, and returns how many. Runs of new data packets from one QP are sent with
     /// the QP looked up and the engine's bookkeeping done once per run (e.g. straight into the
-    /// free slots of a transmit ring).
+    /// free slots of a transmit ring). The slots after those returned are scratch: one may
+    /// have been written (a run's first packet is laid out before its EV pick, which can
+    /// fail).
     #[inline]
     pub fn poll_transmit_batch(&mut self, now_ns: u64, out: &mut [TxPacket]) -> usize {
         // The most common poll, inline: nothing queued and no QP can send (the first check

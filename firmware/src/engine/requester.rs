@@ -725,7 +725,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// packets sent and whether the last run ended for a reason other than the fast path
     /// having nothing (`out` full, the work request done, `pick` said so): then another
     /// call may follow. The packets and every effect are those of as many `send_new_fast`
-    /// calls.
+    /// calls. `out[returned]` is scratch: a run lays out its first packet before the pick.
     #[inline(always)]
     pub(crate) fn send_new_run<const E: usize, const P: usize>(
         &mut self,
@@ -750,9 +750,18 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // work request's at once, as another call would (nothing checked above changes in a
         // run); not after a pick that served a skip-once flag (the caller syncs the EV states
         // first) nor after a run that sent nothing.
+        // The send window's room, in PSNs: each run takes one per packet (`nxt` advances, `una`
+        // does not; the room is below 2^23, so the distance only grows).
+        let mut psn_room = self
+            .mpr_psns
+            .saturating_sub(self.nxt.distance_from(self.una) as u32);
         let (mut n, mut more) = (0, true);
         while let Some(rest) = out.get_mut(n..).filter(|r| more && !r.is_empty()) {
-            let (k, go_on) = self.send_wr_run(cwnd, now_ns, hdr, rest, sprayer, skips_seen);
+            let cc_room = cwnd.saturating_sub(self.inflight_bytes);
+            let (k, go_on) =
+                self.send_wr_run(cc_room, psn_room, now_ns, hdr, rest, sprayer, skips_seen);
+            // (`k` <= `psn_room`)
+            psn_room = psn_room.wrapping_sub(k as u32);
             n += k;
             more = go_on;
             if k == 0 || sprayer.counters().skips != skips_seen {
@@ -767,14 +776,18 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         (n, more)
     }
 
-    /// [`Self::send_new_run`]'s run on the work request being sent, against the CC window
-    /// `cwnd`: the packets and every effect of as many `send_new_fast` calls but the data
-    /// counter and the timers (the caller's, once for its runs). Returns the packets sent
-    /// and whether the run ended for a reason other than the fast path having nothing.
+    /// [`Self::send_new_run`]'s run on the work request being sent, with `cc_room` bytes left
+    /// in the CC window (`cwnd - inflight_bytes`, 0 when closed) and `psn_room` PSNs in the
+    /// send window (`mpr_psns - (nxt - una)`, saturating): the packets and every effect of as
+    /// many `send_new_fast` calls but the data counter and the timers (the caller's, once for
+    /// its runs). Returns the packets sent and whether the run ended for a reason other than
+    /// the fast path having nothing.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn send_wr_run<const E: usize, const P: usize>(
         &mut self,
-        cwnd: u64,
+        cc_room: u64,
+        room: u32,
         now_ns: u64,
         hdr: &DataHdr,
         out: &mut [TxPacket],
@@ -782,15 +795,17 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         skips_seen: u64,
     ) -> (usize, bool) {
         // The CC window first: a run after one that filled it ends here.
-        if !out.is_empty() && self.inflight_bytes >= cwnd {
+        if !out.is_empty() && cc_room == 0 {
             return (0, false);
         }
         let Some(w) = self.sq.get(self.send_idx) else {
             return (0, false);
         };
-        let Ok(index0) = u32::try_from(self.nxt.distance_from(w.start_psn)) else {
+        // `nxt.distance_from(start_psn)`, which must not be negative (below 2^23).
+        let index0 = self.nxt.value().wrapping_sub(w.start_psn.value()) & Psn::MASK;
+        if index0 >= Psn::HALF {
             return (0, false);
-        };
+        }
         if index0 == 0 && w.wr.imm.is_some() {
             // (a new Write-with-Immediate checks `max_wimm` in `peek`)
             return (0, false);
@@ -803,9 +818,6 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // offset `index * mtu` (`index < npkts`) is below `len` or 0.
         let mtu = self.mtu;
         let left = w.npkts.saturating_sub(index0);
-        let room = self
-            .mpr_psns
-            .saturating_sub(self.nxt.distance_from(self.una) as u32);
         if !out.is_empty() && (room == 0 || left == 0) {
             return (0, false);
         }
@@ -813,10 +825,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd` (`can_send`), every
         // packet before it being full-sized (each carries the `min(len - offset, mtu)` of
         // `send_new_fast`: `mtu` bytes but the work request's last, `len - (npkts - 1) * mtu`).
-        let step = u64::from(mtu.min(u32::from(u16::MAX)));
-        let by_cc = match cwnd.checked_sub(self.inflight_bytes) {
-            Some(0) | None => 0,
-            Some(room) => match room.checked_div(step) {
+        // (`mtu` <= u16::MAX: `new` clamps it)
+        let step = u64::from(mtu);
+        let by_cc = match cc_room {
+            0 => 0,
+            room => match room.checked_div(step) {
                 Some(q) => q + u64::from(room % step != 0),
                 None => u64::MAX,
             },
@@ -878,8 +891,74 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         // (`left` > 0: no overflow)
         let mut k_end = limit.min(k_stop + 1);
+        // Packet `k` of the run (PSN `i`, unmasked) on `ev`, written into `out[k]`: the packet
+        // before (the template for the run's first) copied slot to slot, with the fields that
+        // differ changed (the fields all packets of the run share are not kept in registers),
+        // and its TX slot. `false` (nothing written) when `out` has no slot `k`.
+        let value_base = hdr.value_base;
+        // (packet `k`'s transmission number is its PSN `psn0 + k`, unmasked, plus `d`)
+        let d = tx_seq1.wrapping_sub(psn0.value());
+        let put =
+            |out: &mut [TxPacket], slots: &mut [TxSlot; WIN], k: usize, i: u32, ev: EvPick| {
+                let p = match k.checked_sub(1) {
+                    None => match out.first_mut() {
+                        // (`cur`, written before the run's first pick)
+                        Some(p) => p,
+                        None => return false,
+                    },
+                    Some(j) => match out.get_mut(j..=k) {
+                        Some([prev, p]) => {
+                            *p = *prev;
+                            // The offset moves on by `mtu` (neither it nor the remote address
+                            // wraps, see above, so this is the sum with the work request's
+                            // addresses)
+                            match &mut p.body {
+                                TxBody::Write { reth, local, .. } => {
+                                    reth.va = reth.va.wrapping_add(u64::from(mtu));
+                                    local.offset = local.offset.wrapping_add(u64::from(mtu));
+                                }
+                                // (every packet of the run is a write)
+                                _ => core::hint::cold_path(),
+                            }
+                            p
+                        }
+                        _ => return false,
+                    },
+                };
+                // (`i` = `psn0 + k` modulo 2^32, unmasked: enough for both wrapping sums)
+                let (psn, tx_seq) = (Psn::new(i), i.wrapping_add(d));
+                p.psn = psn;
+                p.evx = EvxRepr {
+                    ev_index: ev.index,
+                    plane: ev.plane,
+                    ev_value: value_base.wrapping_add(u32::from(ev.index)),
+                };
+                // (the segment, ACK request and payload length are the template's and the
+                // packet before's, `Middle`, none and `mtu`: the message's last and first
+                // packets are marked after the loop)
+                // `commit` for a new transmission that is not the start of a
+                // Write-with-Immediate.
+                if let Some(s) = slots.get_mut(psn.value() as usize % WIN) {
+                    *s = TxSlot {
+                        tx_seq,
+                        ev: ev.index,
+                        plane: ev.plane,
+                        ..slot0
+                    };
+                }
+                true
+            };
+        let slots = &mut self.slots;
+        // The run's first packet's shared fields, before its pick (the slot is scratch when
+        // the pick fails: see `Engine::poll_transmit_batch`).
+        if let Some(p) = out.first_mut().filter(|_| k_end > 0) {
+            *p = cur;
+        }
         while k < k_end {
-            let ev = match sprayer.next_ev_fast() {
+            // One packet the general way: the run's first (its pick the common one if it
+            // can), or one after a common pick failed (the general pick).
+            let fast = if k == 0 { sprayer.next_ev_fast() } else { None };
+            let ev = match fast {
                 Some(ev) => ev,
                 None => {
                     let Some(ev) = sprayer.next_ev_slow() else {
@@ -893,52 +972,26 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                     ev
                 }
             };
-            // The packet before (the template for the run's first), copied slot to slot, with
-            // the fields that differ changed below: the fields all packets of the run share
-            // are not kept in registers.
-            let p = match k.checked_sub(1) {
-                None => match out.first_mut() {
-                    Some(p) => {
-                        *p = cur;
-                        p
-                    }
-                    None => break,
-                },
-                Some(j) => match out.get_mut(j..=k) {
-                    Some([prev, p]) => {
-                        *p = *prev;
-                        // The offset moves on by `mtu` (neither it nor the remote address wraps,
-                        // see above, so this is the sum with the work request's addresses)
-                        if let TxBody::Write { reth, local, .. } = &mut p.body {
-                            reth.va = reth.va.wrapping_add(u64::from(mtu));
-                            local.offset = local.offset.wrapping_add(u64::from(mtu));
-                        }
-                        p
-                    }
-                    _ => break,
-                },
-            };
-            // (`k < out.len()`: `as u32` keeps `k` modulo 2^32, enough for both wrapping sums)
-            let (psn, tx_seq) = (psn0.add(k as u32), tx_seq1.wrapping_add(k as u32));
-            p.psn = psn;
-            p.evx = EvxRepr {
-                ev_index: ev.index,
-                plane: ev.plane,
-                ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
-            };
-            // (the segment, ACK request and payload length are the template's and the packet
-            // before's, `Middle`, none and `mtu`: the message's last and first packets are
-            // marked after the loop)
-            // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-            if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                *s = TxSlot {
-                    tx_seq,
-                    ev: ev.index,
-                    plane: ev.plane,
-                    ..slot0
-                };
+            if !put(out, slots, k, psn0.value().wrapping_add(k as u32), ev) {
+                break;
             }
             k += 1;
+            // Then the common picks, in a loop with no call (its values stay in registers),
+            // each packet from the one before (`k` >= 1, `k_end <= out.len()`).
+            let Some(run) = out.get_mut(..k_end) else {
+                break;
+            };
+            let mut i = psn0.value().wrapping_add(k as u32);
+            while k < run.len() {
+                let Some(ev) = sprayer.next_ev_fast() else {
+                    break;
+                };
+                if !put(run, slots, k, i, ev) {
+                    break;
+                }
+                k += 1;
+                i = i.wrapping_add(1);
+            }
         }
         // (a failed pick ends the run before `k_stop`)
         if k > k_stop {
