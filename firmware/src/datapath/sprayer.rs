@@ -8,7 +8,9 @@
 //!   an EV cursor and round. Derived per-plane summaries (usable EVs per weight, the set of
 //!   usable weights, a chain linking each plane's usable slots in index order) are updated in
 //!   O(1) on every firmware write that does not move an EV to another plane, never on the
-//!   packet path, so a pick steps over retired EVs at no cost.
+//!   packet path, so a pick steps over retired EVs at no cost. Also derived, for the common
+//!   pick: per slot the weight it may be picked with (0 when unusable or flagged skip-once),
+//!   per plane the usable slot after its last pick (one load each per pick).
 //! - **Input**: one request per packet ([`Sprayer::next_ev`]).
 //! - **Output**: the chosen [`EvPick`] `{index, plane}`, or `None` when no EV is usable (counted
 //!   in [`SprayerCounters::no_usable`]).
@@ -55,6 +57,70 @@ pub struct EvSlot {
     pub skip_once: bool,
 }
 
+/// One EV slot as the sprayer keeps it: the firmware's [`EvSlot`] plus the weight the common
+/// pick compares with the plane's round (one load and one compare per pick).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Slot {
+    /// Derived: `weight` when the slot is usable and has no skip-once flag, else 0 (below
+    /// every round, so the common pick passes it over to the general pick).
+    pick_weight: u8,
+    weight: u8,
+    plane: u8,
+    /// [`USABLE`] and [`SKIP_ONCE`].
+    flags: u8,
+}
+
+const USABLE: u8 = 1;
+const SKIP_ONCE: u8 = 2;
+
+impl Slot {
+    fn new(ev: EvSlot) -> Self {
+        let mut s = Slot {
+            pick_weight: 0,
+            weight: ev.weight,
+            plane: ev.plane,
+            flags: (u8::from(ev.usable) * USABLE) | (u8::from(ev.skip_once) * SKIP_ONCE),
+        };
+        s.derive();
+        s
+    }
+
+    fn ev(self) -> EvSlot {
+        EvSlot {
+            usable: self.usable(),
+            weight: self.weight,
+            plane: self.plane,
+            skip_once: self.skip_once(),
+        }
+    }
+
+    #[inline]
+    fn usable(self) -> bool {
+        self.flags & USABLE != 0
+    }
+
+    #[inline]
+    fn skip_once(self) -> bool {
+        self.flags & SKIP_ONCE != 0
+    }
+
+    /// Set or clear a flag and re-derive `pick_weight`.
+    #[inline]
+    fn set_flag(&mut self, flag: u8, on: bool) {
+        self.flags = if on {
+            self.flags | flag
+        } else {
+            self.flags & !flag
+        };
+        self.derive();
+    }
+
+    #[inline]
+    fn derive(&mut self) {
+        self.pick_weight = if self.flags == USABLE { self.weight } else { 0 };
+    }
+}
+
 /// The sprayer's decision for one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -94,7 +160,7 @@ pub struct SprayerCounters {
 /// The EV sprayer of one QP: `N` EV slots over `P` planes. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sprayer<const N: usize, const P: usize> {
-    slots: [EvSlot; N],
+    slots: [Slot; N],
     /// Derived: for each usable slot, the next usable slot index on the same plane (0 when
     /// none: a next index is always > 0; 0 for unusable slots). The per-packet scan walks
     /// only the plane's usable slots, however many are retired.
@@ -110,7 +176,13 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// scan compares with its round: one load per pick).
     plane_eligible: [u8; P],
     /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
-    ev_cursor: [usize; P],
+    ev_cursor: [u32; P],
+    /// Derived: per plane, the common pick's candidate: the successor in the plane's chain of
+    /// the slot before the plane's cursor (the plane's last pick) when that slot is a usable
+    /// slot of the plane, else 0 (none: a successor is always > 0). It is the first usable
+    /// slot of the plane at or after the cursor; kept on every pick and on every write to
+    /// the plane's slots.
+    ev_next: [u16; P],
     ev_round: [u8; P],
     /// Derived: largest eligible plane weight (0 when no plane can take traffic).
     max_plane_weight: u8,
@@ -136,13 +208,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         let mut s = Sprayer {
-            slots: [EvSlot::default(); N],
+            slots: [Slot::default(); N],
             next_on_plane: [0; N],
             plane_hist: [[0; WEIGHT_MAX as usize + 1]; P],
             plane_weight: [1; P],
             plane_weights: [0; P],
             plane_eligible: [0; P],
             ev_cursor: [0; P],
+            ev_next: [0; P],
             ev_round: [1; P],
             max_plane_weight: 0,
             plane_cursor: 0,
@@ -160,7 +233,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// The slot at `index`, if `index < N`.
     pub fn ev(&self, index: u16) -> Option<EvSlot> {
-        self.slots.get(usize::from(index)).copied()
+        self.slots.get(usize::from(index)).map(|s| s.ev())
     }
 
     /// The weight of `plane`, if `plane < P`.
@@ -201,15 +274,19 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .slots
             .get_mut(usize::from(index))
             .ok_or(SprayerError::IndexOutOfRange { index })?;
-        let old = *entry;
+        let old = entry.ev();
         let old_plane = old.plane;
-        *entry = slot;
+        *entry = Slot::new(slot);
         self.hist_update(old, false);
         self.hist_update(slot, true);
         if old_plane != slot.plane {
             self.relink();
+            for plane in 0..P {
+                self.derive_next(plane);
+            }
         } else if old.usable != slot.usable {
             self.link_usable_change(usize::from(index), slot.plane, slot.usable);
+            self.derive_next(usize::from(slot.plane));
         }
         self.recompute_max_plane_weight();
         Ok(())
@@ -230,10 +307,11 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         } else {
             // Clearing never needs a valid weight (the slot may never have been written).
             if let Some(entry) = self.slots.get_mut(usize::from(index)) {
-                entry.usable = false;
+                entry.set_flag(USABLE, false);
             }
             if slot.usable {
                 self.link_usable_change(usize::from(index), slot.plane, false);
+                self.derive_next(usize::from(slot.plane));
             }
             self.hist_update(slot, false);
             self.recompute_max_plane_weight();
@@ -248,7 +326,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     pub fn mark_skip(&mut self, index: u16) -> Result<(), SprayerError> {
         match self.slots.get_mut(usize::from(index)) {
             Some(slot) => {
-                slot.skip_once = true;
+                slot.set_flag(SKIP_ONCE, true);
                 Ok(())
             }
             None => {
@@ -314,25 +392,20 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if self.plane_eligible_weight(plane) < plane_round {
             return None;
         }
-        let cursor = self.ev_cursor.get(plane).copied()?;
+        // The first usable slot of the plane at or after its cursor (0: not known).
+        let index = usize::from(self.ev_next.get(plane).copied()?);
         let round = self.ev_round.get(plane).copied()?;
-        // The slot before the cursor is the plane's last pick: when it is still usable (its
-        // link is not 0) on the plane, its chain link is the first usable slot of the plane
-        // after it.
-        let last = self.slots.get(cursor.wrapping_sub(1))?;
-        // plane < P <= 8
-        if last.plane != plane as u8 {
+        let s = self.slots.get(wrap::<N>(index))?;
+        if index == 0 || s.pick_weight < round {
             return None;
         }
-        let index = usize::from(self.next_on_plane.get(cursor.wrapping_sub(1)).copied()?);
-        let s = self.slots.get(index)?;
-        if index == 0 || s.weight < round || s.skip_once {
-            return None;
-        }
+        let next = self.next_on_plane.get(wrap::<N>(index)).copied()?;
         self.plane_cursor = plane + 1;
         self.plane_round = plane_round;
-        if let Some(c) = self.ev_cursor.get_mut(plane) {
-            *c = index + 1;
+        if let (Some(c), Some(n)) = (self.ev_cursor.get_mut(plane), self.ev_next.get_mut(plane)) {
+            // index < N <= 65536
+            *c = index as u32 + 1;
+            *n = next;
         }
         self.counters.picks = self.counters.picks.wrapping_add(1);
         Some(EvPick {
@@ -401,17 +474,15 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
         let max_weight = self.plane_max_ev_weight(plane);
-        let mut cursor = self.ev_cursor.get(plane).copied().unwrap_or(0);
+        let mut cursor = self.ev_cursor.get(plane).map_or(0, |&c| c as usize);
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
         let mut found = None;
         let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
         // Fast path: the first step of the loop below when it picks (no wrap, no skip flag).
         if max_weight > 0 && cursor < N {
             if let Some(index) = self.find_on_plane(cursor, plane_u8, round) {
-                if self.slots.get(index).is_some_and(|s| !s.skip_once) {
-                    if let Some(c) = self.ev_cursor.get_mut(plane) {
-                        *c = index + 1;
-                    }
+                if self.slots.get(index).is_some_and(|s| !s.skip_once()) {
+                    self.set_ev_cursor(plane, index + 1);
                     return Some(index);
                 }
             }
@@ -431,8 +502,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 };
                 cursor = index + 1;
                 if let Some(slot) = self.slots.get_mut(index) {
-                    if slot.skip_once {
-                        slot.skip_once = false;
+                    if slot.skip_once() {
+                        slot.set_flag(SKIP_ONCE, false);
                         self.counters.skips = self.counters.skips.wrapping_add(1);
                         continue;
                     }
@@ -441,13 +512,35 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 break;
             }
         }
-        if let Some(c) = self.ev_cursor.get_mut(plane) {
-            *c = cursor;
-        }
+        self.set_ev_cursor(plane, cursor);
         if let Some(r) = self.ev_round.get_mut(plane) {
             *r = round;
         }
         found
+    }
+
+    /// Move `plane`'s cursor to `cursor` (`0..=N`) and derive its common-pick candidate.
+    #[inline]
+    fn set_ev_cursor(&mut self, plane: usize, cursor: usize) {
+        if let Some(c) = self.ev_cursor.get_mut(plane) {
+            // cursor <= N <= 65536
+            *c = cursor as u32;
+        }
+        self.derive_next(plane);
+    }
+
+    /// Derive `ev_next` of `plane` from its cursor, the slots and their chain links.
+    fn derive_next(&mut self, plane: usize) {
+        let cursor = self.ev_cursor.get(plane).map_or(0, |&c| c as usize);
+        let next = match cursor.checked_sub(1).map(|c| (c, self.slots.get(c))) {
+            Some((c, Some(s))) if usize::from(s.plane) == plane && s.usable() => {
+                self.next_on_plane.get(c).copied().unwrap_or(0)
+            }
+            _ => 0,
+        };
+        if let Some(n) = self.ev_next.get_mut(plane) {
+            *n = next;
+        }
     }
 
     /// The first slot at or after `cursor` that is usable, on `plane` and of weight `>= round`
@@ -462,18 +555,18 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         // successor of the slot just before it (the last pick); otherwise a plain scan.
         let mut at = match self.slots.get(cursor) {
             None => return None,
-            Some(s) if s.plane == plane && s.usable => Some(cursor),
+            Some(s) if s.plane == plane && s.usable() => Some(cursor),
             Some(_) => match cursor
                 .checked_sub(1)
                 .and_then(|c| self.slots.get(c).map(|s| (c, s)))
             {
-                Some((c, s)) if s.plane == plane && s.usable => next(c),
+                Some((c, s)) if s.plane == plane && s.usable() => next(c),
                 _ => self.scan_on_plane(cursor, plane),
             },
         };
         while let Some(i) = at {
             match self.slots.get(i) {
-                Some(s) if s.usable && s.weight >= round => return Some(i),
+                Some(s) if s.usable() && s.weight >= round => return Some(i),
                 Some(_) => at = next(i),
                 None => return None,
             }
@@ -488,7 +581,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     fn scan_on_plane(&self, cursor: usize, plane: u8) -> Option<usize> {
         self.slots
             .get(cursor..)
-            .and_then(|rest| rest.iter().position(|s| s.plane == plane && s.usable))
+            .and_then(|rest| rest.iter().position(|s| s.plane == plane && s.usable()))
             .map(|off| cursor + off)
     }
 
@@ -499,7 +592,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             let (plane, usable) = self
                 .slots
                 .get(i)
-                .map_or((0, false), |s| (usize::from(s.plane), s.usable));
+                .map_or((0, false), |s| (usize::from(s.plane), s.usable()));
             if !usable {
                 if let Some(link) = self.next_on_plane.get_mut(i) {
                     *link = 0;
@@ -518,7 +611,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     /// or out of the plane's chain of usable slots. Walks back to its predecessor on the
     /// plane (and, for a new first slot, forward to its successor): firmware writes only.
     fn link_usable_change(&mut self, i: usize, plane: u8, usable: bool) {
-        let on_plane = |s: &EvSlot| s.usable && s.plane == plane;
+        let on_plane = |s: &Slot| s.usable() && s.plane == plane;
         let pred = self
             .slots
             .get(..i)
@@ -597,6 +690,17 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             max = max.max(*e);
         }
         self.max_plane_weight = max;
+    }
+}
+
+/// `i` when `N` is not a power of two, else `i mod N`: for an index known to be below `N`, the
+/// same index, and a bounds check the compiler drops.
+#[inline(always)]
+fn wrap<const N: usize>(i: usize) -> usize {
+    if N.is_power_of_two() {
+        i & (N - 1)
+    } else {
+        i
     }
 }
 
