@@ -175,8 +175,10 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// Derived: per plane, its weight when some EV on it is usable, else 0 (what the plane
     /// scan compares with its round: one load per pick).
     plane_eligible: [u8; P],
-    /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
-    ev_cursor: [u32; P],
+    /// Per plane: the slot before the next slot index to examine, i.e. the EV cursor
+    /// (`0..=N`) minus 1, `u32::MAX` for cursor 0 (after a pick, the picked slot: the common
+    /// pick stores its index as it is).
+    ev_last: [u32; P],
     /// Derived: per plane, the common pick's candidate: the successor in the plane's chain of
     /// the slot before the plane's cursor (the plane's last pick) when that slot is a usable
     /// slot of the plane, else 0 (none: a successor is always > 0). It is the first usable
@@ -214,7 +216,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_weight: [1; P],
             plane_weights: [0; P],
             plane_eligible: [0; P],
-            ev_cursor: [0; P],
+            ev_last: [u32::MAX; P],
             ev_next: [0; P],
             ev_round: [1; P],
             max_plane_weight: 0,
@@ -402,9 +404,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         let next = self.next_on_plane.get(wrap::<N>(index)).copied()?;
         self.plane_cursor = plane + 1;
         self.plane_round = plane_round;
-        if let (Some(c), Some(n)) = (self.ev_cursor.get_mut(plane), self.ev_next.get_mut(plane)) {
+        if let (Some(l), Some(n)) = (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane)) {
             // index < N <= 65536
-            *c = index as u32 + 1;
+            *l = index as u32;
             *n = next;
         }
         self.counters.picks = self.counters.picks.wrapping_add(1);
@@ -474,7 +476,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
         let max_weight = self.plane_max_ev_weight(plane);
-        let mut cursor = self.ev_cursor.get(plane).map_or(0, |&c| c as usize);
+        let mut cursor = self.ev_cursor(plane);
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
         let mut found = None;
         let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
@@ -519,19 +521,27 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         found
     }
 
+    /// The EV cursor of `plane` (`0..=N`): the next slot index its scan examines.
+    #[inline]
+    fn ev_cursor(&self, plane: usize) -> usize {
+        self.ev_last
+            .get(plane)
+            .map_or(0, |&l| l.wrapping_add(1) as usize)
+    }
+
     /// Move `plane`'s cursor to `cursor` (`0..=N`) and derive its common-pick candidate.
     #[inline]
     fn set_ev_cursor(&mut self, plane: usize, cursor: usize) {
-        if let Some(c) = self.ev_cursor.get_mut(plane) {
+        if let Some(l) = self.ev_last.get_mut(plane) {
             // cursor <= N <= 65536
-            *c = cursor as u32;
+            *l = (cursor as u32).wrapping_sub(1);
         }
         self.derive_next(plane);
     }
 
     /// Derive `ev_next` of `plane` from its cursor, the slots and their chain links.
     fn derive_next(&mut self, plane: usize) {
-        let cursor = self.ev_cursor.get(plane).map_or(0, |&c| c as usize);
+        let cursor = self.ev_cursor(plane);
         let next = match cursor.checked_sub(1).map(|c| (c, self.slots.get(c))) {
             Some((c, Some(s))) if usize::from(s.plane) == plane && s.usable() => {
                 self.next_on_plane.get(c).copied().unwrap_or(0)
