@@ -6,9 +6,10 @@
 //!   0..P-1, skip_once}`, written by firmware; `P` per-plane weights `0..=15` (default 1, 0 =
 //!   the plane takes no traffic); the scheduler position: a plane cursor and round, and per plane
 //!   an EV cursor and round. Derived per-plane summaries (usable EVs per weight, the set of
-//!   usable weights, a chain linking each plane's usable slots in index order) are updated in
-//!   O(1) on every firmware write that does not move an EV to another plane, never on the
-//!   packet path, so a pick steps over retired EVs at no cost. Also derived, for the common
+//!   usable weights, a chain linking each plane's usable slots in index order, and its first
+//!   slot) are updated on every firmware write (the chain by a walk to the written slot's
+//!   neighbours on its plane), never on the packet path, so a pick steps over retired EVs at
+//!   no cost. Also derived, for the common
 //!   pick: per slot the weight it may be picked with (0 when unusable or flagged skip-once),
 //!   per plane the usable slot after its last pick (one load each per pick).
 //! - **Input**: one request per packet ([`Sprayer::next_ev`]).
@@ -165,6 +166,9 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// none: a next index is always > 0; 0 for unusable slots). The per-packet scan walks
     /// only the plane's usable slots, however many are retired.
     next_on_plane: [u16; N],
+    /// Derived: per plane, the first usable slot of the plane (the head of its chain; any
+    /// index when the plane has none, so a reader checks the slot).
+    plane_head: [u16; P],
     /// Derived: usable slots per plane and weight, so a write updates the plane's set of
     /// usable weights (hence its largest) without rescanning the table.
     plane_hist: [[u32; WEIGHT_MAX as usize + 1]; P],
@@ -209,9 +213,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     pub fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
-        let mut s = Sprayer {
+        Sprayer {
             slots: [Slot::default(); N],
             next_on_plane: [0; N],
+            plane_head: [0; P],
             plane_hist: [[0; WEIGHT_MAX as usize + 1]; P],
             plane_weight: [1; P],
             plane_weights: [0; P],
@@ -223,9 +228,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_cursor: 0,
             plane_round: 1,
             counters: SprayerCounters::default(),
-        };
-        s.relink();
-        s
+        }
     }
 
     /// The counters.
@@ -277,17 +280,16 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .get_mut(usize::from(index))
             .ok_or(SprayerError::IndexOutOfRange { index })?;
         let old = entry.ev();
-        let old_plane = old.plane;
         *entry = Slot::new(slot);
         self.hist_update(old, false);
         self.hist_update(slot, true);
-        if old_plane != slot.plane {
-            self.relink();
-            for plane in 0..P {
-                self.derive_next(plane);
-            }
-        } else if old.usable != slot.usable {
-            self.link_usable_change(usize::from(index), slot.plane, slot.usable);
+        let i = usize::from(index);
+        if old.usable && !(slot.usable && slot.plane == old.plane) {
+            self.link_usable_change(i, old.plane, false);
+            self.derive_next(usize::from(old.plane));
+        }
+        if slot.usable && !(old.usable && slot.plane == old.plane) {
+            self.link_usable_change(i, slot.plane, true);
             self.derive_next(usize::from(slot.plane));
         }
         self.recompute_max_plane_weight();
@@ -561,8 +563,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             Some(&n) if n != 0 => Some(usize::from(n)),
             _ => None,
         };
-        // The first slot of the plane at or after `cursor`: usually `cursor` itself or the
-        // successor of the slot just before it (the last pick); otherwise a plain scan.
+        // The first slot of the plane at or after `cursor`: usually `cursor` itself, the
+        // successor of the slot just before it (the last pick) or, at 0, the plane's first;
+        // otherwise a plain scan.
         let mut at = match self.slots.get(cursor) {
             None => return None,
             Some(s) if s.plane == plane && s.usable() => Some(cursor),
@@ -571,7 +574,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 .and_then(|c| self.slots.get(c).map(|s| (c, s)))
             {
                 Some((c, s)) if s.plane == plane && s.usable() => next(c),
-                _ => self.scan_on_plane(cursor, plane),
+                Some(_) => self.scan_on_plane(cursor, plane),
+                None => self.plane_head(plane),
             },
         };
         while let Some(i) = at {
@@ -595,31 +599,20 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .map(|off| cursor + off)
     }
 
-    /// Rebuild `next_on_plane` after a slot changed plane.
-    fn relink(&mut self) {
-        let mut next = [0u16; P];
-        for i in (0..N).rev() {
-            let (plane, usable) = self
-                .slots
-                .get(i)
-                .map_or((0, false), |s| (usize::from(s.plane), s.usable()));
-            if !usable {
-                if let Some(link) = self.next_on_plane.get_mut(i) {
-                    *link = 0;
-                }
-                continue;
-            }
-            if let (Some(link), Some(n)) = (self.next_on_plane.get_mut(i), next.get_mut(plane)) {
-                *link = *n;
-                // i < N <= 65536; index 0 is never anyone's successor.
-                *n = i as u16;
-            }
-        }
+    /// The first usable slot of `plane`, if any.
+    #[inline]
+    fn plane_head(&self, plane: u8) -> Option<usize> {
+        let head = usize::from(self.plane_head.get(usize::from(plane)).copied()?);
+        self.slots
+            .get(head)
+            .is_some_and(|s| s.plane == plane && s.usable())
+            .then_some(head)
     }
 
-    /// Slot `i` of `plane` became usable (`usable`) or stopped being usable: link it into
-    /// or out of the plane's chain of usable slots. Walks back to its predecessor on the
-    /// plane (and, for a new first slot, forward to its successor): firmware writes only.
+    /// Slot `i` became a usable slot of `plane` (`usable`) or stopped being one: link it into
+    /// or out of the plane's chain of usable slots (and its head). Walks back to its
+    /// predecessor on the plane (and, for a new first slot, forward to its successor):
+    /// firmware writes only. The other slots are as they were when the chain was last right.
     fn link_usable_change(&mut self, i: usize, plane: u8, usable: bool) {
         let on_plane = |s: &Slot| s.usable() && s.plane == plane;
         let pred = self
@@ -643,9 +636,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if let Some(link) = self.next_on_plane.get_mut(i) {
             *link = if usable { succ } else { 0 };
         }
-        if let Some(link) = pred.and_then(|j| self.next_on_plane.get_mut(j)) {
-            // i < N <= 65536
-            *link = if usable { i as u16 } else { succ };
+        // i < N <= 65536
+        let link = if usable { i as u16 } else { succ };
+        let prev = match pred {
+            Some(j) => self.next_on_plane.get_mut(j),
+            None => self.plane_head.get_mut(usize::from(plane)),
+        };
+        if let Some(prev) = prev {
+            *prev = link;
         }
     }
 
