@@ -396,14 +396,15 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if self.plane_eligible_weight(plane) < plane_round {
             return None;
         }
-        // The first usable slot of the plane at or after its cursor (0: not known).
-        let index = usize::from(self.ev_next.get(plane).copied()?);
+        // The first usable slot of the plane at or after its cursor (0: not known; always
+        // below N, so `wrap` changes nothing but drops the bounds checks).
+        let index = wrap::<N>(usize::from(self.ev_next.get(plane).copied()?));
         let round = self.ev_round.get(plane).copied()?;
-        let s = self.slots.get(wrap::<N>(index))?;
+        let s = self.slots.get(index)?;
         if index == 0 || s.pick_weight < round {
             return None;
         }
-        let next = self.next_on_plane.get(wrap::<N>(index)).copied()?;
+        let next = self.next_on_plane.get(index).copied()?;
         self.plane_cursor = plane + 1;
         self.plane_round = plane_round;
         if let (Some(l), Some(n)) = (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane)) {
