@@ -479,49 +479,53 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
         let max_weight = self.plane_max_ev_weight(plane);
+        if max_weight == 0 {
+            // (not reached: `pick_plane` picks a plane with a usable EV)
+            return None;
+        }
         let mut cursor = self.ev_cursor(plane);
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
-        let mut found = None;
         let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
-        // Fast path: the first step of the loop below when it picks (no wrap, no skip flag).
-        if max_weight > 0 && cursor < N {
-            if let Some(index) = self.find_on_plane(cursor, plane_u8, round) {
-                if self.slots.get(index).is_some_and(|s| !s.skip_once()) {
-                    self.set_ev_cursor(plane, index + 1);
-                    return Some(index);
-                }
+        // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
+        // failing passes (module docs) plus N flags plus the pick.
+        let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
+        for _ in 0..limit {
+            if cursor >= N {
+                cursor = 0;
+                round = next_round(round, max_weight);
             }
-        }
-        if max_weight > 0 {
-            // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
-            // failing passes (module docs) plus N flags plus the pick.
-            let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
-            for _ in 0..limit {
-                if cursor >= N {
-                    cursor = 0;
-                    round = next_round(round, max_weight);
-                }
-                let Some(index) = self.find_on_plane(cursor, plane_u8, round) else {
-                    cursor = N;
+            let Some(index) = self.find_on_plane(cursor, plane_u8, round) else {
+                cursor = N;
+                continue;
+            };
+            cursor = index + 1;
+            if let Some(slot) = self.slots.get_mut(index) {
+                if slot.skip_once() {
+                    slot.set_flag(SKIP_ONCE, false);
+                    self.counters.skips = self.counters.skips.wrapping_add(1);
                     continue;
-                };
-                cursor = index + 1;
-                if let Some(slot) = self.slots.get_mut(index) {
-                    if slot.skip_once() {
-                        slot.set_flag(SKIP_ONCE, false);
-                        self.counters.skips = self.counters.skips.wrapping_add(1);
-                        continue;
-                    }
                 }
-                found = Some(index);
-                break;
             }
+            // The pick: a usable slot of the plane, so the common pick's next candidate is
+            // its chain link.
+            let next = self.next_on_plane.get(index).copied().unwrap_or(0);
+            if let (Some(l), Some(n), Some(r)) = (
+                self.ev_last.get_mut(plane),
+                self.ev_next.get_mut(plane),
+                self.ev_round.get_mut(plane),
+            ) {
+                // index < N <= 65536
+                *l = index as u32;
+                *n = next;
+                *r = round;
+            }
+            return Some(index);
         }
         self.set_ev_cursor(plane, cursor);
         if let Some(r) = self.ev_round.get_mut(plane) {
             *r = round;
         }
-        found
+        None
     }
 
     /// The EV cursor of `plane` (`0..=N`): the next slot index its scan examines.
