@@ -363,36 +363,47 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         result
     }
 
-    /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
-    /// plane with a non-zero weight.
     /// Whether some EV is usable on an eligible plane, i.e. whether [`Self::next_ev`] picks.
     #[inline]
     pub fn has_usable(&self) -> bool {
         self.max_plane_weight != 0
     }
 
+    /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
+    /// plane with a non-zero weight.
     #[inline]
     pub fn next_ev(&mut self) -> Option<EvPick> {
-        match self.next_ev_fast() {
-            Some(p) => Some(p),
-            None => self.next_ev_slow(),
+        if self.has_usable() {
+            if let Some(p) = self.next_ev_fast() {
+                return Some(p);
+            }
         }
+        self.next_ev_slow()
     }
 
     /// The common pick: the plane at the cursor (after at most one wrap of the plane scan)
     /// is eligible in its round, and the successor of the plane's last pick in its chain of
-    /// usable slots is eligible and has no skip flag. Changes nothing when it returns `None`
-    /// (the general scan then makes the same pick it would have made); never serves a
-    /// skip-once flag (the `skips` counter is unchanged).
+    /// usable slots is eligible and has no skip flag. Never serves a skip-once flag (the
+    /// `skips` counter is unchanged).
+    ///
+    /// Contract: call it only while [`Self::has_usable`], and when it returns `None` call
+    /// [`Self::next_ev_slow`] next, before any firmware write. It then changed nothing but
+    /// possibly the plane scan's wrap to plane 0 and the next round, the general pick's own
+    /// first step from that state (with the same largest plane weight: no write between),
+    /// so the general pick makes the pick it would have made.
     #[inline(always)]
     pub(crate) fn next_ev_fast(&mut self) -> Option<EvPick> {
-        let (mut plane, mut plane_round) = (self.plane_cursor, self.plane_round);
+        debug_assert!(self.has_usable(), "next_ev_fast without a usable EV");
+        let mut plane = self.plane_cursor;
         if plane >= P {
-            // (one pick in P: a branch, not a select computing the next round every time)
+            // (one pick in P: a branch, not a select computing the next round every time;
+            // the wrap is stored here, so a pick that does not wrap leaves the round alone)
             core::hint::cold_path();
             plane = 0;
-            plane_round = next_round(plane_round, self.max_plane_weight);
+            self.plane_cursor = 0;
+            self.plane_round = next_round(self.plane_round, self.max_plane_weight);
         }
+        let plane_round = self.plane_round;
         if self.plane_eligible_weight(plane) < plane_round {
             return None;
         }
@@ -406,7 +417,6 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         }
         let next = self.next_on_plane.get(index).copied()?;
         self.plane_cursor = plane + 1;
-        self.plane_round = plane_round;
         if let (Some(l), Some(n)) = (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane)) {
             // index < N <= 65536
             *l = index as u32;
