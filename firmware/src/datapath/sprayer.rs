@@ -180,15 +180,18 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// scan compares with its round: one load per pick).
     plane_eligible: [u8; P],
     /// Per plane: the slot before the next slot index to examine, i.e. the EV cursor
-    /// (`0..=N`) minus 1, `u32::MAX` for cursor 0 (after a pick, the picked slot: the common
-    /// pick stores its index as it is).
-    ev_last: [u32; P],
+    /// (`1..=N`) minus 1 (after a pick, the picked slot: the common pick stores its index as
+    /// it is). The cursor is never 0: a new sprayer's position "cursor 0, round 1" is kept
+    /// as "cursor N, round WEIGHT_MAX", where the next step wraps to cursor 0 and round 1
+    /// whatever the plane's largest weight.
+    ev_last: [u16; P],
     /// Derived: per plane, the common pick's candidate: the successor in the plane's chain of
     /// the slot before the plane's cursor (the plane's last pick) when that slot is a usable
     /// slot of the plane, else 0 (none: a successor is always > 0). It is the first usable
     /// slot of the plane at or after the cursor; kept on every pick and on every write to
     /// the plane's slots.
     ev_next: [u16; P],
+    /// Per plane: the current IWRR round (`1..=WEIGHT_MAX`).
     ev_round: [u8; P],
     /// Derived: largest eligible plane weight (0 when no plane can take traffic).
     max_plane_weight: u8,
@@ -221,9 +224,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             plane_weight: [1; P],
             plane_weights: [0; P],
             plane_eligible: [0; P],
-            ev_last: [u32::MAX; P],
+            // (N >= 1; N - 1 < 65536)
+            ev_last: [(N - 1) as u16; P],
             ev_next: [0; P],
-            ev_round: [1; P],
+            ev_round: [WEIGHT_MAX; P],
             max_plane_weight: 0,
             plane_cursor: 0,
             plane_round: 1,
@@ -419,7 +423,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         self.plane_cursor = plane + 1;
         if let (Some(l), Some(n)) = (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane)) {
             // index < N <= 65536
-            *l = index as u32;
+            *l = index as u16;
             *n = next;
         }
         self.counters.picks = self.counters.picks.wrapping_add(1);
@@ -525,12 +529,13 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 self.ev_round.get_mut(plane),
             ) {
                 // index < N <= 65536
-                *l = index as u32;
+                *l = index as u16;
                 *n = next;
                 *r = round;
             }
             return Some(index);
         }
+        // (every step leaves the cursor at 1 or more: at a slot's successor or at N)
         self.set_ev_cursor(plane, cursor);
         if let Some(r) = self.ev_round.get_mut(plane) {
             *r = round;
@@ -538,20 +543,18 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         None
     }
 
-    /// The EV cursor of `plane` (`0..=N`): the next slot index its scan examines.
+    /// The EV cursor of `plane` (`1..=N`): the next slot index its scan examines.
     #[inline]
     fn ev_cursor(&self, plane: usize) -> usize {
-        self.ev_last
-            .get(plane)
-            .map_or(0, |&l| l.wrapping_add(1) as usize)
+        self.ev_last.get(plane).map_or(N, |&l| usize::from(l) + 1)
     }
 
-    /// Move `plane`'s cursor to `cursor` (`0..=N`) and derive its common-pick candidate.
+    /// Move `plane`'s cursor to `cursor` (`1..=N`) and derive its common-pick candidate.
     #[inline]
     fn set_ev_cursor(&mut self, plane: usize, cursor: usize) {
         if let Some(l) = self.ev_last.get_mut(plane) {
-            // cursor <= N <= 65536
-            *l = (cursor as u32).wrapping_sub(1);
+            // 1 <= cursor <= N <= 65536
+            *l = cursor.wrapping_sub(1) as u16;
         }
         self.derive_next(plane);
     }
