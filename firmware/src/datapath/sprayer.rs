@@ -438,6 +438,63 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     /// [`Self::next_ev`] when [`Self::next_ev_fast`] returned `None`.
     #[inline(never)]
     pub(crate) fn next_ev_slow(&mut self) -> Option<EvPick> {
+        match self.chain_wrap_pick() {
+            Some(pick) => Some(pick),
+            None => self.general_pick(),
+        }
+    }
+
+    /// The pick after the last slot of a plane's chain (the commonest general pick): the
+    /// plane at the cursor is eligible in its round, its last pick is still a usable slot of
+    /// the plane and has no successor (so its scan finds nothing before it wraps), and the
+    /// plane's first usable slot is eligible in the plane's next EV round and has no skip
+    /// flag. `None` (nothing changed) when any of that does not hold.
+    #[inline(always)]
+    fn chain_wrap_pick(&mut self) -> Option<EvPick> {
+        let plane = self.plane_cursor;
+        if plane >= P || self.plane_eligible_weight(plane) < self.plane_round {
+            return None;
+        }
+        let last = usize::from(self.ev_last.get(plane).copied()?);
+        let s = self.slots.get(last)?;
+        // plane < P <= 8
+        if usize::from(s.plane) != plane || !s.usable() || self.next_on_plane.get(last) != Some(&0)
+        {
+            return None;
+        }
+        let round = next_round(
+            self.ev_round.get(plane).copied()?,
+            self.plane_max_ev_weight(plane),
+        );
+        let index = usize::from(self.plane_head.get(plane).copied()?);
+        let head = self.slots.get(index)?;
+        // (a usable slot of another plane may have a pick weight: the head is checked)
+        if usize::from(head.plane) != plane || head.pick_weight < round {
+            return None;
+        }
+        let next = self.next_on_plane.get(index).copied()?;
+        if let (Some(l), Some(n), Some(r)) = (
+            self.ev_last.get_mut(plane),
+            self.ev_next.get_mut(plane),
+            self.ev_round.get_mut(plane),
+        ) {
+            // index < N <= 65536
+            *l = index as u16;
+            *n = next;
+            *r = round;
+        }
+        self.plane_cursor = plane + 1;
+        self.counters.picks = self.counters.picks.wrapping_add(1);
+        Some(EvPick {
+            // index < N <= 65536, plane < P <= 8
+            index: index as u16,
+            plane: plane as u8,
+        })
+    }
+
+    /// The general pick: the plane scan, then the EV scan on the plane.
+    #[inline(never)]
+    fn general_pick(&mut self) -> Option<EvPick> {
         let picked = self
             .pick_plane()
             .and_then(|plane| self.pick_ev_on(plane).map(|index| (index, plane)));
