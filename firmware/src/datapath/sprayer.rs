@@ -405,7 +405,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             core::hint::cold_path();
             plane = 0;
             self.plane_cursor = 0;
-            self.plane_round = next_round(self.plane_round, self.max_plane_weight);
+            // (`next_round` as a branch: the round goes back to 1 in one wrap in the largest
+            // plane weight)
+            self.plane_round = if self.plane_round >= self.max_plane_weight {
+                core::hint::cold_path();
+                1
+            } else {
+                self.plane_round + 1
+            };
         }
         let plane_round = self.plane_round;
         if self.plane_eligible_weight(plane) < plane_round {
