@@ -310,21 +310,42 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
             return Err(SprayerError::IndexOutOfRange { index });
         };
+        if slot.usable == usable {
+            // Nothing changes (a usable slot was written with a valid weight and plane).
+            return Ok(());
+        }
+        let i = usize::from(index);
         if usable {
-            self.set_ev(index, EvSlot { usable, ..slot })
+            // `set_ev` with the slot made usable: its checks, then the slot joins its plane.
+            let err = if slot.weight == 0 || slot.weight > WEIGHT_MAX {
+                Some(SprayerError::BadWeight {
+                    weight: slot.weight,
+                })
+            } else if usize::from(slot.plane) >= P {
+                Some(SprayerError::BadPlane { plane: slot.plane })
+            } else {
+                None
+            };
+            if let Some(err) = err {
+                self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
+                return Err(err);
+            }
+            if let Some(entry) = self.slots.get_mut(i) {
+                entry.set_flag(USABLE, true);
+            }
+            self.hist_update(EvSlot { usable, ..slot }, true);
+            self.link_usable_change(i, slot.plane, true);
         } else {
             // Clearing never needs a valid weight (the slot may never have been written).
-            if let Some(entry) = self.slots.get_mut(usize::from(index)) {
+            if let Some(entry) = self.slots.get_mut(i) {
                 entry.set_flag(USABLE, false);
             }
-            if slot.usable {
-                self.link_usable_change(usize::from(index), slot.plane, false);
-                self.derive_next(usize::from(slot.plane));
-            }
+            self.link_usable_change(i, slot.plane, false);
             self.hist_update(slot, false);
-            self.recompute_max_plane_weight();
-            Ok(())
         }
+        self.derive_next(usize::from(slot.plane));
+        self.recompute_max_plane_weight();
+        Ok(())
     }
 
     /// Firmware write: set the skip-once flag of the slot at `index`.
