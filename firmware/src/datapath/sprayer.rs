@@ -285,8 +285,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .ok_or(SprayerError::IndexOutOfRange { index })?;
         let old = entry.ev();
         *entry = Slot::new(slot);
-        self.hist_update(old, false);
-        self.hist_update(slot, true);
+        let emptied = self.hist_update(old, false);
+        let filled = self.hist_update(slot, true);
         let i = usize::from(index);
         if old.usable && !(slot.usable && slot.plane == old.plane) {
             self.link_usable_change(i, old.plane, false);
@@ -296,7 +296,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             self.link_usable_change(i, slot.plane, true);
             self.derive_next(usize::from(slot.plane));
         }
-        self.recompute_max_plane_weight();
+        if emptied || filled {
+            self.recompute_max_plane_weight();
+        }
         Ok(())
     }
 
@@ -333,18 +335,22 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             if let Some(entry) = self.slots.get_mut(i) {
                 entry.set_flag(USABLE, true);
             }
-            self.hist_update(EvSlot { usable, ..slot }, true);
+            let filled = self.hist_update(EvSlot { usable, ..slot }, true);
             self.link_usable_change(i, slot.plane, true);
+            if filled {
+                self.recompute_max_plane_weight();
+            }
         } else {
             // Clearing never needs a valid weight (the slot may never have been written).
             if let Some(entry) = self.slots.get_mut(i) {
                 entry.set_flag(USABLE, false);
             }
             self.link_usable_change(i, slot.plane, false);
-            self.hist_update(slot, false);
+            if self.hist_update(slot, false) {
+                self.recompute_max_plane_weight();
+            }
         }
         self.derive_next(usize::from(slot.plane));
-        self.recompute_max_plane_weight();
         Ok(())
     }
 
@@ -751,21 +757,24 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     }
 
     /// Count a usable slot into (`add`) or out of its plane's weight histogram, and its
-    /// plane's set of usable weights with it.
-    fn hist_update(&mut self, slot: EvSlot, add: bool) {
+    /// plane's set of usable weights with it. Returns whether the plane went from no usable
+    /// EV to some or back (only then may the planes' eligible weights change).
+    #[must_use]
+    fn hist_update(&mut self, slot: EvSlot, add: bool) -> bool {
         if !slot.usable {
-            return;
+            return false;
         }
         let plane = usize::from(slot.plane);
         let (Some(hist), Some(weights)) = (
             self.plane_hist.get_mut(plane),
             self.plane_weights.get_mut(plane),
         ) else {
-            return;
+            return false;
         };
         let Some(c) = hist.get_mut(usize::from(slot.weight)) else {
-            return;
+            return false;
         };
+        let was_empty = *weights == 0;
         *c = if add {
             c.saturating_add(1)
         } else {
@@ -778,6 +787,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         } else {
             *weights & !bit
         };
+        was_empty != (*weights == 0)
     }
 
     /// The largest weight among the usable EVs of `plane` (0 when none).
