@@ -414,8 +414,9 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// The common pick: the plane at the cursor (after at most one wrap of the plane scan)
     /// is eligible in its round, and the successor of the plane's last pick in its chain of
-    /// usable slots is eligible and has no skip flag. Never serves a skip-once flag (the
-    /// `skips` counter is unchanged).
+    /// usable slots (after the chain's last slot, the plane's first slot in the next EV
+    /// round) is eligible and has no skip flag. Never serves a skip-once flag (the `skips`
+    /// counter is unchanged).
     ///
     /// Contract: call it only while [`Self::has_usable`], and when it returns `None` call
     /// [`Self::next_ev_slow`] next, before any firmware write. It then changed nothing but
@@ -450,7 +451,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         let index = wrap::<N>(usize::from(self.ev_next.get(plane).copied()?));
         let round = self.ev_round.get(plane).copied()?;
         let s = self.slots.get(index)?;
-        if index == 0 || s.pick_weight < round {
+        if index == 0 {
+            return self.chain_wrap_pick(plane);
+        }
+        if s.pick_weight < round {
             return None;
         }
         let next = self.next_on_plane.get(index).copied()?;
@@ -468,27 +472,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         })
     }
 
-    /// The general pick (plane and EV scans with wraps, rounds and skip flags): the pick of
-    /// [`Self::next_ev`] when [`Self::next_ev_fast`] returned `None`.
+    /// The common pick on `plane` (the plane at the cursor, eligible in the plane round)
+    /// when it has no candidate, after the last slot of the plane's chain: its last pick is
+    /// still a usable slot of the plane and has no successor (so its scan finds nothing
+    /// before it wraps), and the plane's first usable slot is eligible in the plane's next EV
+    /// round and has no skip flag. `None` (nothing changed) when any of that does not hold.
+    #[cold]
     #[inline(never)]
-    pub(crate) fn next_ev_slow(&mut self) -> Option<EvPick> {
-        match self.chain_wrap_pick() {
-            Some(pick) => Some(pick),
-            None => self.general_pick(),
-        }
-    }
-
-    /// The pick after the last slot of a plane's chain (the commonest general pick): the
-    /// plane at the cursor is eligible in its round, its last pick is still a usable slot of
-    /// the plane and has no successor (so its scan finds nothing before it wraps), and the
-    /// plane's first usable slot is eligible in the plane's next EV round and has no skip
-    /// flag. `None` (nothing changed) when any of that does not hold.
-    #[inline(always)]
-    fn chain_wrap_pick(&mut self) -> Option<EvPick> {
-        let plane = self.plane_cursor;
-        if plane >= P || self.plane_eligible_weight(plane) < self.plane_round {
-            return None;
-        }
+    fn chain_wrap_pick(&mut self, plane: usize) -> Option<EvPick> {
         let last = usize::from(self.ev_last.get(plane).copied()?);
         let s = self.slots.get(last)?;
         // plane < P <= 8
@@ -526,9 +517,10 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         })
     }
 
-    /// The general pick: the plane scan, then the EV scan on the plane.
+    /// The general pick (plane and EV scans with wraps, rounds and skip flags): the pick of
+    /// [`Self::next_ev`] when [`Self::next_ev_fast`] returned `None`.
     #[inline(never)]
-    fn general_pick(&mut self) -> Option<EvPick> {
+    pub(crate) fn next_ev_slow(&mut self) -> Option<EvPick> {
         let picked = self
             .pick_plane()
             .and_then(|plane| self.pick_ev_on(plane).map(|index| (index, plane)));
