@@ -480,18 +480,23 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     #[cold]
     #[inline(never)]
     fn chain_wrap_pick(&mut self, plane: usize) -> Option<EvPick> {
-        let last = usize::from(self.ev_last.get(plane).copied()?);
+        // (`ev_last` and `plane_head` hold indices below N: `wrap` changes nothing)
+        let last = wrap::<N>(usize::from(self.ev_last.get(plane).copied()?));
         let s = self.slots.get(last)?;
         // plane < P <= 8
         if usize::from(s.plane) != plane || !s.usable() || self.next_on_plane.get(last) != Some(&0)
         {
             return None;
         }
-        let round = next_round(
-            self.ev_round.get(plane).copied()?,
-            self.plane_max_ev_weight(plane),
-        );
-        let index = usize::from(self.plane_head.get(plane).copied()?);
+        let round = self.ev_round.get(plane).copied()?;
+        // (`next_round` as a branch: with equal EV weights the round stays 1)
+        let round = if round < self.plane_max_ev_weight(plane) {
+            core::hint::cold_path();
+            round + 1
+        } else {
+            1
+        };
+        let index = wrap::<N>(usize::from(self.plane_head.get(plane).copied()?));
         let head = self.slots.get(index)?;
         // (a usable slot of another plane may have a pick weight: the head is checked)
         if usize::from(head.plane) != plane || head.pick_weight < round {
