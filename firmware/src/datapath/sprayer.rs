@@ -9,9 +9,9 @@
 //!   usable weights, a chain linking each plane's usable slots in index order, and its first
 //!   slot) are updated on every firmware write (the chain by a walk to the written slot's
 //!   neighbours on its plane), never on the packet path, so a pick steps over retired EVs at
-//!   no cost. Also derived, for the common
-//!   pick: per slot the weight it may be picked with (0 when unusable or flagged skip-once),
-//!   per plane the usable slot after its last pick (one load each per pick).
+//!   no cost. Also derived, for the common pick: per slot the weight it may be picked with
+//!   (0 when unusable or flagged skip-once), per plane the usable slot after its last pick
+//!   (one load each per pick).
 //! - **Input**: one request per packet ([`Sprayer::next_ev`]).
 //! - **Output**: the chosen [`EvPick`] `{index, plane}`, or `None` when no EV is usable (counted
 //!   in [`SprayerCounters::no_usable`]).
@@ -446,6 +446,11 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if self.plane_eligible_weight(plane) < plane_round {
             return None;
         }
+        debug_assert_eq!(
+            self.ev_next.get(plane).copied(),
+            Some(self.derived_next(plane)),
+            "stale common-pick candidate"
+        );
         // The first usable slot of the plane at or after its cursor (0: not known; always
         // below N, so `wrap` changes nothing but drops the bounds checks).
         let index = wrap::<N>(usize::from(self.ev_next.get(plane).copied()?));
@@ -658,6 +663,18 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         };
         if let Some(n) = self.ev_next.get_mut(plane) {
             *n = next;
+        }
+    }
+
+    /// What `ev_next` of `plane` is (see the field): [`Self::derive_next`]'s value, written
+    /// out again for the common pick's debug check (one shared function measured slower).
+    fn derived_next(&self, plane: usize) -> u16 {
+        let last = self.ev_cursor(plane).wrapping_sub(1);
+        match self.slots.get(last) {
+            Some(s) if usize::from(s.plane) == plane && s.usable() => {
+                self.next_on_plane.get(last).copied().unwrap_or(0)
+            }
+            _ => 0,
         }
     }
 
