@@ -585,6 +585,26 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
+        // The common pick's EV step (the plane scan may have passed over other planes).
+        let index = wrap::<N>(usize::from(self.ev_next.get(plane).copied().unwrap_or(0)));
+        if index != 0 {
+            let round = self.ev_round.get(plane).copied().unwrap_or(1);
+            if self
+                .slots
+                .get(index)
+                .is_some_and(|s| s.pick_weight >= round)
+            {
+                let next = self.next_on_plane.get(index).copied().unwrap_or(0);
+                if let (Some(l), Some(n)) =
+                    (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane))
+                {
+                    // index < N <= 65536
+                    *l = index as u16;
+                    *n = next;
+                }
+                return Some(index);
+            }
+        }
         let max_weight = self.plane_max_ev_weight(plane);
         if max_weight == 0 {
             // (not reached: `pick_plane` picks a plane with a usable EV)
