@@ -485,6 +485,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     #[cold]
     #[inline(never)]
     fn chain_wrap_pick(&mut self, plane: usize) -> Option<EvPick> {
+        // (plane < P: `wrap` changes nothing)
+        let plane = wrap::<P>(plane);
         // (`ev_last` and `plane_head` hold indices below N: `wrap` changes nothing)
         let last = wrap::<N>(usize::from(self.ev_last.get(plane).copied()?));
         let s = self.slots.get(last)?;
@@ -494,8 +496,11 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             return None;
         }
         let round = self.ev_round.get(plane).copied()?;
-        // (`next_round` as a branch: with equal EV weights the round stays 1)
-        let round = if round < self.plane_max_ev_weight(plane) {
+        // `next_round` with the plane's largest EV weight: the next round when some usable
+        // EV of the plane is heavier than this round, else 1 (a branch: with equal EV
+        // weights the round stays 1).
+        let weights = self.plane_weights.get(plane).copied()?;
+        let round = if weights.checked_shr(u32::from(round) + 1).unwrap_or(0) != 0 {
             core::hint::cold_path();
             round + 1
         } else {
