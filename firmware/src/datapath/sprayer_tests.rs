@@ -187,6 +187,26 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Ops on a table of 3 slots over 2 planes (one index and one plane out of range for the
+/// tiny sizes below).
+fn tiny_op_strategy() -> impl Strategy<Value = Op> {
+    let slot = (any::<bool>(), 1u8..=3, 0u8..2, any::<bool>()).prop_map(
+        |(usable, weight, plane, skip_once)| EvSlot {
+            usable,
+            weight,
+            plane,
+            skip_once,
+        },
+    );
+    prop_oneof![
+        1 => (0u16..3, slot).prop_map(|(i, s)| Op::Set(i, s)),
+        1 => (0u16..3, any::<bool>()).prop_map(|(i, u)| Op::Usable(i, u)),
+        1 => (0u16..3).prop_map(Op::Skip),
+        1 => (0u8..3, 0u8..4).prop_map(|(p, w)| Op::PlaneWeight(p, w)),
+        6 => Just(Op::Pick),
+    ]
+}
+
 proptest! {
     #[test]
     fn shares_follow_weights_and_planes_balance(
@@ -501,5 +521,14 @@ proptest! {
         ops in proptest::collection::vec(op_strategy(), 1..400),
     ) {
         check_against_reference::<13, 3>(&ops)?;
+    }
+
+    /// The smallest tables (one slot: every pick wraps its plane's chain).
+    #[test]
+    fn picks_match_the_plain_scan_reference_tiny_sizes(
+        ops in proptest::collection::vec(tiny_op_strategy(), 1..200),
+    ) {
+        check_against_reference::<1, 1>(&ops)?;
+        check_against_reference::<2, 2>(&ops)?;
     }
 }
