@@ -762,7 +762,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     /// predecessor on the plane (and, for a new first slot, forward to its successor):
     /// firmware writes only. The other slots are as they were when the chain was last right.
     fn link_usable_change(&mut self, i: usize, plane: u8, usable: bool) {
-        let on_plane = |s: &Slot| s.usable() && s.plane == plane;
+        // (the plane first: most slots are another plane's)
+        let on_plane = |s: &Slot| s.plane == plane && s.usable();
         let pred = self
             .slots
             .get(..i)
