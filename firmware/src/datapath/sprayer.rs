@@ -6,9 +6,12 @@
 //!   0..P-1, skip_once}`, written by firmware; `P` per-plane weights `0..=15` (default 1, 0 =
 //!   the plane takes no traffic); the scheduler position: a plane cursor and round, and per plane
 //!   an EV cursor and round. Derived per-plane summaries (usable EVs per weight, the set of
-//!   usable weights, a chain linking each plane's usable slots in index order) are updated in
-//!   O(1) on every firmware write that does not move an EV to another plane, never on the
-//!   packet path, so a pick steps over retired EVs at no cost.
+//!   usable weights, a chain linking each plane's usable slots in index order, and its first
+//!   slot) are updated on every firmware write (the chain by a walk to the written slot's
+//!   neighbours on its plane), never on the packet path, so a pick steps over retired EVs at
+//!   no cost. Also derived, for the common pick: per slot the weight it may be picked with
+//!   (0 when unusable or flagged skip-once), per plane the usable slot after its last pick
+//!   (one load each per pick).
 //! - **Input**: one request per packet ([`Sprayer::next_ev`]).
 //! - **Output**: the chosen [`EvPick`] `{index, plane}`, or `None` when no EV is usable (counted
 //!   in [`SprayerCounters::no_usable`]).
@@ -55,6 +58,70 @@ pub struct EvSlot {
     pub skip_once: bool,
 }
 
+/// One EV slot as the sprayer keeps it: the firmware's [`EvSlot`] plus the weight the common
+/// pick compares with the plane's round (one load and one compare per pick).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Slot {
+    /// Derived: `weight` when the slot is usable and has no skip-once flag, else 0 (below
+    /// every round, so the common pick passes it over to the general pick).
+    pick_weight: u8,
+    weight: u8,
+    plane: u8,
+    /// [`USABLE`] and [`SKIP_ONCE`].
+    flags: u8,
+}
+
+const USABLE: u8 = 1;
+const SKIP_ONCE: u8 = 2;
+
+impl Slot {
+    fn new(ev: EvSlot) -> Self {
+        let mut s = Slot {
+            pick_weight: 0,
+            weight: ev.weight,
+            plane: ev.plane,
+            flags: (u8::from(ev.usable) * USABLE) | (u8::from(ev.skip_once) * SKIP_ONCE),
+        };
+        s.derive();
+        s
+    }
+
+    fn ev(self) -> EvSlot {
+        EvSlot {
+            usable: self.usable(),
+            weight: self.weight,
+            plane: self.plane,
+            skip_once: self.skip_once(),
+        }
+    }
+
+    #[inline]
+    fn usable(self) -> bool {
+        self.flags & USABLE != 0
+    }
+
+    #[inline]
+    fn skip_once(self) -> bool {
+        self.flags & SKIP_ONCE != 0
+    }
+
+    /// Set or clear a flag and re-derive `pick_weight`.
+    #[inline]
+    fn set_flag(&mut self, flag: u8, on: bool) {
+        self.flags = if on {
+            self.flags | flag
+        } else {
+            self.flags & !flag
+        };
+        self.derive();
+    }
+
+    #[inline]
+    fn derive(&mut self) {
+        self.pick_weight = if self.flags == USABLE { self.weight } else { 0 };
+    }
+}
+
 /// The sprayer's decision for one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -94,11 +161,14 @@ pub struct SprayerCounters {
 /// The EV sprayer of one QP: `N` EV slots over `P` planes. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sprayer<const N: usize, const P: usize> {
-    slots: [EvSlot; N],
+    slots: [Slot; N],
     /// Derived: for each usable slot, the next usable slot index on the same plane (0 when
     /// none: a next index is always > 0; 0 for unusable slots). The per-packet scan walks
     /// only the plane's usable slots, however many are retired.
     next_on_plane: [u16; N],
+    /// Derived: per plane, the first usable slot of the plane (the head of its chain; any
+    /// index when the plane has none, so a reader checks the slot).
+    plane_head: [u16; P],
     /// Derived: usable slots per plane and weight, so a write updates the plane's set of
     /// usable weights (hence its largest) without rescanning the table.
     plane_hist: [[u32; WEIGHT_MAX as usize + 1]; P],
@@ -109,8 +179,19 @@ pub struct Sprayer<const N: usize, const P: usize> {
     /// Derived: per plane, its weight when some EV on it is usable, else 0 (what the plane
     /// scan compares with its round: one load per pick).
     plane_eligible: [u8; P],
-    /// Per plane: next slot index to examine (`0..=N`) and current IWRR round (`1..=15`).
-    ev_cursor: [usize; P],
+    /// Per plane: the slot before the next slot index to examine, i.e. the EV cursor
+    /// (`1..=N`) minus 1 (after a pick, the picked slot: the common pick stores its index as
+    /// it is). The cursor is never 0: a new sprayer's position "cursor 0, round 1" is kept
+    /// as "cursor N, round WEIGHT_MAX", where the next step wraps to cursor 0 and round 1
+    /// whatever the plane's largest weight.
+    ev_last: [u16; P],
+    /// Derived: per plane, the common pick's candidate: the successor in the plane's chain of
+    /// the slot before the plane's cursor (the plane's last pick) when that slot is a usable
+    /// slot of the plane, else 0 (none: a successor is always > 0). It is the first usable
+    /// slot of the plane at or after the cursor; kept on every pick and on every write to
+    /// the plane's slots.
+    ev_next: [u16; P],
+    /// Per plane: the current IWRR round (`1..=WEIGHT_MAX`).
     ev_round: [u8; P],
     /// Derived: largest eligible plane weight (0 when no plane can take traffic).
     max_plane_weight: u8,
@@ -135,22 +216,23 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     pub fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
-        let mut s = Sprayer {
-            slots: [EvSlot::default(); N],
+        Sprayer {
+            slots: [Slot::default(); N],
             next_on_plane: [0; N],
+            plane_head: [0; P],
             plane_hist: [[0; WEIGHT_MAX as usize + 1]; P],
             plane_weight: [1; P],
             plane_weights: [0; P],
             plane_eligible: [0; P],
-            ev_cursor: [0; P],
-            ev_round: [1; P],
+            // (N >= 1; N - 1 < 65536)
+            ev_last: [(N - 1) as u16; P],
+            ev_next: [0; P],
+            ev_round: [WEIGHT_MAX; P],
             max_plane_weight: 0,
             plane_cursor: 0,
             plane_round: 1,
             counters: SprayerCounters::default(),
-        };
-        s.relink();
-        s
+        }
     }
 
     /// The counters.
@@ -160,7 +242,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// The slot at `index`, if `index < N`.
     pub fn ev(&self, index: u16) -> Option<EvSlot> {
-        self.slots.get(usize::from(index)).copied()
+        self.slots.get(usize::from(index)).map(|s| s.ev())
     }
 
     /// The weight of `plane`, if `plane < P`.
@@ -201,17 +283,22 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             .slots
             .get_mut(usize::from(index))
             .ok_or(SprayerError::IndexOutOfRange { index })?;
-        let old = *entry;
-        let old_plane = old.plane;
-        *entry = slot;
-        self.hist_update(old, false);
-        self.hist_update(slot, true);
-        if old_plane != slot.plane {
-            self.relink();
-        } else if old.usable != slot.usable {
-            self.link_usable_change(usize::from(index), slot.plane, slot.usable);
+        let old = entry.ev();
+        *entry = Slot::new(slot);
+        let emptied = self.hist_update(old, false);
+        let filled = self.hist_update(slot, true);
+        let i = usize::from(index);
+        if old.usable && !(slot.usable && slot.plane == old.plane) {
+            self.link_usable_change(i, old.plane, false);
+            self.derive_next(usize::from(old.plane));
         }
-        self.recompute_max_plane_weight();
+        if slot.usable && !(old.usable && slot.plane == old.plane) {
+            self.link_usable_change(i, slot.plane, true);
+            self.derive_next(usize::from(slot.plane));
+        }
+        if emptied || filled {
+            self.recompute_max_plane_weight();
+        }
         Ok(())
     }
 
@@ -225,20 +312,46 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
             return Err(SprayerError::IndexOutOfRange { index });
         };
+        if slot.usable == usable {
+            // Nothing changes (a usable slot was written with a valid weight and plane).
+            return Ok(());
+        }
+        let i = usize::from(index);
         if usable {
-            self.set_ev(index, EvSlot { usable, ..slot })
+            // `set_ev` with the slot made usable: its checks, then the slot joins its plane.
+            let err = if slot.weight == 0 || slot.weight > WEIGHT_MAX {
+                Some(SprayerError::BadWeight {
+                    weight: slot.weight,
+                })
+            } else if usize::from(slot.plane) >= P {
+                Some(SprayerError::BadPlane { plane: slot.plane })
+            } else {
+                None
+            };
+            if let Some(err) = err {
+                self.counters.bad_writes = self.counters.bad_writes.wrapping_add(1);
+                return Err(err);
+            }
+            if let Some(entry) = self.slots.get_mut(i) {
+                entry.set_flag(USABLE, true);
+            }
+            let filled = self.hist_update(EvSlot { usable, ..slot }, true);
+            self.link_usable_change(i, slot.plane, true);
+            if filled {
+                self.recompute_max_plane_weight();
+            }
         } else {
             // Clearing never needs a valid weight (the slot may never have been written).
-            if let Some(entry) = self.slots.get_mut(usize::from(index)) {
-                entry.usable = false;
+            if let Some(entry) = self.slots.get_mut(i) {
+                entry.set_flag(USABLE, false);
             }
-            if slot.usable {
-                self.link_usable_change(usize::from(index), slot.plane, false);
+            self.link_usable_change(i, slot.plane, false);
+            if self.hist_update(slot, false) {
+                self.recompute_max_plane_weight();
             }
-            self.hist_update(slot, false);
-            self.recompute_max_plane_weight();
-            Ok(())
         }
+        self.derive_next(usize::from(slot.plane));
+        Ok(())
     }
 
     /// Firmware write: set the skip-once flag of the slot at `index`.
@@ -248,7 +361,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     pub fn mark_skip(&mut self, index: u16) -> Result<(), SprayerError> {
         match self.slots.get_mut(usize::from(index)) {
             Some(slot) => {
-                slot.skip_once = true;
+                slot.set_flag(SKIP_ONCE, true);
                 Ok(())
             }
             None => {
@@ -281,62 +394,139 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         result
     }
 
-    /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
-    /// plane with a non-zero weight.
     /// Whether some EV is usable on an eligible plane, i.e. whether [`Self::next_ev`] picks.
     #[inline]
     pub fn has_usable(&self) -> bool {
         self.max_plane_weight != 0
     }
 
+    /// Per-packet decision: the EV for the next packet, or `None` when no EV is usable on any
+    /// plane with a non-zero weight.
     #[inline]
     pub fn next_ev(&mut self) -> Option<EvPick> {
-        match self.next_ev_fast() {
-            Some(p) => Some(p),
-            None => self.next_ev_slow(),
+        if self.has_usable() {
+            if let Some(p) = self.next_ev_fast() {
+                return Some(p);
+            }
         }
+        self.next_ev_slow()
     }
 
     /// The common pick: the plane at the cursor (after at most one wrap of the plane scan)
     /// is eligible in its round, and the successor of the plane's last pick in its chain of
-    /// usable slots is eligible and has no skip flag. Changes nothing when it returns `None`
-    /// (the general scan then makes the same pick it would have made); never serves a
-    /// skip-once flag (the `skips` counter is unchanged).
+    /// usable slots (after the chain's last slot, the plane's first slot in the next EV
+    /// round) is eligible and has no skip flag. Never serves a skip-once flag (the `skips`
+    /// counter is unchanged).
+    ///
+    /// Contract: call it only while [`Self::has_usable`], and when it returns `None` call
+    /// [`Self::next_ev_slow`] next, before any firmware write. It then changed nothing but
+    /// possibly the plane scan's wrap to plane 0 and the next round, the general pick's own
+    /// first step from that state (with the same largest plane weight: no write between),
+    /// so the general pick makes the pick it would have made.
     #[inline(always)]
     pub(crate) fn next_ev_fast(&mut self) -> Option<EvPick> {
-        let (mut plane, mut plane_round) = (self.plane_cursor, self.plane_round);
+        debug_assert!(self.has_usable(), "next_ev_fast without a usable EV");
+        let mut plane = self.plane_cursor;
         if plane >= P {
-            // (one pick in P: a branch, not a select computing the next round every time)
+            // (one pick in P: a branch, not a select computing the next round every time;
+            // the wrap is stored here, so a pick that does not wrap leaves the round alone)
             core::hint::cold_path();
             plane = 0;
-            plane_round = next_round(plane_round, self.max_plane_weight);
+            self.plane_cursor = 0;
+            // (`next_round` as a branch: the round goes back to 1 in one wrap in the largest
+            // plane weight)
+            self.plane_round = if self.plane_round >= self.max_plane_weight {
+                core::hint::cold_path();
+                1
+            } else {
+                self.plane_round + 1
+            };
         }
+        let plane_round = self.plane_round;
         if self.plane_eligible_weight(plane) < plane_round {
             return None;
         }
-        let cursor = self.ev_cursor.get(plane).copied()?;
+        debug_assert_eq!(
+            self.ev_next.get(plane).copied(),
+            Some(self.derived_next(plane)),
+            "stale common-pick candidate"
+        );
+        // The first usable slot of the plane at or after its cursor (0: not known; always
+        // below N, so `wrap` changes nothing but drops the bounds checks).
+        let index = wrap::<N>(usize::from(self.ev_next.get(plane).copied()?));
         let round = self.ev_round.get(plane).copied()?;
-        // The slot before the cursor is the plane's last pick: when it is still usable (its
-        // link is not 0) on the plane, its chain link is the first usable slot of the plane
-        // after it.
-        let last = self.slots.get(cursor.wrapping_sub(1))?;
-        // plane < P <= 8
-        if last.plane != plane as u8 {
-            return None;
-        }
-        let index = usize::from(self.next_on_plane.get(cursor.wrapping_sub(1)).copied()?);
         let s = self.slots.get(index)?;
-        if index == 0 || s.weight < round || s.skip_once {
+        if index == 0 {
+            return self.chain_wrap_pick(plane);
+        }
+        if s.pick_weight < round {
             return None;
         }
+        let next = self.next_on_plane.get(index).copied()?;
         self.plane_cursor = plane + 1;
-        self.plane_round = plane_round;
-        if let Some(c) = self.ev_cursor.get_mut(plane) {
-            *c = index + 1;
+        if let (Some(l), Some(n)) = (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane)) {
+            // index < N <= 65536
+            *l = index as u16;
+            *n = next;
         }
         self.counters.picks = self.counters.picks.wrapping_add(1);
         Some(EvPick {
             // index < N <= 65536
+            index: index as u16,
+            plane: plane as u8,
+        })
+    }
+
+    /// The common pick on `plane` (the plane at the cursor, eligible in the plane round)
+    /// when it has no candidate, after the last slot of the plane's chain: its last pick is
+    /// still a usable slot of the plane and has no successor (so its scan finds nothing
+    /// before it wraps), and the plane's first usable slot is eligible in the plane's next EV
+    /// round and has no skip flag. `None` (nothing changed) when any of that does not hold.
+    #[cold]
+    #[inline(never)]
+    fn chain_wrap_pick(&mut self, plane: usize) -> Option<EvPick> {
+        // (plane < P: `wrap` changes nothing)
+        let plane = wrap::<P>(plane);
+        // (`ev_last` and `plane_head` hold indices below N: `wrap` changes nothing)
+        let last = wrap::<N>(usize::from(self.ev_last.get(plane).copied()?));
+        let s = self.slots.get(last)?;
+        // plane < P <= 8
+        if usize::from(s.plane) != plane || !s.usable() || self.next_on_plane.get(last) != Some(&0)
+        {
+            return None;
+        }
+        let round = self.ev_round.get(plane).copied()?;
+        // `next_round` with the plane's largest EV weight: the next round when some usable
+        // EV of the plane is heavier than this round, else 1 (a branch: with equal EV
+        // weights the round stays 1).
+        let weights = self.plane_weights.get(plane).copied()?;
+        let round = if weights.checked_shr(u32::from(round) + 1).unwrap_or(0) != 0 {
+            core::hint::cold_path();
+            round + 1
+        } else {
+            1
+        };
+        let index = wrap::<N>(usize::from(self.plane_head.get(plane).copied()?));
+        let head = self.slots.get(index)?;
+        // (a usable slot of another plane may have a pick weight: the head is checked)
+        if usize::from(head.plane) != plane || head.pick_weight < round {
+            return None;
+        }
+        let next = self.next_on_plane.get(index).copied()?;
+        if let (Some(l), Some(n), Some(r)) = (
+            self.ev_last.get_mut(plane),
+            self.ev_next.get_mut(plane),
+            self.ev_round.get_mut(plane),
+        ) {
+            // index < N <= 65536
+            *l = index as u16;
+            *n = next;
+            *r = round;
+        }
+        self.plane_cursor = plane + 1;
+        self.counters.picks = self.counters.picks.wrapping_add(1);
+        Some(EvPick {
+            // index < N <= 65536, plane < P <= 8
             index: index as u16,
             plane: plane as u8,
         })
@@ -400,54 +590,117 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     #[inline]
     fn pick_ev_on(&mut self, plane: usize) -> Option<usize> {
+        // The common pick's EV step (the plane scan may have passed over other planes).
+        let index = wrap::<N>(usize::from(self.ev_next.get(plane).copied().unwrap_or(0)));
+        if index != 0 {
+            let round = self.ev_round.get(plane).copied().unwrap_or(1);
+            if self
+                .slots
+                .get(index)
+                .is_some_and(|s| s.pick_weight >= round)
+            {
+                let next = self.next_on_plane.get(index).copied().unwrap_or(0);
+                if let (Some(l), Some(n)) =
+                    (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane))
+                {
+                    // index < N <= 65536
+                    *l = index as u16;
+                    *n = next;
+                }
+                return Some(index);
+            }
+        }
         let max_weight = self.plane_max_ev_weight(plane);
-        let mut cursor = self.ev_cursor.get(plane).copied().unwrap_or(0);
+        if max_weight == 0 {
+            // (not reached: `pick_plane` picks a plane with a usable EV)
+            return None;
+        }
+        let mut cursor = self.ev_cursor(plane);
         let mut round = self.ev_round.get(plane).copied().unwrap_or(1);
-        let mut found = None;
         let plane_u8 = u8::try_from(plane).unwrap_or(u8::MAX);
-        // Fast path: the first step of the loop below when it picks (no wrap, no skip flag).
-        if max_weight > 0 && cursor < N {
-            if let Some(index) = self.find_on_plane(cursor, plane_u8, round) {
-                if self.slots.get(index).is_some_and(|s| !s.skip_once) {
-                    if let Some(c) = self.ev_cursor.get_mut(plane) {
-                        *c = index + 1;
-                    }
-                    return Some(index);
-                }
+        // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
+        // failing passes (module docs) plus N flags plus the pick.
+        let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
+        for _ in 0..limit {
+            if cursor >= N {
+                cursor = 0;
+                round = next_round(round, max_weight);
             }
-        }
-        if max_weight > 0 {
-            // Each step ends a pass, clears one skip flag or picks: at most WEIGHT_MAX + 3
-            // failing passes (module docs) plus N flags plus the pick.
-            let limit = usize::from(WEIGHT_MAX) + 3 + N + 1;
-            for _ in 0..limit {
-                if cursor >= N {
-                    cursor = 0;
-                    round = next_round(round, max_weight);
-                }
-                let Some(index) = self.find_on_plane(cursor, plane_u8, round) else {
-                    cursor = N;
+            let Some(index) = self.find_on_plane(cursor, plane_u8, round) else {
+                cursor = N;
+                continue;
+            };
+            cursor = index + 1;
+            if let Some(slot) = self.slots.get_mut(index) {
+                if slot.skip_once() {
+                    slot.set_flag(SKIP_ONCE, false);
+                    self.counters.skips = self.counters.skips.wrapping_add(1);
                     continue;
-                };
-                cursor = index + 1;
-                if let Some(slot) = self.slots.get_mut(index) {
-                    if slot.skip_once {
-                        slot.skip_once = false;
-                        self.counters.skips = self.counters.skips.wrapping_add(1);
-                        continue;
-                    }
                 }
-                found = Some(index);
-                break;
             }
+            // The pick: a usable slot of the plane, so the common pick's next candidate is
+            // its chain link.
+            let next = self.next_on_plane.get(index).copied().unwrap_or(0);
+            if let (Some(l), Some(n), Some(r)) = (
+                self.ev_last.get_mut(plane),
+                self.ev_next.get_mut(plane),
+                self.ev_round.get_mut(plane),
+            ) {
+                // index < N <= 65536
+                *l = index as u16;
+                *n = next;
+                *r = round;
+            }
+            return Some(index);
         }
-        if let Some(c) = self.ev_cursor.get_mut(plane) {
-            *c = cursor;
-        }
+        // (every step leaves the cursor at 1 or more: at a slot's successor or at N)
+        self.set_ev_cursor(plane, cursor);
         if let Some(r) = self.ev_round.get_mut(plane) {
             *r = round;
         }
-        found
+        None
+    }
+
+    /// The EV cursor of `plane` (`1..=N`): the next slot index its scan examines.
+    #[inline]
+    fn ev_cursor(&self, plane: usize) -> usize {
+        self.ev_last.get(plane).map_or(N, |&l| usize::from(l) + 1)
+    }
+
+    /// Move `plane`'s cursor to `cursor` (`1..=N`) and derive its common-pick candidate.
+    #[inline]
+    fn set_ev_cursor(&mut self, plane: usize, cursor: usize) {
+        if let Some(l) = self.ev_last.get_mut(plane) {
+            // 1 <= cursor <= N <= 65536
+            *l = cursor.wrapping_sub(1) as u16;
+        }
+        self.derive_next(plane);
+    }
+
+    /// Derive `ev_next` of `plane` from its cursor, the slots and their chain links.
+    fn derive_next(&mut self, plane: usize) {
+        let cursor = self.ev_cursor(plane);
+        let next = match cursor.checked_sub(1).map(|c| (c, self.slots.get(c))) {
+            Some((c, Some(s))) if usize::from(s.plane) == plane && s.usable() => {
+                self.next_on_plane.get(c).copied().unwrap_or(0)
+            }
+            _ => 0,
+        };
+        if let Some(n) = self.ev_next.get_mut(plane) {
+            *n = next;
+        }
+    }
+
+    /// What `ev_next` of `plane` is (see the field): [`Self::derive_next`]'s value, written
+    /// out again for the common pick's debug check (one shared function measured slower).
+    fn derived_next(&self, plane: usize) -> u16 {
+        let last = self.ev_cursor(plane).wrapping_sub(1);
+        match self.slots.get(last) {
+            Some(s) if usize::from(s.plane) == plane && s.usable() => {
+                self.next_on_plane.get(last).copied().unwrap_or(0)
+            }
+            _ => 0,
+        }
     }
 
     /// The first slot at or after `cursor` that is usable, on `plane` and of weight `>= round`
@@ -458,22 +711,24 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             Some(&n) if n != 0 => Some(usize::from(n)),
             _ => None,
         };
-        // The first slot of the plane at or after `cursor`: usually `cursor` itself or the
-        // successor of the slot just before it (the last pick); otherwise a plain scan.
+        // The first slot of the plane at or after `cursor`: usually `cursor` itself, the
+        // successor of the slot just before it (the last pick) or, at 0, the plane's first;
+        // otherwise a plain scan.
         let mut at = match self.slots.get(cursor) {
             None => return None,
-            Some(s) if s.plane == plane && s.usable => Some(cursor),
+            Some(s) if s.plane == plane && s.usable() => Some(cursor),
             Some(_) => match cursor
                 .checked_sub(1)
                 .and_then(|c| self.slots.get(c).map(|s| (c, s)))
             {
-                Some((c, s)) if s.plane == plane && s.usable => next(c),
-                _ => self.scan_on_plane(cursor, plane),
+                Some((c, s)) if s.plane == plane && s.usable() => next(c),
+                Some(_) => self.scan_on_plane(cursor, plane),
+                None => self.plane_head(plane),
             },
         };
         while let Some(i) = at {
             match self.slots.get(i) {
-                Some(s) if s.usable && s.weight >= round => return Some(i),
+                Some(s) if s.usable() && s.weight >= round => return Some(i),
                 Some(_) => at = next(i),
                 None => return None,
             }
@@ -488,37 +743,27 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     fn scan_on_plane(&self, cursor: usize, plane: u8) -> Option<usize> {
         self.slots
             .get(cursor..)
-            .and_then(|rest| rest.iter().position(|s| s.plane == plane && s.usable))
+            .and_then(|rest| rest.iter().position(|s| s.plane == plane && s.usable()))
             .map(|off| cursor + off)
     }
 
-    /// Rebuild `next_on_plane` after a slot changed plane.
-    fn relink(&mut self) {
-        let mut next = [0u16; P];
-        for i in (0..N).rev() {
-            let (plane, usable) = self
-                .slots
-                .get(i)
-                .map_or((0, false), |s| (usize::from(s.plane), s.usable));
-            if !usable {
-                if let Some(link) = self.next_on_plane.get_mut(i) {
-                    *link = 0;
-                }
-                continue;
-            }
-            if let (Some(link), Some(n)) = (self.next_on_plane.get_mut(i), next.get_mut(plane)) {
-                *link = *n;
-                // i < N <= 65536; index 0 is never anyone's successor.
-                *n = i as u16;
-            }
-        }
+    /// The first usable slot of `plane`, if any.
+    #[inline]
+    fn plane_head(&self, plane: u8) -> Option<usize> {
+        let head = usize::from(self.plane_head.get(usize::from(plane)).copied()?);
+        self.slots
+            .get(head)
+            .is_some_and(|s| s.plane == plane && s.usable())
+            .then_some(head)
     }
 
-    /// Slot `i` of `plane` became usable (`usable`) or stopped being usable: link it into
-    /// or out of the plane's chain of usable slots. Walks back to its predecessor on the
-    /// plane (and, for a new first slot, forward to its successor): firmware writes only.
+    /// Slot `i` became a usable slot of `plane` (`usable`) or stopped being one: link it into
+    /// or out of the plane's chain of usable slots (and its head). Walks back to its
+    /// predecessor on the plane (and, for a new first slot, forward to its successor):
+    /// firmware writes only. The other slots are as they were when the chain was last right.
     fn link_usable_change(&mut self, i: usize, plane: u8, usable: bool) {
-        let on_plane = |s: &EvSlot| s.usable && s.plane == plane;
+        // (the plane first: most slots are another plane's)
+        let on_plane = |s: &Slot| s.plane == plane && s.usable();
         let pred = self
             .slots
             .get(..i)
@@ -540,28 +785,36 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if let Some(link) = self.next_on_plane.get_mut(i) {
             *link = if usable { succ } else { 0 };
         }
-        if let Some(link) = pred.and_then(|j| self.next_on_plane.get_mut(j)) {
-            // i < N <= 65536
-            *link = if usable { i as u16 } else { succ };
+        // i < N <= 65536
+        let link = if usable { i as u16 } else { succ };
+        let prev = match pred {
+            Some(j) => self.next_on_plane.get_mut(j),
+            None => self.plane_head.get_mut(usize::from(plane)),
+        };
+        if let Some(prev) = prev {
+            *prev = link;
         }
     }
 
     /// Count a usable slot into (`add`) or out of its plane's weight histogram, and its
-    /// plane's set of usable weights with it.
-    fn hist_update(&mut self, slot: EvSlot, add: bool) {
+    /// plane's set of usable weights with it. Returns whether the plane went from no usable
+    /// EV to some or back (only then may the planes' eligible weights change).
+    #[must_use]
+    fn hist_update(&mut self, slot: EvSlot, add: bool) -> bool {
         if !slot.usable {
-            return;
+            return false;
         }
         let plane = usize::from(slot.plane);
         let (Some(hist), Some(weights)) = (
             self.plane_hist.get_mut(plane),
             self.plane_weights.get_mut(plane),
         ) else {
-            return;
+            return false;
         };
         let Some(c) = hist.get_mut(usize::from(slot.weight)) else {
-            return;
+            return false;
         };
+        let was_empty = *weights == 0;
         *c = if add {
             c.saturating_add(1)
         } else {
@@ -574,6 +827,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         } else {
             *weights & !bit
         };
+        was_empty != (*weights == 0)
     }
 
     /// The largest weight among the usable EVs of `plane` (0 when none).
@@ -597,6 +851,17 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             max = max.max(*e);
         }
         self.max_plane_weight = max;
+    }
+}
+
+/// `i` when `N` is not a power of two, else `i mod N`: for an index known to be below `N`, the
+/// same index, and a bounds check the compiler drops.
+#[inline(always)]
+fn wrap<const N: usize>(i: usize) -> usize {
+    if N.is_power_of_two() {
+        i & (N - 1)
+    } else {
+        i
     }
 }
 

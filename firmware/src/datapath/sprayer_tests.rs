@@ -187,6 +187,26 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Ops on a table of 3 slots over 2 planes (one index and one plane out of range for the
+/// tiny sizes below).
+fn tiny_op_strategy() -> impl Strategy<Value = Op> {
+    let slot = (any::<bool>(), 1u8..=3, 0u8..2, any::<bool>()).prop_map(
+        |(usable, weight, plane, skip_once)| EvSlot {
+            usable,
+            weight,
+            plane,
+            skip_once,
+        },
+    );
+    prop_oneof![
+        1 => (0u16..3, slot).prop_map(|(i, s)| Op::Set(i, s)),
+        1 => (0u16..3, any::<bool>()).prop_map(|(i, u)| Op::Usable(i, u)),
+        1 => (0u16..3).prop_map(Op::Skip),
+        1 => (0u8..3, 0u8..4).prop_map(|(p, w)| Op::PlaneWeight(p, w)),
+        6 => Just(Op::Pick),
+    ]
+}
+
 proptest! {
     #[test]
     fn shares_follow_weights_and_planes_balance(
@@ -446,39 +466,69 @@ impl<const N: usize, const P: usize> Reference<N, P> {
     }
 }
 
+/// Runs `ops` on a sprayer and on the [`Reference`]: the same picks, and the same slots as
+/// firmware reads them back after every step.
+fn check_against_reference<const N: usize, const P: usize>(
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
+    let mut s = Sprayer::<N, P>::new();
+    let mut r = Reference::<N, P>::new();
+    for op in ops.iter().cloned() {
+        match op {
+            Op::Set(i, slot) => {
+                let _ = s.set_ev(i, slot);
+                r.set_ev(i, slot);
+            }
+            Op::Usable(i, u) => {
+                let _ = s.set_usable(i, u);
+                r.set_usable(i, u);
+            }
+            Op::Skip(i) => {
+                let _ = s.mark_skip(i);
+                if let Some(slot) = r.slots.get_mut(usize::from(i)) {
+                    slot.skip_once = true;
+                }
+            }
+            Op::PlaneWeight(p, w) => {
+                let _ = s.set_plane_weight(p, w);
+                if w <= WEIGHT_MAX {
+                    if let Some(pw) = r.plane_weight.get_mut(usize::from(p)) {
+                        *pw = w;
+                    }
+                }
+            }
+            Op::Pick => prop_assert_eq!(s.next_ev(), r.next()),
+        }
+        for (i, slot) in r.slots.iter().enumerate() {
+            prop_assert_eq!(s.ev(i as u16), Some(*slot));
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #[test]
     fn picks_match_the_plain_scan_reference(
         ops in proptest::collection::vec(op_strategy(), 1..400),
     ) {
-        let mut s = S::new();
-        let mut r = Reference::<16, 4>::new();
-        for op in ops {
-            match op {
-                Op::Set(i, slot) => {
-                    let _ = s.set_ev(i, slot);
-                    r.set_ev(i, slot);
-                }
-                Op::Usable(i, u) => {
-                    let _ = s.set_usable(i, u);
-                    r.set_usable(i, u);
-                }
-                Op::Skip(i) => {
-                    let _ = s.mark_skip(i);
-                    if let Some(slot) = r.slots.get_mut(usize::from(i)) {
-                        slot.skip_once = true;
-                    }
-                }
-                Op::PlaneWeight(p, w) => {
-                    let _ = s.set_plane_weight(p, w);
-                    if w <= WEIGHT_MAX {
-                        if let Some(pw) = r.plane_weight.get_mut(usize::from(p)) {
-                            *pw = w;
-                        }
-                    }
-                }
-                Op::Pick => prop_assert_eq!(s.next_ev(), r.next()),
-            }
-        }
+        check_against_reference::<16, 4>(&ops)?;
+    }
+
+    /// A table size that is not a power of two (no index masking) and a plane the ops cannot
+    /// use (plane 3 is refused).
+    #[test]
+    fn picks_match_the_plain_scan_reference_odd_sizes(
+        ops in proptest::collection::vec(op_strategy(), 1..400),
+    ) {
+        check_against_reference::<13, 3>(&ops)?;
+    }
+
+    /// The smallest tables (one slot: every pick wraps its plane's chain).
+    #[test]
+    fn picks_match_the_plain_scan_reference_tiny_sizes(
+        ops in proptest::collection::vec(tiny_op_strategy(), 1..200),
+    ) {
+        check_against_reference::<1, 1>(&ops)?;
+        check_against_reference::<2, 2>(&ops)?;
     }
 }
