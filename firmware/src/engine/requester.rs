@@ -1164,16 +1164,25 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         } else {
             0
         };
-        // Bits below `nxt` are applied below (or are before `una`, hence acknowledged).
-        let below_nxt = match self.nxt.distance_from(a.sack_base) {
-            d if d >= 64 => u64::MAX,
-            d if d <= 0 => 0,
-            d => (1u64 << d) - 1,
+        // Bits below `nxt` are applied below (or are before `una`, hence acknowledged); the
+        // in-flight bits (neither loop below moves `una` or `nxt`: one mask for both).
+        let (below_nxt, in_flight) = if a.sack_base == self.una {
+            // The common ACK: its SACK starts at its cumulative PSN, now `una`. Both masks are
+            // then the `nxt - una` bits from bit 0 (`nxt - una` is at most the window, far
+            // below 2^23: its 24-bit distance is that count).
+            let n = self.nxt.value().wrapping_sub(self.una.value()) & Psn::MASK;
+            let m = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+            (m, m)
+        } else {
+            let below_nxt = match self.nxt.distance_from(a.sack_base) {
+                d if d >= 64 => u64::MAX,
+                d if d <= 0 => 0,
+                d => (1u64 << d) - 1,
+            };
+            (below_nxt, self.in_flight_mask(a.sack_base))
         };
         self.sack_done_base = a.sack_base;
         self.sack_done_bits = a.sack_bitmap & below_nxt;
-        // (neither loop below moves `una` or `nxt`: one in-flight mask for both)
-        let in_flight = self.in_flight_mask(a.sack_base);
         let mut bits = a.sack_bitmap & !seen & in_flight;
         while bits != 0 {
             let i = bits.trailing_zeros();
