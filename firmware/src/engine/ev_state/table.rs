@@ -233,8 +233,11 @@ impl<const N: usize> EvTable<N> {
     pub fn handle_ack(&mut self, ev: u16, now_ns: u64, fb: AckFeedback) -> Result<(), EvError> {
         let i = self.index(ev)?;
         let e = &mut self.evs[i];
-        let sample = if fb.ecn_marked { u64::from(Q16_ONE) } else { 0 };
-        e.ecn_q16 = ewma_q16(u64::from(e.ecn_q16), sample, self.cfg.ecn_gain_q16) as u32;
+        // (an unmarked ACK leaves a zero average at zero, the average of 0 and 0: no step)
+        if fb.ecn_marked || e.ecn_q16 != 0 {
+            let sample = if fb.ecn_marked { u64::from(Q16_ONE) } else { 0 };
+            e.ecn_q16 = ewma_q16(u64::from(e.ecn_q16), sample, self.cfg.ecn_gain_q16) as u32;
+        }
         if fb.rtt_ns != 0 {
             e.rtt_avg_ns = if e.rtt_avg_ns == 0 {
                 fb.rtt_ns
