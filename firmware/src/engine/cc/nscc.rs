@@ -452,6 +452,7 @@ impl Nscc {
 }
 
 impl Controller for Nscc {
+    #[inline]
     fn on_ack(&mut self, now_ns: u64, acked_bytes: u64, ecn_marked: bool, rtt_ns: u64) {
         // One ACK cannot meaningfully acknowledge more than the largest window.
         let acked = acked_bytes.min(self.p.max_cwnd_bytes);
