@@ -37,7 +37,7 @@
 
 use heapless::Deque;
 
-use crate::engine::fixed::{ewma_q16, Q16_ONE};
+use crate::engine::fixed::{ewma_q16, ewma_q16_unit, Q16_ONE};
 use crate::engine::sprt::{Sprt, SprtConfig, SprtError, SprtParams, SprtVerdict, PPM};
 
 /// Outcomes over which the QP-wide loss rate is estimated (see [`EvTable::handle_loss`]);

@@ -29,6 +29,18 @@ pub const fn ewma_q16(old: u64, sample: u64, gain: u32) -> u64 {
     v as u64
 }
 
+/// [`ewma_q16`] for a `gain` known to be at most 1.0 (a validated or clamped configuration):
+/// the same value without the clamp. Callers guarantee `gain <= Q16_ONE` (debug-asserted);
+/// a larger gain still neither overflows nor panics (its complement wraps, the result is
+/// unspecified).
+#[inline]
+pub const fn ewma_q16_unit(old: u64, sample: u64, gain: u32) -> u64 {
+    debug_assert!(gain <= Q16_ONE);
+    let g = gain as u128;
+    let v = (old as u128 * Q16_ONE.wrapping_sub(gain) as u128 + sample as u128 * g) >> 16;
+    v as u64
+}
+
 /// log2(x) in Q20 for `x >= 1` (0 gives 0). Error below 2^-19.
 pub const fn log2_q20(x: u64) -> i64 {
     if x == 0 {
@@ -100,5 +112,40 @@ mod tests {
         assert_eq!(ewma_q16(0, u64::MAX, u32::MAX), u64::MAX);
         assert_eq!(mul_q16(u64::MAX, u32::MAX), u64::MAX);
         assert_eq!(mul_q16(1_000, Q16_ONE / 4), 250);
+    }
+
+    #[test]
+    fn ewma_unit_is_ewma_for_gains_up_to_one() {
+        let mut r = crate::engine::rng::Rng::new(7);
+        let edge = [
+            0,
+            1,
+            1 << 16,
+            (1 << 48) - 1,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for i in 0..20_000u32 {
+            let pick = |r: &mut crate::engine::rng::Rng, k: u32| {
+                if k.is_multiple_of(3) {
+                    edge[(r.next_u32() as usize) % edge.len()]
+                } else {
+                    r.next_u64() >> (r.next_u32() % 64)
+                }
+            };
+            let old = pick(&mut r, i);
+            let sample = pick(&mut r, i / 3);
+            let gain = match i % 4 {
+                0 => 0,
+                1 => Q16_ONE,
+                _ => r.next_u32() % (Q16_ONE + 1),
+            };
+            assert_eq!(
+                ewma_q16_unit(old, sample, gain),
+                ewma_q16(old, sample, gain),
+                "{old} {sample} {gain}"
+            );
+        }
     }
 }

@@ -242,7 +242,8 @@ impl<const N: usize> EvTable<N> {
             e.rtt_avg_ns = if e.rtt_avg_ns == 0 {
                 fb.rtt_ns
             } else {
-                ewma_q16(e.rtt_avg_ns, fb.rtt_ns, self.cfg.rtt_gain_q16)
+                // (`check` validated the gain: at most 1.0)
+                ewma_q16_unit(e.rtt_avg_ns, fb.rtt_ns, self.cfg.rtt_gain_q16)
             };
         }
         // A batch of 0 counts nothing and changes nothing in the test (its ratio is always
