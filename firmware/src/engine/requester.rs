@@ -1226,10 +1226,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // to the ACK's EV. ECN: the ACK carries CE marks only per plane (`ecn_plane_mask`),
         // not per EV, so the ACK's EV gets a CE sample when its own plane saw a mark in the
         // interval — never for a mark on another plane.
-        let plane_bit = 1u8.checked_shl(u32::from(a.plane)).unwrap_or(0);
+        // (a plane beyond the mask's 8 bits saw no mark)
+        let ecn_marked = a.ce_count > 0 && a.plane < 8 && (a.ecn_plane_mask >> a.plane) & 1 != 0;
         let fb = AckFeedback {
             delivered: 0,
-            ecn_marked: a.ce_count > 0 && a.ecn_plane_mask & plane_bit != 0,
+            ecn_marked,
             rtt_ns,
         };
         let _ = ev.handle_ack(a.ev_index, now_ns, fb);
