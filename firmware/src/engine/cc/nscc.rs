@@ -364,8 +364,10 @@ impl Nscc {
         self.counters
     }
 
+    /// The window `w` within `[min_cwnd, max_cwnd]` (`new` made `min <= max`; written as
+    /// `max` then `min`, not `u64::clamp`: no assertion of that on every step).
     fn clamp(&mut self, w: u64) {
-        self.cwnd_bytes = w.clamp(self.p.min_cwnd_bytes, self.p.max_cwnd_bytes);
+        self.cwnd_bytes = w.max(self.p.min_cwnd_bytes).min(self.p.max_cwnd_bytes);
     }
 
     /// One step of the delay average towards `sample_ns`.
