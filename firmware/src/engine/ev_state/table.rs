@@ -159,7 +159,7 @@ impl<const N: usize> EvTable<N> {
             plane: e.plane,
             ecn_q16: e.ecn_q16,
             rtt_avg_ns: e.rtt_avg_ns,
-            delivered: e.delivered.saturating_add(u64::from(e.sprt_pending)),
+            delivered: e.delivered.saturating_add(u64::from(e.sprt_pending())),
             lost: e.lost,
             trimmed: e.trimmed,
         })
@@ -549,8 +549,8 @@ impl<const N: usize> EvTable<N> {
             return Ok(());
         }
         e.sprt.reset();
-        e.delivered = e.delivered.saturating_add(u64::from(e.sprt_pending));
-        e.sprt_pending = 0;
+        e.delivered = e.delivered.saturating_add(u64::from(e.sprt_pending()));
+        e.sprt_room = u16::MAX;
         e.ecn_q16 = 0;
         e.probe_interval_ns = self.cfg.probe_base_ns;
         e.next_probe_ns = now_ns;
@@ -776,21 +776,29 @@ impl<const N: usize> EvTable<N> {
 
 impl Ev {
     /// One delivery, counted and fed to the gray-loss test later with the others (see
-    /// `sprt_pending`).
+    /// `sprt_room`).
     #[inline]
     fn note_sprt_delivery(&mut self, cfg: &SprtConfig) {
-        self.sprt_pending += 1;
-        if self.sprt_pending == u16::MAX {
+        // (the room is at least 1 here: reset to `u16::MAX` whenever it reaches 0; reaching 0
+        // is 65,535 pending, as many as the count holds)
+        self.sprt_room -= 1;
+        if self.sprt_room == 0 {
             self.sync_sprt(cfg);
         }
+    }
+
+    /// Deliveries not yet fed to the gray-loss test nor counted in `delivered`.
+    #[inline]
+    fn sprt_pending(&self) -> u16 {
+        u16::MAX - self.sprt_room
     }
 
     /// Feed the pending deliveries to the gray-loss test, one at a time (in O(1)), and count
     /// them in `delivered`.
     fn sync_sprt(&mut self, cfg: &SprtConfig) {
-        let n = u64::from(self.sprt_pending);
+        let n = u64::from(self.sprt_pending());
         self.sprt.observe_each_delivered(cfg, n);
         self.delivered = self.delivered.saturating_add(n);
-        self.sprt_pending = 0;
+        self.sprt_room = u16::MAX;
     }
 }
