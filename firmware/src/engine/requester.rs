@@ -288,7 +288,9 @@ fn segment_of(desc: &PacketDesc) -> Segment {
 /// The later of two send times kept as the low 32 bits of ns (compared modulo 2^32).
 #[inline]
 fn later_ns(a: u32, b: u32) -> u32 {
-    if (b.wrapping_sub(a) as i32) > 0 {
+    // (`>= 0`, not `> 0`: the same value when `b == a`, and the sign of one subtraction is
+    // one flag)
+    if (b.wrapping_sub(a) as i32) >= 0 {
         b
     } else {
         a
@@ -1429,6 +1431,29 @@ mod tests {
         let next = r.next_post_psn;
         assert_eq!(r.post_send(wr(100)), Err(QpError::QueueFull));
         assert_eq!((r.counters.post_refused, r.next_post_psn), (3, next));
+    }
+
+    /// `later_ns` is the later of the two modulo 2^32 (the first when they tie or are
+    /// 2^31 apart), for pairs around 0, 2^31 and at random.
+    #[test]
+    fn later_ns_is_the_later_modulo_2_32() {
+        let old = |a: u32, b: u32| if (b.wrapping_sub(a) as i32) > 0 { b } else { a };
+        let mut r = crate::engine::rng::Rng::new(3);
+        for k in 0..10_000u32 {
+            let a = r.next_u32();
+            let d = match k % 4 {
+                0 => 0,
+                1 => (1 << 31) ^ (k & 3),
+                2 => k.wrapping_sub(5_000),
+                _ => r.next_u32(),
+            };
+            let b = a.wrapping_add(d);
+            assert_eq!(later_ns(a, b), old(a, b), "{a} {b}");
+            assert_eq!(later_ns(b, a), old(b, a), "{b} {a}");
+        }
+        assert_eq!(later_ns(5, 7), 7);
+        assert_eq!(later_ns(7, 5), 7);
+        assert_eq!(later_ns(u32::MAX, 1), 1);
     }
 
     /// `in_flight_mask` is `in_flight_range` bit by bit, across the PSN wrap, for bases
