@@ -106,7 +106,13 @@ impl AckTally {
             self.freed += len;
             self.credited += 1;
         }
-        if (s.tx_seq.wrapping_sub(self.max_seq) as i32) > 0 {
+        // A newer transmission: `>= 0` is `> 0` here (one sign flag). A slot taken here is not
+        // yet acknowledged, so its transmission is none of the acknowledged ones whose numbers
+        // the running maximum holds, nor the initial 0 (transmissions are numbered from 1):
+        // equal numbers would be 2^32 transmissions apart, beyond what the modulo-2^32
+        // comparison orders anyway.
+        debug_assert_ne!(s.tx_seq, self.max_seq);
+        if (s.tx_seq.wrapping_sub(self.max_seq) as i32) >= 0 {
             self.max_seq = s.tx_seq;
             self.max_sent = later_ns(self.max_sent, s.sent_ns);
         }
