@@ -1166,8 +1166,13 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             self.counters.acks_stale += 1;
         }
         // SACK bits, skipping those an earlier ACK already applied.
-        let shift = a.sack_base.distance_from(self.sack_done_base);
-        let seen = if (0..64).contains(&shift) {
+        // (a signed distance in `0..64` is a 24-bit difference below 64)
+        let shift = a
+            .sack_base
+            .value()
+            .wrapping_sub(self.sack_done_base.value())
+            & Psn::MASK;
+        let seen = if shift < 64 {
             self.sack_done_bits >> shift
         } else {
             0
