@@ -95,16 +95,25 @@ impl AckTally {
     #[inline]
     fn take(&mut self, s: &mut TxSlot, evs: &mut DeliveryCredits<'_>) {
         let flags = s.flags;
-        if flags & F_ACKED != 0 {
-            return;
-        }
-        s.flags = F_ACKED;
         let len = u64::from(s.len);
-        self.acked += len;
-        if flags & F_INFLIGHT != 0 {
+        if flags == F_INFLIGHT {
+            // The common slot: in flight and nothing else (one compare).
+            s.flags = F_ACKED;
+            self.acked += len;
             evs.credit(s.ev);
             self.freed += len;
             self.credited += 1;
+        } else {
+            if flags & F_ACKED != 0 {
+                return;
+            }
+            s.flags = F_ACKED;
+            self.acked += len;
+            if flags & F_INFLIGHT != 0 {
+                evs.credit(s.ev);
+                self.freed += len;
+                self.credited += 1;
+            }
         }
         // A newer transmission: `>= 0` is `> 0` here (one sign flag). A slot taken here is not
         // yet acknowledged, so its transmission is none of the acknowledged ones whose numbers
