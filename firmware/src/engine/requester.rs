@@ -1081,7 +1081,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             let n = n.min(WIN);
             let (below, from_i) = self.slots.split_at_mut(i.min(WIN));
             let k = n.min(from_i.len());
-            for s in from_i.iter_mut().take(k) {
+            // (a sub-slice, not `take`: one bound per loop; `k` is within the slice)
+            let walk = from_i
+                .split_at_mut_checked(k)
+                .map(|(w, _)| w)
+                .unwrap_or_default();
+            for s in walk {
                 t.take(s, evs);
             }
             for s in below.iter_mut().take(n - k) {
