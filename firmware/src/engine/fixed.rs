@@ -41,6 +41,19 @@ pub const fn ewma_q16_unit(old: u64, sample: u64, gain: u32) -> u64 {
     v as u64
 }
 
+/// [`ewma_q16_unit`] towards a Q16 sample given as its integer part: `ewma_q16_unit(old,
+/// sample << 16, gain)` for `sample < 2^48`, exactly. The sample's 16 zero low bits leave the
+/// sum's: `(old * (1 - g) + (sample << 16) * g) >> 16 == ((old * (1 - g)) >> 16) + sample * g`,
+/// and `sample * g < 2^64`; the result is the same convex combination, a u64. One 128-bit
+/// product instead of two. Callers guarantee `gain <= Q16_ONE` and `sample < 2^48`
+/// (debug-asserted); otherwise the result is unspecified (no panic).
+#[inline]
+pub const fn ewma_q16_unit_int(old: u64, sample: u64, gain: u32) -> u64 {
+    debug_assert!(gain <= Q16_ONE && sample < 1 << 48);
+    let keep = ((old as u128 * Q16_ONE.wrapping_sub(gain) as u128) >> 16) as u64;
+    keep.wrapping_add(sample.wrapping_mul(gain as u64))
+}
+
 /// log2(x) in Q20 for `x >= 1` (0 gives 0). Error below 2^-19.
 pub const fn log2_q20(x: u64) -> i64 {
     if x == 0 {
@@ -112,6 +125,42 @@ mod tests {
         assert_eq!(ewma_q16(0, u64::MAX, u32::MAX), u64::MAX);
         assert_eq!(mul_q16(u64::MAX, u32::MAX), u64::MAX);
         assert_eq!(mul_q16(1_000, Q16_ONE / 4), 250);
+    }
+
+    #[test]
+    fn ewma_unit_int_is_ewma_of_the_shifted_sample() {
+        let mut r = crate::engine::rng::Rng::new(11);
+        let edge = [
+            0,
+            1,
+            1 << 16,
+            (1 << 47) + 3,
+            (1 << 48) - 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for i in 0..20_000u32 {
+            let old = if i.is_multiple_of(3) {
+                edge[(r.next_u32() as usize) % edge.len()]
+            } else {
+                r.next_u64() >> (r.next_u32() % 64)
+            };
+            let sample = match i % 4 {
+                0 => (1 << 48) - 1,
+                1 => 0,
+                _ => (r.next_u64() >> 16) >> (r.next_u32() % 48),
+            };
+            let gain = match i % 5 {
+                0 => 0,
+                1 => Q16_ONE,
+                _ => r.next_u32() % (Q16_ONE + 1),
+            };
+            assert_eq!(
+                ewma_q16_unit_int(old, sample, gain),
+                ewma_q16(old, sample << 16, gain),
+                "{old} {sample} {gain}"
+            );
+        }
     }
 
     #[test]
