@@ -36,6 +36,14 @@ pub const fn ewma_q16(old: u64, sample: u64, gain: u32) -> u64 {
 #[inline]
 pub const fn ewma_q16_unit(old: u64, sample: u64, gain: u32) -> u64 {
     debug_assert!(gain <= Q16_ONE);
+    if (old | sample) >> 48 == 0 {
+        // Both below 2^48: the sum is below 2^48 * 2^16, in 64 bits.
+        let keep = Q16_ONE.wrapping_sub(gain) as u64;
+        return old
+            .wrapping_mul(keep)
+            .wrapping_add(sample.wrapping_mul(gain as u64))
+            >> 16;
+    }
     let g = gain as u128;
     let v = (old as u128 * Q16_ONE.wrapping_sub(gain) as u128 + sample as u128 * g) >> 16;
     v as u64
