@@ -625,7 +625,8 @@ impl<const N: usize> EvTable<N> {
     }
 
     fn index(&mut self, ev: u16) -> Result<usize, EvError> {
-        if usize::from(ev) < usize::from(self.cfg.evs).min(N) {
+        // (two compares, one with a constant: below both bounds is below their minimum)
+        if usize::from(ev) < N && ev < self.cfg.evs {
             Ok(usize::from(ev))
         } else {
             self.counters.bad_index += 1;
