@@ -37,7 +37,7 @@
 
 use heapless::Deque;
 
-use crate::engine::fixed::{ewma_q16, Q16_ONE};
+use crate::engine::fixed::{ewma_q16, ewma_q16_unit, Q16_ONE};
 use crate::engine::sprt::{Sprt, SprtConfig, SprtError, SprtParams, SprtVerdict, PPM};
 
 /// Outcomes over which the QP-wide loss rate is estimated (see [`EvTable::handle_loss`]);
@@ -268,16 +268,18 @@ pub struct EvCounters {
 pub(in crate::engine) struct Ev {
     state: EvState,
     plane: u8,
-    /// Deliveries not yet fed to `sprt` nor counted in `delivered`: they only lower the
-    /// test's ratio, so they are fed in one step ([`Sprt::observe_each_delivered`]) before the
-    /// next loss, batch or trim is, and added to `delivered` then (`u16`: it fits beside
-    /// `plane`, the entry stays 80 bytes; one delivery is one increment of it alone).
-    sprt_pending: u16,
+    /// `u16::MAX` less the deliveries not yet fed to `sprt` nor counted in `delivered`
+    /// (`Ev::sprt_pending`): they only lower the test's ratio, so they are fed in one step
+    /// ([`Sprt::observe_each_delivered`]) before the next loss, batch or trim is, and added to
+    /// `delivered` then, or when this room runs out (`u16`: it fits beside `plane`, the entry
+    /// stays 72 bytes; one delivery is one decrement of it alone, whose zero flag says the
+    /// room ran out).
+    sprt_room: u16,
     ecn_q16: u32,
     rtt_avg_ns: u64,
     sprt: Sprt,
-    /// Deliveries, without the `sprt_pending` ones (saturating; [`EvStats::delivered`] is the
-    /// sum).
+    /// Deliveries, without the pending ones (`Ev::sprt_pending`; saturating;
+    /// [`EvStats::delivered`] is the sum).
     delivered: u64,
     lost: u64,
     trimmed: u64,
@@ -297,7 +299,7 @@ impl Ev {
             ecn_q16: 0,
             rtt_avg_ns: 0,
             sprt: Sprt::default(),
-            sprt_pending: 0,
+            sprt_room: u16::MAX,
             delivered: 0,
             lost: 0,
             trimmed: 0,

@@ -29,6 +29,39 @@ pub const fn ewma_q16(old: u64, sample: u64, gain: u32) -> u64 {
     v as u64
 }
 
+/// [`ewma_q16`] for a `gain` known to be at most 1.0 (a validated or clamped configuration):
+/// the same value without the clamp. Callers guarantee `gain <= Q16_ONE` (debug-asserted);
+/// a larger gain still neither overflows nor panics (its complement wraps, the result is
+/// unspecified).
+#[inline]
+pub const fn ewma_q16_unit(old: u64, sample: u64, gain: u32) -> u64 {
+    debug_assert!(gain <= Q16_ONE);
+    if (old | sample) >> 48 == 0 {
+        // Both below 2^48: the sum is below 2^48 * 2^16, in 64 bits.
+        let keep = Q16_ONE.wrapping_sub(gain) as u64;
+        return old
+            .wrapping_mul(keep)
+            .wrapping_add(sample.wrapping_mul(gain as u64))
+            >> 16;
+    }
+    let g = gain as u128;
+    let v = (old as u128 * Q16_ONE.wrapping_sub(gain) as u128 + sample as u128 * g) >> 16;
+    v as u64
+}
+
+/// [`ewma_q16_unit`] towards a Q16 sample given as its integer part: `ewma_q16_unit(old,
+/// sample << 16, gain)` for `sample < 2^48`, exactly. The sample's 16 zero low bits leave the
+/// sum's: `(old * (1 - g) + (sample << 16) * g) >> 16 == ((old * (1 - g)) >> 16) + sample * g`,
+/// and `sample * g < 2^64`; the result is the same convex combination, a u64. One 128-bit
+/// product instead of two. Callers guarantee `gain <= Q16_ONE` and `sample < 2^48`
+/// (debug-asserted); otherwise the result is unspecified (no panic).
+#[inline]
+pub const fn ewma_q16_unit_int(old: u64, sample: u64, gain: u32) -> u64 {
+    debug_assert!(gain <= Q16_ONE && sample < 1 << 48);
+    let keep = ((old as u128 * Q16_ONE.wrapping_sub(gain) as u128) >> 16) as u64;
+    keep.wrapping_add(sample.wrapping_mul(gain as u64))
+}
+
 /// log2(x) in Q20 for `x >= 1` (0 gives 0). Error below 2^-19.
 pub const fn log2_q20(x: u64) -> i64 {
     if x == 0 {
@@ -100,5 +133,76 @@ mod tests {
         assert_eq!(ewma_q16(0, u64::MAX, u32::MAX), u64::MAX);
         assert_eq!(mul_q16(u64::MAX, u32::MAX), u64::MAX);
         assert_eq!(mul_q16(1_000, Q16_ONE / 4), 250);
+    }
+
+    #[test]
+    fn ewma_unit_int_is_ewma_of_the_shifted_sample() {
+        let mut r = crate::engine::rng::Rng::new(11);
+        let edge = [
+            0,
+            1,
+            1 << 16,
+            (1 << 47) + 3,
+            (1 << 48) - 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for i in 0..20_000u32 {
+            let old = if i.is_multiple_of(3) {
+                edge[(r.next_u32() as usize) % edge.len()]
+            } else {
+                r.next_u64() >> (r.next_u32() % 64)
+            };
+            let sample = match i % 4 {
+                0 => (1 << 48) - 1,
+                1 => 0,
+                _ => (r.next_u64() >> 16) >> (r.next_u32() % 48),
+            };
+            let gain = match i % 5 {
+                0 => 0,
+                1 => Q16_ONE,
+                _ => r.next_u32() % (Q16_ONE + 1),
+            };
+            assert_eq!(
+                ewma_q16_unit_int(old, sample, gain),
+                ewma_q16(old, sample << 16, gain),
+                "{old} {sample} {gain}"
+            );
+        }
+    }
+
+    #[test]
+    fn ewma_unit_is_ewma_for_gains_up_to_one() {
+        let mut r = crate::engine::rng::Rng::new(7);
+        let edge = [
+            0,
+            1,
+            1 << 16,
+            (1 << 48) - 1,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for i in 0..20_000u32 {
+            let pick = |r: &mut crate::engine::rng::Rng, k: u32| {
+                if k.is_multiple_of(3) {
+                    edge[(r.next_u32() as usize) % edge.len()]
+                } else {
+                    r.next_u64() >> (r.next_u32() % 64)
+                }
+            };
+            let old = pick(&mut r, i);
+            let sample = pick(&mut r, i / 3);
+            let gain = match i % 4 {
+                0 => 0,
+                1 => Q16_ONE,
+                _ => r.next_u32() % (Q16_ONE + 1),
+            };
+            assert_eq!(
+                ewma_q16_unit(old, sample, gain),
+                ewma_q16(old, sample, gain),
+                "{old} {sample} {gain}"
+            );
+        }
     }
 }

@@ -118,18 +118,33 @@ impl AckTally {
     #[inline]
     fn take(&mut self, s: &mut TxSlot, evs: &mut DeliveryCredits<'_>) {
         let flags = s.flags;
-        if flags & F_ACKED != 0 {
-            return;
-        }
-        s.flags = F_ACKED;
         let len = u64::from(s.len);
-        self.acked += len;
-        if flags & F_INFLIGHT != 0 {
+        if flags == F_INFLIGHT {
+            // The common slot: in flight and nothing else (one compare).
+            s.flags = F_ACKED;
+            self.acked += len;
             evs.credit(s.ev);
             self.freed += len;
             self.credited += 1;
+        } else {
+            if flags & F_ACKED != 0 {
+                return;
+            }
+            s.flags = F_ACKED;
+            self.acked += len;
+            if flags & F_INFLIGHT != 0 {
+                evs.credit(s.ev);
+                self.freed += len;
+                self.credited += 1;
+            }
         }
-        if (s.tx_seq.wrapping_sub(self.max_seq) as i32) > 0 {
+        // A newer transmission: `>= 0` is `> 0` here (one sign flag). A slot taken here is not
+        // yet acknowledged, so its transmission is none of the acknowledged ones whose numbers
+        // the running maximum holds, nor the initial 0 (transmissions are numbered from 1):
+        // equal numbers would be 2^32 transmissions apart, beyond what the modulo-2^32
+        // comparison orders anyway.
+        debug_assert_ne!(s.tx_seq, self.max_seq);
+        if (s.tx_seq.wrapping_sub(self.max_seq) as i32) >= 0 {
             self.max_seq = s.tx_seq;
             self.max_sent = later_ns(self.max_sent, s.sent_ns);
         }
@@ -315,7 +330,9 @@ fn segment_of(desc: &PacketDesc) -> Segment {
 /// The later of two send times kept as the low 32 bits of ns (compared modulo 2^32).
 #[inline]
 fn later_ns(a: u32, b: u32) -> u32 {
-    if (b.wrapping_sub(a) as i32) > 0 {
+    // (`>= 0`, not `> 0`: the same value when `b == a`, and the sign of one subtraction is
+    // one flag)
+    if (b.wrapping_sub(a) as i32) >= 0 {
         b
     } else {
         a
@@ -1155,7 +1172,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             let n = n.min(WIN);
             let (below, from_i) = self.slots.split_at_mut(i.min(WIN));
             let k = n.min(from_i.len());
-            for s in from_i.iter_mut().take(k) {
+            // (a sub-slice, not `take`: one bound per loop; `k` is within the slice)
+            let walk = from_i
+                .split_at_mut_checked(k)
+                .map(|(w, _)| w)
+                .unwrap_or_default();
+            for s in walk {
                 t.take(s, evs);
             }
             for s in below.iter_mut().take(n - k) {
@@ -1249,22 +1271,36 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             self.counters.acks_stale += 1;
         }
         // SACK bits, skipping those an earlier ACK already applied.
-        let shift = a.sack_base.distance_from(self.sack_done_base);
-        let seen = if (0..64).contains(&shift) {
+        // (a signed distance in `0..64` is a 24-bit difference below 64)
+        let shift = a
+            .sack_base
+            .value()
+            .wrapping_sub(self.sack_done_base.value())
+            & Psn::MASK;
+        let seen = if shift < 64 {
             self.sack_done_bits >> shift
         } else {
             0
         };
-        // Bits below `nxt` are applied below (or are before `una`, hence acknowledged).
-        let below_nxt = match self.nxt.distance_from(a.sack_base) {
-            d if d >= 64 => u64::MAX,
-            d if d <= 0 => 0,
-            d => (1u64 << d) - 1,
+        // Bits below `nxt` are applied below (or are before `una`, hence acknowledged); the
+        // in-flight bits (neither loop below moves `una` or `nxt`: one mask for both).
+        let (below_nxt, in_flight) = if a.sack_base == self.una {
+            // The common ACK: its SACK starts at its cumulative PSN, now `una`. Both masks are
+            // then the `nxt - una` bits from bit 0 (`nxt - una` is at most the window, far
+            // below 2^23: its 24-bit distance is that count).
+            let n = self.nxt.value().wrapping_sub(self.una.value()) & Psn::MASK;
+            let m = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+            (m, m)
+        } else {
+            let below_nxt = match self.nxt.distance_from(a.sack_base) {
+                d if d >= 64 => u64::MAX,
+                d if d <= 0 => 0,
+                d => (1u64 << d) - 1,
+            };
+            (below_nxt, self.in_flight_mask(a.sack_base))
         };
         self.sack_done_base = a.sack_base;
         self.sack_done_bits = a.sack_bitmap & below_nxt;
-        // (neither loop below moves `una` or `nxt`: one in-flight mask for both)
-        let in_flight = self.in_flight_mask(a.sack_base);
         let mut bits = a.sack_bitmap & !seen & in_flight;
         while bits != 0 {
             let i = bits.trailing_zeros();
@@ -1308,10 +1344,11 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         // to the ACK's EV. ECN: the ACK carries CE marks only per plane (`ecn_plane_mask`),
         // not per EV, so the ACK's EV gets a CE sample when its own plane saw a mark in the
         // interval — never for a mark on another plane.
-        let plane_bit = 1u8.checked_shl(u32::from(a.plane)).unwrap_or(0);
+        // (a plane beyond the mask's 8 bits saw no mark)
+        let ecn_marked = a.ce_count > 0 && a.plane < 8 && (a.ecn_plane_mask >> a.plane) & 1 != 0;
         let fb = AckFeedback {
             delivered: 0,
-            ecn_marked: a.ce_count > 0 && a.ecn_plane_mask & plane_bit != 0,
+            ecn_marked,
             rtt_ns,
         };
         let _ = ev.handle_ack(a.ev_index, now_ns, fb);
@@ -1514,6 +1551,29 @@ mod tests {
         let next = r.next_post_psn;
         assert_eq!(r.post_send(wr(100)), Err(QpError::QueueFull));
         assert_eq!((r.counters.post_refused, r.next_post_psn), (3, next));
+    }
+
+    /// `later_ns` is the later of the two modulo 2^32 (the first when they tie or are
+    /// 2^31 apart), for pairs around 0, 2^31 and at random.
+    #[test]
+    fn later_ns_is_the_later_modulo_2_32() {
+        let old = |a: u32, b: u32| if (b.wrapping_sub(a) as i32) > 0 { b } else { a };
+        let mut r = crate::engine::rng::Rng::new(3);
+        for k in 0..10_000u32 {
+            let a = r.next_u32();
+            let d = match k % 4 {
+                0 => 0,
+                1 => (1 << 31) ^ (k & 3),
+                2 => k.wrapping_sub(5_000),
+                _ => r.next_u32(),
+            };
+            let b = a.wrapping_add(d);
+            assert_eq!(later_ns(a, b), old(a, b), "{a} {b}");
+            assert_eq!(later_ns(b, a), old(b, a), "{b} {a}");
+        }
+        assert_eq!(later_ns(5, 7), 7);
+        assert_eq!(later_ns(7, 5), 7);
+        assert_eq!(later_ns(u32::MAX, 1), 1);
     }
 
     /// `in_flight_mask` is `in_flight_range` bit by bit, across the PSN wrap, for bases

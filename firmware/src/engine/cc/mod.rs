@@ -59,6 +59,7 @@ pub enum Cc {
 }
 
 impl Controller for Cc {
+    #[inline]
     fn on_ack(&mut self, now_ns: u64, acked_bytes: u64, ecn_marked: bool, rtt_ns: u64) {
         match self {
             Cc::Nscc(c) => c.on_ack(now_ns, acked_bytes, ecn_marked, rtt_ns),

@@ -29,7 +29,7 @@
 //! and saturate, so no input (u64 byte counts, absurd RTTs) overflows or panics.
 
 use super::Controller;
-use crate::engine::fixed::{ewma_q16, mul_q16, Q16_ONE};
+use crate::engine::fixed::{ewma_q16_unit_int, mul_q16, Q16_ONE};
 
 /// The reference network NSCC's gains are stated for: 100 Gb/s x 12 us = 150,000 bytes. The
 /// gains scale with `bdp / REFERENCE_BDP` (the spec's `scaling_factor_a`).
@@ -364,14 +364,17 @@ impl Nscc {
         self.counters
     }
 
+    /// The window `w` within `[min_cwnd, max_cwnd]` (`new` made `min <= max`; written as
+    /// `max` then `min`, not `u64::clamp`: no assertion of that on every step).
     fn clamp(&mut self, w: u64) {
-        self.cwnd_bytes = w.clamp(self.p.min_cwnd_bytes, self.p.max_cwnd_bytes);
+        self.cwnd_bytes = w.max(self.p.min_cwnd_bytes).min(self.p.max_cwnd_bytes);
     }
 
     /// One step of the delay average towards `sample_ns`.
     fn average(&mut self, sample_ns: u64) {
-        let s = sample_ns.min(u64::MAX >> 16) << 16;
-        self.avg_qdelay_q16 = ewma_q16(self.avg_qdelay_q16, s, self.p.delay_gain_q16);
+        // (the average of `sample << 16`; `new` clamped the gain to 1.0)
+        let s = sample_ns.min(u64::MAX >> 16);
+        self.avg_qdelay_q16 = ewma_q16_unit_int(self.avg_qdelay_q16, s, self.p.delay_gain_q16);
     }
 
     /// `units_q16 * mtu * acked / cwnd`, at most `u64::MAX`.
@@ -452,6 +455,7 @@ impl Nscc {
 }
 
 impl Controller for Nscc {
+    #[inline]
     fn on_ack(&mut self, now_ns: u64, acked_bytes: u64, ecn_marked: bool, rtt_ns: u64) {
         // One ACK cannot meaningfully acknowledge more than the largest window.
         let acked = acked_bytes.min(self.p.max_cwnd_bytes);
