@@ -371,6 +371,17 @@ impl<const WORDS: usize> AckGen<WORDS> {
         self.count(now_ns, pkt);
     }
 
+    /// [`Self::handle_packet`] for an untrimmed `pkt` whose PSN the tracker has received
+    /// already ([`RxBitmap::is_received`]; the caller has checked both): counted in the
+    /// interval and ACKed at once (cause duplicate). The same state, counters and ACK.
+    #[inline]
+    pub fn handle_duplicate(&mut self, now_ns: u64, pkt: &RxPacket) -> AckSummary {
+        debug_assert!(pkt.trim == TrimMark::None && self.rx.is_received(pkt.psn));
+        self.rx.note_duplicate();
+        self.count(now_ns, pkt);
+        self.emit(Cause::Duplicate, pkt.ack_req || pkt.has_imm)
+    }
+
     /// How many packets in a row [`Self::is_quiet`] can accept on the coalescing count (the
     /// next one after them fills the interval).
     #[inline]

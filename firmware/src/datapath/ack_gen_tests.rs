@@ -261,6 +261,40 @@ fn out_of_window_duplicate_imm_and_ack_req() {
     assert_eq!((c.acks_duplicate, c.acks_imm, c.acks_ack_req), (1, 1, 1));
 }
 
+/// `handle_duplicate` leaves the state, counters and ACK `handle_packet` leaves for a
+/// duplicate: before the cumulative PSN and a set bit beyond it, with and without an ACK
+/// request, CE-marked or not, with holes below (so the request is owed) and without.
+#[test]
+fn handle_duplicate_matches_handle_packet() {
+    let mut g = Gen::new(1, Psn::new(10), CFG);
+    for psn in [10, 11, 14, 15] {
+        g.handle_packet(5, &data(psn));
+    }
+    for (i, (psn, ack_req, ce)) in [
+        (9, false, false),
+        (14, true, false),
+        (11, false, true),
+        (15, true, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // a fresh packet first, so the interval holds something when the duplicate arrives
+        g.handle_packet(20, &data(16 + i as u32));
+        let mut p = data(psn);
+        (p.ack_req, p.ce) = (ack_req, ce);
+        let mut one = g.clone();
+        let d = one.handle_packet(30, &p);
+        assert_eq!((d.outcome, d.place), (RxOutcome::Duplicate, false));
+        assert!(g.rx().is_received(p.psn));
+        let a = g.handle_duplicate(30, &p);
+        assert_eq!(Some(AckEvent::Ack(a)), d.event);
+        assert_eq!(g, one);
+    }
+    assert_eq!(g.counters().acks_duplicate, 4);
+    assert_eq!(g.rx().counters().duplicates, 4);
+}
+
 #[test]
 fn nack_for_placement_errors_and_reset() {
     let mut g = Gen::new(

@@ -159,6 +159,13 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         self.counters.new = self.counters.new.wrapping_add(1);
     }
 
+    /// [`Self::receive`] of a PSN the caller found received already ([`Self::is_received`]):
+    /// counts the duplicate (nothing else changes).
+    #[inline]
+    pub fn note_duplicate(&mut self) {
+        self.counters.duplicates = self.counters.duplicates.wrapping_add(1);
+    }
+
     /// Whether [`Self::receive_new_run`] takes the `n` consecutive PSNs `offset ..` after
     /// `cum` (`offset + n <= WINDOW`): all new, and either in order with nothing received
     /// beyond `cum` (then `cum` steps over them) or beyond `cum` (then only their bits are

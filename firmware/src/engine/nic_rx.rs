@@ -505,8 +505,9 @@ impl<
     }
 
     /// The common write ([`crate::engine::responder::Responder::handle_write_fast`]): placed,
-    /// with the ACK it calls for queued. `None`, having changed nothing, for any other packet
-    /// or an unready QP.
+    /// with the ACK it calls for queued; or a duplicate
+    /// ([`crate::engine::responder::Responder::handle_duplicate_fast`]): re-ACKed and
+    /// dropped. `None`, having changed nothing, for any other packet or an unready QP.
     #[inline]
     fn rx_write_fast(
         &mut self,
@@ -524,8 +525,21 @@ impl<
             return None;
         }
         let resp = qp.resp.as_mut()?;
-        let (placement, event) =
-            resp.handle_write_fast(now_ns, pkt, reth, payload_len, &mut self.regions)?;
+        let Some((placement, event)) =
+            resp.handle_write_fast(now_ns, pkt, reth, payload_len, &mut self.regions)
+        else {
+            // A duplicate: re-ACKed and dropped, as `rx_write` would (the ACK closes the
+            // interval: the timer moves only when it is missing after a failed arm).
+            let e = resp.handle_duplicate_fast(now_ns, pkt)?;
+            let timer_missing = qp.timers.get(T_ACK).is_some_and(Option::is_none);
+            let p = qp.ack_packet(now_ns, &e, pkt.tx_ts_ns);
+            self.push_ctrl(p);
+            let v = self.drop_rx(DropReason::Duplicate);
+            if timer_missing {
+                self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+            }
+            return Some(v);
+        };
         // The ACK deadline moves only when this packet opened a coalescing interval (an
         // emitted ACK closes it: no deadline, nothing to arm), or the timer is missing after
         // a failed arm.

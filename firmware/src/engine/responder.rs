@@ -160,6 +160,22 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         Some((placement, event))
     }
 
+    /// [`Self::handle_write`] for an untrimmed write without immediate whose PSN was received
+    /// already (rule 2): counted as a duplicate and re-ACKed (the ACK returned). `None`,
+    /// having changed nothing, for any other packet.
+    #[inline]
+    pub(crate) fn handle_duplicate_fast(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+    ) -> Option<AckEvent> {
+        if pkt.trim != TrimMark::None || pkt.has_imm || !self.acks.rx().is_received(pkt.psn) {
+            return None;
+        }
+        self.counters.duplicates += 1;
+        Some(AckEvent::Ack(self.acks.handle_duplicate(now_ns, pkt)))
+    }
+
     /// For a run of `n` consecutive writes from PSN `first` that are each untrimmed, not
     /// CE-marked and without immediate, all but the last without ACK request, and, when
     /// `first` opens a gap (`AckGen::opens_gap`), a run of one with `trigger` (the caller
