@@ -371,6 +371,39 @@ impl<const WORDS: usize> AckGen<WORDS> {
         self.count(now_ns, pkt);
     }
 
+    /// [`Self::handle_packet`] for an untrimmed packet the caller found new, `offset` PSNs
+    /// after the cumulative PSN, inside the window ([`RxBitmap::is_received_at`] clear): marks
+    /// it received, counts it and returns the ACK it calls for, if any, without locating it
+    /// again. The same state, counters and ACK.
+    #[inline]
+    pub fn handle_new_at(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+        offset: u32,
+    ) -> Option<AckSummary> {
+        debug_assert!(pkt.trim == TrimMark::None && !self.rx.is_received(pkt.psn));
+        let next_max_before = self.rx.next_max_psn();
+        self.rx.receive_new_at(pkt.psn, offset);
+        let gap = self.config.ack_on_gap && pkt.psn.is_after(next_max_before);
+        self.count(now_ns, pkt);
+        // (the order of `handle_data`'s causes)
+        let cause = if gap {
+            Cause::Gap
+        } else if pkt.has_imm {
+            Cause::Imm
+        } else if pkt.ack_req {
+            Cause::AckReq
+        } else if self.owed && self.rx.cum_psn() == self.rx.next_max_psn() {
+            Cause::Filled
+        } else if self.interval.pkt_count >= self.config.coalesce_pkts {
+            Cause::Count
+        } else {
+            return None;
+        };
+        Some(self.emit(cause, pkt.ack_req || pkt.has_imm))
+    }
+
     /// [`Self::handle_packet`] for an untrimmed `pkt` whose PSN the tracker has received
     /// already ([`RxBitmap::is_received`]; the caller has checked both): counted in the
     /// interval and ACKed at once (cause duplicate). The same state, counters and ACK.

@@ -466,3 +466,39 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `handle_new_at` leaves the state, counters and ACK `handle_packet` leaves for every new
+    /// packet inside the window, along random arrival orders (holes, owed requests, gaps,
+    /// the coalescing count, immediates, CE marks).
+    #[test]
+    fn handle_new_at_matches_handle_packet(
+        gap in any::<bool>(),
+        arrivals in proptest::collection::vec(
+            (0u32..40, prop::bool::weighted(0.1), prop::bool::weighted(0.05), any::<bool>()),
+            1..300,
+        ),
+    ) {
+        let cfg = AckGenConfig { ack_on_gap: gap, ..CFG };
+        let mut g = Gen::new(2, Psn::new(Psn::MASK - 50), cfg);
+        let mut now = 0;
+        for (k, (off, ack_req, imm, ce)) in arrivals.into_iter().enumerate() {
+            now += 100;
+            // from 4 PSNs before the cumulative PSN (duplicates) to beyond the highest
+            let mut p = data(0);
+            let psn = g.rx().cum_psn().sub(4).add(off);
+            (p.psn, p.ack_req, p.has_imm, p.ce) = (psn, ack_req, imm, ce);
+            let mut one = g.clone();
+            let d = one.handle_packet(now, &p);
+            let at = p.psn.distance_from(g.rx().cum_psn());
+            if at >= 0 && (at as u32) < RxBitmap::<4>::WINDOW && !g.rx().is_received(p.psn) {
+                let e = g.handle_new_at(now, &p, at as u32);
+                prop_assert!(d.place, "arrival {}", k);
+                prop_assert_eq!(e.map(AckEvent::Ack), d.event);
+            } else {
+                g.handle_packet(now, &p);
+            }
+            prop_assert_eq!(&g, &one);
+        }
+    }
+}

@@ -154,7 +154,9 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         } else {
             // New and inside the window: the generator marks it received (placed) and
             // may ACK.
-            self.acks.handle_packet(now_ns, pkt).event
+            self.acks
+                .handle_new_at(now_ns, pkt, d as u32)
+                .map(AckEvent::Ack)
         };
         self.counters.placed += 1;
         Some((placement, event))
