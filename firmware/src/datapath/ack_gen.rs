@@ -472,9 +472,29 @@ impl<const WORDS: usize> AckGen<WORDS> {
     ) -> (Option<u64>, AckSummary) {
         debug_assert_eq!(gap, self.opens_gap(first));
         debug_assert!(n <= self.quiet_room().saturating_add(1) && (!gap || n == 1));
-        self.take_run(now_ns, first, offset, n, last);
-        debug_assert!(gap || last.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
-        let due = self.poll_timeout();
+        debug_assert!(
+            n >= 1
+                && !self.may_answer_owed(first)
+                && !last.ce
+                && !last.has_imm
+                && last.trim == TrimMark::None
+        );
+        self.rx.receive_new_run(first, offset, u32::from(n));
+        // The interval the run completes, closed at once by the ACK (as `take_run`, then
+        // `emit`, without writing it back first).
+        let iv = core::mem::take(&mut self.interval);
+        let iv = Interval {
+            pkt_count: iv.pkt_count.saturating_add(n),
+            ev_index: last.ev_index,
+            plane: last.plane,
+            echo_ts_ns: last.tx_ts_ns,
+            since_ns: Some(iv.since_ns.unwrap_or(now_ns)),
+            ..iv
+        };
+        debug_assert!(gap || last.ack_req || iv.pkt_count >= self.config.coalesce_pkts);
+        let due = iv
+            .since_ns
+            .map(|t| t.saturating_add(self.config.coalesce_ns));
         // (the order of `handle_data`'s causes)
         let cause = if gap {
             Cause::Gap
@@ -483,7 +503,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
         } else {
             Cause::Count
         };
-        (due, self.emit(cause, last.ack_req))
+        (due, self.close(cause, last.ack_req, iv))
     }
 
     /// The run of [`Self::handle_quiet_run`] / [`Self::handle_acked_run`] marked received (a
@@ -589,6 +609,13 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// Always inlined (measured: the engine's receive paths, engine_cost).
     #[inline(always)]
     fn emit(&mut self, cause: Cause, request: bool) -> AckSummary {
+        let iv = core::mem::take(&mut self.interval);
+        self.close(cause, request, iv)
+    }
+
+    /// [`Self::emit`] for the interval `iv`, already taken out of the generator (left empty).
+    #[inline(always)]
+    fn close(&mut self, cause: Cause, request: bool, iv: Interval) -> AckSummary {
         let c = &mut self.counters;
         let counter = match cause {
             Cause::Duplicate => &mut c.acks_duplicate,
@@ -603,7 +630,6 @@ impl<const WORDS: usize> AckGen<WORDS> {
         let holes = self.rx.cum_psn() != self.rx.next_max_psn();
         self.owed = holes && (self.owed || request);
         let sack = self.rx.sack_at_cum();
-        let iv = core::mem::take(&mut self.interval);
         AckSummary {
             qpn: self.qpn,
             cum_psn: sack.cum_psn,

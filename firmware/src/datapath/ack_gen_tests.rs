@@ -502,3 +502,59 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `handle_acked_run` leaves the state, counters and ACK of its packets one at a time
+    /// through `handle_packet` (all quiet but the last, which calls for the ACK), and returns
+    /// the deadline `poll_timeout` gave before that ACK.
+    #[test]
+    fn handle_acked_run_matches_one_at_a_time(
+        gap in any::<bool>(),
+        prefix in proptest::collection::vec((0u32..40, prop::bool::weighted(0.1)), 0..60),
+        start in 0u32..40,
+        len in 1u16..6,
+        ack_req in any::<bool>(),
+    ) {
+        let cfg = AckGenConfig { ack_on_gap: gap, ..CFG };
+        let mut g = Gen::new(2, Psn::new(Psn::MASK - 20), cfg);
+        let mut now = 0;
+        for (off, req) in prefix {
+            now += 100;
+            let mut p = data(0);
+            (p.psn, p.ack_req) = (g.rx().cum_psn().sub(4).add(off), req);
+            g.handle_packet(now, &p);
+        }
+        now += 100;
+        let first = g.rx().cum_psn().add(start);
+        let opens = g.opens_gap(first);
+        let n = if opens { 1 } else { len.min(g.quiet_room() + 1) };
+        let ack_req = ack_req || (!opens && n <= g.quiet_room());
+        let offset = start;
+        prop_assume!(!g.may_answer_owed(first) && g.rx().run_is_new(offset, u32::from(n)));
+        let pkt = |i: u16| {
+            let mut p = data(0);
+            p.psn = first.add(u32::from(i));
+            p.ack_req = ack_req && i + 1 == n;
+            p
+        };
+        let mut one = g.clone();
+        let mut due = None;
+        for i in 0..n {
+            let d = one.handle_packet(now, &pkt(i));
+            prop_assert!(d.place);
+            if i + 1 < n {
+                prop_assert_eq!(d.event, None);
+            } else {
+                prop_assert!(d.event.is_some());
+                // (the deadline the ACK closed: the interval's first packet's, plus the delay)
+                due = Some(g.poll_timeout().unwrap_or(now + cfg.coalesce_ns));
+                prop_assert_eq!(
+                    g.handle_acked_run(now, first, offset, n, &pkt(n - 1), opens),
+                    (due, ack(d))
+                );
+            }
+        }
+        prop_assert!(due.is_some());
+        prop_assert_eq!(&g, &one);
+    }
+}
