@@ -495,15 +495,16 @@ impl<const WORDS: usize> AckGen<WORDS> {
         let due = iv
             .since_ns
             .map(|t| t.saturating_add(self.config.coalesce_ns));
-        // (the order of `handle_data`'s causes)
-        let cause = if gap {
-            Cause::Gap
+        // (the order of `handle_data`'s causes; each counter written directly)
+        let c = &mut self.counters;
+        if gap {
+            c.acks_gap = c.acks_gap.wrapping_add(1);
         } else if last.ack_req {
-            Cause::AckReq
+            c.acks_ack_req = c.acks_ack_req.wrapping_add(1);
         } else {
-            Cause::Count
-        };
-        (due, self.close(cause, last.ack_req, iv))
+            c.acks_count = c.acks_count.wrapping_add(1);
+        }
+        (due, self.close_counted(last.ack_req, iv))
     }
 
     /// The run of [`Self::handle_quiet_run`] / [`Self::handle_acked_run`] marked received (a
@@ -613,11 +614,11 @@ impl<const WORDS: usize> AckGen<WORDS> {
         self.close(cause, request, iv)
     }
 
-    /// [`Self::emit`] for the interval `iv`, already taken out of the generator (left empty).
+    /// The counter of ACKs for `cause`.
     #[inline(always)]
-    fn close(&mut self, cause: Cause, request: bool, iv: Interval) -> AckSummary {
+    fn cause_counter(&mut self, cause: Cause) -> &mut u64 {
         let c = &mut self.counters;
-        let counter = match cause {
+        match cause {
             Cause::Duplicate => &mut c.acks_duplicate,
             Cause::Gap => &mut c.acks_gap,
             Cause::Imm => &mut c.acks_imm,
@@ -625,8 +626,20 @@ impl<const WORDS: usize> AckGen<WORDS> {
             Cause::Filled => &mut c.acks_filled,
             Cause::Count => &mut c.acks_count,
             Cause::Timer => &mut c.acks_timer,
-        };
+        }
+    }
+
+    /// [`Self::emit`] for the interval `iv`, already taken out of the generator (left empty).
+    #[inline(always)]
+    fn close(&mut self, cause: Cause, request: bool, iv: Interval) -> AckSummary {
+        let counter = self.cause_counter(cause);
         *counter = counter.wrapping_add(1);
+        self.close_counted(request, iv)
+    }
+
+    /// [`Self::close`] with the ACK's cause counted already.
+    #[inline(always)]
+    fn close_counted(&mut self, request: bool, iv: Interval) -> AckSummary {
         let holes = self.rx.cum_psn() != self.rx.next_max_psn();
         self.owed = holes && (self.owed || request);
         let sack = self.rx.sack_at_cum();
