@@ -49,7 +49,7 @@
 
 use mrc_abi::Psn;
 
-use super::rx_bitmap::{RxBitmap, RxOutcome};
+use super::rx_bitmap::{RxBitmap, RxOutcome, Sack};
 
 /// NACK reason codes (NACKX byte 0): the one definition lives in the wire codec.
 pub use mrc_abi::wire::NackReason;
@@ -504,7 +504,20 @@ impl<const WORDS: usize> AckGen<WORDS> {
         } else {
             c.acks_count = c.acks_count.wrapping_add(1);
         }
-        (due, self.close_counted(last.ack_req, iv))
+        let summary = if offset == 0 {
+            // In order, nothing received beyond the cumulative PSN before (`run_is_new`): it
+            // stepped over the run, no hole is left and no SACK bit is set.
+            let cum = self.rx.cum_psn();
+            let sack = Sack {
+                cum_psn: cum,
+                sack_base: cum,
+                bitmap: 0,
+            };
+            self.close_with(last.ack_req, iv, false, sack)
+        } else {
+            self.close_counted(last.ack_req, iv)
+        };
+        (due, summary)
     }
 
     /// The run of [`Self::handle_quiet_run`] / [`Self::handle_acked_run`] marked received (a
@@ -641,8 +654,17 @@ impl<const WORDS: usize> AckGen<WORDS> {
     #[inline(always)]
     fn close_counted(&mut self, request: bool, iv: Interval) -> AckSummary {
         let holes = self.rx.cum_psn() != self.rx.next_max_psn();
-        self.owed = holes && (self.owed || request);
         let sack = self.rx.sack_at_cum();
+        self.close_with(request, iv, holes, sack)
+    }
+
+    /// [`Self::close_counted`] given whether holes remain below `next_max` and the SACK from
+    /// the cumulative PSN (what the tracker says: debug-asserted).
+    #[inline(always)]
+    fn close_with(&mut self, request: bool, iv: Interval, holes: bool, sack: Sack) -> AckSummary {
+        debug_assert_eq!(holes, self.rx.cum_psn() != self.rx.next_max_psn());
+        debug_assert_eq!(sack, self.rx.sack_at_cum());
+        self.owed = holes && (self.owed || request);
         AckSummary {
             qpn: self.qpn,
             cum_psn: sack.cum_psn,
