@@ -419,9 +419,9 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// next one after them fills the interval).
     #[inline]
     pub fn quiet_room(&self) -> u16 {
-        self.config
-            .coalesce_pkts
-            .saturating_sub(self.interval.pkt_count.saturating_add(1))
+        // (`coalesce_pkts >= 1`, normalised by `new`: the same as
+        // `coalesce_pkts.saturating_sub(pkt_count.saturating_add(1))`)
+        (self.config.coalesce_pkts - 1).saturating_sub(self.interval.pkt_count)
     }
 
     /// Whether a new `psn` opens a gap that calls for an ACK (what [`Self::is_quiet`] checks
