@@ -484,7 +484,8 @@ impl<const WORDS: usize> AckGen<WORDS> {
         // `emit`, without writing it back first).
         let iv = core::mem::take(&mut self.interval);
         let iv = Interval {
-            pkt_count: iv.pkt_count.saturating_add(n),
+            // (no overflow: `n <= quiet_room() + 1 = coalesce_pkts - pkt_count`)
+            pkt_count: iv.pkt_count.wrapping_add(n),
             ev_index: last.ev_index,
             plane: last.plane,
             echo_ts_ns: last.tx_ts_ns,
@@ -533,7 +534,8 @@ impl<const WORDS: usize> AckGen<WORDS> {
         );
         self.rx.receive_new_run(first, offset, u32::from(n));
         let iv = &mut self.interval;
-        iv.pkt_count = iv.pkt_count.saturating_add(n);
+        // (no overflow: `n <= quiet_room() + 1 = coalesce_pkts - pkt_count`)
+        iv.pkt_count = iv.pkt_count.wrapping_add(n);
         iv.ev_index = last.ev_index;
         iv.plane = last.plane;
         iv.echo_ts_ns = last.tx_ts_ns;
