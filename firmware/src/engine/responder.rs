@@ -191,7 +191,12 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
         let acks = &self.acks;
         debug_assert!(!acks.opens_gap(first) || (n == 1 && trigger));
-        let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
+        // `first.distance_from(cum)` when it is not negative (the same 24-bit arithmetic,
+        // without the sign extension).
+        let d = first.value().wrapping_sub(acks.rx().cum_psn().value()) & Psn::MASK;
+        if d >= Psn::HALF {
+            return None;
+        }
         // In order (`d == 0`) every packet is at offset 0 when it arrives. (`span > d` for
         // `n > 0`: inside the window, `d < mpr_psns`, with it.)
         // Only `first == cum` (`d == 0`) may answer an owed ACK.
