@@ -142,21 +142,20 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
             return None;
         }
         let rx = self.acks.rx();
-        let d = pkt.psn.distance_from(rx.cum_psn());
-        // mpr_psns <= the bitmap's window
-        if d < 0 || d as u32 >= self.mpr_psns || rx.is_received_at(d as u32) {
+        // The offset after the cumulative PSN; one in the back half of the PSN space (before
+        // it) is beyond `mpr_psns <= ` the bitmap's window `< Psn::HALF` as well.
+        let d = pkt.psn.value().wrapping_sub(rx.cum_psn().value()) & Psn::MASK;
+        if d >= self.mpr_psns || rx.is_received_at(d) {
             return None;
         }
         let placement = regions.check_write_ok(reth.rkey, reth.va, reth.dma_len, payload_len)?;
         let event = if self.acks.is_quiet(pkt) {
-            self.acks.handle_quiet(now_ns, pkt, d as u32);
+            self.acks.handle_quiet(now_ns, pkt, d);
             None
         } else {
             // New and inside the window: the generator marks it received (placed) and
             // may ACK.
-            self.acks
-                .handle_new_at(now_ns, pkt, d as u32)
-                .map(AckEvent::Ack)
+            self.acks.handle_new_at(now_ns, pkt, d).map(AckEvent::Ack)
         };
         self.counters.placed += 1;
         Some((placement, event))
