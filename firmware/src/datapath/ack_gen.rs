@@ -350,7 +350,8 @@ impl<const WORDS: usize> AckGen<WORDS> {
         pkt.trim == TrimMark::None
             && !pkt.has_imm
             && !pkt.ack_req
-            && self.interval.pkt_count.saturating_add(1) < self.config.coalesce_pkts
+            // (`pkt_count + 1 < coalesce_pkts`; `coalesce_pkts >= 1` after normalisation)
+            && self.interval.pkt_count < self.config.coalesce_pkts - 1
             && !self.opens_gap(pkt.psn)
             && !self.may_answer_owed(pkt.psn)
     }
