@@ -379,12 +379,9 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
 /// `take` bits from bit `shift` on (`shift + take <= 64`, `take >= 1`).
 #[inline]
 fn run_mask(shift: usize, take: usize) -> u64 {
-    let ones = if take >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << take) - 1
-    };
-    ones << shift
+    debug_assert!(take >= 1 && shift + take <= 64);
+    // (`take` ones: a shift by `64 - take` in `0..64`, no case for a whole word)
+    (u64::MAX >> (64 - take)) << shift
 }
 
 #[cfg(test)]
