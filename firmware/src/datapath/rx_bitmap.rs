@@ -298,12 +298,10 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         let pos = self.ring_pos(offset);
         let (word, shift) = (pos / 64, pos % 64);
         let lo = self.words.get(word).copied().unwrap_or(0) >> shift;
-        let hi = if shift == 0 {
-            0
-        } else {
-            let next = (word + 1) % WORDS;
-            self.words.get(next).copied().unwrap_or(0) << (64 - shift)
-        };
+        // The next word's low bits above them: `<< (64 - shift)`, none when `shift == 0` (two
+        // shifts, each below 64).
+        let next = self.words.get((word + 1) % WORDS).copied().unwrap_or(0);
+        let hi = (next << (63 - shift)) << 1;
         let in_window = Self::WINDOW - offset;
         let mask = if in_window >= 64 {
             u64::MAX
