@@ -346,28 +346,29 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
     /// Move `cum` over consecutive received PSNs, clearing their bits, a word at a time.
     fn advance(&mut self) {
         // Each step consumes the run of set bits from `head` to the end of its word or stops;
-        // the window has WORDS words, so WORDS + 1 steps reach any end.
-        for _ in 0..=WORDS {
-            let (word, shift) = (self.head / 64, (self.head % 64) as u32);
+        // one that goes on has cleared its word from `head` to the end and moves to the next
+        // word's start, so the steps end within WORDS + 1 (the last one at the latest back in
+        // the first word, clear from the first `head` on).
+        let (mut head, mut stepped) = (self.head, 0u32);
+        loop {
+            let (word, shift) = (head / 64, (head % 64) as u32);
             let Some(w) = self.words.get_mut(word) else {
                 break;
             };
-            let run = (!(*w >> shift)).trailing_zeros().min(64 - shift);
+            // (the word shifted down has `shift` zeros on top: at most `64 - shift` ones)
+            let run = (!(*w >> shift)).trailing_zeros();
             if run == 0 {
                 break;
             }
-            let mask = if run == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << run) - 1) << shift
-            };
-            *w &= !mask;
-            self.head = (self.head + run as usize) % Self::WINDOW_BITS;
-            self.cum = self.cum.add(run);
+            *w &= !run_mask(shift as usize, run as usize);
+            head = (head + run as usize) % Self::WINDOW_BITS;
+            stepped += run;
             if shift + run < 64 {
                 break;
             }
         }
+        self.head = head;
+        self.cum = self.cum.add(stepped);
         if self.next_max.distance_from(self.cum) < 0 {
             self.next_max = self.cum;
         }
