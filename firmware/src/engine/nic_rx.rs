@@ -335,7 +335,9 @@ impl<
         trim: TrimMark,
         meta: RxMeta,
     ) -> RxVerdict {
-        let h = RxHdr {
+        // (the header representation built in each arm that uses it: none is kept across the
+        // dispatch)
+        let h = || RxHdr {
             dest_qp: pkt.dest_qpn,
             psn: pkt.psn,
             msn: pkt.msn,
@@ -347,7 +349,7 @@ impl<
                 echo_ts_ns: pkt.echo_ts_ns,
             }),
         };
-        let slot = h.dest_qp as usize;
+        let slot = pkt.dest_qpn as usize;
         let Some(state) = self.qps.get(slot).and_then(QpSlot::get).map(|q| q.state) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
@@ -355,13 +357,13 @@ impl<
             // (not tried again: `handle_tx_packet`, the only caller, tried the fast path on
             // every write it can take, untrimmed with no immediate, and found `None`)
             TxBody::Write { segment, reth, .. } => {
-                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta, false);
+                return self.rx_write(now_ns, slot, state, &h(), segment, reth, meta, false);
             }
             // (not reached: `handle_tx_packet` takes ACKs first)
             TxBody::Ack(a) => return self.handle_tx_ack(now_ns, pkt, a),
             TxBody::Nack(n) => self.rx_nack(now_ns, slot, state, n),
-            TxBody::Probe(p) => self.rx_probe(now_ns, slot, state, &h, p),
-            TxBody::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h, p),
+            TxBody::Probe(p) => self.rx_probe(now_ns, slot, state, &h(), p),
+            TxBody::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h(), p),
         };
         self.rx_sync_ev(slot);
         v
