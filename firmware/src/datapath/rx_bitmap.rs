@@ -213,6 +213,13 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         } else {
             let mut pos = self.ring_pos(offset);
             let mut left = n as usize;
+            // (a run inside one word, the common case: one mask; an empty run sets nothing)
+            if left != 0 && pos % 64 + left <= 64 {
+                if let Some(w) = self.words.get_mut(pos / 64) {
+                    *w |= run_mask(pos % 64, left);
+                }
+                left = 0;
+            }
             while left > 0 {
                 let (word, shift) = (pos / 64, pos % 64);
                 let take = left.min(64 - shift);
