@@ -208,11 +208,11 @@ impl<
         // it: placement checks each packet of a span exactly when it checks the span).
         let limit = if gap { 1 } else { usize::from(room) + 1 };
         let scan = pkts.get(..limit).unwrap_or(pkts);
-        let (mut n, mut trigger) = (0u16, false);
+        let (mut i, mut trigger) = (0usize, false);
         let psn0 = first.psn.value();
         let (rkey0, va0) = (reth0.rkey, reth0.va);
         let mut end = va0;
-        for p in scan {
+        while let Some(p) = scan.get(i) {
             let TxBody::Write { segment, reth, .. } = &p.body else {
                 break;
             };
@@ -223,19 +223,24 @@ impl<
                     | Segment::Last { imm: None }
                     | Segment::Only { imm: None }
             );
-            if !plain || p.dest_qpn != first.dest_qpn || p.psn.value() != psn0 + u32::from(n) {
+            if !plain
+                || p.dest_qpn != first.dest_qpn
+                || p.psn.value() != psn0.wrapping_add(i as u32)
+            {
                 break;
             }
             if reth.rkey != rkey0 || reth.va != end || reth.dma_len == 0 {
                 break;
             }
             end = end.wrapping_add(u64::from(reth.dma_len));
-            n += 1;
+            i += 1;
             if p.ack_req {
                 trigger = true;
                 break;
             }
         }
+        // (at most `room + 1 <= u16::MAX` packets)
+        let n = i as u16;
         let trigger = trigger || gap || n > room;
         let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
             return 0;
