@@ -229,12 +229,19 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
                 left -= take;
                 pos = (pos + take) % Self::WINDOW_BITS;
             }
-            let end = psn.add(n);
-            if end.distance_from(self.next_max) > 0 {
-                self.next_max = end;
+            if offset + n > self.beyond_cum() {
+                self.next_max = psn.add(n);
             }
         }
         self.counters.new = self.counters.new.wrapping_add(u64::from(n));
+    }
+
+    /// How far `next_max` lies beyond `cum` (`0 ..= W`): a PSN `offset < W` after `cum` is at
+    /// or beyond `next_max` exactly when `offset >= beyond_cum()` (`distance_from` without
+    /// the sign extension: both lie in the window).
+    #[inline]
+    fn beyond_cum(&self) -> u32 {
+        self.next_max.value().wrapping_sub(self.cum.value()) & Psn::MASK
     }
 
     #[inline]
