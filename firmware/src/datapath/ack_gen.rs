@@ -49,7 +49,7 @@
 
 use mrc_abi::Psn;
 
-use super::rx_bitmap::{RxBitmap, RxOutcome};
+use super::rx_bitmap::{RxBitmap, RxOutcome, Sack};
 
 /// NACK reason codes (NACKX byte 0): the one definition lives in the wire codec.
 pub use mrc_abi::wire::NackReason;
@@ -350,7 +350,8 @@ impl<const WORDS: usize> AckGen<WORDS> {
         pkt.trim == TrimMark::None
             && !pkt.has_imm
             && !pkt.ack_req
-            && self.interval.pkt_count.saturating_add(1) < self.config.coalesce_pkts
+            // (`pkt_count + 1 < coalesce_pkts`; `coalesce_pkts >= 1` after normalisation)
+            && self.interval.pkt_count < self.config.coalesce_pkts - 1
             && !self.opens_gap(pkt.psn)
             && !self.may_answer_owed(pkt.psn)
     }
@@ -371,13 +372,57 @@ impl<const WORDS: usize> AckGen<WORDS> {
         self.count(now_ns, pkt);
     }
 
+    /// [`Self::handle_packet`] for an untrimmed packet the caller found new, `offset` PSNs
+    /// after the cumulative PSN, inside the window ([`RxBitmap::is_received_at`] clear): marks
+    /// it received, counts it and returns the ACK it calls for, if any, without locating it
+    /// again. The same state, counters and ACK.
+    #[inline]
+    pub fn handle_new_at(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+        offset: u32,
+    ) -> Option<AckSummary> {
+        debug_assert!(pkt.trim == TrimMark::None && !self.rx.is_received(pkt.psn));
+        let next_max_before = self.rx.next_max_psn();
+        self.rx.receive_new_at(pkt.psn, offset);
+        let gap = self.config.ack_on_gap && pkt.psn.is_after(next_max_before);
+        self.count(now_ns, pkt);
+        // (the order of `handle_data`'s causes)
+        let cause = if gap {
+            Cause::Gap
+        } else if pkt.has_imm {
+            Cause::Imm
+        } else if pkt.ack_req {
+            Cause::AckReq
+        } else if self.owed && self.rx.cum_psn() == self.rx.next_max_psn() {
+            Cause::Filled
+        } else if self.interval.pkt_count >= self.config.coalesce_pkts {
+            Cause::Count
+        } else {
+            return None;
+        };
+        Some(self.emit(cause, pkt.ack_req || pkt.has_imm))
+    }
+
+    /// [`Self::handle_packet`] for an untrimmed `pkt` whose PSN the tracker has received
+    /// already ([`RxBitmap::is_received`]; the caller has checked both): counted in the
+    /// interval and ACKed at once (cause duplicate). The same state, counters and ACK.
+    #[inline]
+    pub fn handle_duplicate(&mut self, now_ns: u64, pkt: &RxPacket) -> AckSummary {
+        debug_assert!(pkt.trim == TrimMark::None && self.rx.is_received(pkt.psn));
+        self.rx.note_duplicate();
+        self.count(now_ns, pkt);
+        self.emit(Cause::Duplicate, pkt.ack_req || pkt.has_imm)
+    }
+
     /// How many packets in a row [`Self::is_quiet`] can accept on the coalescing count (the
     /// next one after them fills the interval).
     #[inline]
     pub fn quiet_room(&self) -> u16 {
-        self.config
-            .coalesce_pkts
-            .saturating_sub(self.interval.pkt_count.saturating_add(1))
+        // (`coalesce_pkts >= 1`, normalised by `new`: the same as
+        // `coalesce_pkts.saturating_sub(pkt_count.saturating_add(1))`)
+        (self.config.coalesce_pkts - 1).saturating_sub(self.interval.pkt_count)
     }
 
     /// Whether a new `psn` opens a gap that calls for an ACK (what [`Self::is_quiet`] checks
@@ -428,18 +473,53 @@ impl<const WORDS: usize> AckGen<WORDS> {
     ) -> (Option<u64>, AckSummary) {
         debug_assert_eq!(gap, self.opens_gap(first));
         debug_assert!(n <= self.quiet_room().saturating_add(1) && (!gap || n == 1));
-        self.take_run(now_ns, first, offset, n, last);
-        debug_assert!(gap || last.ack_req || self.interval.pkt_count >= self.config.coalesce_pkts);
-        let due = self.poll_timeout();
-        // (the order of `handle_data`'s causes)
-        let cause = if gap {
-            Cause::Gap
-        } else if last.ack_req {
-            Cause::AckReq
-        } else {
-            Cause::Count
+        debug_assert!(
+            n >= 1
+                && !self.may_answer_owed(first)
+                && !last.ce
+                && !last.has_imm
+                && last.trim == TrimMark::None
+        );
+        self.rx.receive_new_run(first, offset, u32::from(n));
+        // The interval the run completes, closed at once by the ACK (as `take_run`, then
+        // `emit`, without writing it back first).
+        let iv = core::mem::take(&mut self.interval);
+        let iv = Interval {
+            // (no overflow: `n <= quiet_room() + 1 = coalesce_pkts - pkt_count`)
+            pkt_count: iv.pkt_count.wrapping_add(n),
+            ev_index: last.ev_index,
+            plane: last.plane,
+            echo_ts_ns: last.tx_ts_ns,
+            since_ns: Some(iv.since_ns.unwrap_or(now_ns)),
+            ..iv
         };
-        (due, self.emit(cause, last.ack_req))
+        debug_assert!(gap || last.ack_req || iv.pkt_count >= self.config.coalesce_pkts);
+        let due = iv
+            .since_ns
+            .map(|t| t.saturating_add(self.config.coalesce_ns));
+        // (the order of `handle_data`'s causes; each counter written directly)
+        let c = &mut self.counters;
+        if gap {
+            c.acks_gap = c.acks_gap.wrapping_add(1);
+        } else if last.ack_req {
+            c.acks_ack_req = c.acks_ack_req.wrapping_add(1);
+        } else {
+            c.acks_count = c.acks_count.wrapping_add(1);
+        }
+        let summary = if offset == 0 {
+            // In order, nothing received beyond the cumulative PSN before (`run_is_new`): it
+            // stepped over the run, no hole is left and no SACK bit is set.
+            let cum = self.rx.cum_psn();
+            let sack = Sack {
+                cum_psn: cum,
+                sack_base: cum,
+                bitmap: 0,
+            };
+            self.close_with(last.ack_req, iv, false, sack)
+        } else {
+            self.close_counted(last.ack_req, iv)
+        };
+        (due, summary)
     }
 
     /// The run of [`Self::handle_quiet_run`] / [`Self::handle_acked_run`] marked received (a
@@ -455,7 +535,8 @@ impl<const WORDS: usize> AckGen<WORDS> {
         );
         self.rx.receive_new_run(first, offset, u32::from(n));
         let iv = &mut self.interval;
-        iv.pkt_count = iv.pkt_count.saturating_add(n);
+        // (no overflow: `n <= quiet_room() + 1 = coalesce_pkts - pkt_count`)
+        iv.pkt_count = iv.pkt_count.wrapping_add(n);
         iv.ev_index = last.ev_index;
         iv.plane = last.plane;
         iv.echo_ts_ns = last.tx_ts_ns;
@@ -545,8 +626,15 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// Always inlined (measured: the engine's receive paths, engine_cost).
     #[inline(always)]
     fn emit(&mut self, cause: Cause, request: bool) -> AckSummary {
+        let iv = core::mem::take(&mut self.interval);
+        self.close(cause, request, iv)
+    }
+
+    /// The counter of ACKs for `cause`.
+    #[inline(always)]
+    fn cause_counter(&mut self, cause: Cause) -> &mut u64 {
         let c = &mut self.counters;
-        let counter = match cause {
+        match cause {
             Cause::Duplicate => &mut c.acks_duplicate,
             Cause::Gap => &mut c.acks_gap,
             Cause::Imm => &mut c.acks_imm,
@@ -554,12 +642,32 @@ impl<const WORDS: usize> AckGen<WORDS> {
             Cause::Filled => &mut c.acks_filled,
             Cause::Count => &mut c.acks_count,
             Cause::Timer => &mut c.acks_timer,
-        };
+        }
+    }
+
+    /// [`Self::emit`] for the interval `iv`, already taken out of the generator (left empty).
+    #[inline(always)]
+    fn close(&mut self, cause: Cause, request: bool, iv: Interval) -> AckSummary {
+        let counter = self.cause_counter(cause);
         *counter = counter.wrapping_add(1);
+        self.close_counted(request, iv)
+    }
+
+    /// [`Self::close`] with the ACK's cause counted already.
+    #[inline(always)]
+    fn close_counted(&mut self, request: bool, iv: Interval) -> AckSummary {
         let holes = self.rx.cum_psn() != self.rx.next_max_psn();
-        self.owed = holes && (self.owed || request);
         let sack = self.rx.sack_at_cum();
-        let iv = core::mem::take(&mut self.interval);
+        self.close_with(request, iv, holes, sack)
+    }
+
+    /// [`Self::close_counted`] given whether holes remain below `next_max` and the SACK from
+    /// the cumulative PSN (what the tracker says: debug-asserted).
+    #[inline(always)]
+    fn close_with(&mut self, request: bool, iv: Interval, holes: bool, sack: Sack) -> AckSummary {
+        debug_assert_eq!(holes, self.rx.cum_psn() != self.rx.next_max_psn());
+        debug_assert_eq!(sack, self.rx.sack_at_cum());
+        self.owed = holes && (self.owed || request);
         AckSummary {
             qpn: self.qpn,
             cum_psn: sack.cum_psn,

@@ -261,6 +261,40 @@ fn out_of_window_duplicate_imm_and_ack_req() {
     assert_eq!((c.acks_duplicate, c.acks_imm, c.acks_ack_req), (1, 1, 1));
 }
 
+/// `handle_duplicate` leaves the state, counters and ACK `handle_packet` leaves for a
+/// duplicate: before the cumulative PSN and a set bit beyond it, with and without an ACK
+/// request, CE-marked or not, with holes below (so the request is owed) and without.
+#[test]
+fn handle_duplicate_matches_handle_packet() {
+    let mut g = Gen::new(1, Psn::new(10), CFG);
+    for psn in [10, 11, 14, 15] {
+        g.handle_packet(5, &data(psn));
+    }
+    for (i, (psn, ack_req, ce)) in [
+        (9, false, false),
+        (14, true, false),
+        (11, false, true),
+        (15, true, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // a fresh packet first, so the interval holds something when the duplicate arrives
+        g.handle_packet(20, &data(16 + i as u32));
+        let mut p = data(psn);
+        (p.ack_req, p.ce) = (ack_req, ce);
+        let mut one = g.clone();
+        let d = one.handle_packet(30, &p);
+        assert_eq!((d.outcome, d.place), (RxOutcome::Duplicate, false));
+        assert!(g.rx().is_received(p.psn));
+        let a = g.handle_duplicate(30, &p);
+        assert_eq!(Some(AckEvent::Ack(a)), d.event);
+        assert_eq!(g, one);
+    }
+    assert_eq!(g.counters().acks_duplicate, 4);
+    assert_eq!(g.rx().counters().duplicates, 4);
+}
+
 #[test]
 fn nack_for_placement_errors_and_reset() {
     let mut g = Gen::new(
@@ -430,5 +464,97 @@ proptest! {
                 "a request waits with nothing missing (after PSN {})", psn
             );
         }
+    }
+}
+
+proptest! {
+    /// `handle_new_at` leaves the state, counters and ACK `handle_packet` leaves for every new
+    /// packet inside the window, along random arrival orders (holes, owed requests, gaps,
+    /// the coalescing count, immediates, CE marks).
+    #[test]
+    fn handle_new_at_matches_handle_packet(
+        gap in any::<bool>(),
+        arrivals in proptest::collection::vec(
+            (0u32..40, prop::bool::weighted(0.1), prop::bool::weighted(0.05), any::<bool>()),
+            1..300,
+        ),
+    ) {
+        let cfg = AckGenConfig { ack_on_gap: gap, ..CFG };
+        let mut g = Gen::new(2, Psn::new(Psn::MASK - 50), cfg);
+        let mut now = 0;
+        for (k, (off, ack_req, imm, ce)) in arrivals.into_iter().enumerate() {
+            now += 100;
+            // from 4 PSNs before the cumulative PSN (duplicates) to beyond the highest
+            let mut p = data(0);
+            let psn = g.rx().cum_psn().sub(4).add(off);
+            (p.psn, p.ack_req, p.has_imm, p.ce) = (psn, ack_req, imm, ce);
+            let mut one = g.clone();
+            let d = one.handle_packet(now, &p);
+            let at = p.psn.distance_from(g.rx().cum_psn());
+            if at >= 0 && (at as u32) < RxBitmap::<4>::WINDOW && !g.rx().is_received(p.psn) {
+                let e = g.handle_new_at(now, &p, at as u32);
+                prop_assert!(d.place, "arrival {}", k);
+                prop_assert_eq!(e.map(AckEvent::Ack), d.event);
+            } else {
+                g.handle_packet(now, &p);
+            }
+            prop_assert_eq!(&g, &one);
+        }
+    }
+}
+
+proptest! {
+    /// `handle_acked_run` leaves the state, counters and ACK of its packets one at a time
+    /// through `handle_packet` (all quiet but the last, which calls for the ACK), and returns
+    /// the deadline `poll_timeout` gave before that ACK.
+    #[test]
+    fn handle_acked_run_matches_one_at_a_time(
+        gap in any::<bool>(),
+        prefix in proptest::collection::vec((0u32..40, prop::bool::weighted(0.1)), 0..60),
+        start in 0u32..40,
+        len in 1u16..6,
+        ack_req in any::<bool>(),
+    ) {
+        let cfg = AckGenConfig { ack_on_gap: gap, ..CFG };
+        let mut g = Gen::new(2, Psn::new(Psn::MASK - 20), cfg);
+        let mut now = 0;
+        for (off, req) in prefix {
+            now += 100;
+            let mut p = data(0);
+            (p.psn, p.ack_req) = (g.rx().cum_psn().sub(4).add(off), req);
+            g.handle_packet(now, &p);
+        }
+        now += 100;
+        let first = g.rx().cum_psn().add(start);
+        let opens = g.opens_gap(first);
+        let n = if opens { 1 } else { len.min(g.quiet_room() + 1) };
+        let ack_req = ack_req || (!opens && n <= g.quiet_room());
+        let offset = start;
+        prop_assume!(!g.may_answer_owed(first) && g.rx().run_is_new(offset, u32::from(n)));
+        let pkt = |i: u16| {
+            let mut p = data(0);
+            p.psn = first.add(u32::from(i));
+            p.ack_req = ack_req && i + 1 == n;
+            p
+        };
+        let mut one = g.clone();
+        let mut due = None;
+        for i in 0..n {
+            let d = one.handle_packet(now, &pkt(i));
+            prop_assert!(d.place);
+            if i + 1 < n {
+                prop_assert_eq!(d.event, None);
+            } else {
+                prop_assert!(d.event.is_some());
+                // (the deadline the ACK closed: the interval's first packet's, plus the delay)
+                due = Some(g.poll_timeout().unwrap_or(now + cfg.coalesce_ns));
+                prop_assert_eq!(
+                    g.handle_acked_run(now, first, offset, n, &pkt(n - 1), opens),
+                    (due, ack(d))
+                );
+            }
+        }
+        prop_assert!(due.is_some());
+        prop_assert_eq!(&g, &one);
     }
 }

@@ -159,6 +159,13 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         self.counters.new = self.counters.new.wrapping_add(1);
     }
 
+    /// [`Self::receive`] of a PSN the caller found received already ([`Self::is_received`]):
+    /// counts the duplicate (nothing else changes).
+    #[inline]
+    pub fn note_duplicate(&mut self) {
+        self.counters.duplicates = self.counters.duplicates.wrapping_add(1);
+    }
+
     /// Whether [`Self::receive_new_run`] takes the `n` consecutive PSNs `offset ..` after
     /// `cum` (`offset + n <= WINDOW`): all new, and either in order with nothing received
     /// beyond `cum` (then `cum` steps over them) or beyond `cum` (then only their bits are
@@ -206,6 +213,13 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         } else {
             let mut pos = self.ring_pos(offset);
             let mut left = n as usize;
+            // (a run inside one word, the common case: one mask; an empty run sets nothing)
+            if left != 0 && pos % 64 + left <= 64 {
+                if let Some(w) = self.words.get_mut(pos / 64) {
+                    *w |= run_mask(pos % 64, left);
+                }
+                left = 0;
+            }
             while left > 0 {
                 let (word, shift) = (pos / 64, pos % 64);
                 let take = left.min(64 - shift);
@@ -215,12 +229,19 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
                 left -= take;
                 pos = (pos + take) % Self::WINDOW_BITS;
             }
-            let end = psn.add(n);
-            if end.distance_from(self.next_max) > 0 {
-                self.next_max = end;
+            if offset + n > self.beyond_cum() {
+                self.next_max = psn.add(n);
             }
         }
         self.counters.new = self.counters.new.wrapping_add(u64::from(n));
+    }
+
+    /// How far `next_max` lies beyond `cum` (`0 ..= W`): a PSN `offset < W` after `cum` is at
+    /// or beyond `next_max` exactly when `offset >= beyond_cum()` (`distance_from` without
+    /// the sign extension: both lie in the window).
+    #[inline]
+    fn beyond_cum(&self) -> u32 {
+        self.next_max.value().wrapping_sub(self.cum.value()) & Psn::MASK
     }
 
     #[inline]
@@ -291,12 +312,10 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
         let pos = self.ring_pos(offset);
         let (word, shift) = (pos / 64, pos % 64);
         let lo = self.words.get(word).copied().unwrap_or(0) >> shift;
-        let hi = if shift == 0 {
-            0
-        } else {
-            let next = (word + 1) % WORDS;
-            self.words.get(next).copied().unwrap_or(0) << (64 - shift)
-        };
+        // The next word's low bits above them: `<< (64 - shift)`, none when `shift == 0` (two
+        // shifts, each below 64).
+        let next = self.words.get((word + 1) % WORDS).copied().unwrap_or(0);
+        let hi = (next << (63 - shift)) << 1;
         let in_window = Self::WINDOW - offset;
         let mask = if in_window >= 64 {
             u64::MAX
@@ -341,28 +360,29 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
     /// Move `cum` over consecutive received PSNs, clearing their bits, a word at a time.
     fn advance(&mut self) {
         // Each step consumes the run of set bits from `head` to the end of its word or stops;
-        // the window has WORDS words, so WORDS + 1 steps reach any end.
-        for _ in 0..=WORDS {
-            let (word, shift) = (self.head / 64, (self.head % 64) as u32);
+        // one that goes on has cleared its word from `head` to the end and moves to the next
+        // word's start, so the steps end within WORDS + 1 (the last one at the latest back in
+        // the first word, clear from the first `head` on).
+        let (mut head, mut stepped) = (self.head, 0u32);
+        loop {
+            let (word, shift) = (head / 64, (head % 64) as u32);
             let Some(w) = self.words.get_mut(word) else {
                 break;
             };
-            let run = (!(*w >> shift)).trailing_zeros().min(64 - shift);
+            // (the word shifted down has `shift` zeros on top: at most `64 - shift` ones)
+            let run = (!(*w >> shift)).trailing_zeros();
             if run == 0 {
                 break;
             }
-            let mask = if run == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << run) - 1) << shift
-            };
-            *w &= !mask;
-            self.head = (self.head + run as usize) % Self::WINDOW_BITS;
-            self.cum = self.cum.add(run);
+            *w &= !run_mask(shift as usize, run as usize);
+            head = (head + run as usize) % Self::WINDOW_BITS;
+            stepped += run;
             if shift + run < 64 {
                 break;
             }
         }
+        self.head = head;
+        self.cum = self.cum.add(stepped);
         if self.next_max.distance_from(self.cum) < 0 {
             self.next_max = self.cum;
         }
@@ -372,12 +392,9 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
 /// `take` bits from bit `shift` on (`shift + take <= 64`, `take >= 1`).
 #[inline]
 fn run_mask(shift: usize, take: usize) -> u64 {
-    let ones = if take >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << take) - 1
-    };
-    ones << shift
+    debug_assert!(take >= 1 && shift + take <= 64);
+    // (`take` ones: a shift by `64 - take` in `0..64`, no case for a whole word)
+    (u64::MAX >> (64 - take)) << shift
 }
 
 #[cfg(test)]

@@ -208,11 +208,11 @@ impl<
         // it: placement checks each packet of a span exactly when it checks the span).
         let limit = if gap { 1 } else { usize::from(room) + 1 };
         let scan = pkts.get(..limit).unwrap_or(pkts);
-        let (mut n, mut trigger) = (0u16, false);
+        let (mut i, mut trigger) = (0usize, false);
         let psn0 = first.psn.value();
         let (rkey0, va0) = (reth0.rkey, reth0.va);
         let mut end = va0;
-        for p in scan {
+        while let Some(p) = scan.get(i) {
             let TxBody::Write { segment, reth, .. } = &p.body else {
                 break;
             };
@@ -223,19 +223,24 @@ impl<
                     | Segment::Last { imm: None }
                     | Segment::Only { imm: None }
             );
-            if !plain || p.dest_qpn != first.dest_qpn || p.psn.value() != psn0 + u32::from(n) {
+            if !plain
+                || p.dest_qpn != first.dest_qpn
+                || p.psn.value() != psn0.wrapping_add(i as u32)
+            {
                 break;
             }
             if reth.rkey != rkey0 || reth.va != end || reth.dma_len == 0 {
                 break;
             }
             end = end.wrapping_add(u64::from(reth.dma_len));
-            n += 1;
+            i += 1;
             if p.ack_req {
                 trigger = true;
                 break;
             }
         }
+        // (at most `room + 1 <= u16::MAX` packets)
+        let n = i as u16;
         let trigger = trigger || gap || n > room;
         let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
             return 0;
@@ -335,7 +340,9 @@ impl<
         trim: TrimMark,
         meta: RxMeta,
     ) -> RxVerdict {
-        let h = RxHdr {
+        // (the header representation built in each arm that uses it: none is kept across the
+        // dispatch)
+        let h = || RxHdr {
             dest_qp: pkt.dest_qpn,
             psn: pkt.psn,
             msn: pkt.msn,
@@ -347,7 +354,7 @@ impl<
                 echo_ts_ns: pkt.echo_ts_ns,
             }),
         };
-        let slot = h.dest_qp as usize;
+        let slot = pkt.dest_qpn as usize;
         let Some(state) = self.qps.get(slot).and_then(QpSlot::get).map(|q| q.state) else {
             return self.drop_rx(DropReason::UnknownQp);
         };
@@ -355,13 +362,13 @@ impl<
             // (not tried again: `handle_tx_packet`, the only caller, tried the fast path on
             // every write it can take, untrimmed with no immediate, and found `None`)
             TxBody::Write { segment, reth, .. } => {
-                return self.rx_write(now_ns, slot, state, &h, segment, reth, meta, false);
+                return self.rx_write(now_ns, slot, state, &h(), segment, reth, meta, false);
             }
             // (not reached: `handle_tx_packet` takes ACKs first)
             TxBody::Ack(a) => return self.handle_tx_ack(now_ns, pkt, a),
             TxBody::Nack(n) => self.rx_nack(now_ns, slot, state, n),
-            TxBody::Probe(p) => self.rx_probe(now_ns, slot, state, &h, p),
-            TxBody::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h, p),
+            TxBody::Probe(p) => self.rx_probe(now_ns, slot, state, &h(), p),
+            TxBody::ProbeReply(p) => self.rx_probe_reply(now_ns, slot, state, &h(), p),
         };
         self.rx_sync_ev(slot);
         v
@@ -505,8 +512,9 @@ impl<
     }
 
     /// The common write ([`crate::engine::responder::Responder::handle_write_fast`]): placed,
-    /// with the ACK it calls for queued. `None`, having changed nothing, for any other packet
-    /// or an unready QP.
+    /// with the ACK it calls for queued; or a duplicate
+    /// ([`crate::engine::responder::Responder::handle_duplicate_fast`]): re-ACKed and
+    /// dropped. `None`, having changed nothing, for any other packet or an unready QP.
     #[inline]
     fn rx_write_fast(
         &mut self,
@@ -524,8 +532,21 @@ impl<
             return None;
         }
         let resp = qp.resp.as_mut()?;
-        let (placement, event) =
-            resp.handle_write_fast(now_ns, pkt, reth, payload_len, &mut self.regions)?;
+        let Some((placement, event)) =
+            resp.handle_write_fast(now_ns, pkt, reth, payload_len, &mut self.regions)
+        else {
+            // A duplicate: re-ACKed and dropped, as `rx_write` would (the ACK closes the
+            // interval: the timer moves only when it is missing after a failed arm).
+            let e = resp.handle_duplicate_fast(now_ns, pkt)?;
+            let timer_missing = qp.timers.get(T_ACK).is_some_and(Option::is_none);
+            let p = qp.ack_packet(now_ns, &e, pkt.tx_ts_ns);
+            self.push_ctrl(p);
+            let v = self.drop_rx(DropReason::Duplicate);
+            if timer_missing {
+                self.sync_timer(slot, T_ACK, self.ack_deadline(slot));
+            }
+            return Some(v);
+        };
         // The ACK deadline moves only when this packet opened a coalescing interval (an
         // emitted ACK closes it: no deadline, nothing to arm), or the timer is missing after
         // a failed arm.

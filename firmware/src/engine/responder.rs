@@ -142,22 +142,39 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
             return None;
         }
         let rx = self.acks.rx();
-        let d = pkt.psn.distance_from(rx.cum_psn());
-        // mpr_psns <= the bitmap's window
-        if d < 0 || d as u32 >= self.mpr_psns || rx.is_received_at(d as u32) {
+        // The offset after the cumulative PSN; one in the back half of the PSN space (before
+        // it) is beyond `mpr_psns <= ` the bitmap's window `< Psn::HALF` as well.
+        let d = pkt.psn.value().wrapping_sub(rx.cum_psn().value()) & Psn::MASK;
+        if d >= self.mpr_psns || rx.is_received_at(d) {
             return None;
         }
         let placement = regions.check_write_ok(reth.rkey, reth.va, reth.dma_len, payload_len)?;
         let event = if self.acks.is_quiet(pkt) {
-            self.acks.handle_quiet(now_ns, pkt, d as u32);
+            self.acks.handle_quiet(now_ns, pkt, d);
             None
         } else {
             // New and inside the window: the generator marks it received (placed) and
             // may ACK.
-            self.acks.handle_packet(now_ns, pkt).event
+            self.acks.handle_new_at(now_ns, pkt, d).map(AckEvent::Ack)
         };
         self.counters.placed += 1;
         Some((placement, event))
+    }
+
+    /// [`Self::handle_write`] for an untrimmed write without immediate whose PSN was received
+    /// already (rule 2): counted as a duplicate and re-ACKed (the ACK returned). `None`,
+    /// having changed nothing, for any other packet.
+    #[inline]
+    pub(crate) fn handle_duplicate_fast(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+    ) -> Option<AckEvent> {
+        if pkt.trim != TrimMark::None || pkt.has_imm || !self.acks.rx().is_received(pkt.psn) {
+            return None;
+        }
+        self.counters.duplicates += 1;
+        Some(AckEvent::Ack(self.acks.handle_duplicate(now_ns, pkt)))
     }
 
     /// For a run of `n` consecutive writes from PSN `first` that are each untrimmed, not
@@ -173,7 +190,12 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
     pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
         let acks = &self.acks;
         debug_assert!(!acks.opens_gap(first) || (n == 1 && trigger));
-        let d = u32::try_from(first.distance_from(acks.rx().cum_psn())).ok()?;
+        // `first.distance_from(cum)` when it is not negative (the same 24-bit arithmetic,
+        // without the sign extension).
+        let d = first.value().wrapping_sub(acks.rx().cum_psn().value()) & Psn::MASK;
+        if d >= Psn::HALF {
+            return None;
+        }
         // In order (`d == 0`) every packet is at offset 0 when it arrives. (`span > d` for
         // `n > 0`: inside the window, `d < mpr_psns`, with it.)
         // Only `first == cum` (`d == 0`) may answer an owed ACK.
