@@ -11,7 +11,7 @@ use crate::engine::cc::{Cc, Controller};
 use crate::engine::ev_state::{EvEvent, EvState, EvTable, MAX_PLANES};
 use crate::engine::packet::{CompletionError, TxBody, TxPacket};
 use crate::engine::qp::{InitParams, QpState};
-use crate::engine::requester::{DataHdr, FastTx, NewTx, Requester, Stall};
+use crate::engine::requester::{DataHdr, FastTx, NewTx, Requester, RetxTx, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::timer_wheel::TimerHandle;
 
@@ -371,6 +371,22 @@ impl<
             return None;
         }
         let req = self.req.as_mut()?;
+        let sprayer = &mut self.sprayer;
+        // A retransmission (what `peek` would return first: the checks above are its own).
+        if req.retx_queued() && crate::engine::fast_paths::enabled() {
+            match req.send_retx(now_ns, || sprayer.next_ev()) {
+                RetxTx::Sent(t) => {
+                    let mut p = self.new_packet(now_ns, &t);
+                    p.retransmit = true;
+                    return Some(p);
+                }
+                RetxTx::NoEv => {
+                    self.stalls.no_ev += 1;
+                    return None;
+                }
+                RetxTx::Drained => {}
+            }
+        }
         let sprayer = &mut self.sprayer;
         match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
             FastTx::Sent(t) => {

@@ -248,6 +248,17 @@ pub(crate) enum FastTx {
     Fallback,
 }
 
+/// What [`Requester::send_retx`] did.
+pub(crate) enum RetxTx {
+    /// Sent (committed) the first retransmission still wanted.
+    Sent(NewTx),
+    /// One is wanted but no EV is usable: nothing committed (acknowledged entries ahead of it
+    /// left the queue).
+    NoEv,
+    /// Every queued entry was acknowledged meanwhile: the queue is now empty.
+    Drained,
+}
+
 /// Why no packet can leave now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stall {
@@ -1072,6 +1083,117 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             self.retx.pop_front();
         }
         None
+    }
+
+    /// Whether the retransmission queue holds an entry (it may turn out acknowledged).
+    #[inline(always)]
+    pub(crate) fn retx_queued(&self) -> bool {
+        !self.retx.is_empty()
+    }
+
+    /// [`Self::peek`] + [`Self::commit`] when `peek` would return [`Self::peek_retx`]'s
+    /// candidate: the caller checked that the requester is not in ERROR, the CC window is open
+    /// and the loss window does not wait (what [`Self::idle_stall`] returning `None` says
+    /// with a retransmission queued). The first retransmission still wanted leaves on the EV
+    /// `pick` gives (picked again once when that is the EV its lost copy took and it was to be
+    /// avoided), the same packet and the same effects as that pair, without building the
+    /// candidate. [`RetxTx::Drained`] when the queue held only acknowledged entries: then
+    /// `peek` goes on to new data.
+    #[inline(never)]
+    pub(crate) fn send_retx(
+        &mut self,
+        now_ns: u64,
+        mut pick: impl FnMut() -> Option<EvPick>,
+    ) -> RetxTx {
+        while let Some(&psn) = self.retx.front() {
+            let s = self.slot(psn);
+            if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
+                // The work request holding `psn` and the packet's place in it, as in
+                // `peek_retx` (its descriptor: the checks of `descriptor_in`).
+                let found = self
+                    .sq
+                    .iter()
+                    .find(|w| (psn.distance_from(w.start_psn) as u32) < w.npkts)
+                    .and_then(|w| {
+                        let index = psn.distance_from(w.start_psn) as u32;
+                        if self.mtu == 0 {
+                            return None;
+                        }
+                        let offset = index.checked_mul(self.mtu)?;
+                        let payload_len = w.wr.len.checked_sub(offset)?.min(self.mtu);
+                        let remote_va = w.wr.remote_va.checked_add(u64::from(offset))?;
+                        let last = index + 1 >= w.npkts;
+                        let segment = if w.npkts <= 1 {
+                            Segment::Only { imm: w.wr.imm }
+                        } else if index == 0 {
+                            Segment::First
+                        } else if last {
+                            Segment::Last { imm: w.wr.imm }
+                        } else {
+                            Segment::Middle
+                        };
+                        Some((
+                            w.msn,
+                            segment,
+                            remote_va,
+                            w.wr.rkey,
+                            payload_len,
+                            LocalBuf {
+                                handle: w.wr.local.handle,
+                                offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+                            },
+                            last,
+                        ))
+                    });
+                if let Some((msn, segment, remote_va, rkey, payload_len, local, last)) = found {
+                    let Some(mut ev) = pick() else {
+                        return RetxTx::NoEv;
+                    };
+                    if s.flags & F_AVOID != 0 && ev.index == s.ev {
+                        if let Some(e2) = pick() {
+                            ev = e2;
+                        }
+                    }
+                    // `commit` for a retransmission.
+                    self.tx_seq = self.tx_seq.wrapping_add(1);
+                    let tx_seq = self.tx_seq;
+                    let len = payload_len.min(u32::from(u16::MAX)) as u16;
+                    self.retx.pop_front();
+                    self.counters.retransmits += 1;
+                    if self.rto == RtoWindow::One {
+                        self.rto = RtoWindow::Wait;
+                    }
+                    if let Some(s) = self.slot_mut(psn) {
+                        *s = TxSlot {
+                            tx_seq,
+                            sent_ns: now_ns as u32,
+                            ev: ev.index,
+                            len,
+                            plane: ev.plane,
+                            flags: F_INFLIGHT,
+                        };
+                    }
+                    self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+                    self.retry.arm(now_ns);
+                    self.arm_tlp(now_ns);
+                    return RetxTx::Sent(NewTx {
+                        psn,
+                        msn,
+                        segment,
+                        remote_va,
+                        rkey,
+                        payload_len,
+                        local,
+                        // At the end of a message (see `candidate_for`: the immediate is on
+                        // the last packet only).
+                        ack_req: last,
+                        ev,
+                    });
+                }
+            }
+            self.retx.pop_front();
+        }
+        RetxTx::Drained
     }
 
     /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
