@@ -1099,7 +1099,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// avoided), the same packet and the same effects as that pair, without building the
     /// candidate. [`RetxTx::Drained`] when the queue held only acknowledged entries: then
     /// `peek` goes on to new data.
-    #[inline(never)]
+    #[inline]
     pub(crate) fn send_retx(
         &mut self,
         now_ns: u64,
