@@ -894,7 +894,10 @@ impl<
                         let ev_changed = qp.skips_pending()
                             && qp
                                 .sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
-                        self.after_data_sent(slot, ev_changed, had_deadline);
+                        // (the common retransmission changes neither: no call)
+                        if ev_changed || !had_deadline {
+                            self.after_data_sent(slot, ev_changed, had_deadline);
+                        }
                         if !more {
                             self.retx_q.pop_front();
                             if let Some(m) = self.retx_queued.get_mut(slot) {
