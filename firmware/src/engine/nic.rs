@@ -757,9 +757,12 @@ impl<
                 }
             }
         }
+        // (`Idle` counts nothing: only the other stalls look their QP up again)
         for (s, q) in stalls.iter().zip(self.qps.iter_mut()) {
-            if let Some(q) = q.get_mut() {
-                q.count_stall(*s);
+            if *s != Stall::Idle {
+                if let Some(q) = q.get_mut() {
+                    q.count_stall(*s);
+                }
             }
         }
         true
