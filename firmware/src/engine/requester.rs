@@ -1543,7 +1543,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     }
 
     /// The next completion of this requester, in posting order.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
         for _ in 0..SQ {
             let head = self.sq.front()?;
