@@ -726,8 +726,17 @@ impl<
             let Some(slot) = out.get_mut(n) else { break };
             // (with a retransmission queued the general pass goes to it first and drops the
             // QPs that cannot send it: no shortcut then)
-            if fast && self.retx_q.is_empty() && self.all_idle_counted() {
-                break;
+            if fast {
+                if self.retx_q.is_empty() {
+                    if self.all_idle_counted() {
+                        break;
+                    }
+                } else if let Some(p) = self.poll_retransmit(now_ns) {
+                    // (what the general pass sends first: no control packet waits here)
+                    *slot = p;
+                    n += 1;
+                    continue;
+                }
             }
             match self.poll_transmit_general(now_ns) {
                 Some(p) => {
