@@ -755,7 +755,7 @@ impl<
     /// stalls [`Self::poll_transmit_general`] would count on its way to `None`, and return
     /// `true`; `false`, having changed nothing, otherwise. (Its pass over all QPs in turn would
     /// leave the turn where it was.)
-    #[inline]
+    #[inline(always)]
     fn all_idle_counted(&mut self) -> bool {
         let mut stalls = [Stall::Idle; Q];
         for (s, q) in stalls.iter_mut().zip(self.qps.iter()) {
