@@ -889,7 +889,7 @@ impl<
     /// inferred lost holds its message's completion, while new data of the QP whose turn it
     /// is can wait. QPs whose retransmissions are gone (acknowledged meanwhile, sent in
     /// turn) or cannot leave now (window) leave the queue.
-    #[inline(never)]
+    #[inline]
     fn poll_retransmit(&mut self, now_ns: u64) -> Option<TxPacket> {
         while let Some(&slot) = self.retx_q.front() {
             let slot = slot as usize;
