@@ -896,7 +896,7 @@ impl<
             if let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) {
                 if qp.req.as_ref().is_some_and(|r| r.has_retransmit()) {
                     let had_deadline = qp.req.as_ref().and_then(|r| r.deadline_ns()).is_some();
-                    if let Some(p) = qp.poll_data(now_ns) {
+                    if let Some(p) = qp.poll_retx(now_ns) {
                         if p.retransmit {
                             count!(self.counters.retransmits_sent);
                         } else {
