@@ -567,17 +567,18 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error {
             return Some(Stall::Idle);
         }
-        let queued = !self.retx.is_empty() || self.send_idx < self.sq.len();
-        if !cc.can_send(self.inflight_bytes) {
-            return Some(if queued { Stall::Cc } else { Stall::Idle });
-        }
+        let retx = !self.retx.is_empty();
+        let queued = retx || self.send_idx < self.sq.len();
         if !queued {
             return Some(Stall::Idle);
         }
-        if self.rto == RtoWindow::Wait && !self.retx.is_empty() {
+        if !cc.can_send(self.inflight_bytes) {
             return Some(Stall::Cc);
         }
-        if self.retx.is_empty() && self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
+        if retx {
+            return (self.rto == RtoWindow::Wait).then_some(Stall::Cc);
+        }
+        if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
             return Some(Stall::Window);
         }
         None
