@@ -11,7 +11,7 @@ use crate::engine::cc::{Cc, Controller};
 use crate::engine::ev_state::{EvEvent, EvState, EvTable, MAX_PLANES};
 use crate::engine::packet::{CompletionError, TxBody, TxPacket};
 use crate::engine::qp::{InitParams, QpState};
-use crate::engine::requester::{DataHdr, FastTx, NewTx, Requester, Stall};
+use crate::engine::requester::{DataHdr, FastTx, NewTx, Requester, RetxTx, Stall};
 use crate::engine::responder::Responder;
 use crate::engine::timer_wheel::TimerHandle;
 
@@ -356,6 +356,44 @@ impl<
         }
     }
 
+    /// [`Self::poll_data`] for a QP whose requester has a retransmission that may leave
+    /// (`Requester::has_retransmit`, as the engine's retransmission queue asks first): the
+    /// same packet, stalls and effects, with only the check left that can fail for it (the
+    /// CC window). Anything else goes the general way.
+    #[inline]
+    pub(crate) fn poll_retx(&mut self, now_ns: u64) -> Option<TxPacket> {
+        if !crate::engine::fast_paths::enabled() {
+            return self.poll_data(now_ns);
+        }
+        if self.state != QpState::Rts {
+            return None;
+        }
+        let req = self.req.as_mut()?;
+        if !req.has_retransmit() {
+            return self.poll_data(now_ns);
+        }
+        // (not in ERROR, something queued, the loss window open: `idle_stall` says `Cc` or
+        // nothing)
+        if !self.cc.can_send(req.inflight_bytes()) {
+            self.count_stall(Stall::Cc);
+            return None;
+        }
+        let sprayer = &mut self.sprayer;
+        match req.send_retx(now_ns, || sprayer.next_ev()) {
+            RetxTx::Sent(t) => {
+                let mut p = self.new_packet(now_ns, &t);
+                p.retransmit = true;
+                Some(p)
+            }
+            RetxTx::NoEv => {
+                self.stalls.no_ev += 1;
+                None
+            }
+            // (every entry was acknowledged: new data, as `peek` goes on)
+            RetxTx::Drained => self.poll_data(now_ns),
+        }
+    }
+
     /// The next data packet (retransmission first), if the window, CC and EVs allow.
     #[inline]
     pub(crate) fn poll_data(&mut self, now_ns: u64) -> Option<TxPacket> {
@@ -371,6 +409,22 @@ impl<
             return None;
         }
         let req = self.req.as_mut()?;
+        let sprayer = &mut self.sprayer;
+        // A retransmission (what `peek` would return first: the checks above are its own).
+        if req.retx_queued() && crate::engine::fast_paths::enabled() {
+            match req.send_retx(now_ns, || sprayer.next_ev()) {
+                RetxTx::Sent(t) => {
+                    let mut p = self.new_packet(now_ns, &t);
+                    p.retransmit = true;
+                    return Some(p);
+                }
+                RetxTx::NoEv => {
+                    self.stalls.no_ev += 1;
+                    return None;
+                }
+                RetxTx::Drained => {}
+            }
+        }
         let sprayer = &mut self.sprayer;
         match req.send_new_fast(&self.cc, now_ns, || sprayer.next_ev()) {
             FastTx::Sent(t) => {

@@ -726,8 +726,17 @@ impl<
             let Some(slot) = out.get_mut(n) else { break };
             // (with a retransmission queued the general pass goes to it first and drops the
             // QPs that cannot send it: no shortcut then)
-            if fast && self.retx_q.is_empty() && self.all_idle_counted() {
-                break;
+            if fast {
+                if self.retx_q.is_empty() {
+                    if self.all_idle_counted() {
+                        break;
+                    }
+                } else if let Some(p) = self.poll_retransmit(now_ns) {
+                    // (what the general pass sends first: no control packet waits here)
+                    *slot = p;
+                    n += 1;
+                    continue;
+                }
             }
             match self.poll_transmit_general(now_ns) {
                 Some(p) => {
@@ -746,7 +755,7 @@ impl<
     /// stalls [`Self::poll_transmit_general`] would count on its way to `None`, and return
     /// `true`; `false`, having changed nothing, otherwise. (Its pass over all QPs in turn would
     /// leave the turn where it was.)
-    #[inline]
+    #[inline(always)]
     fn all_idle_counted(&mut self) -> bool {
         let mut stalls = [Stall::Idle; Q];
         for (s, q) in stalls.iter_mut().zip(self.qps.iter()) {
@@ -757,9 +766,12 @@ impl<
                 }
             }
         }
+        // (`Idle` counts nothing: only the other stalls look their QP up again)
         for (s, q) in stalls.iter().zip(self.qps.iter_mut()) {
-            if let Some(q) = q.get_mut() {
-                q.count_stall(*s);
+            if *s != Stall::Idle {
+                if let Some(q) = q.get_mut() {
+                    q.count_stall(*s);
+                }
             }
         }
         true
@@ -877,14 +889,14 @@ impl<
     /// inferred lost holds its message's completion, while new data of the QP whose turn it
     /// is can wait. QPs whose retransmissions are gone (acknowledged meanwhile, sent in
     /// turn) or cannot leave now (window) leave the queue.
-    #[inline(never)]
+    #[inline]
     fn poll_retransmit(&mut self, now_ns: u64) -> Option<TxPacket> {
         while let Some(&slot) = self.retx_q.front() {
             let slot = slot as usize;
             if let Some(qp) = self.qps.get_mut(slot).and_then(QpSlot::get_mut) {
                 if qp.req.as_ref().is_some_and(|r| r.has_retransmit()) {
                     let had_deadline = qp.req.as_ref().and_then(|r| r.deadline_ns()).is_some();
-                    if let Some(p) = qp.poll_data(now_ns) {
+                    if let Some(p) = qp.poll_retx(now_ns) {
                         if p.retransmit {
                             count!(self.counters.retransmits_sent);
                         } else {
@@ -894,7 +906,10 @@ impl<
                         let ev_changed = qp.skips_pending()
                             && qp
                                 .sync_ev(&mut self.ev_events, &mut self.counters.ev_events_dropped);
-                        self.after_data_sent(slot, ev_changed, had_deadline);
+                        // (the common retransmission changes neither: no call)
+                        if ev_changed || !had_deadline {
+                            self.after_data_sent(slot, ev_changed, had_deadline);
+                        }
                         if !more {
                             self.retx_q.pop_front();
                             if let Some(m) = self.retx_queued.get_mut(slot) {
@@ -1055,6 +1070,18 @@ impl<
         });
         if !waits && crate::engine::fast_paths::enabled() {
             return None;
+        }
+        // The common completion: the requester of the QP at `cq_rr` has one (what the general
+        // pass returns first; when this finds none it changed nothing the general pass would
+        // not: a request retired unsignaled is retired there the same way).
+        if crate::engine::fast_paths::enabled() {
+            if let Some(qp) = self.qps.get_mut(self.cq_rr).and_then(QpSlot::get_mut) {
+                let qpn = qp.qpn;
+                if let Some(c) = qp.req.as_mut().and_then(|r| r.poll_completion(qpn)) {
+                    count!(self.counters.completions);
+                    return Some(c);
+                }
+            }
         }
         self.poll_completion_general()
     }

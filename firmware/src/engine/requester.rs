@@ -263,6 +263,17 @@ pub(crate) enum FastTx {
     Fallback,
 }
 
+/// What [`Requester::send_retx`] did.
+pub(crate) enum RetxTx {
+    /// Sent (committed) the first retransmission still wanted.
+    Sent(NewTx),
+    /// One is wanted but no EV is usable: nothing committed (acknowledged entries ahead of it
+    /// left the queue).
+    NoEv,
+    /// Every queued entry was acknowledged meanwhile: the queue is now empty.
+    Drained,
+}
+
 /// Why no packet can leave now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stall {
@@ -573,17 +584,18 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         if self.in_error {
             return Some(Stall::Idle);
         }
-        let queued = !self.retx.is_empty() || self.send_idx < self.sq.len();
-        if !cc.can_send(self.inflight_bytes) {
-            return Some(if queued { Stall::Cc } else { Stall::Idle });
-        }
+        let retx = !self.retx.is_empty();
+        let queued = retx || self.send_idx < self.sq.len();
         if !queued {
             return Some(Stall::Idle);
         }
-        if self.rto == RtoWindow::Wait && !self.retx.is_empty() {
+        if !cc.can_send(self.inflight_bytes) {
             return Some(Stall::Cc);
         }
-        if self.retx.is_empty() && self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
+        if retx {
+            return (self.rto == RtoWindow::Wait).then_some(Stall::Cc);
+        }
+        if self.nxt.distance_from(self.una) as u32 >= self.mpr_psns {
             return Some(Stall::Window);
         }
         None
@@ -1091,6 +1103,117 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         None
     }
 
+    /// Whether the retransmission queue holds an entry (it may turn out acknowledged).
+    #[inline(always)]
+    pub(crate) fn retx_queued(&self) -> bool {
+        !self.retx.is_empty()
+    }
+
+    /// [`Self::peek`] + [`Self::commit`] when `peek` would return [`Self::peek_retx`]'s
+    /// candidate: the caller checked that the requester is not in ERROR, the CC window is open
+    /// and the loss window does not wait (what [`Self::idle_stall`] returning `None` says
+    /// with a retransmission queued). The first retransmission still wanted leaves on the EV
+    /// `pick` gives (picked again once when that is the EV its lost copy took and it was to be
+    /// avoided), the same packet and the same effects as that pair, without building the
+    /// candidate. [`RetxTx::Drained`] when the queue held only acknowledged entries: then
+    /// `peek` goes on to new data.
+    #[inline]
+    pub(crate) fn send_retx(
+        &mut self,
+        now_ns: u64,
+        mut pick: impl FnMut() -> Option<EvPick>,
+    ) -> RetxTx {
+        while let Some(&psn) = self.retx.front() {
+            let s = self.slot(psn);
+            if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
+                // The work request holding `psn` and the packet's place in it, as in
+                // `peek_retx` (its descriptor: the checks of `descriptor_in`).
+                let found = self
+                    .sq
+                    .iter()
+                    .find(|w| (psn.distance_from(w.start_psn) as u32) < w.npkts)
+                    .and_then(|w| {
+                        let index = psn.distance_from(w.start_psn) as u32;
+                        if self.mtu == 0 {
+                            return None;
+                        }
+                        let offset = index.checked_mul(self.mtu)?;
+                        let payload_len = w.wr.len.checked_sub(offset)?.min(self.mtu);
+                        let remote_va = w.wr.remote_va.checked_add(u64::from(offset))?;
+                        let last = index + 1 >= w.npkts;
+                        let segment = if w.npkts <= 1 {
+                            Segment::Only { imm: w.wr.imm }
+                        } else if index == 0 {
+                            Segment::First
+                        } else if last {
+                            Segment::Last { imm: w.wr.imm }
+                        } else {
+                            Segment::Middle
+                        };
+                        Some((
+                            w.msn,
+                            segment,
+                            remote_va,
+                            w.wr.rkey,
+                            payload_len,
+                            LocalBuf {
+                                handle: w.wr.local.handle,
+                                offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+                            },
+                            last,
+                        ))
+                    });
+                if let Some((msn, segment, remote_va, rkey, payload_len, local, last)) = found {
+                    let Some(mut ev) = pick() else {
+                        return RetxTx::NoEv;
+                    };
+                    if s.flags & F_AVOID != 0 && ev.index == s.ev {
+                        if let Some(e2) = pick() {
+                            ev = e2;
+                        }
+                    }
+                    // `commit` for a retransmission.
+                    self.tx_seq = self.tx_seq.wrapping_add(1);
+                    let tx_seq = self.tx_seq;
+                    let len = payload_len.min(u32::from(u16::MAX)) as u16;
+                    self.retx.pop_front();
+                    self.counters.retransmits += 1;
+                    if self.rto == RtoWindow::One {
+                        self.rto = RtoWindow::Wait;
+                    }
+                    if let Some(s) = self.slot_mut(psn) {
+                        *s = TxSlot {
+                            tx_seq,
+                            sent_ns: now_ns as u32,
+                            ev: ev.index,
+                            len,
+                            plane: ev.plane,
+                            flags: F_INFLIGHT,
+                        };
+                    }
+                    self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+                    self.retry.arm(now_ns);
+                    self.arm_tlp(now_ns);
+                    return RetxTx::Sent(NewTx {
+                        psn,
+                        msn,
+                        segment,
+                        remote_va,
+                        rkey,
+                        payload_len,
+                        local,
+                        // At the end of a message (see `candidate_for`: the immediate is on
+                        // the last packet only).
+                        ack_req: last,
+                        ev,
+                    });
+                }
+            }
+            self.retx.pop_front();
+        }
+        RetxTx::Drained
+    }
+
     /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
     #[inline]
     pub(crate) fn commit(&mut self, c: &Candidate, ev: u16, plane: u8, now_ns: u64) {
@@ -1458,7 +1581,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     }
 
     /// The next completion of this requester, in posting order.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll_completion(&mut self, qpn: u32) -> Option<Completion> {
         for _ in 0..SQ {
             let head = self.sq.front()?;
