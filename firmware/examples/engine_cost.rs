@@ -4,15 +4,15 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 362,886,251 instructions for
-//! the whole program, i.e. **~363 instructions per delivered packet**, against a budget of 300
-//! (not met). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 286,050,399 instructions for
+//! the whole program, i.e. **~286 instructions per delivered packet**, within the budget of 300
+//! (met since 2026-12-03's sixth session). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
 //! 90.1 ms: tail losses now repair from `una` first), skip-once bookkeeping without a 256-EV
 //! scan, a timer wheel that returns at once when nothing is due, ACKs that apply only new
 //! SACK bits and a leaner responder return took it to 1,244. Then, each step re-measured on
 //! the same machine with the same JSON output (the run itself is unchanged, only its cost;
-//! the one exception is marked):
+//! the exceptions are marked):
 //!
 //! | step | instructions / packet |
 //! |---|---|
@@ -68,6 +68,14 @@
 //! | timers and the general receive path, 5 steps (380.3 -> 377.5 on their own): a due level-0 bucket holding one timer fires it at once (no ready-list insert and unlink), `next_deadline`'s quick answer inline, the wheel's tick a `NonZeroU64` (no zero checks on divisions), a branch less in `next_event`; a duplicate or one-at-a-time write does not try the fast path twice. Same JSON | 377 |
 //! | the transmit run's per-call setup, 7 steps (380.3 -> 372.2 on their own; with the row above 369.4): `send_new_run` takes the next work request's run itself (the error, retransmission and CC checks, the data counter and the timers once per call, not per work request); the CC-window and "a work request waits" checks first (28,462 of 43,343 calls send nothing) and `poll_new_batch` skips the call when the QP cannot start a run (`Requester::new_run_may_send`); no offset limit and no division for the short packet (every queued work request passed `packet_count` with the requester's fixed `mtu`; the short packet is always its last); the first and last segments built after the loop. The setup went from ~375 to ~299 instructions per sending run. Same JSON | 369 |
 //! | last round (369.4 -> 362.9): `Ring::wrap` masks when the capacity is a power of two (every ring of the test kit: the slot's bounds check goes; the ring's model proptest runs for a power of two and not), `pop_front` reads through it; the receive run reads the ACK timer once and `write_run_offset` drops a check its caller guarantees (debug-asserted) and asks about an owed ACK only for an in-order run; the channel's `next_due` answers inline from the FIFO head and its batch send takes the free slots in two steps (the bounds checks fold). Same JSON | 363 |
+//! | **behaviour change:** a loss window of one retransmission after an ACK timeout (`requester::RtoWindow`, TCP's loss window of RFC 5681 section 3.1): a timeout still requeues every unacknowledged PSN, `una` first, but only `una` leaves until the peer answers, whose ACK acknowledges what arrived and that no ACK could report (beyond the 64-bit SACK reach of a lost `una`). Before, each of the run's 154 timeouts sent ~36 PSNs at once, 5,367 of 5,598 of them already received. JSON: retransmits 15,546 -> 11,142, duplicates 5,367 -> 991, ACKs 83,522 -> 79,390, `ctrl_dropped` 234 -> 0, virtual time 71.81 -> 72.05 ms. (A reach rule that also held back PSNs beyond the SACK reach after the answer took duplicates to 76 but the run to 73.49 ms: not kept.) | 355 |
+//! | the test-kit stream polls an engine only after an input (a packet, a timer that acted, a posted work request): a transmit or drain that found nothing finds nothing again until then, as a NIC's main loop polls its engine on a doorbell, a packet or a timer (`Engine::handle_timeout_seen`). Same JSON | 341 |
+//! | **harness fix:** what a timer queues (an ACK, a probe, retransmissions) leaves at the timer's instant; the stream went on to the next event first (`testkit::pair` already did this right), which delayed every timer-driven packet, an RTO's by up to a whole further timeout. JSON: virtual time 72.05 -> 62.62 ms, retransmits 11,142 -> 11,263, ACKs 79,390 -> 79,612, duplicates 991 -> 1,148, probes 10,187 -> 10,122, the rest within 0.5 % | 344 |
+//! | the transmit run, 6 steps (362.9 -> 350.2 on their own): the common picks in an inner loop with no call in it (the general pick and the run's first packet in an outer loop), the first packet written before its pick, the work request's packet index as a masked PSN difference, the PSN carried as a counter; the loop ~70 a packet. Same JSON | 331 |
+//! | the sprayer, 18 steps (362.9 -> 341.4 on their own), every pick unchanged (plain-scan proptest now also at N = 13, P = 3 and N = 1, 2; RTL co-simulation): each plane keeps its next candidate slot and each slot a pick weight (0 when unusable or skip-flagged), so one load and compare serves the common pick; indices masked when `N` is a power of two; the plane's last pick and first usable slot stored; a short path after a chain's end; writes touch only what a changed bit affects. The common pick ~19 (was ~27.5). JSON the same but `ram_per_qp_bytes` 36,632 -> 36,624 | |
+//! | the sender's ACK path, 16 steps (362.9 -> 348.3 on their own; with the two rows above 299.1): one low-bits mask for the applied and in-flight SACK bits when the SACK starts at `una`; NSCC inlined, its delay average with one 128-bit product (`fixed::ewma_q16_unit_int`, tested equal), the EV RTT average in 64 bits when it fits; each EV counts the room left before the gray-loss test is fed (a credit is one decrement); the cumulative walk over a sub-slice; an in-flight slot taken on one compare. ~854 per ACK (was ~1,031). Same JSON | 299 |
+//! | the receive data path, 17 steps (362.9 -> 354.1 on their own): a duplicate re-ACKed and dropped on the fast path (`Responder::handle_duplicate_fast`); a hole fill marked where the fast path located it; an ACK run's interval closed in one pass, its cause counted directly, its SACK without reading the ring when in order; raw 24-bit offset differences; the RX bitmap's run masks in one shift; the scan counting with its slice index (21 a packet, was 23). Same JSON | 292 |
+//! | retransmissions and the rest of the transmit path, 11 steps (331.3 -> 325.1 on their own): `Requester::send_retx` (`peek` + `commit` for a retransmission in one step, no general candidate; ~332 per retransmission, was ~490), `poll_completion` polling the requester at `cq_rr` directly, `poll_transmit_batch_loop` calling `poll_retransmit` directly when one is queued, cheaper idle checks. Same JSON | **286** |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
@@ -132,23 +140,31 @@
 //! instructions a packet), and looping over consecutive runs of one QP inside the receive
 //! run (+5.8).
 //!
-//! Where the 363 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`
-//! plus per-instruction counts, 2026-12-03): transmit ~125, of which the transmit run's loop
-//! ~79 a packet (the sprayer's common pick ~30, the 88-byte descriptor copied slot to slot
-//! ~13, the TX slot ~8, PSN and EV fields, a few spills) and ~300 of setup per sending run
-//! (~77K); retransmissions ~17 (~545 each); receive ~166, of which the sender's ACK
-//! processing ~85 (~1,030 per ACK: the cumulative walk and the SACK bits through one tally,
-//! NSCC ~120, the EV table, loss inference, the tail-loss-probe arming) and the data runs
-//! ~72 (the scan ~23 a packet, ~75 per run attempt over ~112K, the ACK trigger and the ACK
-//! packet with its sprayer pick, ~10K owed-ACK hole fills and 5,367 duplicates one at a
-//! time); timers ~19; channel and stream ~35; completions ~7; posting ~5. What is left on
-//! the per-packet loops is mostly moving the 88-byte `TxPacket` and picking an EV: the budget
-//! needs the different shape the earlier analyses named, a per-packet descriptor of a few
-//! words (the transmit loop copies and patches the 88 bytes per packet, the channel moves
-//! them, the control ring copies ACKs; this touches the channel, the receive API, the
-//! simulator's wire and PCIe models and the NIC main loop), and a cheaper fixed cost per ACK. RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry
-//! queues) is 36,632 bytes, one EV 84 bytes (EV table entry + sprayer slot and its plane
-//! link), the whole 2-QP test-kit engine 81,696 bytes (all printed by this example).
+//! From 363 down (2026-12-03, sixth session), tried and dropped, against the step before:
+//! in the transmit run, the inner loop with a range check per packet (+8.0 M), all work
+//! requests of a call in one loop (+4.8 M), the inner loop out of line (+6.1 M: it still
+//! reloads 4 spilled values a packet), a cold-path hint on the general pick (+6.5 M); in the
+//! sprayer, plane eligibility folded into each plane's candidate (+3.5 M: the candidates were
+//! rebuilt on 81,130 plane rounds); in the ACK path, the rare gray-loss sync out of line or
+//! cold (+0.8 to +3.3 M: the call spills registers in the credit loops), a deferred sync
+//! behind a flag (+4.0 to +7.0 M); in the receive scan, the QP and PSN compared as one 64-bit
+//! key (+0.6 to +5.2 M), a running expected-PSN counter (+3.2 M), the scan out of line
+//! (+3.2 M); for control packets, a copy loop with the count taken once (+0.8 M).
+//!
+//! Where the 286 go (inclusive, per delivered packet, `callgrind_annotate --inclusive=yes`,
+//! 2026-12-03): transmit ~100, of which the transmit run ~77 (the loop ~70 a packet: the
+//! sprayer's common pick ~19, the 88-byte descriptor copied slot to slot ~12, the TX slot ~12,
+//! PSN and EV fields; ~300 of setup per sending run over ~77K), retransmissions ~4 (~332
+//! each), control packets and the channel's send ~19; receive ~136, of which the sender's ACK
+//! processing ~69 (~880 per ACK: about 22 per newly acknowledged PSN, ~250 fixed, NSCC ~95)
+//! and the data runs, duplicates, probes and ACK building ~66 (the scan ~21 a packet); timers
+//! ~13; the stream loop, posting (~5), completions and EV events the rest. What is left on the
+//! per-packet loops is mostly moving the 88-byte `TxPacket` and picking an EV; a per-packet
+//! descriptor of a few words (touching the channel, the receive API, the simulator's wire and
+//! PCIe models and the NIC main loop) is the next structural step if the budget tightens.
+//! RAM: one test-kit QP (256 EVs, 512-PSN windows, 32-entry queues) is 36,624 bytes, one EV 84
+//! bytes (EV table entry + sprayer slot and its plane link), the whole 2-QP test-kit engine
+//! 81,680 bytes (all printed by this example).
 //!
 //! An optional argument sets the packet count (default 1,000,000, the budgeted figure), for
 //! quicker profiling runs.
