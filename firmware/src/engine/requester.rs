@@ -666,44 +666,15 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             // (a new Write-with-Immediate checks `max_wimm` in `peek`)
             return FastTx::Fallback;
         }
-        let Some(offset) = index.checked_mul(self.mtu) else {
-            return FastTx::Fallback;
-        };
-        let Some(rest) = w.wr.len.checked_sub(offset) else {
-            return FastTx::Fallback;
-        };
-        let Some(remote_va) = w.wr.remote_va.checked_add(u64::from(offset)) else {
+        // (`index < npkts`: packet `index` is the one at `nxt`)
+        let Some(mut tx) = self.packet_of(w, index) else {
             return FastTx::Fallback;
         };
         let Some(ev) = pick() else {
             return FastTx::NoEv;
         };
-        let last = index + 1 >= w.npkts;
-        let segment = if w.npkts <= 1 {
-            Segment::Only { imm: w.wr.imm }
-        } else if index == 0 {
-            Segment::First
-        } else if last {
-            Segment::Last { imm: w.wr.imm }
-        } else {
-            Segment::Middle
-        };
-        let payload_len = rest.min(self.mtu);
-        let tx = NewTx {
-            psn: self.nxt,
-            msn: w.msn,
-            segment,
-            remote_va,
-            rkey: w.wr.rkey,
-            payload_len,
-            local: LocalBuf {
-                handle: w.wr.local.handle,
-                offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
-            },
-            // The last packet of a message asks for an immediate ACK (see `candidate_for`).
-            ack_req: last,
-            ev,
-        };
+        tx.ev = ev;
+        let (last, payload_len) = (tx.ack_req, tx.payload_len);
         // `commit` for a new transmission that is not the start of a Write-with-Immediate.
         self.tx_seq = self.tx_seq.wrapping_add(1);
         self.nxt = self.nxt.add(1);
@@ -1076,26 +1047,32 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// The first retransmission still wanted; entries acknowledged meanwhile are dropped.
     #[inline(never)]
     fn peek_retx(&mut self) -> Option<Candidate> {
+        loop {
+            let (s, w, index) = self.front_retx()?;
+            // (its descriptor exists: the request passed `packet_count`, so no offset
+            // overflows)
+            if let Some(desc) = self.request(&w).descriptor_in(index, w.npkts) {
+                let mut c = self.candidate_for(&w, desc, true);
+                c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
+                return Some(c);
+            }
+            self.retx.pop_front();
+        }
+    }
+
+    /// The queue's first retransmission still wanted (entries acknowledged meanwhile, or
+    /// held by no queued work request, are dropped): its TX slot, the work request holding it
+    /// and its packet index there. It stays queued.
+    #[inline(always)]
+    fn front_retx(&mut self) -> Option<(TxSlot, SendWqe, u32)> {
         while let Some(&psn) = self.retx.front() {
             let s = self.slot(psn);
             if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
-                // The first work request holding `psn` (its descriptor exists: the request
-                // passed `packet_count`, so no offset overflows; `npkts < 2^23`, so the
-                // unsigned compare is `0 <= d < npkts`).
-                let found = self
-                    .sq
-                    .iter()
-                    .find(|w| (psn.distance_from(w.start_psn) as u32) < w.npkts)
-                    .and_then(|w| {
-                        let d = psn.distance_from(w.start_psn) as u32;
-                        self.request(w)
-                            .descriptor_in(d, w.npkts)
-                            .map(|desc| (w, desc))
-                    });
-                if let Some((w, desc)) = found {
-                    let mut c = self.candidate_for(w, desc, true);
-                    c.avoid_ev = (s.flags & F_AVOID != 0).then_some(s.ev);
-                    return Some(c);
+                // The first work request holding `psn` (`npkts < 2^23`, so the unsigned
+                // compare is `0 <= d < npkts`).
+                let d = |w: &SendWqe| psn.distance_from(w.start_psn) as u32;
+                if let Some(w) = self.sq.iter().find(|w| d(w) < w.npkts) {
+                    return Some((s, *w, d(w)));
                 }
             }
             self.retx.pop_front();
@@ -1123,95 +1100,85 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         now_ns: u64,
         mut pick: impl FnMut() -> Option<EvPick>,
     ) -> RetxTx {
-        while let Some(&psn) = self.retx.front() {
-            let s = self.slot(psn);
-            if self.in_flight_range(psn) && s.flags & F_PENDING != 0 {
-                // The work request holding `psn` and the packet's place in it, as in
-                // `peek_retx` (its descriptor: the checks of `descriptor_in`).
-                let found = self
-                    .sq
-                    .iter()
-                    .find(|w| (psn.distance_from(w.start_psn) as u32) < w.npkts)
-                    .and_then(|w| {
-                        let index = psn.distance_from(w.start_psn) as u32;
-                        if self.mtu == 0 {
-                            return None;
-                        }
-                        let offset = index.checked_mul(self.mtu)?;
-                        let payload_len = w.wr.len.checked_sub(offset)?.min(self.mtu);
-                        let remote_va = w.wr.remote_va.checked_add(u64::from(offset))?;
-                        let last = index + 1 >= w.npkts;
-                        let segment = if w.npkts <= 1 {
-                            Segment::Only { imm: w.wr.imm }
-                        } else if index == 0 {
-                            Segment::First
-                        } else if last {
-                            Segment::Last { imm: w.wr.imm }
-                        } else {
-                            Segment::Middle
-                        };
-                        Some((
-                            w.msn,
-                            segment,
-                            remote_va,
-                            w.wr.rkey,
-                            payload_len,
-                            LocalBuf {
-                                handle: w.wr.local.handle,
-                                offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
-                            },
-                            last,
-                        ))
-                    });
-                if let Some((msn, segment, remote_va, rkey, payload_len, local, last)) = found {
-                    let Some(mut ev) = pick() else {
-                        return RetxTx::NoEv;
-                    };
-                    if s.flags & F_AVOID != 0 && ev.index == s.ev {
-                        if let Some(e2) = pick() {
-                            ev = e2;
-                        }
-                    }
-                    // `commit` for a retransmission.
-                    self.tx_seq = self.tx_seq.wrapping_add(1);
-                    let tx_seq = self.tx_seq;
-                    let len = payload_len.min(u32::from(u16::MAX)) as u16;
-                    self.retx.pop_front();
-                    self.counters.retransmits += 1;
-                    if self.rto == RtoWindow::One {
-                        self.rto = RtoWindow::Wait;
-                    }
-                    if let Some(s) = self.slot_mut(psn) {
-                        *s = TxSlot {
-                            tx_seq,
-                            sent_ns: now_ns as u32,
-                            ev: ev.index,
-                            len,
-                            plane: ev.plane,
-                            flags: F_INFLIGHT,
-                        };
-                    }
-                    self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
-                    self.retry.arm(now_ns);
-                    self.arm_tlp(now_ns);
-                    return RetxTx::Sent(NewTx {
-                        psn,
-                        msn,
-                        segment,
-                        remote_va,
-                        rkey,
-                        payload_len,
-                        local,
-                        // At the end of a message (see `candidate_for`: the immediate is on
-                        // the last packet only).
-                        ack_req: last,
-                        ev,
-                    });
+        loop {
+            let Some((s, w, index)) = self.front_retx() else {
+                return RetxTx::Drained;
+            };
+            let Some(mut tx) = self.packet_of(&w, index) else {
+                self.retx.pop_front();
+                continue;
+            };
+            let Some(mut ev) = pick() else {
+                return RetxTx::NoEv;
+            };
+            if s.flags & F_AVOID != 0 && ev.index == s.ev {
+                if let Some(e2) = pick() {
+                    ev = e2;
                 }
             }
+            tx.ev = ev;
+            // `commit` for a retransmission.
+            self.tx_seq = self.tx_seq.wrapping_add(1);
+            let tx_seq = self.tx_seq;
+            let len = tx.payload_len.min(u32::from(u16::MAX)) as u16;
             self.retx.pop_front();
+            self.counters.retransmits += 1;
+            if self.rto == RtoWindow::One {
+                self.rto = RtoWindow::Wait;
+            }
+            if let Some(s) = self.slot_mut(tx.psn) {
+                *s = TxSlot {
+                    tx_seq,
+                    sent_ns: now_ns as u32,
+                    ev: ev.index,
+                    len,
+                    plane: ev.plane,
+                    flags: F_INFLIGHT,
+                };
+            }
+            self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+            self.retry.arm(now_ns);
+            self.arm_tlp(now_ns);
+            return RetxTx::Sent(tx);
         }
-        RetxTx::Drained
+    }
+
+    /// Packet `index` of work request `w` (the checks of `descriptor_in`; `None` when they
+    /// fail), on a placeholder EV (index 0, plane 0) for the caller to set. The last packet
+    /// of a message asks for an immediate ACK (see `candidate_for`: the immediate is on the
+    /// last packet only).
+    #[inline(always)]
+    fn packet_of(&self, w: &SendWqe, index: u32) -> Option<NewTx> {
+        if self.mtu == 0 {
+            return None;
+        }
+        let offset = index.checked_mul(self.mtu)?;
+        let payload_len = w.wr.len.checked_sub(offset)?.min(self.mtu);
+        let remote_va = w.wr.remote_va.checked_add(u64::from(offset))?;
+        let last = index + 1 >= w.npkts;
+        let segment = if w.npkts <= 1 {
+            Segment::Only { imm: w.wr.imm }
+        } else if index == 0 {
+            Segment::First
+        } else if last {
+            Segment::Last { imm: w.wr.imm }
+        } else {
+            Segment::Middle
+        };
+        Some(NewTx {
+            psn: w.start_psn.add(index),
+            msn: w.msn,
+            segment,
+            remote_va,
+            rkey: w.wr.rkey,
+            payload_len,
+            local: LocalBuf {
+                handle: w.wr.local.handle,
+                offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+            },
+            ack_req: last,
+            ev: EvPick { index: 0, plane: 0 },
+        })
     }
 
     /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
