@@ -473,26 +473,10 @@ impl<const WORDS: usize> AckGen<WORDS> {
     ) -> (Option<u64>, AckSummary) {
         debug_assert_eq!(gap, self.opens_gap(first));
         debug_assert!(n <= self.quiet_room().saturating_add(1) && (!gap || n == 1));
-        debug_assert!(
-            n >= 1
-                && !self.may_answer_owed(first)
-                && !last.ce
-                && !last.has_imm
-                && last.trim == TrimMark::None
-        );
-        self.rx.receive_new_run(first, offset, u32::from(n));
+        self.mark_run(first, offset, n, last);
         // The interval the run completes, closed at once by the ACK (as `take_run`, then
         // `emit`, without writing it back first).
-        let iv = core::mem::take(&mut self.interval);
-        let iv = Interval {
-            // (no overflow: `n <= quiet_room() + 1 = coalesce_pkts - pkt_count`)
-            pkt_count: iv.pkt_count.wrapping_add(n),
-            ev_index: last.ev_index,
-            plane: last.plane,
-            echo_ts_ns: last.tx_ts_ns,
-            since_ns: Some(iv.since_ns.unwrap_or(now_ns)),
-            ..iv
-        };
+        let iv = Self::with_run(core::mem::take(&mut self.interval), now_ns, n, last);
         debug_assert!(gap || last.ack_req || iv.pkt_count >= self.config.coalesce_pkts);
         let due = iv
             .since_ns
@@ -522,10 +506,18 @@ impl<const WORDS: usize> AckGen<WORDS> {
         (due, summary)
     }
 
-    /// The run of [`Self::handle_quiet_run`] / [`Self::handle_acked_run`] marked received (a
-    /// word at a time) and counted (once).
+    /// The run of [`Self::handle_quiet_run`] marked received (a word at a time) and counted
+    /// (once).
     #[inline(always)]
     fn take_run(&mut self, now_ns: u64, first: Psn, offset: u32, n: u16, last: &RxPacket) {
+        self.mark_run(first, offset, n, last);
+        self.interval = Self::with_run(self.interval, now_ns, n, last);
+    }
+
+    /// The run of [`Self::handle_quiet_run`] / [`Self::handle_acked_run`] marked received in
+    /// the tracker, a word at a time.
+    #[inline(always)]
+    fn mark_run(&mut self, first: Psn, offset: u32, n: u16, last: &RxPacket) {
         debug_assert!(
             n >= 1
                 && !self.may_answer_owed(first)
@@ -534,14 +526,19 @@ impl<const WORDS: usize> AckGen<WORDS> {
                 && last.trim == TrimMark::None
         );
         self.rx.receive_new_run(first, offset, u32::from(n));
-        let iv = &mut self.interval;
-        // (no overflow: `n <= quiet_room() + 1 = coalesce_pkts - pkt_count`)
-        iv.pkt_count = iv.pkt_count.wrapping_add(n);
-        iv.ev_index = last.ev_index;
-        iv.plane = last.plane;
-        iv.echo_ts_ns = last.tx_ts_ns;
-        if iv.since_ns.is_none() {
-            iv.since_ns = Some(now_ns);
+    }
+
+    /// Interval `iv` with the `n` packets of a run counted, `last` the run's last.
+    #[inline(always)]
+    fn with_run(iv: Interval, now_ns: u64, n: u16, last: &RxPacket) -> Interval {
+        Interval {
+            // (no overflow: `n <= quiet_room() + 1 = coalesce_pkts - pkt_count`)
+            pkt_count: iv.pkt_count.wrapping_add(n),
+            ev_index: last.ev_index,
+            plane: last.plane,
+            echo_ts_ns: last.tx_ts_ns,
+            since_ns: Some(iv.since_ns.unwrap_or(now_ns)),
+            ..iv
         }
     }
 
