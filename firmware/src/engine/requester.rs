@@ -676,28 +676,12 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         tx.ev = ev;
         let (last, payload_len) = (tx.ack_req, tx.payload_len);
         // `commit` for a new transmission that is not the start of a Write-with-Immediate.
-        self.tx_seq = self.tx_seq.wrapping_add(1);
         self.nxt = self.nxt.add(1);
         self.counters.data_sent += 1;
         if last {
             self.send_idx += 1;
         }
-        // payload_len <= mtu <= u16::MAX
-        let len = payload_len.min(u32::from(u16::MAX)) as u16;
-        let tx_seq = self.tx_seq;
-        if let Some(s) = self.slot_mut(tx.psn) {
-            *s = TxSlot {
-                tx_seq,
-                sent_ns: now_ns as u32,
-                ev: ev.index,
-                len,
-                plane: ev.plane,
-                flags: F_INFLIGHT,
-            };
-        }
-        self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
-        self.retry.arm(now_ns);
-        self.arm_tlp(now_ns);
+        self.record_sent(tx.psn, ev.index, ev.plane, payload_len, now_ns);
         FastTx::Sent(tx)
     }
 
@@ -1118,27 +1102,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             }
             tx.ev = ev;
             // `commit` for a retransmission.
-            self.tx_seq = self.tx_seq.wrapping_add(1);
-            let tx_seq = self.tx_seq;
-            let len = tx.payload_len.min(u32::from(u16::MAX)) as u16;
-            self.retx.pop_front();
-            self.counters.retransmits += 1;
-            if self.rto == RtoWindow::One {
-                self.rto = RtoWindow::Wait;
-            }
-            if let Some(s) = self.slot_mut(tx.psn) {
-                *s = TxSlot {
-                    tx_seq,
-                    sent_ns: now_ns as u32,
-                    ev: ev.index,
-                    len,
-                    plane: ev.plane,
-                    flags: F_INFLIGHT,
-                };
-            }
-            self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
-            self.retry.arm(now_ns);
-            self.arm_tlp(now_ns);
+            self.retransmitted();
+            self.record_sent(tx.psn, ev.index, ev.plane, tx.payload_len, now_ns);
             return RetxTx::Sent(tx);
         }
     }
@@ -1184,16 +1149,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// The candidate from [`Self::peek`] left on `ev` / `plane` at `now_ns`.
     #[inline]
     pub(crate) fn commit(&mut self, c: &Candidate, ev: u16, plane: u8, now_ns: u64) {
-        let psn = c.desc.psn;
-        self.tx_seq = self.tx_seq.wrapping_add(1);
-        let seq = self.tx_seq;
-        let len = c.desc.payload_len.min(u32::from(u16::MAX)) as u16;
         if c.retransmit {
-            self.retx.pop_front();
-            self.counters.retransmits += 1;
-            if self.rto == RtoWindow::One {
-                self.rto = RtoWindow::Wait;
-            }
+            self.retransmitted();
         } else {
             self.nxt = self.nxt.add(1);
             self.counters.data_sent += 1;
@@ -1207,9 +1164,32 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
                 self.send_idx += 1;
             }
         }
+        self.record_sent(c.desc.psn, ev, plane, c.desc.payload_len, now_ns);
+    }
+
+    /// The retransmission at the queue's front left: off the queue, counted, and the loss
+    /// window after a timeout closes behind it.
+    #[inline(always)]
+    fn retransmitted(&mut self) {
+        self.retx.pop_front();
+        self.counters.retransmits += 1;
+        if self.rto == RtoWindow::One {
+            self.rto = RtoWindow::Wait;
+        }
+    }
+
+    /// A transmission of `psn` with `payload_len` bytes on EV `ev` / `plane` at `now_ns`: the
+    /// next transmission number, its TX slot in flight, the bytes in flight, the retry and
+    /// tail-probe timers.
+    #[inline(always)]
+    fn record_sent(&mut self, psn: Psn, ev: u16, plane: u8, payload_len: u32, now_ns: u64) {
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+        // (payload_len <= mtu <= u16::MAX)
+        let len = payload_len.min(u32::from(u16::MAX)) as u16;
+        let tx_seq = self.tx_seq;
         if let Some(s) = self.slot_mut(psn) {
             *s = TxSlot {
-                tx_seq: seq,
+                tx_seq,
                 sent_ns: now_ns as u32,
                 ev,
                 len,
