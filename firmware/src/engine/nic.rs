@@ -513,24 +513,17 @@ impl<
         self.timers.next_deadline()
     }
 
-    /// Run every timer due at `now_ns`.
+    /// Run every timer due at `now_ns`. Returns whether a timer acted: `false` when no timer
+    /// queued a packet or touched a requester (none was due, or a due ACK timer found its
+    /// interval already closed by an ACK, a probe timer no probe due), so polls that found
+    /// nothing before still would.
     #[inline]
-    pub fn handle_timeout(&mut self, now_ns: u64) {
-        if !self.timers.is_quiet(now_ns) {
-            self.handle_due_timers(now_ns);
-        }
-    }
-
-    /// [`Self::handle_timeout`], telling whether a timer acted: `false` when no timer queued
-    /// a packet or touched a requester (a due ACK timer whose interval an ACK already closed,
-    /// a probe timer with no probe due), so polls that found nothing before still would.
-    #[inline]
-    pub fn handle_timeout_seen(&mut self, now_ns: u64) -> bool {
+    pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         !self.timers.is_quiet(now_ns) && self.handle_due_timers(now_ns)
     }
 
     /// Fires the timers due at `now_ns` (at most a bounded number per call); returns whether
-    /// any acted (see [`Self::handle_timeout_seen`]).
+    /// any acted (see [`Self::handle_timeout`]).
     #[inline(never)]
     fn handle_due_timers(&mut self, now_ns: u64) -> bool {
         let mut acted = false;

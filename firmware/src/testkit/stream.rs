@@ -276,10 +276,10 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
         }
         // What a timer queued (an ACK, a probe, retransmissions) leaves now, as on a NIC, not
         // at the next unrelated event.
-        if a.handle_timeout_seen(now) {
+        if a.handle_timeout(now) {
             (tx_a, ev_a, progress) = (true, true, true);
         }
-        if b.handle_timeout_seen(now) {
+        if b.handle_timeout(now) {
             (tx_b, ev_b, progress) = (true, true, true);
         }
         if progress {

@@ -99,7 +99,9 @@ impl Shard {
     }
     #[inline]
     pub(crate) fn handle_timeout(&mut self, now_ns: u64) {
-        on!(self, e => e.handle_timeout(now_ns))
+        on!(self, e => {
+            e.handle_timeout(now_ns);
+        })
     }
     #[inline]
     pub(crate) fn handle_tx_packet(
