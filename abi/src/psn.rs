@@ -41,10 +41,17 @@ impl Psn {
         Psn::new(self.0.wrapping_sub(n))
     }
 
+    /// How many PSNs `self` lies after `base`, going forward with wrap-around: `0..2^24`. The
+    /// same as [`Self::distance_from`] when `self` is not before `base` (without the sign).
+    #[inline]
+    pub const fn offset_from(self, base: Psn) -> u32 {
+        self.0.wrapping_sub(base.0) & Self::MASK
+    }
+
     /// Signed distance from `other` to `self`: positive when `self` is after `other`.
     /// The result is in `-2^23..2^23`.
     pub const fn distance_from(self, other: Psn) -> i32 {
-        let d = self.0.wrapping_sub(other.0) & Self::MASK;
+        let d = self.offset_from(other);
         if d >= Self::HALF {
             d as i32 - Self::MODULUS as i32
         } else {
@@ -59,7 +66,7 @@ impl Psn {
 
     /// True when `self` lies in the half-open window `[start, start + len)`.
     pub const fn in_window(self, start: Psn, len: u32) -> bool {
-        (self.0.wrapping_sub(start.0) & Self::MASK) < len
+        self.offset_from(start) < len
     }
 }
 

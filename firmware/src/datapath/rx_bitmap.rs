@@ -241,7 +241,7 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
     /// the sign extension: both lie in the window).
     #[inline]
     fn beyond_cum(&self) -> u32 {
-        self.next_max.value().wrapping_sub(self.cum.value()) & Psn::MASK
+        self.next_max.offset_from(self.cum)
     }
 
     #[inline]

@@ -499,8 +499,8 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
     /// exactly when `base + i - una` (mod 2^24) is below `nxt - una`.
     #[inline]
     fn in_flight_mask(&self, base: Psn) -> u64 {
-        let n = self.nxt.value().wrapping_sub(self.una.value()) & Psn::MASK;
-        let s = base.value().wrapping_sub(self.una.value()) & Psn::MASK;
+        let n = self.nxt.offset_from(self.una);
+        let s = base.offset_from(self.una);
         // Bits [lo, hi): from `base` when it is in flight, else from where the PSN wraps to
         // `una` (lo <= 2^24, n < 2^24: no overflow).
         let (lo, hi) = if s < n {
@@ -786,7 +786,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             return (0, false);
         };
         // `nxt.distance_from(start_psn)`, which must not be negative (below 2^23).
-        let index0 = self.nxt.value().wrapping_sub(w.start_psn.value()) & Psn::MASK;
+        let index0 = self.nxt.offset_from(w.start_psn);
         if index0 >= Psn::HALF {
             return (0, false);
         }
@@ -1342,11 +1342,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
         }
         // SACK bits, skipping those an earlier ACK already applied.
         // (a signed distance in `0..64` is a 24-bit difference below 64)
-        let shift = a
-            .sack_base
-            .value()
-            .wrapping_sub(self.sack_done_base.value())
-            & Psn::MASK;
+        let shift = a.sack_base.offset_from(self.sack_done_base);
         let seen = if shift < 64 {
             self.sack_done_bits >> shift
         } else {
@@ -1358,7 +1354,7 @@ impl<const WIN: usize, const SQ: usize> Requester<WIN, SQ> {
             // The common ACK: its SACK starts at its cumulative PSN, now `una`. Both masks are
             // then the `nxt - una` bits from bit 0 (`nxt - una` is at most the window, far
             // below 2^23: its 24-bit distance is that count).
-            let n = self.nxt.value().wrapping_sub(self.una.value()) & Psn::MASK;
+            let n = self.nxt.offset_from(self.una);
             let m = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
             (m, m)
         } else {

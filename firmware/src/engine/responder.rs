@@ -144,7 +144,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         let rx = self.acks.rx();
         // The offset after the cumulative PSN; one in the back half of the PSN space (before
         // it) is beyond `mpr_psns <= ` the bitmap's window `< Psn::HALF` as well.
-        let d = pkt.psn.value().wrapping_sub(rx.cum_psn().value()) & Psn::MASK;
+        let d = pkt.psn.offset_from(rx.cum_psn());
         if d >= self.mpr_psns || rx.is_received_at(d) {
             return None;
         }
@@ -192,7 +192,7 @@ impl<const WORDS: usize, const RQ: usize> Responder<WORDS, RQ> {
         debug_assert!(!acks.opens_gap(first) || (n == 1 && trigger));
         // `first.distance_from(cum)` when it is not negative (the same 24-bit arithmetic,
         // without the sign extension).
-        let d = first.value().wrapping_sub(acks.rx().cum_psn().value()) & Psn::MASK;
+        let d = first.offset_from(acks.rx().cum_psn());
         if d >= Psn::HALF {
             return None;
         }
