@@ -462,13 +462,8 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if s.pick_weight < round {
             return None;
         }
-        let next = self.next_on_plane.get(index).copied()?;
         self.plane_cursor = plane + 1;
-        if let (Some(l), Some(n)) = (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane)) {
-            // index < N <= 65536
-            *l = index as u16;
-            *n = next;
-        }
+        self.picked_on(plane, index, None);
         self.counters.picks = self.counters.picks.wrapping_add(1);
         Some(EvPick {
             // index < N <= 65536
@@ -512,17 +507,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
         if usize::from(head.plane) != plane || head.pick_weight < round {
             return None;
         }
-        let next = self.next_on_plane.get(index).copied()?;
-        if let (Some(l), Some(n), Some(r)) = (
-            self.ev_last.get_mut(plane),
-            self.ev_next.get_mut(plane),
-            self.ev_round.get_mut(plane),
-        ) {
-            // index < N <= 65536
-            *l = index as u16;
-            *n = next;
-            *r = round;
-        }
+        self.picked_on(plane, index, Some(round));
         self.plane_cursor = plane + 1;
         self.counters.picks = self.counters.picks.wrapping_add(1);
         Some(EvPick {
@@ -599,14 +584,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                 .get(index)
                 .is_some_and(|s| s.pick_weight >= round)
             {
-                let next = self.next_on_plane.get(index).copied().unwrap_or(0);
-                if let (Some(l), Some(n)) =
-                    (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane))
-                {
-                    // index < N <= 65536
-                    *l = index as u16;
-                    *n = next;
-                }
+                self.picked_on(plane, index, None);
                 return Some(index);
             }
         }
@@ -638,19 +616,7 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
                     continue;
                 }
             }
-            // The pick: a usable slot of the plane, so the common pick's next candidate is
-            // its chain link.
-            let next = self.next_on_plane.get(index).copied().unwrap_or(0);
-            if let (Some(l), Some(n), Some(r)) = (
-                self.ev_last.get_mut(plane),
-                self.ev_next.get_mut(plane),
-                self.ev_round.get_mut(plane),
-            ) {
-                // index < N <= 65536
-                *l = index as u16;
-                *n = next;
-                *r = round;
-            }
+            self.picked_on(plane, index, Some(round));
             return Some(index);
         }
         // (every step leaves the cursor at 1 or more: at a slot's successor or at N)
@@ -659,6 +625,21 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
             *r = round;
         }
         None
+    }
+
+    /// `plane` picked its usable slot `index` (below N), in EV round `round` when that
+    /// changed: the plane's last pick, and its common-pick candidate the slot's chain link.
+    #[inline(always)]
+    fn picked_on(&mut self, plane: usize, index: usize, round: Option<u8>) {
+        let next = self.next_on_plane.get(index).copied().unwrap_or(0);
+        if let (Some(l), Some(n)) = (self.ev_last.get_mut(plane), self.ev_next.get_mut(plane)) {
+            // index < N <= 65536
+            *l = index as u16;
+            *n = next;
+        }
+        if let (Some(round), Some(r)) = (round, self.ev_round.get_mut(plane)) {
+            *r = round;
+        }
     }
 
     /// The EV cursor of `plane` (`1..=N`): the next slot index its scan examines.
@@ -679,20 +660,14 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
 
     /// Derive `ev_next` of `plane` from its cursor, the slots and their chain links.
     fn derive_next(&mut self, plane: usize) {
-        let cursor = self.ev_cursor(plane);
-        let next = match cursor.checked_sub(1).map(|c| (c, self.slots.get(c))) {
-            Some((c, Some(s))) if usize::from(s.plane) == plane && s.usable() => {
-                self.next_on_plane.get(c).copied().unwrap_or(0)
-            }
-            _ => 0,
-        };
+        let next = self.derived_next(plane);
         if let Some(n) = self.ev_next.get_mut(plane) {
             *n = next;
         }
     }
 
-    /// What `ev_next` of `plane` is (see the field): [`Self::derive_next`]'s value, written
-    /// out again for the common pick's debug check (one shared function measured slower).
+    /// What `ev_next` of `plane` is (see the field), from its cursor, the slots and their
+    /// chain links (what [`Self::derive_next`] stores; the common pick's debug check).
     fn derived_next(&self, plane: usize) -> u16 {
         let last = self.ev_cursor(plane).wrapping_sub(1);
         match self.slots.get(last) {
