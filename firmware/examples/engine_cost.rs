@@ -4,7 +4,7 @@
 //! loss (seed 1), through the real datapath models, engines and the test-kit channel, and prints
 //! one JSON object: `delivered_packets` and the count of each event kind.
 //!
-//! Measured (seed 1, x86-64 release, callgrind, this machine): 286,180,368 instructions for
+//! Measured (seed 1, x86-64 release, callgrind, this machine): 286,286,620 instructions for
 //! the whole program, i.e. **~286 instructions per delivered packet**, within the budget of 300
 //! (met since 2026-12-03's sixth session). History: ~1,905, then 1,227 (before the stuck-PSN fix); the fix and the per-PSN
 //! EV delivery credit added work (and finish the run in 65.9 ms of virtual time instead of
@@ -76,7 +76,8 @@
 //! | the sender's ACK path, 16 steps (362.9 -> 348.3 on their own; with the two rows above 299.1): one low-bits mask for the applied and in-flight SACK bits when the SACK starts at `una`; NSCC inlined, its delay average with one 128-bit product (`fixed::ewma_q16_unit_int`, tested equal), the EV RTT average in 64 bits when it fits; each EV counts the room left before the gray-loss test is fed (a credit is one decrement); the cumulative walk over a sub-slice; an in-flight slot taken on one compare. ~854 per ACK (was ~1,031). Same JSON | 299 |
 //! | the receive data path, 17 steps (362.9 -> 354.1 on their own): a duplicate re-ACKed and dropped on the fast path (`Responder::handle_duplicate_fast`); a hole fill marked where the fast path located it; an ACK run's interval closed in one pass, its cause counted directly, its SACK without reading the ring when in order; raw 24-bit offset differences; the RX bitmap's run masks in one shift; the scan counting with its slice index (21 a packet, was 23). Same JSON | 292 |
 //! | retransmissions and the rest of the transmit path, 11 steps (331.3 -> 325.1 on their own): `Requester::send_retx` (`peek` + `commit` for a retransmission in one step, no general candidate; ~332 per retransmission, was ~490), `poll_completion` polling the requester at `cq_rr` directly, `poll_transmit_batch_loop` calling `poll_retransmit` directly when one is queued, cheaper idle checks. Same JSON | 286 |
-//! | one walk for the first wanted retransmission and one packet builder, shared by `peek_retx`, `send_retx` and `send_new_fast` (286,050,399 -> 286,180,368: a copy of both removed). Same JSON | **286** |
+//! | one walk for the first wanted retransmission and one packet builder, shared by `peek_retx`, `send_retx` and `send_new_fast` (286,050,399 -> 286,180,368: a copy of both removed). Same JSON | 286 |
+//! | review of the session's change: shared helpers where it had written logic twice (`AckGen::mark_run`/`with_run`, `Requester::record_sent`/`retransmitted`, `Sprayer::picked_on`, `Psn::offset_from`), `Engine::handle_timeout` saying whether a timer acted (286,180,368 -> 286,286,620). Same JSON | **286** |
 //!
 //! **The EV policy (the behaviour change).** MRC retires an EV on an untrimmed loss and probes
 //! it back; beyond MRC, a sequential test (SPRT, `engine::sprt`) retires *gray* EVs for long
