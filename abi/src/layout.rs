@@ -186,7 +186,6 @@ mod tests {
     };
     use crate::device::cqe::{CqeOpcode, CqeStatus};
     use crate::device::event::{CqErrorReason, EventKind, FwEventCode};
-    use crate::device::rxh::{RxhDropReason, RxhVerdictCode};
     use crate::device::{csr::CsrKind, regs::BlockType, wqe::SendOpcode, EvFormat, EvState};
     use std::collections::BTreeSet;
     use std::format;
@@ -268,12 +267,6 @@ mod tests {
         check!("csr_kind", CsrKind, |v: u32| u8::try_from(v)
             .ok()
             .and_then(CsrKind::from_u8));
-        check!("rxh_verdict", RxhVerdictCode, |v: u32| u8::try_from(v)
-            .ok()
-            .and_then(RxhVerdictCode::from_u8));
-        check!("rxh_drop_reason", RxhDropReason, |v: u32| u8::try_from(v)
-            .ok()
-            .and_then(RxhDropReason::from_u8));
         let cq: BTreeSet<_> = [
             ("OVERFLOW", CqErrorReason::Overflow),
             ("ACCESS_ERROR", CqErrorReason::AccessError),

@@ -60,37 +60,60 @@ package mrc_abi_pkg;
 
   // abi
   localparam logic [31:0] ABI_ABI_VERSION_MAJOR = 32'h00000001; // ABI major version.
-  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000002; // ABI minor version.
-  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010002; // DEVICE abi_version register value.
+  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000003; // ABI minor version.
+  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010003; // DEVICE abi_version register value.
   localparam logic [31:0] ABI_DEVICE_MAGIC = 32'h3143524D; // DEVICE magic ("MRC1").
   localparam logic [31:0] ABI_BLOCK_VERSION = 32'h00000001; // Version of every register block.
   localparam logic [31:0] ABI_MAX_PORTS = 32'h00000008; // Ports in the PORT block.
   localparam logic [31:0] ABI_MAX_SEND_SGE = 32'h00000002; // SGEs in a send WQE.
   localparam logic [31:0] ABI_DOORBELL_PAGE_BYTES = 32'h00001000; // Doorbell page size.
   localparam logic [31:0] ABI_CSR_ENTRY_BYTES = 32'h00000020; // CSR queue entry size.
-  localparam logic [31:0] ABI_RXH_ENTRY_BYTES = 32'h00000040; // Receive header queue entry size.
-  localparam logic [31:0] ABI_RXH_VERDICT_OFFSET = 32'h00000030; // Byte offset of the firmware verdict in a receive header entry.
-  localparam logic [31:0] ABI_RXH_VERDICT_BYTES = 32'h00000010; // Size of the firmware verdict.
-  localparam logic [31:0] ABI_TXH_ENTRY_BYTES = 32'h00000040; // Transmit header queue entry size.
-  localparam logic [31:0] ABI_TXH_BODY_OFFSET = 32'h00000020; // Byte offset of the opcode-selected body in a transmit header entry.
-  localparam logic [31:0] ABI_TXH_BODY_BYTES = 32'h00000020; // Size of a transmit header entry body.
   localparam logic [31:0] ABI_ADMIN_BODY_BYTES = 32'h00000038; // Admin command body size.
   localparam logic [31:0] ABI_FW_IMAGE_MAGIC = 32'h4643524D; // Firmware image magic ("MRCF").
   localparam logic [31:0] ABI_RETRY_FOREVER = 32'h00000019; // Retry count meaning retry forever.
   localparam logic [31:0] ABI_MAX_ACK_TIMEOUT_EXP = 32'h00000018; // Largest ACK timeout exponent.
   localparam logic [31:0] ABI_MAX_EVS_PER_PROFILE = 32'h00001000; // EVs in one EV profile at most.
 
-  // rxh_flag
-  localparam logic [31:0] RXH_FLAG_ACK_REQ = 32'h00000001; // BTH A: ACK requested.
-  localparam logic [31:0] RXH_FLAG_RETRANSMIT = 32'h00000002; // MRH RETRANSMIT.
-  localparam logic [31:0] RXH_FLAG_TRIMMED = 32'h00000004; // MRH TRIMMED.
-  localparam logic [31:0] RXH_FLAG_TRIMMED_LAST_HOP = 32'h00000008; // MRH TRIMMED_LAST_HOP (with TRIMMED).
-  localparam logic [31:0] RXH_FLAG_CE = 32'h00000010; // IPv6 ECN was CE.
-  localparam logic [31:0] RXH_FLAG_SE = 32'h00000020; // BTH SE.
+  // csr_ack_flag
+  localparam logic [31:0] CSR_ACK_FLAG_PROGRESS = 32'h00000001; // AckSummary: una moved.
+  localparam logic [31:0] CSR_ACK_FLAG_OUTSTANDING = 32'h00000002; // AckSummary: PSNs still outstanding.
+  localparam logic [31:0] CSR_ACK_FLAG_ECN_EV = 32'h00000004; // AckSummary: CE on the ACK's own plane.
+  localparam logic [31:0] CSR_ACK_FLAG_ECN = 32'h00000008; // AckSummary: some covered packet was CE-marked.
+  localparam logic [31:0] CSR_ACK_FLAG_STALE = 32'h00000010; // AckSummary: cumulative PSN ignored (stale).
 
-  // txh_flag
-  localparam logic [31:0] TXH_FLAG_ACK_REQ = 32'h00000001; // BTH A: ACK requested.
-  localparam logic [31:0] TXH_FLAG_RETRANSMIT = 32'h00000002; // MRH RETRANSMIT.
+  // csr_loss_cause
+  localparam logic [31:0] CSR_LOSS_CAUSE_REORDER = 32'h00000001; // Loss: SACK hole past the reordering thresholds.
+  localparam logic [31:0] CSR_LOSS_CAUSE_PLANE_DOWN = 32'h00000002; // Loss: in flight on a plane that went down.
+
+  // csr_nack_flag
+  localparam logic [31:0] CSR_NACK_FLAG_IN_FLIGHT = 32'h00000001; // Nack: the PSN was in flight.
+
+  // csr_txd_flag
+  localparam logic [31:0] CSR_TXD_FLAG_SIGNALED = 32'h00000001; // TxDone: completion requested.
+  localparam logic [31:0] CSR_TXD_FLAG_IMM = 32'h00000002; // TxDone: Write-with-Immediate.
+
+  // csr_flush_flag
+  localparam logic [31:0] CSR_FLUSH_FLAG_SIGNALED = 32'h00000001; // Flushed: completion requested.
+
+  // csr_retx
+  localparam logic [31:0] CSR_RETX_EV_ANY = 32'h0000FFFF; // Retransmit: the sprayer picks the EV.
+  localparam logic [31:0] CSR_RETX_AVOID_LAST = 32'h00000001; // Retransmit: not on the EV the PSN last took.
+
+  // csr_qp_state
+  localparam logic [31:0] CSR_QP_STATE_RESET = 32'h00000000; // QpState: back to RESET.
+  localparam logic [31:0] CSR_QP_STATE_ERROR = 32'h00000001; // QpState: to ERROR.
+
+  // csr_complete_status
+  localparam logic [31:0] CSR_COMPLETE_STATUS_OK = 32'h00000000; // Complete: success.
+  localparam logic [31:0] CSR_COMPLETE_STATUS_RETRY_EXCEEDED = 32'h00000001; // Complete: retries exhausted.
+  localparam logic [31:0] CSR_COMPLETE_STATUS_REMOTE_NACK = 32'h00000002; // Complete: fatal NACK from the peer.
+  localparam logic [31:0] CSR_COMPLETE_STATUS_LOCAL_QP_ERROR = 32'h00000003; // Complete: fatal receive error here.
+  localparam logic [31:0] CSR_COMPLETE_STATUS_FLUSHED = 32'h00000004; // Complete: flushed in ERROR.
+
+  // csr_complete_opcode
+  localparam logic [31:0] CSR_COMPLETE_OPCODE_SEND = 32'h00000000; // Complete: a send work request.
+  localparam logic [31:0] CSR_COMPLETE_OPCODE_RECV_IMM = 32'h00000001; // Complete: a receive with immediate.
+  localparam logic [31:0] CSR_COMPLETE_OPCODE_RECV = 32'h00000002; // Complete: a flushed receive.
 
   // Register block types.
   typedef enum logic [15:0] {
@@ -311,43 +334,35 @@ package mrc_abi_pkg;
   // CSR queue entry kinds.
   typedef enum logic [7:0] {
     CSR_KIND_ACK_SUMMARY = 8'h1, // DP->FW ACK summary.
-    CSR_KIND_NACK = 8'h2, // DP->FW NACK.
-    CSR_KIND_TX_DONE = 8'h3, // DP->FW WQE transmitted.
-    CSR_KIND_WIMM_PLACED = 8'h4, // DP->FW Write-with-Immediate placed.
-    CSR_KIND_PROBE_REPLY = 8'h5, // DP->FW probe reply.
-    CSR_KIND_PORT_EVENT = 8'h6, // DP->FW port event.
-    CSR_KIND_RX_DROPS = 8'h7, // DP->FW receive drop counters.
-    CSR_KIND_RETRANSMIT = 8'h81, // FW->DP retransmit.
-    CSR_KIND_EV_UPDATE = 8'h82, // FW->DP EV table update.
-    CSR_KIND_SEND_PROBE = 8'h83, // FW->DP send probe.
-    CSR_KIND_WINDOW_UPDATE = 8'h84, // FW->DP window update.
+    CSR_KIND_LOSS = 8'h2, // DP->FW PSN inferred lost.
+    CSR_KIND_NACK = 8'h3, // DP->FW NACK.
+    CSR_KIND_TX_START = 8'h4, // DP->FW first packet with nothing outstanding.
+    CSR_KIND_TX_DONE = 8'h5, // DP->FW send work request sent once.
+    CSR_KIND_WIMM_PLACED = 8'h6, // DP->FW Write-with-Immediate placed.
+    CSR_KIND_PROBE_REPLY = 8'h7, // DP->FW probe reply.
+    CSR_KIND_PORT_EVENT = 8'h8, // DP->FW port event.
+    CSR_KIND_RX_DROPS = 8'h9, // DP->FW receive drop counters.
+    CSR_KIND_RX_FATAL = 8'hA, // DP->FW fatal receive error.
+    CSR_KIND_FLUSHED = 8'hB, // DP->FW unsent work request flushed.
+    CSR_KIND_EV_DELIVERIES = 8'hC, // DP->FW per-EV deliveries.
+    CSR_KIND_RETRANSMIT = 8'h81, // FW->DP retransmit a PSN.
+    CSR_KIND_EV_UPDATE = 8'h82, // FW->DP EV table write.
+    CSR_KIND_SEND_PROBE = 8'h83, // FW->DP send a probe.
+    CSR_KIND_WINDOW_UPDATE = 8'h84, // FW->DP congestion window.
     CSR_KIND_POST_CQE = 8'h85, // FW->DP post a CQE.
-    CSR_KIND_POST_EVENT = 8'h86 // FW->DP post an event.
+    CSR_KIND_POST_EVENT = 8'h86, // FW->DP post an event.
+    CSR_KIND_COMPLETE = 8'h87, // FW->DP work request completion.
+    CSR_KIND_EV_EVENT = 8'h88, // FW->DP EV state change.
+    CSR_KIND_PLANE_WEIGHT = 8'h89, // FW->DP sprayer plane weight.
+    CSR_KIND_RETRANSMIT_UNACKED = 8'h8A, // FW->DP requeue every unacknowledged PSN.
+    CSR_KIND_TAIL_PROBE = 8'h8B, // FW->DP tail loss probe.
+    CSR_KIND_PLANE_DOWN = 8'h8C, // FW->DP plane down.
+    CSR_KIND_QP_INIT = 8'h8D, // FW->DP QP context at INIT.
+    CSR_KIND_QP_RTR = 8'h8E, // FW->DP QP context at RTR.
+    CSR_KIND_QP_RTS = 8'h8F, // FW->DP QP context at RTS.
+    CSR_KIND_QP_STATE = 8'h90, // FW->DP QP to RESET or ERROR.
+    CSR_KIND_RECV_CREDIT = 8'h91 // FW->DP receive buffers posted.
   } csr_kind_e;
-
-  // Firmware verdicts on receive header entries.
-  typedef enum logic [7:0] {
-    RXH_VERDICT_PENDING = 8'h0, // Not answered (as the datapath writes it).
-    RXH_VERDICT_PLACE = 8'h1, // Place the payload at slot/offset.
-    RXH_VERDICT_CONSUMED = 8'h2, // Taken, nothing to place.
-    RXH_VERDICT_DROPPED = 8'h3 // Dropped (drop_reason).
-  } rxh_verdict_e;
-
-  // Why the firmware dropped a received packet.
-  typedef enum logic [7:0] {
-    RXH_DROP_REASON_MALFORMED = 8'h1, // The entry failed the firmware's check.
-    RXH_DROP_REASON_UNKNOWN_QP = 8'h2, // Destination QP unknown.
-    RXH_DROP_REASON_QP_NOT_READY = 8'h3, // QP not in a receiving state.
-    RXH_DROP_REASON_DUPLICATE = 8'h4, // Already received.
-    RXH_DROP_REASON_TRIMMED = 8'h5, // Trimmed (NACKed).
-    RXH_DROP_REASON_OUT_OF_WINDOW = 8'h6, // Outside the receive window.
-    RXH_DROP_REASON_REMOTE_ACCESS = 8'h7, // RETH failed the region check.
-    RXH_DROP_REASON_LENGTH = 8'h8, // RETH length differs from the payload.
-    RXH_DROP_REASON_NO_RECV_BUFFER = 8'h9, // No receive buffer for an immediate.
-    RXH_DROP_REASON_TOO_MANY_WIMM = 8'hA, // Too many Write-with-Immediate in flight.
-    RXH_DROP_REASON_STALE = 8'hB, // Matched nothing outstanding.
-    RXH_DROP_REASON_UNEXPECTED = 8'hC // Not a packet the QP takes.
-  } rxh_drop_reason_e;
 
   // ---- register blocks, descriptors, admin bodies and CSR entries (little-endian)
 
@@ -781,52 +796,79 @@ package mrc_abi_pkg;
     logic [31:0] base; // NIC-local address of entry 0.
   } csr_queue_regs_t;
 
-  // AckSummary (32 bytes, little-endian): DP->FW: coalesced acknowledgement state of one QP (from received ACKs).
+  // AckSummary (32 bytes, little-endian): DP->FW: what one received ACK changed at the sender, after the datapath applied its cumulative PSN and SACK bits to the per-PSN send state.
   localparam logic [31:0] ACK_SUMMARY_BYTES = 32'd32;
   typedef struct packed {
-    logic [31:0] echoed_ts; // Echoed tx timestamp (ns, low 32 bits).
-    logic [15:0] pkt_count; // Data packets covered.
-    logic [15:0] ce_count; // CE-marked data packets covered.
-    logic [63:0] bitmap; // SACK bitmap, bit i = PSN base+i received.
-    logic [31:0] sack_base; // SACK base PSN (bitmap bit 0).
-    logic [31:0] cum_psn; // Cumulative PSN (every earlier PSN received).
-    logic [31:0] qpn_ecn; // QPN (23:0) and ECN plane mask (31:24: bit p = CE seen on plane p).
-    logic [15:0] ev_index; // EV index of the data packet that triggered the ACK.
-    logic [7:0] plane; // Plane the triggering ACK arrived on.
+    logic [55:0] rsvd; // Reserved (0).
+    logic [7:0] ack_plane; // Plane of the data packet that triggered the ACK.
+    logic [15:0] sacked; // Of the PSNs newly acknowledged, those acknowledged by SACK bits past the cumulative PSN.
+    logic [15:0] delivered; // PSNs newly acknowledged that were in flight (deliveries credited to their EVs).
+    logic [31:0] rtt_ns; // Round trip of the triggering packet from its echoed timestamp, ns (0 = no sample).
+    logic [31:0] acked_bytes; // Payload bytes newly acknowledged.
+    logic [31:0] una; // Oldest unacknowledged PSN after the ACK.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] ack_ev; // EV of the data packet that triggered the ACK (the RTT and ECN samples are its).
+    logic [7:0] flags; // `ACK_*` flags.
     logic [7:0] kind; // `CsrKind` code.
   } ack_summary_t;
 
-  // NackEntry (32 bytes, little-endian): DP->FW: a NACK arrived.
-  localparam logic [31:0] NACK_ENTRY_BYTES = 32'd32;
+  // LossEntry (32 bytes, little-endian): DP->FW: a PSN inferred lost (not trimmed). It no longer counts in flight; the datapath resends it when the firmware orders it (`Retransmit`).
+  localparam logic [31:0] LOSS_ENTRY_BYTES = 32'd32;
   typedef struct packed {
     logic [119:0] rsvd; // Reserved (0).
-    logic [7:0] plane; // Plane of the NACKed packet.
-    logic [31:0] cum_psn; // Cumulative PSN.
+    logic [7:0] cause; // `LOSS_*` cause.
+    logic [15:0] ev_delivered; // Deliveries credited to `ev` since its last report (for the gray-loss test), then cleared.
+    logic [15:0] len; // Its payload bytes.
+    logic [31:0] psn; // The lost PSN.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] ev; // EV the PSN last left on.
+    logic [7:0] plane; // Plane the PSN last left on.
+    logic [7:0] kind; // `CsrKind` code.
+  } loss_entry_t;
+
+  // NackEntry (32 bytes, little-endian): DP->FW: a NACK arrived for a PSN in flight, or with a fatal reason.
+  localparam logic [31:0] NACK_ENTRY_BYTES = 32'd32;
+  typedef struct packed {
+    logic [111:0] rsvd; // Reserved (0).
+    logic [7:0] flags; // `NACK_*` flags.
+    logic [7:0] plane; // Plane the NACKed PSN last left on.
+    logic [15:0] ev_delivered; // Deliveries credited to `ev` since its last report, then cleared.
+    logic [15:0] len; // Its payload bytes.
     logic [31:0] psn; // NACKed PSN.
     logic [31:0] qpn; // QPN.
-    logic [15:0] ev_index; // EV index of the NACKed packet.
+    logic [15:0] ev; // EV the NACKed PSN last left on.
     logic [7:0] reason; // NACK reason (wire NACKX reason code, 1..=8).
     logic [7:0] kind; // `CsrKind` code.
   } nack_entry_t;
 
-  // TxDone (32 bytes, little-endian): DP->FW: every packet of a send WQE has been transmitted once.
+  // TxStart (32 bytes, little-endian): DP->FW: a QP with nothing outstanding sent a packet (the firmware starts its ACK timer).
+  localparam logic [31:0] TX_START_BYTES = 32'd32;
+  typedef struct packed {
+    logic [159:0] rsvd2; // Reserved (0).
+    logic [31:0] psn; // PSN of that packet.
+    logic [31:0] qpn; // QPN.
+    logic [23:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } tx_start_t;
+
+  // TxDone (32 bytes, little-endian): DP->FW: every packet of a send work request was transmitted once; it completes once the cumulative PSN passes `end_psn`.
   localparam logic [31:0] TX_DONE_BYTES = 32'd32;
   typedef struct packed {
-    logic [95:0] rsvd2; // Reserved (0).
-    logic [31:0] tx_ts; // Tx timestamp of the last packet (ns, low 32 bits).
-    logic [31:0] num_packets; // Packets sent.
-    logic [31:0] first_psn; // PSN of the first packet.
+    logic [63:0] rsvd3; // Reserved (0).
+    logic [63:0] wr_id; // Work request id.
+    logic [31:0] rsvd2; // Reserved (0).
+    logic [31:0] end_psn; // The PSN after the work request's last packet.
     logic [31:0] qpn; // QPN.
-    logic [15:0] wqe_index; // Index of the WQE in the send ring.
-    logic [7:0] rsvd; // Reserved (0).
+    logic [15:0] rsvd; // Reserved (0).
+    logic [7:0] flags; // `TXD_*` flags.
     logic [7:0] kind; // `CsrKind` code.
   } tx_done_t;
 
-  // WimmPlaced (32 bytes, little-endian): DP->FW: the last packet of a Write-with-Immediate has been placed (the firmware completes it once every earlier PSN is placed, in message order).
+  // WimmPlaced (32 bytes, little-endian): DP->FW: a Write-with-Immediate is placed and every PSN before its last packet too (they come in message order): the firmware completes the oldest posted receive with it.
   localparam logic [31:0] WIMM_PLACED_BYTES = 32'd32;
   typedef struct packed {
     logic [95:0] rsvd; // Reserved (0).
-    logic [31:0] byte_len; // Message length in bytes.
+    logic [31:0] byte_len; // Message length in bytes (0: not tracked by this datapath).
     logic [31:0] imm; // Immediate data.
     logic [31:0] last_psn; // PSN of the last packet.
     logic [31:0] qpn; // QPN.
@@ -839,7 +881,7 @@ package mrc_abi_pkg;
   localparam logic [31:0] PROBE_REPLY_BYTES = 32'd32;
   typedef struct packed {
     logic [127:0] rsvd; // Reserved (0).
-    logic [31:0] echoed_ts; // Echoed tx timestamp of the probe (ns, low 32 bits).
+    logic [31:0] rtt_ns; // Round trip from the probe's echoed timestamp, ns.
     logic [31:0] probe_id; // Probe id.
     logic [31:0] qpn; // QPN.
     logic [15:0] ev_index; // EV index probed.
@@ -873,52 +915,95 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } rx_drops_t;
 
-  // Retransmit (32 bytes, little-endian): FW->DP: retransmit one PSN of a QP on an EV.
-  localparam logic [31:0] RETRANSMIT_BYTES = 32'd32;
+  // RxFatal (32 bytes, little-endian): DP->FW: a received packet hit a fatal error for its QP (the datapath NACKed it and placed nothing); the firmware moves the QP to ERROR.
+  localparam logic [31:0] RX_FATAL_BYTES = 32'd32;
   typedef struct packed {
     logic [159:0] rsvd2; // Reserved (0).
+    logic [31:0] psn; // PSN of the packet.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] rsvd; // Reserved (0).
+    logic [7:0] reason; // NACK reason it was answered with (REMOTE_ACCESS, LENGTH or NO_RECV_BUFFER).
+    logic [7:0] kind; // `CsrKind` code.
+  } rx_fatal_t;
+
+  // Flushed (32 bytes, little-endian): DP->FW: after the QP moved to ERROR, a send work request the datapath held whose packets had not all been sent (no `TxDone` was reported for it), in posting order.
+  localparam logic [31:0] FLUSHED_BYTES = 32'd32;
+  typedef struct packed {
+    logic [63:0] rsvd3; // Reserved (0).
+    logic [63:0] wr_id; // Work request id.
+    logic [63:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [15:0] rsvd; // Reserved (0).
+    logic [7:0] flags; // `FLUSH_*` flags.
+    logic [7:0] kind; // `CsrKind` code.
+  } flushed_t;
+
+  // EvDeliveries (32 bytes, little-endian): DP->FW: deliveries credited to an EV since its last report, reported before the datapath's per-EV counter would saturate (then cleared).
+  localparam logic [31:0] EV_DELIVERIES_BYTES = 32'd32;
+  typedef struct packed {
+    logic [159:0] rsvd2; // Reserved (0).
+    logic [31:0] count; // Deliveries.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] ev; // EV.
+    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } ev_deliveries_t;
+
+  // Retransmit (32 bytes, little-endian): FW->DP: resend one PSN of a QP (if it is still unacknowledged) on an EV, ahead of new data.
+  localparam logic [31:0] RETRANSMIT_BYTES = 32'd32;
+  typedef struct packed {
+    logic [159:0] rsvd; // Reserved (0).
     logic [31:0] psn; // PSN.
     logic [31:0] qpn; // QPN.
-    logic [15:0] ev_index; // EV index to send on.
-    logic [7:0] rsvd; // Reserved (0).
+    logic [15:0] ev; // EV to send on (`EV_ANY`: the sprayer picks).
+    logic [7:0] flags; // `RETX_*` flags.
     logic [7:0] kind; // `CsrKind` code.
   } retransmit_t;
 
-  // EvUpdate (32 bytes, little-endian): FW->DP: update one entry of a QP's EV table.
+  // EvUpdate (32 bytes, little-endian): FW->DP: one entry of a QP's EV table (the sprayer's): GOOD is usable, SKIP usable and passed over once, ASSUMED_BAD and DENIED not usable.
   localparam logic [31:0] EV_UPDATE_BYTES = 32'd32;
   typedef struct packed {
-    logic [175:0] rsvd; // Reserved (0).
-    logic [15:0] weight; // Sprayer weight (0 = not usable; a GOOD EV has weight > 0).
+    logic [183:0] rsvd; // Reserved (0).
+    logic [7:0] plane; // Plane (NIC port) the EV leaves on.
     logic [31:0] qpn; // QPN.
-    logic [15:0] ev_index; // EV index.
+    logic [15:0] ev; // EV index.
     logic [7:0] state; // `EvState` code.
     logic [7:0] kind; // `CsrKind` code.
   } ev_update_t;
 
+  // PlaneWeight (32 bytes, little-endian): FW->DP: the weight of a plane in a QP's sprayer (`1..=15`).
+  localparam logic [31:0] PLANE_WEIGHT_BYTES = 32'd32;
+  typedef struct packed {
+    logic [191:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] weight; // Weight.
+    logic [7:0] plane; // Plane.
+    logic [7:0] kind; // `CsrKind` code.
+  } plane_weight_t;
+
   // SendProbe (32 bytes, little-endian): FW->DP: send an EV probe.
   localparam logic [31:0] SEND_PROBE_BYTES = 32'd32;
   typedef struct packed {
-    logic [159:0] rsvd2; // Reserved (0).
-    logic [31:0] probe_id; // Probe id.
+    logic [159:0] rsvd; // Reserved (0).
+    logic [31:0] probe_id; // Probe id (echoed by the reply).
     logic [31:0] qpn; // QPN.
-    logic [15:0] ev_index; // EV index.
-    logic [7:0] rsvd; // Reserved (0).
+    logic [15:0] ev; // EV index.
+    logic [7:0] plane; // Plane of the EV.
     logic [7:0] kind; // `CsrKind` code.
   } send_probe_t;
 
-  // WindowUpdate (32 bytes, little-endian): FW->DP: the sender window and credit of a QP.
+  // WindowUpdate (32 bytes, little-endian): FW->DP: the congestion window of a QP (new packets leave while the bytes in flight are below it).
   localparam logic [31:0] WINDOW_UPDATE_BYTES = 32'd32;
   typedef struct packed {
-    logic [95:0] rsvd2; // Reserved (0).
-    logic [31:0] pacing_ns; // Pacing gap between packets in ns (0 = none).
-    logic [31:0] limit_psn; // New data may use PSNs before this one.
-    logic [31:0] cwnd_bytes; // Congestion window in bytes.
+    logic [159:0] rsvd2; // Reserved (0).
+    logic [31:0] cwnd_bytes; // Congestion window in bytes (saturated at 2^32 - 1).
     logic [31:0] qpn; // QPN.
     logic [23:0] rsvd; // Reserved (0).
     logic [7:0] kind; // `CsrKind` code.
   } window_update_t;
 
-  // PostCqe (32 bytes, little-endian): FW->DP: write a CQE (the datapath fills `wr_id` from the WQE at `wqe_index`).
+  // PostCqe (32 bytes, little-endian): FW->DP: write a CQE (the host interface fills `wr_id` from the WQE at `wqe_index`).
   localparam logic [31:0] POST_CQE_BYTES = 32'd32;
   typedef struct packed {
     logic [31:0] rsvd2; // Reserved (0).
@@ -935,7 +1020,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } post_cqe_t;
 
-  // PostEvent (32 bytes, little-endian): FW->DP: write an event record (the datapath adds owner bit and timestamp).
+  // PostEvent (32 bytes, little-endian): FW->DP: write an event record (the host interface adds owner bit and timestamp).
   localparam logic [31:0] POST_EVENT_BYTES = 32'd32;
   typedef struct packed {
     logic [63:0] rsvd2; // Reserved (0).
@@ -946,103 +1031,116 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } post_event_t;
 
-  // RxhEntry (64 bytes, little-endian): DP->FW: the parsed headers of one received data packet or EV probe (64 bytes). Bytes 0-47 are written by the datapath; bytes 48-63 are the firmware's verdict (`RxhVerdict`), written as 0 by the datapath.
-  localparam logic [31:0] RXH_ENTRY_BYTES = 32'd64;
+  // Complete (32 bytes, little-endian): FW->DP: a work request completed (the host interface writes its CQE to the QP's CQ).
+  localparam logic [31:0] COMPLETE_BYTES = 32'd32;
   typedef struct packed {
-    logic [63:0] place_offset; // Firmware: byte offset in the region.
-    logic [31:0] place_len; // Firmware: bytes to place.
-    logic [15:0] slot; // Firmware: registered-region slot to place into.
-    logic [7:0] drop_reason; // Firmware: `RxhDropReason` when dropped, else 0.
-    logic [7:0] verdict; // Firmware: `RxhVerdictCode` (0 = pending, as the datapath writes it).
-    logic [31:0] payload_len; // Payload bytes the datapath received after the MRC headers (0 when trimmed).
-    logic [31:0] imm; // ImmDt (WRITE_LAST_IMM / WRITE_ONLY_IMM; 0 otherwise).
-    logic [31:0] dma_len; // RETH DMA length (probes: 0).
-    logic [31:0] rkey; // RETH R_Key; for EV_PROBE the probe id.
-    logic [63:0] remote_va; // RETH virtual address (probes: 0).
-    logic [31:0] echo_ts; // TSX echoed timestamp.
-    logic [31:0] tx_ts; // TSX tx timestamp (ns, low 32 bits).
-    logic [15:0] ev_index; // EVX EV index.
-    logic [15:0] msn; // MRH message sequence number.
-    logic [31:0] psn; // BTH PSN (probes: 0).
-    logic [31:0] dest_qpn; // BTH destination QPN (this NIC's QP).
-    logic [7:0] plane; // EVX plane (the NIC port it arrived on).
-    logic [7:0] ev_format; // MRH EV format code.
-    logic [7:0] flags; // `flags` bits.
-    logic [7:0] opcode; // BTH opcode: a write opcode or EV_PROBE.
-  } rxh_entry_t;
+    logic [63:0] rsvd2; // Reserved (0).
+    logic [63:0] wr_id; // Work request id.
+    logic [15:0] rsvd; // Reserved (0).
+    logic [15:0] msn; // Message sequence number (RECV_IMM), else 0.
+    logic [31:0] imm; // Immediate data (RECV_IMM), else 0.
+    logic [31:0] qpn; // QPN.
+    logic [7:0] reason; // NACK reason of a REMOTE_NACK or LOCAL_QP_ERROR status, else 0.
+    logic [7:0] opcode; // `opcode::*` code.
+    logic [7:0] status; // `status::*` code.
+    logic [7:0] kind; // `CsrKind` code.
+  } complete_t;
 
-  // RxhVerdict (16 bytes, little-endian): FW->DP: the firmware's verdict on one RXH entry, written over its last 16 bytes (`RXH_VERDICT_OFFSET`) before the consumer index moves past it.
-  localparam logic [31:0] RXH_VERDICT_BYTES = 32'd16;
+  // EvEventEntry (32 bytes, little-endian): FW->DP: an EV of a QP changed state (for the host's EV events and the operator).
+  localparam logic [31:0] EV_EVENT_ENTRY_BYTES = 32'd32;
   typedef struct packed {
-    logic [63:0] place_offset; // Byte offset in the region (place only).
-    logic [31:0] place_len; // Bytes to place (place only).
-    logic [15:0] slot; // Registered-region slot to place into (place only).
-    logic [7:0] drop_reason; // `RxhDropReason` when dropped, else 0.
-    logic [7:0] verdict; // `RxhVerdictCode`.
-  } rxh_verdict_t;
+    logic [175:0] rsvd; // Reserved (0).
+    logic [7:0] reason; // Why (the firmware's reason code).
+    logic [7:0] new_f; // `EvState` code after.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] ev; // EV index.
+    logic [7:0] old; // `EvState` code before.
+    logic [7:0] kind; // `CsrKind` code.
+  } ev_event_entry_t;
 
-  // TxhHeader (32 bytes, little-endian): FW->DP: the headers of one packet to send (entry bytes 0-31).
-  localparam logic [31:0] TXH_HEADER_BYTES = 32'd32;
+  // RetransmitUnacked (32 bytes, little-endian): FW->DP: after an ACK timeout, queue every unacknowledged PSN of the QP for retransmission in PSN order (on EVs the sprayer picks, each not on the EV it last left on), but send only the oldest until the peer answers (an ACK or NACK).
+  localparam logic [31:0] RETRANSMIT_UNACKED_BYTES = 32'd32;
   typedef struct packed {
-    logic [31:0] echo_ts; // TSX echoed timestamp (ACK / NACK / probe reply; 0 otherwise).
-    logic [31:0] tx_ts; // TSX tx timestamp (ns, low 32 bits).
-    logic [31:0] ev_value; // EVX EV value (the entropy the datapath puts in the outer header).
-    logic [15:0] ev_index; // EVX EV index.
-    logic [15:0] msn; // MRH message sequence number.
-    logic [31:0] psn; // BTH PSN (data: the packet's PSN; ACK / NACK: the cumulative PSN; probes: 0).
-    logic [31:0] dest_qpn; // BTH destination QPN.
-    logic [31:0] src_qpn; // The local QP sending it.
-    logic [7:0] plane; // EVX plane: the NIC port to send on.
-    logic [7:0] ev_format; // MRH EV format code.
-    logic [7:0] flags; // `flags` bits.
-    logic [7:0] opcode; // BTH opcode: a write opcode, ACK, NACK, EV_PROBE or EV_PROBE_REPLY; selects the body.
-  } txh_header_t;
+    logic [191:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [23:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } retransmit_unacked_t;
 
-  // TxhWrite (32 bytes, little-endian): FW->DP body of a write packet (entry bytes 32-63).
-  localparam logic [31:0] TXH_WRITE_BYTES = 32'd32;
+  // TailProbe (32 bytes, little-endian): FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks, not the one it last left on).
+  localparam logic [31:0] TAIL_PROBE_BYTES = 32'd32;
   typedef struct packed {
-    logic [63:0] buf_offset; // Byte offset of the payload in the local buffer.
-    logic [31:0] buf_handle; // Local buffer handle the payload is read from (a registered DMA region).
-    logic [31:0] imm; // ImmDt (WRITE_LAST_IMM / WRITE_ONLY_IMM; 0 otherwise).
-    logic [31:0] dma_len; // RETH DMA length: the payload bytes of this packet.
-    logic [31:0] rkey; // RETH R_Key.
-    logic [63:0] remote_va; // RETH virtual address.
-  } txh_write_t;
+    logic [191:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [23:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } tail_probe_t;
 
-  // TxhAck (32 bytes, little-endian): FW->DP body of an ACK (entry bytes 32-63).
-  localparam logic [31:0] TXH_ACK_BYTES = 32'd32;
+  // PlaneDown (32 bytes, little-endian): FW->DP: a plane (port) went down: every PSN of every QP in flight on it is reported lost (`LossEntry`, cause PLANE_DOWN).
+  localparam logic [31:0] PLANE_DOWN_BYTES = 32'd32;
   typedef struct packed {
-    logic [63:0] rsvd; // Reserved (0).
-    logic [15:0] pkt_count; // Packets covered.
-    logic [15:0] ce_count; // CE-marked packets covered.
-    logic [7:0] ecn_plane_mask; // Planes that saw CE.
-    logic [7:0] plane; // Plane the ACK reports on.
-    logic [15:0] ev_index; // EV index the ACK reports on.
-    logic [63:0] sack_bitmap; // Selective ACK bitmap.
-    logic [31:0] sack_base; // PSN of bit 0 of `sack_bitmap`.
-    logic [31:0] cum_psn; // Cumulative PSN.
-  } txh_ack_t;
+    logic [239:0] rsvd; // Reserved (0).
+    logic [7:0] plane; // Plane.
+    logic [7:0] kind; // `CsrKind` code.
+  } plane_down_t;
 
-  // TxhNack (32 bytes, little-endian): FW->DP body of a NACK (entry bytes 32-63).
-  localparam logic [31:0] TXH_NACK_BYTES = 32'd32;
+  // QpInitCtx (32 bytes, little-endian): FW->DP: a QP moved to INIT: its EV table holds `evs` EVs, EV `i` on plane `i % planes`, all usable; headers carry `ev_format` and EV value `value_base + i`.
+  localparam logic [31:0] QP_INIT_CTX_BYTES = 32'd32;
   typedef struct packed {
-    logic [159:0] rsvd; // Reserved (0).
-    logic [31:0] cum_psn; // Cumulative PSN.
-    logic [31:0] psn; // NACKed PSN.
-    logic [15:0] ev_index; // EV index of the NACKed packet.
-    logic [7:0] plane; // Plane of the NACKed packet.
-    logic [7:0] reason; // NACK reason code.
-  } txh_nack_t;
+    logic [151:0] rsvd; // Reserved (0).
+    logic [7:0] ev_format; // `crate::wire::EvFormat` code.
+    logic [31:0] value_base; // EV value of EV 0.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] evs; // EVs.
+    logic [7:0] planes; // Planes.
+    logic [7:0] kind; // `CsrKind` code.
+  } qp_init_ctx_t;
 
-  // TxhProbe (32 bytes, little-endian): FW->DP body of an EV probe or probe reply (entry bytes 32-63).
-  localparam logic [31:0] TXH_PROBE_BYTES = 32'd32;
+  // QpRtrCtx (32 bytes, little-endian): FW->DP: a QP moved to RTR: it receives from `dest_qpn` from `rq_psn`.
+  localparam logic [31:0] QP_RTR_CTX_BYTES = 32'd32;
   typedef struct packed {
-    logic [191:0] rsvd; // Reserved (0).
-    logic [7:0] rsvd0; // Reserved (0).
-    logic [7:0] plane; // Probed plane.
-    logic [15:0] ev_index; // Probed EV index.
-    logic [31:0] probe_id; // Probe id.
-  } txh_probe_t;
+    logic [95:0] rsvd2; // Reserved (0).
+    logic [31:0] dest_qpn; // The peer QP (headers of ACKs, NACKs and data).
+    logic [31:0] mpr_psns; // Receive window in PSNs.
+    logic [31:0] rq_psn; // First expected PSN.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] max_wimm; // Write-with-Immediate messages that may wait for completion.
+    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } qp_rtr_ctx_t;
+
+  // QpRtsCtx (32 bytes, little-endian): FW->DP: a QP moved to RTS: it sends from `sq_psn`; a SACK hole is lost once at least `reorder_tx` later transmissions were acknowledged and the newest left at least `reorder_ns` after it.
+  localparam logic [31:0] QP_RTS_CTX_BYTES = 32'd32;
+  typedef struct packed {
+    logic [95:0] rsvd; // Reserved (0).
+    logic [31:0] reorder_ns; // Send-time gap in ns (0: the count alone decides).
+    logic [31:0] mpr_psns; // Send window in PSNs.
+    logic [31:0] sq_psn; // First PSN to send.
+    logic [31:0] qpn; // QPN.
+    logic [15:0] max_wimm; // Write-with-Immediate messages in flight at most.
+    logic [7:0] reorder_tx; // Later transmissions acknowledged before a hole is lost (1..=63).
+    logic [7:0] kind; // `CsrKind` code.
+  } qp_rts_ctx_t;
+
+  // QpStateEntry (32 bytes, little-endian): FW->DP: a QP moved to RESET or ERROR.
+  localparam logic [31:0] QP_STATE_ENTRY_BYTES = 32'd32;
+  typedef struct packed {
+    logic [191:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [15:0] rsvd; // Reserved (0).
+    logic [7:0] state; // `QP_*` state.
+    logic [7:0] kind; // `CsrKind` code.
+  } qp_state_entry_t;
+
+  // RecvCredit (32 bytes, little-endian): FW->DP: receive buffers were posted to a QP (Write-with-Immediate may consume them).
+  localparam logic [31:0] RECV_CREDIT_BYTES = 32'd32;
+  typedef struct packed {
+    logic [191:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [15:0] count; // Buffers.
+    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } recv_credit_t;
 
   // ---- wire headers (abi/WIRE.md, big-endian)
 

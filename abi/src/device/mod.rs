@@ -17,8 +17,6 @@
 //! | [`event`] | asynchronous event records |
 //! | [`admin`] | admin queue commands and responses |
 //! | [`csr`] | CSR event queues between the datapath and the firmware cores |
-//! | [`rxh`] | the per-packet receive header queue (datapath -> firmware, verdict written back) |
-//! | [`txh`] | the per-packet transmit header queue (firmware -> datapath) |
 
 pub mod admin;
 pub mod cqe;
@@ -26,8 +24,6 @@ pub mod csr;
 pub mod doorbell;
 pub mod event;
 pub mod regs;
-pub mod rxh;
-pub mod txh;
 pub mod version;
 pub mod wqe;
 

@@ -3,7 +3,7 @@
 use super::{Layout, RegisterBlockInfo};
 use crate::device::admin::{self, body};
 use crate::device::regs::{self, defaults, BlockType};
-use crate::device::{cqe, csr, doorbell, rxh, txh, wqe};
+use crate::device::{cqe, csr, doorbell, wqe};
 
 /// Every little-endian device structure.
 pub const LAYOUTS: &[Layout] = &[
@@ -41,25 +41,34 @@ pub const LAYOUTS: &[Layout] = &[
     body::FwChunk::LAYOUT,
     csr::CsrQueueRegs::LAYOUT,
     csr::AckSummary::LAYOUT,
+    csr::LossEntry::LAYOUT,
     csr::NackEntry::LAYOUT,
+    csr::TxStart::LAYOUT,
     csr::TxDone::LAYOUT,
     csr::WimmPlaced::LAYOUT,
     csr::ProbeReply::LAYOUT,
     csr::PortEventEntry::LAYOUT,
     csr::RxDrops::LAYOUT,
+    csr::RxFatal::LAYOUT,
+    csr::Flushed::LAYOUT,
+    csr::EvDeliveries::LAYOUT,
     csr::Retransmit::LAYOUT,
     csr::EvUpdate::LAYOUT,
+    csr::PlaneWeight::LAYOUT,
     csr::SendProbe::LAYOUT,
     csr::WindowUpdate::LAYOUT,
     csr::PostCqe::LAYOUT,
     csr::PostEvent::LAYOUT,
-    rxh::RxhEntry::LAYOUT,
-    rxh::RxhVerdict::LAYOUT,
-    txh::TxhHeader::LAYOUT,
-    txh::TxhWrite::LAYOUT,
-    txh::TxhAck::LAYOUT,
-    txh::TxhNack::LAYOUT,
-    txh::TxhProbe::LAYOUT,
+    csr::Complete::LAYOUT,
+    csr::EvEventEntry::LAYOUT,
+    csr::RetransmitUnacked::LAYOUT,
+    csr::TailProbe::LAYOUT,
+    csr::PlaneDown::LAYOUT,
+    csr::QpInitCtx::LAYOUT,
+    csr::QpRtrCtx::LAYOUT,
+    csr::QpRtsCtx::LAYOUT,
+    csr::QpStateEntry::LAYOUT,
+    csr::RecvCredit::LAYOUT,
 ];
 
 /// The register blocks of BAR0.

@@ -1,0 +1,331 @@
+extern crate std;
+use super::*;
+use crate::device::event::tests::event;
+use crate::wire::{EvFormat, NackReason};
+use crate::Psn;
+use proptest::prelude::*;
+use std::vec;
+use std::vec::Vec;
+
+#[test]
+fn byte_literal_ack_summary() {
+    let e = AckSummary::new(
+        7,
+        Psn::new(0x10),
+        ACK_PROGRESS | ACK_ECN,
+        0x0102_0304,
+        0xAABB_CCDD,
+        9,
+        3,
+        0x0304,
+        2,
+    );
+    let b = CsrEvent::AckSummary(e).encode();
+    assert_eq!(
+        b.0,
+        [
+            1, 0x09, 4, 3, 7, 0, 0, 0, 0x10, 0, 0, 0, 4, 3, 2, 1, 0xDD, 0xCC, 0xBB, 0xAA, 9, 0, 3,
+            0, 2, 0, 0, 0, 0, 0, 0, 0
+        ]
+    );
+    assert_eq!(b.decode(), Ok(CsrEvent::AckSummary(e)));
+    assert_eq!(e.una(), Psn::new(0x10));
+    assert!(e.has(ACK_PROGRESS) && !e.has(ACK_OUTSTANDING));
+    let mut bad = b;
+    bad.0[11] = 1;
+    assert_eq!(bad.decode(), Err(CsrError::BadValue(8)));
+    let mut bad = b;
+    bad.0[1] = 0x80;
+    assert_eq!(bad.decode(), Err(CsrError::ReservedSet));
+    let mut bad = b;
+    bad.0[31] = 1;
+    assert_eq!(bad.decode(), Err(CsrError::ReservedSet));
+    bad.0[0] = 0x42;
+    assert_eq!(bad.decode(), Err(CsrError::UnknownKind(0x42)));
+    assert_eq!(CsrEvent::decode(&b.0[..31]), Err(CsrError::Truncated));
+}
+
+#[test]
+fn field_checks_name_the_field() {
+    let r = Retransmit::new(5, Psn::new(9), EV_ANY, RETX_AVOID_LAST);
+    assert_eq!(
+        CsrEvent::Retransmit(r).encode().decode(),
+        Ok(CsrEvent::Retransmit(r))
+    );
+    let mut bad = CsrEvent::Retransmit(r).encode();
+    bad.0[1] = 2;
+    assert_eq!(bad.decode(), Err(CsrError::ReservedSet));
+    let w = PlaneWeight::new(1, 2, 0);
+    assert_eq!(
+        CsrEvent::PlaneWeight(w).encode().decode(),
+        Err(CsrError::BadValue(2))
+    );
+    let rts = QpRtsCtx::new(1, Psn::new(0), 512, 1, 0, 0);
+    assert_eq!(
+        CsrEvent::QpRts(rts).encode().decode(),
+        Err(CsrError::BadValue(1))
+    );
+    let fatal = RxFatal::new(1, Psn::new(0), NackReason::Trimmed);
+    assert_eq!(
+        CsrEvent::RxFatal(fatal).encode().decode(),
+        Err(CsrError::BadValue(1))
+    );
+    let ok = Complete::new(3, 77, opcode::SEND, status::OK, 4, 0, 0);
+    assert_eq!(
+        CsrEvent::Complete(ok).encode().decode(),
+        Err(CsrError::ReservedSet)
+    );
+    let nack = Complete::new(3, 77, opcode::SEND, status::REMOTE_NACK, 9, 0, 0);
+    assert_eq!(
+        CsrEvent::Complete(nack).encode().decode(),
+        Err(CsrError::BadValue(3))
+    );
+    let init = QpInitCtx::new(1, 256, 0, EvFormat::Srv6, 0);
+    assert_eq!(
+        CsrEvent::QpInit(init).encode().decode(),
+        Err(CsrError::BadValue(1))
+    );
+}
+
+#[test]
+fn ring_arithmetic() {
+    let r = CsrRing::new(3).unwrap();
+    assert_eq!(r.entries(), 8);
+    assert_eq!(r.byte_offset(9), 32);
+    assert!(r.is_full(u32::MAX.wrapping_add(8), u32::MAX));
+    assert!(!r.is_full(7, 0));
+    assert!(r.is_empty(5, 5));
+    assert!(CsrRing::new(17).is_none());
+}
+
+#[test]
+fn every_kind_is_either_an_event_or_a_command() {
+    for k in CsrKind::ALL {
+        assert_eq!(k.is_event(), (k as u8) < 0x80, "{k:?}");
+        assert_eq!(CsrKind::from_u8(k as u8), Some(k));
+    }
+}
+
+fn p24() -> impl Strategy<Value = u32> {
+    0..QPN_LIMIT
+}
+
+fn psn() -> impl Strategy<Value = Psn> {
+    p24().prop_map(Psn::new)
+}
+
+fn state() -> impl Strategy<Value = EvState> {
+    proptest::sample::select(EvState::ALL.iter().copied().collect::<Vec<_>>())
+}
+
+fn reason() -> impl Strategy<Value = NackReason> {
+    proptest::sample::select(NackReason::ALL.iter().copied().collect::<Vec<_>>())
+}
+
+fn fatal() -> impl Strategy<Value = NackReason> {
+    reason().prop_filter("fatal", |r| r.is_fatal())
+}
+
+fn format() -> impl Strategy<Value = EvFormat> {
+    proptest::sample::select(EvFormat::ALL.iter().copied().collect::<Vec<_>>())
+}
+
+fn dp_event() -> impl Strategy<Value = CsrEvent> {
+    prop_oneof![
+        (
+            p24(),
+            psn(),
+            0..=ACK_FLAGS,
+            any::<u32>(),
+            any::<u32>(),
+            any::<u16>(),
+            any::<u16>(),
+            any::<u16>(),
+            any::<u8>()
+        )
+            .prop_map(
+                |(q, u, f, b, r, d, s, e, p)| CsrEvent::AckSummary(AckSummary::new(
+                    q, u, f, b, r, d, s, e, p
+                ))
+            ),
+        (
+            p24(),
+            psn(),
+            any::<u16>(),
+            any::<u8>(),
+            any::<u16>(),
+            any::<u16>(),
+            1u8..=2
+        )
+            .prop_map(|(q, s, e, p, l, d, c)| CsrEvent::Loss(LossEntry::new(q, s, e, p, l, d, c))),
+        (
+            p24(),
+            psn(),
+            reason(),
+            any::<u16>(),
+            any::<u8>(),
+            any::<u16>(),
+            any::<u16>(),
+            0u8..=1
+        )
+            .prop_map(|(q, s, r, e, p, l, d, f)| CsrEvent::Nack(NackEntry::new(
+                q, s, r, e, p, l, d, f
+            ))),
+        (p24(), psn()).prop_map(|(q, s)| CsrEvent::TxStart(TxStart::new(q, s))),
+        (p24(), any::<u64>(), psn(), 0u8..=3)
+            .prop_map(|(q, w, e, f)| CsrEvent::TxDone(TxDone::new(q, w, e, f))),
+        (
+            p24(),
+            any::<u16>(),
+            psn(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<bool>()
+        )
+            .prop_map(|(q, m, l, i, b, s)| CsrEvent::WimmPlaced(WimmPlaced::new(q, m, l, i, b, s))),
+        (p24(), any::<u16>(), any::<u8>(), any::<u32>(), any::<u32>())
+            .prop_map(|(q, e, p, id, r)| CsrEvent::ProbeReply(ProbeReply::new(q, e, p, id, r))),
+        (any::<u8>(), any::<u8>(), any::<bool>(), any::<u32>())
+            .prop_map(|(port, p, up, s)| CsrEvent::PortEvent(PortEventEntry::new(port, p, up, s))),
+        (any::<u8>(), proptest::array::uniform7(any::<u32>())).prop_map(|(port, c)| {
+            CsrEvent::RxDrops(RxDrops {
+                kind: CsrKind::RxDrops as u8,
+                port,
+                rsvd: [0; 2],
+                bad_checksum: c[0].into(),
+                bad_header: c[1].into(),
+                unknown_qp: c[2].into(),
+                out_of_window: c[3].into(),
+                no_buffer: c[4].into(),
+                trimmed: c[5].into(),
+                other: c[6].into(),
+            })
+        }),
+        (p24(), psn(), fatal()).prop_map(|(q, s, r)| CsrEvent::RxFatal(RxFatal::new(q, s, r))),
+        (p24(), any::<u64>(), any::<bool>())
+            .prop_map(|(q, w, s)| CsrEvent::Flushed(Flushed::new(q, w, s))),
+        (p24(), any::<u16>(), any::<u32>())
+            .prop_map(|(q, e, c)| CsrEvent::EvDeliveries(EvDeliveries::new(q, e, c))),
+    ]
+}
+
+fn fw_command() -> impl Strategy<Value = CsrEvent> {
+    prop_oneof![
+        (p24(), psn(), any::<u16>(), 0u8..=1)
+            .prop_map(|(q, s, e, f)| CsrEvent::Retransmit(Retransmit::new(q, s, e, f))),
+        (p24(), any::<u16>(), state(), any::<u8>())
+            .prop_map(|(q, e, s, p)| CsrEvent::EvUpdate(EvUpdate::new(q, e, s, p))),
+        (p24(), any::<u8>(), 1u8..=15)
+            .prop_map(|(q, p, w)| CsrEvent::PlaneWeight(PlaneWeight::new(q, p, w))),
+        (p24(), any::<u16>(), any::<u8>(), any::<u32>())
+            .prop_map(|(q, e, p, id)| CsrEvent::SendProbe(SendProbe::new(q, e, p, id))),
+        (p24(), any::<u64>()).prop_map(|(q, w)| CsrEvent::WindowUpdate(WindowUpdate::new(q, w))),
+        (
+            0u8..13,
+            1u8..=3,
+            any::<bool>(),
+            any::<u32>(),
+            p24(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>()
+        )
+            .prop_map(
+                |(status, opcode, sol, cqn, qpn, wqe_index, byte_len, imm, syndrome)| {
+                    CsrEvent::PostCqe(PostCqe {
+                        kind: CsrKind::PostCqe as u8,
+                        status,
+                        opcode,
+                        flags: if sol { 2 } else { 0 },
+                        cqn: cqn.into(),
+                        qpn: qpn.into(),
+                        wqe_index: wqe_index.into(),
+                        rsvd: 0.into(),
+                        byte_len: byte_len.into(),
+                        imm: if opcode == 3 { imm.into() } else { 0.into() },
+                        syndrome: syndrome.into(),
+                        rsvd2: [0; 4],
+                    })
+                }
+            ),
+        event().prop_map(|e| CsrEvent::PostEvent(PostEvent::new(&e))),
+        (
+            p24(),
+            any::<u64>(),
+            0..=status::FLUSHED,
+            reason(),
+            any::<u32>(),
+            any::<u16>()
+        )
+            .prop_map(|(q, w, s, r, imm, msn)| {
+                let reason = if matches!(s, status::REMOTE_NACK | status::LOCAL_QP_ERROR) {
+                    r as u8
+                } else {
+                    0
+                };
+                let (op, imm, msn) = match s {
+                    status::OK => (opcode::RECV_IMM, imm, msn),
+                    status::FLUSHED => (opcode::RECV, 0, 0),
+                    _ => (opcode::SEND, 0, 0),
+                };
+                CsrEvent::Complete(Complete::new(q, w, op, s, reason, imm, msn))
+            }),
+        (p24(), any::<u16>(), state(), state(), any::<u8>())
+            .prop_map(|(q, e, o, n, r)| CsrEvent::EvEvent(EvEventEntry::new(q, e, o, n, r))),
+        p24().prop_map(|q| CsrEvent::RetransmitUnacked(RetransmitUnacked::new(q))),
+        p24().prop_map(|q| CsrEvent::TailProbe(TailProbe::new(q))),
+        any::<u8>().prop_map(|p| CsrEvent::PlaneDown(PlaneDown::new(p))),
+        (p24(), any::<u16>(), 1u8.., format(), any::<u32>())
+            .prop_map(|(q, e, p, f, v)| CsrEvent::QpInit(QpInitCtx::new(q, e, p, f, v))),
+        (p24(), psn(), any::<u32>(), any::<u16>(), p24())
+            .prop_map(|(q, s, m, w, d)| CsrEvent::QpRtr(QpRtrCtx::new(q, s, m, w, d))),
+        (
+            p24(),
+            psn(),
+            any::<u32>(),
+            any::<u16>(),
+            1u8..=63,
+            any::<u32>()
+        )
+            .prop_map(|(q, s, m, w, t, n)| CsrEvent::QpRts(QpRtsCtx::new(q, s, m, w, t, n))),
+        (p24(), 0..=QP_ERROR).prop_map(|(q, s)| CsrEvent::QpState(QpStateEntry::new(q, s))),
+        (p24(), any::<u16>()).prop_map(|(q, c)| CsrEvent::RecvCredit(RecvCredit::new(q, c))),
+    ]
+}
+
+fn csr_event() -> impl Strategy<Value = CsrEvent> {
+    prop_oneof![dp_event(), fw_command()]
+}
+
+proptest! {
+    #[test]
+    fn round_trip(e in csr_event()) {
+        prop_assert_eq!(e.encode().decode(), Ok(e));
+    }
+
+    #[test]
+    fn random_bytes_never_panic(b in proptest::array::uniform32(any::<u8>())) {
+        if let Ok(e) = CsrEvent::decode(&b) {
+            prop_assert_eq!(e.encode().0, b);
+        }
+    }
+
+    #[test]
+    fn kind_byte_follows_the_variant(e in csr_event()) {
+        let b = e.encode();
+        prop_assert_eq!(b.kind_code(), e.kind() as u8);
+        prop_assert_eq!(CsrKind::from_u8(b.kind_code()), Some(e.kind()));
+    }
+
+    #[test]
+    fn events_and_commands_are_on_their_side(e in dp_event(), c in fw_command()) {
+        prop_assert!(e.kind().is_event());
+        prop_assert!(!c.kind().is_event());
+    }
+
+    #[test]
+    fn post_event_round_trip(e in event()) {
+        prop_assert_eq!(PostEvent::new(&e).event(), Ok(e));
+    }
+}
