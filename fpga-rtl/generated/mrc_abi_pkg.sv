@@ -83,7 +83,6 @@ package mrc_abi_pkg;
 
   // csr_loss_cause
   localparam logic [31:0] CSR_LOSS_CAUSE_REORDER = 32'h00000001; // Loss: SACK hole past the reordering thresholds.
-  localparam logic [31:0] CSR_LOSS_CAUSE_PLANE_DOWN = 32'h00000002; // Loss: in flight on a plane that went down.
 
   // csr_nack_flag
   localparam logic [31:0] CSR_NACK_FLAG_IN_FLIGHT = 32'h00000001; // Nack: the PSN was in flight.
@@ -345,6 +344,7 @@ package mrc_abi_pkg;
     CSR_KIND_RX_FATAL = 8'hA, // DP->FW fatal receive error.
     CSR_KIND_FLUSHED = 8'hB, // DP->FW unsent work request flushed.
     CSR_KIND_EV_DELIVERIES = 8'hC, // DP->FW per-EV deliveries.
+    CSR_KIND_SKIP_SERVED = 8'hD, // DP->FW skip-once flag served.
     CSR_KIND_RETRANSMIT = 8'h81, // FW->DP retransmit a PSN.
     CSR_KIND_EV_UPDATE = 8'h82, // FW->DP EV table write.
     CSR_KIND_SEND_PROBE = 8'h83, // FW->DP send a probe.
@@ -949,6 +949,16 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } ev_deliveries_t;
 
+  // SkipServed (32 bytes, little-endian): DP->FW: the sprayer passed over an EV whose skip-once flag was set (the EV is usable again).
+  localparam logic [31:0] SKIP_SERVED_BYTES = 32'd32;
+  typedef struct packed {
+    logic [191:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [15:0] ev; // EV.
+    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } skip_served_t;
+
   // Retransmit (32 bytes, little-endian): FW->DP: resend one PSN of a QP (if it is still unacknowledged) on an EV, ahead of new data.
   localparam logic [31:0] RETRANSMIT_BYTES = 32'd32;
   typedef struct packed {
@@ -1076,7 +1086,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } tail_probe_t;
 
-  // PlaneDown (32 bytes, little-endian): FW->DP: a plane (port) went down: every PSN of every QP in flight on it is reported lost (`LossEntry`, cause PLANE_DOWN).
+  // PlaneDown (32 bytes, little-endian): FW->DP: a plane (port) went down: every PSN of every QP in flight on it is queued for retransmission, on EVs the sprayer picks (not the one it left on).
   localparam logic [31:0] PLANE_DOWN_BYTES = 32'd32;
   typedef struct packed {
     logic [239:0] rsvd; // Reserved (0).

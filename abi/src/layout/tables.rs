@@ -52,6 +52,7 @@ pub const LAYOUTS: &[Layout] = &[
     csr::RxFatal::LAYOUT,
     csr::Flushed::LAYOUT,
     csr::EvDeliveries::LAYOUT,
+    csr::SkipServed::LAYOUT,
     csr::Retransmit::LAYOUT,
     csr::EvUpdate::LAYOUT,
     csr::PlaneWeight::LAYOUT,

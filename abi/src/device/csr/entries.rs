@@ -78,8 +78,6 @@ csr_entry!(
 
 /// [`LossEntry::cause`]: a SACK hole older than the reordering thresholds.
 pub const LOSS_REORDER: u8 = 1;
-/// [`LossEntry::cause`]: the PSN was in flight on a plane whose port went down.
-pub const LOSS_PLANE_DOWN: u8 = 2;
 
 csr_entry!(
     /// DP->FW: a PSN inferred lost (not trimmed). It no longer counts in flight; the datapath
@@ -305,6 +303,21 @@ csr_entry!(
         count: U32,
         /// Reserved (0).
         rsvd2: [u8; 20],
+    }
+);
+
+csr_entry!(
+    /// DP->FW: the sprayer passed over an EV whose skip-once flag was set (the EV is usable
+    /// again).
+    SkipServed {
+        /// Reserved (0).
+        rsvd: u8,
+        /// EV.
+        ev: U16,
+        /// QPN.
+        qpn: U32,
+        /// Reserved (0).
+        rsvd2: [u8; 24],
     }
 );
 
@@ -536,8 +549,8 @@ csr_entry!(
 );
 
 csr_entry!(
-    /// FW->DP: a plane (port) went down: every PSN of every QP in flight on it is reported
-    /// lost ([`LossEntry`], cause PLANE_DOWN).
+    /// FW->DP: a plane (port) went down: every PSN of every QP in flight on it is queued for
+    /// retransmission, on EVs the sprayer picks (not the one it left on).
     PlaneDown {
         /// Plane.
         plane: u8,
@@ -875,6 +888,19 @@ impl EvDeliveries {
             qpn: w24(qpn),
             count: U32::new(count),
             rsvd2: [0; 20],
+        }
+    }
+}
+
+impl SkipServed {
+    /// The skip-once flag of `ev` was served.
+    pub fn new(qpn: u32, ev: u16) -> Self {
+        SkipServed {
+            kind: CsrKind::SkipServed as u8,
+            rsvd: 0,
+            ev: U16::new(ev),
+            qpn: w24(qpn),
+            rsvd2: [0; 24],
         }
     }
 }

@@ -171,6 +171,8 @@ pub enum CsrKind {
     Flushed = 0x0B,
     /// [`EvDeliveries`].
     EvDeliveries = 0x0C,
+    /// [`SkipServed`].
+    SkipServed = 0x0D,
     /// [`Retransmit`].
     Retransmit = 0x81,
     /// [`EvUpdate`].
@@ -209,7 +211,7 @@ pub enum CsrKind {
 
 impl CsrKind {
     /// Every kind.
-    pub const ALL: [CsrKind; 29] = [
+    pub const ALL: [CsrKind; 30] = [
         Self::AckSummary,
         Self::Loss,
         Self::Nack,
@@ -222,6 +224,7 @@ impl CsrKind {
         Self::RxFatal,
         Self::Flushed,
         Self::EvDeliveries,
+        Self::SkipServed,
         Self::Retransmit,
         Self::EvUpdate,
         Self::SendProbe,
@@ -292,6 +295,7 @@ pub enum CsrEvent {
     RxFatal(RxFatal),
     Flushed(Flushed),
     EvDeliveries(EvDeliveries),
+    SkipServed(SkipServed),
     Retransmit(Retransmit),
     EvUpdate(EvUpdate),
     SendProbe(SendProbe),
@@ -327,6 +331,7 @@ macro_rules! each_variant {
             CsrEvent::RxFatal($e) => $body,
             CsrEvent::Flushed($e) => $body,
             CsrEvent::EvDeliveries($e) => $body,
+            CsrEvent::SkipServed($e) => $body,
             CsrEvent::Retransmit($e) => $body,
             CsrEvent::EvUpdate($e) => $body,
             CsrEvent::SendProbe($e) => $body,
@@ -399,6 +404,7 @@ impl CsrEvent {
             CsrEvent::RxFatal(_) => CsrKind::RxFatal,
             CsrEvent::Flushed(_) => CsrKind::Flushed,
             CsrEvent::EvDeliveries(_) => CsrKind::EvDeliveries,
+            CsrEvent::SkipServed(_) => CsrKind::SkipServed,
             CsrEvent::Retransmit(_) => CsrKind::Retransmit,
             CsrEvent::EvUpdate(_) => CsrKind::EvUpdate,
             CsrEvent::SendProbe(_) => CsrKind::SendProbe,
@@ -448,7 +454,7 @@ impl CsrEvent {
                 let e = rd!(LossEntry);
                 check24(e.qpn, 4)?;
                 check24(e.psn, 8)?;
-                if !matches!(e.cause, LOSS_REORDER | LOSS_PLANE_DOWN) {
+                if e.cause != LOSS_REORDER {
                     return Err(CsrError::BadValue(16));
                 }
                 zero(&e.rsvd)?;
@@ -535,6 +541,13 @@ impl CsrEvent {
                 zero(&[e.rsvd])?;
                 zero(&e.rsvd2)?;
                 CsrEvent::EvDeliveries(e)
+            }
+            CsrKind::SkipServed => {
+                let e = rd!(SkipServed);
+                check24(e.qpn, 4)?;
+                zero(&[e.rsvd])?;
+                zero(&e.rsvd2)?;
+                CsrEvent::SkipServed(e)
             }
             CsrKind::Retransmit => {
                 let e = rd!(Retransmit);

@@ -206,6 +206,7 @@ fn dp_event() -> impl Strategy<Value = CsrEvent> {
             .prop_map(|(q, w, s)| CsrEvent::Flushed(Flushed::new(q, w, s))),
         (p24(), any::<u16>(), any::<u32>())
             .prop_map(|(q, e, c)| CsrEvent::EvDeliveries(EvDeliveries::new(q, e, c))),
+        (p24(), any::<u16>()).prop_map(|(q, e)| CsrEvent::SkipServed(SkipServed::new(q, e))),
     ]
 }
 
