@@ -155,7 +155,7 @@ fn dp_event() -> impl Strategy<Value = CsrEvent> {
             any::<u8>(),
             any::<u16>(),
             any::<u16>(),
-            1u8..=2
+            1u8..=1
         )
             .prop_map(|(q, s, e, p, l, d, c)| CsrEvent::Loss(LossEntry::new(q, s, e, p, l, d, c))),
         (
