@@ -1,5 +1,5 @@
-//! [`Ring`]: a bounded FIFO of `Copy` values in a fixed array, for the per-packet queues (send
-//! queue, retransmission queue, control packets).
+//! [`Ring`]: a bounded FIFO of `Copy` values in a fixed array, for the datapath's queues (send
+//! queue, retransmission queue, control packets, CSR entries) and the firmware's.
 //!
 //! What `heapless::Deque` does for these queues, with a head index and a length instead of
 //! front/back/full, so the per-packet questions (`is_empty`, `get(i)`) are a compare or an
@@ -8,10 +8,9 @@
 /// A FIFO of at most `N` values. See the module docs.
 #[derive(Clone, Debug)]
 pub struct Ring<T: Copy, const N: usize> {
-    // Visible to the engine for `in_place` (the crate's one `unsafe` module).
-    pub(super) buf: [T; N],
-    pub(super) head: usize,
-    pub(super) len: usize,
+    buf: [T; N],
+    head: usize,
+    len: usize,
 }
 
 impl<T: Copy, const N: usize> Ring<T, N> {
@@ -40,6 +39,18 @@ impl<T: Copy, const N: usize> Ring<T, N> {
     #[inline]
     pub fn is_full(&self) -> bool {
         self.len >= N
+    }
+
+    /// Values that can still be queued.
+    #[inline]
+    pub fn room(&self) -> usize {
+        N - self.len
+    }
+
+    /// The capacity `N`.
+    #[inline]
+    pub const fn capacity(&self) -> usize {
+        N
     }
 
     /// `i mod N` for `i < 2 * N`: a mask when `N` is a power of two (then the index is
@@ -103,6 +114,15 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         }
         // head < N and i < len <= N
         self.buf.get(Self::wrap(self.head + i))
+    }
+
+    /// The `i`-th oldest value, mutably.
+    #[inline]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        if i >= self.len {
+            return None;
+        }
+        self.buf.get_mut(Self::wrap(self.head + i))
     }
 
     /// Oldest first.

@@ -505,20 +505,18 @@ pub struct NoEngine;
 
 impl QpEngine for NoEngine {}
 
-impl<
-        const Q: usize,
-        const EVS: usize,
-        const P: usize,
-        const WIN: usize,
-        const WORDS: usize,
-        const SQ: usize,
-        const RQ: usize,
-        const R: usize,
-        const TM: usize,
-    > QpEngine for Engine<Q, EVS, P, WIN, WORDS, SQ, RQ, R, TM>
-{
+/// The firmware engine and the datapath stage of a NIC, as the executor drives them: QPs on
+/// the engine, placement regions in the datapath's table.
+pub struct Core<'a, C: crate::capacity::Capacity> {
+    /// The firmware engine.
+    pub engine: &'a mut Engine<C>,
+    /// The datapath stage.
+    pub datapath: &'a mut crate::datapath::stage::Datapath<C>,
+}
+
+impl<C: crate::capacity::Capacity> QpEngine for Core<'_, C> {
     fn create_qp(&mut self) -> Result<Option<u32>, QpError> {
-        Engine::create_qp(self).map(Some)
+        self.engine.create_qp().map(Some)
     }
     fn modify_qp(
         &mut self,
@@ -527,31 +525,31 @@ impl<
         attrs: &QpAttrs,
         now_ns: u64,
     ) -> Result<(), QpError> {
-        Engine::modify_qp(self, qpn, to, attrs, now_ns)
+        self.engine.modify_qp(qpn, to, attrs, now_ns)
     }
     fn destroy_qp(&mut self, qpn: u32) {
-        let _ = Engine::destroy_qp(self, qpn);
+        let _ = self.engine.destroy_qp(qpn);
     }
     fn register_region(&mut self, region: MemRegion) -> bool {
-        Engine::register_region(self, region).is_ok()
+        self.datapath.register_region(region).is_ok()
     }
     fn deregister_region(&mut self, rkey: u32) {
-        let _ = Engine::deregister_region(self, rkey);
+        let _ = self.datapath.deregister_region(rkey);
     }
     fn set_ev_allowed(&mut self, now_ns: u64, qpn: u32, ev: u16, allow: bool) {
         // The min-active guard may refuse a denial: the EV stays usable (counted by the
         // engine's EV table); the device table still says denied, as the controller asked.
-        let _ = Engine::set_ev_allowed(self, now_ns, qpn, ev, allow);
+        let _ = self.engine.set_ev_allowed(now_ns, qpn, ev, allow);
     }
     fn plane(&mut self, now_ns: u64, plane: u8, up: bool) {
         if up {
-            self.handle_plane_up(now_ns, plane);
+            self.engine.handle_plane_up(now_ns, plane);
         } else {
-            self.handle_plane_down(now_ns, plane);
+            self.engine.handle_plane_down(now_ns, plane);
         }
     }
     fn mtu_payload(&self) -> u32 {
-        self.config().mtu_payload
+        self.datapath.config().mtu_payload
     }
 }
 

@@ -240,19 +240,48 @@ pub struct AckGen<const WORDS: usize> {
 
 impl<const WORDS: usize> AckGen<WORDS> {
     /// A generator for `qpn` expecting `start` as the first PSN.
-    pub fn new(qpn: u32, start: Psn, config: AckGenConfig) -> Self {
+    pub const fn new(qpn: u32, start: Psn, config: AckGenConfig) -> Self {
         AckGen {
             qpn,
             config: AckGenConfig {
-                coalesce_pkts: config.coalesce_pkts.max(1),
+                coalesce_pkts: if config.coalesce_pkts == 0 {
+                    1
+                } else {
+                    config.coalesce_pkts
+                },
                 ..config
             },
             rx: RxBitmap::new(start),
-            interval: Interval::default(),
+            interval: Interval {
+                pkt_count: 0,
+                ce_count: 0,
+                ecn_plane_mask: 0,
+                ev_index: 0,
+                plane: 0,
+                echo_ts_ns: 0,
+                since_ns: None,
+            },
             owed: false,
-            counters: AckGenCounters::default(),
+            counters: AckGenCounters {
+                acks_duplicate: 0,
+                acks_gap: 0,
+                acks_imm: 0,
+                acks_ack_req: 0,
+                acks_filled: 0,
+                acks_count: 0,
+                acks_timer: 0,
+                nacks_trimmed: 0,
+                nacks_out_of_window: 0,
+                nacks_other: 0,
+                trimmed_stale: 0,
+                ce_plane_out_of_range: 0,
+            },
         }
     }
+
+    /// A generator for no QP yet (QP 0, PSN 0, the default policy): what a QP context holds
+    /// before RTR.
+    pub const OFF: Self = Self::new(0, Psn::new(0), AckGenConfig::DEFAULT);
 
     /// The receive tracker.
     pub fn rx(&self) -> &RxBitmap<WORDS> {

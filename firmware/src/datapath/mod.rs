@@ -1,4 +1,7 @@
-//! Per-packet datapath reference models: what the RTL implements, cycle for cycle in function.
+//! The datapath: per-packet reference models of the RTL blocks, and the stage built from them.
+//!
+//! [`stage::Datapath`] is the NIC's whole datapath (every QP, both directions, the firmware
+//! queues); the blocks below are its parts, each the functional reference of one RTL block.
 //!
 //! At 800 Gb/s a NIC sees ~24 M packets/s, so everything per packet is hardware. Each block here is
 //! the *functional* reference for one RTL block: the simulator wraps it with cycle costs, the
@@ -25,9 +28,10 @@
 //!
 //! The transmit side runs segmenter -> sprayer -> header builder (`mrc_abi::wire`); the receive
 //! side runs parser -> [`AckGen`] (which owns the [`RxBitmap`]) -> [`PlacementTable`] for packets
-//! whose outcome is [`RxOutcome::New`]. The firmware engine consumes the [`AckSummary`] /
-//! [`NackSummary`] records the remote side's generator produced, and writes the sprayer's EV
-//! table (usable bits, weights, skip-once flags).
+//! whose outcome is [`RxOutcome::New`]. The stage applies the [`AckSummary`] / [`NackSummary`]
+//! records the remote side's generator produced to its per-PSN send state and reports what
+//! changed to the firmware, which writes the sprayer's EV table (usable bits, weights,
+//! skip-once flags).
 //!
 //! # Example: one message through the blocks
 //!
@@ -79,10 +83,12 @@
 //! ```
 
 pub mod ack_gen;
+pub mod packet;
 pub mod placement;
 pub mod rx_bitmap;
 pub mod segmenter;
 pub mod sprayer;
+pub mod stage;
 
 pub use ack_gen::{
     AckDecision, AckEvent, AckGen, AckGenConfig, AckGenCounters, AckSummary, NackReason,

@@ -1,15 +1,19 @@
-//! What crosses the engine boundary: work requests in, packet descriptors out, completions out.
+//! What crosses the datapath stage's wire and host boundaries: send work requests in, packet
+//! descriptors out and in, placement verdicts out.
 //!
-//! The engine never touches payload bytes. A transmitted write carries a [`LocalBuf`] (where the
+//! The stage never touches payload bytes. A transmitted write carries a [`LocalBuf`] (where the
 //! payload is in host memory); a received write is answered with [`RxVerdict::Place`] (where the
-//! payload goes). The caller (the datapath, the simulator, the test kit) moves the bytes. A
-//! [`TxPacket`] becomes a wire [`MrcRepr`] with [`TxPacket::to_repr`] when real bytes are wanted.
+//! payload goes). The caller (the host interface model, the simulator, the test kit) moves the
+//! bytes. A [`Packet`] is everything the header builder needs; it becomes a wire [`MrcRepr`] with
+//! [`Packet::to_repr`] and comes back from one with [`Packet::from_repr`].
 
 use mrc_abi::wire::{
-    AckRepr, Body, BthRepr, EvFormat, EvxRepr, MrcRepr, MrhRepr, NackReason, NackRepr, Opcode,
-    ProbeRepr, RethRepr, Segment, TsxRepr,
+    AckRepr, Body, BthRepr, EvFormat, EvxRepr, MrcRepr, MrhRepr, NackRepr, Opcode, ProbeRepr,
+    RethRepr, Segment, TsxRepr,
 };
 use mrc_abi::Psn;
+
+use crate::datapath::ack_gen::TrimMark;
 
 /// Where a message's payload is in local memory: an opaque buffer handle (what the host
 /// registered, e.g. a DMA region id) and a byte offset.
@@ -39,10 +43,10 @@ pub struct SendWr {
     pub signaled: bool,
 }
 
-/// Body of an outgoing packet.
+/// Body of a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum TxBody {
+pub enum PacketBody {
     /// A write packet: where its payload comes from (`local`) and goes (`reth`).
     Write {
         segment: Segment,
@@ -55,10 +59,11 @@ pub enum TxBody {
     ProbeReply(ProbeRepr),
 }
 
-/// One packet the engine wants sent: everything the header builder needs.
+/// One packet: the headers the header builder writes, and the marks the fabric may set on the
+/// way (trim, CE) with the payload bytes that arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct TxPacket {
+pub struct Packet {
     /// Local QP that sent it.
     pub src_qpn: u32,
     /// BTH destination QP.
@@ -70,7 +75,7 @@ pub struct TxPacket {
     pub ev_format: EvFormat,
     /// EV index, plane, EV value.
     pub evx: EvxRepr,
-    /// TSX tx timestamp (low 32 bits of `now_ns`).
+    /// TSX tx timestamp (low 32 bits of the send time in ns).
     pub tx_ts_ns: u32,
     /// TSX echo (ACK/NACK/probe reply), 0 otherwise.
     pub echo_ts_ns: u32,
@@ -78,13 +83,18 @@ pub struct TxPacket {
     pub retransmit: bool,
     /// BTH A (ack request).
     pub ack_req: bool,
-    pub body: TxBody,
+    /// MRH trim flags (set by a switch that cut the payload).
+    pub trim: TrimMark,
+    /// IPv6 ECN was CE (set by a congested switch).
+    pub ce: bool,
+    /// Payload bytes carried (the RETH length as sent; 0 once trimmed).
+    pub payload_len: u32,
+    pub body: PacketBody,
 }
 
-impl TxPacket {
-    /// Filler for unused queue slots and for the packet `Engine::poll_transmit_into` writes
-    /// over (a probe to QP 0).
-    pub const FILL: TxPacket = TxPacket {
+impl Packet {
+    /// Filler for unused queue slots (a probe to QP 0).
+    pub const FILL: Packet = Packet {
         src_qpn: 0,
         dest_qpn: 0,
         psn: Psn::new(0),
@@ -99,7 +109,10 @@ impl TxPacket {
         echo_ts_ns: 0,
         retransmit: false,
         ack_req: false,
-        body: TxBody::Probe(ProbeRepr {
+        trim: TrimMark::None,
+        ce: false,
+        payload_len: 0,
+        body: PacketBody::Probe(ProbeRepr {
             probe_id: 0,
             ev_index: 0,
             plane: 0,
@@ -111,27 +124,47 @@ impl TxPacket {
         self.wire_body().opcode()
     }
 
-    /// Payload bytes (RETH DMA length for writes, 0 otherwise).
+    /// The RETH DMA length of a write, 0 otherwise (what was sent; see `payload_len` for
+    /// what arrived).
     #[inline]
-    pub fn payload_len(&self) -> u32 {
+    pub fn dma_len(&self) -> u32 {
         match self.body {
-            TxBody::Write { reth, .. } => reth.dma_len,
+            PacketBody::Write { reth, .. } => reth.dma_len,
             _ => 0,
+        }
+    }
+
+    /// Where a write's payload comes from.
+    #[inline]
+    pub fn local(&self) -> Option<LocalBuf> {
+        match self.body {
+            PacketBody::Write { local, .. } => Some(local),
+            _ => None,
+        }
+    }
+
+    /// The switch cut the payload: trim marks set, no payload left.
+    #[inline]
+    pub fn trim_to(&mut self, mark: TrimMark) {
+        self.trim = mark;
+        if mark != TrimMark::None {
+            self.payload_len = 0;
         }
     }
 
     #[inline]
     fn wire_body(&self) -> Body {
         match self.body {
-            TxBody::Write { segment, reth, .. } => Body::Write { segment, reth },
-            TxBody::Ack(a) => Body::Ack(a),
-            TxBody::Nack(n) => Body::Nack(n),
-            TxBody::Probe(p) => Body::Probe(p),
-            TxBody::ProbeReply(p) => Body::ProbeReply(p),
+            PacketBody::Write { segment, reth, .. } => Body::Write { segment, reth },
+            PacketBody::Ack(a) => Body::Ack(a),
+            PacketBody::Nack(n) => Body::Nack(n),
+            PacketBody::Probe(p) => Body::Probe(p),
+            PacketBody::ProbeReply(p) => Body::ProbeReply(p),
         }
     }
 
-    /// The MRC headers of this packet (with EVX and TSX), ready for `MrcRepr::emit`.
+    /// The MRC headers of this packet (with EVX and TSX and its trim marks), ready for
+    /// `MrcRepr::emit`.
     #[inline]
     pub fn to_repr(&self) -> MrcRepr {
         let body = self.wire_body();
@@ -148,8 +181,8 @@ impl TxPacket {
             },
             mrh: MrhRepr {
                 ev_format: self.ev_format,
-                trimmed: false,
-                trimmed_last_hop: false,
+                trimmed: self.trim != TrimMark::None,
+                trimmed_last_hop: self.trim == TrimMark::TrimmedLastHop,
                 retransmit: self.retransmit,
                 msn: self.msn,
             },
@@ -161,19 +194,51 @@ impl TxPacket {
             body,
         }
     }
+
+    /// The packet a parsed header set describes, with the payload bytes that followed it and
+    /// the IPv6 CE mark. A header without EVX gets EV 0 on plane 0 (the receive path counts
+    /// it); a write's `local` is unknown at the receiver (zero); `src_qpn` is not on the wire
+    /// (zero).
+    pub fn from_repr(repr: &MrcRepr, payload_len: u32, ce: bool) -> Packet {
+        let body = match repr.body {
+            Body::Write { segment, reth } => PacketBody::Write {
+                segment,
+                reth,
+                local: LocalBuf::default(),
+            },
+            Body::Ack(a) => PacketBody::Ack(a),
+            Body::Nack(n) => PacketBody::Nack(n),
+            Body::Probe(p) => PacketBody::Probe(p),
+            Body::ProbeReply(p) => PacketBody::ProbeReply(p),
+        };
+        let tsx = repr.tsx.unwrap_or(TsxRepr {
+            tx_ts_ns: 0,
+            echo_ts_ns: 0,
+        });
+        Packet {
+            src_qpn: 0,
+            dest_qpn: repr.bth.dest_qp,
+            psn: repr.bth.psn,
+            msn: repr.mrh.msn,
+            ev_format: repr.mrh.ev_format,
+            evx: repr.evx.unwrap_or_default(),
+            tx_ts_ns: tsx.tx_ts_ns,
+            echo_ts_ns: tsx.echo_ts_ns,
+            retransmit: repr.mrh.retransmit,
+            ack_req: repr.bth.ack_req,
+            trim: match (repr.mrh.trimmed, repr.mrh.trimmed_last_hop) {
+                (false, _) => TrimMark::None,
+                (true, false) => TrimMark::Trimmed,
+                (true, true) => TrimMark::TrimmedLastHop,
+            },
+            ce,
+            payload_len,
+            body,
+        }
+    }
 }
 
-/// Facts about a received packet that are not in its MRC headers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct RxMeta {
-    /// Payload bytes after the MRC headers.
-    pub payload_len: u32,
-    /// The IPv6 ECN field was CE.
-    pub ce: bool,
-}
-
-/// Why a received packet was dropped (each has a counter in [`super::EngineCounters`]).
+/// Why a received packet was dropped (each has a counter in the stage's counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DropReason {
@@ -197,18 +262,17 @@ pub enum DropReason {
     TooManyWimm,
     /// An ACK/NACK/probe reply that did not match anything outstanding.
     Stale,
-    /// A packet without the EVX the engine needs.
-    MissingEvx,
-    /// A packet type a responder/requester does not take (e.g. a probe to an unready QP).
+    /// A packet type a QP does not take here (e.g. a probe to an unready QP).
     Unexpected,
 }
 
-/// What the engine made of a received packet.
+/// What the stage made of a received packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxVerdict {
     /// Write the payload (`len` bytes) at byte `offset` of registered region `slot`. Do it
-    /// before polling completions: an immediate completion may depend on these bytes.
+    /// before delivering the completions the firmware posts next: an immediate completion
+    /// may depend on these bytes.
     Place {
         qpn: u32,
         slot: u16,
@@ -219,45 +283,4 @@ pub enum RxVerdict {
     Consumed,
     /// Dropped, counted.
     Dropped(DropReason),
-}
-
-/// Why a work request completed in error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum CompletionError {
-    /// The retry budget ran out.
-    RetryExceeded,
-    /// The peer NACKed with a fatal reason.
-    RemoteNack(NackReason),
-    /// This QP detected a fatal error on a received packet.
-    LocalQpError(NackReason),
-    /// Flushed because the QP entered ERROR.
-    Flushed,
-}
-
-/// What completed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum CompletionKind {
-    /// A send work request (Write or Write-with-Immediate).
-    Send,
-    /// A receive buffer consumed by an incoming Write-with-Immediate.
-    RecvImm {
-        /// The immediate data.
-        imm: u32,
-        /// The message's MSN.
-        msn: u16,
-    },
-    /// A receive buffer flushed (status is an error).
-    Recv,
-}
-
-/// A completion queue entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Completion {
-    pub qpn: u32,
-    pub wr_id: u64,
-    pub kind: CompletionKind,
-    pub status: Result<(), CompletionError>,
 }

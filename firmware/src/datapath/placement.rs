@@ -128,6 +128,66 @@ impl PlacementCounters {
     };
 }
 
+/// What the datapath stage needs of a registered-region table, whatever its size (implemented
+/// by [`PlacementTable`]).
+pub trait Regions {
+    /// An empty table.
+    fn empty() -> Self;
+    /// See [`PlacementTable::register`].
+    ///
+    /// # Errors
+    /// As there.
+    fn register(&mut self, region: MemRegion) -> Result<u16, RegisterError>;
+    /// See [`PlacementTable::deregister`].
+    ///
+    /// # Errors
+    /// As there.
+    fn deregister(&mut self, rkey: u32) -> Result<MemRegion, RegisterError>;
+    /// See [`PlacementTable::check_write`].
+    ///
+    /// # Errors
+    /// As there.
+    fn check_write(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        dma_len: u32,
+        payload_len: u32,
+    ) -> Result<Placement, PlacementError>;
+    /// See [`PlacementTable::region`].
+    fn region(&self, slot: u16) -> Option<MemRegion>;
+    /// See [`PlacementTable::counters`].
+    fn counters(&self) -> PlacementCounters;
+}
+
+impl<const R: usize> Regions for PlacementTable<R> {
+    fn empty() -> Self {
+        Self::new()
+    }
+    fn register(&mut self, region: MemRegion) -> Result<u16, RegisterError> {
+        PlacementTable::register(self, region)
+    }
+    fn deregister(&mut self, rkey: u32) -> Result<MemRegion, RegisterError> {
+        PlacementTable::deregister(self, rkey)
+    }
+    #[inline]
+    fn check_write(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        dma_len: u32,
+        payload_len: u32,
+    ) -> Result<Placement, PlacementError> {
+        PlacementTable::check_write(self, rkey, va, dma_len, payload_len)
+    }
+    fn region(&self, slot: u16) -> Option<MemRegion> {
+        PlacementTable::region(self, slot)
+    }
+    fn counters(&self) -> PlacementCounters {
+        PlacementTable::counters(self)
+    }
+}
+
 /// The registered-region table. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacementTable<const R: usize> {

@@ -78,7 +78,7 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
     );
 
     /// A tracker expecting `start` next (everything before it counts as received).
-    pub fn new(start: Psn) -> Self {
+    pub const fn new(start: Psn) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         RxBitmap {
@@ -86,7 +86,11 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
             next_max: start,
             head: 0,
             words: [0; WORDS],
-            counters: RxCounters::default(),
+            counters: RxCounters {
+                new: 0,
+                duplicates: 0,
+                out_of_window: 0,
+            },
         }
     }
 

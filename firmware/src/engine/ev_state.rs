@@ -54,23 +54,13 @@ pub const MAX_PLANES: usize = 8;
 /// Largest EV table: the usable mask is 256 bits.
 pub const MAX_EVS: usize = 256;
 
-/// The state of one EV.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum EvState {
-    /// In the sprayer table.
-    Good,
-    /// Left out of the next sprayer pass, then `Good`.
-    Skip,
-    /// Retired; probed back.
-    AssumedBad,
-    /// Excluded by the controller.
-    Denied,
-}
+/// The state of one EV (the device ABI's codes, as the datapath's EV table takes them).
+pub use mrc_abi::device::EvState;
 
 /// Why an EV changed state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
 pub enum EvReason {
     /// A packet on it was lost (not trimmed).
     Loss,
@@ -95,6 +85,33 @@ pub enum EvReason {
     ControllerDeny,
     /// The controller allowed it again.
     ControllerAllow,
+}
+
+impl EvReason {
+    /// Every reason, in code order (the code is the index).
+    pub const ALL: [EvReason; 11] = [
+        EvReason::Loss,
+        EvReason::LossGuarded,
+        EvReason::EcnPersistent,
+        EvReason::SkipServed,
+        EvReason::ProbeReply,
+        EvReason::PlaneDown,
+        EvReason::GrayLoss,
+        EvReason::SharedLoss,
+        EvReason::SharedRecovery,
+        EvReason::ControllerDeny,
+        EvReason::ControllerAllow,
+    ];
+
+    /// The code carried in an `EvEventEntry`.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The reason with code `c`.
+    pub fn from_code(c: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(c)).copied()
+    }
 }
 
 /// One state change.
@@ -386,4 +403,3 @@ mod tests;
 
 mod table;
 pub use table::AckFeedback;
-pub(crate) use table::DeliveryCredits;

@@ -114,14 +114,21 @@ fn delivered_counts_each_delivery_once() {
     assert_eq!((delivered(&t), t.stats(2).unwrap().lost), (70_009, 1));
 }
 
-/// The requester's per-PSN credit is `handle_delivery` without the QP-wide count, an EV
-/// beyond the configured ones counted as a bad index.
+/// The datapath's per-EV credits reported in bulk (`credit_deliveries`) are `handle_delivery`
+/// once per credit without the QP-wide count, an EV beyond the configured ones a bad index;
+/// a loss after them sees the same gray-loss evidence.
 #[test]
-fn delivery_credits_are_deliveries_without_the_qp_count() {
+fn bulk_credits_are_deliveries_without_the_qp_count() {
     let (mut a, mut b) = (table(16, 4, 0), table(16, 4, 0));
-    for ev in [3, 3, 15, 16, 300] {
-        let _ = a.handle_delivery(ev);
-        b.credits().credit(ev);
+    for ev in [3, 3, 15] {
+        a.handle_delivery(ev).unwrap();
+    }
+    for (ev, n) in [(3, 2), (15, 1)] {
+        b.credit_deliveries(ev, n).unwrap();
+    }
+    for ev in [16, 300] {
+        assert!(a.handle_delivery(ev).is_err());
+        assert!(b.credit_deliveries(ev, 1).is_err());
     }
     b.note_qp_deliveries(3);
     for ev in 0..16 {
@@ -131,6 +138,9 @@ fn delivery_credits_are_deliveries_without_the_qp_count() {
     assert_eq!(a.counters(), b.counters());
     assert_eq!(b.counters().bad_index, 2);
     assert_eq!((a.qp_outcomes, a.qp_losses), (b.qp_outcomes, b.qp_losses));
+    a.handle_loss(3, 10).unwrap();
+    b.handle_loss(3, 10).unwrap();
+    assert_eq!(a.stats(3), b.stats(3));
 }
 
 #[test]

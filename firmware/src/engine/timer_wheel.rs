@@ -175,6 +175,65 @@ pub struct TimerWheel<const N: usize> {
     planted_tie_bug: bool,
 }
 
+/// What the firmware engine needs of a timer wheel, whatever its capacity (implemented by
+/// [`TimerWheel`]).
+pub trait Timers {
+    /// An empty wheel with a tick of `tick_ns`.
+    fn with_tick(tick_ns: core::num::NonZeroU64) -> Self;
+    /// See [`TimerWheel::arm`].
+    ///
+    /// # Errors
+    /// As there.
+    fn arm(&mut self, id: TimerId, deadline_ns: u64) -> Result<TimerHandle, TimerError>;
+    /// See [`TimerWheel::cancel`].
+    ///
+    /// # Errors
+    /// As there.
+    fn cancel(&mut self, handle: TimerHandle) -> Result<TimerId, TimerError>;
+    /// See [`TimerWheel::next_deadline`].
+    fn next_deadline(&self) -> Option<u64>;
+    /// See [`TimerWheel::is_quiet`].
+    fn is_quiet(&mut self, now_ns: u64) -> bool;
+    /// See [`TimerWheel::poll_expired`].
+    fn poll_expired(&mut self, now_ns: u64) -> Option<Expired>;
+    /// See [`TimerWheel::counters`].
+    fn counters(&self) -> TimerCounters;
+    /// The slab capacity.
+    fn capacity(&self) -> usize;
+}
+
+impl<const N: usize> Timers for TimerWheel<N> {
+    fn with_tick(tick_ns: core::num::NonZeroU64) -> Self {
+        TimerWheel::with_tick(tick_ns)
+    }
+    #[inline]
+    fn arm(&mut self, id: TimerId, deadline_ns: u64) -> Result<TimerHandle, TimerError> {
+        TimerWheel::arm(self, id, deadline_ns)
+    }
+    #[inline]
+    fn cancel(&mut self, handle: TimerHandle) -> Result<TimerId, TimerError> {
+        TimerWheel::cancel(self, handle)
+    }
+    #[inline]
+    fn next_deadline(&self) -> Option<u64> {
+        TimerWheel::next_deadline(self)
+    }
+    #[inline]
+    fn is_quiet(&mut self, now_ns: u64) -> bool {
+        TimerWheel::is_quiet(self, now_ns)
+    }
+    #[inline]
+    fn poll_expired(&mut self, now_ns: u64) -> Option<Expired> {
+        TimerWheel::poll_expired(self, now_ns)
+    }
+    fn counters(&self) -> TimerCounters {
+        TimerWheel::counters(self)
+    }
+    fn capacity(&self) -> usize {
+        N
+    }
+}
+
 impl<const N: usize> TimerWheel<N> {
     const CAPACITY_OK: () = assert!(N < NIL as usize, "TimerWheel capacity must be < 2^32 - 1");
 

@@ -14,26 +14,6 @@ pub struct AckFeedback {
     pub rtt_ns: u64,
 }
 
-/// Per-PSN delivery credit to an [`EvTable`]'s EVs ([`EvTable::credits`]).
-pub(crate) struct DeliveryCredits<'a> {
-    /// The configured EVs.
-    evs: &'a mut [Ev],
-    sprt: &'a SprtConfig,
-    bad_index: &'a mut u64,
-}
-
-impl DeliveryCredits<'_> {
-    /// A packet last sent on `ev` was acknowledged: [`EvTable::handle_delivery`] but for the
-    /// QP-wide count (an EV out of range is counted as a bad index, as there).
-    #[inline]
-    pub(crate) fn credit(&mut self, ev: u16) {
-        match self.evs.get_mut(usize::from(ev)) {
-            Some(e) => e.note_sprt_delivery(self.sprt),
-            None => *self.bad_index += 1,
-        }
-    }
-}
-
 impl<const N: usize> EvTable<N> {
     const CAPACITY_OK: () = assert!(N <= MAX_EVS, "EvTable holds at most 256 EVs");
 
@@ -102,6 +82,35 @@ impl<const N: usize> EvTable<N> {
             }
         }
         SprtConfig::new(cfg.sprt).map_err(EvError::Sprt)
+    }
+
+    /// Forget everything and start over with `cfg`, in place (no table-sized temporary: the
+    /// NIC core's stack is small): what [`Self::new`] builds.
+    ///
+    /// # Errors
+    /// [`EvError`] naming the bad configuration field; the table is unchanged.
+    pub fn reset(&mut self, cfg: EvConfig) -> Result<(), EvError> {
+        let sprt = Self::check(&cfg)?;
+        self.cfg = cfg;
+        self.sprt = sprt;
+        let blank = Ev::blank(&cfg);
+        for e in self.evs.iter_mut() {
+            *e = blank;
+        }
+        self.usable = EvMask::default();
+        self.bad = EvMask::default();
+        self.probe_best = None;
+        self.good_per_plane = [0; MAX_PLANES];
+        self.qp_outcomes = 0;
+        self.qp_losses = 0;
+        self.baseline_shift = 0;
+        self.active = cfg.evs;
+        self.planes_down = 0;
+        self.next_probe_id = 0;
+        self.events.clear();
+        self.counters = EvCounters::default();
+        self.place_evs();
+        Ok(())
     }
 
     /// The last step of building a table whose entries are all blank: EV `i` on plane
@@ -282,24 +291,25 @@ impl<const N: usize> EvTable<N> {
         Ok(())
     }
 
-    /// [`Self::handle_delivery`] without the QP-wide outcome count, for the loops of one ACK:
-    /// the requester credits each PSN to its EV ([`DeliveryCredits::credit`]) and then counts
-    /// them once with [`Self::note_qp_deliveries`] (before any loss the same ACK reveals, so
-    /// every loss sees the same QP-wide counts as with per-PSN calls). The EV range and the
-    /// gray-loss test's configuration are looked up here, once.
-    #[inline]
-    pub(crate) fn credits(&mut self) -> DeliveryCredits<'_> {
-        let n = usize::from(self.cfg.evs).min(N);
-        DeliveryCredits {
-            evs: self.evs.get_mut(..n).unwrap_or_default(),
-            sprt: &self.sprt,
-            bad_index: &mut self.counters.bad_index,
-        }
+    /// `n` packets last sent on `ev` were acknowledged (the datapath counts them per EV and
+    /// reports the count with the EV's next loss or NACK, or on its own): deliveries for the
+    /// EV's counters and gray-loss test, fed before what comes next. Not counted QP-wide (see
+    /// [`Self::note_qp_deliveries`]).
+    ///
+    /// # Errors
+    /// [`EvError::BadEv`] (counted).
+    pub fn credit_deliveries(&mut self, ev: u16, n: u64) -> Result<(), EvError> {
+        let i = self.index(ev)?;
+        let e = &mut self.evs[i];
+        e.sync_sprt(&self.sprt);
+        e.sprt.observe_each_delivered(&self.sprt, n);
+        e.delivered = e.delivered.saturating_add(n);
+        Ok(())
     }
 
-    /// `n` deliveries credited with [`Self::credits`], for the QP-wide loss rate.
+    /// `n` deliveries of the QP (any EV), for the QP-wide loss rate.
     #[inline]
-    pub(crate) fn note_qp_deliveries(&mut self, n: u64) {
+    pub fn note_qp_deliveries(&mut self, n: u64) {
         self.qp_outcomes = self.qp_outcomes.saturating_add(n);
     }
 

@@ -1,0 +1,510 @@
+//! The datapath stage: every per-packet job of an MRC NIC, in both directions, for all its QPs.
+//!
+//! This is the one functional model of the NIC's datapath hardware: the simulator clocks it,
+//! the NIC image's self-test stands it in for the hardware, and the RTL blocks are checked
+//! against the blocks it is built from. It is sans-IO and never reads a clock: every input
+//! carries `now_ns`.
+//!
+//! | side | job |
+//! |---|---|
+//! | host | send work requests posted ([`Datapath::post_send`]); completions and events the firmware writes to the host, passed on ([`Datapath::poll_host_writes`]) |
+//! | transmit | segmentation, the EV pick per packet from the QP's EV table, header fields, the per-PSN send state; retransmissions the firmware orders go first; control packets (ACKs, NACKs, probes, replies) before both ([`Datapath::poll_packets`]) |
+//! | receive | header checks, the receive PSN bitmap, rkey and bounds checks and placement by RETH, coalesced SACK / NACK generation; at the sender, ACK and NACK application to the per-PSN state ([`Datapath::handle_packets`]) |
+//! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context and retransmission commands in ([`Datapath::handle_commands`]) |
+//!
+//! The firmware never sees a data packet: it hears of what packets changed through the
+//! `mrc_abi::device::csr` entries the stage reports, and steers the stage with the ones it
+//! takes. Every refused input is counted ([`DatapathCounters`]); nothing panics.
+//!
+//! **Back-pressure.** The stage never drops a report: it takes a received packet or sends a
+//! packet only while its event queue has room for what that may report. When it has not,
+//! [`Datapath::handle_packets`] and [`Datapath::poll_packets`] return early (counted in
+//! `backpressure`) until [`Datapath::poll_events`] makes room, as a hardware pipeline stalls
+//! on a full queue.
+
+mod events;
+mod qp;
+mod rx;
+mod tx;
+
+use core::marker::PhantomData;
+
+use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_abi::wire::EvFormat;
+
+pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
+pub use qp::{DpQp, DpState, QpContext, QpView};
+pub use rx::RxCounters;
+pub use tx::{PostError, Reorder, Stall, TxCounters};
+
+use crate::capacity::{Capacity, Slots};
+use crate::datapath::ack_gen::AckGenConfig;
+use crate::datapath::packet::{DropReason, Packet, RxVerdict, SendWr};
+use crate::datapath::placement::{MemRegion, RegisterError, Regions};
+use crate::csr_queue::CsrQueue;
+
+/// Data packets one QP sends in a row before the next QP gets its turn.
+pub const TX_BURST_PKTS: u8 = 4;
+
+/// Host-interface writes (completions, events) the stage buffers.
+pub const HOST_CAP: usize = 128;
+
+/// The header fields of a QP's packets that come from its context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hdr {
+    pub qpn: u32,
+    pub dest_qpn: u32,
+    pub ev_format: EvFormat,
+    pub value_base: u32,
+}
+
+/// The stage's NIC-wide configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DatapathConfig {
+    /// Payload bytes per full packet, `1..=65535`.
+    pub mtu_payload: u32,
+    /// ACK coalescing of every QP's receive side.
+    pub ack: AckGenConfig,
+    /// Test only: a TRIMMED_LAST_HOP NACK is taken as the packet's ACK, so the packet is never
+    /// resent (the planted bug the test kit's checker must catch).
+    #[cfg(feature = "testkit")]
+    pub planted_bug: bool,
+}
+
+impl DatapathConfig {
+    /// The defaults.
+    pub const DEFAULT: DatapathConfig = DatapathConfig {
+        mtu_payload: 4096,
+        ack: AckGenConfig::DEFAULT,
+        #[cfg(feature = "testkit")]
+        planted_bug: false,
+    };
+
+    #[cfg(feature = "testkit")]
+    pub(crate) fn planted_bug(&self) -> bool {
+        self.planted_bug
+    }
+
+    #[cfg(not(feature = "testkit"))]
+    pub(crate) fn planted_bug(&self) -> bool {
+        false
+    }
+}
+
+impl Default for DatapathConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Stage counters: every drop has one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DatapathCounters {
+    pub rx_packets: u64,
+    pub rx_unknown_qp: u64,
+    pub rx_qp_not_ready: u64,
+    pub rx_duplicate: u64,
+    pub rx_trimmed: u64,
+    pub rx_out_of_window: u64,
+    pub rx_remote_access: u64,
+    pub rx_length: u64,
+    pub rx_no_recv_buffer: u64,
+    pub rx_too_many_wimm: u64,
+    pub rx_stale: u64,
+    pub rx_unexpected: u64,
+    pub placed: u64,
+    pub data_sent: u64,
+    pub retransmits_sent: u64,
+    pub acks_sent: u64,
+    pub nacks_sent: u64,
+    pub probes_sent: u64,
+    pub probe_replies_sent: u64,
+    /// Control packets dropped because the control queue was full.
+    pub ctrl_dropped: u64,
+    pub commands: u64,
+    /// Command entries that failed `CsrEvent::decode`.
+    pub commands_malformed: u64,
+    /// DP->FW kinds found among the commands.
+    pub commands_wrong_side: u64,
+    /// Commands for a QP number the stage does not have.
+    pub commands_unknown_qp: u64,
+    pub events: u64,
+    /// Events pushed with no room (a bug: producers check first).
+    pub events_overflow: u64,
+    /// Most events held at once.
+    pub events_max_depth: u64,
+    /// Inputs (received packets, transmit polls) held back for lack of event room.
+    pub backpressure: u64,
+    /// Host-interface writes passed on.
+    pub host_writes: u64,
+    pub post_refused: u64,
+    pub plane_downs: u64,
+    pub timeouts_fired: u64,
+}
+
+/// The datapath stage of one NIC with the capacities `C`. See the module docs.
+pub struct Datapath<C: Capacity> {
+    cfg: DatapathConfig,
+    qps: C::PerQp<C::DpQp>,
+    regions: C::Regions,
+    ctrl: Ctrl,
+    events: Events,
+    host: CsrQueue<HOST_CAP>,
+    /// The QP whose turn it is to send data, and how many it sent in a row.
+    tx_rr: usize,
+    tx_burst: u8,
+    /// The earliest coalescing deadline of any QP (possibly stale: early, never late).
+    ack_deadline: Option<u64>,
+    /// Some QP may have reports waiting outside an input.
+    reports: bool,
+    counters: DatapathCounters,
+    _c: PhantomData<C>,
+}
+
+/// Events one data packet may report: TxStart, TxDone, served skips.
+const TX_EVENTS: usize = 2 + 16;
+/// Events one received packet may report.
+const RX_EVENTS: usize = tx::ACK_EVENTS + 1;
+
+impl<C: Capacity> Datapath<C> {
+    /// A stage with no QP context and no region.
+    pub fn new(cfg: DatapathConfig) -> Self {
+        Datapath {
+            cfg,
+            qps: C::PerQp::<C::DpQp>::build(|i| C::DpQp::new(i as u32)),
+            regions: C::Regions::empty(),
+            ctrl: Ctrl::EMPTY,
+            events: Events::EMPTY,
+            host: CsrQueue::EMPTY,
+            tx_rr: 0,
+            tx_burst: 0,
+            ack_deadline: None,
+            reports: false,
+            counters: DatapathCounters::default(),
+            _c: PhantomData,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DatapathConfig {
+        &self.cfg
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> DatapathCounters {
+        let mut c = self.counters;
+        c.ctrl_dropped = self.ctrl.dropped;
+        c.events_overflow = self.events.overflow;
+        c.events_max_depth = self.events.max_depth as u64;
+        c
+    }
+
+    /// QP `qpn`'s state for reports.
+    pub fn qp(&self, qpn: u32) -> Option<QpView> {
+        self.qps.as_ref().get(qpn as usize).map(QpContext::view)
+    }
+
+    /// The registered regions.
+    pub fn regions(&self) -> &C::Regions {
+        &self.regions
+    }
+
+    /// Register a memory region remote peers may write (the firmware's MR table write).
+    ///
+    /// # Errors
+    /// [`RegisterError`] (counted by the table).
+    pub fn register_region(&mut self, region: MemRegion) -> Result<u16, RegisterError> {
+        self.regions.register(region)
+    }
+
+    /// Remove a region.
+    ///
+    /// # Errors
+    /// [`RegisterError::UnknownRkey`].
+    pub fn deregister_region(&mut self, rkey: u32) -> Result<MemRegion, RegisterError> {
+        self.regions.deregister(rkey)
+    }
+
+    /// A send work request the host posted to QP `qpn` (the WQE the host interface fetched).
+    ///
+    /// # Errors
+    /// [`PostError`] (counted).
+    pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), PostError> {
+        let r = match self.qps.as_mut().get_mut(qpn as usize) {
+            Some(qp) => qp.post_send(wr),
+            None => Err(PostError::NotSending),
+        };
+        if r.is_err() {
+            self.counters.post_refused += 1;
+        }
+        r
+    }
+
+    /// Firmware commands (the FW->DP ring's entries), in order. Returns how many were taken:
+    /// all of them, unless the host-interface queue filled (then the rest waits).
+    pub fn handle_commands(&mut self, now_ns: u64, cmds: &[CsrEntry]) -> usize {
+        for (i, e) in cmds.iter().enumerate() {
+            let cmd = match e.decode() {
+                Ok(c) => c,
+                Err(_) => {
+                    self.counters.commands_malformed += 1;
+                    continue;
+                }
+            };
+            if cmd.kind().is_event() {
+                self.counters.commands_wrong_side += 1;
+                continue;
+            }
+            match cmd {
+                CsrEvent::Complete(_)
+                | CsrEvent::EvEvent(_)
+                | CsrEvent::PostCqe(_)
+                | CsrEvent::PostEvent(_) => {
+                    if self.host.room() == 0 {
+                        return i;
+                    }
+                    self.host.push_entry(*e);
+                    self.counters.host_writes += 1;
+                }
+                CsrEvent::PlaneDown(c) => {
+                    self.counters.plane_downs += 1;
+                    for qp in self.qps.as_mut() {
+                        qp.plane_down(c.plane);
+                    }
+                }
+                _ => {
+                    let qpn = cmd.qpn().unwrap_or(u32::MAX);
+                    match self.qps.as_mut().get_mut(qpn as usize) {
+                        Some(qp) => {
+                            qp.handle_command(now_ns, &cmd, &self.cfg, &mut self.ctrl);
+                            if matches!(cmd, CsrEvent::QpState(_)) {
+                                self.reports = true;
+                            }
+                        }
+                        None => self.counters.commands_unknown_qp += 1,
+                    }
+                }
+            }
+            self.counters.commands += 1;
+        }
+        cmds.len()
+    }
+
+    /// Received packets, in order, each answered in `verdicts` (placement by the caller
+    /// before it delivers later completions). Returns how many were taken (fewer than
+    /// `min(pkts.len(), verdicts.len())` when the event queue is short of room).
+    pub fn handle_packets(&mut self, now_ns: u64, pkts: &[Packet], verdicts: &mut [RxVerdict]) -> usize {
+        let n = pkts.len().min(verdicts.len());
+        for (i, (pkt, v)) in pkts.iter().zip(verdicts.iter_mut()).take(n).enumerate() {
+            if self.events.room() < RX_EVENTS {
+                self.counters.backpressure += 1;
+                return i;
+            }
+            self.counters.rx_packets += 1;
+            *v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
+                Some(qp) if qp.state() != DpState::Reset => {
+                    let v = qp.handle_packet(
+                        now_ns,
+                        pkt,
+                        &self.cfg,
+                        &mut self.regions,
+                        &mut self.ctrl,
+                        &mut self.events,
+                    );
+                    if let Some(d) = qp.ack_deadline_ns() {
+                        self.ack_deadline = Some(self.ack_deadline.map_or(d, |a| a.min(d)));
+                    }
+                    if qp.reports_pending() || qp.state() == DpState::Error {
+                        self.reports = true;
+                    }
+                    v
+                }
+                _ => RxVerdict::Dropped(DropReason::UnknownQp),
+            };
+            self.count_verdict(v);
+        }
+        n
+    }
+
+    fn count_verdict(&mut self, v: &RxVerdict) {
+        let c = &mut self.counters;
+        match v {
+            RxVerdict::Place { .. } => c.placed += 1,
+            RxVerdict::Consumed => {}
+            RxVerdict::Dropped(r) => {
+                let k = match r {
+                    DropReason::UnknownQp => &mut c.rx_unknown_qp,
+                    DropReason::QpNotReady => &mut c.rx_qp_not_ready,
+                    DropReason::Duplicate => &mut c.rx_duplicate,
+                    DropReason::Trimmed => &mut c.rx_trimmed,
+                    DropReason::OutOfWindow => &mut c.rx_out_of_window,
+                    DropReason::RemoteAccess => &mut c.rx_remote_access,
+                    DropReason::Length => &mut c.rx_length,
+                    DropReason::NoRecvBuffer => &mut c.rx_no_recv_buffer,
+                    DropReason::TooManyWimm => &mut c.rx_too_many_wimm,
+                    DropReason::Stale => &mut c.rx_stale,
+                    DropReason::Unexpected => &mut c.rx_unexpected,
+                };
+                *k += 1;
+            }
+        }
+    }
+
+    /// Packets to send, into the front of `out`: control packets first, then a retransmission
+    /// of any QP, then data of the QPs in turn ([`TX_BURST_PKTS`] in a row each). Returns how
+    /// many.
+    pub fn poll_packets(&mut self, now_ns: u64, out: &mut [Packet]) -> usize {
+        let mut n = 0;
+        while let Some(slot) = out.get_mut(n) {
+            if let Some(p) = self.ctrl.pop() {
+                self.count_ctrl(&p);
+                *slot = p;
+                n += 1;
+                continue;
+            }
+            if self.events.room() < TX_EVENTS {
+                self.counters.backpressure += 1;
+                break;
+            }
+            if !self.next_retransmit(now_ns, slot) && !self.next_data(now_ns, slot) {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    fn count_ctrl(&mut self, p: &Packet) {
+        use crate::datapath::packet::PacketBody as B;
+        let c = &mut self.counters;
+        match p.body {
+            B::Ack(_) => c.acks_sent += 1,
+            B::Nack(_) => c.nacks_sent += 1,
+            B::Probe(_) => c.probes_sent += 1,
+            B::ProbeReply(_) => c.probe_replies_sent += 1,
+            B::Write { .. } => {}
+        }
+    }
+
+    /// A retransmission of the first QP (in turn order) that has one and may send it.
+    fn next_retransmit(&mut self, now_ns: u64, out: &mut Packet) -> bool {
+        let qps = self.qps.as_mut();
+        let q = qps.len();
+        for k in 0..q {
+            let i = (self.tx_rr + k) % q;
+            let Some(qp) = qps.get_mut(i) else { continue };
+            if qp.has_retransmit() && qp.poll_data(now_ns, &mut self.events, out).is_ok() {
+                if out.retransmit {
+                    self.counters.retransmits_sent += 1;
+                } else {
+                    self.counters.data_sent += 1;
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A data packet of the QP whose turn it is (the turn moves on after a burst, or to the
+    /// next QP that can send).
+    fn next_data(&mut self, now_ns: u64, out: &mut Packet) -> bool {
+        let qps = self.qps.as_mut();
+        let q = qps.len();
+        for k in 0..q {
+            let i = (self.tx_rr + k) % q;
+            let Some(qp) = qps.get_mut(i) else { continue };
+            if !qp.wants_to_send() || qp.poll_data(now_ns, &mut self.events, out).is_err() {
+                continue;
+            }
+            if k == 0 {
+                self.tx_burst += 1;
+            } else {
+                self.tx_rr = i;
+                self.tx_burst = 1;
+            }
+            if self.tx_burst >= TX_BURST_PKTS {
+                self.tx_rr = (i + 1) % q;
+                self.tx_burst = 0;
+            }
+            if out.retransmit {
+                self.counters.retransmits_sent += 1;
+            } else {
+                self.counters.data_sent += 1;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Whether a retransmission waits (a NIC with several stages polls this one first).
+    pub fn has_retransmit(&self) -> bool {
+        self.qps.as_ref().iter().any(QpContext::has_retransmit)
+    }
+
+    /// Whether anything waits to be sent.
+    pub fn wants_to_send(&self) -> bool {
+        !self.ctrl.is_empty() || self.qps.as_ref().iter().any(QpContext::wants_to_send)
+    }
+
+    /// Reports for the firmware (the DP->FW ring's entries), oldest first, into the front of
+    /// `out`. Returns how many.
+    pub fn poll_events(&mut self, out: &mut [CsrEntry]) -> usize {
+        if self.reports {
+            let mut left = false;
+            for qp in self.qps.as_mut() {
+                qp.poll_reports(&mut self.events);
+                left |= qp.reports_pending();
+            }
+            self.reports = left;
+        }
+        let n = self.events.drain_into(out);
+        self.counters.events += n as u64;
+        n
+    }
+
+    /// Events waiting for the firmware.
+    pub fn events_pending(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Completions and events the firmware wrote for the host (`Complete`, `EvEvent`,
+    /// `PostCqe`, `PostEvent` entries), oldest first, into the front of `out`. Returns how
+    /// many.
+    pub fn poll_host_writes(&mut self, out: &mut [CsrEntry]) -> usize {
+        self.host.drain_into(out)
+    }
+
+    /// When [`Self::handle_timeout`] should next be called (`None`: no ACK is being
+    /// coalesced). May be early (a deadline an ACK closed since), never late.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.ack_deadline
+    }
+
+    /// The coalescing timers due at `now_ns` fire (their ACKs go to the control queue).
+    /// Returns whether any ACK was due.
+    pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
+        if self.ack_deadline.is_none_or(|d| d > now_ns) {
+            return false;
+        }
+        let mut any = false;
+        let mut next: Option<u64> = None;
+        for qp in self.qps.as_mut() {
+            if qp.ack_deadline_ns().is_some_and(|d| d <= now_ns) {
+                any |= qp.handle_timeout(now_ns, &mut self.ctrl);
+            }
+            if let Some(d) = qp.ack_deadline_ns() {
+                next = Some(next.map_or(d, |a| a.min(d)));
+            }
+        }
+        if any {
+            self.counters.timeouts_fired += 1;
+        }
+        self.ack_deadline = next;
+        any
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,666 @@
+//! One QP's datapath context: its header fields, EV table (the sprayer), per-EV delivery
+//! credits, send side and receive side, and the QP-targeted firmware commands it takes.
+
+use heapless::Vec;
+use mrc_abi::device::csr::{
+    self, CsrEvent, ProbeReply as ProbeReplyEntry, RxFatal, SkipServed,
+};
+use mrc_abi::device::EvState;
+use mrc_abi::wire::{AckRepr, EvFormat, EvxRepr, NackReason, NackRepr, ProbeRepr, Segment};
+use mrc_abi::Psn;
+
+use super::events::{Ctrl, Events};
+use super::rx::{RxCounters, RxSide, WriteResult};
+use super::tx::{Credits, PostError, Reorder, Stall, TxCounters, TxSide};
+use super::{DatapathConfig, Hdr};
+use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
+use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr};
+use crate::datapath::placement::{Placement, Regions};
+use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
+
+/// The QP state as the datapath knows it (from the firmware's context writes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DpState {
+    /// No context: packets to it are dropped.
+    Reset,
+    /// EV table written; no traffic.
+    Init,
+    /// Receiving.
+    Rtr,
+    /// Receiving and sending.
+    Rts,
+    /// Failed: writes to it are NACKed INVALID_QP, nothing more is sent.
+    Error,
+}
+
+/// What a report about one QP shows (for inspection and the simulator's reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpView {
+    pub state: DpState,
+    /// Oldest unacknowledged and next PSN of the send side.
+    pub una: Psn,
+    pub nxt: Psn,
+    pub inflight_bytes: u64,
+    pub cwnd_bytes: u64,
+    /// Send work requests held (not yet acknowledged).
+    pub sq_queued: usize,
+    /// The receive side's cumulative PSN.
+    pub rx_cum: Psn,
+    pub tx: TxCounters,
+    pub rx: RxCounters,
+    pub sprayer: SprayerCounters,
+}
+
+/// Skip-once flags tracked individually; beyond that a served skip scans the whole table.
+const SKIP_MARKS: usize = 16;
+
+/// The datapath's state of one QP; sizes as in [`crate::capacity::Capacity`].
+pub struct DpQp<
+    const EVS: usize,
+    const P: usize,
+    const WIN: usize,
+    const WORDS: usize,
+    const SQ: usize,
+    const RQ: usize,
+> {
+    state: DpState,
+    hdr: Hdr,
+    evs: u16,
+    sprayer: Sprayer<EVS, P>,
+    skips_seen: u64,
+    skip_marks: Vec<u16, SKIP_MARKS>,
+    skip_overflow: bool,
+    credits: [u16; EVS],
+    tx: TxSide<WIN, SQ>,
+    rx: RxSide<WORDS, RQ>,
+}
+
+/// What the stage does with one QP context, at any size (implemented by [`DpQp`]). The
+/// methods take the shared NIC resources they need (configuration, regions, control queue,
+/// event queue) as arguments.
+pub trait QpContext {
+    /// A context with no QP (RESET) for QP number `qpn`.
+    fn new(qpn: u32) -> Self;
+    /// The state.
+    fn state(&self) -> DpState;
+    /// For reports.
+    fn view(&self) -> QpView;
+    /// Post a send work request (RTS only).
+    ///
+    /// # Errors
+    /// [`PostError`].
+    fn post_send(&mut self, wr: SendWr) -> Result<(), PostError>;
+    /// One firmware command addressed to this QP (see the module docs of `stage`).
+    fn handle_command(
+        &mut self,
+        now_ns: u64,
+        cmd: &CsrEvent,
+        cfg: &DatapathConfig,
+        ctrl: &mut Ctrl,
+    );
+    /// One received packet addressed to this QP. Room for `TxSide::ACK_EVENTS` events is
+    /// the caller's to check.
+    fn handle_packet<R: Regions>(
+        &mut self,
+        now_ns: u64,
+        pkt: &Packet,
+        cfg: &DatapathConfig,
+        regions: &mut R,
+        ctrl: &mut Ctrl,
+        events: &mut Events,
+    ) -> RxVerdict;
+    /// The next data packet into `out` (room for 2 + `SKIP_MARKS` events is the caller's).
+    ///
+    /// # Errors
+    /// Why none can leave now.
+    fn poll_data(&mut self, now_ns: u64, events: &mut Events, out: &mut Packet) -> Result<(), Stall>;
+    /// Something waits to be sent.
+    fn wants_to_send(&self) -> bool;
+    /// A retransmission waits (it goes ahead of other QPs' new data).
+    fn has_retransmit(&self) -> bool;
+    /// When the coalesced ACK is due.
+    fn ack_deadline_ns(&self) -> Option<u64>;
+    /// The coalescing timer fired: the ACK, if one is due, into `ctrl`.
+    fn handle_timeout(&mut self, now_ns: u64, ctrl: &mut Ctrl) -> bool;
+    /// Plane `plane` went down.
+    fn plane_down(&mut self, plane: u8);
+    /// Reports waiting outside any input (flushed work requests, placed immediates) while
+    /// `events` has room.
+    fn poll_reports(&mut self, events: &mut Events);
+    /// Whether [`Self::poll_reports`] has something to report.
+    fn reports_pending(&self) -> bool;
+}
+
+
+impl<
+        const EVS: usize,
+        const P: usize,
+        const WIN: usize,
+        const WORDS: usize,
+        const SQ: usize,
+        const RQ: usize,
+    > DpQp<EVS, P, WIN, WORDS, SQ, RQ>
+{
+    /// The EV an ACK or NACK travels on: the QP's sprayer picks it like a data packet's, so
+    /// acknowledgements share the planes as data does (on the acknowledged packet's own EV,
+    /// every ACK of a message-sized burst would take the plane of its last packet). The
+    /// acknowledged packet's EV (echoed in the body for the sender's per-EV feedback) is the
+    /// fallback when no EV is usable.
+    fn ack_travel_ev(&mut self, ev: u16, plane: u8) -> EvxRepr {
+        let (ev_index, plane) = match self.sprayer.has_usable().then(|| self.sprayer.next_ev()) {
+            Some(Some(pick)) => (pick.index, pick.plane),
+            _ => (ev, plane),
+        };
+        EvxRepr {
+            ev_index,
+            plane,
+            ev_value: self.hdr.value_base.wrapping_add(u32::from(ev_index)),
+        }
+    }
+
+    /// A control packet to the peer QP on `evx`.
+    fn control(&self, now_ns: u64, psn: Psn, evx: EvxRepr, echo: u32, body: PacketBody) -> Packet {
+        Packet {
+            src_qpn: self.hdr.qpn,
+            dest_qpn: self.hdr.dest_qpn,
+            psn,
+            msn: 0,
+            ev_format: self.hdr.ev_format,
+            evx,
+            tx_ts_ns: now_ns as u32,
+            echo_ts_ns: echo,
+            retransmit: false,
+            ack_req: false,
+            trim: TrimMark::None,
+            ce: false,
+            payload_len: 0,
+            body,
+        }
+    }
+
+    /// The packet for an ACK generator output, travelling on `evx`.
+    fn ack_packet_on(&self, now_ns: u64, e: &AckEvent, echo: u32, evx: EvxRepr) -> Packet {
+        match e {
+            AckEvent::Ack(a) => {
+                let body = PacketBody::Ack(AckRepr {
+                    cum_psn: a.cum_psn,
+                    sack_base: a.sack_base,
+                    sack_bitmap: a.sack_bitmap,
+                    ev_index: a.ev_index,
+                    plane: a.plane,
+                    ecn_plane_mask: a.ecn_plane_mask,
+                    ce_count: a.ce_count,
+                    pkt_count: a.pkt_count,
+                });
+                self.control(now_ns, a.cum_psn, evx, a.echo_ts_ns, body)
+            }
+            AckEvent::Nack(n) => {
+                let body = PacketBody::Nack(NackRepr {
+                    reason: n.reason,
+                    psn: n.psn,
+                    cum_psn: n.cum_psn,
+                    ev_index: n.ev_index,
+                    plane: n.plane,
+                });
+                self.control(now_ns, n.cum_psn, evx, echo, body)
+            }
+        }
+    }
+
+    /// The packet for an ACK generator output on an EV of its own.
+    fn ack_packet(&mut self, now_ns: u64, e: &AckEvent, echo: u32) -> Packet {
+        let (ev, plane) = match e {
+            AckEvent::Ack(a) => (a.ev_index, a.plane),
+            AckEvent::Nack(n) => (n.ev_index, n.plane),
+        };
+        let evx = self.ack_travel_ev(ev, plane);
+        self.ack_packet_on(now_ns, e, echo, evx)
+    }
+
+    /// A fresh EV table: `evs` EVs, EV `i` usable on plane `i % planes`.
+    fn init_evs(&mut self, evs: u16, planes: u8) {
+        let evs = evs.min(EVS as u16);
+        let planes = planes.clamp(1, P as u8);
+        self.sprayer = Sprayer::new();
+        for i in 0..evs {
+            let _ = self.sprayer.set_ev(
+                i,
+                EvSlot {
+                    usable: true,
+                    weight: 1,
+                    plane: (i % u16::from(planes)) as u8,
+                    skip_once: false,
+                },
+            );
+        }
+        self.evs = evs;
+        self.skips_seen = 0;
+        self.skip_marks.clear();
+        self.skip_overflow = false;
+        self.credits = [0; EVS];
+    }
+
+    /// The firmware wrote EV `ev`'s state and plane.
+    fn write_ev(&mut self, ev: u16, state: EvState, plane: u8) {
+        let usable = matches!(state, EvState::Good | EvState::Skip);
+        let same_plane = self.sprayer.ev(ev).is_some_and(|s| s.plane == plane);
+        if same_plane {
+            let _ = self.sprayer.set_usable(ev, usable);
+        } else {
+            let _ = self.sprayer.set_ev(
+                ev,
+                EvSlot {
+                    usable,
+                    weight: 1,
+                    plane,
+                    skip_once: false,
+                },
+            );
+        }
+        if state == EvState::Skip && self.sprayer.mark_skip(ev).is_ok() && self.skip_marks.push(ev).is_err() {
+            self.skip_overflow = true;
+        }
+    }
+
+    /// The sprayer served skip-once flags since the last look: report each EV whose flag
+    /// is now clear.
+    fn report_skips(&mut self, events: &mut Events) {
+        let skips = self.sprayer.counters().skips;
+        if skips == self.skips_seen {
+            return;
+        }
+        self.skips_seen = skips;
+        let qpn = self.hdr.qpn;
+        if self.skip_overflow {
+            self.skip_overflow = false;
+            self.skip_marks.clear();
+            for i in 0..self.evs {
+                match self.sprayer.ev(i) {
+                    Some(s) if s.skip_once => {
+                        if self.skip_marks.push(i).is_err() {
+                            self.skip_overflow = true;
+                        }
+                    }
+                    // (an EV never marked reports nothing: the firmware ignores a served
+                    // skip for an EV not in SKIP)
+                    Some(_) if events.room() > 0 => {
+                        events.push(CsrEvent::SkipServed(SkipServed::new(qpn, i)));
+                    }
+                    _ => {}
+                }
+            }
+            return;
+        }
+        let mut k = 0;
+        while let Some(&i) = self.skip_marks.get(k) {
+            if self.sprayer.ev(i).is_some_and(|s| s.skip_once) {
+                k += 1;
+                continue;
+            }
+            events.push(CsrEvent::SkipServed(SkipServed::new(qpn, i)));
+            self.skip_marks.swap_remove(k);
+        }
+    }
+
+    fn rx_live(&self) -> bool {
+        matches!(self.state, DpState::Rtr | DpState::Rts)
+    }
+
+    /// A fatal error found on receive: NACKed already; the QP stops here at once and the
+    /// firmware hears of it.
+    fn fail_rx(&mut self, psn: Psn, reason: NackReason, events: &mut Events) {
+        self.state = DpState::Error;
+        self.tx.enter_error();
+        self.rx.stop();
+        events.push(CsrEvent::RxFatal(RxFatal::new(self.hdr.qpn, psn, reason)));
+    }
+
+    fn rx_write<R: Regions>(
+        &mut self,
+        now_ns: u64,
+        pkt: &Packet,
+        cfg: &DatapathConfig,
+        regions: &mut R,
+        ctrl: &mut Ctrl,
+        events: &mut Events,
+    ) -> RxVerdict {
+        let PacketBody::Write { segment, reth, .. } = &pkt.body else {
+            return RxVerdict::Dropped(DropReason::Unexpected);
+        };
+        let imm = match segment {
+            Segment::Last { imm: Some(i) } | Segment::Only { imm: Some(i) } => Some((*i, pkt.msn)),
+            _ => None,
+        };
+        let rxp = RxPacket {
+            psn: pkt.psn,
+            ev_index: pkt.evx.ev_index,
+            plane: pkt.evx.plane,
+            ce: pkt.ce,
+            trim: pkt.trim,
+            has_imm: imm.is_some(),
+            ack_req: pkt.ack_req,
+            tx_ts_ns: pkt.tx_ts_ns,
+        };
+        if !self.rx_live() {
+            if self.state == DpState::Error {
+                // Back on the packet's own EV: the packet is not the QP's traffic.
+                let n = self.rx.nack(&rxp, NackReason::InvalidQp);
+                let evx = EvxRepr {
+                    ev_value: self.hdr.value_base.wrapping_add(u32::from(pkt.evx.ev_index)),
+                    ..pkt.evx
+                };
+                let p = self.ack_packet_on(now_ns, &n, pkt.tx_ts_ns, evx);
+                ctrl.push(p);
+            }
+            return RxVerdict::Dropped(DropReason::QpNotReady);
+        }
+        let _ = cfg;
+        let mut event = None;
+        let result =
+            self.rx
+                .handle_write(now_ns, &rxp, reth, imm, pkt.payload_len, regions, &mut event);
+        if let Some(e) = event {
+            let p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns);
+            ctrl.push(p);
+        }
+        match result {
+            WriteResult::Place(Placement::Write { slot, offset, len }) => RxVerdict::Place {
+                qpn: self.hdr.qpn,
+                slot,
+                offset,
+                len,
+            },
+            WriteResult::Place(Placement::Empty) => RxVerdict::Consumed,
+            WriteResult::Drop(r) => RxVerdict::Dropped(r),
+            WriteResult::Fatal(reason) => {
+                self.fail_rx(pkt.psn, reason, events);
+                RxVerdict::Dropped(match reason {
+                    NackReason::Length => DropReason::Length,
+                    NackReason::NoRecvBuffer => DropReason::NoRecvBuffer,
+                    _ => DropReason::RemoteAccess,
+                })
+            }
+        }
+    }
+}
+
+impl<
+        const EVS: usize,
+        const P: usize,
+        const WIN: usize,
+        const WORDS: usize,
+        const SQ: usize,
+        const RQ: usize,
+    > QpContext for DpQp<EVS, P, WIN, WORDS, SQ, RQ>
+{
+    fn new(qpn: u32) -> Self {
+        DpQp {
+            state: DpState::Reset,
+            hdr: Hdr {
+                qpn,
+                dest_qpn: 0,
+                ev_format: EvFormat::Udp,
+                value_base: 0,
+            },
+            evs: 0,
+            sprayer: Sprayer::new(),
+            skips_seen: 0,
+            skip_marks: Vec::new(),
+            skip_overflow: false,
+            credits: [0; EVS],
+            tx: TxSide::OFF,
+            rx: RxSide::OFF,
+        }
+    }
+
+    fn state(&self) -> DpState {
+        self.state
+    }
+
+    fn view(&self) -> QpView {
+        QpView {
+            state: self.state,
+            una: self.tx.una(),
+            nxt: self.tx.nxt(),
+            inflight_bytes: self.tx.inflight_bytes(),
+            cwnd_bytes: self.tx.cwnd_bytes(),
+            sq_queued: self.tx.queued(),
+            rx_cum: self.rx.ack_gen().rx().cum_psn(),
+            tx: self.tx.counters(),
+            rx: self.rx.counters(),
+            sprayer: self.sprayer.counters(),
+        }
+    }
+
+    fn post_send(&mut self, wr: SendWr) -> Result<(), PostError> {
+        self.tx.post_send(wr)
+    }
+
+    fn handle_command(
+        &mut self,
+        now_ns: u64,
+        cmd: &CsrEvent,
+        cfg: &DatapathConfig,
+        ctrl: &mut Ctrl,
+    ) {
+        match cmd {
+            CsrEvent::QpInit(c) => {
+                self.hdr.ev_format = EvFormat::from_code(c.ev_format).unwrap_or(EvFormat::Udp);
+                self.hdr.value_base = c.value_base.get();
+                self.init_evs(c.evs.get(), c.planes);
+                self.tx.reset();
+                self.rx.reset();
+                self.state = DpState::Init;
+            }
+            CsrEvent::QpRtr(c) => {
+                if self.state != DpState::Init {
+                    return;
+                }
+                self.hdr.dest_qpn = c.dest_qpn.get();
+                self.rx.start(
+                    self.hdr.qpn,
+                    Psn::new(c.rq_psn.get()),
+                    c.mpr_psns.get(),
+                    c.max_wimm.get(),
+                    cfg.ack,
+                );
+                self.state = DpState::Rtr;
+            }
+            CsrEvent::QpRts(c) => {
+                if self.state != DpState::Rtr {
+                    return;
+                }
+                let reorder = Reorder {
+                    tx: u32::from(c.reorder_tx),
+                    ns: c.reorder_ns.get(),
+                };
+                self.tx.start(
+                    Psn::new(c.sq_psn.get()),
+                    c.mpr_psns.get(),
+                    c.max_wimm.get(),
+                    reorder,
+                    cfg.mtu_payload,
+                );
+                self.state = DpState::Rts;
+            }
+            CsrEvent::QpState(c) => match c.state {
+                csr::QP_RESET => {
+                    *self = Self::new(self.hdr.qpn);
+                }
+                _ => {
+                    self.state = DpState::Error;
+                    self.tx.enter_error();
+                    self.rx.stop();
+                }
+            },
+            CsrEvent::EvUpdate(c) => {
+                let state = EvState::from_u8(c.state).unwrap_or(EvState::Denied);
+                self.write_ev(c.ev.get(), state, c.plane);
+            }
+            CsrEvent::PlaneWeight(c) => {
+                let _ = self.sprayer.set_plane_weight(c.plane, c.weight);
+            }
+            CsrEvent::WindowUpdate(c) => self.tx.set_cwnd(u64::from(c.cwnd_bytes.get())),
+            CsrEvent::Retransmit(c) => self.tx.order_retransmit(
+                c.psn(),
+                c.ev.get(),
+                c.flags & csr::RETX_AVOID_LAST != 0,
+            ),
+            CsrEvent::RetransmitUnacked(_) => self.tx.requeue_unacked(),
+            CsrEvent::TailProbe(_) => self.tx.tail_probe(),
+            CsrEvent::RecvCredit(c) => self.rx.add_credits(c.count.get()),
+            CsrEvent::SendProbe(c) => {
+                if self.rx_live() {
+                    let ev = c.ev.get();
+                    let evx = EvxRepr {
+                        ev_index: ev,
+                        plane: c.plane,
+                        ev_value: self.hdr.value_base.wrapping_add(u32::from(ev)),
+                    };
+                    let body = PacketBody::Probe(ProbeRepr {
+                        probe_id: c.probe_id.get(),
+                        ev_index: ev,
+                        plane: c.plane,
+                    });
+                    let p = self.control(now_ns, Psn::new(0), evx, 0, body);
+                    ctrl.push(p);
+                }
+            }
+            // (NIC-wide and host-interface commands are not a QP's)
+            _ => {}
+        }
+    }
+
+    fn handle_packet<R: Regions>(
+        &mut self,
+        now_ns: u64,
+        pkt: &Packet,
+        cfg: &DatapathConfig,
+        regions: &mut R,
+        ctrl: &mut Ctrl,
+        events: &mut Events,
+    ) -> RxVerdict {
+        match &pkt.body {
+            PacketBody::Write { .. } => self.rx_write(now_ns, pkt, cfg, regions, ctrl, events),
+            PacketBody::Ack(a) => {
+                if self.state != DpState::Rts {
+                    return RxVerdict::Dropped(DropReason::QpNotReady);
+                }
+                let rtt = if pkt.echo_ts_ns != 0 {
+                    (now_ns as u32).wrapping_sub(pkt.echo_ts_ns)
+                } else {
+                    0
+                };
+                let mut saturated = 0;
+                let mut credits = Credits {
+                    counts: &mut self.credits,
+                    saturated: &mut saturated,
+                };
+                self.tx.handle_ack(now_ns, self.hdr.qpn, a, rtt, &mut credits, events);
+                RxVerdict::Consumed
+            }
+            PacketBody::Nack(n) => {
+                if self.state != DpState::Rts {
+                    return RxVerdict::Dropped(DropReason::QpNotReady);
+                }
+                let mut saturated = 0;
+                let mut credits = Credits {
+                    counts: &mut self.credits,
+                    saturated: &mut saturated,
+                };
+                self.tx
+                    .handle_nack(self.hdr.qpn, n, &mut credits, cfg.planted_bug(), events);
+                RxVerdict::Consumed
+            }
+            PacketBody::Probe(p) => {
+                if !self.rx_live() {
+                    return RxVerdict::Dropped(DropReason::QpNotReady);
+                }
+                let reply = self.control(now_ns, Psn::new(0), pkt.evx, pkt.tx_ts_ns, PacketBody::ProbeReply(*p));
+                ctrl.push(reply);
+                RxVerdict::Consumed
+            }
+            PacketBody::ProbeReply(p) => {
+                if !self.rx_live() {
+                    return RxVerdict::Dropped(DropReason::QpNotReady);
+                }
+                let rtt = if pkt.echo_ts_ns != 0 {
+                    (now_ns as u32).wrapping_sub(pkt.echo_ts_ns)
+                } else {
+                    0
+                };
+                events.push(CsrEvent::ProbeReply(ProbeReplyEntry::new(
+                    self.hdr.qpn,
+                    p.ev_index,
+                    pkt.evx.plane,
+                    p.probe_id,
+                    rtt,
+                )));
+                RxVerdict::Consumed
+            }
+        }
+    }
+
+    fn poll_data(&mut self, now_ns: u64, events: &mut Events, out: &mut Packet) -> Result<(), Stall> {
+        if self.state != DpState::Rts {
+            return Err(Stall::Idle);
+        }
+        let r = self
+            .tx
+            .poll(now_ns, &self.hdr, &mut self.sprayer, events, out);
+        self.report_skips(events);
+        r
+    }
+
+    fn wants_to_send(&self) -> bool {
+        self.state == DpState::Rts && self.tx.wants_to_send()
+    }
+
+    fn has_retransmit(&self) -> bool {
+        self.state == DpState::Rts && self.tx.has_retransmit()
+    }
+
+    fn ack_deadline_ns(&self) -> Option<u64> {
+        if self.rx_live() {
+            self.rx.ack_deadline_ns()
+        } else {
+            None
+        }
+    }
+
+    fn handle_timeout(&mut self, now_ns: u64, ctrl: &mut Ctrl) -> bool {
+        if !self.rx_live() {
+            return false;
+        }
+        match self.rx.handle_timeout(now_ns) {
+            Some(e) => {
+                let p = self.ack_packet(now_ns, &e, 0);
+                ctrl.push(p);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn plane_down(&mut self, plane: u8) {
+        if self.state == DpState::Rts {
+            self.tx.plane_down(plane);
+        }
+    }
+
+    fn poll_reports(&mut self, events: &mut Events) {
+        let qpn = self.hdr.qpn;
+        if !self.tx.poll_flush(qpn, events) {
+            return;
+        }
+        if self.rx_live() {
+            self.rx.poll_imms(qpn, events);
+        }
+    }
+
+    fn reports_pending(&self) -> bool {
+        self.tx.flush_pending() || (self.rx_live() && self.rx.imm_ready())
+    }
+}
+

@@ -1,0 +1,272 @@
+//! The receive side of one QP in the datapath: receive tracking and coalesced ACKs (the
+//! [`AckGen`]), placement checks, and Write-with-Immediate ordering.
+//!
+//! # Rules, in order, for one received write packet
+//! 1. Trimmed: the ACK generator NACKs it (`TRIMMED` / `TRIMMED_LAST_HOP`); nothing placed.
+//! 2. Already received (before the cumulative PSN or its bit set): re-ACKed, not placed.
+//! 3. At or beyond `cum + MPR * 128`: NACK `OUT_OF_WINDOW`, not marked received.
+//! 4. The RETH is checked against the registered regions; a failure is a NACK with its reason
+//!    and a fatal error for the QP — **never a write**.
+//! 5. A Write-with-Immediate's last packet needs room: fewer than `max_wimm` immediates waiting
+//!    (else NACK `TOO_MANY_WIMM`, not marked received, the requester resends it later) and a
+//!    receive buffer the firmware announced ([`RecvCredit`]) not already promised to an
+//!    earlier immediate (else NACK `NO_RECV_BUFFER`, fatal).
+//! 6. Otherwise the PSN is marked received (the ACK generator may ACK now) and the caller is
+//!    told where to place the payload.
+//!
+//! An immediate is reported to the firmware ([`WimmPlaced`]) only when the cumulative PSN has
+//! passed its last packet, i.e. every PSN up to it is placed; waiting immediates are kept
+//! sorted by PSN, so they are reported in posting (MSN) order and the firmware completes the
+//! oldest posted receive with each.
+//!
+//! [`RecvCredit`]: mrc_abi::device::csr::RecvCredit
+//! [`WimmPlaced`]: mrc_abi::device::csr::WimmPlaced
+
+use heapless::Vec;
+use mrc_abi::device::csr::{CsrEvent, WimmPlaced};
+use mrc_abi::wire::{NackReason, RethRepr};
+use mrc_abi::Psn;
+
+use super::events::Events;
+use crate::datapath::ack_gen::{AckEvent, AckGen, AckGenConfig, RxPacket, TrimMark};
+use crate::datapath::packet::DropReason;
+use crate::datapath::placement::{Placement, Regions};
+use crate::datapath::rx_bitmap::RxBitmap;
+
+#[derive(Clone, Copy, Debug)]
+struct PendingImm {
+    last_psn: Psn,
+    imm: u32,
+    msn: u16,
+}
+
+/// Receive-side counters of one QP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxCounters {
+    pub placed: u64,
+    pub duplicates: u64,
+    pub trimmed: u64,
+    pub out_of_window: u64,
+    pub access_errors: u64,
+    pub no_recv_buffer: u64,
+    pub too_many_wimm: u64,
+    /// Write-with-Immediate messages reported placed.
+    pub imms_placed: u64,
+    /// Immediates dropped because the QP entered ERROR before they were placed in order.
+    pub imms_dropped: u64,
+}
+
+/// What became of a received write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteResult {
+    Place(Placement),
+    Drop(DropReason),
+    Fatal(NackReason),
+}
+
+/// The receive side of one QP: a window of `64 * WORDS` PSNs, `RQ` immediates waiting at most.
+pub(crate) struct RxSide<const WORDS: usize, const RQ: usize> {
+    acks: AckGen<WORDS>,
+    pending: Vec<PendingImm, RQ>,
+    /// Receive buffers announced and not yet consumed by a reported immediate.
+    credits: u32,
+    mpr_psns: u32,
+    max_wimm: u16,
+    live: bool,
+    counters: RxCounters,
+}
+
+impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
+    pub(crate) const OFF: Self = RxSide {
+        acks: AckGen::OFF,
+        pending: Vec::new(),
+        credits: 0,
+        mpr_psns: 0,
+        max_wimm: 0,
+        live: false,
+        counters: RxCounters {
+            placed: 0,
+            duplicates: 0,
+            trimmed: 0,
+            out_of_window: 0,
+            access_errors: 0,
+            no_recv_buffer: 0,
+            too_many_wimm: 0,
+            imms_placed: 0,
+            imms_dropped: 0,
+        },
+    };
+
+    /// Back to before RTR.
+    pub(crate) fn reset(&mut self) {
+        self.pending.clear();
+        self.credits = 0;
+        self.live = false;
+        self.counters = RxCounters::default();
+    }
+
+    /// RTR: receiving for local QP `qpn` from `rq_psn`.
+    pub(crate) fn start(&mut self, qpn: u32, rq_psn: Psn, mpr_psns: u32, max_wimm: u16, ack: AckGenConfig) {
+        self.acks = AckGen::new(qpn, rq_psn, ack);
+        self.pending.clear();
+        self.mpr_psns = mpr_psns.min(RxBitmap::<WORDS>::WINDOW);
+        self.max_wimm = max_wimm.min(RQ as u16);
+        self.live = true;
+    }
+
+    /// ERROR: nothing more is placed; waiting immediates are dropped.
+    pub(crate) fn stop(&mut self) {
+        self.live = false;
+        self.counters.imms_dropped += self.pending.len() as u64;
+        self.pending.clear();
+    }
+
+    pub(crate) fn counters(&self) -> RxCounters {
+        self.counters
+    }
+
+    pub(crate) fn ack_gen(&self) -> &AckGen<WORDS> {
+        &self.acks
+    }
+
+    /// `n` receive buffers were posted.
+    pub(crate) fn add_credits(&mut self, n: u16) {
+        self.credits = self.credits.saturating_add(u32::from(n));
+    }
+
+    /// When the coalescing ACK is due.
+    pub(crate) fn ack_deadline_ns(&self) -> Option<u64> {
+        if self.live {
+            self.acks.poll_timeout()
+        } else {
+            None
+        }
+    }
+
+    /// The coalescing timer fired.
+    pub(crate) fn handle_timeout(&mut self, now_ns: u64) -> Option<AckEvent> {
+        self.acks.handle_timeout(now_ns).map(AckEvent::Ack)
+    }
+
+    /// A NACK for `pkt` with `reason` (answered without touching the receive state).
+    pub(crate) fn nack(&mut self, pkt: &RxPacket, reason: NackReason) -> AckEvent {
+        AckEvent::Nack(self.acks.nack_for(pkt, reason))
+    }
+
+    /// One received write packet; see the module docs. The ACK or NACK it calls for, if any,
+    /// is written to `event`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn handle_write<R: Regions>(
+        &mut self,
+        now_ns: u64,
+        pkt: &RxPacket,
+        reth: &RethRepr,
+        imm: Option<(u32, u16)>,
+        payload_len: u32,
+        regions: &mut R,
+        event: &mut Option<AckEvent>,
+    ) -> WriteResult {
+        let c = &mut self.counters;
+        let early = if pkt.trim != TrimMark::None {
+            c.trimmed += 1;
+            Some(DropReason::Trimmed)
+        } else {
+            let rx = self.acks.rx();
+            let d = pkt.psn.distance_from(rx.cum_psn());
+            if d < 0 || rx.is_received(pkt.psn) {
+                c.duplicates += 1;
+                Some(DropReason::Duplicate)
+            } else {
+                if d as u32 >= self.mpr_psns {
+                    c.out_of_window += 1;
+                    *event = Some(AckEvent::Nack(
+                        self.acks.nack_for(pkt, NackReason::OutOfWindow),
+                    ));
+                    return WriteResult::Drop(DropReason::OutOfWindow);
+                }
+                None
+            }
+        };
+        let mut placement = Placement::Empty;
+        if early.is_none() {
+            placement = match regions.check_write(reth.rkey, reth.va, reth.dma_len, payload_len) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.counters.access_errors += 1;
+                    let reason = e.nack_reason();
+                    *event = Some(AckEvent::Nack(self.acks.nack_for(pkt, reason)));
+                    return WriteResult::Fatal(reason);
+                }
+            };
+            if imm.is_some() {
+                if self.pending.len() >= usize::from(self.max_wimm) {
+                    self.counters.too_many_wimm += 1;
+                    *event = Some(AckEvent::Nack(
+                        self.acks.nack_for(pkt, NackReason::TooManyWimm),
+                    ));
+                    return WriteResult::Drop(DropReason::TooManyWimm);
+                }
+                if self.credits as usize <= self.pending.len() {
+                    self.counters.no_recv_buffer += 1;
+                    *event = Some(AckEvent::Nack(
+                        self.acks.nack_for(pkt, NackReason::NoRecvBuffer),
+                    ));
+                    return WriteResult::Fatal(NackReason::NoRecvBuffer);
+                }
+            }
+        }
+        let decision = self.acks.handle_packet(now_ns, pkt);
+        if let Some(e) = decision.event {
+            *event = Some(e);
+        }
+        if let Some(reason) = early {
+            return WriteResult::Drop(reason);
+        }
+        if !decision.place {
+            // Unreachable given the checks above; counted as a duplicate to stay safe.
+            self.counters.duplicates += 1;
+            return WriteResult::Drop(DropReason::Duplicate);
+        }
+        if let Some((imm, msn)) = imm {
+            let cum = self.acks.rx().cum_psn();
+            let key = pkt.psn.distance_from(cum);
+            let at = self
+                .pending
+                .iter()
+                .position(|p| p.last_psn.distance_from(cum) > key)
+                .unwrap_or(self.pending.len());
+            // Room was checked above (pending < max_wimm <= RQ).
+            let _ = self.pending.insert(
+                at,
+                PendingImm {
+                    last_psn: pkt.psn,
+                    imm,
+                    msn,
+                },
+            );
+        }
+        self.counters.placed += 1;
+        WriteResult::Place(placement)
+    }
+
+    /// Whether an immediate is ready to report.
+    #[inline]
+    pub(crate) fn imm_ready(&self) -> bool {
+        self.pending
+            .first()
+            .is_some_and(|p| p.last_psn.distance_from(self.acks.rx().cum_psn()) < 0)
+    }
+
+    /// Reports the immediates every PSN up to which is placed, while `events` has room.
+    pub(crate) fn poll_imms(&mut self, qpn: u32, events: &mut Events) {
+        while self.imm_ready() && events.room() > 0 {
+            let p = self.pending.remove(0);
+            self.credits = self.credits.saturating_sub(1);
+            self.counters.imms_placed += 1;
+            events.push(CsrEvent::WimmPlaced(WimmPlaced::new(
+                qpn, p.msn, p.last_psn, p.imm, 0, false,
+            )));
+        }
+    }
+}

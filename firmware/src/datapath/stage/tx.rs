@@ -1,0 +1,1126 @@
+//! The send side of one QP in the datapath: the send queue the host posts to, segmentation, the
+//! per-PSN send state, ACK and NACK application, and the retransmissions the firmware orders.
+//!
+//! # State
+//! - The send queue of posted work requests with their PSN ranges (PSNs are assigned at post
+//!   time, so packets leave in PSN order). A work request leaves the queue once the cumulative
+//!   PSN passes its last packet; when its last packet leaves for the first time the firmware
+//!   hears of it ([`TxDone`]) and completes it on the ACK that passes it.
+//! - One slot per PSN of the window `[una, nxt)`: the EV and plane it last left on, its payload
+//!   length, its transmission number and send time, and its state: in flight, acknowledged,
+//!   reported lost (waiting for the firmware's order), or queued for retransmission.
+//! - The retransmission queue (each PSN at most once, so `WIN` entries suffice) and the loss
+//!   window after an ACK timeout.
+//!
+//! # Rules
+//! - **Window**: a new PSN leaves only while `nxt - una` is below the send window, the bytes
+//!   in flight are below the congestion window the firmware wrote, and (for the first packet of
+//!   a Write-with-Immediate) fewer than `max_wimm` are in flight. Retransmissions go first and
+//!   only need congestion window room.
+//! - **ACK**: everything before the cumulative PSN and every SACK bit is acknowledged. A hole
+//!   below the highest SACKed PSN whose last transmission is at least [`Reorder::tx`]
+//!   transmissions and [`Reorder::ns`] nanoseconds older than the newest acknowledged one is
+//!   **lost**: it leaves the bytes in flight and is reported ([`LossEntry`]) before the ACK's
+//!   [`AckSummary`]. The firmware decides whether and where it is resent.
+//! - **NACK**: a trim or out-of-window NACK for a PSN in flight takes it out of flight and is
+//!   reported ([`NackEntry`]); so are fatal NACKs (whatever PSN they name) and too-many-WIMM ones.
+//!   Any non-fatal NACK or ACK from the peer ends the loss window after a timeout.
+//! - **Orders**: [`Retransmit`] queues one lost or in-flight PSN on the EV it names;
+//!   [`RetransmitUnacked`] requeues every unacknowledged PSN in PSN order and opens the loss
+//!   window (only the oldest leaves until the peer answers); [`TailProbe`] resends the newest PSN
+//!   in flight; a plane going down requeues what was in flight on it.
+//! - **ERROR**: nothing more leaves; the work requests whose packets had not all left come back
+//!   to the firmware as [`Flushed`], in posting order.
+//!
+//! [`TxDone`]: mrc_abi::device::csr::TxDone
+//! [`LossEntry`]: mrc_abi::device::csr::LossEntry
+//! [`AckSummary`]: mrc_abi::device::csr::AckSummary
+//! [`NackEntry`]: mrc_abi::device::csr::NackEntry
+//! [`Retransmit`]: mrc_abi::device::csr::Retransmit
+//! [`RetransmitUnacked`]: mrc_abi::device::csr::RetransmitUnacked
+//! [`TailProbe`]: mrc_abi::device::csr::TailProbe
+//! [`Flushed`]: mrc_abi::device::csr::Flushed
+
+use mrc_abi::device::csr::{
+    self, AckSummary, CsrEvent, EvDeliveries, Flushed, LossEntry, NackEntry, TxDone, TxStart,
+    EV_ANY,
+};
+use mrc_abi::wire::{AckRepr, EvxRepr, NackReason, NackRepr, RethRepr, Segment};
+use mrc_abi::Psn;
+
+use super::events::Events;
+use super::Hdr;
+use crate::datapath::ack_gen::TrimMark;
+use crate::datapath::packet::{LocalBuf, Packet, PacketBody, SendWr};
+use crate::datapath::segmenter::WriteRequest;
+use crate::datapath::sprayer::{EvPick, Sprayer};
+use crate::ring::Ring;
+
+const F_INFLIGHT: u8 = 1;
+const F_ACKED: u8 = 2;
+/// Queued for retransmission.
+const F_PENDING: u8 = 4;
+/// With [`EV_ANY`]: not on the EV it last left on.
+const F_AVOID: u8 = 8;
+/// Reported lost; waits for the firmware's order.
+const F_LOST: u8 = 16;
+
+/// Per-PSN send state (16 bytes).
+#[derive(Clone, Copy, Debug, Default)]
+struct TxSlot {
+    tx_seq: u32,
+    /// Low 32 bits of the send time (ns); differences are taken modulo 2^32 (4.29 s).
+    sent_ns: u32,
+    ev: u16,
+    len: u16,
+    /// EV the firmware ordered the retransmission on ([`EV_ANY`]: the sprayer's pick).
+    retx_ev: u16,
+    plane: u8,
+    flags: u8,
+}
+
+/// The retransmission queue's loss window after an ACK timeout (TCP's loss window of one
+/// packet, RFC 5681 section 3.1): the peer's answer to the oldest PSN acknowledges what arrived
+/// but could not be reported (beyond the 64-bit SACK reach of a lost `una`), so the rest of the
+/// queue waits for it instead of resending PSNs that arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RtoWindow {
+    /// The queue is sent as the windows allow.
+    Open,
+    /// A timeout requeued the unacknowledged PSNs: the next retransmission may leave.
+    One,
+    /// That retransmission left: the queue waits for an ACK or NACK.
+    Wait,
+}
+
+/// When a SACK hole counts as lost: the newest acknowledged transmission left at least `tx`
+/// transmissions **and** at least `ns` nanoseconds after the hole's (the time rule is RACK's,
+/// RFC 8985). Written by the firmware with the QP's RTS context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Reorder {
+    /// Later transmissions acknowledged (1..=63: a hole is judged only inside the ACK's
+    /// 64-bit SACK bitmap).
+    pub tx: u32,
+    /// Send-time gap in ns (0: the count alone decides).
+    pub ns: u32,
+}
+
+/// Why no data packet can leave now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// Nothing to send (or not sending at all).
+    Idle,
+    /// The send window is full.
+    Window,
+    /// The congestion window is full (or the loss window waits for the peer).
+    Cc,
+    /// Too many Write-with-Immediate in flight.
+    Wimm,
+    /// No usable EV.
+    NoEv,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SendWqe {
+    wr: SendWr,
+    start_psn: Psn,
+    npkts: u32,
+    msn: u16,
+}
+
+impl SendWqe {
+    const FILL: SendWqe = SendWqe {
+        wr: SendWr {
+            wr_id: 0,
+            local: LocalBuf {
+                handle: 0,
+                offset: 0,
+            },
+            remote_va: 0,
+            rkey: 0,
+            len: 0,
+            imm: None,
+            signaled: false,
+        },
+        start_psn: Psn::new(0),
+        npkts: 0,
+        msn: 0,
+    };
+}
+
+/// Send-side counters of one QP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TxCounters {
+    pub posted: u64,
+    pub post_refused: u64,
+    pub data_sent: u64,
+    pub retransmits: u64,
+    pub acks: u64,
+    /// ACKs whose cumulative PSN was behind `una` or beyond `nxt` (cumulative part ignored).
+    pub acks_stale: u64,
+    pub losses_inferred: u64,
+    pub tail_probes: u64,
+    pub timeouts: u64,
+    pub nacks_trimmed: u64,
+    pub nacks_out_of_window: u64,
+    pub nacks_too_many_wimm: u64,
+    pub nacks_fatal: u64,
+    /// NACKs for PSNs not in flight.
+    pub nacks_stale: u64,
+    /// Retransmission orders for PSNs no longer lost or in flight (acknowledged meanwhile).
+    pub orders_stale: u64,
+    /// Ordered EVs this QP does not have (sent on the sprayer's pick instead).
+    pub orders_bad_ev: u64,
+    pub flushed: u64,
+    /// Transmit attempts that found the window, the congestion window, the immediate limit or
+    /// the EV table in the way.
+    pub stall_window: u64,
+    pub stall_cc: u64,
+    pub stall_wimm: u64,
+    pub stall_no_ev: u64,
+}
+
+/// Why a post was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PostError {
+    /// The QP does not send (not RTS, or in ERROR).
+    NotSending,
+    /// The send queue is full.
+    QueueFull,
+    /// A work request the segmenter cannot carry (address wraps, too many packets).
+    BadWorkRequest,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Before RTS (or after RESET).
+    Off,
+    Live,
+    /// ERROR: `flush_from` is the first send queue entry still to report as flushed.
+    Error,
+}
+
+/// The later of two send times kept as the low 32 bits of ns (compared modulo 2^32).
+#[inline]
+fn later_ns(a: u32, b: u32) -> u32 {
+    if (b.wrapping_sub(a) as i32) >= 0 {
+        b
+    } else {
+        a
+    }
+}
+
+/// What acknowledging slots changes, summed over an ACK and applied once.
+#[derive(Clone, Copy, Debug)]
+struct AckTally {
+    max_seq: u32,
+    max_sent: u32,
+    acked: u64,
+    freed: u64,
+    credited: u16,
+}
+
+/// The send side of one QP: send queue of `SQ` work requests, a window of `WIN` PSNs.
+pub(crate) struct TxSide<const WIN: usize, const SQ: usize> {
+    sq: Ring<SendWqe, SQ>,
+    /// Index in `sq` of the work request whose packets are being sent for the first time.
+    send_idx: usize,
+    next_post_psn: Psn,
+    next_msn: u16,
+    una: Psn,
+    nxt: Psn,
+    slots: [TxSlot; WIN],
+    retx: Ring<Psn, WIN>,
+    inflight_bytes: u64,
+    cwnd_bytes: u64,
+    tx_seq: u32,
+    max_acked_seq: u32,
+    max_acked_sent_ns: u32,
+    /// The SACK bits already applied (relative to `sack_done_base`): ACKs repeat their bitmap
+    /// until the hole below it is filled, so only new bits need work.
+    sack_done_base: Psn,
+    sack_done_bits: u64,
+    rto: RtoWindow,
+    mpr_psns: u32,
+    max_wimm: u16,
+    wimm_inflight: u16,
+    reorder: Reorder,
+    mtu: u32,
+    mode: Mode,
+    counters: TxCounters,
+}
+
+/// Per-EV delivery credits (for the firmware's gray-loss test): counted here per acknowledged
+/// PSN, handed over with the EV's next loss or NACK report, or on their own past half range.
+pub(crate) struct Credits<'a> {
+    pub counts: &'a mut [u16],
+    /// Credits lost to a full counter with no room to report it.
+    pub saturated: &'a mut u64,
+}
+
+impl Credits<'_> {
+    #[inline]
+    fn credit(&mut self, ev: u16) -> bool {
+        match self.counts.get_mut(usize::from(ev)) {
+            Some(c) if *c < u16::MAX => {
+                *c += 1;
+                *c == HALF_CREDITS
+            }
+            Some(_) => {
+                *self.saturated += 1;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Take the credits of `ev` (for its loss or NACK report).
+    #[inline]
+    fn take(&mut self, ev: u16) -> u16 {
+        self.counts.get_mut(usize::from(ev)).map_or(0, core::mem::take)
+    }
+}
+
+/// Most events one ACK may emit: a loss per hole of the SACK bitmap, an [`EvDeliveries`] per
+/// credit crossing half range (at most 8 reported per ACK), the summary.
+pub(crate) const ACK_EVENTS: usize = 64 + 8 + 1;
+
+/// A counter this full is reported on its own ([`EvDeliveries`]).
+const HALF_CREDITS: u16 = 1 << 15;
+
+impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
+    const CAPACITY_OK: () = assert!(WIN >= 64 && SQ >= 1, "TxSide needs WIN >= 64, SQ >= 1");
+
+
+    pub(crate) const OFF: Self = TxSide {
+        sq: Ring::new(SendWqe::FILL),
+        send_idx: 0,
+        next_post_psn: Psn::new(0),
+        next_msn: 0,
+        una: Psn::new(0),
+        nxt: Psn::new(0),
+        slots: [TxSlot {
+            tx_seq: 0,
+            sent_ns: 0,
+            ev: 0,
+            len: 0,
+            retx_ev: 0,
+            plane: 0,
+            flags: 0,
+        }; WIN],
+        retx: Ring::new(Psn::new(0)),
+        inflight_bytes: 0,
+        cwnd_bytes: 0,
+        tx_seq: 0,
+        max_acked_seq: 0,
+        max_acked_sent_ns: 0,
+        sack_done_base: Psn::new(0),
+        sack_done_bits: 0,
+        rto: RtoWindow::Open,
+        mpr_psns: 0,
+        max_wimm: 0,
+        wimm_inflight: 0,
+        reorder: Reorder { tx: 1, ns: 0 },
+        mtu: 1,
+        mode: Mode::Off,
+        counters: TxCounters {
+            posted: 0,
+            post_refused: 0,
+            data_sent: 0,
+            retransmits: 0,
+            acks: 0,
+            acks_stale: 0,
+            losses_inferred: 0,
+            tail_probes: 0,
+            timeouts: 0,
+            nacks_trimmed: 0,
+            nacks_out_of_window: 0,
+            nacks_too_many_wimm: 0,
+            nacks_fatal: 0,
+            nacks_stale: 0,
+            orders_stale: 0,
+            orders_bad_ev: 0,
+            flushed: 0,
+            stall_window: 0,
+            stall_cc: 0,
+            stall_wimm: 0,
+            stall_no_ev: 0,
+        },
+    };
+
+    /// Back to before RTS (RESET): everything forgotten.
+    pub(crate) fn reset(&mut self) {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        self.sq.clear();
+        self.retx.clear();
+        self.send_idx = 0;
+        self.inflight_bytes = 0;
+        self.wimm_inflight = 0;
+        self.mode = Mode::Off;
+        self.counters = TxCounters::default();
+    }
+
+    /// RTS: sending from `sq_psn` with these windows and loss rule; `mtu` payload bytes per
+    /// packet (`1..=65535`). The congestion window is 0 until the firmware writes one.
+    pub(crate) fn start(&mut self, sq_psn: Psn, mpr_psns: u32, max_wimm: u16, reorder: Reorder, mtu: u32) {
+        self.next_post_psn = sq_psn;
+        self.next_msn = 0;
+        self.una = sq_psn;
+        self.nxt = sq_psn;
+        self.tx_seq = 0;
+        self.max_acked_seq = 0;
+        self.max_acked_sent_ns = 0;
+        self.sack_done_base = sq_psn;
+        self.sack_done_bits = 0;
+        self.rto = RtoWindow::Open;
+        self.mpr_psns = mpr_psns.min(WIN as u32);
+        self.max_wimm = max_wimm;
+        self.reorder = Reorder {
+            tx: reorder.tx.clamp(1, 63),
+            ns: reorder.ns,
+        };
+        self.mtu = mtu.clamp(1, u32::from(u16::MAX));
+        self.mode = Mode::Live;
+    }
+
+    /// The congestion window the firmware wrote.
+    pub(crate) fn set_cwnd(&mut self, cwnd_bytes: u64) {
+        self.cwnd_bytes = cwnd_bytes;
+    }
+
+    pub(crate) fn counters(&self) -> TxCounters {
+        self.counters
+    }
+
+    /// Oldest unacknowledged PSN.
+    pub(crate) fn una(&self) -> Psn {
+        self.una
+    }
+
+    /// Next new PSN.
+    pub(crate) fn nxt(&self) -> Psn {
+        self.nxt
+    }
+
+    /// Payload bytes in flight.
+    pub(crate) fn inflight_bytes(&self) -> u64 {
+        self.inflight_bytes
+    }
+
+    /// The congestion window in force.
+    pub(crate) fn cwnd_bytes(&self) -> u64 {
+        self.cwnd_bytes
+    }
+
+    /// Work requests held (not yet acknowledged).
+    pub(crate) fn queued(&self) -> usize {
+        self.sq.len()
+    }
+
+    /// Post a work request.
+    pub(crate) fn post_send(&mut self, wr: SendWr) -> Result<(), PostError> {
+        let result = if self.mode != Mode::Live {
+            Err(PostError::NotSending)
+        } else {
+            let req = WriteRequest {
+                remote_va: wr.remote_va,
+                rkey: wr.rkey,
+                len: wr.len,
+                imm: wr.imm,
+                mtu_payload: self.mtu,
+                start_psn: self.next_post_psn,
+            };
+            match req.packet_count() {
+                Err(_) => Err(PostError::BadWorkRequest),
+                Ok(npkts) => {
+                    let wqe = SendWqe {
+                        wr,
+                        start_psn: self.next_post_psn,
+                        npkts,
+                        msn: self.next_msn,
+                    };
+                    match self.sq.push_back(wqe) {
+                        Ok(()) => {
+                            self.next_post_psn = self.next_post_psn.add(npkts);
+                            self.next_msn = self.next_msn.wrapping_add(1);
+                            Ok(())
+                        }
+                        Err(_) => Err(PostError::QueueFull),
+                    }
+                }
+            }
+        };
+        match result {
+            Ok(()) => self.counters.posted += 1,
+            Err(_) => self.counters.post_refused += 1,
+        }
+        result
+    }
+
+    #[inline]
+    fn slot(&self, psn: Psn) -> TxSlot {
+        self.slots
+            .get(psn.value() as usize % WIN)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, psn: Psn) -> Option<&mut TxSlot> {
+        self.slots.get_mut(psn.value() as usize % WIN)
+    }
+
+    #[inline]
+    fn in_flight_range(&self, psn: Psn) -> bool {
+        psn.offset_from(self.una) < self.nxt.offset_from(self.una)
+    }
+
+    /// Bit `i` set when `base + i` is in `[una, nxt)`.
+    #[inline]
+    fn in_flight_mask(&self, base: Psn) -> u64 {
+        let n = self.nxt.offset_from(self.una);
+        let s = base.offset_from(self.una);
+        let (lo, hi) = if s < n {
+            (0, n - s)
+        } else {
+            let lo = Psn::MODULUS - s;
+            (lo, lo + n)
+        };
+        let below = |k: u32| if k >= 64 { u64::MAX } else { (1u64 << k) - 1 };
+        below(hi) & !below(lo)
+    }
+
+    /// Whether anything waits to be sent.
+    #[inline]
+    pub(crate) fn wants_to_send(&self) -> bool {
+        self.mode == Mode::Live && (!self.retx.is_empty() || self.send_idx < self.sq.len())
+    }
+
+    /// Whether a retransmission waits and may leave as far as the loss window goes.
+    #[inline]
+    pub(crate) fn has_retransmit(&self) -> bool {
+        self.mode == Mode::Live && !self.retx.is_empty() && self.rto != RtoWindow::Wait
+    }
+
+    /// The next data packet (a retransmission first), built into `out`, on the EV the
+    /// sprayer picks (or the one the firmware ordered). Emits [`TxStart`] and [`TxDone`]
+    /// (room for two events is the caller's to check).
+    pub(crate) fn poll<const E: usize, const P: usize>(
+        &mut self,
+        now_ns: u64,
+        hdr: &Hdr,
+        sprayer: &mut Sprayer<E, P>,
+        events: &mut Events,
+        out: &mut Packet,
+    ) -> Result<(), Stall> {
+        if self.mode != Mode::Live {
+            return Err(Stall::Idle);
+        }
+        let queued = !self.retx.is_empty() || self.send_idx < self.sq.len();
+        if !queued {
+            return Err(Stall::Idle);
+        }
+        if self.inflight_bytes >= self.cwnd_bytes {
+            self.counters.stall_cc += 1;
+            return Err(Stall::Cc);
+        }
+        if !self.retx.is_empty() {
+            if self.rto == RtoWindow::Wait {
+                self.counters.stall_cc += 1;
+                return Err(Stall::Cc);
+            }
+            match self.poll_retx(now_ns, hdr, sprayer, out) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(s) => return Err(s),
+            }
+        }
+        self.poll_new(now_ns, hdr, sprayer, events, out)
+    }
+
+    /// The sprayer's next EV, picked once more when it is `avoid`.
+    #[inline]
+    fn pick<const E: usize, const P: usize>(
+        sprayer: &mut Sprayer<E, P>,
+        avoid: Option<u16>,
+    ) -> Option<EvPick> {
+        let p = sprayer.next_ev()?;
+        match avoid {
+            Some(a) if a == p.index => Some(sprayer.next_ev().unwrap_or(p)),
+            _ => Some(p),
+        }
+    }
+
+    /// The first queued retransmission still wanted (`Ok(false)`: none; entries acknowledged
+    /// meanwhile leave the queue).
+    fn poll_retx<const E: usize, const P: usize>(
+        &mut self,
+        now_ns: u64,
+        hdr: &Hdr,
+        sprayer: &mut Sprayer<E, P>,
+        out: &mut Packet,
+    ) -> Result<bool, Stall> {
+        while let Some(&psn) = self.retx.front() {
+            let s = self.slot(psn);
+            let wanted = self.in_flight_range(psn) && s.flags & F_PENDING != 0;
+            // The work request holding `psn` (`npkts < 2^23`: the unsigned compare is
+            // `0 <= d < npkts`).
+            let held = wanted
+                .then(|| {
+                    let d = |w: &SendWqe| psn.offset_from(w.start_psn);
+                    self.sq.iter().find(|w| d(w) < w.npkts).map(|w| (*w, d(w)))
+                })
+                .flatten();
+            let Some((w, index)) = held else {
+                self.retx.pop_front();
+                continue;
+            };
+            let ev = match s.retx_ev {
+                EV_ANY => {
+                    let avoid = (s.flags & F_AVOID != 0).then_some(s.ev);
+                    match Self::pick(sprayer, avoid) {
+                        Some(ev) => ev,
+                        None => {
+                            self.counters.stall_no_ev += 1;
+                            return Err(Stall::NoEv);
+                        }
+                    }
+                }
+                e => match sprayer.ev(e) {
+                    Some(slot) => EvPick {
+                        index: e,
+                        plane: slot.plane,
+                    },
+                    None => {
+                        self.counters.orders_bad_ev += 1;
+                        match Self::pick(sprayer, None) {
+                            Some(ev) => ev,
+                            None => {
+                                self.counters.stall_no_ev += 1;
+                                return Err(Stall::NoEv);
+                            }
+                        }
+                    }
+                },
+            };
+            let Some(()) = self.build(now_ns, hdr, &w, index, ev, true, out) else {
+                self.retx.pop_front();
+                continue;
+            };
+            self.retx.pop_front();
+            self.counters.retransmits += 1;
+            if self.rto == RtoWindow::One {
+                self.rto = RtoWindow::Wait;
+            }
+            self.record_sent(psn, ev, out.payload_len, now_ns);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn poll_new<const E: usize, const P: usize>(
+        &mut self,
+        now_ns: u64,
+        hdr: &Hdr,
+        sprayer: &mut Sprayer<E, P>,
+        events: &mut Events,
+        out: &mut Packet,
+    ) -> Result<(), Stall> {
+        let Some(w) = self.sq.get(self.send_idx).copied() else {
+            return Err(Stall::Idle);
+        };
+        if self.nxt.offset_from(self.una) >= self.mpr_psns {
+            self.counters.stall_window += 1;
+            return Err(Stall::Window);
+        }
+        let index = self.nxt.offset_from(w.start_psn);
+        let wimm_start = index == 0 && w.wr.imm.is_some();
+        if wimm_start && self.wimm_inflight >= self.max_wimm {
+            self.counters.stall_wimm += 1;
+            return Err(Stall::Wimm);
+        }
+        let Some(ev) = Self::pick(sprayer, None) else {
+            self.counters.stall_no_ev += 1;
+            return Err(Stall::NoEv);
+        };
+        if self.build(now_ns, hdr, &w, index, ev, false, out).is_none() {
+            // (cannot happen for a posted work request: it passed `packet_count`)
+            return Err(Stall::Idle);
+        }
+        let psn = self.nxt;
+        if self.una == self.nxt {
+            events.push(CsrEvent::TxStart(TxStart::new(hdr.qpn, psn)));
+        }
+        self.nxt = self.nxt.add(1);
+        self.counters.data_sent += 1;
+        if wimm_start {
+            self.wimm_inflight = self.wimm_inflight.saturating_add(1);
+        }
+        self.record_sent(psn, ev, out.payload_len, now_ns);
+        if index + 1 >= w.npkts {
+            self.send_idx += 1;
+            let mut flags = 0;
+            if w.wr.signaled {
+                flags |= csr::TXD_SIGNALED;
+            }
+            if w.wr.imm.is_some() {
+                flags |= csr::TXD_IMM;
+            }
+            let end = w.start_psn.add(w.npkts);
+            events.push(CsrEvent::TxDone(TxDone::new(hdr.qpn, w.wr.wr_id, end, flags)));
+        }
+        Ok(())
+    }
+
+    /// Packet `index` of work request `w` on `ev`, into `out` (`None` when the segmenter's
+    /// offset checks fail).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn build(
+        &self,
+        now_ns: u64,
+        hdr: &Hdr,
+        w: &SendWqe,
+        index: u32,
+        ev: EvPick,
+        retransmit: bool,
+        out: &mut Packet,
+    ) -> Option<()> {
+        let offset = index.checked_mul(self.mtu)?;
+        let payload_len = w.wr.len.checked_sub(offset)?.min(self.mtu);
+        let remote_va = w.wr.remote_va.checked_add(u64::from(offset))?;
+        let last = index + 1 >= w.npkts;
+        let segment = if w.npkts <= 1 {
+            Segment::Only { imm: w.wr.imm }
+        } else if index == 0 {
+            Segment::First
+        } else if last {
+            Segment::Last { imm: w.wr.imm }
+        } else {
+            Segment::Middle
+        };
+        *out = Packet {
+            src_qpn: hdr.qpn,
+            dest_qpn: hdr.dest_qpn,
+            psn: w.start_psn.add(index),
+            msn: w.msn,
+            ev_format: hdr.ev_format,
+            evx: EvxRepr {
+                ev_index: ev.index,
+                plane: ev.plane,
+                ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
+            },
+            tx_ts_ns: now_ns as u32,
+            echo_ts_ns: 0,
+            retransmit,
+            ack_req: last,
+            trim: TrimMark::None,
+            ce: false,
+            payload_len,
+            body: PacketBody::Write {
+                segment,
+                reth: RethRepr {
+                    va: remote_va,
+                    rkey: w.wr.rkey,
+                    dma_len: payload_len,
+                },
+                local: LocalBuf {
+                    handle: w.wr.local.handle,
+                    offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
+                },
+            },
+        };
+        Some(())
+    }
+
+    /// A transmission of `psn` with `payload_len` bytes on `ev` at `now_ns`.
+    #[inline]
+    fn record_sent(&mut self, psn: Psn, ev: EvPick, payload_len: u32, now_ns: u64) {
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+        let len = payload_len.min(u32::from(u16::MAX)) as u16;
+        let tx_seq = self.tx_seq;
+        if let Some(s) = self.slot_mut(psn) {
+            *s = TxSlot {
+                tx_seq,
+                sent_ns: now_ns as u32,
+                ev: ev.index,
+                len,
+                retx_ev: EV_ANY,
+                plane: ev.plane,
+                flags: F_INFLIGHT,
+            };
+        }
+        self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+    }
+
+    /// Slot `s` is acknowledged (nothing when it already was).
+    #[inline]
+    fn take(t: &mut AckTally, s: &mut TxSlot, credits: &mut Credits<'_>, crossed: &mut heapless::Vec<u16, 8>) {
+        let flags = s.flags;
+        if flags & F_ACKED != 0 {
+            return;
+        }
+        s.flags = F_ACKED;
+        let len = u64::from(s.len);
+        t.acked += len;
+        if flags & F_INFLIGHT != 0 {
+            t.freed += len;
+            t.credited = t.credited.saturating_add(1);
+            if credits.credit(s.ev) {
+                let _ = crossed.push(s.ev);
+            }
+        }
+        if (s.tx_seq.wrapping_sub(t.max_seq) as i32) > 0 {
+            t.max_seq = s.tx_seq;
+            t.max_sent = later_ns(t.max_sent, s.sent_ns);
+        }
+    }
+
+    /// A coalesced ACK (`rtt_ns`: the echoed timestamp's round trip, 0 = none): losses it
+    /// reveals and its summary into `events` (room for [`Self::ACK_EVENTS`] is the caller's to
+    /// check).
+    pub(crate) fn handle_ack(
+        &mut self,
+        now_ns: u64,
+        qpn: u32,
+        a: &AckRepr,
+        rtt_ns: u32,
+        credits: &mut Credits<'_>,
+        events: &mut Events,
+    ) {
+        self.counters.acks += 1;
+        let mut t = AckTally {
+            max_seq: self.max_acked_seq,
+            max_sent: self.max_acked_sent_ns,
+            acked: 0,
+            freed: 0,
+            credited: 0,
+        };
+        let mut crossed = heapless::Vec::<u16, 8>::new();
+        let start = self.una;
+        let mut flags = 0;
+        let cum_ok = a.cum_psn.offset_from(self.una) <= self.nxt.offset_from(self.una);
+        if cum_ok {
+            let mut psn = self.una;
+            let n = a.cum_psn.offset_from(self.una).min(WIN as u32);
+            for _ in 0..n {
+                if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                    Self::take(&mut t, s, credits, &mut crossed);
+                }
+                psn = psn.add(1);
+            }
+            self.una = a.cum_psn;
+        } else {
+            self.counters.acks_stale += 1;
+            flags |= csr::ACK_STALE;
+        }
+        let cum_credited = t.credited;
+        // SACK bits, skipping those an earlier ACK already applied.
+        let shift = a.sack_base.offset_from(self.sack_done_base);
+        let seen = if shift < 64 {
+            self.sack_done_bits >> shift
+        } else {
+            0
+        };
+        let below_nxt = match self.nxt.distance_from(a.sack_base) {
+            d if d >= 64 => u64::MAX,
+            d if d <= 0 => 0,
+            d => (1u64 << d) - 1,
+        };
+        let in_flight = self.in_flight_mask(a.sack_base);
+        self.sack_done_base = a.sack_base;
+        self.sack_done_bits = a.sack_bitmap & below_nxt;
+        let mut bits = a.sack_bitmap & !seen & in_flight;
+        while bits != 0 {
+            let i = bits.trailing_zeros();
+            bits &= bits - 1;
+            if let Some(s) = self.slots.get_mut(a.sack_base.add(i).value() as usize % WIN) {
+                Self::take(&mut t, s, credits, &mut crossed);
+            }
+        }
+        self.max_acked_seq = t.max_seq;
+        self.max_acked_sent_ns = t.max_sent;
+        self.inflight_bytes = self.inflight_bytes.saturating_sub(t.freed);
+        // The packet that triggered this ACK arrived: its send time is a delivered
+        // transmission too, even when its PSN lies beyond the SACK bitmap.
+        if rtt_ns > 0 {
+            let echoed = (now_ns as u32).wrapping_sub(rtt_ns);
+            self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, echoed);
+        }
+        // Losses: holes below the highest SACKed PSN, old enough.
+        if a.sack_bitmap != 0 {
+            let hi = 63 - a.sack_bitmap.leading_zeros();
+            let mut holes = !a.sack_bitmap & ((1u64 << hi) - 1) & in_flight;
+            while holes != 0 {
+                let i = holes.trailing_zeros();
+                holes &= holes - 1;
+                let psn = a.sack_base.add(i);
+                let s = self.slot(psn);
+                let age = self.max_acked_seq.wrapping_sub(s.tx_seq) as i32;
+                let gap_ns = self.max_acked_sent_ns.wrapping_sub(s.sent_ns) as i32;
+                if s.flags & F_INFLIGHT != 0
+                    && age >= self.reorder.tx as i32
+                    && i64::from(gap_ns) >= i64::from(self.reorder.ns)
+                {
+                    self.mark_lost(psn);
+                    self.counters.losses_inferred += 1;
+                    let delivered = credits.take(s.ev);
+                    events.push(CsrEvent::Loss(LossEntry::new(
+                        qpn,
+                        psn,
+                        s.ev,
+                        s.plane,
+                        s.len,
+                        delivered,
+                        csr::LOSS_REORDER,
+                    )));
+                }
+            }
+        }
+        for &ev in crossed.iter() {
+            let n = credits.take(ev);
+            if n > 0 {
+                events.push(CsrEvent::EvDeliveries(EvDeliveries::new(qpn, ev, u32::from(n))));
+            }
+        }
+        if self.una != start {
+            flags |= csr::ACK_PROGRESS;
+        }
+        if self.una != self.nxt {
+            flags |= csr::ACK_OUTSTANDING;
+        }
+        if a.ce_count > 0 {
+            flags |= csr::ACK_ECN;
+            // The ACK carries CE marks per plane only: its own EV gets the sample when its
+            // plane saw a mark.
+            if a.plane < 8 && (a.ecn_plane_mask >> a.plane) & 1 != 0 {
+                flags |= csr::ACK_ECN_EV;
+            }
+        }
+        events.push(CsrEvent::AckSummary(AckSummary::new(
+            qpn,
+            self.una,
+            flags,
+            u32::try_from(t.acked).unwrap_or(u32::MAX),
+            rtt_ns,
+            t.credited,
+            t.credited - cum_credited,
+            a.ev_index,
+            a.plane,
+        )));
+        self.rto = RtoWindow::Open;
+        self.retire_acked();
+    }
+
+    /// Work requests the cumulative PSN passed leave the queue.
+    fn retire_acked(&mut self) {
+        while let Some(w) = self.sq.front() {
+            if self.send_idx == 0 || self.una.offset_from(w.start_psn) < w.npkts {
+                return;
+            }
+            if w.wr.imm.is_some() {
+                self.wimm_inflight = self.wimm_inflight.saturating_sub(1);
+            }
+            self.sq.pop_front();
+            self.send_idx -= 1;
+        }
+    }
+
+    /// `psn` (in flight) is lost: out of flight, waiting for an order.
+    fn mark_lost(&mut self, psn: Psn) {
+        if let Some(s) = self.slot_mut(psn) {
+            if s.flags & F_INFLIGHT != 0 {
+                s.flags = F_LOST;
+                let len = u64::from(s.len);
+                self.inflight_bytes = self.inflight_bytes.saturating_sub(len);
+            }
+        }
+    }
+
+    /// A NACK from the responder: reported (room for one event is the caller's to check).
+    /// With `planted_bug` (tests only) a TRIMMED_LAST_HOP NACK is taken as the packet's ACK
+    /// and reported to nobody: the packet is never resent.
+    pub(crate) fn handle_nack(
+        &mut self,
+        qpn: u32,
+        n: &NackRepr,
+        credits: &mut Credits<'_>,
+        planted_bug: bool,
+        events: &mut Events,
+    ) {
+        let s = self.slot(n.psn);
+        let in_flight = self.in_flight_range(n.psn) && s.flags & F_INFLIGHT != 0;
+        let report = |events: &mut Events, credits: &mut Credits<'_>, flags: u8| {
+            let delivered = if flags & csr::NACK_IN_FLIGHT != 0 {
+                credits.take(s.ev)
+            } else {
+                0
+            };
+            events.push(CsrEvent::Nack(NackEntry::new(
+                qpn, n.psn, n.reason, s.ev, s.plane, s.len, delivered, flags,
+            )));
+        };
+        if n.reason.is_fatal() || n.reason == NackReason::InvalidQp {
+            self.counters.nacks_fatal += 1;
+            report(events, credits, 0);
+            return;
+        }
+        // The peer answered: the loss window after a timeout opens.
+        self.rto = RtoWindow::Open;
+        if !in_flight {
+            self.counters.nacks_stale += 1;
+            return;
+        }
+        match n.reason {
+            NackReason::Trimmed | NackReason::TrimmedLastHop => {
+                self.counters.nacks_trimmed += 1;
+                if planted_bug && n.reason == NackReason::TrimmedLastHop {
+                    if let Some(slot) = self.slot_mut(n.psn) {
+                        slot.flags = F_ACKED;
+                    }
+                    self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+                    return;
+                }
+                self.mark_lost(n.psn);
+                report(events, credits, csr::NACK_IN_FLIGHT);
+            }
+            NackReason::OutOfWindow => {
+                self.counters.nacks_out_of_window += 1;
+                self.mark_lost(n.psn);
+                report(events, credits, csr::NACK_IN_FLIGHT);
+            }
+            _ => {
+                // TOO_MANY_WIMM: the firmware's timeout resends it once the responder has room.
+                self.counters.nacks_too_many_wimm += 1;
+                report(events, credits, csr::NACK_IN_FLIGHT);
+            }
+        }
+    }
+
+    /// The firmware orders `psn` resent on `ev` ([`EV_ANY`]: the sprayer's pick, `avoid`ing
+    /// the EV it last left on).
+    pub(crate) fn order_retransmit(&mut self, psn: Psn, ev: u16, avoid: bool) {
+        let s = self.slot(psn);
+        if self.mode != Mode::Live
+            || !self.in_flight_range(psn)
+            || s.flags & (F_LOST | F_INFLIGHT) == 0
+        {
+            self.counters.orders_stale += 1;
+            return;
+        }
+        if s.flags & F_INFLIGHT != 0 {
+            self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+        }
+        self.queue_retx(psn, ev, avoid);
+    }
+
+    fn queue_retx(&mut self, psn: Psn, ev: u16, avoid: bool) {
+        if let Some(s) = self.slot_mut(psn) {
+            s.flags = F_PENDING | if avoid { F_AVOID } else { 0 };
+            s.retx_ev = ev;
+            // Cannot overflow: each PSN of the window is queued at most once.
+            let _ = self.retx.push_back(psn);
+        }
+    }
+
+    /// After an ACK timeout: every unacknowledged PSN of `[una, nxt)` is queued for
+    /// retransmission in PSN order, the oldest first, each once, not on the EV it last took;
+    /// only the oldest leaves until the peer answers.
+    ///
+    /// The queue is rebuilt rather than appended to: PSNs already waiting would otherwise keep
+    /// their old place while the ones just lost again go behind them, and `una` could wait
+    /// behind dozens of PSNs the peer cannot acknowledge (beyond its 64-bit SACK bitmap).
+    pub(crate) fn requeue_unacked(&mut self) {
+        if self.mode != Mode::Live {
+            return;
+        }
+        self.counters.timeouts += 1;
+        self.retx.clear();
+        let mut psn = self.una;
+        while psn != self.nxt {
+            let s = self.slot(psn);
+            if s.flags & F_INFLIGHT != 0 {
+                self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+            }
+            if s.flags & (F_INFLIGHT | F_PENDING | F_LOST) != 0 {
+                self.queue_retx(psn, EV_ANY, true);
+            }
+            psn = psn.add(1);
+        }
+        self.rto = RtoWindow::One;
+    }
+
+    /// A tail loss probe: the newest PSN in flight is resent on another EV.
+    pub(crate) fn tail_probe(&mut self) {
+        if self.mode != Mode::Live {
+            return;
+        }
+        let mut psn = self.nxt;
+        while psn != self.una {
+            psn = psn.sub(1);
+            let s = self.slot(psn);
+            if s.flags & F_INFLIGHT != 0 {
+                self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+                self.queue_retx(psn, EV_ANY, true);
+                self.counters.tail_probes += 1;
+                return;
+            }
+        }
+    }
+
+    /// Plane `plane` went down: what was in flight on it is resent on other EVs.
+    pub(crate) fn plane_down(&mut self, plane: u8) {
+        if self.mode != Mode::Live {
+            return;
+        }
+        let mut psn = self.una;
+        while psn != self.nxt {
+            let s = self.slot(psn);
+            if s.plane == plane && s.flags & F_INFLIGHT != 0 {
+                self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+                self.queue_retx(psn, EV_ANY, true);
+            }
+            psn = psn.add(1);
+        }
+    }
+
+    /// ERROR: nothing more leaves; [`Self::poll_flush`] reports the unsent work requests.
+    pub(crate) fn enter_error(&mut self) {
+        if self.mode == Mode::Live {
+            self.mode = Mode::Error;
+            self.retx.clear();
+            // The work requests the firmware heard of (all packets sent) are its to flush.
+            for _ in 0..self.send_idx {
+                self.sq.pop_front();
+            }
+            self.send_idx = 0;
+        } else if self.mode == Mode::Off {
+            self.mode = Mode::Error;
+        }
+    }
+
+    /// Reports flushed work requests while `events` has room; `true` when none is left.
+    pub(crate) fn poll_flush(&mut self, qpn: u32, events: &mut Events) -> bool {
+        if self.mode != Mode::Error {
+            return true;
+        }
+        while let Some(w) = self.sq.front() {
+            if events.room() == 0 {
+                return false;
+            }
+            events.push(CsrEvent::Flushed(Flushed::new(qpn, w.wr.wr_id, w.wr.signaled)));
+            self.counters.flushed += 1;
+            self.sq.pop_front();
+        }
+        true
+    }
+
+    /// Whether flushed work requests wait to be reported.
+    pub(crate) fn flush_pending(&self) -> bool {
+        self.mode == Mode::Error && !self.sq.is_empty()
+    }
+}

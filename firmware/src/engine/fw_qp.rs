@@ -1,0 +1,774 @@
+//! One QP's firmware state: the QP state machine, its EV table and congestion controller, the
+//! ACK timeout and tail loss probe, the work requests waiting for completion, the receive queue.
+//!
+//! It runs on the datapath's reports (`mrc_abi::device::csr` DP->FW entries) and answers with
+//! commands: at once for what an event decides (a retransmission order, a state change), and
+//! lazily for state it keeps in sync ([`QpContext::poll_lazy`]: EV table writes and plane
+//! weights, the congestion window, receive credits, completions), so a burst of events costs
+//! one write of each.
+
+use mrc_abi::device::csr::{
+    self, CsrEvent, EvEventEntry, EvUpdate, PlaneWeight, QpInitCtx, QpRtrCtx, QpRtsCtx,
+    QpStateEntry, RecvCredit, Retransmit, RetransmitUnacked, SendProbe, TailProbe, WindowUpdate,
+    EV_ANY,
+};
+use mrc_abi::wire::NackReason;
+use mrc_abi::Psn;
+
+use crate::csr_queue::CsrQueue;
+use crate::datapath::sprayer::WEIGHT_MAX;
+use crate::engine::cc::{Cc, Controller, FixedWindow};
+use crate::engine::completion::{Completion, CompletionError, CompletionKind};
+use crate::engine::ev_state::{AckFeedback, EvConfig, EvState, EvStats, EvTable, MAX_PLANES};
+use crate::engine::qp::{transition_allowed, InitParams, QpAttrs, QpError, QpState};
+use crate::engine::retry::{AckTimeout, RetryDecision, RetryPolicy, RetryState};
+use crate::engine::timer_wheel::TimerHandle;
+use crate::engine::EngineConfig;
+use crate::ring::Ring;
+
+/// Timer kinds per QP: the ACK timeout with the tail loss probe, and EV probes.
+pub(crate) const T_RETRY: usize = 0;
+pub(crate) const T_PROBE: usize = 1;
+/// Timers each QP needs in the wheel.
+pub const TIMERS_PER_QP: usize = 2;
+
+/// Commands the engine buffers.
+pub const CMD_CAP: usize = 128;
+/// The engine's command queue.
+pub(crate) type Cmds = CsrQueue<CMD_CAP>;
+/// Commands one event may queue at once (the rest is lazy).
+pub(crate) const EVENT_CMDS: usize = 2;
+/// Commands one timer may queue at once.
+pub(crate) const TIMER_CMDS: usize = 8;
+
+/// A send work request all of whose packets left, waiting for its acknowledgement.
+#[derive(Clone, Copy, Debug)]
+struct Awaiting {
+    wr_id: u64,
+    end: Psn,
+    signaled: bool,
+}
+
+/// Firmware counters of one QP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FwQpCounters {
+    pub ack_summaries: u64,
+    pub losses: u64,
+    pub nacks_trimmed: u64,
+    pub nacks_out_of_window: u64,
+    pub nacks_too_many_wimm: u64,
+    pub nacks_fatal: u64,
+    pub retransmits_ordered: u64,
+    pub timeouts: u64,
+    pub give_ups: u64,
+    pub tail_probes: u64,
+    pub probes_sent: u64,
+    pub probe_replies_ok: u64,
+    pub probe_replies_stale: u64,
+    pub completions: u64,
+    pub flushed: u64,
+    pub recv_posted: u64,
+    pub recv_refused: u64,
+    pub imm_completions: u64,
+    /// A placed immediate with no receive posted (the datapath checks credits: a bug).
+    pub imms_unmatched: u64,
+    /// Reports for a QP in a state that does not take them (late after ERROR or RESET).
+    pub events_ignored: u64,
+    /// Work requests sent with no room to await them (a bug: the datapath holds at most as
+    /// many).
+    pub awaiting_overflow: u64,
+}
+
+/// What a report about one QP shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FwQpView {
+    pub qpn: u32,
+    pub state: QpState,
+    pub cwnd_bytes: u64,
+    /// Oldest unacknowledged PSN as the last ACK summary said.
+    pub una: Psn,
+    /// Work requests sent, waiting for their acknowledgement.
+    pub awaiting: usize,
+    /// Receives posted and not consumed.
+    pub recv_queued: usize,
+    /// EVs `Good` or `Skip`.
+    pub active_evs: u16,
+    pub ev_counters: crate::engine::ev_state::EvCounters,
+    pub counters: FwQpCounters,
+}
+
+/// The capacities a QP's attributes are checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub window_psns: usize,
+    pub send_queue: usize,
+    pub recv_queue: usize,
+}
+
+/// The firmware's state of one QP; sizes as in [`crate::capacity::Capacity`].
+pub struct FwQp<const EVS: usize, const SQ: usize, const RQ: usize> {
+    qpn: u32,
+    open: bool,
+    state: QpState,
+    init: Option<InitParams>,
+    ev: EvTable<EVS>,
+    cc: Cc,
+    /// The plane weights last written to the sprayer.
+    weights: [u8; MAX_PLANES],
+    retry: RetryState,
+    reorder_ns: u32,
+    tlp_deadline_ns: Option<u64>,
+    tlp_out: bool,
+    /// The datapath has PSNs outstanding (its last word: a TxStart or an ACK summary).
+    outstanding: bool,
+    una: Psn,
+    awaiting: Ring<Awaiting, SQ>,
+    send_cause: Option<CompletionError>,
+    rq: Ring<u64, RQ>,
+    credits_pending: u16,
+    recv_cause: Option<CompletionError>,
+    /// The congestion window last written (`u64::MAX`: none yet).
+    cwnd_sent: u64,
+    pub(crate) timers: [Option<(TimerHandle, u64)>; TIMERS_PER_QP],
+    counters: FwQpCounters,
+}
+
+/// What the engine does with one QP's firmware state, at any size (implemented by [`FwQp`]).
+pub trait QpContext {
+    /// A free slot for QP number `qpn`.
+    fn new(qpn: u32) -> Self;
+    /// Whether the slot holds a QP.
+    fn is_open(&self) -> bool;
+    /// A fresh QP in RESET in this slot.
+    ///
+    /// # Errors
+    /// The default EV table's configuration (never, for a valid capacity).
+    fn open(&mut self) -> Result<(), QpError>;
+    /// Free the slot.
+    fn close(&mut self);
+    /// The state.
+    fn state(&self) -> QpState;
+    /// Move to `to` with `attrs`; the datapath's context writes go to `cmds`.
+    ///
+    /// # Errors
+    /// [`QpError`] naming what failed; the QP is unchanged.
+    fn modify(
+        &mut self,
+        to: QpState,
+        attrs: &QpAttrs,
+        cfg: &EngineConfig,
+        limits: &Limits,
+        cmds: &mut Cmds,
+    ) -> Result<(), QpError>;
+    /// A receive buffer posted (announced to the datapath lazily).
+    ///
+    /// # Errors
+    /// [`QpError::WrongState`], [`QpError::QueueFull`] (counted).
+    fn post_recv(&mut self, wr_id: u64) -> Result<(), QpError>;
+    /// One datapath report about this QP (room for [`EVENT_CMDS`] commands is the caller's).
+    fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds);
+    /// The deadline of timer `kind`.
+    fn deadline(&self, kind: usize) -> Option<u64>;
+    /// The wheel entry of timer `kind`.
+    fn timer(&mut self, kind: usize) -> &mut Option<(TimerHandle, u64)>;
+    /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
+    /// Returns whether it did anything.
+    fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
+    /// The lazy commands (EV writes, plane weights, window, receive credits, completions)
+    /// into the front of `out`; returns how many.
+    fn poll_lazy(&mut self, out: &mut [mrc_abi::device::csr::CsrEntry]) -> usize;
+    /// Whether [`Self::poll_lazy`] has something to write.
+    fn lazy_pending(&self) -> bool;
+    /// Plane `plane` went down (every EV on it retires).
+    fn plane_down(&mut self, plane: u8);
+    /// Plane `plane` came back (its EVs are probed from `now_ns`).
+    fn plane_up(&mut self, now_ns: u64, plane: u8);
+    /// A loss on a route EV `ev` shares (see `EvTable::handle_shared_loss`).
+    ///
+    /// # Errors
+    /// [`QpError::Ev`].
+    fn shared_loss(&mut self, now_ns: u64, ev: u16) -> Result<bool, QpError>;
+    /// A probe answered on a route EV `ev` shares (see `EvTable::handle_shared_recovery`).
+    ///
+    /// # Errors
+    /// [`QpError::Ev`].
+    fn shared_recovery(&mut self, ev: u16) -> Result<bool, QpError>;
+    /// Controller: deny (`allow == false`) or allow EV `ev`.
+    ///
+    /// # Errors
+    /// [`QpError::Ev`].
+    fn set_ev_allowed(&mut self, now_ns: u64, ev: u16, allow: bool) -> Result<(), QpError>;
+    /// For reports.
+    fn view(&self) -> FwQpView;
+    /// The state and statistics of EV `ev`.
+    fn ev_stats(&self, ev: u16) -> Option<EvStats>;
+}
+
+impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
+    fn fresh(&mut self) -> Result<(), QpError> {
+        self.ev
+            .reset(EvConfig::new(EVS.min(256) as u16, 1))
+            .map_err(QpError::Ev)?;
+        self.state = QpState::Reset;
+        self.init = None;
+        self.cc = Cc::Fixed(FixedWindow { cwnd_bytes: 0 });
+        self.weights = [1; MAX_PLANES];
+        self.retry = RetryState::new(RetryPolicy::Forever, AckTimeout::MAX);
+        self.reorder_ns = 0;
+        self.tlp_deadline_ns = None;
+        self.tlp_out = false;
+        self.outstanding = false;
+        self.una = Psn::new(0);
+        self.awaiting.clear();
+        self.send_cause = None;
+        self.rq.clear();
+        self.credits_pending = 0;
+        self.recv_cause = None;
+        self.cwnd_sent = u64::MAX;
+        self.counters = FwQpCounters::default();
+        Ok(())
+    }
+
+    /// Move to ERROR with a cause for each half (the first error's causes stand).
+    fn fail(&mut self, send_cause: CompletionError, recv_cause: CompletionError, cmds: &mut Cmds) {
+        if self.state == QpState::Error {
+            return;
+        }
+        self.state = QpState::Error;
+        self.send_cause = Some(send_cause);
+        self.recv_cause = Some(recv_cause);
+        self.tlp_deadline_ns = None;
+        self.outstanding = false;
+        self.retry.on_progress(0, false);
+        cmds.push(CsrEvent::QpState(QpStateEntry::new(self.qpn, csr::QP_ERROR)));
+    }
+
+    /// The tail loss probe's deadline: two time-rule windows (about two unloaded RTTs) after
+    /// the last send or ACK, while PSNs are outstanding and no probe is out.
+    fn arm_tlp(&mut self, now_ns: u64) {
+        self.tlp_deadline_ns = (self.reorder_ns != 0 && !self.tlp_out && self.outstanding)
+            .then(|| now_ns.saturating_add(2 * u64::from(self.reorder_ns)));
+    }
+
+    fn order_retransmit(&mut self, psn: Psn, avoid: bool, cmds: &mut Cmds) {
+        self.counters.retransmits_ordered += 1;
+        let flags = if avoid { csr::RETX_AVOID_LAST } else { 0 };
+        cmds.push(CsrEvent::Retransmit(Retransmit::new(self.qpn, psn, EV_ANY, flags)));
+    }
+
+    /// Capacity-weighted plane balance: plane weight proportional to its `Good` EVs, rounded
+    /// to the nearest of `1..=WEIGHT_MAX` (rounding up would give a plane with 56 of 64 EVs
+    /// 14/15 of the others' weight, 0.933, where its capacity is 0.875; 13/15 is 0.867).
+    fn plane_weights(&self) -> [u8; MAX_PLANES] {
+        let caps = self.ev.plane_capacities();
+        let max = caps.iter().copied().max().unwrap_or(0);
+        let mut w = self.weights;
+        if max == 0 {
+            return w;
+        }
+        let planes = usize::from(self.ev.config().planes);
+        for (p, &cap) in caps.iter().enumerate().take(planes) {
+            let (cap, max) = (u32::from(cap), u32::from(max));
+            let x = (2 * u32::from(WEIGHT_MAX) * cap + max) / (2 * max);
+            if let Some(slot) = w.get_mut(p) {
+                *slot = x.clamp(1, u32::from(WEIGHT_MAX)) as u8;
+            }
+        }
+        w
+    }
+
+    fn completions_waiting(&self) -> bool {
+        match self.state {
+            QpState::Error => !self.awaiting.is_empty() || !self.rq.is_empty(),
+            _ => self
+                .awaiting
+                .front()
+                .is_some_and(|a| self.una.distance_from(a.end) >= 0),
+        }
+    }
+
+    fn complete(&mut self, c: Completion) -> mrc_abi::device::csr::CsrEntry {
+        self.counters.completions += 1;
+        if c.status.is_err() {
+            self.counters.flushed += 1;
+        }
+        c.to_entry()
+    }
+
+    fn handle_ack(&mut self, now_ns: u64, a: &csr::AckSummary) {
+        self.counters.ack_summaries += 1;
+        self.ev.note_qp_deliveries(u64::from(a.delivered.get()));
+        let rtt = u64::from(a.rtt_ns.get());
+        let fb = AckFeedback {
+            delivered: 0,
+            ecn_marked: a.has(csr::ACK_ECN_EV),
+            rtt_ns: rtt,
+        };
+        let _ = self.ev.handle_ack(a.ack_ev.get(), now_ns, fb);
+        self.cc
+            .on_ack(now_ns, u64::from(a.acked_bytes.get()), a.has(csr::ACK_ECN), rtt);
+        self.outstanding = a.has(csr::ACK_OUTSTANDING);
+        if a.has(csr::ACK_PROGRESS) {
+            self.una = a.una();
+            self.retry.on_progress(now_ns, self.outstanding);
+        }
+        self.tlp_out = false;
+        self.arm_tlp(now_ns);
+    }
+
+    fn handle_nack(&mut self, now_ns: u64, n: &csr::NackEntry, cmds: &mut Cmds) {
+        let Some(reason) = n.reason() else { return };
+        if reason.is_fatal() || reason == NackReason::InvalidQp {
+            self.counters.nacks_fatal += 1;
+            self.fail(CompletionError::RemoteNack(reason), CompletionError::Flushed, cmds);
+            return;
+        }
+        let ev = n.ev.get();
+        if n.flags & csr::NACK_IN_FLIGHT != 0 {
+            let _ = self.ev.credit_deliveries(ev, u64::from(n.ev_delivered.get()));
+        }
+        match reason {
+            NackReason::Trimmed | NackReason::TrimmedLastHop => {
+                self.counters.nacks_trimmed += 1;
+                let _ = self.ev.handle_trim(ev);
+                self.cc.on_trim(now_ns, u64::from(n.len.get()));
+                self.order_retransmit(n.psn(), false, cmds);
+            }
+            NackReason::OutOfWindow => {
+                self.counters.nacks_out_of_window += 1;
+                self.order_retransmit(n.psn(), false, cmds);
+            }
+            _ => {
+                // TOO_MANY_WIMM: the ACK timeout resends it once the responder has room.
+                self.counters.nacks_too_many_wimm += 1;
+            }
+        }
+    }
+}
+
+impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS, SQ, RQ> {
+    fn new(qpn: u32) -> Self {
+        let ev = match EvTable::new(EvConfig::new(EVS.min(256) as u16, 1)) {
+            Ok(t) => t,
+            // (the default configuration of a table of this capacity is valid; a capacity
+            // the table refuses fails the build)
+            Err(_) => unreachable_table(),
+        };
+        FwQp {
+            qpn,
+            open: false,
+            state: QpState::Reset,
+            init: None,
+            ev,
+            cc: Cc::Fixed(FixedWindow { cwnd_bytes: 0 }),
+            weights: [1; MAX_PLANES],
+            retry: RetryState::new(RetryPolicy::Forever, AckTimeout::MAX),
+            reorder_ns: 0,
+            tlp_deadline_ns: None,
+            tlp_out: false,
+            outstanding: false,
+            una: Psn::new(0),
+            awaiting: Ring::new(Awaiting {
+                wr_id: 0,
+                end: Psn::new(0),
+                signaled: false,
+            }),
+            send_cause: None,
+            rq: Ring::new(0),
+            credits_pending: 0,
+            recv_cause: None,
+            cwnd_sent: u64::MAX,
+            timers: [None; TIMERS_PER_QP],
+            counters: FwQpCounters::default(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.open
+    }
+
+    fn open(&mut self) -> Result<(), QpError> {
+        self.fresh()?;
+        self.open = true;
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        self.open = false;
+        self.state = QpState::Reset;
+    }
+
+    fn state(&self) -> QpState {
+        self.state
+    }
+
+    fn modify(
+        &mut self,
+        to: QpState,
+        attrs: &QpAttrs,
+        cfg: &EngineConfig,
+        limits: &Limits,
+        cmds: &mut Cmds,
+    ) -> Result<(), QpError> {
+        let from = self.state;
+        if !transition_allowed(from, to) {
+            return Err(QpError::BadTransition { from, to });
+        }
+        match to {
+            QpState::Reset => {
+                self.fresh()?;
+                cmds.push(CsrEvent::QpState(QpStateEntry::new(self.qpn, csr::QP_RESET)));
+            }
+            QpState::Init => {
+                let p = attrs.init_params(EVS)?;
+                let mut table = p.ev_profile.table;
+                table.planes = table.planes.clamp(1, MAX_PLANES as u8);
+                EvTable::<EVS>::check(&table).map_err(QpError::Ev)?;
+                let cc = p.cc_profile.build()?;
+                self.ev.reset(table).map_err(QpError::Ev)?;
+                self.cc = cc;
+                self.weights = [1; MAX_PLANES];
+                self.init = Some(p);
+                self.state = QpState::Init;
+                cmds.push(CsrEvent::QpInit(QpInitCtx::new(
+                    self.qpn,
+                    table.evs,
+                    table.planes,
+                    p.ev_profile.format,
+                    p.ev_profile.value_base,
+                )));
+            }
+            QpState::Rtr => {
+                let p = attrs.rtr_params(limits.window_psns, limits.recv_queue)?;
+                self.state = QpState::Rtr;
+                cmds.push(CsrEvent::QpRtr(QpRtrCtx::new(
+                    self.qpn,
+                    p.rq_psn,
+                    p.mpr_psns,
+                    p.max_wimm,
+                    p.dest_qpn,
+                )));
+            }
+            QpState::Rts => {
+                let p = attrs.rts_params(limits.window_psns, limits.send_queue)?;
+                self.retry = p.retry;
+                self.reorder_ns = cfg.reorder_ns;
+                self.una = p.sq_psn;
+                self.cwnd_sent = u64::MAX;
+                self.state = QpState::Rts;
+                let reorder_tx = cfg.reorder_tx.clamp(1, 63) as u8;
+                cmds.push(CsrEvent::QpRts(QpRtsCtx::new(
+                    self.qpn,
+                    p.sq_psn,
+                    p.mpr_psns,
+                    p.max_wimm,
+                    reorder_tx,
+                    cfg.reorder_ns,
+                )));
+            }
+            QpState::Error => {
+                self.fail(CompletionError::Flushed, CompletionError::Flushed, cmds);
+            }
+        }
+        Ok(())
+    }
+
+    fn post_recv(&mut self, wr_id: u64) -> Result<(), QpError> {
+        let r = match self.state {
+            QpState::Rtr | QpState::Rts => self.rq.push_back(wr_id).map_err(|_| QpError::QueueFull),
+            state => Err(QpError::WrongState { state }),
+        };
+        match r {
+            Ok(()) => {
+                self.counters.recv_posted += 1;
+                self.credits_pending = self.credits_pending.saturating_add(1);
+            }
+            Err(_) => self.counters.recv_refused += 1,
+        }
+        r
+    }
+
+    fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds) {
+        let live = matches!(self.state, QpState::Rtr | QpState::Rts);
+        match ev {
+            CsrEvent::AckSummary(a) if self.state == QpState::Rts => self.handle_ack(now_ns, a),
+            CsrEvent::Loss(l) if self.state == QpState::Rts => {
+                self.counters.losses += 1;
+                let ev = l.ev.get();
+                let _ = self.ev.credit_deliveries(ev, u64::from(l.ev_delivered.get()));
+                let _ = self.ev.handle_loss(ev, now_ns);
+                self.cc.on_nack(now_ns, u64::from(l.len.get()));
+                self.order_retransmit(l.psn(), true, cmds);
+            }
+            CsrEvent::Nack(n) if self.state == QpState::Rts => self.handle_nack(now_ns, n, cmds),
+            CsrEvent::TxStart(_) if self.state == QpState::Rts => {
+                self.retry.arm(now_ns);
+                self.outstanding = true;
+                self.arm_tlp(now_ns);
+            }
+            CsrEvent::TxDone(d) if matches!(self.state, QpState::Rts | QpState::Error) => {
+                let a = Awaiting {
+                    wr_id: d.wr_id.get(),
+                    end: d.end_psn(),
+                    signaled: d.flags & csr::TXD_SIGNALED != 0,
+                };
+                if self.awaiting.push_back(a).is_err() {
+                    self.counters.awaiting_overflow += 1;
+                }
+                if self.state == QpState::Rts {
+                    self.arm_tlp(now_ns);
+                }
+            }
+            CsrEvent::WimmPlaced(w) if live => match self.rq.pop_front() {
+                Some(wr_id) => {
+                    self.counters.imm_completions += 1;
+                    let e = self.complete(Completion {
+                        qpn: self.qpn,
+                        wr_id,
+                        kind: CompletionKind::RecvImm {
+                            imm: w.imm.get(),
+                            msn: w.msn.get(),
+                        },
+                        status: Ok(()),
+                    });
+                    cmds.push_entry(e);
+                }
+                None => self.counters.imms_unmatched += 1,
+            },
+            CsrEvent::ProbeReply(p) if live => {
+                match self
+                    .ev
+                    .handle_probe_reply(p.ev_index.get(), p.probe_id.get(), u64::from(p.rtt_ns.get()))
+                {
+                    Ok(()) => self.counters.probe_replies_ok += 1,
+                    Err(_) => self.counters.probe_replies_stale += 1,
+                }
+            }
+            CsrEvent::RxFatal(f) => {
+                let reason = NackReason::from_u8(f.reason).unwrap_or(NackReason::RemoteAccess);
+                self.fail(CompletionError::Flushed, CompletionError::LocalQpError(reason), cmds);
+            }
+            CsrEvent::Flushed(f) => {
+                let status = Err(self.send_cause.take().unwrap_or(CompletionError::Flushed));
+                let e = self.complete(Completion {
+                    qpn: self.qpn,
+                    wr_id: f.wr_id.get(),
+                    kind: CompletionKind::Send,
+                    status,
+                });
+                cmds.push_entry(e);
+            }
+            CsrEvent::EvDeliveries(d) => {
+                let _ = self.ev.credit_deliveries(d.ev.get(), u64::from(d.count.get()));
+            }
+            CsrEvent::SkipServed(s) => {
+                let _ = self.ev.handle_skip_served(s.ev.get());
+            }
+            _ => self.counters.events_ignored += 1,
+        }
+    }
+
+    fn deadline(&self, kind: usize) -> Option<u64> {
+        match kind {
+            T_RETRY if self.state == QpState::Rts => {
+                match (self.retry.deadline_ns(), self.tlp_deadline_ns) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            T_PROBE if matches!(self.state, QpState::Rtr | QpState::Rts) => {
+                self.ev.next_probe_deadline()
+            }
+            _ => None,
+        }
+    }
+
+    fn timer(&mut self, kind: usize) -> &mut Option<(TimerHandle, u64)> {
+        let k = kind.min(TIMERS_PER_QP - 1);
+        &mut self.timers[k]
+    }
+
+    fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool {
+        if kind == T_PROBE {
+            if !matches!(self.state, QpState::Rtr | QpState::Rts) {
+                return false;
+            }
+            let mut any = false;
+            for _ in 0..TIMER_CMDS {
+                let Some(p) = self.ev.poll_probe(now_ns) else { break };
+                any = true;
+                self.counters.probes_sent += 1;
+                cmds.push(CsrEvent::SendProbe(SendProbe::new(self.qpn, p.ev, p.plane, p.probe_id)));
+            }
+            return any;
+        }
+        if self.state != QpState::Rts {
+            return false;
+        }
+        let mut acted = false;
+        if self.tlp_deadline_ns.is_some_and(|d| d <= now_ns) {
+            self.tlp_deadline_ns = None;
+            if self.outstanding && !self.tlp_out {
+                self.tlp_out = true;
+                self.counters.tail_probes += 1;
+                cmds.push(CsrEvent::TailProbe(TailProbe::new(self.qpn)));
+                acted = true;
+            }
+        }
+        match self.retry.deadline_ns() {
+            Some(d) if d <= now_ns => {}
+            _ => return acted,
+        }
+        if !self.outstanding {
+            self.retry.on_progress(now_ns, false);
+            return acted;
+        }
+        self.counters.timeouts += 1;
+        match self.retry.on_timeout(now_ns) {
+            RetryDecision::Retry { .. } => {
+                self.cc.on_timeout(now_ns);
+                cmds.push(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(self.qpn)));
+            }
+            RetryDecision::GiveUp { .. } => {
+                self.counters.give_ups += 1;
+                self.fail(CompletionError::RetryExceeded, CompletionError::Flushed, cmds);
+            }
+        }
+        true
+    }
+
+    fn poll_lazy(&mut self, out: &mut [mrc_abi::device::csr::CsrEntry]) -> usize {
+        let mut n = 0;
+        let qpn = self.qpn;
+        // EV state changes: the sprayer's entry and the host's event.
+        let mut changed = false;
+        while out.len() - n >= 2 {
+            let Some(e) = self.ev.poll_event() else { break };
+            changed = true;
+            let plane = self.ev.stats(e.ev).map_or(0, |s| s.plane);
+            out[n] = CsrEvent::EvUpdate(EvUpdate::new(qpn, e.ev, e.new, plane)).encode();
+            out[n + 1] =
+                CsrEvent::EvEvent(EvEventEntry::new(qpn, e.ev, e.old, e.new, e.reason.code()))
+                    .encode();
+            n += 2;
+        }
+        if changed || self.ev.has_events() {
+            let w = self.plane_weights();
+            for (p, (&new, old)) in w.iter().zip(self.weights.iter_mut()).enumerate() {
+                if new != *old && n < out.len() {
+                    *old = new;
+                    out[n] = CsrEvent::PlaneWeight(PlaneWeight::new(qpn, p as u8, new)).encode();
+                    n += 1;
+                }
+            }
+        }
+        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && n < out.len() {
+            self.cwnd_sent = self.cc.cwnd_bytes();
+            out[n] = CsrEvent::WindowUpdate(WindowUpdate::new(qpn, self.cwnd_sent)).encode();
+            n += 1;
+        }
+        if self.credits_pending > 0 && n < out.len() {
+            out[n] = CsrEvent::RecvCredit(RecvCredit::new(qpn, self.credits_pending)).encode();
+            self.credits_pending = 0;
+            n += 1;
+        }
+        while n < out.len() && self.completions_waiting() {
+            let c = if let Some(a) = self.awaiting.front().copied() {
+                self.awaiting.pop_front();
+                if self.state != QpState::Error {
+                    if !a.signaled {
+                        continue;
+                    }
+                    Completion {
+                        qpn,
+                        wr_id: a.wr_id,
+                        kind: CompletionKind::Send,
+                        status: Ok(()),
+                    }
+                } else {
+                    Completion {
+                        qpn,
+                        wr_id: a.wr_id,
+                        kind: CompletionKind::Send,
+                        status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
+                    }
+                }
+            } else if let Some(wr_id) = self.rq.pop_front() {
+                Completion {
+                    qpn,
+                    wr_id,
+                    kind: CompletionKind::Recv,
+                    status: Err(self.recv_cause.take().unwrap_or(CompletionError::Flushed)),
+                }
+            } else {
+                break;
+            };
+            out[n] = self.complete(c);
+            n += 1;
+        }
+        n
+    }
+
+    fn lazy_pending(&self) -> bool {
+        self.ev.has_events()
+            || (self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent)
+            || self.credits_pending > 0
+            || self.completions_waiting()
+    }
+
+    fn plane_down(&mut self, plane: u8) {
+        if self.init.is_some() {
+            let _ = self.ev.plane_down(plane);
+        }
+    }
+
+    fn plane_up(&mut self, now_ns: u64, plane: u8) {
+        if self.init.is_some() {
+            let _ = self.ev.plane_up(plane, now_ns);
+        }
+    }
+
+    fn shared_loss(&mut self, now_ns: u64, ev: u16) -> Result<bool, QpError> {
+        self.ev.handle_shared_loss(ev, now_ns).map_err(QpError::Ev)
+    }
+
+    fn shared_recovery(&mut self, ev: u16) -> Result<bool, QpError> {
+        self.ev.handle_shared_recovery(ev).map_err(QpError::Ev)
+    }
+
+    fn set_ev_allowed(&mut self, now_ns: u64, ev: u16, allow: bool) -> Result<(), QpError> {
+        if allow {
+            self.ev.allow(ev, now_ns).map_err(QpError::Ev)
+        } else {
+            self.ev.deny(ev).map_err(QpError::Ev)
+        }
+    }
+
+    fn view(&self) -> FwQpView {
+        FwQpView {
+            qpn: self.qpn,
+            state: self.state,
+            cwnd_bytes: self.cc.cwnd_bytes(),
+            una: self.una,
+            awaiting: self.awaiting.len(),
+            recv_queued: self.rq.len(),
+            active_evs: self.ev.active(),
+            ev_counters: self.ev.counters(),
+            counters: self.counters,
+        }
+    }
+
+    fn ev_stats(&self, ev: u16) -> Option<EvStats> {
+        self.ev.stats(ev).ok()
+    }
+}
+
+/// Unreachable: a table of this capacity refused its default configuration.
+#[cold]
+fn unreachable_table() -> ! {
+    panic!("EV table capacity refuses its default configuration")
+}
+
+/// Keep the `EvState` import for the docs of `poll_lazy`.
+const _: Option<EvState> = None;
