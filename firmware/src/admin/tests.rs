@@ -13,9 +13,26 @@ use mrc_abi::device::regs::{caps, DeviceParams};
 use proptest::prelude::*;
 
 use super::*;
+use crate::datapath::stage::Datapath;
 use crate::engine::{Engine, EngineConfig};
 
-type TestEngine = Engine<4, 16, 2, 256, 4, 8, 8, 4, 12>;
+crate::capacity! {
+    struct AdminCap {
+        qps: 4, evs: 16, planes: 2, window_psns: 256, send_queue: 8, recv_queue: 8, regions: 4,
+    }
+}
+
+/// The engine and the datapath stage the executor drives.
+struct TestEngine {
+    fw: Engine<AdminCap>,
+    dp: Datapath<AdminCap>,
+}
+
+impl TestEngine {
+    fn qp_state(&self, qpn: u32) -> Option<crate::engine::QpState> {
+        self.fw.qp_state(qpn)
+    }
+}
 type TestAdmin = Admin<4, 4, 4, 4, 2, 2, 16, 2>;
 
 const PARAMS: DeviceParams = DeviceParams {
@@ -75,14 +92,21 @@ impl AdminEnv for Env {
 }
 
 fn engine() -> std::boxed::Box<TestEngine> {
-    std::boxed::Box::new(TestEngine::new(EngineConfig::default()).unwrap())
+    std::boxed::Box::new(TestEngine {
+        fw: Engine::new(EngineConfig::default()).unwrap(),
+        dp: Datapath::new(Default::default()),
+    })
 }
 
 fn run(a: &mut TestAdmin, env: &mut Env, eng: &mut TestEngine, c: AdminCommand) -> Done {
+    let mut core = crate::admin::Core {
+        engine: &mut eng.fw,
+        datapath: &mut eng.dp,
+    };
     let mut cx = Ctx {
         params: &PARAMS,
         env,
-        engine: eng,
+        engine: &mut core,
         now_ns: 0,
     };
     a.execute(c, &mut cx)
@@ -239,7 +263,7 @@ fn check_sequence(cmds: Vec<AdminCommand>) -> Result<bool, TestCaseError> {
         let engine_qps = (0..4).filter(|e| eng.qp_state(*e).is_some()).count();
         prop_assert_eq!(engine_qps, a.qps.len());
         let regions = (0..4)
-            .filter(|s| eng.regions().region(*s).is_some())
+            .filter(|s| eng.dp.regions().region(*s).is_some())
             .count();
         prop_assert_eq!(
             regions,
@@ -287,7 +311,8 @@ proptest! {
             raw[32..].copy_from_slice(&half);
             // A valid opcode half of the time, so the body checks run.
             raw[0] %= 0x50;
-            let mut cx = Ctx { params: &PARAMS, env: &mut env, engine: &mut *eng, now_ns: 0 };
+            let mut core = crate::admin::Core { engine: &mut eng.fw, datapath: &mut eng.dp };
+            let mut cx = Ctx { params: &PARAMS, env: &mut env, engine: &mut core, now_ns: 0 };
             let (reply, _) = a.handle(&raw, &mut cx);
             let _ = reply;
         }

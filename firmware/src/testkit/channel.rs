@@ -8,7 +8,8 @@
 //! bytes each); with `PB == 0` payloads are virtual (lengths only). Everything is bounded and
 //! every drop is counted by cause.
 
-use crate::engine::packet::TxPacket;
+use crate::datapath::ack_gen::TrimMark;
+use crate::datapath::packet::{Packet, PacketBody};
 use crate::engine::rng::{splitmix64, LossGaps, Rng};
 
 /// Side array for reordered packets.
@@ -60,7 +61,7 @@ impl Default for ChannelConfig {
     }
 }
 
-/// Trim state of a packet in flight.
+/// Trim state of a packet in flight (also set on the packet as its trim marks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Trim {
     #[default]
@@ -76,7 +77,7 @@ pub struct Flight<const PB: usize> {
     pub to: u8,
     /// Delivery time.
     pub at_ns: u64,
-    pub pkt: TxPacket,
+    pub pkt: Packet,
     pub trim: Trim,
     pub ce: bool,
     pub payload: [u8; PB],
@@ -86,7 +87,7 @@ pub struct Flight<const PB: usize> {
 /// pointers, returned in registers).
 #[derive(Clone, Copy, Debug)]
 pub struct DueRef<'a, const PB: usize> {
-    pub pkt: &'a TxPacket,
+    pub pkt: &'a Packet,
     meta: &'a Meta<PB>,
 }
 
@@ -177,17 +178,17 @@ pub struct Channel<const CAP: usize, const PB: usize> {
     rng: Rng,
     /// Slots `head..head + len` (wrapping) hold packets; the others hold a filler. Packets
     /// and the rest apart, so free packet slots form a slice ([`Channel::send_batch_with`]).
-    pkts: [TxPacket; CAP],
+    pkts: [Packet; CAP],
     /// The `Meta` of a run of packets (`Meta::run`) is in its first slot only (the others'
     /// are stale): the head slot always starts a run ([`Channel::pop_head`] moves a run's
     /// `Meta` on when it pops one of its packets).
     meta: [Meta<PB>; CAP],
     head: usize,
     len: usize,
-    late: [Option<(TxPacket, Meta<PB>)>; LATE],
+    late: [Option<(Packet, Meta<PB>)>; LATE],
     late_len: usize,
     /// A reordered packet just popped, lent out by [`Channel::pop_due_ref`].
-    popped_late: Option<(TxPacket, Meta<PB>)>,
+    popped_late: Option<(Packet, Meta<PB>)>,
     /// The independent losses at `cfg.loss_ppm`, drawn per gap (their own generator, so
     /// the other faults' draws do not depend on them).
     loss: LossGaps,
@@ -212,7 +213,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             loss: LossGaps::new(cfg.loss_ppm, splitmix64(seed)),
             cfg,
             rng: Rng::new(seed),
-            pkts: [TxPacket::FILL; CAP],
+            pkts: [Packet::FILL; CAP],
             meta: [Meta::FILL; CAP],
             head: 0,
             len: 0,
@@ -240,7 +241,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
 
     /// Whether a packet is in flight on `plane`.
     pub fn in_flight_on_plane(&self, plane: u8) -> bool {
-        let on = |p: &TxPacket| p.evx.plane == plane;
+        let on = |p: &Packet| p.evx.plane == plane;
         let (a, b) = (self.head, self.head + self.len);
         let fifo = |r: core::ops::Range<usize>| self.pkts.get(r).is_some_and(|s| s.iter().any(on));
         fifo(a..b.min(CAP))
@@ -272,7 +273,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
 
     /// Send `pkt` to NIC `to` at `now_ns`; `payload` holds its bytes when `PB > 0`.
     #[inline]
-    pub fn send(&mut self, now_ns: u64, to: u8, pkt: TxPacket, payload: &[u8]) {
+    pub fn send(&mut self, now_ns: u64, to: u8, pkt: Packet, payload: &[u8]) {
         self.counters.sent += 1;
         if self.simple {
             // The general path below with every check but loss switched off (the same random
@@ -298,7 +299,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             return;
         }
         let is_data =
-            pkt.payload_len() > 0 || matches!(pkt.body, crate::engine::TxBody::Write { .. });
+            pkt.dma_len() > 0 || matches!(pkt.body, PacketBody::Write { .. });
         let (mut trim, mut ce) = (Trim::None, false);
         if is_data {
             if self.chance(self.cfg.trim_ppm) {
@@ -331,14 +332,14 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         &mut self,
         now_ns: u64,
         to: u8,
-        fill: impl FnOnce(&mut TxPacket) -> bool,
+        fill: impl FnOnce(&mut Packet) -> bool,
     ) -> bool {
         let i = self.head + self.len;
         let i = if i >= CAP { i - CAP } else { i };
         let slot = match self.pkts.get_mut(i) {
             Some(f) if self.simple && PB == 0 && self.len < CAP => f,
             _ => {
-                let mut p = TxPacket::FILL;
+                let mut p = Packet::FILL;
                 if !fill(&mut p) {
                     return false;
                 }
@@ -375,7 +376,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         &mut self,
         now_ns: u64,
         to: u8,
-        fill: impl FnOnce(&mut [TxPacket]) -> usize,
+        fill: impl FnOnce(&mut [Packet]) -> usize,
     ) -> usize {
         let i = self.head + self.len;
         let i = if i >= CAP { i - CAP } else { i };
@@ -433,9 +434,9 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         &mut self,
         now_ns: u64,
         to: u8,
-        fill: impl FnOnce(&mut [TxPacket]) -> usize,
+        fill: impl FnOnce(&mut [Packet]) -> usize,
     ) -> usize {
-        let mut buf = [TxPacket::FILL; 16];
+        let mut buf = [Packet::FILL; 16];
         let n = fill(&mut buf).min(buf.len());
         for p in buf.iter().take(n) {
             self.send(now_ns, to, *p, &[]);
@@ -447,15 +448,23 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     fn flight(
         to: u8,
         at_ns: u64,
-        pkt: &TxPacket,
+        pkt: &Packet,
         trim: Trim,
         ce: bool,
         payload: &[u8],
     ) -> Flight<PB> {
+        // The switches' marks go on the packet itself (trim marks, payload cut, ECN CE).
+        let mut pkt = *pkt;
+        pkt.trim_to(match trim {
+            Trim::None => TrimMark::None,
+            Trim::Trimmed => TrimMark::Trimmed,
+            Trim::LastHop => TrimMark::TrimmedLastHop,
+        });
+        pkt.ce |= ce;
         let mut f = Flight {
             to,
             at_ns,
-            pkt: *pkt,
+            pkt,
             trim,
             ce,
             payload: [0; PB],
@@ -474,7 +483,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         &mut self,
         to: u8,
         mut at_ns: u64,
-        pkt: &TxPacket,
+        pkt: &Packet,
         trim: Trim,
         ce: bool,
         payload: &[u8],
@@ -507,7 +516,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         &mut self,
         to: u8,
         at_ns: u64,
-        pkt: &TxPacket,
+        pkt: &Packet,
         trim: Trim,
         ce: bool,
         payload: &[u8],
@@ -597,7 +606,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
     /// due or off the short path (then [`Self::pop_due_ref`]). The same packets in the same
     /// order as that many `pop_due_ref` calls.
     #[inline]
-    pub fn pop_due_run(&mut self, now_ns: u64) -> Option<(u8, &[TxPacket])> {
+    pub fn pop_due_run(&mut self, now_ns: u64) -> Option<(u8, &[Packet])> {
         if !self.simple || self.len == 0 {
             return None;
         }

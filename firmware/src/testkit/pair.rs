@@ -1,7 +1,8 @@
-//! [`Pair`]: two NICs' engines, one connected QP on each, over a [`Channel`], with real payload
-//! bytes in small fixed memories, a seeded workload in both directions and a checker.
+//! [`Pair`]: two NICs (datapath stage and firmware engine each), one connected QP on each, over
+//! a [`Channel`], with real payload bytes in small fixed memories, a seeded workload in both
+//! directions and a checker.
 //!
-//! The harness runs the engines until every posted message completed, jumping virtual time to
+//! The harness runs the NICs until every posted message completed, jumping virtual time to
 //! the next event (a channel delivery, an engine timeout, a plane outage edge) whenever nothing
 //! else can happen. It checks **safety** as it goes — send completions in posting order and
 //! successful, immediate completions in posting order with the right immediate and with every
@@ -17,17 +18,17 @@ use heapless::Vec;
 use mrc_abi::wire::mrc::MrcPacket;
 use mrc_abi::wire::MrcRepr;
 
-use super::channel::{Channel, ChannelConfig, ChannelCounters, Trim};
-use super::TkEngine;
+use super::channel::{Channel, ChannelConfig, ChannelCounters};
+use super::nic::{HostWrite, Nic};
+use super::TestKit;
+use crate::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
 use crate::datapath::placement::{Access, MemRegion};
+use crate::datapath::stage::{DatapathConfig, DatapathCounters};
 use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
-use crate::engine::packet::{
-    Completion, CompletionError, CompletionKind, LocalBuf, RxMeta, RxVerdict, SendWr,
-};
 use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
 use crate::engine::rng::Rng;
-use crate::engine::{EngineConfig, EngineCounters};
+use crate::engine::{Completion, CompletionError, CompletionKind, EngineConfig, EngineCounters};
 use mrc_abi::wire::EvFormat;
 use mrc_abi::Psn;
 
@@ -46,6 +47,7 @@ pub const DST_VA: u64 = 0x10_0000_0000;
 pub struct PairConfig {
     pub seed: u64,
     pub channel: ChannelConfig,
+    pub datapath: DatapathConfig,
     pub engine: EngineConfig,
     /// EVs per QP (at most 256) and planes (at most 4).
     pub evs: u16,
@@ -103,10 +105,11 @@ impl PairConfig {
                 )),
                 path_outage: None,
             },
-            engine: EngineConfig {
+            datapath: DatapathConfig {
                 mtu_payload: 128,
-                ..EngineConfig::default()
+                ..DatapathConfig::DEFAULT
             },
+            engine: EngineConfig::default(),
             evs: 256,
             planes,
             messages: 8 + r.below(24) as usize,
@@ -177,9 +180,9 @@ struct Msg {
     signaled: bool,
 }
 
-/// One NIC: its engine, memory and per-byte write counts.
-pub struct Nic {
-    pub engine: TkEngine,
+/// One host: its NIC, memory and per-byte write counts.
+pub struct Host {
+    pub nic: Nic<TestKit>,
     pub mem: [u8; MEM],
     pub writes: [u8; MEM],
     pub qpn: u32,
@@ -193,6 +196,7 @@ pub struct Report {
     pub completions: u64,
     pub ev_events: u64,
     pub channel: ChannelCounters,
+    pub datapaths: [DatapathCounters; 2],
     pub engines: [EngineCounters; 2],
     /// The plane outage `(plane, down_ns, up_ns)` as it happened (see
     /// [`PairConfig::outage_under_traffic`]).
@@ -202,7 +206,7 @@ pub struct Report {
 /// Two NICs over a channel. `PB` bytes of payload travel with each packet (`0`: virtual).
 pub struct Pair<const PB: usize> {
     pub cfg: PairConfig,
-    pub nics: [Nic; 2],
+    pub nics: [Host; 2],
     pub channel: Channel<CHANNEL_CAP, PB>,
     pub now_ns: u64,
     msgs: [Vec<Msg, MAX_MSGS>; 2],
@@ -229,11 +233,11 @@ fn qp_attrs(cfg: &PairConfig, dest_qpn: u32) -> QpAttrs {
     let cc = match NsccParams::for_link(
         100_000_000_000,
         2 * cfg.channel.latency_ns + 1_000,
-        cfg.engine.mtu_payload,
+        cfg.datapath.mtu_payload,
     ) {
         Ok(p) if cfg.nscc => CcProfile::Nscc(p),
         _ => CcProfile::Fixed {
-            cwnd_bytes: 64 * u64::from(cfg.engine.mtu_payload),
+            cwnd_bytes: 64 * u64::from(cfg.datapath.mtu_payload),
         },
     };
     // PSNs start just below the 24-bit wrap, so every run crosses it.
@@ -250,11 +254,11 @@ impl<const PB: usize> Pair<PB> {
     /// # Errors
     /// [`Failure::Setup`] when the engine refuses the setup.
     pub fn new(cfg: PairConfig) -> Result<Self, Failure> {
-        let mk = || -> Result<Nic, Failure> {
-            let mut engine = TkEngine::new(cfg.engine).map_err(|_| Failure::Setup)?;
-            let qpn = engine.create_qp().map_err(|_| Failure::Setup)?;
-            Ok(Nic {
-                engine,
+        let mk = || -> Result<Host, Failure> {
+            let mut nic = Nic::new(cfg.datapath, cfg.engine).map_err(|_| Failure::Setup)?;
+            let qpn = nic.create_qp().map_err(|_| Failure::Setup)?;
+            Ok(Host {
+                nic,
                 mem: [0; MEM],
                 writes: [0; MEM],
                 qpn,
@@ -279,8 +283,8 @@ impl<const PB: usize> Pair<PB> {
         for n in 0..2 {
             let peer = pair.nics[1 - n].qpn;
             let a = qp_attrs(&cfg, peer);
-            let nic = &mut pair.nics[n];
-            let e = &mut nic.engine;
+            let h = &mut pair.nics[n];
+            let e = &mut h.nic;
             e.register_region(MemRegion {
                 rkey: 0x100,
                 base_va: DST_VA,
@@ -289,8 +293,10 @@ impl<const PB: usize> Pair<PB> {
             })
             .map_err(|_| Failure::Setup)?;
             for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-                e.modify_qp(nic.qpn, s, &a, 0).map_err(|_| Failure::Setup)?;
+                e.modify_qp(h.qpn, s, &a, 0).map_err(|_| Failure::Setup)?;
             }
+            // The stage's QP context follows before anything is posted.
+            e.pump(0, &mut |_| {});
         }
         pair.post_wave()?;
         Ok(pair)
@@ -335,7 +341,7 @@ impl<const PB: usize> Pair<PB> {
                 let (sq, rq) = (d, 1 - d);
                 if m.imm.is_some() {
                     let r = &mut self.nics[rq];
-                    r.engine
+                    r.nic
                         .post_recv(r.qpn, m.wr_id)
                         .map_err(|_| Failure::Setup)?;
                 }
@@ -352,7 +358,7 @@ impl<const PB: usize> Pair<PB> {
                     imm: m.imm,
                     signaled: m.signaled,
                 };
-                s.engine.post_send(s.qpn, wr).map_err(|_| Failure::Setup)?;
+                s.nic.post_send(s.qpn, wr).map_err(|_| Failure::Setup)?;
             }
         }
         Ok(())
@@ -362,11 +368,7 @@ impl<const PB: usize> Pair<PB> {
         (0..2).all(|d| {
             let nic = &self.nics[d];
             // Unsignaled messages complete silently: the send queue must be empty.
-            let sq_empty = nic
-                .engine
-                .qp(nic.qpn)
-                .and_then(|q| q.requester())
-                .is_some_and(|r| r.queued() == 0);
+            let sq_empty = nic.nic.dp.qp(nic.qpn).is_some_and(|q| q.sq_queued == 0);
             sq_empty
                 && self.done_sends[d] == self.msgs[d].iter().filter(|m| m.signaled).count()
                 && self.next_imm[1 - d] == self.msgs[d].iter().filter(|m| m.imm.is_some()).count()
@@ -379,7 +381,7 @@ impl<const PB: usize> Pair<PB> {
     /// The first [`Failure`].
     pub fn run(&mut self) -> Result<Report, Failure> {
         loop {
-            let mut progress = self.transmit_all();
+            let mut progress = self.transmit_all()?;
             progress |= self.deliver_due()?;
             progress |= self.drain_outputs()?;
             if self.all_done() {
@@ -392,19 +394,19 @@ impl<const PB: usize> Pair<PB> {
                 continue;
             }
             for n in self.nics.iter_mut() {
-                n.engine.handle_timeout(self.now_ns);
+                n.nic.handle_timeout(self.now_ns);
             }
             // A timeout may have queued retransmissions (and freed window): send them now,
             // as a NIC does, instead of waiting for the next unrelated event.
-            progress |= self.transmit_all();
             progress |= self.drain_outputs()?;
+            progress |= self.transmit_all()?;
             if progress {
                 continue;
             }
             let next = [
                 self.channel.next_due(),
-                self.nics[0].engine.poll_timeout(),
-                self.nics[1].engine.poll_timeout(),
+                self.nics[0].nic.poll_timeout(),
+                self.nics[1].nic.poll_timeout(),
                 self.next_plane_edge(),
             ]
             .into_iter()
@@ -416,7 +418,9 @@ impl<const PB: usize> Pair<PB> {
                         now_ns: self.now_ns,
                     })
                 }
-                Some(t) => self.now_ns = self.now_ns.max(t),
+                // (a deadline not after now that did nothing is an early one of the stage's
+                // coalescing timer, recomputed by the timeout call above)
+                Some(t) => self.now_ns = self.now_ns.max(t).max(self.now_ns + 1),
             }
             if self.now_ns > self.cfg.max_time_ns {
                 return Err(Failure::Liveness {
@@ -453,40 +457,45 @@ impl<const PB: usize> Pair<PB> {
             }
             self.plane_state = 1;
             for n in self.nics.iter_mut() {
-                n.engine.handle_plane_down(self.now_ns, plane);
+                n.nic.fw.handle_plane_down(self.now_ns, plane);
             }
         }
         let up = self.channel.config().plane_outage.map_or(up, |o| o.2);
         if self.plane_state == 1 && self.now_ns >= up {
             self.plane_state = 2;
             for n in self.nics.iter_mut() {
-                n.engine.handle_plane_up(self.now_ns, plane);
+                n.nic.fw.handle_plane_up(self.now_ns, plane);
             }
         }
     }
 
-    fn transmit_all(&mut self) -> bool {
+    fn transmit_all(&mut self) -> Result<bool, Failure> {
         let mut any = false;
+        let mut out = [Packet::FILL; 16];
         for n in 0..2 {
-            for _ in 0..4096 {
-                let Some(p) = self.nics[n].engine.poll_transmit(self.now_ns) else {
+            for _ in 0..256 {
+                let mut writes = Writes::new();
+                let k = self.nics[n]
+                    .nic
+                    .transmit(self.now_ns, &mut out, &mut |w| writes.push(w));
+                self.take_writes(n, &writes)?;
+                for p in &out[..k] {
+                    any = true;
+                    let len = p.dma_len() as usize;
+                    let off = p.local().map_or(0, |l| l.offset as usize);
+                    let payload = if PB > 0 {
+                        self.nics[n].mem.get(off..off + len).unwrap_or(&[])
+                    } else {
+                        &[]
+                    };
+                    self.channel.send(self.now_ns, 1 - n as u8, *p, payload);
+                }
+                if k < out.len() {
                     break;
-                };
-                any = true;
-                let len = p.payload_len() as usize;
-                let off = match p.body {
-                    crate::engine::TxBody::Write { local, .. } => local.offset as usize,
-                    _ => 0,
-                };
-                let payload = if PB > 0 {
-                    self.nics[n].mem.get(off..off + len).unwrap_or(&[])
-                } else {
-                    &[]
-                };
-                self.channel.send(self.now_ns, 1 - n as u8, p, payload);
+                }
             }
         }
-        any
+        Ok(any)
     }
 
     fn deliver_due(&mut self) -> Result<bool, Failure> {
@@ -497,43 +506,41 @@ impl<const PB: usize> Pair<PB> {
             };
             any = true;
             let to = usize::from(f.to & 1);
-            let mut repr = f.pkt.to_repr();
-            repr.mrh.trimmed = f.trim != Trim::None;
-            repr.mrh.trimmed_last_hop = f.trim == Trim::LastHop;
-            let payload_len = if f.trim == Trim::None {
-                f.pkt.payload_len()
-            } else {
-                0
-            };
-            let payload = f.payload.get(..payload_len as usize).unwrap_or(&[]);
-            if self.cfg.wire_bytes {
-                repr = wire_round_trip::<PB>(&repr, payload).ok_or(Failure::Wire {
+            let payload = f.payload.get(..f.pkt.payload_len as usize).unwrap_or(&[]);
+            let pkt = if self.cfg.wire_bytes {
+                let repr = wire_round_trip::<PB>(&f.pkt.to_repr(), payload).ok_or(Failure::Wire {
                     now_ns: self.now_ns,
                 })?;
-            }
-            let meta = RxMeta {
-                payload_len,
-                ce: f.ce,
+                Packet::from_repr(&repr, f.pkt.payload_len, f.pkt.ce)
+            } else {
+                f.pkt
             };
-            let nic = &mut self.nics[to];
-            if let RxVerdict::Place { offset, len, .. } =
-                nic.engine.handle_packet(self.now_ns, &repr, meta)
-            {
+            let mut v = [RxVerdict::Consumed];
+            let mut writes = Writes::new();
+            self.nics[to].nic.receive(
+                self.now_ns,
+                core::slice::from_ref(&pkt),
+                &mut v,
+                &mut |w| writes.push(w),
+            );
+            let host = &mut self.nics[to];
+            if let RxVerdict::Place { offset, len, .. } = v[0] {
                 let at = HALF + offset as usize;
                 let len = len as usize;
                 if PB > 0 {
                     if let (Some(dst), Some(src)) =
-                        (nic.mem.get_mut(at..at + len), payload.get(..len))
+                        (host.mem.get_mut(at..at + len), payload.get(..len))
                     {
                         dst.copy_from_slice(src);
                     }
                 }
-                if let Some(w) = nic.writes.get_mut(at..at + len) {
+                if let Some(w) = host.writes.get_mut(at..at + len) {
                     for c in w {
                         *c = c.saturating_add(1);
                     }
                 }
             }
+            self.take_writes(to, &writes)?;
         }
         Ok(any)
     }
@@ -541,16 +548,29 @@ impl<const PB: usize> Pair<PB> {
     fn drain_outputs(&mut self) -> Result<bool, Failure> {
         let mut any = false;
         for n in 0..2 {
-            while self.nics[n].engine.poll_ev_event().is_some() {
-                self.ev_events += 1;
-            }
-            while let Some(c) = self.nics[n].engine.poll_completion() {
-                any = true;
-                self.completions += 1;
-                self.check_completion(n, &c)?;
-            }
+            let mut writes = Writes::new();
+            any |= self.nics[n].nic.pump(self.now_ns, &mut |w| writes.push(w));
+            self.take_writes(n, &writes)?;
         }
         Ok(any)
+    }
+
+    /// Check what NIC `n` wrote for its host.
+    fn take_writes(&mut self, n: usize, writes: &Writes) -> Result<(), Failure> {
+        if writes.overflow {
+            return Err(Failure::Setup);
+        }
+        for w in writes.list.iter() {
+            match w {
+                HostWrite::Completion(c) => {
+                    self.completions += 1;
+                    self.check_completion(n, c)?;
+                }
+                HostWrite::EvEvent { .. } => self.ev_events += 1,
+                HostWrite::Other(_) => {}
+            }
+        }
+        Ok(())
     }
 
     fn check_completion(&mut self, n: usize, c: &Completion) -> Result<(), Failure> {
@@ -682,11 +702,36 @@ impl<const PB: usize> Pair<PB> {
             completions: self.completions,
             ev_events: self.ev_events,
             channel: self.channel.counters(),
+            datapaths: [
+                self.nics[0].nic.dp.counters(),
+                self.nics[1].nic.dp.counters(),
+            ],
             engines: [
-                self.nics[0].engine.counters(),
-                self.nics[1].engine.counters(),
+                self.nics[0].nic.fw.counters(),
+                self.nics[1].nic.fw.counters(),
             ],
             plane_outage: self.channel.config().plane_outage,
+        }
+    }
+}
+
+/// What a NIC wrote for its host during one call, checked after it.
+struct Writes {
+    list: Vec<HostWrite, 256>,
+    overflow: bool,
+}
+
+impl Writes {
+    fn new() -> Self {
+        Writes {
+            list: Vec::new(),
+            overflow: false,
+        }
+    }
+
+    fn push(&mut self, w: HostWrite) {
+        if self.list.push(w).is_err() {
+            self.overflow = true;
         }
     }
 }

@@ -1,22 +1,28 @@
 //! A one-way bulk stream for cost measurement: NIC A writes a fixed number of data packets to
 //! NIC B over a lossy [`Channel`] with virtual payloads (lengths only), keeping its send queue
-//! full, until every packet is placed exactly once. Used by `examples/engine_cost.rs`.
+//! full, until every packet is placed exactly once. Used by `examples/engine_cost.rs` (x86
+//! instructions per delivered packet, datapath + firmware + channel) and by the NIC image's
+//! firmware cost measurement.
 
 use mrc_abi::wire::EvFormat;
 
-use super::channel::{Channel, ChannelConfig, ChannelCounters, Trim};
-use super::TkEngine;
-use crate::datapath::ack_gen::TrimMark;
+use super::channel::{Channel, ChannelConfig, ChannelCounters};
+use super::nic::{HostWrite, Nic};
+use super::TestKit;
+use crate::datapath::ack_gen::AckGenConfig;
+use crate::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
 use crate::datapath::placement::{Access, MemRegion};
+use crate::datapath::stage::{DatapathConfig, DatapathCounters};
 use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
-use crate::engine::packet::{LocalBuf, RxMeta, RxVerdict, SendWr};
 use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
 use crate::engine::{EngineConfig, EngineCounters};
 
 const CAP: usize = 2048;
 const REGION_VA: u64 = 0x40_0000_0000;
 const REGION_LEN: u64 = 1 << 30;
+/// Packets handed to a NIC per receive call.
+const RX_BATCH: usize = 64;
 
 /// Stream setup.
 #[derive(Clone, Copy, Debug)]
@@ -31,12 +37,8 @@ pub struct StreamConfig {
     pub evs: u16,
     pub planes: u8,
     pub latency_ns: u64,
-    /// Transmit with `Engine::poll_transmit` + `Channel::send` (by value) instead of
-    /// `Channel::send_batch_with` + `Engine::poll_transmit_batch` (in place), and receive through
-    /// [`TxPacket::to_repr`] and `Engine::handle_packet` (the parsed-header path) instead of
-    /// `Engine::handle_tx_packet`; both must give the same run.
-    ///
-    /// [`TxPacket::to_repr`]: crate::engine::TxPacket::to_repr
+    /// Every packet crosses the wire codec's representation on its way ([`Packet::to_repr`]
+    /// then [`Packet::from_repr`]): the run must be the same as without.
     pub via_repr: bool,
 }
 
@@ -65,8 +67,13 @@ pub struct StreamReport {
     pub completions: u64,
     pub ev_events: u64,
     pub end_ns: u64,
-    pub sender: EngineCounters,
-    pub receiver: EngineCounters,
+    pub sender: DatapathCounters,
+    pub receiver: DatapathCounters,
+    pub sender_fw: EngineCounters,
+    pub receiver_fw: EngineCounters,
+    /// CSR entries between the stages and the engines (both NICs): DP->FW, FW->DP.
+    pub events: u64,
+    pub commands: u64,
     pub channel: ChannelCounters,
     /// Something went wrong (a completion error, a stall): the run stopped early.
     pub failed: bool,
@@ -85,49 +92,41 @@ fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
     Some(QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(25, 6))
 }
 
-/// Run the stream. Stack use is a few hundred KiB (two engines and the channel).
-pub fn run_stream(cfg: StreamConfig) -> StreamReport {
-    if cfg.via_repr {
-        run::<true>(cfg)
-    } else {
-        run::<false>(cfg)
-    }
-}
-
-fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
-    let mut rep = StreamReport::default();
-    let ecfg = EngineConfig {
+/// The two NICs of a stream, connected (A sends, B has the region).
+fn setup(cfg: &StreamConfig) -> Option<(Nic<TestKit>, Nic<TestKit>, u32, u32)> {
+    let dcfg = DatapathConfig {
         mtu_payload: cfg.mtu_payload,
-        ..EngineConfig::default()
+        ack: AckGenConfig::DEFAULT,
+        ..DatapathConfig::DEFAULT
     };
-    let (Ok(mut a), Ok(mut b)) = (TkEngine::new(ecfg), TkEngine::new(ecfg)) else {
-        rep.failed = true;
-        return rep;
-    };
-    let (Ok(qa), Ok(qb)) = (a.create_qp(), b.create_qp()) else {
-        rep.failed = true;
-        return rep;
-    };
-    let (Some(aa), Some(ab)) = (attrs(&cfg, qb), attrs(&cfg, qa)) else {
-        rep.failed = true;
-        return rep;
-    };
-    let region = MemRegion {
+    let mut a = Nic::<TestKit>::new(dcfg, EngineConfig::default()).ok()?;
+    let mut b = Nic::<TestKit>::new(dcfg, EngineConfig::default()).ok()?;
+    let (qa, qb) = (a.create_qp().ok()?, b.create_qp().ok()?);
+    let (aa, ab) = (attrs(cfg, qb)?, attrs(cfg, qa)?);
+    b.register_region(MemRegion {
         rkey: 0x200,
         base_va: REGION_VA,
         length: REGION_LEN,
         access: Access::REMOTE_WRITE,
-    };
-    if b.register_region(region).is_err() {
+    })
+    .ok()?;
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        a.modify_qp(qa, s, &aa, 0).ok()?;
+        b.modify_qp(qb, s, &ab, 0).ok()?;
+    }
+    // The stages' QP contexts follow before anything is posted.
+    a.pump(0, &mut |_| {});
+    b.pump(0, &mut |_| {});
+    Some((a, b, qa, qb))
+}
+
+/// Run the stream. Stack use is a few hundred KiB (two NICs and the channel).
+pub fn run_stream(cfg: StreamConfig) -> StreamReport {
+    let mut rep = StreamReport::default();
+    let Some((mut a, mut b, qa, _qb)) = setup(&cfg) else {
         rep.failed = true;
         return rep;
-    }
-    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        if a.modify_qp(qa, s, &aa, 0).is_err() || b.modify_qp(qb, s, &ab, 0).is_err() {
-            rep.failed = true;
-            return rep;
-        }
-    }
+    };
     let ch_cfg = ChannelConfig {
         latency_ns: cfg.latency_ns,
         loss_ppm: cfg.loss_ppm,
@@ -146,16 +145,16 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
     };
     let mut now = 0u64;
     let mut posted = 0u64;
-    // The send queue was found full and no completion has freed a slot since: posting would
-    // fail again (only a completion frees one), so it is not tried.
+    // The send queue was found full and no completion has freed a slot since.
     let mut sq_full = false;
-    // An engine changes only on an input (a packet, a due timer, a posted work request): after
-    // a poll found nothing, polling again before the next input would find nothing too, so it
-    // is not done (as a NIC's main loop polls its engine on a doorbell, a packet or a timer).
-    // `tx_*`: an input since its transmit found nothing more to send; `ev_*`: an input or a
-    // transmit since its events and completions were drained.
-    let (mut tx_a, mut tx_b, mut ev_a, mut ev_b) = (true, true, true, true);
+    let mut t = Tally::default();
+    let mut verdicts = [RxVerdict::Consumed; RX_BATCH];
+    let mut seen_completions = 0;
     loop {
+        if t.completions != seen_completions {
+            seen_completions = t.completions;
+            sq_full = false;
+        }
         // Keep the send queue full.
         while posted < total_msgs && !sq_full {
             let len = if posted + 1 == total_msgs {
@@ -177,51 +176,29 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
                 break;
             }
             posted += 1;
-            tx_a = true;
         }
-        let mut progress = false;
-        if VIA_REPR {
-            if core::mem::take(&mut tx_a) {
-                while let Some(p) = a.poll_transmit(now) {
-                    ch.send(now, 1, p, &[]);
-                    progress = true;
-                    ev_a = true;
-                }
-            }
-            if core::mem::take(&mut tx_b) {
-                while let Some(p) = b.poll_transmit(now) {
-                    ch.send(now, 0, p, &[]);
-                    progress = true;
-                    ev_b = true;
-                }
-            }
-        } else {
-            // Packets are built in place in the channel's free FIFO slots.
-            if core::mem::take(&mut tx_a) && transmit(&mut ch, now, 1, &mut a) {
-                progress = true;
-                ev_a = true;
-            }
-            if core::mem::take(&mut tx_b) && transmit(&mut ch, now, 0, &mut b) {
-                progress = true;
-                ev_b = true;
-            }
-        }
+        let mut progress = a.pump(now, &mut |w| t.on(w));
+        progress |= b.pump(now, &mut |w| t.on(w));
+        // Packets are built in place in the channel's free FIFO slots.
+        progress |= transmit(&mut ch, now, 1, &mut a, &mut |w| t.on(w));
+        progress |= transmit(&mut ch, now, 0, &mut b, &mut |w| t.on(w));
         loop {
-            // Runs of plain packets for one NIC, handed over at once (the short path).
-            if !VIA_REPR {
+            if !cfg.via_repr {
                 if let Some((to, pkts)) = ch.pop_due_run(now) {
                     progress = true;
-                    if to == 1 {
-                        rep.delivered_packets += b.handle_tx_batch(now, pkts) as u64;
-                        (tx_b, ev_b) = (true, true);
-                    } else {
-                        let _ = a.handle_tx_batch(now, pkts);
-                        (tx_a, ev_a) = (true, true);
+                    let nic = if to == 1 { &mut b } else { &mut a };
+                    for chunk in pkts.chunks(RX_BATCH) {
+                        let v = &mut verdicts[..chunk.len()];
+                        nic.receive(now, chunk, v, &mut |w| t.on(w));
+                        if to == 1 {
+                            rep.delivered_packets +=
+                                v.iter().filter(|v| matches!(v, RxVerdict::Place { .. })).count()
+                                    as u64;
+                        }
                     }
                     continue;
                 }
                 if ch.is_simple() {
-                    // (nothing is due: `pop_due_ref` would say `None` too)
                     break;
                 }
             }
@@ -229,77 +206,80 @@ fn run<const VIA_REPR: bool>(cfg: StreamConfig) -> StreamReport {
                 break;
             };
             progress = true;
-            // The descriptor as received: no header representation is built.
-            let trim = match f.trim() {
-                Trim::None => TrimMark::None,
-                Trim::Trimmed => TrimMark::Trimmed,
-                Trim::LastHop => TrimMark::TrimmedLastHop,
-            };
-            let meta = RxMeta {
-                payload_len: f.pkt.payload_len(),
-                ce: f.ce(),
-            };
-            let rx = |e: &mut TkEngine| {
-                let mut repr = f.pkt.to_repr();
-                repr.mrh.trimmed = trim != TrimMark::None;
-                repr.mrh.trimmed_last_hop = trim == TrimMark::TrimmedLastHop;
-                e.handle_packet(now, &repr, meta)
-            };
-            // (the descriptor path is called directly, not through a closure shared by both
-            // NICs: that call's register saves cost ~25 instructions a packet)
-            if f.to() == 1 {
-                (tx_b, ev_b) = (true, true);
-                let v = if VIA_REPR {
-                    rx(&mut b)
-                } else {
-                    b.handle_tx_packet(now, f.pkt, trim, meta)
-                };
-                if let RxVerdict::Place { .. } = v {
-                    rep.delivered_packets += 1;
-                }
-            } else if VIA_REPR {
-                (tx_a, ev_a) = (true, true);
-                let _ = rx(&mut a);
+            let pkt = if cfg.via_repr {
+                Packet::from_repr(&f.pkt.to_repr(), f.pkt.payload_len, f.pkt.ce)
             } else {
-                (tx_a, ev_a) = (true, true);
-                let _ = a.handle_tx_packet(now, f.pkt, trim, meta);
+                *f.pkt
+            };
+            let to = f.to();
+            let nic = if to == 1 { &mut b } else { &mut a };
+            let v = &mut verdicts[..1];
+            nic.receive(now, core::slice::from_ref(&pkt), v, &mut |w| t.on(w));
+            if to == 1 && matches!(v[0], RxVerdict::Place { .. }) {
+                rep.delivered_packets += 1;
             }
         }
-        if core::mem::take(&mut ev_a) {
-            drain_events(&mut a, &mut rep, &mut sq_full);
-        }
-        if core::mem::take(&mut ev_b) {
-            drain_events(&mut b, &mut rep, &mut sq_full);
-        }
-        if rep.failed || rep.completions >= total_msgs {
+        progress |= a.pump(now, &mut |w| t.on(w));
+        progress |= b.pump(now, &mut |w| t.on(w));
+        if t.failed || t.completions >= total_msgs {
             break;
         }
-        // What a timer queued (an ACK, a probe, retransmissions) leaves now, as on a NIC, not
-        // at the next unrelated event.
-        if a.handle_timeout(now) {
-            (tx_a, ev_a, progress) = (true, true, true);
-        }
-        if b.handle_timeout(now) {
-            (tx_b, ev_b, progress) = (true, true, true);
+        if a.handle_timeout(now) | b.handle_timeout(now) {
+            progress = true;
         }
         if progress {
             continue;
         }
         let next = earliest(earliest(ch.next_due(), a.poll_timeout()), b.poll_timeout());
         match next {
-            Some(t) => now = now.max(t),
-            None => {
-                rep.failed = true;
+            Some(t) if t > now => now = t,
+            // (a deadline not after now that did nothing: a stale early deadline of the
+            // stage's coalescing timer, recomputed by the timeout call above)
+            Some(_) if a.poll_timeout() != b.poll_timeout() || ch.next_due().is_some() => {
+                now += 1;
+            }
+            _ => {
+                t.failed = true;
                 break;
             }
         }
     }
+    rep.completions = t.completions;
+    rep.ev_events = t.ev_events;
+    rep.failed = t.failed;
     rep.messages = posted;
     rep.end_ns = now;
-    rep.sender = a.counters();
-    rep.receiver = b.counters();
+    rep.sender = a.dp.counters();
+    rep.receiver = b.dp.counters();
+    rep.sender_fw = a.fw.counters();
+    rep.receiver_fw = b.fw.counters();
+    rep.events = a.events_moved + b.events_moved;
+    rep.commands = a.commands_moved + b.commands_moved;
     rep.channel = ch.counters();
     rep
+}
+
+/// What the hosts heard.
+#[derive(Default)]
+struct Tally {
+    completions: u64,
+    ev_events: u64,
+    failed: bool,
+}
+
+impl Tally {
+    fn on(&mut self, w: HostWrite) {
+        match w {
+            HostWrite::Completion(c) => {
+                self.completions += 1;
+                if c.status.is_err() {
+                    self.failed = true;
+                }
+            }
+            HostWrite::EvEvent { .. } => self.ev_events += 1,
+            HostWrite::Other(_) => {}
+        }
+    }
 }
 
 /// The earlier of two instants (`None`: never).
@@ -311,38 +291,26 @@ fn earliest(x: Option<u64>, y: Option<u64>) -> Option<u64> {
     }
 }
 
-/// Transmit from `e` to NIC `to` (1: B, 0: A): packets are built in place in the channel's free
-/// FIFO slots, a run at a time, until the engine fills fewer slots than it was given. Returns
-/// whether it sent anything.
-#[inline(always)]
-fn transmit(ch: &mut Channel<CAP, 0>, now: u64, to: u8, e: &mut TkEngine) -> bool {
+/// Transmit from `nic` to NIC `to` (1: B, 0: A): packets are built in place in the channel's
+/// free FIFO slots, a batch at a time, until the NIC fills fewer slots than it was given.
+/// Returns whether it sent anything.
+fn transmit(
+    ch: &mut Channel<CAP, 0>,
+    now: u64,
+    to: u8,
+    nic: &mut Nic<TestKit>,
+    host: &mut impl FnMut(HostWrite),
+) -> bool {
     let mut sent = false;
     loop {
         let mut room = 0;
         let n = ch.send_batch_with(now, to, |slots| {
             room = slots.len();
-            e.poll_transmit_batch(now, slots)
+            nic.transmit(now, slots, host)
         });
         sent |= n > 0;
-        if n < room {
+        if n < room || room == 0 {
             return sent;
-        }
-    }
-}
-
-/// Take `e`'s EV events and completions into `rep` (a completion frees a send-queue slot:
-/// `sq_full` is cleared). Called once per NIC, not in a loop over both: measured 2M
-/// instructions fewer in `engine_cost`.
-#[inline(always)]
-fn drain_events(e: &mut TkEngine, rep: &mut StreamReport, sq_full: &mut bool) {
-    while e.poll_ev_event().is_some() {
-        rep.ev_events += 1;
-    }
-    while let Some(c) = e.poll_completion() {
-        rep.completions += 1;
-        *sq_full = false;
-        if c.status.is_err() {
-            rep.failed = true;
         }
     }
 }
@@ -351,10 +319,21 @@ fn drain_events(e: &mut TkEngine, rep: &mut StreamReport, sq_full: &mut bool) {
 mod tests {
     use super::*;
 
-    /// The in-place / descriptor paths and the by-value / parsed-header paths give the same
-    /// run, packet for packet (every counter of both engines and the channel).
+    /// The descriptor path and the wire representation path give the same run, packet for
+    /// packet (every counter of both NICs and the channel).
+    extern crate std;
+
     #[test]
     fn descriptor_and_repr_paths_agree() {
+        std::thread::Builder::new()
+            .stack_size(16 << 20)
+            .spawn(paths_agree)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn paths_agree() {
         for seed in [1, 2] {
             let cfg = StreamConfig {
                 seed,
@@ -370,28 +349,6 @@ mod tests {
             assert!(!direct.failed);
             assert_eq!(direct.delivered_packets, 20_000);
             assert_eq!(direct, parsed);
-        }
-    }
-
-    /// The engine's fast paths (next new packet, common write) give the same run as the
-    /// general paths alone, on both the descriptor and the parsed-header paths.
-    #[test]
-    fn fast_paths_match_the_general_paths() {
-        for (seed, via_repr) in [(3, false), (4, true)] {
-            let cfg = StreamConfig {
-                seed,
-                packets: 20_000,
-                loss_ppm: 20_000,
-                via_repr,
-                ..StreamConfig::default()
-            };
-            let fast = run_stream(cfg);
-            crate::engine::fast_paths::set_off(true);
-            let general = run_stream(cfg);
-            crate::engine::fast_paths::set_off(false);
-            assert!(!fast.failed);
-            assert_eq!(fast.delivered_packets, 20_000);
-            assert_eq!(fast, general);
         }
     }
 }

@@ -425,6 +425,43 @@ impl CsrEvent {
         }
     }
 
+    /// The QP an entry is about, for the kinds that name one.
+    pub fn qpn(&self) -> Option<u32> {
+        let q = match self {
+            CsrEvent::AckSummary(e) => e.qpn,
+            CsrEvent::Loss(e) => e.qpn,
+            CsrEvent::Nack(e) => e.qpn,
+            CsrEvent::TxStart(e) => e.qpn,
+            CsrEvent::TxDone(e) => e.qpn,
+            CsrEvent::WimmPlaced(e) => e.qpn,
+            CsrEvent::ProbeReply(e) => e.qpn,
+            CsrEvent::RxFatal(e) => e.qpn,
+            CsrEvent::Flushed(e) => e.qpn,
+            CsrEvent::EvDeliveries(e) => e.qpn,
+            CsrEvent::SkipServed(e) => e.qpn,
+            CsrEvent::Retransmit(e) => e.qpn,
+            CsrEvent::EvUpdate(e) => e.qpn,
+            CsrEvent::SendProbe(e) => e.qpn,
+            CsrEvent::WindowUpdate(e) => e.qpn,
+            CsrEvent::PostCqe(e) => e.qpn,
+            CsrEvent::Complete(e) => e.qpn,
+            CsrEvent::EvEvent(e) => e.qpn,
+            CsrEvent::PlaneWeight(e) => e.qpn,
+            CsrEvent::RetransmitUnacked(e) => e.qpn,
+            CsrEvent::TailProbe(e) => e.qpn,
+            CsrEvent::QpInit(e) => e.qpn,
+            CsrEvent::QpRtr(e) => e.qpn,
+            CsrEvent::QpRts(e) => e.qpn,
+            CsrEvent::QpState(e) => e.qpn,
+            CsrEvent::RecvCredit(e) => e.qpn,
+            CsrEvent::PortEvent(_)
+            | CsrEvent::RxDrops(_)
+            | CsrEvent::PostEvent(_)
+            | CsrEvent::PlaneDown(_) => return None,
+        };
+        Some(q.get())
+    }
+
     /// Checks and decodes the entry at the start of `bytes`.
     ///
     /// # Errors

@@ -1,0 +1,290 @@
+//! The stage alone, driven by hand-written firmware commands and packets.
+
+extern crate std;
+
+use mrc_abi::device::csr::{self, *};
+use mrc_abi::wire::{AckRepr, EvFormat, NackReason, NackRepr};
+use mrc_abi::Psn;
+use std::vec::Vec;
+
+use super::*;
+use crate::datapath::packet::{LocalBuf, PacketBody};
+use crate::datapath::placement::Access;
+
+crate::capacity! {
+    struct Small {
+        qps: 2, evs: 8, planes: 2, window_psns: 128, send_queue: 8, recv_queue: 4, regions: 2,
+    }
+}
+
+const MTU: u32 = 100;
+
+fn cmd(e: CsrEvent) -> CsrEntry {
+    e.encode()
+}
+
+/// A stage whose QP 0 sends to QP 1 of its peer and QP 1 receives (8 EVs over 2 planes), with
+/// a 10-packet window and a region for rkey 7.
+fn stage(reorder_tx: u8) -> Datapath<Small> {
+    let mut dp = Datapath::<Small>::new(DatapathConfig {
+        mtu_payload: MTU,
+        ..DatapathConfig::DEFAULT
+    });
+    dp.register_region(MemRegion {
+        rkey: 7,
+        base_va: 0x1000,
+        length: 1 << 20,
+        access: Access::REMOTE_WRITE,
+    })
+    .unwrap();
+    for q in 0..2 {
+        let cmds = [
+            cmd(CsrEvent::QpInit(QpInitCtx::new(q, 8, 2, EvFormat::Udp, 0x40))),
+            cmd(CsrEvent::QpRtr(QpRtrCtx::new(q, Psn::new(0), 128, 2, 1 - q))),
+            cmd(CsrEvent::QpRts(QpRtsCtx::new(q, Psn::new(0), 128, 2, reorder_tx, 0))),
+            cmd(CsrEvent::WindowUpdate(WindowUpdate::new(q, 1000))),
+        ];
+        assert_eq!(dp.handle_commands(0, &cmds), 4);
+    }
+    dp
+}
+
+fn wr(wr_id: u64, len: u32) -> SendWr {
+    SendWr {
+        wr_id,
+        local: LocalBuf {
+            handle: 1,
+            offset: 0,
+        },
+        remote_va: 0x1000,
+        rkey: 7,
+        len,
+        imm: None,
+        signaled: true,
+    }
+}
+
+fn events(dp: &mut Datapath<Small>) -> Vec<CsrEvent> {
+    let mut buf = [CsrEntry::ZERO; 64];
+    let n = dp.poll_events(&mut buf);
+    buf[..n].iter().map(|e| e.decode().unwrap()).collect()
+}
+
+fn send_all(dp: &mut Datapath<Small>, now: u64) -> Vec<Packet> {
+    let mut out = [Packet::FILL; 64];
+    let n = dp.poll_packets(now, &mut out);
+    out[..n].to_vec()
+}
+
+fn ack(cum: u32, bitmap: u64, ev: u16) -> Packet {
+    let mut p = Packet::FILL;
+    p.dest_qpn = 0;
+    p.psn = Psn::new(cum);
+    p.body = PacketBody::Ack(AckRepr {
+        cum_psn: Psn::new(cum),
+        sack_base: Psn::new(cum),
+        sack_bitmap: bitmap,
+        ev_index: ev,
+        plane: (ev % 2) as u8,
+        ecn_plane_mask: 0,
+        ce_count: 0,
+        pkt_count: 1,
+    });
+    p
+}
+
+#[test]
+fn a_message_is_segmented_sprayed_and_reported_once_sent() {
+    let mut dp = stage(3);
+    dp.post_send(0, wr(9, 250)).unwrap();
+    let pkts = send_all(&mut dp, 5);
+    assert_eq!(pkts.len(), 3);
+    let lens: Vec<u32> = pkts.iter().map(|p| p.payload_len).collect();
+    assert_eq!(lens, [100, 100, 50]);
+    for (i, p) in pkts.iter().enumerate() {
+        assert_eq!(p.psn, Psn::new(i as u32));
+        assert_eq!((p.src_qpn, p.dest_qpn), (0, 1));
+        assert_eq!(p.evx.plane, (p.evx.ev_index % 2) as u8);
+        assert_eq!(p.evx.ev_value, 0x40 + u32::from(p.evx.ev_index));
+        assert_eq!(p.ack_req, i == 2);
+    }
+    // Sprayed: consecutive packets alternate planes.
+    assert_ne!(pkts[0].evx.plane, pkts[1].evx.plane);
+    let ev = events(&mut dp);
+    assert!(matches!(ev[0], CsrEvent::TxStart(s) if s.psn.get() == 0));
+    let CsrEvent::TxDone(d) = ev[1] else {
+        panic!("{ev:?}")
+    };
+    assert_eq!((d.wr_id.get(), d.end_psn(), d.flags), (9, Psn::new(3), TXD_SIGNALED));
+    assert_eq!(ev.len(), 2);
+}
+
+#[test]
+fn an_ack_reports_progress_and_a_hole_past_the_threshold_is_a_loss() {
+    let mut dp = stage(2);
+    for i in 0..6 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    let pkts = send_all(&mut dp, 0);
+    assert_eq!(pkts.len(), 6);
+    events(&mut dp);
+    // PSN 0 and 1 acknowledged, 2 missing, 3, 4 and 5 SACKed: 3 later transmissions >= 2.
+    let a = ack(2, 0b1110, 0);
+    let mut v = [RxVerdict::Consumed];
+    assert_eq!(dp.handle_packets(10, &[a], &mut v), 1);
+    let ev = events(&mut dp);
+    let CsrEvent::Loss(l) = ev[0] else {
+        panic!("{ev:?}")
+    };
+    assert_eq!((l.psn(), l.ev.get(), l.len.get()), (Psn::new(2), pkts[2].evx.ev_index, 100));
+    let CsrEvent::AckSummary(s) = ev[1] else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(s.una(), Psn::new(2));
+    assert!(s.has(csr::ACK_PROGRESS) && s.has(csr::ACK_OUTSTANDING));
+    assert_eq!((s.acked_bytes.get(), s.delivered.get(), s.sacked.get()), (500, 5, 3));
+    // Nothing is resent before the firmware orders it.
+    assert!(send_all(&mut dp, 11).is_empty());
+    let view = dp.qp(0).unwrap();
+    assert_eq!(view.inflight_bytes, 0);
+    // The order: on EV 5.
+    let o = cmd(CsrEvent::Retransmit(Retransmit::new(0, Psn::new(2), 5, 0)));
+    dp.handle_commands(12, &[o]);
+    let r = send_all(&mut dp, 12);
+    assert_eq!(r.len(), 1);
+    assert!(r[0].retransmit);
+    assert_eq!((r[0].psn, r[0].evx.ev_index, r[0].evx.plane), (Psn::new(2), 5, 1));
+}
+
+#[test]
+fn the_loss_window_sends_only_una_until_the_peer_answers() {
+    let mut dp = stage(3);
+    for i in 0..4 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    assert_eq!(send_all(&mut dp, 0).len(), 4);
+    events(&mut dp);
+    dp.handle_commands(100, &[cmd(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(0)))]);
+    let r = send_all(&mut dp, 100);
+    assert_eq!(r.iter().map(|p| p.psn.value()).collect::<Vec<_>>(), [0]);
+    // The answer acknowledges 0..=2: only PSN 3 is left to resend.
+    let mut v = [RxVerdict::Consumed];
+    dp.handle_packets(110, &[ack(3, 0, 1)], &mut v);
+    let r = send_all(&mut dp, 110);
+    assert_eq!(r.iter().map(|p| p.psn.value()).collect::<Vec<_>>(), [3]);
+    assert_eq!(dp.qp(0).unwrap().tx.retransmits, 2);
+}
+
+#[test]
+fn a_trim_nack_is_reported_with_the_evs_delivery_credits() {
+    let mut dp = stage(3);
+    for i in 0..3 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    let pkts = send_all(&mut dp, 0);
+    events(&mut dp);
+    // PSN 0 delivered (credit to its EV), then a NACK for PSN 1.
+    let mut v = [RxVerdict::Consumed; 2];
+    let mut n = Packet::FILL;
+    n.body = PacketBody::Nack(NackRepr {
+        reason: NackReason::Trimmed,
+        psn: Psn::new(1),
+        cum_psn: Psn::new(1),
+        ev_index: pkts[1].evx.ev_index,
+        plane: pkts[1].evx.plane,
+    });
+    dp.handle_packets(5, &[ack(1, 0, 0), n], &mut v);
+    let ev = events(&mut dp);
+    let CsrEvent::Nack(x) = ev[1] else {
+        panic!("{ev:?}")
+    };
+    assert_eq!((x.psn(), x.reason(), x.flags), (Psn::new(1), Some(NackReason::Trimmed), NACK_IN_FLIGHT));
+    assert_eq!(x.ev.get(), pkts[1].evx.ev_index);
+    // A stale repeat of it is counted, not reported.
+    dp.handle_packets(6, &[n], &mut v[..1]);
+    assert!(events(&mut dp).is_empty());
+    assert_eq!(dp.qp(0).unwrap().tx.nacks_stale, 1);
+}
+
+#[test]
+fn writes_are_placed_acked_and_checked_against_the_region() {
+    let mut tx = stage(3);
+    let mut rx = stage(3);
+    tx.post_send(0, wr(1, 250)).unwrap();
+    let mut pkts = send_all(&mut tx, 0);
+    for p in pkts.iter_mut() {
+        p.dest_qpn = 1;
+    }
+    let mut v = [RxVerdict::Consumed; 3];
+    assert_eq!(rx.handle_packets(1, &pkts, &mut v), 3);
+    assert_eq!(
+        v[2],
+        RxVerdict::Place {
+            qpn: 1,
+            slot: 0,
+            offset: 200,
+            len: 50
+        }
+    );
+    // The last packet asked for an ACK.
+    let out = send_all(&mut rx, 2);
+    let acks: Vec<_> = out.iter().filter(|p| matches!(p.body, PacketBody::Ack(_))).collect();
+    assert_eq!(acks.len(), 1);
+    let PacketBody::Ack(a) = acks[0].body else { unreachable!() };
+    assert_eq!(a.cum_psn, Psn::new(3));
+    // A bad rkey: NACKed, never placed, fatal for the QP.
+    let mut bad = pkts[0];
+    bad.psn = Psn::new(3);
+    if let PacketBody::Write { reth, .. } = &mut bad.body {
+        reth.rkey = 8;
+    }
+    let mut v1 = [RxVerdict::Consumed];
+    rx.handle_packets(3, &[bad], &mut v1);
+    assert_eq!(v1[0], RxVerdict::Dropped(DropReason::RemoteAccess));
+    let ev = events(&mut rx);
+    assert!(ev.iter().any(|e| matches!(e, CsrEvent::RxFatal(f) if f.qpn.get() == 1)));
+    assert_eq!(rx.qp(1).unwrap().state, DpState::Error);
+}
+
+#[test]
+fn bad_commands_are_counted_and_change_nothing() {
+    let mut dp = stage(3);
+    let before = dp.qp(0).unwrap();
+    let mut garbage = CsrEntry::ZERO;
+    garbage.0[0] = 0x7f;
+    let wrong_side = cmd(CsrEvent::TxStart(TxStart::new(0, Psn::new(0))));
+    let unknown = cmd(CsrEvent::WindowUpdate(WindowUpdate::new(9, 5)));
+    assert_eq!(dp.handle_commands(0, &[garbage, wrong_side, unknown]), 3);
+    let c = dp.counters();
+    assert_eq!(
+        (c.commands_malformed, c.commands_wrong_side, c.commands_unknown_qp),
+        (1, 1, 1)
+    );
+    assert_eq!(dp.qp(0).unwrap(), before);
+}
+
+#[test]
+fn a_full_event_queue_holds_packets_back() {
+    let mut dp = stage(3);
+    // 8 messages of one packet: each reports TxStart/TxDone; ACK them one by one without
+    // draining the events until the stage stops taking ACKs.
+    let mut taken = 0;
+    let mut v = [RxVerdict::Consumed];
+    for round in 0..200u32 {
+        dp.post_send(0, wr(u64::from(round), 10)).unwrap();
+        send_all(&mut dp, u64::from(round));
+        taken += dp.handle_packets(u64::from(round), &[ack(round + 1, 0, 0)], &mut v);
+        if taken < round as usize + 1 {
+            break;
+        }
+    }
+    assert!(taken < 200, "never held back");
+    assert!(dp.counters().backpressure > 0);
+    assert_eq!(dp.counters().events_overflow, 0);
+    // Draining makes room again.
+    events(&mut dp);
+    events(&mut dp);
+    events(&mut dp);
+    events(&mut dp);
+    assert_eq!(dp.handle_packets(9_999, &[ack(taken as u32 + 1, 0, 0)], &mut v), 1);
+}

@@ -1,0 +1,222 @@
+//! [`Nic`]: one NIC of the test kit: the datapath stage and the firmware engine, with the two
+//! CSR queues between them, as a NIC's hardware and cores share them.
+//!
+//! [`Nic::pump`] moves entries until neither side has anything for the other: the stage's
+//! reports into the engine, the engine's commands into the stage, and what the engine writes
+//! for the host (completions, EV events) out to the caller. Time does not pass while it moves
+//! them (the test kit has no firmware latency; the simulator charges cycles for each step).
+
+use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+
+use crate::capacity::Capacity;
+use crate::datapath::packet::{Packet, RxVerdict, SendWr};
+use crate::datapath::placement::{MemRegion, RegisterError};
+use crate::datapath::stage::{Datapath, DatapathConfig, PostError};
+use crate::engine::{Completion, Engine, EngineConfig, EngineError, QpAttrs, QpError, QpState};
+
+/// Entries moved per step of [`Nic::pump`].
+const BATCH: usize = 32;
+
+/// What [`Nic::pump`] hands the host: a completion or an EV state change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostWrite {
+    /// A work request completed.
+    Completion(Completion),
+    /// An EV changed state (`qpn`, `ev`, reason code).
+    EvEvent { qpn: u32, ev: u16, reason: u8 },
+    /// Another host-interface write (a raw CQE or event record).
+    Other(CsrEntry),
+}
+
+/// One NIC: the stage, the engine and the queues between them. See the module docs.
+pub struct Nic<C: Capacity> {
+    pub dp: Datapath<C>,
+    pub fw: Engine<C>,
+    /// Events the engine could not take yet (it was short of command room).
+    carry: [CsrEntry; BATCH],
+    carry_len: usize,
+    /// Entries moved each way, and host writes.
+    pub events_moved: u64,
+    pub commands_moved: u64,
+    pub host_writes: u64,
+}
+
+impl<C: Capacity> Nic<C> {
+    /// A NIC with no QP.
+    ///
+    /// # Errors
+    /// The engine's configuration.
+    pub fn new(dp: DatapathConfig, fw: EngineConfig) -> Result<Self, EngineError> {
+        Ok(Nic {
+            dp: Datapath::new(dp),
+            fw: Engine::new(fw)?,
+            carry: [CsrEntry::ZERO; BATCH],
+            carry_len: 0,
+            events_moved: 0,
+            commands_moved: 0,
+            host_writes: 0,
+        })
+    }
+
+    /// Create a QP (the engine's; the stage's context follows at INIT).
+    ///
+    /// # Errors
+    /// [`QpError::TableFull`].
+    pub fn create_qp(&mut self) -> Result<u32, QpError> {
+        self.fw.create_qp()
+    }
+
+    /// Move QP `qpn` to `to`; the stage's context follows at the next [`Self::pump`].
+    ///
+    /// # Errors
+    /// The engine's refusal.
+    pub fn modify_qp(&mut self, qpn: u32, to: QpState, a: &QpAttrs, now_ns: u64) -> Result<(), QpError> {
+        self.fw.modify_qp(qpn, to, a, now_ns)
+    }
+
+    /// Register a region remote peers may write.
+    ///
+    /// # Errors
+    /// The stage's table refused it.
+    pub fn register_region(&mut self, r: MemRegion) -> Result<u16, RegisterError> {
+        self.dp.register_region(r)
+    }
+
+    /// Post a send work request (to the stage, as the host interface does).
+    ///
+    /// # Errors
+    /// [`PostError`].
+    pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), PostError> {
+        self.dp.post_send(qpn, wr)
+    }
+
+    /// Post a receive (to the engine, which announces it to the stage).
+    ///
+    /// # Errors
+    /// The engine's refusal.
+    pub fn post_recv(&mut self, qpn: u32, wr_id: u64) -> Result<(), QpError> {
+        self.fw.post_recv(qpn, wr_id)
+    }
+
+    /// Received packets into the stage, verdicts out (see `Datapath::handle_packets`): the
+    /// stage's reports are pumped to the engine whenever its queue runs short, so every
+    /// packet is taken. Host writes go to `host`.
+    pub fn receive(
+        &mut self,
+        now_ns: u64,
+        pkts: &[Packet],
+        verdicts: &mut [RxVerdict],
+        host: &mut impl FnMut(HostWrite),
+    ) {
+        let n = pkts.len().min(verdicts.len());
+        let mut done = 0;
+        while done < n {
+            let (p, v) = (&pkts[done..n], &mut verdicts[done..n]);
+            let k = self.dp.handle_packets(now_ns, p, v);
+            done += k;
+            // (short of event room: move the reports on; the engine always takes some after
+            // its commands went out, so this ends)
+            if done < n && !self.pump(now_ns, host) && k == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Packets to send (see `Datapath::poll_packets`), with the stage's reports pumped when
+    /// its queue runs short. Returns how many were written to `out`.
+    pub fn transmit(&mut self, now_ns: u64, out: &mut [Packet], host: &mut impl FnMut(HostWrite)) -> usize {
+        let mut n = 0;
+        loop {
+            let k = self.dp.poll_packets(now_ns, &mut out[n..]);
+            n += k;
+            if n >= out.len() || self.dp.events_pending() < crate::datapath::stage::EVENT_CAP / 2 {
+                return n;
+            }
+            // (short of event room: move the reports on and go on)
+            if !self.pump(now_ns, host) && k == 0 {
+                return n;
+            }
+        }
+    }
+
+    /// Both halves' timers due at `now_ns`. Returns whether any acted.
+    pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
+        let a = self.dp.handle_timeout(now_ns);
+        let b = self.fw.handle_timeout(now_ns);
+        a | b
+    }
+
+    /// The earlier of both halves' next deadlines.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        match (self.dp.poll_timeout(), self.fw.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Move entries between the stage and the engine until both are quiet; host writes go to
+    /// `host`. Returns whether anything moved.
+    pub fn pump(&mut self, now_ns: u64, host: &mut impl FnMut(HostWrite)) -> bool {
+        let mut any = false;
+        let mut buf = [CsrEntry::ZERO; BATCH];
+        loop {
+            let mut moved = false;
+            // Engine -> stage first: it makes room in the engine's command queue.
+            let n = self.fw.poll_commands(&mut buf);
+            if n > 0 {
+                moved = true;
+                self.commands_moved += n as u64;
+                let mut done = 0;
+                while done < n {
+                    done += self.dp.handle_commands(now_ns, &buf[done..n]);
+                    self.drain_host(host);
+                }
+            }
+            // Stage -> engine (the carried-over events first, in order).
+            if self.carry_len == 0 {
+                self.carry_len = self.dp.poll_events(&mut self.carry);
+            }
+            if self.carry_len > 0 {
+                let c = self.carry_len;
+                let k = self.fw.handle_events(now_ns, &self.carry[..c]);
+                if k > 0 {
+                    moved = true;
+                    self.events_moved += k as u64;
+                    self.carry.copy_within(k..c, 0);
+                    self.carry_len = c - k;
+                }
+            }
+            self.drain_host(host);
+            if !moved {
+                return any;
+            }
+            any = true;
+        }
+    }
+
+    fn drain_host(&mut self, host: &mut impl FnMut(HostWrite)) {
+        let mut buf = [CsrEntry::ZERO; BATCH];
+        loop {
+            let n = self.dp.poll_host_writes(&mut buf);
+            if n == 0 {
+                return;
+            }
+            self.host_writes += n as u64;
+            for e in &buf[..n] {
+                let w = match e.decode() {
+                    Ok(CsrEvent::Complete(c)) => match Completion::from_complete(&c) {
+                        Some(c) => HostWrite::Completion(c),
+                        None => HostWrite::Other(*e),
+                    },
+                    Ok(CsrEvent::EvEvent(v)) => HostWrite::EvEvent {
+                        qpn: v.qpn.get(),
+                        ev: v.ev.get(),
+                        reason: v.reason,
+                    },
+                    _ => HostWrite::Other(*e),
+                };
+                host(w);
+            }
+        }
+    }
+}
