@@ -70,7 +70,9 @@ impl<const N: usize> CsrQueue<N> {
     pub fn drain_into(&mut self, out: &mut [CsrEntry]) -> usize {
         let mut n = 0;
         while let Some(slot) = out.get_mut(n) {
-            let Some(e) = self.ring.pop_front() else { break };
+            let Some(e) = self.ring.pop_front() else {
+                break;
+            };
             *slot = e;
             n += 1;
         }

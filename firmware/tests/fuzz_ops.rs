@@ -1,5 +1,5 @@
-//! Stateful fuzzing of the engine with proptest: arbitrary byte strings decode into engine input
-//! sequences (`mrc_firmware::testkit::fuzz_ops`), which must never panic nor break an invariant.
+//! Stateful fuzzing of two NICs (stage + engine each) with proptest: arbitrary byte strings
+//! decode into NIC input sequences (`mrc_firmware::testkit::fuzz_ops`), which must never panic nor break an invariant.
 //! cargo-fuzz drives the same `run_ops` with its own inputs.
 
 use mrc_firmware::testkit::fuzz_ops::{decode_ops, run_ops, Op};
@@ -35,8 +35,8 @@ fn a_plain_exchange_keeps_the_invariants() {
 
 #[test]
 fn decoding_is_total() {
-    let mut seen = [false; 15];
-    for (tag, sub) in (0..=255u8).flat_map(|t| (0..4u8).map(move |s| (t, s))) {
+    let mut seen = [false; 16];
+    for (tag, sub) in (0..=255u8).flat_map(|t| (0..8u8).map(move |s| (t, s))) {
         decode_ops(&[tag, sub, 0xff, 0xff], |op| {
             let i = match op {
                 Op::Post { .. } => 0,
@@ -53,11 +53,13 @@ fn decoding_is_total() {
                 Op::Modify { .. } => 11,
                 Op::Deny { .. } | Op::Allow { .. } => 12,
                 Op::Garbage { .. } => 13,
+                Op::ForgedEvent { .. } => 14,
+                Op::ForgedCommand { .. } => 15,
             };
             seen[i] = true;
         });
     }
-    assert!(seen[..14].iter().all(|&s| s), "{seen:?}");
+    assert!(seen.iter().all(|&s| s), "{seen:?}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ fn outage(seed: u64, down: u64, up: u64, nscc: bool) -> PairConfig {
     };
     // 32-byte packets: the 8 KiB each direction writes per wave is 256 PSNs, four SACK
     // bitmaps' worth.
-    cfg.engine.mtu_payload = 32;
+    cfg.datapath.mtu_payload = 32;
     cfg.messages = 32;
     cfg.waves = 2;
     cfg.max_len = 4_000;

@@ -16,7 +16,7 @@ fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 fn trimming(seed: u64, bug: bool) -> PairConfig {
     let mut cfg = PairConfig::chaos(seed);
     cfg.channel.trim_ppm = 50_000;
-    cfg.engine.planted_bug = bug;
+    cfg.datapath.planted_bug = bug;
     // Liveness bound: the bug shows as a message that never completes.
     cfg.max_time_ns = 500_000_000;
     cfg

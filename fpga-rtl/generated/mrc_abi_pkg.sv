@@ -93,6 +93,7 @@ package mrc_abi_pkg;
 
   // csr_flush_flag
   localparam logic [31:0] CSR_FLUSH_FLAG_SIGNALED = 32'h00000001; // Flushed: completion requested.
+  localparam logic [31:0] CSR_FLUSH_FLAG_RECV = 32'h00000002; // Flushed: a receive work request.
 
   // csr_retx
   localparam logic [31:0] CSR_RETX_EV_ANY = 32'h0000FFFF; // Retransmit: the sprayer picks the EV.
@@ -360,8 +361,7 @@ package mrc_abi_pkg;
     CSR_KIND_QP_INIT = 8'h8D, // FW->DP QP context at INIT.
     CSR_KIND_QP_RTR = 8'h8E, // FW->DP QP context at RTR.
     CSR_KIND_QP_RTS = 8'h8F, // FW->DP QP context at RTS.
-    CSR_KIND_QP_STATE = 8'h90, // FW->DP QP to RESET or ERROR.
-    CSR_KIND_RECV_CREDIT = 8'h91 // FW->DP receive buffers posted.
+    CSR_KIND_QP_STATE = 8'h90 // FW->DP QP to RESET or ERROR.
   } csr_kind_e;
 
   // ---- register blocks, descriptors, admin bodies and CSR entries (little-endian)
@@ -864,10 +864,11 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } tx_done_t;
 
-  // WimmPlaced (32 bytes, little-endian): DP->FW: a Write-with-Immediate is placed and every PSN before its last packet too (they come in message order): the firmware completes the oldest posted receive with it.
+  // WimmPlaced (32 bytes, little-endian): DP->FW: a Write-with-Immediate is placed and every PSN before its last packet too (they come in message order): it consumed the oldest posted receive, `wr_id`.
   localparam logic [31:0] WIMM_PLACED_BYTES = 32'd32;
   typedef struct packed {
-    logic [95:0] rsvd; // Reserved (0).
+    logic [31:0] rsvd; // Reserved (0).
+    logic [63:0] wr_id; // The receive work request it consumed.
     logic [31:0] byte_len; // Message length in bytes (0: not tracked by this datapath).
     logic [31:0] imm; // Immediate data.
     logic [31:0] last_psn; // PSN of the last packet.
@@ -926,7 +927,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } rx_fatal_t;
 
-  // Flushed (32 bytes, little-endian): DP->FW: after the QP moved to ERROR, a send work request the datapath held whose packets had not all been sent (no `TxDone` was reported for it), in posting order.
+  // Flushed (32 bytes, little-endian): DP->FW: after the QP moved to ERROR, a work request the datapath held: a send whose packets had not all been sent (no `TxDone` was reported for it), or a receive no immediate consumed; in posting order.
   localparam logic [31:0] FLUSHED_BYTES = 32'd32;
   typedef struct packed {
     logic [63:0] rsvd3; // Reserved (0).
@@ -1141,16 +1142,6 @@ package mrc_abi_pkg;
     logic [7:0] state; // `QP_*` state.
     logic [7:0] kind; // `CsrKind` code.
   } qp_state_entry_t;
-
-  // RecvCredit (32 bytes, little-endian): FW->DP: receive buffers were posted to a QP (Write-with-Immediate may consume them).
-  localparam logic [31:0] RECV_CREDIT_BYTES = 32'd32;
-  typedef struct packed {
-    logic [191:0] rsvd2; // Reserved (0).
-    logic [31:0] qpn; // QPN.
-    logic [15:0] count; // Buffers.
-    logic [7:0] rsvd; // Reserved (0).
-    logic [7:0] kind; // `CsrKind` code.
-  } recv_credit_t;
 
   // ---- wire headers (abi/WIRE.md, big-endian)
 

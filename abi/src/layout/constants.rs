@@ -101,6 +101,7 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_txd_flag", "SIGNALED", csr::TXD_SIGNALED, "TxDone: completion requested."),
     c!("csr_txd_flag", "IMM", csr::TXD_IMM, "TxDone: Write-with-Immediate."),
     c!("csr_flush_flag", "SIGNALED", csr::FLUSH_SIGNALED, "Flushed: completion requested."),
+    c!("csr_flush_flag", "RECV", csr::FLUSH_RECV, "Flushed: a receive work request."),
     c!("csr_retx", "EV_ANY", csr::EV_ANY, "Retransmit: the sprayer picks the EV."),
     c!("csr_retx", "AVOID_LAST", csr::RETX_AVOID_LAST, "Retransmit: not on the EV the PSN last took."),
     c!("csr_qp_state", "RESET", csr::QP_RESET, "QpState: back to RESET."),
@@ -295,5 +296,4 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_kind", "QP_RTR", csr::CsrKind::QpRtr, "FW->DP QP context at RTR."),
     c!("csr_kind", "QP_RTS", csr::CsrKind::QpRts, "FW->DP QP context at RTS."),
     c!("csr_kind", "QP_STATE", csr::CsrKind::QpState, "FW->DP QP to RESET or ERROR."),
-    c!("csr_kind", "RECV_CREDIT", csr::CsrKind::RecvCredit, "FW->DP receive buffers posted."),
 ];

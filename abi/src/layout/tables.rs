@@ -69,7 +69,6 @@ pub const LAYOUTS: &[Layout] = &[
     csr::QpRtrCtx::LAYOUT,
     csr::QpRtsCtx::LAYOUT,
     csr::QpStateEntry::LAYOUT,
-    csr::RecvCredit::LAYOUT,
 ];
 
 /// The register blocks of BAR0.

@@ -61,7 +61,11 @@ impl Completion {
             Err(CompletionError::Flushed) => (csr::status::FLUSHED, 0),
         };
         // An error completion carries no immediate.
-        let (imm, msn) = if self.status.is_ok() { (imm, msn) } else { (0, 0) };
+        let (imm, msn) = if self.status.is_ok() {
+            (imm, msn)
+        } else {
+            (0, 0)
+        };
         let opcode = if self.status.is_err() && opcode == csr::opcode::RECV_IMM {
             csr::opcode::RECV
         } else {
@@ -118,7 +122,13 @@ mod tests {
     fn every_completion_survives_its_entry() {
         let cases = [
             (CompletionKind::Send, Ok(())),
-            (CompletionKind::RecvImm { imm: 0xfeed, msn: 7 }, Ok(())),
+            (
+                CompletionKind::RecvImm {
+                    imm: 0xfeed,
+                    msn: 7,
+                },
+                Ok(()),
+            ),
             (CompletionKind::Send, Err(CompletionError::RetryExceeded)),
             (
                 CompletionKind::Send,

@@ -4,13 +4,11 @@
 //! It runs on the datapath's reports (`mrc_abi::device::csr` DP->FW entries) and answers with
 //! commands: at once for what an event decides (a retransmission order, a state change), and
 //! lazily for state it keeps in sync ([`QpContext::poll_lazy`]: EV table writes and plane
-//! weights, the congestion window, receive credits, completions), so a burst of events costs
-//! one write of each.
+//! weights, the congestion window, completions), so a burst of events costs one write of each.
 
 use mrc_abi::device::csr::{
     self, CsrEvent, EvEventEntry, EvUpdate, PlaneWeight, QpInitCtx, QpRtrCtx, QpRtsCtx,
-    QpStateEntry, RecvCredit, Retransmit, RetransmitUnacked, SendProbe, TailProbe, WindowUpdate,
-    EV_ANY,
+    QpStateEntry, Retransmit, RetransmitUnacked, SendProbe, TailProbe, WindowUpdate, EV_ANY,
 };
 use mrc_abi::wire::NackReason;
 use mrc_abi::Psn;
@@ -68,11 +66,7 @@ pub struct FwQpCounters {
     pub probe_replies_stale: u64,
     pub completions: u64,
     pub flushed: u64,
-    pub recv_posted: u64,
-    pub recv_refused: u64,
     pub imm_completions: u64,
-    /// A placed immediate with no receive posted (the datapath checks credits: a bug).
-    pub imms_unmatched: u64,
     /// Reports for a QP in a state that does not take them (late after ERROR or RESET).
     pub events_ignored: u64,
     /// Work requests sent with no room to await them (a bug: the datapath holds at most as
@@ -90,8 +84,6 @@ pub struct FwQpView {
     pub una: Psn,
     /// Work requests sent, waiting for their acknowledgement.
     pub awaiting: usize,
-    /// Receives posted and not consumed.
-    pub recv_queued: usize,
     /// EVs `Good` or `Skip`.
     pub active_evs: u16,
     pub ev_counters: crate::engine::ev_state::EvCounters,
@@ -125,8 +117,8 @@ pub struct FwQp<const EVS: usize, const SQ: usize, const RQ: usize> {
     una: Psn,
     awaiting: Ring<Awaiting, SQ>,
     send_cause: Option<CompletionError>,
-    rq: Ring<u64, RQ>,
-    credits_pending: u16,
+    /// Receives the datapath reported flushed, to complete in order.
+    recv_flushed: Ring<u64, RQ>,
     recv_cause: Option<CompletionError>,
     /// The congestion window last written (`u64::MAX`: none yet).
     cwnd_sent: u64,
@@ -161,11 +153,6 @@ pub trait QpContext {
         limits: &Limits,
         cmds: &mut Cmds,
     ) -> Result<(), QpError>;
-    /// A receive buffer posted (announced to the datapath lazily).
-    ///
-    /// # Errors
-    /// [`QpError::WrongState`], [`QpError::QueueFull`] (counted).
-    fn post_recv(&mut self, wr_id: u64) -> Result<(), QpError>;
     /// One datapath report about this QP (room for [`EVENT_CMDS`] commands is the caller's).
     fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds);
     /// The deadline of timer `kind`.
@@ -175,7 +162,7 @@ pub trait QpContext {
     /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
-    /// The lazy commands (EV writes, plane weights, window, receive credits, completions)
+    /// The lazy commands (EV writes, plane weights, window, completions)
     /// into the front of `out`; returns how many.
     fn poll_lazy(&mut self, out: &mut [mrc_abi::device::csr::CsrEntry]) -> usize;
     /// Whether [`Self::poll_lazy`] has something to write.
@@ -222,8 +209,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
         self.una = Psn::new(0);
         self.awaiting.clear();
         self.send_cause = None;
-        self.rq.clear();
-        self.credits_pending = 0;
+        self.recv_flushed.clear();
         self.recv_cause = None;
         self.cwnd_sent = u64::MAX;
         self.counters = FwQpCounters::default();
@@ -241,7 +227,10 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
         self.tlp_deadline_ns = None;
         self.outstanding = false;
         self.retry.on_progress(0, false);
-        cmds.push(CsrEvent::QpState(QpStateEntry::new(self.qpn, csr::QP_ERROR)));
+        cmds.push(CsrEvent::QpState(QpStateEntry::new(
+            self.qpn,
+            csr::QP_ERROR,
+        )));
     }
 
     /// The tail loss probe's deadline: two time-rule windows (about two unloaded RTTs) after
@@ -254,7 +243,9 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
     fn order_retransmit(&mut self, psn: Psn, avoid: bool, cmds: &mut Cmds) {
         self.counters.retransmits_ordered += 1;
         let flags = if avoid { csr::RETX_AVOID_LAST } else { 0 };
-        cmds.push(CsrEvent::Retransmit(Retransmit::new(self.qpn, psn, EV_ANY, flags)));
+        cmds.push(CsrEvent::Retransmit(Retransmit::new(
+            self.qpn, psn, EV_ANY, flags,
+        )));
     }
 
     /// Capacity-weighted plane balance: plane weight proportional to its `Good` EVs, rounded
@@ -280,7 +271,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
 
     fn completions_waiting(&self) -> bool {
         match self.state {
-            QpState::Error => !self.awaiting.is_empty() || !self.rq.is_empty(),
+            QpState::Error => !self.awaiting.is_empty() || !self.recv_flushed.is_empty(),
             _ => self
                 .awaiting
                 .front()
@@ -306,8 +297,12 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
             rtt_ns: rtt,
         };
         let _ = self.ev.handle_ack(a.ack_ev.get(), now_ns, fb);
-        self.cc
-            .on_ack(now_ns, u64::from(a.acked_bytes.get()), a.has(csr::ACK_ECN), rtt);
+        self.cc.on_ack(
+            now_ns,
+            u64::from(a.acked_bytes.get()),
+            a.has(csr::ACK_ECN),
+            rtt,
+        );
         self.outstanding = a.has(csr::ACK_OUTSTANDING);
         if a.has(csr::ACK_PROGRESS) {
             self.una = a.una();
@@ -321,12 +316,18 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
         let Some(reason) = n.reason() else { return };
         if reason.is_fatal() || reason == NackReason::InvalidQp {
             self.counters.nacks_fatal += 1;
-            self.fail(CompletionError::RemoteNack(reason), CompletionError::Flushed, cmds);
+            self.fail(
+                CompletionError::RemoteNack(reason),
+                CompletionError::Flushed,
+                cmds,
+            );
             return;
         }
         let ev = n.ev.get();
         if n.flags & csr::NACK_IN_FLIGHT != 0 {
-            let _ = self.ev.credit_deliveries(ev, u64::from(n.ev_delivered.get()));
+            let _ = self
+                .ev
+                .credit_deliveries(ev, u64::from(n.ev_delivered.get()));
         }
         match reason {
             NackReason::Trimmed | NackReason::TrimmedLastHop => {
@@ -375,8 +376,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 signaled: false,
             }),
             send_cause: None,
-            rq: Ring::new(0),
-            credits_pending: 0,
+            recv_flushed: Ring::new(0),
             recv_cause: None,
             cwnd_sent: u64::MAX,
             timers: [None; TIMERS_PER_QP],
@@ -418,7 +418,10 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         match to {
             QpState::Reset => {
                 self.fresh()?;
-                cmds.push(CsrEvent::QpState(QpStateEntry::new(self.qpn, csr::QP_RESET)));
+                cmds.push(CsrEvent::QpState(QpStateEntry::new(
+                    self.qpn,
+                    csr::QP_RESET,
+                )));
             }
             QpState::Init => {
                 let p = attrs.init_params(EVS)?;
@@ -443,11 +446,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 let p = attrs.rtr_params(limits.window_psns, limits.recv_queue)?;
                 self.state = QpState::Rtr;
                 cmds.push(CsrEvent::QpRtr(QpRtrCtx::new(
-                    self.qpn,
-                    p.rq_psn,
-                    p.mpr_psns,
-                    p.max_wimm,
-                    p.dest_qpn,
+                    self.qpn, p.rq_psn, p.mpr_psns, p.max_wimm, p.dest_qpn,
                 )));
             }
             QpState::Rts => {
@@ -474,21 +473,6 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         Ok(())
     }
 
-    fn post_recv(&mut self, wr_id: u64) -> Result<(), QpError> {
-        let r = match self.state {
-            QpState::Rtr | QpState::Rts => self.rq.push_back(wr_id).map_err(|_| QpError::QueueFull),
-            state => Err(QpError::WrongState { state }),
-        };
-        match r {
-            Ok(()) => {
-                self.counters.recv_posted += 1;
-                self.credits_pending = self.credits_pending.saturating_add(1);
-            }
-            Err(_) => self.counters.recv_refused += 1,
-        }
-        r
-    }
-
     fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds) {
         let live = matches!(self.state, QpState::Rtr | QpState::Rts);
         match ev {
@@ -496,7 +480,9 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             CsrEvent::Loss(l) if self.state == QpState::Rts => {
                 self.counters.losses += 1;
                 let ev = l.ev.get();
-                let _ = self.ev.credit_deliveries(ev, u64::from(l.ev_delivered.get()));
+                let _ = self
+                    .ev
+                    .credit_deliveries(ev, u64::from(l.ev_delivered.get()));
                 let _ = self.ev.handle_loss(ev, now_ns);
                 self.cc.on_nack(now_ns, u64::from(l.len.get()));
                 self.order_retransmit(l.psn(), true, cmds);
@@ -520,47 +506,60 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     self.arm_tlp(now_ns);
                 }
             }
-            CsrEvent::WimmPlaced(w) if live => match self.rq.pop_front() {
-                Some(wr_id) => {
-                    self.counters.imm_completions += 1;
-                    let e = self.complete(Completion {
-                        qpn: self.qpn,
-                        wr_id,
-                        kind: CompletionKind::RecvImm {
-                            imm: w.imm.get(),
-                            msn: w.msn.get(),
-                        },
-                        status: Ok(()),
-                    });
-                    cmds.push_entry(e);
-                }
-                None => self.counters.imms_unmatched += 1,
-            },
+            CsrEvent::WimmPlaced(w) if live => {
+                self.counters.imm_completions += 1;
+                let e = self.complete(Completion {
+                    qpn: self.qpn,
+                    wr_id: w.wr_id.get(),
+                    kind: CompletionKind::RecvImm {
+                        imm: w.imm.get(),
+                        msn: w.msn.get(),
+                    },
+                    status: Ok(()),
+                });
+                cmds.push_entry(e);
+            }
             CsrEvent::ProbeReply(p) if live => {
-                match self
-                    .ev
-                    .handle_probe_reply(p.ev_index.get(), p.probe_id.get(), u64::from(p.rtt_ns.get()))
-                {
+                match self.ev.handle_probe_reply(
+                    p.ev_index.get(),
+                    p.probe_id.get(),
+                    u64::from(p.rtt_ns.get()),
+                ) {
                     Ok(()) => self.counters.probe_replies_ok += 1,
                     Err(_) => self.counters.probe_replies_stale += 1,
                 }
             }
             CsrEvent::RxFatal(f) => {
                 let reason = NackReason::from_u8(f.reason).unwrap_or(NackReason::RemoteAccess);
-                self.fail(CompletionError::Flushed, CompletionError::LocalQpError(reason), cmds);
+                self.fail(
+                    CompletionError::Flushed,
+                    CompletionError::LocalQpError(reason),
+                    cmds,
+                );
             }
-            CsrEvent::Flushed(f) => {
-                let status = Err(self.send_cause.take().unwrap_or(CompletionError::Flushed));
-                let e = self.complete(Completion {
-                    qpn: self.qpn,
+            CsrEvent::Flushed(f)
+                if self.state == QpState::Error && f.flags & csr::FLUSH_RECV != 0 =>
+            {
+                if self.recv_flushed.push_back(f.wr_id.get()).is_err() {
+                    self.counters.awaiting_overflow += 1;
+                }
+            }
+            CsrEvent::Flushed(f) if self.state == QpState::Error => {
+                // Behind the work requests already waiting (they were posted earlier): the
+                // lazy pass completes them all in order, with errors.
+                let a = Awaiting {
                     wr_id: f.wr_id.get(),
-                    kind: CompletionKind::Send,
-                    status,
-                });
-                cmds.push_entry(e);
+                    end: self.una,
+                    signaled: f.flags & csr::FLUSH_SIGNALED != 0,
+                };
+                if self.awaiting.push_back(a).is_err() {
+                    self.counters.awaiting_overflow += 1;
+                }
             }
             CsrEvent::EvDeliveries(d) => {
-                let _ = self.ev.credit_deliveries(d.ev.get(), u64::from(d.count.get()));
+                let _ = self
+                    .ev
+                    .credit_deliveries(d.ev.get(), u64::from(d.count.get()));
             }
             CsrEvent::SkipServed(s) => {
                 let _ = self.ev.handle_skip_served(s.ev.get());
@@ -596,10 +595,14 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             }
             let mut any = false;
             for _ in 0..TIMER_CMDS {
-                let Some(p) = self.ev.poll_probe(now_ns) else { break };
+                let Some(p) = self.ev.poll_probe(now_ns) else {
+                    break;
+                };
                 any = true;
                 self.counters.probes_sent += 1;
-                cmds.push(CsrEvent::SendProbe(SendProbe::new(self.qpn, p.ev, p.plane, p.probe_id)));
+                cmds.push(CsrEvent::SendProbe(SendProbe::new(
+                    self.qpn, p.ev, p.plane, p.probe_id,
+                )));
             }
             return any;
         }
@@ -628,11 +631,17 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         match self.retry.on_timeout(now_ns) {
             RetryDecision::Retry { .. } => {
                 self.cc.on_timeout(now_ns);
-                cmds.push(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(self.qpn)));
+                cmds.push(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(
+                    self.qpn,
+                )));
             }
             RetryDecision::GiveUp { .. } => {
                 self.counters.give_ups += 1;
-                self.fail(CompletionError::RetryExceeded, CompletionError::Flushed, cmds);
+                self.fail(
+                    CompletionError::RetryExceeded,
+                    CompletionError::Flushed,
+                    cmds,
+                );
             }
         }
         true
@@ -668,11 +677,6 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             out[n] = CsrEvent::WindowUpdate(WindowUpdate::new(qpn, self.cwnd_sent)).encode();
             n += 1;
         }
-        if self.credits_pending > 0 && n < out.len() {
-            out[n] = CsrEvent::RecvCredit(RecvCredit::new(qpn, self.credits_pending)).encode();
-            self.credits_pending = 0;
-            n += 1;
-        }
         while n < out.len() && self.completions_waiting() {
             let c = if let Some(a) = self.awaiting.front().copied() {
                 self.awaiting.pop_front();
@@ -694,7 +698,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                         status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
                     }
                 }
-            } else if let Some(wr_id) = self.rq.pop_front() {
+            } else if let Some(wr_id) = self.recv_flushed.pop_front() {
                 Completion {
                     qpn,
                     wr_id,
@@ -713,7 +717,6 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
     fn lazy_pending(&self) -> bool {
         self.ev.has_events()
             || (self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent)
-            || self.credits_pending > 0
             || self.completions_waiting()
     }
 
@@ -752,7 +755,6 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             cwnd_bytes: self.cc.cwnd_bytes(),
             una: self.una,
             awaiting: self.awaiting.len(),
-            recv_queued: self.rq.len(),
             active_evs: self.ev.active(),
             ev_counters: self.ev.counters(),
             counters: self.counters,

@@ -37,7 +37,7 @@ use core::marker::PhantomData;
 use mrc_abi::device::csr::{CsrEntry, CsrEvent, PlaneDown};
 
 use crate::capacity::{Capacity, Slots};
-use fw_qp::{Cmds, Limits, QpContext, EVENT_CMDS, TIMER_CMDS, TIMERS_PER_QP as KINDS};
+use fw_qp::{Cmds, Limits, QpContext, EVENT_CMDS, TIMERS_PER_QP as KINDS, TIMER_CMDS};
 use timer_wheel::{TimerId, Timers};
 
 pub use completion::{Completion, CompletionError, CompletionKind};
@@ -235,10 +235,11 @@ impl<C: Capacity> Engine<C> {
         if let Some(q) = self.qps.as_mut().get_mut(qpn as usize) {
             q.close();
         }
-        self.cmds.push(CsrEvent::QpState(mrc_abi::device::csr::QpStateEntry::new(
-            qpn,
-            mrc_abi::device::csr::QP_RESET,
-        )));
+        self.cmds
+            .push(CsrEvent::QpState(mrc_abi::device::csr::QpStateEntry::new(
+                qpn,
+                mrc_abi::device::csr::QP_RESET,
+            )));
         Ok(())
     }
 
@@ -272,16 +273,6 @@ impl<C: Capacity> Engine<C> {
         }
         self.mark(qpn);
         self.sync_timers(qpn, now_ns);
-        Ok(())
-    }
-
-    /// Post a receive buffer (for an incoming immediate) on an RTR or RTS QP.
-    ///
-    /// # Errors
-    /// [`QpError::UnknownQp`], [`QpError::WrongState`], [`QpError::QueueFull`].
-    pub fn post_recv(&mut self, qpn: u32, wr_id: u64) -> Result<(), QpError> {
-        self.open_qp(qpn)?.post_recv(wr_id)?;
-        self.mark(qpn);
         Ok(())
     }
 
@@ -344,7 +335,12 @@ impl<C: Capacity> Engine<C> {
         let mut n = self.cmds.drain_into(out);
         if self.any_dirty && n < out.len() {
             let mut left = false;
-            for (q, d) in self.qps.as_mut().iter_mut().zip(self.dirty.as_mut().iter_mut()) {
+            for (q, d) in self
+                .qps
+                .as_mut()
+                .iter_mut()
+                .zip(self.dirty.as_mut().iter_mut())
+            {
                 if !*d {
                     continue;
                 }
@@ -488,7 +484,12 @@ impl<C: Capacity> Engine<C> {
     ///
     /// # Errors
     /// [`QpError::UnknownQp`], [`QpError::Ev`].
-    pub fn handle_shared_recovery(&mut self, now_ns: u64, qpn: u32, ev: u16) -> Result<(), QpError> {
+    pub fn handle_shared_recovery(
+        &mut self,
+        now_ns: u64,
+        qpn: u32,
+        ev: u16,
+    ) -> Result<(), QpError> {
         if self.open_qp(qpn)?.shared_recovery(ev)? {
             self.mark(qpn);
             self.sync_timers(qpn, now_ns);

@@ -298,8 +298,7 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             self.counters.lost += 1;
             return;
         }
-        let is_data =
-            pkt.dma_len() > 0 || matches!(pkt.body, PacketBody::Write { .. });
+        let is_data = pkt.dma_len() > 0 || matches!(pkt.body, PacketBody::Write { .. });
         let (mut trim, mut ce) = (Trim::None, false);
         if is_data {
             if self.chance(self.cfg.trim_ppm) {

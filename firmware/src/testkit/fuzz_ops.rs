@@ -99,9 +99,15 @@ pub enum Op {
         ce: bool,
     },
     /// A raw entry handed to NIC `nic`'s engine as if its stage reported it.
-    ForgedEvent { nic: u8, entry: [u8; 32] },
+    ForgedEvent {
+        nic: u8,
+        entry: [u8; 32],
+    },
     /// A raw entry handed to NIC `nic`'s stage as if its engine commanded it.
-    ForgedCommand { nic: u8, entry: [u8; 32] },
+    ForgedCommand {
+        nic: u8,
+        entry: [u8; 32],
+    },
 }
 
 /// A broken invariant.
@@ -289,9 +295,15 @@ impl Op {
                 }
                 if nic & 4 != 0 {
                     entry[0] |= 0x80;
-                    Op::ForgedCommand { nic: nic & 1, entry }
+                    Op::ForgedCommand {
+                        nic: nic & 1,
+                        entry,
+                    }
                 } else {
-                    Op::ForgedEvent { nic: nic & 1, entry }
+                    Op::ForgedEvent {
+                        nic: nic & 1,
+                        entry,
+                    }
                 }
             }
             _ => Op::Garbage {
@@ -560,7 +572,9 @@ impl World {
             Op::ForgedCommand { nic, entry } => {
                 let n = usize::from(nic);
                 self.forged[n] = true;
-                let _ = self.nics[n].dp.handle_commands(self.now, &[CsrEntry(entry)]);
+                let _ = self.nics[n]
+                    .dp
+                    .handle_commands(self.now, &[CsrEntry(entry)]);
             }
         }
         self.drain()?;
@@ -571,7 +585,9 @@ impl World {
         let n = usize::from(to);
         let mut v = [RxVerdict::Consumed];
         let mut w = Writes(heapless::Vec::new());
-        self.nics[n].receive(self.now, core::slice::from_ref(pkt), &mut v, &mut |x| w.push(x));
+        self.nics[n].receive(self.now, core::slice::from_ref(pkt), &mut v, &mut |x| {
+            w.push(x)
+        });
         self.check_place(to, v[0])?;
         self.check_writes(n, &w)
     }
@@ -602,6 +618,7 @@ impl World {
             let HostWrite::Completion(c) = x else {
                 continue;
             };
+
             if self.forged[n] {
                 continue;
             }

@@ -70,7 +70,13 @@ impl<C: Capacity> Nic<C> {
     ///
     /// # Errors
     /// The engine's refusal.
-    pub fn modify_qp(&mut self, qpn: u32, to: QpState, a: &QpAttrs, now_ns: u64) -> Result<(), QpError> {
+    pub fn modify_qp(
+        &mut self,
+        qpn: u32,
+        to: QpState,
+        a: &QpAttrs,
+        now_ns: u64,
+    ) -> Result<(), QpError> {
         self.fw.modify_qp(qpn, to, a, now_ns)
     }
 
@@ -90,12 +96,12 @@ impl<C: Capacity> Nic<C> {
         self.dp.post_send(qpn, wr)
     }
 
-    /// Post a receive (to the engine, which announces it to the stage).
+    /// Post a receive work request (to the stage, as the host interface does).
     ///
     /// # Errors
-    /// The engine's refusal.
-    pub fn post_recv(&mut self, qpn: u32, wr_id: u64) -> Result<(), QpError> {
-        self.fw.post_recv(qpn, wr_id)
+    /// [`PostError`].
+    pub fn post_recv(&mut self, qpn: u32, wr_id: u64) -> Result<(), PostError> {
+        self.dp.post_recv(qpn, wr_id)
     }
 
     /// Received packets into the stage, verdicts out (see `Datapath::handle_packets`): the
@@ -124,7 +130,12 @@ impl<C: Capacity> Nic<C> {
 
     /// Packets to send (see `Datapath::poll_packets`), with the stage's reports pumped when
     /// its queue runs short. Returns how many were written to `out`.
-    pub fn transmit(&mut self, now_ns: u64, out: &mut [Packet], host: &mut impl FnMut(HostWrite)) -> usize {
+    pub fn transmit(
+        &mut self,
+        now_ns: u64,
+        out: &mut [Packet],
+        host: &mut impl FnMut(HostWrite),
+    ) -> usize {
         let mut n = 0;
         loop {
             let k = self.dp.poll_packets(now_ns, &mut out[n..]);

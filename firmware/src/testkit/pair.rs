@@ -508,21 +508,21 @@ impl<const PB: usize> Pair<PB> {
             let to = usize::from(f.to & 1);
             let payload = f.payload.get(..f.pkt.payload_len as usize).unwrap_or(&[]);
             let pkt = if self.cfg.wire_bytes {
-                let repr = wire_round_trip::<PB>(&f.pkt.to_repr(), payload).ok_or(Failure::Wire {
-                    now_ns: self.now_ns,
-                })?;
+                let repr =
+                    wire_round_trip::<PB>(&f.pkt.to_repr(), payload).ok_or(Failure::Wire {
+                        now_ns: self.now_ns,
+                    })?;
                 Packet::from_repr(&repr, f.pkt.payload_len, f.pkt.ce)
             } else {
                 f.pkt
             };
             let mut v = [RxVerdict::Consumed];
             let mut writes = Writes::new();
-            self.nics[to].nic.receive(
-                self.now_ns,
-                core::slice::from_ref(&pkt),
-                &mut v,
-                &mut |w| writes.push(w),
-            );
+            self.nics[to]
+                .nic
+                .receive(self.now_ns, core::slice::from_ref(&pkt), &mut v, &mut |w| {
+                    writes.push(w)
+                });
             let host = &mut self.nics[to];
             if let RxVerdict::Place { offset, len, .. } = v[0] {
                 let at = HALF + offset as usize;

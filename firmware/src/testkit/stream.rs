@@ -192,8 +192,9 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                         nic.receive(now, chunk, v, &mut |w| t.on(w));
                         if to == 1 {
                             rep.delivered_packets +=
-                                v.iter().filter(|v| matches!(v, RxVerdict::Place { .. })).count()
-                                    as u64;
+                                v.iter()
+                                    .filter(|v| matches!(v, RxVerdict::Place { .. }))
+                                    .count() as u64;
                         }
                     }
                     continue;

@@ -173,7 +173,7 @@ csr_entry!(
 
 csr_entry!(
     /// DP->FW: a Write-with-Immediate is placed and every PSN before its last packet too (they
-    /// come in message order): the firmware completes the oldest posted receive with it.
+    /// come in message order): it consumed the oldest posted receive, `wr_id`.
     WimmPlaced {
         /// Bit 0: solicited (SE set).
         flags: u8,
@@ -187,8 +187,10 @@ csr_entry!(
         imm: U32,
         /// Message length in bytes (0: not tracked by this datapath).
         byte_len: U32,
+        /// The receive work request it consumed.
+        wr_id: U64,
         /// Reserved (0).
-        rsvd: [u8; 12],
+        rsvd: [u8; 4],
     }
 );
 
@@ -269,10 +271,13 @@ csr_entry!(
 
 /// [`Flushed::flags`]: the work request asked for a completion.
 pub const FLUSH_SIGNALED: u8 = 1 << 0;
+/// [`Flushed::flags`]: a receive work request (else a send).
+pub const FLUSH_RECV: u8 = 1 << 1;
 
 csr_entry!(
-    /// DP->FW: after the QP moved to ERROR, a send work request the datapath held whose
-    /// packets had not all been sent (no [`TxDone`] was reported for it), in posting order.
+    /// DP->FW: after the QP moved to ERROR, a work request the datapath held: a send whose
+    /// packets had not all been sent (no [`TxDone`] was reported for it), or a receive no
+    /// immediate consumed; in posting order.
     Flushed {
         /// `FLUSH_*` flags.
         flags: u8,
@@ -640,20 +645,6 @@ csr_entry!(
     }
 );
 
-csr_entry!(
-    /// FW->DP: receive buffers were posted to a QP (Write-with-Immediate may consume them).
-    RecvCredit {
-        /// Reserved (0).
-        rsvd: u8,
-        /// Buffers.
-        count: U16,
-        /// QPN.
-        qpn: U32,
-        /// Reserved (0).
-        rsvd2: [u8; 24],
-    }
-);
-
 // ---------------------------------------------------------------------------------------------
 // Constructors and getters
 // ---------------------------------------------------------------------------------------------
@@ -798,7 +789,8 @@ impl TxDone {
 }
 
 impl WimmPlaced {
-    /// A placed Write-with-Immediate.
+    /// A placed Write-with-Immediate that consumed receive `wr_id`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         qpn: u32,
         msn: u16,
@@ -806,6 +798,7 @@ impl WimmPlaced {
         imm: u32,
         byte_len: u32,
         solicited: bool,
+        wr_id: u64,
     ) -> Self {
         WimmPlaced {
             kind: CsrKind::WimmPlaced as u8,
@@ -815,7 +808,8 @@ impl WimmPlaced {
             last_psn: w24(last_psn.value()),
             imm: U32::new(imm),
             byte_len: U32::new(byte_len),
-            rsvd: [0; 12],
+            wr_id: U64::new(wr_id),
+            rsvd: [0; 4],
         }
     }
 }
@@ -864,11 +858,11 @@ impl RxFatal {
 }
 
 impl Flushed {
-    /// A flushed send work request.
-    pub fn new(qpn: u32, wr_id: u64, signaled: bool) -> Self {
+    /// A flushed work request (`FLUSH_*` flags).
+    pub fn new(qpn: u32, wr_id: u64, flags: u8) -> Self {
         Flushed {
             kind: CsrKind::Flushed as u8,
-            flags: if signaled { FLUSH_SIGNALED } else { 0 },
+            flags,
             rsvd: U16::new(0),
             qpn: w24(qpn),
             rsvd2: [0; 8],
@@ -1148,19 +1142,6 @@ impl QpStateEntry {
             kind: CsrKind::QpState as u8,
             state,
             rsvd: U16::new(0),
-            qpn: w24(qpn),
-            rsvd2: [0; 24],
-        }
-    }
-}
-
-impl RecvCredit {
-    /// `count` receive buffers posted.
-    pub fn new(qpn: u32, count: u16) -> Self {
-        RecvCredit {
-            kind: CsrKind::RecvCredit as u8,
-            rsvd: 0,
-            count: U16::new(count),
             qpn: w24(qpn),
             rsvd2: [0; 24],
         }

@@ -9,8 +9,8 @@
 //!   once, Write-with-Immediate placed, probe replies, port events, receive drop counters, fatal
 //!   receive errors, flushed work requests, per-EV delivery counts.
 //! - **FW->DP** (kinds `0x81..=0xFF`): retransmission orders, EV table and plane weight writes,
-//!   probe orders, congestion windows, QP context writes (INIT, RTR, RTS, RESET/ERROR), receive
-//!   credits, and what the host interface writes to host memory (completions, CQEs, events).
+//!   probe orders, congestion windows, QP context writes (INIT, RTR, RTS, RESET/ERROR), and what
+//!   the host interface writes to host memory (completions, CQEs, events).
 //!
 //! Indices are free-running 32-bit counters; the ring is full when `producer - consumer ==
 //! 2^log2_entries`; a producer that finds it full drops the entry and increments `overflow`
@@ -205,13 +205,11 @@ pub enum CsrKind {
     QpRts = 0x8F,
     /// [`QpStateEntry`].
     QpState = 0x90,
-    /// [`RecvCredit`].
-    RecvCredit = 0x91,
 }
 
 impl CsrKind {
     /// Every kind.
-    pub const ALL: [CsrKind; 30] = [
+    pub const ALL: [CsrKind; 29] = [
         Self::AckSummary,
         Self::Loss,
         Self::Nack,
@@ -241,7 +239,6 @@ impl CsrKind {
         Self::QpRtr,
         Self::QpRts,
         Self::QpState,
-        Self::RecvCredit,
     ];
     /// The kind with code `v`, if any.
     pub fn from_u8(v: u8) -> Option<Self> {
@@ -312,7 +309,6 @@ pub enum CsrEvent {
     QpRtr(QpRtrCtx),
     QpRts(QpRtsCtx),
     QpState(QpStateEntry),
-    RecvCredit(RecvCredit),
 }
 
 /// `$m!(Variant)` for every variant (one list for encode and kind).
@@ -348,7 +344,6 @@ macro_rules! each_variant {
             CsrEvent::QpRtr($e) => $body,
             CsrEvent::QpRts($e) => $body,
             CsrEvent::QpState($e) => $body,
-            CsrEvent::RecvCredit($e) => $body,
         }
     };
 }
@@ -421,7 +416,6 @@ impl CsrEvent {
             CsrEvent::QpRtr(_) => CsrKind::QpRtr,
             CsrEvent::QpRts(_) => CsrKind::QpRts,
             CsrEvent::QpState(_) => CsrKind::QpState,
-            CsrEvent::RecvCredit(_) => CsrKind::RecvCredit,
         }
     }
 
@@ -453,7 +447,6 @@ impl CsrEvent {
             CsrEvent::QpRtr(e) => e.qpn,
             CsrEvent::QpRts(e) => e.qpn,
             CsrEvent::QpState(e) => e.qpn,
-            CsrEvent::RecvCredit(e) => e.qpn,
             CsrEvent::PortEvent(_)
             | CsrEvent::RxDrops(_)
             | CsrEvent::PostEvent(_)
@@ -565,7 +558,7 @@ impl CsrEvent {
             }
             CsrKind::Flushed => {
                 let e = rd!(Flushed);
-                zero(&[e.flags & !FLUSH_SIGNALED])?;
+                zero(&[e.flags & !(FLUSH_SIGNALED | FLUSH_RECV)])?;
                 check24(e.qpn, 4)?;
                 zero(e.rsvd.as_bytes())?;
                 zero(&e.rsvd2)?;
@@ -737,13 +730,6 @@ impl CsrEvent {
                 zero(e.rsvd.as_bytes())?;
                 zero(&e.rsvd2)?;
                 CsrEvent::QpState(e)
-            }
-            CsrKind::RecvCredit => {
-                let e = rd!(RecvCredit);
-                check24(e.qpn, 4)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
-                CsrEvent::RecvCredit(e)
             }
         })
     }

@@ -180,9 +180,12 @@ fn dp_event() -> impl Strategy<Value = CsrEvent> {
             psn(),
             any::<u32>(),
             any::<u32>(),
-            any::<bool>()
+            any::<bool>(),
+            any::<u64>()
         )
-            .prop_map(|(q, m, l, i, b, s)| CsrEvent::WimmPlaced(WimmPlaced::new(q, m, l, i, b, s))),
+            .prop_map(
+                |(q, m, l, i, b, s, w)| CsrEvent::WimmPlaced(WimmPlaced::new(q, m, l, i, b, s, w))
+            ),
         (p24(), any::<u16>(), any::<u8>(), any::<u32>(), any::<u32>())
             .prop_map(|(q, e, p, id, r)| CsrEvent::ProbeReply(ProbeReply::new(q, e, p, id, r))),
         (any::<u8>(), any::<u8>(), any::<bool>(), any::<u32>())
@@ -202,8 +205,8 @@ fn dp_event() -> impl Strategy<Value = CsrEvent> {
             })
         }),
         (p24(), psn(), fatal()).prop_map(|(q, s, r)| CsrEvent::RxFatal(RxFatal::new(q, s, r))),
-        (p24(), any::<u64>(), any::<bool>())
-            .prop_map(|(q, w, s)| CsrEvent::Flushed(Flushed::new(q, w, s))),
+        (p24(), any::<u64>(), 0u8..=3)
+            .prop_map(|(q, w, f)| CsrEvent::Flushed(Flushed::new(q, w, f))),
         (p24(), any::<u16>(), any::<u32>())
             .prop_map(|(q, e, c)| CsrEvent::EvDeliveries(EvDeliveries::new(q, e, c))),
         (p24(), any::<u16>()).prop_map(|(q, e)| CsrEvent::SkipServed(SkipServed::new(q, e))),
@@ -291,7 +294,6 @@ fn fw_command() -> impl Strategy<Value = CsrEvent> {
         )
             .prop_map(|(q, s, m, w, t, n)| CsrEvent::QpRts(QpRtsCtx::new(q, s, m, w, t, n))),
         (p24(), 0..=QP_ERROR).prop_map(|(q, s)| CsrEvent::QpState(QpStateEntry::new(q, s))),
-        (p24(), any::<u16>()).prop_map(|(q, c)| CsrEvent::RecvCredit(RecvCredit::new(q, c))),
     ]
 }
 

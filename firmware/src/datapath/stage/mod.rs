@@ -7,7 +7,7 @@
 //!
 //! | side | job |
 //! |---|---|
-//! | host | send work requests posted ([`Datapath::post_send`]); completions and events the firmware writes to the host, passed on ([`Datapath::poll_host_writes`]) |
+//! | host | send and receive work requests posted ([`Datapath::post_send`], [`Datapath::post_recv`]); completions and events the firmware writes to the host, passed on ([`Datapath::poll_host_writes`]) |
 //! | transmit | segmentation, the EV pick per packet from the QP's EV table, header fields, the per-PSN send state; retransmissions the firmware orders go first; control packets (ACKs, NACKs, probes, replies) before both ([`Datapath::poll_packets`]) |
 //! | receive | header checks, the receive PSN bitmap, rkey and bounds checks and placement by RETH, coalesced SACK / NACK generation; at the sender, ACK and NACK application to the per-PSN state ([`Datapath::handle_packets`]) |
 //! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context and retransmission commands in ([`Datapath::handle_commands`]) |
@@ -38,10 +38,10 @@ pub use rx::RxCounters;
 pub use tx::{PostError, Reorder, Stall, TxCounters};
 
 use crate::capacity::{Capacity, Slots};
+use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
 use crate::datapath::packet::{DropReason, Packet, RxVerdict, SendWr};
-use crate::datapath::placement::{MemRegion, RegisterError, Regions};
-use crate::csr_queue::CsrQueue;
+use crate::datapath::placement::{MemRegion, Regions, RegisterError};
 
 /// Data packets one QP sends in a row before the next QP gets its turn.
 pub const TX_BURST_PKTS: u8 = 4;
@@ -242,6 +242,22 @@ impl<C: Capacity> Datapath<C> {
         r
     }
 
+    /// A receive work request the host posted to QP `qpn` (for an incoming
+    /// Write-with-Immediate, which consumes the oldest).
+    ///
+    /// # Errors
+    /// [`PostError`] (counted).
+    pub fn post_recv(&mut self, qpn: u32, wr_id: u64) -> Result<(), PostError> {
+        let r = match self.qps.as_mut().get_mut(qpn as usize) {
+            Some(qp) => qp.post_recv(wr_id),
+            None => Err(PostError::NotSending),
+        };
+        if r.is_err() {
+            self.counters.post_refused += 1;
+        }
+        r
+    }
+
     /// Firmware commands (the FW->DP ring's entries), in order. Returns how many were taken:
     /// all of them, unless the host-interface queue filled (then the rest waits).
     pub fn handle_commands(&mut self, now_ns: u64, cmds: &[CsrEntry]) -> usize {
@@ -295,7 +311,12 @@ impl<C: Capacity> Datapath<C> {
     /// Received packets, in order, each answered in `verdicts` (placement by the caller
     /// before it delivers later completions). Returns how many were taken (fewer than
     /// `min(pkts.len(), verdicts.len())` when the event queue is short of room).
-    pub fn handle_packets(&mut self, now_ns: u64, pkts: &[Packet], verdicts: &mut [RxVerdict]) -> usize {
+    pub fn handle_packets(
+        &mut self,
+        now_ns: u64,
+        pkts: &[Packet],
+        verdicts: &mut [RxVerdict],
+    ) -> usize {
         let n = pkts.len().min(verdicts.len());
         for (i, (pkt, v)) in pkts.iter().zip(verdicts.iter_mut()).take(n).enumerate() {
             if self.events.room() < RX_EVENTS {

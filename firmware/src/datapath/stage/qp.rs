@@ -2,9 +2,7 @@
 //! credits, send side and receive side, and the QP-targeted firmware commands it takes.
 
 use heapless::Vec;
-use mrc_abi::device::csr::{
-    self, CsrEvent, ProbeReply as ProbeReplyEntry, RxFatal, SkipServed,
-};
+use mrc_abi::device::csr::{self, CsrEvent, ProbeReply as ProbeReplyEntry, RxFatal, SkipServed};
 use mrc_abi::device::EvState;
 use mrc_abi::wire::{AckRepr, EvFormat, EvxRepr, NackReason, NackRepr, ProbeRepr, Segment};
 use mrc_abi::Psn;
@@ -91,6 +89,11 @@ pub trait QpContext {
     /// # Errors
     /// [`PostError`].
     fn post_send(&mut self, wr: SendWr) -> Result<(), PostError>;
+    /// A receive work request was posted (RTR or RTS).
+    ///
+    /// # Errors
+    /// [`PostError::NotSending`] before RTR or in ERROR, [`PostError::QueueFull`].
+    fn post_recv(&mut self, wr_id: u64) -> Result<(), PostError>;
     /// One firmware command addressed to this QP (see the module docs of `stage`).
     fn handle_command(
         &mut self,
@@ -114,7 +117,12 @@ pub trait QpContext {
     ///
     /// # Errors
     /// Why none can leave now.
-    fn poll_data(&mut self, now_ns: u64, events: &mut Events, out: &mut Packet) -> Result<(), Stall>;
+    fn poll_data(
+        &mut self,
+        now_ns: u64,
+        events: &mut Events,
+        out: &mut Packet,
+    ) -> Result<(), Stall>;
     /// Something waits to be sent.
     fn wants_to_send(&self) -> bool;
     /// A retransmission waits (it goes ahead of other QPs' new data).
@@ -131,7 +139,6 @@ pub trait QpContext {
     /// Whether [`Self::poll_reports`] has something to report.
     fn reports_pending(&self) -> bool;
 }
-
 
 impl<
         const EVS: usize,
@@ -258,7 +265,10 @@ impl<
                 },
             );
         }
-        if state == EvState::Skip && self.sprayer.mark_skip(ev).is_ok() && self.skip_marks.push(ev).is_err() {
+        if state == EvState::Skip
+            && self.sprayer.mark_skip(ev).is_ok()
+            && self.skip_marks.push(ev).is_err()
+        {
             self.skip_overflow = true;
         }
     }
@@ -347,7 +357,10 @@ impl<
                 // Back on the packet's own EV: the packet is not the QP's traffic.
                 let n = self.rx.nack(&rxp, NackReason::InvalidQp);
                 let evx = EvxRepr {
-                    ev_value: self.hdr.value_base.wrapping_add(u32::from(pkt.evx.ev_index)),
+                    ev_value: self
+                        .hdr
+                        .value_base
+                        .wrapping_add(u32::from(pkt.evx.ev_index)),
                     ..pkt.evx
                 };
                 let p = self.ack_packet_on(now_ns, &n, pkt.tx_ts_ns, evx);
@@ -357,9 +370,15 @@ impl<
         }
         let _ = cfg;
         let mut event = None;
-        let result =
-            self.rx
-                .handle_write(now_ns, &rxp, reth, imm, pkt.payload_len, regions, &mut event);
+        let result = self.rx.handle_write(
+            now_ns,
+            &rxp,
+            reth,
+            imm,
+            pkt.payload_len,
+            regions,
+            &mut event,
+        );
         if let Some(e) = event {
             let p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns);
             ctrl.push(p);
@@ -437,6 +456,10 @@ impl<
         self.tx.post_send(wr)
     }
 
+    fn post_recv(&mut self, wr_id: u64) -> Result<(), PostError> {
+        self.rx.post_recv(wr_id)
+    }
+
     fn handle_command(
         &mut self,
         now_ns: u64,
@@ -502,14 +525,12 @@ impl<
                 let _ = self.sprayer.set_plane_weight(c.plane, c.weight);
             }
             CsrEvent::WindowUpdate(c) => self.tx.set_cwnd(u64::from(c.cwnd_bytes.get())),
-            CsrEvent::Retransmit(c) => self.tx.order_retransmit(
-                c.psn(),
-                c.ev.get(),
-                c.flags & csr::RETX_AVOID_LAST != 0,
-            ),
+            CsrEvent::Retransmit(c) => {
+                self.tx
+                    .order_retransmit(c.psn(), c.ev.get(), c.flags & csr::RETX_AVOID_LAST != 0)
+            }
             CsrEvent::RetransmitUnacked(_) => self.tx.requeue_unacked(),
             CsrEvent::TailProbe(_) => self.tx.tail_probe(),
-            CsrEvent::RecvCredit(c) => self.rx.add_credits(c.count.get()),
             CsrEvent::SendProbe(c) => {
                 if self.rx_live() {
                     let ev = c.ev.get();
@@ -557,7 +578,8 @@ impl<
                     counts: &mut self.credits,
                     saturated: &mut saturated,
                 };
-                self.tx.handle_ack(now_ns, self.hdr.qpn, a, rtt, &mut credits, events);
+                self.tx
+                    .handle_ack(now_ns, self.hdr.qpn, a, rtt, &mut credits, events);
                 RxVerdict::Consumed
             }
             PacketBody::Nack(n) => {
@@ -577,7 +599,13 @@ impl<
                 if !self.rx_live() {
                     return RxVerdict::Dropped(DropReason::QpNotReady);
                 }
-                let reply = self.control(now_ns, Psn::new(0), pkt.evx, pkt.tx_ts_ns, PacketBody::ProbeReply(*p));
+                let reply = self.control(
+                    now_ns,
+                    Psn::new(0),
+                    pkt.evx,
+                    pkt.tx_ts_ns,
+                    PacketBody::ProbeReply(*p),
+                );
                 ctrl.push(reply);
                 RxVerdict::Consumed
             }
@@ -602,7 +630,12 @@ impl<
         }
     }
 
-    fn poll_data(&mut self, now_ns: u64, events: &mut Events, out: &mut Packet) -> Result<(), Stall> {
+    fn poll_data(
+        &mut self,
+        now_ns: u64,
+        events: &mut Events,
+        out: &mut Packet,
+    ) -> Result<(), Stall> {
         if self.state != DpState::Rts {
             return Err(Stall::Idle);
         }
@@ -651,7 +684,7 @@ impl<
 
     fn poll_reports(&mut self, events: &mut Events) {
         let qpn = self.hdr.qpn;
-        if !self.tx.poll_flush(qpn, events) {
+        if !self.tx.poll_flush(qpn, events) || !self.rx.poll_flush(qpn, events) {
             return;
         }
         if self.rx_live() {
@@ -660,7 +693,8 @@ impl<
     }
 
     fn reports_pending(&self) -> bool {
-        self.tx.flush_pending() || (self.rx_live() && self.rx.imm_ready())
+        self.tx.flush_pending()
+            || self.rx.flush_pending()
+            || (self.rx_live() && self.rx.imm_ready())
     }
 }
-

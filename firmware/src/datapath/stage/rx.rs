@@ -9,21 +9,22 @@
 //!    and a fatal error for the QP — **never a write**.
 //! 5. A Write-with-Immediate's last packet needs room: fewer than `max_wimm` immediates waiting
 //!    (else NACK `TOO_MANY_WIMM`, not marked received, the requester resends it later) and a
-//!    receive buffer the firmware announced ([`RecvCredit`]) not already promised to an
-//!    earlier immediate (else NACK `NO_RECV_BUFFER`, fatal).
+//!    posted receive (`Datapath::post_recv`) not already promised to an earlier immediate
+//!    (else NACK `NO_RECV_BUFFER`, fatal).
 //! 6. Otherwise the PSN is marked received (the ACK generator may ACK now) and the caller is
 //!    told where to place the payload.
 //!
-//! An immediate is reported to the firmware ([`WimmPlaced`]) only when the cumulative PSN has
-//! passed its last packet, i.e. every PSN up to it is placed; waiting immediates are kept
-//! sorted by PSN, so they are reported in posting (MSN) order and the firmware completes the
-//! oldest posted receive with each.
+//! An immediate is reported to the firmware ([`WimmPlaced`], with the receive it consumes)
+//! only when the cumulative PSN has passed its last packet, i.e. every PSN up to it is placed;
+//! waiting immediates are kept sorted by PSN, so they are reported in posting (MSN) order,
+//! each consuming the oldest posted receive. In ERROR the receives left are reported
+//! [`Flushed`].
 //!
-//! [`RecvCredit`]: mrc_abi::device::csr::RecvCredit
 //! [`WimmPlaced`]: mrc_abi::device::csr::WimmPlaced
+//! [`Flushed`]: mrc_abi::device::csr::Flushed
 
 use heapless::Vec;
-use mrc_abi::device::csr::{CsrEvent, WimmPlaced};
+use mrc_abi::device::csr::{self, CsrEvent, Flushed, WimmPlaced};
 use mrc_abi::wire::{NackReason, RethRepr};
 use mrc_abi::Psn;
 
@@ -32,6 +33,7 @@ use crate::datapath::ack_gen::{AckEvent, AckGen, AckGenConfig, RxPacket, TrimMar
 use crate::datapath::packet::DropReason;
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::rx_bitmap::RxBitmap;
+use crate::ring::Ring;
 
 #[derive(Clone, Copy, Debug)]
 struct PendingImm {
@@ -55,6 +57,9 @@ pub struct RxCounters {
     pub imms_placed: u64,
     /// Immediates dropped because the QP entered ERROR before they were placed in order.
     pub imms_dropped: u64,
+    pub recv_posted: u64,
+    pub recv_refused: u64,
+    pub recv_flushed: u64,
 }
 
 /// What became of a received write.
@@ -69,11 +74,13 @@ pub(crate) enum WriteResult {
 pub(crate) struct RxSide<const WORDS: usize, const RQ: usize> {
     acks: AckGen<WORDS>,
     pending: Vec<PendingImm, RQ>,
-    /// Receive buffers announced and not yet consumed by a reported immediate.
-    credits: u32,
+    /// Posted receives not yet consumed by a reported immediate, oldest first.
+    rq: Ring<u64, RQ>,
     mpr_psns: u32,
     max_wimm: u16,
     live: bool,
+    /// ERROR: the receives left are to be reported flushed.
+    flushing: bool,
     counters: RxCounters,
 }
 
@@ -81,10 +88,11 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
     pub(crate) const OFF: Self = RxSide {
         acks: AckGen::OFF,
         pending: Vec::new(),
-        credits: 0,
+        rq: Ring::new(0),
         mpr_psns: 0,
         max_wimm: 0,
         live: false,
+        flushing: false,
         counters: RxCounters {
             placed: 0,
             duplicates: 0,
@@ -95,19 +103,30 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
             too_many_wimm: 0,
             imms_placed: 0,
             imms_dropped: 0,
+            recv_posted: 0,
+            recv_refused: 0,
+            recv_flushed: 0,
         },
     };
 
     /// Back to before RTR.
     pub(crate) fn reset(&mut self) {
         self.pending.clear();
-        self.credits = 0;
+        self.rq.clear();
         self.live = false;
+        self.flushing = false;
         self.counters = RxCounters::default();
     }
 
     /// RTR: receiving for local QP `qpn` from `rq_psn`.
-    pub(crate) fn start(&mut self, qpn: u32, rq_psn: Psn, mpr_psns: u32, max_wimm: u16, ack: AckGenConfig) {
+    pub(crate) fn start(
+        &mut self,
+        qpn: u32,
+        rq_psn: Psn,
+        mpr_psns: u32,
+        max_wimm: u16,
+        ack: AckGenConfig,
+    ) {
         self.acks = AckGen::new(qpn, rq_psn, ack);
         self.pending.clear();
         self.mpr_psns = mpr_psns.min(RxBitmap::<WORDS>::WINDOW);
@@ -115,11 +134,37 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
         self.live = true;
     }
 
-    /// ERROR: nothing more is placed; waiting immediates are dropped.
+    /// ERROR: nothing more is placed; waiting immediates are dropped, the receives left are
+    /// reported flushed ([`Self::poll_flush`]).
     pub(crate) fn stop(&mut self) {
+        if self.live {
+            self.flushing = true;
+        }
         self.live = false;
         self.counters.imms_dropped += self.pending.len() as u64;
         self.pending.clear();
+    }
+
+    /// Reports flushed receives while `events` has room; `true` when none is left.
+    pub(crate) fn poll_flush(&mut self, qpn: u32, events: &mut Events) -> bool {
+        if !self.flushing {
+            return true;
+        }
+        while let Some(&wr_id) = self.rq.front() {
+            if events.room() == 0 {
+                return false;
+            }
+            events.push(CsrEvent::Flushed(Flushed::new(qpn, wr_id, csr::FLUSH_RECV)));
+            self.counters.recv_flushed += 1;
+            self.rq.pop_front();
+        }
+        self.flushing = false;
+        true
+    }
+
+    /// Whether flushed receives wait to be reported.
+    pub(crate) fn flush_pending(&self) -> bool {
+        self.flushing
     }
 
     pub(crate) fn counters(&self) -> RxCounters {
@@ -130,9 +175,20 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
         &self.acks
     }
 
-    /// `n` receive buffers were posted.
-    pub(crate) fn add_credits(&mut self, n: u16) {
-        self.credits = self.credits.saturating_add(u32::from(n));
+    /// A receive work request was posted (RTR or RTS).
+    pub(crate) fn post_recv(&mut self, wr_id: u64) -> Result<(), super::tx::PostError> {
+        let r = if !self.live {
+            Err(super::tx::PostError::NotSending)
+        } else {
+            self.rq
+                .push_back(wr_id)
+                .map_err(|_| super::tx::PostError::QueueFull)
+        };
+        match r {
+            Ok(()) => self.counters.recv_posted += 1,
+            Err(_) => self.counters.recv_refused += 1,
+        }
+        r
     }
 
     /// When the coalescing ACK is due.
@@ -207,7 +263,7 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
                     ));
                     return WriteResult::Drop(DropReason::TooManyWimm);
                 }
-                if self.credits as usize <= self.pending.len() {
+                if self.rq.len() <= self.pending.len() {
                     self.counters.no_recv_buffer += 1;
                     *event = Some(AckEvent::Nack(
                         self.acks.nack_for(pkt, NackReason::NoRecvBuffer),
@@ -262,10 +318,14 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
     pub(crate) fn poll_imms(&mut self, qpn: u32, events: &mut Events) {
         while self.imm_ready() && events.room() > 0 {
             let p = self.pending.remove(0);
-            self.credits = self.credits.saturating_sub(1);
+            // (room was checked when the immediate was accepted: a receive is there)
+            let Some(wr_id) = self.rq.pop_front() else {
+                self.counters.imms_dropped += 1;
+                continue;
+            };
             self.counters.imms_placed += 1;
             events.push(CsrEvent::WimmPlaced(WimmPlaced::new(
-                qpn, p.msn, p.last_psn, p.imm, 0, false,
+                qpn, p.msn, p.last_psn, p.imm, 0, false, wr_id,
             )));
         }
     }

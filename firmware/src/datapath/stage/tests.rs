@@ -39,9 +39,28 @@ fn stage(reorder_tx: u8) -> Datapath<Small> {
     .unwrap();
     for q in 0..2 {
         let cmds = [
-            cmd(CsrEvent::QpInit(QpInitCtx::new(q, 8, 2, EvFormat::Udp, 0x40))),
-            cmd(CsrEvent::QpRtr(QpRtrCtx::new(q, Psn::new(0), 128, 2, 1 - q))),
-            cmd(CsrEvent::QpRts(QpRtsCtx::new(q, Psn::new(0), 128, 2, reorder_tx, 0))),
+            cmd(CsrEvent::QpInit(QpInitCtx::new(
+                q,
+                8,
+                2,
+                EvFormat::Udp,
+                0x40,
+            ))),
+            cmd(CsrEvent::QpRtr(QpRtrCtx::new(
+                q,
+                Psn::new(0),
+                128,
+                2,
+                1 - q,
+            ))),
+            cmd(CsrEvent::QpRts(QpRtsCtx::new(
+                q,
+                Psn::new(0),
+                128,
+                2,
+                reorder_tx,
+                0,
+            ))),
             cmd(CsrEvent::WindowUpdate(WindowUpdate::new(q, 1000))),
         ];
         assert_eq!(dp.handle_commands(0, &cmds), 4);
@@ -115,7 +134,10 @@ fn a_message_is_segmented_sprayed_and_reported_once_sent() {
     let CsrEvent::TxDone(d) = ev[1] else {
         panic!("{ev:?}")
     };
-    assert_eq!((d.wr_id.get(), d.end_psn(), d.flags), (9, Psn::new(3), TXD_SIGNALED));
+    assert_eq!(
+        (d.wr_id.get(), d.end_psn(), d.flags),
+        (9, Psn::new(3), TXD_SIGNALED)
+    );
     assert_eq!(ev.len(), 2);
 }
 
@@ -136,13 +158,19 @@ fn an_ack_reports_progress_and_a_hole_past_the_threshold_is_a_loss() {
     let CsrEvent::Loss(l) = ev[0] else {
         panic!("{ev:?}")
     };
-    assert_eq!((l.psn(), l.ev.get(), l.len.get()), (Psn::new(2), pkts[2].evx.ev_index, 100));
+    assert_eq!(
+        (l.psn(), l.ev.get(), l.len.get()),
+        (Psn::new(2), pkts[2].evx.ev_index, 100)
+    );
     let CsrEvent::AckSummary(s) = ev[1] else {
         panic!("{ev:?}")
     };
     assert_eq!(s.una(), Psn::new(2));
     assert!(s.has(csr::ACK_PROGRESS) && s.has(csr::ACK_OUTSTANDING));
-    assert_eq!((s.acked_bytes.get(), s.delivered.get(), s.sacked.get()), (500, 5, 3));
+    assert_eq!(
+        (s.acked_bytes.get(), s.delivered.get(), s.sacked.get()),
+        (500, 5, 3)
+    );
     // Nothing is resent before the firmware orders it.
     assert!(send_all(&mut dp, 11).is_empty());
     let view = dp.qp(0).unwrap();
@@ -153,7 +181,10 @@ fn an_ack_reports_progress_and_a_hole_past_the_threshold_is_a_loss() {
     let r = send_all(&mut dp, 12);
     assert_eq!(r.len(), 1);
     assert!(r[0].retransmit);
-    assert_eq!((r[0].psn, r[0].evx.ev_index, r[0].evx.plane), (Psn::new(2), 5, 1));
+    assert_eq!(
+        (r[0].psn, r[0].evx.ev_index, r[0].evx.plane),
+        (Psn::new(2), 5, 1)
+    );
 }
 
 #[test]
@@ -164,7 +195,10 @@ fn the_loss_window_sends_only_una_until_the_peer_answers() {
     }
     assert_eq!(send_all(&mut dp, 0).len(), 4);
     events(&mut dp);
-    dp.handle_commands(100, &[cmd(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(0)))]);
+    dp.handle_commands(
+        100,
+        &[cmd(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(0)))],
+    );
     let r = send_all(&mut dp, 100);
     assert_eq!(r.iter().map(|p| p.psn.value()).collect::<Vec<_>>(), [0]);
     // The answer acknowledges 0..=2: only PSN 3 is left to resend.
@@ -198,7 +232,10 @@ fn a_trim_nack_is_reported_with_the_evs_delivery_credits() {
     let CsrEvent::Nack(x) = ev[1] else {
         panic!("{ev:?}")
     };
-    assert_eq!((x.psn(), x.reason(), x.flags), (Psn::new(1), Some(NackReason::Trimmed), NACK_IN_FLIGHT));
+    assert_eq!(
+        (x.psn(), x.reason(), x.flags),
+        (Psn::new(1), Some(NackReason::Trimmed), NACK_IN_FLIGHT)
+    );
     assert_eq!(x.ev.get(), pkts[1].evx.ev_index);
     // A stale repeat of it is counted, not reported.
     dp.handle_packets(6, &[n], &mut v[..1]);
@@ -228,9 +265,14 @@ fn writes_are_placed_acked_and_checked_against_the_region() {
     );
     // The last packet asked for an ACK.
     let out = send_all(&mut rx, 2);
-    let acks: Vec<_> = out.iter().filter(|p| matches!(p.body, PacketBody::Ack(_))).collect();
+    let acks: Vec<_> = out
+        .iter()
+        .filter(|p| matches!(p.body, PacketBody::Ack(_)))
+        .collect();
     assert_eq!(acks.len(), 1);
-    let PacketBody::Ack(a) = acks[0].body else { unreachable!() };
+    let PacketBody::Ack(a) = acks[0].body else {
+        unreachable!()
+    };
     assert_eq!(a.cum_psn, Psn::new(3));
     // A bad rkey: NACKed, never placed, fatal for the QP.
     let mut bad = pkts[0];
@@ -242,7 +284,9 @@ fn writes_are_placed_acked_and_checked_against_the_region() {
     rx.handle_packets(3, &[bad], &mut v1);
     assert_eq!(v1[0], RxVerdict::Dropped(DropReason::RemoteAccess));
     let ev = events(&mut rx);
-    assert!(ev.iter().any(|e| matches!(e, CsrEvent::RxFatal(f) if f.qpn.get() == 1)));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, CsrEvent::RxFatal(f) if f.qpn.get() == 1)));
     assert_eq!(rx.qp(1).unwrap().state, DpState::Error);
 }
 
@@ -257,7 +301,11 @@ fn bad_commands_are_counted_and_change_nothing() {
     assert_eq!(dp.handle_commands(0, &[garbage, wrong_side, unknown]), 3);
     let c = dp.counters();
     assert_eq!(
-        (c.commands_malformed, c.commands_wrong_side, c.commands_unknown_qp),
+        (
+            c.commands_malformed,
+            c.commands_wrong_side,
+            c.commands_unknown_qp
+        ),
         (1, 1, 1)
     );
     assert_eq!(dp.qp(0).unwrap(), before);
@@ -286,5 +334,8 @@ fn a_full_event_queue_holds_packets_back() {
     events(&mut dp);
     events(&mut dp);
     events(&mut dp);
-    assert_eq!(dp.handle_packets(9_999, &[ack(taken as u32 + 1, 0, 0)], &mut v), 1);
+    assert_eq!(
+        dp.handle_packets(9_999, &[ack(taken as u32 + 1, 0, 0)], &mut v),
+        1
+    );
 }

@@ -280,7 +280,9 @@ impl Credits<'_> {
     /// Take the credits of `ev` (for its loss or NACK report).
     #[inline]
     fn take(&mut self, ev: u16) -> u16 {
-        self.counts.get_mut(usize::from(ev)).map_or(0, core::mem::take)
+        self.counts
+            .get_mut(usize::from(ev))
+            .map_or(0, core::mem::take)
     }
 }
 
@@ -293,7 +295,6 @@ const HALF_CREDITS: u16 = 1 << 15;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     const CAPACITY_OK: () = assert!(WIN >= 64 && SQ >= 1, "TxSide needs WIN >= 64, SQ >= 1");
-
 
     pub(crate) const OFF: Self = TxSide {
         sq: Ring::new(SendWqe::FILL),
@@ -366,7 +367,14 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
 
     /// RTS: sending from `sq_psn` with these windows and loss rule; `mtu` payload bytes per
     /// packet (`1..=65535`). The congestion window is 0 until the firmware writes one.
-    pub(crate) fn start(&mut self, sq_psn: Psn, mpr_psns: u32, max_wimm: u16, reorder: Reorder, mtu: u32) {
+    pub(crate) fn start(
+        &mut self,
+        sq_psn: Psn,
+        mpr_psns: u32,
+        max_wimm: u16,
+        reorder: Reorder,
+        mtu: u32,
+    ) {
         self.next_post_psn = sq_psn;
         self.next_msn = 0;
         self.una = sq_psn;
@@ -671,7 +679,9 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 flags |= csr::TXD_IMM;
             }
             let end = w.start_psn.add(w.npkts);
-            events.push(CsrEvent::TxDone(TxDone::new(hdr.qpn, w.wr.wr_id, end, flags)));
+            events.push(CsrEvent::TxDone(TxDone::new(
+                hdr.qpn, w.wr.wr_id, end, flags,
+            )));
         }
         Ok(())
     }
@@ -759,7 +769,12 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
 
     /// Slot `s` is acknowledged (nothing when it already was).
     #[inline]
-    fn take(t: &mut AckTally, s: &mut TxSlot, credits: &mut Credits<'_>, crossed: &mut heapless::Vec<u16, 8>) {
+    fn take(
+        t: &mut AckTally,
+        s: &mut TxSlot,
+        credits: &mut Credits<'_>,
+        crossed: &mut heapless::Vec<u16, 8>,
+    ) {
         let flags = s.flags;
         if flags & F_ACKED != 0 {
             return;
@@ -838,7 +853,10 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         while bits != 0 {
             let i = bits.trailing_zeros();
             bits &= bits - 1;
-            if let Some(s) = self.slots.get_mut(a.sack_base.add(i).value() as usize % WIN) {
+            if let Some(s) = self
+                .slots
+                .get_mut(a.sack_base.add(i).value() as usize % WIN)
+            {
                 Self::take(&mut t, s, credits, &mut crossed);
             }
         }
@@ -884,7 +902,11 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         for &ev in crossed.iter() {
             let n = credits.take(ev);
             if n > 0 {
-                events.push(CsrEvent::EvDeliveries(EvDeliveries::new(qpn, ev, u32::from(n))));
+                events.push(CsrEvent::EvDeliveries(EvDeliveries::new(
+                    qpn,
+                    ev,
+                    u32::from(n),
+                )));
             }
         }
         if self.una != start {
@@ -1112,7 +1134,12 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             if events.room() == 0 {
                 return false;
             }
-            events.push(CsrEvent::Flushed(Flushed::new(qpn, w.wr.wr_id, w.wr.signaled)));
+            let flags = if w.wr.signaled {
+                csr::FLUSH_SIGNALED
+            } else {
+                0
+            };
+            events.push(CsrEvent::Flushed(Flushed::new(qpn, w.wr.wr_id, flags)));
             self.counters.flushed += 1;
             self.sq.pop_front();
         }
