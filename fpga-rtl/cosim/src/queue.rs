@@ -74,23 +74,25 @@ impl RingModel {
 fn entry(rng: &mut Rng) -> [u8; ENTRY_BYTES] {
     let qpn = rng.below(1 << 24) as u32;
     let ev = rng.below(4096) as u16;
+    // Entries of every firmware-command kind the queue carries most (the queue does not look
+    // inside them: any 32 bytes must come out as they went in).
     let ev = match rng.below(4) {
-        0 => CsrEvent::Retransmit(Retransmit::new(qpn, Psn::new(rng.next_u64() as u32), ev)),
-        1 => CsrEvent::EvUpdate(EvUpdate::new(
+        0 => CsrEvent::Retransmit(Retransmit::new(
+            qpn,
+            Psn::new(rng.next_u64() as u32),
+            ev,
+            (rng.below(2)) as u8,
+        )),
+        1 => CsrEvent::EvUpdate(EvUpdate::new(qpn, ev, EvState::Good, rng.below(8) as u8)),
+        2 => CsrEvent::SendProbe(SendProbe::new(
             qpn,
             ev,
-            EvState::Good,
-            1 + rng.below(15) as u16,
-        )),
-        2 => CsrEvent::SendProbe(SendProbe::new(qpn, ev, rng.next_u64() as u32)),
-        _ => CsrEvent::WindowUpdate(WindowUpdate::new(
-            qpn,
+            rng.below(8) as u8,
             rng.next_u64() as u32,
-            Psn::new(rng.next_u64() as u32),
-            rng.below(1000) as u32,
         )),
+        _ => CsrEvent::WindowUpdate(WindowUpdate::new(qpn, rng.next_u64())),
     };
-    ev.encode()
+    ev.encode().0
 }
 
 /// Drive the queue for `cycles` clocks; bursts of pushes and stalls make it fill and overflow.
