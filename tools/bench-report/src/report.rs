@@ -244,8 +244,9 @@ pub fn markdown(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "Machine: {}, {} logical CPUs, {} GiB RAM, Linux {}. Wall-clock figures depend on what\n\
-         else the machine ran; each section gives its 1-minute load average at the start.\n",
+        "Machine: {}, {} logical CPUs, {} GiB RAM, Linux {}.\n\
+         Wall-clock figures depend on what else the machine ran; each section gives its 1-minute\n\
+         load average at the start.\n",
         m.cpu_model,
         m.cores,
         number(m.memory_gib, 1),
@@ -430,7 +431,9 @@ mod tests {
     fn markdown_has_rows_baselines_ratios_and_failures() {
         let md = markdown(&report());
         assert!(md.starts_with("# Benchmarks\n"));
-        assert!(md.contains("Machine: Test CPU @ 2.0GHz, 2 logical CPUs, 23.5 GiB RAM"));
+        assert!(
+            md.contains("Machine: Test CPU @ 2.0GHz, 2 logical CPUs, 23.5 GiB RAM, Linux 6.1.0.\n")
+        );
         assert!(md.contains(
             "| mrc completion | 192.4 us | 170.9 us (ideal completion; same run) | 1.13x | seed 1 |"
         ));

@@ -51,16 +51,16 @@ fn transport<'a>(doc: &'a Value, name: &str) -> Result<&'a Value, String> {
     }
 }
 
-fn completion_row(t: &Value, name: &str, figure_name: String) -> Result<Row, String> {
+fn completion_row(t: &Value, figure_name: String) -> Result<Row, String> {
     let done = num(&t["completion_us"], "completion_us")?;
     let ideal = num(&t["ideal_us"], "ideal_us")?;
     Ok(
         Row::new(figure_name, done, "us", same_run(IDEAL, ideal)).note(format!(
-            "{name}: p99 FCT {} us, {} retransmits, {}/{} flows",
+            "p99 FCT {} us; retransmissions {}; flows completed {}, failed {}",
             figure(num(&t["fct_us"]["p99"], "fct_us.p99")?),
             number(num(&t["retransmits"], "retransmits")?, 0),
             number(num(&t["flows_completed"], "flows_completed")?, 0),
-            number(num(&t["flows"], "flows")?, 0),
+            number(num(&t["flows_failed"], "flows_failed")?, 0),
         )),
     )
 }
@@ -70,7 +70,7 @@ fn default_rows(o: &Outputs) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for name in ["mrc", "mrc-1ev", "roce-ecmp", "spray-oblivious"] {
         let t = transport(&doc, name)?;
-        let row = completion_row(t, name, format!("completion, {name}"))?;
+        let row = completion_row(t, format!("completion, {name}"))?;
         rows.push(if name == "mrc" { row.headline() } else { row });
     }
     let stall = |name| -> Result<f64, String> {
@@ -89,7 +89,6 @@ fn default_rows(o: &Outputs) -> Result<Vec<Row>, String> {
     let calm = o.json("target/bench/default-no-failure.json")?;
     rows.push(completion_row(
         transport(&calm, "mrc")?,
-        "mrc",
         "completion, mrc, no link failure".into(),
     )?);
     Ok(rows)
