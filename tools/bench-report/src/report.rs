@@ -310,17 +310,32 @@ fn section(out: &mut String, s: &Section) {
     out.push('\n');
 }
 
-/// The README's figures table: the headline rows, each pointing at its section.
+/// The anchor GitHub gives the heading `title` (lowercase, punctuation dropped, spaces to `-`).
+pub fn anchor(title: &str) -> String {
+    title
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The README's figures table: the headline rows, each linking to its section of
+/// `BENCHMARKS.md`.
 pub fn headline_table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "| figure | value | baseline | ratio |");
     let _ = writeln!(out, "|---|---:|---|---:|");
     for s in &report.sections {
+        let link = |text: &str| format!("[{}](BENCHMARKS.md#{})", cell(text), anchor(&s.title));
         if let Some(e) = &s.error {
             let _ = writeln!(
                 out,
                 "| {} | failed: {} | | |",
-                cell(&s.title),
+                link(&s.title),
                 cell(e.lines().next().unwrap_or(""))
             );
             continue;
@@ -329,7 +344,7 @@ pub fn headline_table(report: &Report) -> String {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} |",
-                cell(&r.figure),
+                link(&r.figure),
                 with_unit(r.value, &r.unit),
                 baseline_cell(r),
                 ratio(r.ratio)
@@ -450,9 +465,15 @@ mod tests {
     #[test]
     fn headline_table_takes_marked_rows_and_failed_steps() {
         let t = headline_table(&report());
-        assert!(t.contains("| mrc completion | 192.4 us |"));
+        assert!(t.contains("| [mrc completion](BENCHMARKS.md#default-simulation) | 192.4 us |"));
         assert!(!t.contains("image .text"));
-        assert!(t.contains("| RTL synthesis | failed: yosys not found (exit 127) | | |"));
+        assert!(t.contains(
+            "| [RTL synthesis](BENCHMARKS.md#rtl-synthesis) | failed: yosys not found (exit 127) | | |"
+        ));
+        assert_eq!(
+            anchor("Simulator: the fidelity scenario (permutation-1024)"),
+            "simulator-the-fidelity-scenario-permutation-1024"
+        );
     }
 
     #[test]
