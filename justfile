@@ -1,5 +1,4 @@
 # mrc workflows. `just` lists them. Install just with `pip install rust-just`.
-# Recipes whose work has not landed yet say so and exit non-zero.
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 

@@ -15,6 +15,7 @@
 //!
 //! Exit code: 0 when every step gave its figures, 1 when some failed (the files are written
 //! either way), 2 for a usage or file error.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
