@@ -152,7 +152,7 @@ fn run(root: &Path, only: &[String], skip: &[String]) -> Result<bool, String> {
         }
         let s = run_step(root, step, machine.memory_gib * 1024.0);
         match &s.error {
-            None => eprintln!("== {}: {} figures", step.name, s.rows.len()),
+            None => eprintln!("== {}: {} figure(s)", step.name, s.rows.len()),
             Some(e) => {
                 ok = false;
                 eprintln!("== {}: FAILED: {e}", step.name);

@@ -256,6 +256,7 @@ pub fn markdown(report: &Report) -> String {
     let _ = writeln!(out, "|---|---|---|---|---|");
     for s in &report.sections {
         let result = match &s.error {
+            None if s.rows.len() == 1 => "1 figure".into(),
             None => format!("{} figures", s.rows.len()),
             Some(_) => "**failed**".into(),
         };

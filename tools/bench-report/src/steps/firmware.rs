@@ -137,7 +137,7 @@ fn image_rows(o: &Outputs) -> Result<Vec<Row>, String> {
             "guest instructions per delivered packet, checked two-NIC run",
             checked,
             "instr",
-            same_run("the stream's figure (row above)", stream),
+            same_run("the one-way stream's figure", stream),
         )
         .note("the checker, byte copies and wire codec included"),
         Row::new(

@@ -156,7 +156,10 @@ fn speed_rows(o: &Outputs) -> Result<Vec<Row>, String> {
             ),
             events / 1e6,
             "M/s",
-            same_run("the event queue alone (row above)", queue_meps),
+            same_run(
+                "the bare event queue, hold model at 1 M pending",
+                queue_meps,
+            ),
         )
         .note(format!(
             "{}; {} K data packets per CPU-s; {} s wall, {} CPU s",
