@@ -1,5 +1,4 @@
 # mrc workflows. `just` lists them. Install just with `pip install rust-just`.
-# Recipes whose work has not landed yet say so and exit non-zero.
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
@@ -84,7 +83,7 @@ flash: firmware
 fw-size: firmware
     size -A {{image}} | grep -E '^\.(text|rodata|data|bss|noinit) '
     text=$(size -A {{image}} | awk '$1 == ".text" {print $2}'); echo ".text $text of 131072 bytes budget"; test "$text" -le 131072
-    just qemu | grep -E 'instr per delivered data packet|self-test passed'
+    just qemu | grep -E 'instr per delivered data packet|instr/iteration|instr per command|admin path stack|self-test passed'
     size -A {{qemu_image}} | awk '$1 == ".text" {print "QEMU self-test build (engine + test kit + verifier) .text", $2}'
 
 # Engine cost: 1,000,000 data packets over 256 EVs with 1 % loss, instructions counted by callgrind
@@ -123,14 +122,15 @@ rtl:
     # The co-simulation, the lint test and every Icarus bench (with its planted-bug rerun).
     cargo test -p mrc-rtl-cosim -- --nocapture
 
-# Yosys synth_xilinx of each block; LUT/FF/BRAM counts into fpga-rtl/README.md.
+# Yosys synth_xilinx of each block: a table of LUT/FF/BRAM counts (`just bench` records it).
 rtl-report:
-    fpga-rtl/scripts/synth.sh --readme
+    fpga-rtl/scripts/synth.sh
 
-# Benchmarks.
-bench:
-    cargo bench -p mrc-sim --bench event_queue
-    cargo bench -p mrc-driver
+# Every benchmark, each figure next to its baseline: writes BENCHMARKS.md, target/bench.json and
+# the README's figures table. `just bench --only engine-cost driver` reruns some steps (the
+# others keep their last section); `cargo run -q -p mrc-bench-report -- list` lists the steps.
+bench *ARGS:
+    cargo run -q --release -p mrc-bench-report -- run {{ARGS}}
 
 # Simulator cost at 1K, 4K and 16K hosts (`just bench-sim full` adds the 128K-host two-tier
 # fabric): target/bench-sim.json and target/bench-sim.svg.

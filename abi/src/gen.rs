@@ -15,6 +15,7 @@ use std::fmt::Write;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
+use crate::device::regs;
 use crate::layout::{
     Constant, Endian, Layout, CONSTANTS, ENUMS, LAYOUTS, REGISTER_BLOCKS, WIRE_LAYOUTS,
 };
@@ -397,6 +398,22 @@ pub fn registers_markdown() -> String {
         );
     }
     out.push('\n');
+    let _ = writeln!(out, "## PCI identity\n");
+    let _ = writeln!(
+        out,
+        "The simulated NIC reports vendor 0x{:04x}, device 0x{:04x} in config space and `device_id` = 0x{:08X}\n\
+         in the DEVICE block (`PCI_VENDOR_ID`, `PCI_DEVICE_ID`, `PCI_ID` in `mrc_abi::device::regs`).\n\
+         0x1af4 is Red Hat's vendor ID; QEMU's `docs/specs/pci-ids.rst` sets its device IDs\n\
+         0x10f0..=0x10ff aside for experimental use without registration, and Linux's `virtio-pci`,\n\
+         which matches every 0x1af4 device, declines IDs above 0x107f, so nothing claims the device\n\
+         before `mrcctl bind` gives it to `vfio-pci`. No other vendor's ID is used. The ID is a\n\
+         parameter (`DeviceParams::device_id`, set per simulated NIC in `SimNicConfig::params`); a\n\
+         NIC built as a product carries its own vendor's IDs, and the driver identifies an MRC device\n\
+         by the DEVICE block's magic and ABI version, not by its PCI IDs.\n",
+        regs::PCI_VENDOR_ID,
+        regs::PCI_DEVICE_ID,
+        regs::PCI_ID
+    );
     let _ = writeln!(out, "## Device structures\n");
     for l in LAYOUTS {
         md_layout(&mut out, l);

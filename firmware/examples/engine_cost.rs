@@ -13,7 +13,10 @@
 //! target/release/examples/engine_cost 100000                      # a shorter run
 //! ```
 //!
-//! A run that does not deliver every packet exactly once exits non-zero.
+//! The JSON is deterministic: a change that should not alter behaviour must leave it byte for
+//! byte the same, and the instruction count then measures that change alone. `just bench`
+//! records the figure in `BENCHMARKS.md`. A run that does not deliver every packet exactly once
+//! exits non-zero.
 
 use core::mem::size_of;
 

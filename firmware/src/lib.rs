@@ -1,7 +1,9 @@
 //! # mrc-firmware: the MRC datapath stage and firmware engine
 //!
 //! `no_std`, no allocation: runs unchanged on the NIC's RISC-V cores, inside the simulator and in
-//! tests. The two halves of a NIC, split as the hardware splits them:
+//! tests. No input from the wire or the host panics, every drop is counted, and nothing reads a
+//! clock (`now_ns` comes in with every input). The two halves of a NIC, split as the hardware
+//! splits them:
 //!
 //! - [`datapath`]: every per-packet job, as the functional model of the NIC's datapath
 //!   hardware ([`datapath::stage::Datapath`]) built from per-block reference models (what the
@@ -16,7 +18,11 @@
 //! [`capacity::Capacity`] profile.
 //!
 //! - [`admin`]: the admin-command executor (device tables, QP lifecycle onto the engine).
-//! - [`testkit`] (feature `testkit`): two NICs over a lossy channel with a checker.
+//! - `testkit` (feature `testkit`): two NICs (stage + engine each) over a seeded lossy
+//!   multipath channel, with a checker, for tests, fuzzing, the cost example and the NIC
+//!   image's self-test.
+//!
+//! The crate root denies `unsafe_code`.
 #![no_std]
 #![deny(unsafe_code)]
 

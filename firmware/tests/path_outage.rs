@@ -16,8 +16,9 @@ fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 }
 
 /// The outage starts at 5 us, when the NSCC window has grown past 100 PSNs in flight (the
-/// whole two-wave workload would be done by 8 us). Before the fix every seed here stalled
-/// until 2.1 s (the backoff reached 2^31 ns) although the paths were back at 40 ms.
+/// whole two-wave workload would be done by 8 us). An engine whose ACK-timeout backoff kept
+/// doubling through the outage would stall until ~2.1 s (a 2^31 ns backoff) although the
+/// paths are back at 40 ms; the test bounds the recovery well below that.
 ///
 /// A clean channel with one silent outage of every path from `down` to `up`, large messages
 /// (far more PSNs in flight than one 64-bit SACK bitmap covers) and NSCC, whose window halves

@@ -63,6 +63,9 @@ package mrc_abi_pkg;
   localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000003; // ABI minor version.
   localparam logic [31:0] ABI_ABI_VERSION = 32'h00010003; // DEVICE abi_version register value.
   localparam logic [31:0] ABI_DEVICE_MAGIC = 32'h3143524D; // DEVICE magic ("MRC1").
+  localparam logic [31:0] ABI_PCI_VENDOR_ID = 32'h00001AF4; // PCI vendor ID of the simulated NIC (0x1af4, experimental device range).
+  localparam logic [31:0] ABI_PCI_DEVICE_ID = 32'h000010F0; // PCI device ID of the simulated NIC (experimental range 0x10f0..=0x10ff).
+  localparam logic [31:0] ABI_PCI_ID = 32'h1AF410F0; // DEVICE device_id register value of the simulated NIC.
   localparam logic [31:0] ABI_BLOCK_VERSION = 32'h00000001; // Version of every register block.
   localparam logic [31:0] ABI_MAX_PORTS = 32'h00000008; // Ports in the PORT block.
   localparam logic [31:0] ABI_MAX_SEND_SGE = 32'h00000002; // SGEs in a send WQE.
@@ -407,7 +410,7 @@ package mrc_abi_pkg;
     logic [31:0] status; // RO `status` bits.
     logic [31:0] wire_version; // RO wire version (`crate::device::version::WIRE_VERSION`).
     logic [31:0] abi_version; // RO ABI version, major in bits 31:16, minor in 15:0 (`crate::device::version`).
-    logic [31:0] device_id; // RO device identifier (PCI vendor id in bits 31:16, device id in bits 15:0).
+    logic [31:0] device_id; // RO PCI vendor id in bits 31:16 and device id in bits 15:0, as in config space (`PCI_ID` on the simulated NIC).
     logic [31:0] magic; // RO `DEVICE_MAGIC`.
     logic [63:0] header; // Block header.
   } device_block_t;

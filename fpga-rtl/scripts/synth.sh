@@ -1,26 +1,12 @@
 #!/usr/bin/env bash
 # Yosys synth_xilinx of every RTL block; prints a markdown table of LUT / FF / BRAM / LUTRAM and
 # the Yosys wall time of each block.
-# Usage: fpga-rtl/scripts/synth.sh [--readme] [block...]   (default: all four)
-# --readme also replaces the table between the synth markers in fpga-rtl/README.md.
+# Usage: fpga-rtl/scripts/synth.sh [block...]   (default: all four)
+# `just bench` runs it and keeps the table in BENCHMARKS.md.
 # Each block's log is in $SYNTH_OUT (default /tmp/mrc-synth); a block that fails or runs longer
 # than $SYNTH_TIMEOUT seconds (default 1800) stops the script with an error and its log tail.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-if [ "${1:-}" = "--readme" ]; then
-  shift
-  table="$("$0" "$@")"
-  printf '%s\n' "$table"
-  TABLE="$table" python3 - "$here/README.md" <<'PY'
-import os, re, sys
-p = sys.argv[1]
-s = open(p).read()
-s = re.sub(r"(<!-- synth:begin[^\n]*-->\n).*?(<!-- synth:end -->)",
-           lambda m: m.group(1) + os.environ["TABLE"] + "\n" + m.group(2), s, flags=re.S)
-open(p, "w").write(s)
-PY
-  exit 0
-fi
 blocks=("$@")
 [ ${#blocks[@]} -eq 0 ] && blocks=(csr_event_queue rx_psn_tracker hdr_builder ev_sprayer)
 out="${SYNTH_OUT:-/tmp/mrc-synth}"

@@ -23,7 +23,7 @@
 //! - `end_to_end/post_32_poll_32_with_model`: both with the device model executing in between
 //!   (the simulator's cost dominates; it says nothing about the driver budget).
 //!
-//! Budget (issue 6): >= 20 M work requests/s and >= 50 M completions/s per core. Criterion
+//! Targets: >= 20 M work requests/s and >= 50 M completions/s per core. Criterion
 //! prints elements/s; the report quotes medians and the API/baseline ratio.
 
 use std::sync::atomic::{fence, Ordering};

@@ -14,11 +14,32 @@
 //! [`Error::DeviceGone`]; misuse is a typed [`Error`], never undefined behaviour.
 //!
 //! ```no_run
-//! use mrc_driver::api::{Context, Role};
-//! let ctx = Context::open("0000:00:04.0".parse().unwrap(), Role::Application)?;
+//! use mrc_driver::api::*;
+//!
+//! let ctx = Context::open("0000:3b:00.0".parse()?, Role::Application)?;
 //! let pd = ctx.alloc_pd()?;
-//! let cq = ctx.create_cq(256, None)?;
-//! # Ok::<(), mrc_driver::Error>(())
+//! let mr = pd.reg_mr(1 << 20, Access::ALL)?;
+//! let mut cq = ctx.create_cq(256, None)?;
+//! let attr = QpInitAttr { send_cq: &cq, recv_cq: &cq, sq_depth: 256, rq_depth: 64, hint: QpHint::default() };
+//! let mut qp = pd.create_qp(&attr)?;
+//! qp.modify_init(&InitAttr::default())?; // the device's default EV and CC profiles
+//! // Learn the peer's QPN, address (its `ctx.gid()`), rkey and buffer out of band
+//! // (`api::connect` does it over TCP), then:
+//! let (peer_qpn, peer_gid, peer_rkey, peer_addr) = (7, [0u8; 16], 0x1234, 0x10_0000);
+//! qp.modify_rtr(&RtrAttr {
+//!     dest_qpn: peer_qpn, remote_addr: peer_gid, rq_psn: 0,
+//!     responder_mpr: 4, max_wimm: 16, dynamic_mpr: false,
+//! })?;
+//! qp.modify_rts(&RtsAttr { sq_psn: 0, requester_mpr: 4, max_wimm: 16, retry_count: 7, ack_timeout_exp: 7 })?;
+//! let sge = [mr.sge(0, 4096)?];
+//! qp.post_send(&[SendWr {
+//!     wr_id: 1, op: WriteOp::Write, sg_list: &sge, remote_addr: peer_addr, rkey: peer_rkey,
+//!     signaled: true, solicited: false, fence: false,
+//! }])?;
+//! let mut wcs = [WorkCompletion::default(); 32];
+//! let done = cq.poll(&mut wcs)?;
+//! # let _ = done;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(unsafe_code)]
 

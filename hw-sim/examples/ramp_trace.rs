@@ -1,4 +1,4 @@
-//! Time trace of the default `mrc` run (issue 5's start-up ramp), one line per `STEP_US`:
+//! Time trace of the default `mrc` run (its start-up ramp), one line per `STEP_US`:
 //! receivers below a quarter of the mean placed rate and the largest over the mean; idle host
 //! ports (empty, not serializing) and how many of them belong to a NIC holding at least 6 full
 //! packets at its other ports; queued bytes by tier (host ports, leaf down, leaf up, spine);

@@ -1,19 +1,33 @@
 //! # mrc-sim: cycle-level NIC + fabric simulator
 //!
-//! - [`core`]: the deterministic discrete-event core (integer picoseconds, event queue, clock
-//!   domains, seeded RNG).
+//! A deterministic discrete-event simulator of MRC NICs on multi-plane fabrics. The NICs run the
+//! real MRC engine (`mrc_firmware::engine`) and the simulated device runs the NIC image's admin
+//! executor, so the code under test is the code that ships. Time is integer picoseconds, each
+//! component keeps its own clock, and every random choice comes from the scenario's seed: the
+//! same scenario and seed give the same report, JSON and pcap bit for bit, on one thread or
+//! several ([`run::parallel`]).
+//!
+//! - [`core`]: the discrete-event core (integer time, event queue, clock domains, seeded RNG).
 //! - [`fabric`]: multi-plane Clos fabrics of switches and links (SRv6 uSID and ECMP forwarding,
-//!   ECN, trimming, PFC, failures with reconvergence delay), data-oriented for scale.
-//! - [`nic_host`]: the simulated NIC's host interface (register map, admin queue, rings) that
-//!   `mrc-driver` runs against; today a functional loopback between NICs, not yet timed and not
-//!   yet running the MRC engine over the fabric.
+//!   ECN, trimming, PFC, loss, corruption, failures with reconvergence delay), data-oriented
+//!   for scale.
+//! - [`nic`]: the NIC model: the MRC engine per NIC over the fabric (EV-to-route mapping, port
+//!   pacing, engine timers as events, PCIe timing, optional firmware core time), and a RoCE RC
+//!   model for the `roce-ecmp` baseline.
+//! - [`nic_host`]: the simulated device `mrc-driver` runs against (register map, admin queue,
+//!   rings, firmware update), over an in-memory loopback or over lossy multipath channels with
+//!   the MRC engine on every NIC.
+//! - [`workload`], [`scenario`], [`run`]: what the hosts move, TOML scenarios, and the world
+//!   that joins fabric and NICs and reports each transport.
+//! - [`output`]: the JSON report, SVG plots, pcap capture, progress, the `bench` subcommand.
 //!
-//! - [`nic`]: the NIC model running the real MRC engine (`mrc_firmware::engine`) over the
-//!   fabric: EV-to-route mapping, line-rate pulling, engine timers as events.
-//! - [`run`]: scenarios (permutation workload, a T0-T1 link failure), the world that joins
-//!   fabric and NICs, and the per-transport report.
-//!
-//! Issue 5 is the whole simulator; what is here is its first increment (see `run`'s docs).
+//! ```
+//! use mrc_sim::scenario::ScenarioSpec;
+//! use mrc_sim::nic::Transport;
+//! let spec = ScenarioSpec::resolve("tiny").unwrap();
+//! let report = mrc_sim::run::run(&spec.scenario(Transport::Mrc)).unwrap();
+//! assert_eq!(report.completed, report.flows);
+//! ```
 #![deny(unsafe_code)]
 
 pub mod core;

@@ -16,8 +16,8 @@
 //! ```text
 //! ```
 //! Every transport of the scenario runs in turn over the same fabric and workload; the table
-//! puts them side by side. A transport the NIC model cannot run yet shows its error and the
-//! others still run. Errors in what was asked (a bad scenario file, an unknown transport, a bad
+//! puts them side by side. A transport the NIC model cannot run shows its error and the others
+//! still run. Errors in what was asked (a bad scenario file, an unknown transport, a bad
 //! filter, an unwritable output) print one message naming the problem and exit with code 2;
 //! exit code 1 means no transport could run.
 
@@ -391,7 +391,7 @@ fn print_not_modelled() {
     println!();
     println!("Modelled: the real MRC engine per NIC (mrc, mrc-1ev, spray-oblivious), RoCE RC with");
     println!("go-back-N, DCQCN and PFC (roce-ecmp), PCIe doorbells and DMA for the MRC NICs.");
-    println!("Not modelled yet: the datapath models' cycle counts, host CPU and memory, the RoCE");
+    println!("Not modelled: the datapath models' cycle counts, host CPU and memory, the RoCE");
     println!(
         "NIC's host interface; firmware core time is off unless the scenario sets it; mrc-1ev"
     );

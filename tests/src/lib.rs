@@ -1,6 +1,7 @@
 //! Whole-system test support: the swarm tester ([`swarm`]) that `tests/swarm.rs` and
 //! `just swarm N` run, and the host and connection setup ([`hosts`]) it shares with
 //! `tests/whole_system.rs`.
+#![forbid(unsafe_code)]
 
 pub mod hosts;
 pub mod swarm;

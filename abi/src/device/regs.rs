@@ -82,6 +82,17 @@ impl BlockType {
 pub const BLOCK_VERSION: u16 = 1;
 /// The DEVICE block magic: "MRC1" in memory order.
 pub const DEVICE_MAGIC: u32 = u32::from_le_bytes(*b"MRC1");
+/// PCI vendor ID of the simulated MRC NIC: 0x1af4, Red Hat's vendor ID,
+/// whose device IDs 0x10f0..=0x10ff QEMU's `docs/specs/pci-ids.rst` sets aside "for
+/// experimental usage without registration". A device shipped as a product needs an ID of its
+/// own vendor; the simulated NIC takes any through [`DeviceParams::device_id`].
+pub const PCI_VENDOR_ID: u16 = 0x1af4;
+/// PCI device ID of the simulated MRC NIC: the first of the experimental range 0x10f0..=0x10ff
+/// of vendor [`PCI_VENDOR_ID`] (outside virtio's 0x1000..=0x107f, so `virtio-pci` declines it).
+pub const PCI_DEVICE_ID: u16 = 0x10f0;
+/// [`PCI_VENDOR_ID`] and [`PCI_DEVICE_ID`] as the DEVICE block's `device_id` register reads them
+/// (vendor in bits 31:16, device in bits 15:0).
+pub const PCI_ID: u32 = (PCI_VENDOR_ID as u32) << 16 | PCI_DEVICE_ID as u32;
 /// Most blocks [`discover`] walks before giving up.
 pub const MAX_BLOCKS: usize = 32;
 /// Ports a [`PortBlock`] describes at most.
@@ -134,7 +145,8 @@ pub struct DeviceBlock {
     pub header: BlockHeader,
     /// RO [`DEVICE_MAGIC`].
     pub magic: U32,
-    /// RO device identifier (PCI vendor id in bits 31:16, device id in bits 15:0).
+    /// RO PCI vendor id in bits 31:16 and device id in bits 15:0, as in config space
+    /// ([`PCI_ID`] on the simulated NIC).
     pub device_id: U32,
     /// RO ABI version, major in bits 31:16, minor in 15:0 ([`crate::device::version`]).
     pub abi_version: U32,
@@ -508,7 +520,8 @@ pub fn discover_bytes(bar: &[u8]) -> Result<RegisterMap, DiscoverError> {
 /// Parameters of the reference register map written by [`write_default_map`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceParams {
-    /// PCI vendor and device id.
+    /// PCI vendor id (bits 31:16) and device id (bits 15:0); [`PCI_ID`] unless the device has
+    /// IDs of its own.
     pub device_id: u32,
     /// [`caps`] bits.
     pub capabilities: u32,
@@ -599,7 +612,7 @@ mod tests {
     use std::vec;
 
     const P: DeviceParams = DeviceParams {
-        device_id: 0x1D0F_0001,
+        device_id: PCI_ID,
         capabilities: caps::ALL,
         num_ports: 4,
         num_planes: 4,

@@ -46,7 +46,7 @@ pub fn now_ns() -> u64 {
     t.saturating_mul(1_000_000_000 / MTIME_HZ)
 }
 
-/// Instructions retired (exact under `-icount`). Only the self-test measures today.
+/// Instructions retired (exact under `-icount`); the self-test measures with it.
 #[cfg_attr(not(feature = "qemu"), allow(dead_code))]
 pub fn instret() -> u64 {
     riscv::register::minstret::read64()

@@ -17,7 +17,7 @@
 //!
 //! Capacities are the test kit's (`TkEngine`: 2 QPs, 256 EVs, 4 planes, 512-PSN window;
 //! 16 KiB of memory per NIC, a 512-packet channel): they fit the 4 MiB QEMU `virt` RAM map
-//! (the pair lives on the stack, a few hundred KiB), so nothing was sized down.
+//! (the pair lives on the stack, a few hundred KiB), so nothing is sized down.
 
 use mrc_firmware::engine::EngineCounters;
 use mrc_firmware::testkit::channel::ChannelConfig;

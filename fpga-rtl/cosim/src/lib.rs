@@ -22,6 +22,9 @@
 //! SystemVerilog benches of `fpga-rtl/tb/` under Icarus, each also against its planted bug, and
 //! the freshness of `tb/vectors/`), `tests/lint.rs` (Verilator `-Wall`, Yosys read, Icarus compile
 //! of every block).
+//!
+//! The only unsafe code is the C ABI of the Verilated models, in `ffi` ([`Rtl`]).
+#![deny(unsafe_code)]
 
 use std::fmt;
 use std::path::Path;
@@ -165,58 +168,9 @@ impl Rng {
 }
 
 #[cfg(not(no_verilator))]
-mod ffi {
-    use std::os::raw::{c_char, c_int, c_void};
-    extern "C" {
-        pub fn mrc_rtl_new(block: c_int, bug: c_int, vcd: *const c_char) -> *mut c_void;
-        pub fn mrc_rtl_step(h: *mut c_void, input: *const u32, output: *mut u32);
-        pub fn mrc_rtl_free(h: *mut c_void);
-    }
-}
-
-/// Words per port array (the widest block, hdr_builder, needs 82 input and 22 output words).
+mod ffi;
 #[cfg(not(no_verilator))]
-const PORT_WORDS: usize = 128;
-
-/// One Verilated model instance.
-#[cfg(not(no_verilator))]
-pub struct Rtl {
-    handle: *mut std::os::raw::c_void,
-}
-
-#[cfg(not(no_verilator))]
-impl Rtl {
-    /// Instantiate and reset a model.
-    pub fn new(block: Block, bug: bool, vcd: Option<&Path>) -> Self {
-        let path = vcd.map(|p| {
-            std::ffi::CString::new(p.to_string_lossy().as_bytes()).expect("VCD path without NUL")
-        });
-        let ptr = path.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-        // SAFETY: the shim copies nothing from `ptr` beyond the call; block is 0..=3.
-        let handle = unsafe { ffi::mrc_rtl_new(block as i32, i32::from(bug), ptr) };
-        assert!(!handle.is_null(), "no model for {block:?}");
-        Rtl { handle }
-    }
-
-    /// One clock: drive `input`, return the outputs seen before the rising edge.
-    pub fn step(&mut self, input: &Words) -> Out {
-        let mut out = [0u32; PORT_WORDS];
-        assert!(input.0.len() <= PORT_WORDS);
-        let mut buf = [0u32; PORT_WORDS];
-        buf[..input.0.len()].copy_from_slice(&input.0);
-        // SAFETY: both arrays hold PORT_WORDS words, more than any block reads or writes.
-        unsafe { ffi::mrc_rtl_step(self.handle, buf.as_ptr(), out.as_mut_ptr()) };
-        Out { w: out, pos: 0 }
-    }
-}
-
-#[cfg(not(no_verilator))]
-impl Drop for Rtl {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from mrc_rtl_new and is freed once.
-        unsafe { ffi::mrc_rtl_free(self.handle) };
-    }
-}
+pub use ffi::Rtl;
 
 /// Input port values, packed in the shim's order: one word per port up to 32 bits, two up to
 /// 64, `bits/32` words (LSW first) above.

@@ -3,6 +3,7 @@
 //!
 //! Every failure prints one clear line on stderr naming the device and exits with code 2;
 //! `--json` prints only JSON on stdout.
+#![forbid(unsafe_code)]
 
 mod fw;
 mod perf;

@@ -130,8 +130,8 @@ pub struct DeviceAttrs {
 
 /// The NIC address the driver uses for a device: `fd00::<domain>:<bus>:<device>:<function>`.
 ///
-/// The ABI does not yet carry port addresses; until it does, driver and simulator agree on this
-/// rule (the simulator routes loopback traffic by it).
+/// The ABI carries no port addresses, so driver and simulator agree on this rule (the simulator
+/// routes loopback traffic by it).
 pub fn default_gid(bdf: Bdf) -> [u8; 16] {
     let mut g = [0u8; 16];
     g[0] = 0xfd;

@@ -37,9 +37,9 @@ pub struct TwinConfig {
     pub config_len: u64,
     /// Interrupt vectors.
     pub vectors: u32,
-    /// Vendor id at config offset 0.
+    /// Vendor id at config offset 0 (default [`mrc_abi::device::regs::PCI_VENDOR_ID`]).
     pub vendor_id: u16,
-    /// Device id at config offset 2.
+    /// Device id at config offset 2 (default [`mrc_abi::device::regs::PCI_DEVICE_ID`]).
     pub device_id: u16,
     /// Fake IOVA window for DMA regions.
     pub iova_base: Iova,
@@ -54,8 +54,8 @@ impl Default for TwinConfig {
             bar0_len: 64 * 1024,
             config_len: 4096,
             vectors: 4,
-            vendor_id: 0x1d0f,
-            device_id: 0x3c00,
+            vendor_id: mrc_abi::device::regs::PCI_VENDOR_ID,
+            device_id: mrc_abi::device::regs::PCI_DEVICE_ID,
             iova_base: Iova(0x1_0000_0000),
             iova_span: 1 << 32,
         }
@@ -680,8 +680,9 @@ mod tests {
     #[test]
     fn config_space_and_bus_master() {
         let t = twin();
-        assert_eq!(t.config_read_u16(0).unwrap(), 0x1d0f);
-        assert_eq!(t.config_read_u16(2).unwrap(), 0x3c00);
+        // Red Hat's vendor id, first device id of its experimental range (abi/REGISTERS.md).
+        assert_eq!(t.config_read_u16(0).unwrap(), 0x1af4);
+        assert_eq!(t.config_read_u16(2).unwrap(), 0x10f0);
         enable_bus_master(&t).unwrap();
         assert_ne!(
             t.config_read_u16(PCI_COMMAND).unwrap() & PCI_COMMAND_MASTER,

@@ -26,8 +26,8 @@
 //! rebuilds are amortized over at least `len` operations. An emptied bucket keeps its vector's
 //! allocation only up to `KEEP_CAPACITY` events (a larger one is freed, and regrown by the
 //! bucket that next needs it): the ring's idle capacity stays within a few times the events
-//! pending instead of every bucket keeping its high-water mark (at 16,384 hosts of the two-tier
-//! bench, 1.7 GB of idle bucket capacity for ~1 M pending events, a third of the peak memory).
+//! pending instead of every bucket keeping its high-water mark (which, at 16,384 hosts of the
+//! two-tier bench, would be 1.7 GB of idle capacity for ~1 M pending events).
 //! Otherwise, in steady state no operation allocates.
 
 use std::cmp::Ordering;

@@ -70,7 +70,7 @@ impl SimNicConfig {
         SimNicConfig {
             bdf: Bdf::new(0, 0, device & 31, 0).unwrap_or_default(),
             params: DeviceParams {
-                device_id: 0x1d0f_3c00,
+                device_id: mrc_abi::device::regs::PCI_ID,
                 capabilities: caps::ALL,
                 num_ports: 4,
                 num_planes: 4,

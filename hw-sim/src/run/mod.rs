@@ -106,11 +106,11 @@ impl Scenario {
             },
             mtu_payload: 4096,
             // With the RACK time rule (one base RTT) deciding. 63 QPs share a NIC, so 8 later
-            // packets of one QP take ~20 us to be sent: 8 -> 4 cut the longest stall from 58 to
-            // 45 us (completion and retransmits unchanged).
+            // packets of one QP take ~20 us to be sent: 4 infers a loss sooner, which shortens
+            // the longest stall without more retransmissions.
             reorder_tx: 4,
             // 131 us: four hops of full 178 KB queues at 200 Gb/s are ~29 us one way, and an
-            // all-to-all's incast fills them (5 -> 3,715 ACK timeouts, 1.8x of ideal; 7 -> 1).
+            // all-to-all's incast fills them; a shorter timeout fires on queueing, not loss.
             timeout_exp: 7,
             retry_cnt: 24,
             pcie: PcieConfig::default(),

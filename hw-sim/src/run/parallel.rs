@@ -30,7 +30,7 @@
 //!
 //! # When a scenario runs sequentially instead
 //! The layout refuses (and the run falls back to one thread, saying why) when the links have no
-//! latency (no lookahead), for `roce-ecmp` (not partitioned yet), with random loss or
+//! latency (no lookahead), for `roce-ecmp` (its NICs are not partitioned), with random loss or
 //! corruption (a link's random stream is shared by its two ends), when a flow waits for a flow
 //! of a host in another partition (a completion releases it at once, with no latency), when
 //! the scheduled failure's link would cross partitions, or when there is only one plane or

@@ -3,6 +3,7 @@
 //!
 //! Exit status: 0 when the stream decoded cleanly, 2 on a decode error (malformed frame or
 //! trailing partial frame), 1 on a usage or I/O error.
+#![forbid(unsafe_code)]
 
 use std::io::Read;
 use std::process::ExitCode;

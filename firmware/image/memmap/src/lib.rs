@@ -16,6 +16,7 @@
 //! let x = mrc_memmap::linker_script(&map, "qemu").unwrap();
 //! assert!(x.contains("RAM (rwx) : ORIGIN = 0x80000000"));
 //! ```
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

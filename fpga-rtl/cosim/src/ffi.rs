@@ -1,0 +1,58 @@
+//! The crate's only unsafe code: the Verilated blocks behind the C ABI of `csrc/shim.cpp`.
+//!
+//! [`Rtl`] owns one model instance; every call passes arrays of [`PORT_WORDS`] words, more than
+//! any block reads or writes.
+#![allow(unsafe_code)]
+
+use std::path::Path;
+
+use crate::{Block, Out, Words};
+
+mod c {
+    use std::os::raw::{c_char, c_int, c_void};
+    extern "C" {
+        pub fn mrc_rtl_new(block: c_int, bug: c_int, vcd: *const c_char) -> *mut c_void;
+        pub fn mrc_rtl_step(h: *mut c_void, input: *const u32, output: *mut u32);
+        pub fn mrc_rtl_free(h: *mut c_void);
+    }
+}
+
+/// Words per port array (the widest block, hdr_builder, needs 82 input and 22 output words).
+pub(crate) const PORT_WORDS: usize = 128;
+
+/// One Verilated model instance.
+pub struct Rtl {
+    handle: *mut std::os::raw::c_void,
+}
+
+impl Rtl {
+    /// Instantiate and reset a model.
+    pub fn new(block: Block, bug: bool, vcd: Option<&Path>) -> Self {
+        let path = vcd.map(|p| {
+            std::ffi::CString::new(p.to_string_lossy().as_bytes()).expect("VCD path without NUL")
+        });
+        let ptr = path.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+        // SAFETY: the shim copies nothing from `ptr` beyond the call; block is 0..=3.
+        let handle = unsafe { c::mrc_rtl_new(block as i32, i32::from(bug), ptr) };
+        assert!(!handle.is_null(), "no model for {block:?}");
+        Rtl { handle }
+    }
+
+    /// One clock: drive `input`, return the outputs seen before the rising edge.
+    pub fn step(&mut self, input: &Words) -> Out {
+        let mut out = [0u32; PORT_WORDS];
+        assert!(input.0.len() <= PORT_WORDS);
+        let mut buf = [0u32; PORT_WORDS];
+        buf[..input.0.len()].copy_from_slice(&input.0);
+        // SAFETY: both arrays hold PORT_WORDS words, more than any block reads or writes.
+        unsafe { c::mrc_rtl_step(self.handle, buf.as_ptr(), out.as_mut_ptr()) };
+        Out { w: out, pos: 0 }
+    }
+}
+
+impl Drop for Rtl {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from mrc_rtl_new and is freed once.
+        unsafe { c::mrc_rtl_free(self.handle) };
+    }
+}

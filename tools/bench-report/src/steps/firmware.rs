@@ -1,0 +1,225 @@
+//! The firmware: engine instructions per packet on the host (callgrind), and the NIC image's
+//! sections and guest instructions under QEMU.
+
+use super::{int_after, int_before, num, section_sizes, Outputs, Step};
+use crate::report::{budget, capacity, number, same_run, Row};
+
+/// Instructions per delivered packet the engine (with the datapath models and the test kit's
+/// channel) is held to on x86-64.
+const ENGINE_BUDGET: f64 = 300.0;
+
+/// Cycles a ~1 GHz NIC core has per packet at one 200G plane's ~6 M packets/s: the upper end
+/// of the 40-160 cycles per packet that make per-packet work the datapath's, not firmware's.
+const CORE_CYCLES_PER_PACKET: f64 = 160.0;
+
+/// `just engine-cost`: callgrind over the test kit's one-way stream.
+pub const ENGINE_COST: Step = Step {
+    name: "engine-cost",
+    title: "Firmware engine: instructions per packet (x86-64, callgrind)",
+    commands: &["just engine-cost"],
+    collect: engine_rows,
+};
+
+/// `just fw-size`: the NIC image's sections and the QEMU self-test's counts.
+pub const IMAGE: Step = Step {
+    name: "fw-image",
+    title: "NIC image: sections and guest instructions (rv32imac, QEMU)",
+    commands: &["just fw-size"],
+    collect: image_rows,
+};
+
+fn engine_rows(o: &Outputs) -> Result<Vec<Row>, String> {
+    let run = o.json("target/engine_cost.json")?;
+    let packets = num(&run["delivered_packets"], "delivered_packets")?;
+    if run["failed"] != false || packets == 0.0 {
+        return Err("the engine_cost run failed or delivered nothing".into());
+    }
+    let annotate = std::fs::read_to_string(o.root.join("target/engine_cost.annotate.txt"))
+        .map_err(|e| format!("cannot read target/engine_cost.annotate.txt: {e}"))?;
+    let total = annotate
+        .lines()
+        .find(|l| l.contains("PROGRAM TOTALS"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse::<f64>().ok())
+        .ok_or("no PROGRAM TOTALS line in the callgrind annotation")?;
+    Ok(vec![Row::new(
+        "engine instructions per delivered packet",
+        total / packets,
+        "instr",
+        budget("the engine's per-packet budget", ENGINE_BUDGET),
+    )
+    .note(format!(
+        "{} packets over 256 EVs, 1 % loss: datapath models, two engines and the test kit's channel; {} retransmits",
+        number(packets, 0),
+        number(num(&run["retransmits"], "retransmits")?, 0)
+    ))
+    .headline()])
+}
+
+/// `length` of the region called `name` in `firmware/memory-map.toml`.
+fn region_bytes(map: &str, name: &str) -> Option<u64> {
+    let at = map.find(&format!("name = \"{name}\""))?;
+    let rest = &map[at..];
+    let end = rest[1..].find("[[").map_or(rest.len(), |e| e + 1);
+    rest[..end].lines().find_map(|l| {
+        let v = l.trim().strip_prefix("length")?.trim().strip_prefix('=')?;
+        let v = v.split('#').next()?.trim().replace('_', "");
+        match v.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).ok(),
+            None => v.parse().ok(),
+        }
+    })
+}
+
+fn image_rows(o: &Outputs) -> Result<Vec<Row>, String> {
+    let log = &o.log;
+    let sizes = section_sizes(log);
+    let size = |s: &str| {
+        sizes
+            .get(s)
+            .map(|v| *v as f64)
+            .ok_or_else(|| format!("no {s} size in the output"))
+    };
+    let text_budget =
+        int_before(log, ".text", "bytes budget").ok_or("no `.text N of M bytes budget` line")?;
+    let map = std::fs::read_to_string(o.root.join("firmware/memory-map.toml"))
+        .map_err(|e| format!("cannot read firmware/memory-map.toml: {e}"))?;
+    let dtcm = region_bytes(&map, "DTCM").ok_or("no DTCM length in firmware/memory-map.toml")?;
+    let counted = |line_has: &str, marker: &str| {
+        int_before(log, line_has, marker)
+            .map(|v| v as f64)
+            .ok_or_else(|| format!("no `{line_has} ... {marker}` line in the self-test output"))
+    };
+    let stream = counted("stream:", "instr per delivered data packet")?;
+    let checked = counted("two NICs:", "instr per delivered data packet")?;
+    let idle = counted("main loop:", "instr/iteration")?;
+    let admin = counted("admin:", "instr per command")?;
+    let stack = int_after(log, "admin path stack:").ok_or("no `admin path stack` line")? as f64;
+    let stack_budget = int_after(log, "(budget").ok_or("no stack budget in the output")? as f64;
+    Ok(vec![
+        Row::new(
+            "NIC image .text",
+            size(".text")?,
+            "bytes",
+            budget("ITCM code budget", text_budget as f64),
+        )
+        .note(format!(
+            ".rodata {} bytes, .data {} bytes",
+            number(size(".rodata")?, 0),
+            number(size(".data")?, 0)
+        ))
+        .headline(),
+        Row::new(
+            "NIC image .bss (engine, admin tables, rings)",
+            size(".bss")?,
+            "bytes",
+            capacity("DTCM, firmware/memory-map.toml", dtcm as f64),
+        )
+        .note("the stack takes the rest of the DTCM"),
+        Row::new(
+            "admin path stack depth",
+            stack,
+            "bytes",
+            budget("mrc_nicloop::STACK_BUDGET", stack_budget),
+        ),
+        Row::new(
+            "guest instructions per delivered data packet",
+            stream,
+            "instr",
+            budget(
+                "a 1 GHz core's cycles per packet at one 200G plane's 6 M packets/s",
+                CORE_CYCLES_PER_PACKET,
+            ),
+        )
+        .note("the self-test's one-way stream: 20,000 packets, 1 % loss, 256 EVs, engines and channel")
+        .headline(),
+        Row::new(
+            "guest instructions per delivered packet, checked two-NIC run",
+            checked,
+            "instr",
+            same_run("the one-way stream's figure", stream),
+        )
+        .note("the checker, byte copies and wire codec included"),
+        Row::new(
+            "guest instructions per admin command",
+            admin,
+            "instr",
+            same_run("one idle main-loop iteration", idle),
+        )
+        .note("PD, CQ, QP, INIT, a refused RTR, RTR, RTS, DESTROY_QP, DESTROY_CQ; one main-loop step each"),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "\
+.text     95508   0
+.rodata    2528   95508
+.data         0   268435456
+.bss      89600   268435456
+.text 95508 of 131072 bytes budget
+INFO two NICs: 178795757 guest instr, 25002 instr per delivered data packet (checker)
+INFO stream: 20000 data packets delivered, 217 lost, 201 retransmits, 816 instr per delivered data packet (engines)
+INFO main loop: 1000 iterations over 137400 ns, 137 instr/iteration, probes 48, timers 3
+INFO admin: 9 commands through the main loop, 16005 instr per command (main-loop step included)
+INFO admin path stack: 16740 bytes deep (budget 32768)
+";
+
+    #[test]
+    fn image_figures_are_read() {
+        let root = std::env::temp_dir().join(format!("mrc-bench-fw-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("firmware")).unwrap();
+        std::fs::write(
+            root.join("firmware/memory-map.toml"),
+            "[[r]]\nname = \"ITCM\"\nlength = 0x0002_0000\n[[r]]\nname = \"DTCM\"\nlength = 0x0001_F000\n",
+        )
+        .unwrap();
+        let o = Outputs {
+            root: root.clone(),
+            target: root.join("target"),
+            log: LOG.into(),
+            memory_mib: 1024.0,
+        };
+        let rows = image_rows(&o).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        let by = |f: &str| rows.iter().find(|r| r.figure == f).unwrap();
+        assert_eq!(by("NIC image .text").value, 95_508.0);
+        assert_eq!(by("NIC image .text").baseline.value, 131_072.0);
+        assert_eq!(
+            by("NIC image .bss (engine, admin tables, rings)")
+                .baseline
+                .value,
+            126_976.0
+        );
+        assert_eq!(by("admin path stack depth").baseline.value, 32_768.0);
+        let g = by("guest instructions per delivered data packet");
+        assert_eq!((g.value, g.baseline.value), (816.0, 160.0));
+        assert_eq!(g.ratio, Some(816.0 / 160.0));
+        let c = by("guest instructions per delivered packet, checked two-NIC run");
+        assert_eq!((c.value, c.baseline.value), (25_002.0, 816.0));
+        let a = by("guest instructions per admin command");
+        assert_eq!((a.value, a.baseline.value), (16_005.0, 137.0));
+    }
+
+    #[test]
+    fn missing_lines_fail_with_a_reason() {
+        let o = Outputs {
+            root: std::env::temp_dir(),
+            target: std::env::temp_dir(),
+            log: ".text 1 0\n".into(),
+            memory_mib: 0.0,
+        };
+        let e = image_rows(&o).unwrap_err();
+        assert!(e.contains("bytes budget"), "{e}");
+    }
+
+    #[test]
+    fn regions_are_read_from_the_memory_map() {
+        let map = "[[x]]\nname = \"A\"\nlength = 4096\n\n[[x]]\nname = \"B\"\norigin = 0\nlength = 0x1_000 # four KiB\n";
+        assert_eq!(region_bytes(map, "A"), Some(4096));
+        assert_eq!(region_bytes(map, "B"), Some(4096));
+        assert_eq!(region_bytes(map, "C"), None);
+    }
+}
