@@ -32,10 +32,9 @@
 //!    - it fills the **last hole** while a request is *owed*: an ACK for a packet with immediate
 //!      data or an ACK request (whatever its cause) went out with holes below the highest PSN
 //!      received, and this packet (necessarily the cumulative PSN) leaves none. Packets that
-//!      fill holes do not trigger otherwise, so reordering costs no extra ACKs; but without
-//!      this the sender's request waited for the timer whenever the packet it marked overtook
-//!      an earlier one (on the default run, a message's last ACK came `coalesce_ns` late for
-//!      most of the slowest flows);
+//!      fill holes do not trigger otherwise, so reordering costs no extra ACKs; without this
+//!      the sender's request would wait for the timer whenever the packet it marked overtook
+//!      an earlier one, which with spraying is common;
 //!    - the interval holds [`AckGenConfig::coalesce_pkts`] packets.
 //!
 //!    Otherwise the ACK waits for more packets or for the timer: `coalesce_ns` after the
@@ -488,8 +487,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
     /// [`Self::handle_packet`], the last returning the ACK. Returns when the interval the ACK
     /// closes was due by timer (what [`Self::poll_timeout`] said before the ACK) and the ACK.
     /// `gap`: whether `first` opens a gap ([`Self::opens_gap`], which the caller has asked).
-    /// Always inlined, as its bookkeeping (into the engine's receive run: measured cheaper
-    /// than the calls).
+    /// Always inlined, as its bookkeeping: it runs once per receive run, in the run's loop.
     #[inline(always)]
     pub fn handle_acked_run(
         &mut self,
@@ -649,7 +647,7 @@ impl<const WORDS: usize> AckGen<WORDS> {
 
     /// The ACK for `cause`; `request`: the packet that called for it carries immediate data
     /// or an ACK request (whatever the cause it is counted under, e.g. a gap it opened).
-    /// Always inlined (measured: the engine's receive paths, engine_cost).
+    /// Always inlined: it is on every received packet's path.
     #[inline(always)]
     fn emit(&mut self, cause: Cause, request: bool) -> AckSummary {
         let iv = core::mem::take(&mut self.interval);

@@ -204,7 +204,7 @@ impl<const WORDS: usize> RxBitmap<WORDS> {
 
     /// [`Self::receive_new_at`] for the `n` consecutive PSNs from `psn`, `offset` after `cum`,
     /// which [`Self::run_is_new`] accepted: the same state and counters as one call per PSN,
-    /// a word at a time. Always inlined (into the engine's receive run: measured).
+    /// a word at a time. Always inlined: it is the receive run's loop.
     #[inline(always)]
     pub fn receive_new_run(&mut self, psn: Psn, offset: u32, n: u32) {
         debug_assert!(self.run_is_new(offset, n) && psn.distance_from(self.cum) == offset as i32);

@@ -527,8 +527,8 @@ fn spray_uniform(seed: u64, rounds: u32, base_ppm: u32, gray: u16, gray_ppm: u32
 
 /// 1 % uniform random loss on every EV (loss the QP sees everywhere, which no EV explains):
 /// the gray-loss test, weighed against the QP-wide rate, retires none of them, and MRC's
-/// retire-on-loss + probing keeps nearly all EVs in use. (Against the fixed 1e-4 baseline,
-/// p1 = 1 % made every EV "gray": thousands of retirements to the probe cap.)
+/// retire-on-loss + probing keeps nearly all EVs in use. (Against a fixed 1e-4 baseline, p1 =
+/// 1 % would make every EV "gray".)
 #[test]
 fn uniform_loss_retires_no_ev_as_gray() {
     for seed in 0..3 {

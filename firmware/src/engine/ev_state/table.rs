@@ -337,8 +337,8 @@ impl<const N: usize> EvTable<N> {
     /// loses no more than `p0` this is the configured test; when loss is spread over all EVs
     /// (uniform random loss, a lossy shared link) an EV losing at the QP's rate is not gray,
     /// and only one losing about 4x more than the rest is. Without this, 1 % uniform loss
-    /// (p1 = 1 %) gray-retired EV after EV to the 10 ms probe cap until `min_active` held the
-    /// rest (`engine_cost`: 2,093 gray retirements, 64 of 256 EVs left). The rate includes
+    /// (p1 = 1 %) would gray-retire EV after EV to the probe cap until `min_active` held the
+    /// rest. The rate includes
     /// the judged EV: with MRC's 128-256 EVs per QP one gray EV barely moves it. Immediate
     /// retirement on an untrimmed loss (MRC, `immediate_retire`) is unchanged: a dead or
     /// blackholed EV still leaves at its first loss.
