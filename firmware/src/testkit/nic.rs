@@ -35,6 +35,9 @@ pub struct Nic<C: Capacity> {
     /// Events the engine could not take yet (it was short of command room).
     carry: [CsrEntry; BATCH],
     carry_len: usize,
+    /// Scratch for the engine's commands and for the host writes (kept, not rebuilt per call).
+    cmd_buf: [CsrEntry; BATCH],
+    host_buf: [CsrEntry; BATCH],
     /// Entries moved each way, and host writes.
     pub events_moved: u64,
     pub commands_moved: u64,
@@ -52,6 +55,8 @@ impl<C: Capacity> Nic<C> {
             fw: Engine::new(fw)?,
             carry: [CsrEntry::ZERO; BATCH],
             carry_len: 0,
+            cmd_buf: [CsrEntry::ZERO; BATCH],
+            host_buf: [CsrEntry::ZERO; BATCH],
             events_moved: 0,
             commands_moved: 0,
             host_writes: 0,
@@ -168,18 +173,25 @@ impl<C: Capacity> Nic<C> {
     /// Move entries between the stage and the engine until both are quiet; host writes go to
     /// `host`. Returns whether anything moved.
     pub fn pump(&mut self, now_ns: u64, host: &mut impl FnMut(HostWrite)) -> bool {
+        // (nothing waits either way: nothing would move)
+        if self.carry_len == 0
+            && !self.fw.commands_pending()
+            && !self.dp.has_events()
+            && !self.dp.has_host_writes()
+        {
+            return false;
+        }
         let mut any = false;
-        let mut buf = [CsrEntry::ZERO; BATCH];
         loop {
             let mut moved = false;
             // Engine -> stage first: it makes room in the engine's command queue.
-            let n = self.fw.poll_commands(&mut buf);
+            let n = self.fw.poll_commands(&mut self.cmd_buf);
             if n > 0 {
                 moved = true;
                 self.commands_moved += n as u64;
                 let mut done = 0;
                 while done < n {
-                    done += self.dp.handle_commands(now_ns, &buf[done..n]);
+                    done += self.dp.handle_commands(now_ns, &self.cmd_buf[done..n]);
                     self.drain_host(host);
                 }
             }
@@ -206,14 +218,13 @@ impl<C: Capacity> Nic<C> {
     }
 
     fn drain_host(&mut self, host: &mut impl FnMut(HostWrite)) {
-        let mut buf = [CsrEntry::ZERO; BATCH];
         loop {
-            let n = self.dp.poll_host_writes(&mut buf);
+            let n = self.dp.poll_host_writes(&mut self.host_buf);
             if n == 0 {
                 return;
             }
             self.host_writes += n as u64;
-            for e in &buf[..n] {
+            for e in &self.host_buf[..n] {
                 let w = match e.decode() {
                     Ok(CsrEvent::Complete(c)) => match Completion::from_complete(&c) {
                         Some(c) => HostWrite::Completion(c),

@@ -490,6 +490,19 @@ impl<C: Capacity> Datapath<C> {
         self.events.len()
     }
 
+    /// Whether [`Self::poll_events`] may return something (events queued, or reports some
+    /// QP keeps outside an input).
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty() || self.reports
+    }
+
+    /// Whether [`Self::poll_host_writes`] would return something.
+    #[inline]
+    pub fn has_host_writes(&self) -> bool {
+        !self.host.is_empty()
+    }
+
     /// Completions and events the firmware wrote for the host (`Complete`, `EvEvent`,
     /// `PostCqe`, `PostEvent` entries), oldest first, into the front of `out`. Returns how
     /// many.
