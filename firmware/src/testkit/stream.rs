@@ -12,11 +12,11 @@ use super::TestKit;
 use crate::datapath::ack_gen::AckGenConfig;
 use crate::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
 use crate::datapath::placement::{Access, MemRegion};
-use crate::datapath::stage::{DatapathConfig, DatapathCounters};
+use crate::datapath::stage::{DatapathConfig, DatapathCounters, QpView};
 use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
 use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
-use crate::engine::{EngineConfig, EngineCounters};
+use crate::engine::{EngineConfig, EngineCounters, FwQpView};
 
 const CAP: usize = 2048;
 const REGION_VA: u64 = 0x40_0000_0000;
@@ -40,6 +40,9 @@ pub struct StreamConfig {
     /// Every packet crosses the wire codec's representation on its way ([`Packet::to_repr`]
     /// then [`Packet::from_repr`]): the run must be the same as without.
     pub via_repr: bool,
+    /// The stages' fast paths (`Datapath::set_fast_paths`): the run must be the same
+    /// without.
+    pub fast_paths: bool,
 }
 
 impl Default for StreamConfig {
@@ -54,6 +57,7 @@ impl Default for StreamConfig {
             planes: 4,
             latency_ns: 2_000,
             via_repr: false,
+            fast_paths: true,
         }
     }
 }
@@ -75,6 +79,11 @@ pub struct StreamReport {
     pub events: u64,
     pub commands: u64,
     pub channel: ChannelCounters,
+    /// The QP of each side as its stage and its engine see it at the end.
+    pub sender_qp: Option<QpView>,
+    pub receiver_qp: Option<QpView>,
+    pub sender_fw_qp: Option<FwQpView>,
+    pub receiver_fw_qp: Option<FwQpView>,
     /// Something went wrong (a completion error, a stall): the run stopped early.
     pub failed: bool,
 }
@@ -123,10 +132,12 @@ fn setup(cfg: &StreamConfig) -> Option<(Nic<TestKit>, Nic<TestKit>, u32, u32)> {
 /// Run the stream. Stack use is a few hundred KiB (two NICs and the channel).
 pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     let mut rep = StreamReport::default();
-    let Some((mut a, mut b, qa, _qb)) = setup(&cfg) else {
+    let Some((mut a, mut b, qa, qb)) = setup(&cfg) else {
         rep.failed = true;
         return rep;
     };
+    a.dp.set_fast_paths(cfg.fast_paths);
+    b.dp.set_fast_paths(cfg.fast_paths);
     let ch_cfg = ChannelConfig {
         latency_ns: cfg.latency_ns,
         loss_ppm: cfg.loss_ppm,
@@ -257,6 +268,10 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     rep.events = a.events_moved + b.events_moved;
     rep.commands = a.commands_moved + b.commands_moved;
     rep.channel = ch.counters();
+    rep.sender_qp = a.dp.qp(qa);
+    rep.receiver_qp = b.dp.qp(qb);
+    rep.sender_fw_qp = a.fw.qp(qa);
+    rep.receiver_fw_qp = b.fw.qp(qb);
     rep
 }
 
@@ -350,6 +365,42 @@ mod tests {
             assert!(!direct.failed);
             assert_eq!(direct.delivered_packets, 20_000);
             assert_eq!(direct, parsed);
+        }
+    }
+
+    /// The stages' fast paths (transmit and receive runs) give the same run as the general
+    /// paths alone, packet for packet: every counter of both NICs, their QPs and the channel,
+    /// on the descriptor and the wire representation paths, with loss heavy enough to
+    /// stall the windows and retire EVs.
+    #[test]
+    fn fast_paths_match_the_general_paths() {
+        std::thread::Builder::new()
+            .stack_size(16 << 20)
+            .spawn(fast_and_general_agree)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn fast_and_general_agree() {
+        for (seed, loss_ppm, via_repr) in [(3, 20_000, false), (4, 50_000, true), (5, 1_000, false)]
+        {
+            let cfg = StreamConfig {
+                seed,
+                packets: 20_000,
+                loss_ppm,
+                via_repr,
+                ..StreamConfig::default()
+            };
+            let fast = run_stream(cfg);
+            let general = run_stream(StreamConfig {
+                fast_paths: false,
+                ..cfg
+            });
+            assert!(!fast.failed);
+            assert_eq!(fast.delivered_packets, 20_000);
+            assert!(fast.sender_qp.is_some() && fast.receiver_fw_qp.is_some());
+            assert_eq!(fast, general);
         }
     }
 }

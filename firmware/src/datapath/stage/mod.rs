@@ -159,6 +159,9 @@ pub struct Datapath<C: Capacity> {
     ack_deadline: Option<u64>,
     /// Some QP may have reports waiting outside an input.
     reports: bool,
+    /// Runs of packets at once where they give what one packet at a time gives
+    /// ([`Self::set_fast_paths`]).
+    fast: bool,
     counters: DatapathCounters,
     _c: PhantomData<C>,
 }
@@ -182,6 +185,7 @@ impl<C: Capacity> Datapath<C> {
             tx_burst: 0,
             ack_deadline: None,
             reports: false,
+            fast: true,
             counters: DatapathCounters::default(),
             _c: PhantomData,
         }
@@ -190,6 +194,14 @@ impl<C: Capacity> Datapath<C> {
     /// The configuration.
     pub fn config(&self) -> &DatapathConfig {
         &self.cfg
+    }
+
+    /// Turn the fast paths on (the default) or off. The fast paths take runs of packets at
+    /// once (a run of new packets of one work request on transmit, a run of in-order writes
+    /// on receive) with exactly the packets, verdicts, reports and counters of the one-at-a-
+    /// time paths; off, every packet takes the general path. For equivalence tests.
+    pub fn set_fast_paths(&mut self, on: bool) {
+        self.fast = on;
     }
 
     /// Counters.
@@ -318,13 +330,23 @@ impl<C: Capacity> Datapath<C> {
         verdicts: &mut [RxVerdict],
     ) -> usize {
         let n = pkts.len().min(verdicts.len());
-        for (i, (pkt, v)) in pkts.iter().zip(verdicts.iter_mut()).take(n).enumerate() {
+        let (pkts, verdicts) = (&pkts[..n], &mut verdicts[..n]);
+        let mut i = 0;
+        while let Some(pkt) = pkts.get(i) {
             if self.events.room() < RX_EVENTS {
                 self.counters.backpressure += 1;
                 return i;
             }
+            if self.fast {
+                let k = self.write_run(now_ns, &pkts[i..], &mut verdicts[i..]);
+                if k > 0 {
+                    i += k;
+                    continue;
+                }
+            }
             self.counters.rx_packets += 1;
-            *v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
+            let mut note = None;
+            let v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
                 Some(qp) if qp.state() != DpState::Reset => {
                     let v = qp.handle_packet(
                         now_ns,
@@ -334,9 +356,7 @@ impl<C: Capacity> Datapath<C> {
                         &mut self.ctrl,
                         &mut self.events,
                     );
-                    if let Some(d) = qp.ack_deadline_ns() {
-                        self.ack_deadline = Some(self.ack_deadline.map_or(d, |a| a.min(d)));
-                    }
+                    note = qp.ack_deadline_ns();
                     if qp.reports_pending() || qp.state() == DpState::Error {
                         self.reports = true;
                     }
@@ -344,9 +364,51 @@ impl<C: Capacity> Datapath<C> {
                 }
                 _ => RxVerdict::Dropped(DropReason::UnknownQp),
             };
-            self.count_verdict(v);
+            if let Some(d) = note {
+                self.note_ack_deadline(d);
+            }
+            if let Some(slot) = verdicts.get_mut(i) {
+                *slot = v;
+            }
+            self.count_verdict(&v);
+            i += 1;
         }
         n
+    }
+
+    #[inline]
+    fn note_ack_deadline(&mut self, d: u64) {
+        self.ack_deadline = Some(self.ack_deadline.map_or(d, |a| a.min(d)));
+    }
+
+    /// A run of writes at the front of `pkts` to one QP (see `QpContext::handle_write_run`),
+    /// with the stage's bookkeeping of as many single packets. Returns how many were taken.
+    #[inline]
+    fn write_run(&mut self, now_ns: u64, pkts: &[Packet], verdicts: &mut [RxVerdict]) -> usize {
+        let Some(first) = pkts.first() else { return 0 };
+        let Some(qp) = self
+            .qps
+            .as_mut()
+            .get_mut(first.dest_qpn as usize)
+            .filter(|q| q.state() != DpState::Reset)
+        else {
+            return 0;
+        };
+        let (k, deadline) =
+            qp.handle_write_run(now_ns, pkts, verdicts, &mut self.regions, &mut self.ctrl);
+        if k == 0 {
+            return 0;
+        }
+        // (a plain write run can make a waiting immediate reportable; it cannot fail the QP)
+        if qp.reports_pending() {
+            self.reports = true;
+        }
+        if let Some(d) = deadline {
+            self.note_ack_deadline(d);
+        }
+        self.counters.rx_packets += k as u64;
+        self.counters.placed += k as u64;
+        k
     }
 
     fn count_verdict(&mut self, v: &RxVerdict) {
@@ -389,7 +451,24 @@ impl<C: Capacity> Datapath<C> {
                 self.counters.backpressure += 1;
                 break;
             }
-            if !self.next_retransmit(now_ns, slot) && !self.next_data(now_ns, slot) {
+            if self.next_retransmit(now_ns, slot) {
+                n += 1;
+                continue;
+            }
+            let mut failed = None;
+            if self.fast {
+                let (k, stall) = self.next_data_run(now_ns, out.get_mut(n..).unwrap_or_default());
+                n += k;
+                match stall {
+                    // (the run's QP failed its attempt at packet `n`: the others follow,
+                    // as in `next_data`)
+                    Some(i) => failed = Some(i),
+                    None if k > 0 => continue,
+                    None => {}
+                }
+            }
+            let Some(slot) = out.get_mut(n) else { break };
+            if !self.next_data(now_ns, slot, failed) {
                 break;
             }
             n += 1;
@@ -429,26 +508,20 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// A data packet of the QP whose turn it is (the turn moves on after a burst, or to the
-    /// next QP that can send).
-    fn next_data(&mut self, now_ns: u64, out: &mut Packet) -> bool {
+    /// next QP that can send). `tried`: a QP whose attempt at this packet failed already.
+    fn next_data(&mut self, now_ns: u64, out: &mut Packet, tried: Option<usize>) -> bool {
         let qps = self.qps.as_mut();
         let q = qps.len();
         for k in 0..q {
             let i = (self.tx_rr + k) % q;
+            if tried == Some(i) {
+                continue;
+            }
             let Some(qp) = qps.get_mut(i) else { continue };
             if !qp.wants_to_send() || qp.poll_data(now_ns, &mut self.events, out).is_err() {
                 continue;
             }
-            if k == 0 {
-                self.tx_burst += 1;
-            } else {
-                self.tx_rr = i;
-                self.tx_burst = 1;
-            }
-            if self.tx_burst >= TX_BURST_PKTS {
-                self.tx_rr = (i + 1) % q;
-                self.tx_burst = 0;
-            }
+            self.took_turn(i, k == 0, 1);
             if out.retransmit {
                 self.counters.retransmits_sent += 1;
             } else {
@@ -457,6 +530,78 @@ impl<C: Capacity> Datapath<C> {
             return true;
         }
         false
+    }
+
+    /// QP `i` sent `n` packets in a row, the first found at the turn (`at_turn`) or after
+    /// it: the turn as after `n` single packets when no other QP sends between them.
+    #[inline]
+    fn took_turn(&mut self, i: usize, at_turn: bool, n: usize) {
+        let q = self.qps.as_ref().len();
+        let before = if at_turn {
+            usize::from(self.tx_burst)
+        } else {
+            0
+        };
+        let c = (before + n) % usize::from(TX_BURST_PKTS);
+        if c == 0 {
+            self.tx_rr = (i + 1) % q;
+            self.tx_burst = 0;
+        } else {
+            self.tx_rr = i;
+            // (below TX_BURST_PKTS)
+            self.tx_burst = c as u8;
+        }
+    }
+
+    /// A run of new data packets of the QP whose turn it is, into the front of `out` (see
+    /// `QpContext::poll_data_run`): at most what is left of its burst when another QP has
+    /// something to send, one packet when the event queue is short of room for more.
+    /// Returns the packets sent and, when the run's QP then failed its attempt at the next
+    /// packet, that QP (`(0, None)`: nothing changed).
+    fn next_data_run(&mut self, now_ns: u64, out: &mut [Packet]) -> (usize, Option<usize>) {
+        let qps = self.qps.as_mut();
+        let q = qps.len();
+        let mut first = None;
+        let mut others = false;
+        for k in 0..q {
+            let i = (self.tx_rr + k) % q;
+            if qps.get(i).is_some_and(QpContext::wants_to_send) {
+                if first.is_none() {
+                    first = Some((i, k == 0));
+                } else {
+                    others = true;
+                    break;
+                }
+            }
+        }
+        let Some((i, at_turn)) = first else {
+            return (0, None);
+        };
+        let mut limit = out.len();
+        if others {
+            let before = if at_turn {
+                usize::from(self.tx_burst)
+            } else {
+                0
+            };
+            limit = limit.min(usize::from(TX_BURST_PKTS) - before);
+        }
+        if self.events.room() < TX_EVENTS + 1 {
+            limit = limit.min(1);
+        }
+        let Some(qp) = qps.get_mut(i) else {
+            return (0, None);
+        };
+        let (k, stall) = qp.poll_data_run(
+            now_ns,
+            &mut self.events,
+            out.get_mut(..limit).unwrap_or_default(),
+        );
+        if k > 0 {
+            self.took_turn(i, at_turn, k);
+            self.counters.data_sent += k as u64;
+        }
+        (k, stall.map(|_| i))
     }
 
     /// Whether a retransmission waits (a NIC with several stages polls this one first).

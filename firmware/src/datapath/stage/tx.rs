@@ -56,6 +56,8 @@ use crate::datapath::segmenter::WriteRequest;
 use crate::datapath::sprayer::{EvPick, Sprayer};
 use crate::ring::Ring;
 
+mod run;
+
 const F_INFLIGHT: u8 = 1;
 const F_ACKED: u8 = 2;
 /// Queued for retransmission.
