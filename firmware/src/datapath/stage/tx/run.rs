@@ -3,11 +3,12 @@
 
 use mrc_abi::device::csr::{self, CsrEvent, TxDone, TxStart, EV_ANY};
 use mrc_abi::wire::{EvxRepr, RethRepr, Segment};
+use mrc_abi::Psn;
 
 use super::{Mode, Stall, TxSide, TxSlot, F_INFLIGHT};
 use crate::datapath::ack_gen::TrimMark;
 use crate::datapath::packet::{LocalBuf, Packet, PacketBody};
-use crate::datapath::sprayer::Sprayer;
+use crate::datapath::sprayer::{EvPick, Sprayer};
 use crate::datapath::stage::events::Events;
 use crate::datapath::stage::Hdr;
 
@@ -65,92 +66,171 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             .min(by_cc) as usize;
         let psn0 = self.nxt;
         let skips0 = sprayer.counters().skips;
-        let mut k = 0usize;
-        let mut stall = None;
-        let mut bytes = 0u64;
-        let mut done = false;
-        while k < limit {
-            let Some(ev) = sprayer.next_ev() else {
-                self.counters.stall_no_ev += 1;
-                stall = Some(Stall::NoEv);
-                break;
+        // Packet `k` of the run has PSN `psn0 + k` and transmission number `tx_seq + 1 + k`.
+        // Every packet carries `mtu` bytes and a `Middle` segment with no ACK request but the
+        // work request's first and last, fixed after the loop.
+        let offset0 = index0.wrapping_mul(mtu);
+        let first = Packet {
+            src_qpn: hdr.qpn,
+            dest_qpn: hdr.dest_qpn,
+            psn: psn0,
+            msn: w.msn,
+            ev_format: hdr.ev_format,
+            evx: EvxRepr {
+                ev_index: 0,
+                plane: 0,
+                ev_value: 0,
+            },
+            tx_ts_ns: now_ns as u32,
+            echo_ts_ns: 0,
+            retransmit: false,
+            ack_req: false,
+            trim: TrimMark::None,
+            ce: false,
+            payload_len: mtu,
+            body: PacketBody::Write {
+                segment: Segment::Middle,
+                reth: RethRepr {
+                    va: w.wr.remote_va.wrapping_add(u64::from(offset0)),
+                    rkey: w.wr.rkey,
+                    dma_len: mtu,
+                },
+                local: LocalBuf {
+                    handle: w.wr.local.handle,
+                    offset: w.wr.local.offset.wrapping_add(u64::from(offset0)),
+                },
+            },
+        };
+        // (`mtu <= u16::MAX`: `start` clamps it)
+        let slot0 = TxSlot {
+            tx_seq: 0,
+            sent_ns: now_ns as u32,
+            ev: 0,
+            len: mtu as u16,
+            retx_ev: EV_ANY,
+            plane: 0,
+            flags: F_INFLIGHT,
+        };
+        let value_base = hdr.value_base;
+        // (packet `k`'s transmission number is its unmasked PSN `psn0 + k` plus `d`)
+        let d = self.tx_seq.wrapping_add(1).wrapping_sub(psn0.value());
+        let slots = &mut self.slots;
+        // Packet `k` on `ev`: the one before (the template for the first) with the fields
+        // that differ changed, and its TX slot.
+        let put = |out: &mut [Packet], slots: &mut [TxSlot; WIN], k: usize, ev: EvPick| {
+            let i = psn0.value().wrapping_add(k as u32);
+            let p = match k.checked_sub(1) {
+                None => match out.first_mut() {
+                    Some(p) => {
+                        *p = first;
+                        p
+                    }
+                    None => return,
+                },
+                Some(j) => match out.get_mut(j..=k) {
+                    Some([prev, p]) => {
+                        *p = *prev;
+                        if let PacketBody::Write { reth, local, .. } = &mut p.body {
+                            reth.va = reth.va.wrapping_add(u64::from(mtu));
+                            local.offset = local.offset.wrapping_add(u64::from(mtu));
+                        }
+                        p
+                    }
+                    _ => return,
+                },
             };
-            // (the offsets of a posted work request do not overflow: it passed
-            // `packet_count` with this `mtu`)
-            let index = index0 + k as u32;
-            let offset = index.wrapping_mul(mtu);
-            let last = index + 1 >= w.npkts;
-            let payload_len = w.wr.len.wrapping_sub(offset).min(mtu);
-            let segment = if w.npkts <= 1 {
-                Segment::Only { imm: w.wr.imm }
-            } else if index == 0 {
-                Segment::First
-            } else if last {
-                Segment::Last { imm: w.wr.imm }
-            } else {
-                Segment::Middle
+            let psn = Psn::new(i);
+            p.psn = psn;
+            p.evx = EvxRepr {
+                ev_index: ev.index,
+                plane: ev.plane,
+                ev_value: value_base.wrapping_add(u32::from(ev.index)),
             };
-            let psn = psn0.add(k as u32);
-            if let Some(p) = out.get_mut(k) {
-                *p = Packet {
-                    src_qpn: hdr.qpn,
-                    dest_qpn: hdr.dest_qpn,
-                    psn,
-                    msn: w.msn,
-                    ev_format: hdr.ev_format,
-                    evx: EvxRepr {
-                        ev_index: ev.index,
-                        plane: ev.plane,
-                        ev_value: hdr.value_base.wrapping_add(u32::from(ev.index)),
-                    },
-                    tx_ts_ns: now_ns as u32,
-                    echo_ts_ns: 0,
-                    retransmit: false,
-                    ack_req: last,
-                    trim: TrimMark::None,
-                    ce: false,
-                    payload_len,
-                    body: PacketBody::Write {
-                        segment,
-                        reth: RethRepr {
-                            va: w.wr.remote_va.wrapping_add(u64::from(offset)),
-                            rkey: w.wr.rkey,
-                            dma_len: payload_len,
-                        },
-                        local: LocalBuf {
-                            handle: w.wr.local.handle,
-                            offset: w.wr.local.offset.wrapping_add(u64::from(offset)),
-                        },
-                    },
-                };
-            }
-            let tx_seq = self.tx_seq.wrapping_add(k as u32 + 1);
-            // (`payload_len <= mtu <= u16::MAX`)
-            let len = payload_len as u16;
-            if let Some(s) = self.slot_mut(psn) {
+            if let Some(s) = slots.get_mut(psn.value() as usize % WIN) {
                 *s = TxSlot {
-                    tx_seq,
-                    sent_ns: now_ns as u32,
+                    tx_seq: i.wrapping_add(d),
                     ev: ev.index,
-                    len,
-                    retx_ev: EV_ANY,
                     plane: ev.plane,
-                    flags: F_INFLIGHT,
+                    ..slot0
                 };
             }
-            bytes += u64::from(len);
+        };
+        let limit = limit.min(out.len());
+        let mut k = 0usize;
+        let mut k_end = limit;
+        let mut stall = None;
+        while k < k_end {
+            // One packet the general way (the run's first, or one whose common pick failed):
+            // the general pick may serve a skip-once flag, which ends the run after it.
+            let fast = if k == 0 && sprayer.has_usable() {
+                sprayer.next_ev_fast()
+            } else {
+                None
+            };
+            let ev = match fast {
+                Some(ev) => ev,
+                None => {
+                    let Some(ev) = sprayer.next_ev_slow() else {
+                        self.counters.stall_no_ev += 1;
+                        stall = Some(Stall::NoEv);
+                        break;
+                    };
+                    if sprayer.counters().skips != skips0 {
+                        k_end = k + 1;
+                    }
+                    ev
+                }
+            };
+            put(out, slots, k, ev);
             k += 1;
-            if last {
-                done = true;
+            // Then the common picks, which never serve a skip-once flag.
+            let Some(run) = out.get_mut(..k_end) else {
                 break;
-            }
-            if sprayer.counters().skips != skips0 {
-                break;
+            };
+            while k < run.len() {
+                let Some(ev) = sprayer.next_ev_fast() else {
+                    break;
+                };
+                put(run, slots, k, ev);
+                k += 1;
             }
         }
         if k == 0 {
             return (0, stall);
         }
+        // The work request's last packet, when the run reached it: it asks for an ACK and
+        // carries the rest of the message.
+        let done = k as u32 == left;
+        let mut short = 0;
+        if done {
+            let last_len =
+                w.wr.len
+                    .wrapping_sub(w.npkts.wrapping_sub(1).wrapping_mul(mtu))
+                    .min(mtu);
+            short = mtu - last_len;
+            if let Some(p) = out.get_mut(k - 1) {
+                p.ack_req = true;
+                p.payload_len = last_len;
+                if let PacketBody::Write { segment, reth, .. } = &mut p.body {
+                    *segment = Segment::Last { imm: w.wr.imm };
+                    reth.dma_len = last_len;
+                }
+            }
+            if let Some(s) = self.slot_mut(psn0.add(k as u32 - 1)) {
+                s.len = last_len as u16;
+            }
+        }
+        // The work request's first packet (`Only` when it is also its last).
+        if index0 == 0 {
+            if let Some(PacketBody::Write { segment, .. }) = out.first_mut().map(|p| &mut p.body) {
+                *segment = if w.npkts <= 1 {
+                    Segment::Only { imm: w.wr.imm }
+                } else {
+                    Segment::First
+                };
+            }
+        }
+        let bytes = k as u64 * u64::from(mtu) - u64::from(short);
         if self.una == psn0 {
             events.push(CsrEvent::TxStart(TxStart::new(hdr.qpn, psn0)));
         }
