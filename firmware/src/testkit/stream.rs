@@ -161,6 +161,12 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     let mut t = Tally::default();
     let mut verdicts = [RxVerdict::Consumed; RX_BATCH];
     let mut seen_completions = 0;
+    // A NIC changes only on an input (a posted work request, a received packet, a timer that
+    // acted, entries moved between its stage and engine): after a transmit found nothing
+    // more, another before the next input would find nothing either, so it is not tried (as
+    // a NIC's main loop polls on a doorbell, a packet or a timer). `tx_a`, `tx_b`: an input
+    // since the NIC's last transmit, or that transmit stopped on a full channel.
+    let (mut tx_a, mut tx_b) = (true, true);
     loop {
         if t.completions != seen_completions {
             seen_completions = t.completions;
@@ -187,17 +193,35 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                 break;
             }
             posted += 1;
+            tx_a = true;
         }
-        let mut progress = a.pump(now, &mut |w| t.on(w));
-        progress |= b.pump(now, &mut |w| t.on(w));
+        let mut progress = false;
+        if a.pump(now, &mut |w| t.on(w)) {
+            (progress, tx_a) = (true, true);
+        }
+        if b.pump(now, &mut |w| t.on(w)) {
+            (progress, tx_b) = (true, true);
+        }
         // Packets are built in place in the channel's free FIFO slots.
-        progress |= transmit(&mut ch, now, 1, &mut a, &mut |w| t.on(w));
-        progress |= transmit(&mut ch, now, 0, &mut b, &mut |w| t.on(w));
+        if core::mem::take(&mut tx_a) {
+            let (sent, more) = transmit(&mut ch, now, 1, &mut a, &mut |w| t.on(w));
+            (progress, tx_a) = (progress | sent, more);
+        }
+        if core::mem::take(&mut tx_b) {
+            let (sent, more) = transmit(&mut ch, now, 0, &mut b, &mut |w| t.on(w));
+            (progress, tx_b) = (progress | sent, more);
+        }
         loop {
             if !cfg.via_repr {
                 if let Some((to, pkts)) = ch.pop_due_run(now) {
                     progress = true;
-                    let nic = if to == 1 { &mut b } else { &mut a };
+                    let nic = if to == 1 {
+                        tx_b = true;
+                        &mut b
+                    } else {
+                        tx_a = true;
+                        &mut a
+                    };
                     for chunk in pkts.chunks(RX_BATCH) {
                         let v = &mut verdicts[..chunk.len()];
                         nic.receive(now, chunk, v, &mut |w| t.on(w));
@@ -224,20 +248,33 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                 *f.pkt
             };
             let to = f.to();
-            let nic = if to == 1 { &mut b } else { &mut a };
+            let nic = if to == 1 {
+                tx_b = true;
+                &mut b
+            } else {
+                tx_a = true;
+                &mut a
+            };
             let v = &mut verdicts[..1];
             nic.receive(now, core::slice::from_ref(&pkt), v, &mut |w| t.on(w));
             if to == 1 && matches!(v[0], RxVerdict::Place { .. }) {
                 rep.delivered_packets += 1;
             }
         }
-        progress |= a.pump(now, &mut |w| t.on(w));
-        progress |= b.pump(now, &mut |w| t.on(w));
+        if a.pump(now, &mut |w| t.on(w)) {
+            (progress, tx_a) = (true, true);
+        }
+        if b.pump(now, &mut |w| t.on(w)) {
+            (progress, tx_b) = (true, true);
+        }
         if t.failed || t.completions >= total_msgs {
             break;
         }
-        if a.handle_timeout(now) | b.handle_timeout(now) {
-            progress = true;
+        if a.handle_timeout(now) {
+            (progress, tx_a) = (true, true);
+        }
+        if b.handle_timeout(now) {
+            (progress, tx_b) = (true, true);
         }
         if progress {
             continue;
@@ -309,14 +346,15 @@ fn earliest(x: Option<u64>, y: Option<u64>) -> Option<u64> {
 
 /// Transmit from `nic` to NIC `to` (1: B, 0: A): packets are built in place in the channel's
 /// free FIFO slots, a batch at a time, until the NIC fills fewer slots than it was given.
-/// Returns whether it sent anything.
+/// Returns whether it sent anything, and whether it stopped on a full channel (more may
+/// wait).
 fn transmit(
     ch: &mut Channel<CAP, 0>,
     now: u64,
     to: u8,
     nic: &mut Nic<TestKit>,
     host: &mut impl FnMut(HostWrite),
-) -> bool {
+) -> (bool, bool) {
     let mut sent = false;
     loop {
         let mut room = 0;
@@ -325,8 +363,11 @@ fn transmit(
             nic.transmit(now, slots, host)
         });
         sent |= n > 0;
-        if n < room || room == 0 {
-            return sent;
+        if room == 0 {
+            return (sent, true);
+        }
+        if n < room {
+            return (sent, false);
         }
     }
 }

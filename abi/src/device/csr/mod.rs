@@ -121,7 +121,6 @@ impl CsrEntry {
     ///
     /// # Errors
     /// See [`CsrError`].
-    #[inline]
     pub fn decode(&self) -> Result<CsrEvent, CsrError> {
         CsrEvent::decode(&self.0)
     }
@@ -241,6 +240,7 @@ impl CsrKind {
         Self::QpState,
     ];
     /// The kind with code `v`, if any.
+    #[inline]
     pub fn from_u8(v: u8) -> Option<Self> {
         Self::ALL.into_iter().find(|k| *k as u8 == v)
     }

@@ -146,8 +146,8 @@ pub trait QpContext {
     /// New data packets in a run, into the front of `out`: the packets and effects of as many
     /// [`Self::poll_data`] calls, each of which would have sent a new packet (see
     /// `TxSide::poll_new_run` for where a run ends). `(0, None)`: nothing changed, poll one
-    /// packet with [`Self::poll_data`]; `(k, Some(stall))`: `k` packets, then the attempt at
-    /// the next failed as [`Self::poll_data`] would have (counted). Room for
+    /// packet with [`Self::poll_data`]; `(k, Some(stall))`: `k` packets (possibly none), then
+    /// the attempt at the next failed as [`Self::poll_data`] would have (counted). Room for
     /// 3 + `SKIP_MARKS` events is the caller's. A context without runs sends none.
     fn poll_data_run(
         &mut self,
@@ -699,11 +699,13 @@ impl<
         out: &mut [Packet],
     ) -> (usize, Option<Stall>) {
         if self.state != DpState::Rts {
-            return (0, None);
+            return (0, Some(Stall::Idle));
         }
         let r = self
             .tx
             .poll_new_run(now_ns, &self.hdr, &mut self.sprayer, events, out);
+        // (as after every poll: skip flags served meanwhile, e.g. by an ACK's pick, are
+        // reported now)
         if r != (0, None) {
             self.report_skips(events);
         }

@@ -17,14 +17,15 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// every effect (TX slots, counters, [`TxStart`], [`TxDone`], the sprayer's picks) of as
     /// many [`Self::poll`] calls, each of which would have sent a new packet.
     ///
-    /// The run sends only while a single poll would send a plain new packet: it returns
-    /// `(0, None)` having changed nothing when the first packet is not one (not sending, a
-    /// retransmission queued, the congestion or send window closed, nothing queued, the
-    /// first packet of a Write-with-Immediate: [`Self::poll`] decides those), and it ends
-    /// before a packet that is not one, after the work request's last packet and after a pick
-    /// that served a skip-once flag (the caller reports served skips before the next poll).
-    /// `(k, Some(Stall::NoEv))`: `k` packets, then the pick for packet `k` found no usable EV
-    /// (counted, as [`Self::poll`] counts it).
+    /// The run sends only while a single poll would send a plain new packet. Before its first
+    /// packet it returns `(0, Some(stall))` where a poll would fail (not sending, nothing
+    /// queued, the congestion or send window closed: counted as the poll counts it), and
+    /// `(0, None)`, having changed nothing, where a poll would do something else (a
+    /// retransmission queued, the first packet of a Write-with-Immediate: [`Self::poll`]
+    /// decides those). It ends before a packet that is not a plain new one, after the work
+    /// request's last packet and after a pick that served a skip-once flag (the caller reports
+    /// served skips before the next poll). `(k, Some(Stall::NoEv))`: `k` packets, then the
+    /// pick for packet `k` found no usable EV (counted, as [`Self::poll`] counts it).
     ///
     /// Room for two events (a [`TxStart`] and a [`TxDone`]) is the caller's to check.
     pub(crate) fn poll_new_run<const E: usize, const P: usize>(
@@ -35,19 +36,28 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         events: &mut Events,
         out: &mut [Packet],
     ) -> (usize, Option<Stall>) {
-        if self.mode != Mode::Live || !self.retx.is_empty() || out.is_empty() {
+        if out.is_empty() {
             return (0, None);
+        }
+        // (the checks of `poll`, in its order)
+        if self.mode != Mode::Live || (self.retx.is_empty() && self.send_idx >= self.sq.len()) {
+            return (0, Some(Stall::Idle));
         }
         let cwnd = self.cwnd_bytes;
         if self.inflight_bytes >= cwnd {
+            self.counters.stall_cc += 1;
+            return (0, Some(Stall::Cc));
+        }
+        if !self.retx.is_empty() {
             return (0, None);
         }
         let Some(&w) = self.sq.get(self.send_idx) else {
-            return (0, None);
+            return (0, Some(Stall::Idle));
         };
         let used = self.nxt.offset_from(self.una);
         if used >= self.mpr_psns {
-            return (0, None);
+            self.counters.stall_window += 1;
+            return (0, Some(Stall::Window));
         }
         // (`send_idx` holds the work request `nxt` belongs to: `index0 < npkts`)
         let index0 = self.nxt.offset_from(w.start_psn);
