@@ -401,16 +401,24 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// When [`Self::handle_timeout`] should next be called (`None`: no timer armed).
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         self.timers.next_deadline()
     }
 
     /// Run the timers due at `now_ns` (a bounded number per call: call again while
     /// [`Self::poll_timeout`] says one is due). Returns whether a timer did anything.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         if self.timers.is_quiet(now_ns) {
             return false;
         }
+        self.handle_due_timers(now_ns)
+    }
+
+    /// [`Self::handle_timeout`] when a timer may be due.
+    #[inline(never)]
+    fn handle_due_timers(&mut self, now_ns: u64) -> bool {
         let mut acted = false;
         for _ in 0..C::QPS.saturating_mul(KINDS).max(8) {
             if self.cmds.room() < TIMER_CMDS {

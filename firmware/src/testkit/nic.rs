@@ -157,6 +157,7 @@ impl<C: Capacity> Nic<C> {
     }
 
     /// Both halves' timers due at `now_ns`. Returns whether any acted.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         let a = self.dp.handle_timeout(now_ns);
         let b = self.fw.handle_timeout(now_ns);
@@ -164,6 +165,7 @@ impl<C: Capacity> Nic<C> {
     }
 
     /// The earlier of both halves' next deadlines.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         match (self.dp.poll_timeout(), self.fw.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -663,10 +663,17 @@ impl<C: Capacity> Datapath<C> {
 
     /// The coalescing timers due at `now_ns` fire (their ACKs go to the control queue).
     /// Returns whether any ACK was due.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         if self.ack_deadline.is_none_or(|d| d > now_ns) {
             return false;
         }
+        self.handle_due_timeouts(now_ns)
+    }
+
+    /// [`Self::handle_timeout`] when a deadline passed.
+    #[inline(never)]
+    fn handle_due_timeouts(&mut self, now_ns: u64) -> bool {
         let mut any = false;
         let mut next: Option<u64> = None;
         for qp in self.qps.as_mut() {
