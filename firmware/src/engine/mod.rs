@@ -374,7 +374,27 @@ impl<C: Capacity> Engine<C> {
 
     /// Each timer of QP `qpn` armed at its deadline (an earlier armed deadline stands: a
     /// timer that fires early finds nothing due and is re-armed).
-    fn sync_timers(&mut self, qpn: u32, _now_ns: u64) {
+    #[inline]
+    fn sync_timers(&mut self, qpn: u32, now_ns: u64) {
+        let Some(qp) = self.qps.as_mut().get_mut(qpn as usize) else {
+            return;
+        };
+        // (the common case, looked at inline: every timer stands as it is; the two kinds)
+        const _: () = assert!(KINDS == 2);
+        let stands = |qp: &mut C::FwQp, kind| match (qp.deadline(kind), *qp.timer(kind)) {
+            (None, _) => true,
+            (Some(d), Some((_, at))) => at <= d,
+            (Some(_), None) => false,
+        };
+        if stands(qp, fw_qp::T_RETRY) && stands(qp, fw_qp::T_PROBE) {
+            return;
+        }
+        self.arm_timers(qpn, now_ns);
+    }
+
+    /// [`Self::sync_timers`] when a timer is to be armed.
+    #[inline(never)]
+    fn arm_timers(&mut self, qpn: u32, _now_ns: u64) {
         for kind in 0..KINDS {
             let Some(qp) = self.qps.as_mut().get_mut(qpn as usize) else {
                 return;
