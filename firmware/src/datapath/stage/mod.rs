@@ -40,7 +40,7 @@ pub use tx::{PostError, Reorder, Stall, TxCounters};
 use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
-use crate::datapath::packet::{DropReason, Packet, RxVerdict, SendWr};
+use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr};
 use crate::datapath::placement::{MemRegion, Regions, RegisterError};
 
 /// Data packets one QP sends in a row before the next QP gets its turn.
@@ -337,7 +337,7 @@ impl<C: Capacity> Datapath<C> {
                 self.counters.backpressure += 1;
                 return i;
             }
-            if self.fast {
+            if self.fast && matches!(pkt.body, PacketBody::Write { .. }) {
                 let k = self.write_run(now_ns, &pkts[i..], &mut verdicts[i..]);
                 if k > 0 {
                     i += k;
