@@ -187,8 +187,13 @@ impl<C: Capacity> Nic<C> {
         let mut any = false;
         loop {
             let mut moved = false;
-            // Engine -> stage first: it makes room in the engine's command queue.
-            let n = self.fw.poll_commands(&mut self.cmd_buf);
+            // Engine -> stage first: it makes room in the engine's command queue. (Each side
+            // is asked only when it says something waits: an empty poll moves nothing.)
+            let n = if self.fw.commands_pending() {
+                self.fw.poll_commands(&mut self.cmd_buf)
+            } else {
+                0
+            };
             if n > 0 {
                 moved = true;
                 self.commands_moved += n as u64;
@@ -199,7 +204,7 @@ impl<C: Capacity> Nic<C> {
                 }
             }
             // Stage -> engine (the carried-over events first, in order).
-            if self.carry_len == 0 {
+            if self.carry_len == 0 && self.dp.has_events() {
                 self.carry_len = self.dp.poll_events(&mut self.carry);
             }
             if self.carry_len > 0 {
@@ -220,8 +225,9 @@ impl<C: Capacity> Nic<C> {
         }
     }
 
+    #[inline]
     fn drain_host(&mut self, host: &mut impl FnMut(HostWrite)) {
-        loop {
+        while self.dp.has_host_writes() {
             let n = self.dp.poll_host_writes(&mut self.host_buf);
             if n == 0 {
                 return;

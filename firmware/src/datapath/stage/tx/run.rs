@@ -68,19 +68,28 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd`: every packet
         // before the work request's last carries `mtu` bytes (`npkts = ceil(len / mtu)`), and
         // the last ends the run.
-        let by_cc = (cwnd - self.inflight_bytes).div_ceil(u64::from(mtu));
         let left = w.npkts - index0;
-        let limit = (out.len() as u64)
-            .min(u64::from(left))
-            .min(u64::from(self.mpr_psns - used))
-            .min(by_cc) as usize;
+        let mut limit = out
+            .len()
+            .min(left as usize)
+            .min((self.mpr_psns - used) as usize);
+        // (a division only when the congestion window is what limits the run)
+        let cc_room = cwnd - self.inflight_bytes;
+        if cc_room <= (limit as u64 - 1) * u64::from(mtu) {
+            limit = cc_room.div_ceil(u64::from(mtu)) as usize;
+        }
         let psn0 = self.nxt;
         let skips0 = sprayer.counters().skips;
         // Packet `k` of the run has PSN `psn0 + k` and transmission number `tx_seq + 1 + k`.
         // Every packet carries `mtu` bytes and a `Middle` segment with no ACK request but the
         // work request's first and last, fixed after the loop.
         let offset0 = index0.wrapping_mul(mtu);
-        let first = Packet {
+        // The run's first packet, laid out in its slot before its pick (the slot is scratch
+        // when no packet leaves).
+        let Some(first) = out.first_mut() else {
+            return (0, None);
+        };
+        *first = Packet {
             src_qpn: hdr.qpn,
             dest_qpn: hdr.dest_qpn,
             psn: psn0,
@@ -131,10 +140,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             let i = psn0.value().wrapping_add(k as u32);
             let p = match k.checked_sub(1) {
                 None => match out.first_mut() {
-                    Some(p) => {
-                        *p = first;
-                        p
-                    }
+                    Some(p) => p,
                     None => return,
                 },
                 Some(j) => match out.get_mut(j..=k) {
