@@ -167,6 +167,9 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     // a NIC's main loop polls on a doorbell, a packet or a timer). `tx_a`, `tx_b`: an input
     // since the NIC's last transmit, or that transmit stopped on a full channel.
     let (mut tx_a, mut tx_b) = (true, true);
+    // `in_a`, `in_b`: an input or a transmit since the NIC's last pump (a pump leaves both
+    // sides quiet, so another before the next input would move nothing).
+    let (mut in_a, mut in_b) = (true, true);
     loop {
         if t.completions != seen_completions {
             seen_completions = t.completions;
@@ -193,33 +196,33 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                 break;
             }
             posted += 1;
-            tx_a = true;
+            (tx_a, in_a) = (true, true);
         }
         let mut progress = false;
-        if a.pump(now, &mut |w| t.on(w)) {
+        if core::mem::take(&mut in_a) && a.pump(now, &mut |w| t.on(w)) {
             (progress, tx_a) = (true, true);
         }
-        if b.pump(now, &mut |w| t.on(w)) {
+        if core::mem::take(&mut in_b) && b.pump(now, &mut |w| t.on(w)) {
             (progress, tx_b) = (true, true);
         }
         // Packets are built in place in the channel's free FIFO slots.
         if core::mem::take(&mut tx_a) {
             let (sent, more) = transmit(&mut ch, now, 1, &mut a, &mut |w| t.on(w));
-            (progress, tx_a) = (progress | sent, more);
+            (progress, tx_a, in_a) = (progress | sent, more, true);
         }
         if core::mem::take(&mut tx_b) {
             let (sent, more) = transmit(&mut ch, now, 0, &mut b, &mut |w| t.on(w));
-            (progress, tx_b) = (progress | sent, more);
+            (progress, tx_b, in_b) = (progress | sent, more, true);
         }
         loop {
             if !cfg.via_repr {
                 if let Some((to, pkts)) = ch.pop_due_run(now) {
                     progress = true;
                     let nic = if to == 1 {
-                        tx_b = true;
+                        (tx_b, in_b) = (true, true);
                         &mut b
                     } else {
-                        tx_a = true;
+                        (tx_a, in_a) = (true, true);
                         &mut a
                     };
                     // (virtual payloads: the placements are counted by the stage)
@@ -244,29 +247,29 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
             };
             let to = f.to();
             let nic = if to == 1 {
-                tx_b = true;
+                (tx_b, in_b) = (true, true);
                 &mut b
             } else {
-                tx_a = true;
+                (tx_a, in_a) = (true, true);
                 &mut a
             };
             let v = &mut verdicts[..1];
             nic.receive(now, core::slice::from_ref(&pkt), v, &mut |w| t.on(w));
         }
-        if a.pump(now, &mut |w| t.on(w)) {
+        if core::mem::take(&mut in_a) && a.pump(now, &mut |w| t.on(w)) {
             (progress, tx_a) = (true, true);
         }
-        if b.pump(now, &mut |w| t.on(w)) {
+        if core::mem::take(&mut in_b) && b.pump(now, &mut |w| t.on(w)) {
             (progress, tx_b) = (true, true);
         }
         if t.failed || t.completions >= total_msgs {
             break;
         }
         if a.handle_timeout(now) {
-            (progress, tx_a) = (true, true);
+            (progress, tx_a, in_a) = (true, true, true);
         }
         if b.handle_timeout(now) {
-            (progress, tx_b) = (true, true);
+            (progress, tx_b, in_b) = (true, true, true);
         }
         if progress {
             continue;

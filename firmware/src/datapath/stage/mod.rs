@@ -555,7 +555,7 @@ impl<C: Capacity> Datapath<C> {
 
     /// A run of new data packets of the QP whose turn it is, into the front of `out` (see
     /// `QpContext::poll_data_run`): at most what is left of its burst when another QP has
-    /// something to send, one packet when the event queue is short of room for more.
+    /// something to send.
     /// Returns the packets sent and, when the run's QP then failed its attempt at the next
     /// packet, that QP (`(0, None)`: nothing changed).
     fn next_data_run(&mut self, now_ns: u64, out: &mut [Packet]) -> (usize, Option<usize>) {
@@ -586,9 +586,6 @@ impl<C: Capacity> Datapath<C> {
             };
             limit = limit.min(usize::from(TX_BURST_PKTS) - before);
         }
-        if self.events.room() < TX_EVENTS + 1 {
-            limit = limit.min(1);
-        }
         let Some(qp) = qps.get_mut(i) else {
             return (0, None);
         };
@@ -596,6 +593,7 @@ impl<C: Capacity> Datapath<C> {
             now_ns,
             &mut self.events,
             out.get_mut(..limit).unwrap_or_default(),
+            TX_EVENTS,
         );
         if k > 0 {
             self.took_turn(i, at_turn, k);

@@ -147,15 +147,17 @@ pub trait QpContext {
     /// [`Self::poll_data`] calls, each of which would have sent a new packet (see
     /// `TxSide::poll_new_run` for where a run ends). `(0, None)`: nothing changed, poll one
     /// packet with [`Self::poll_data`]; `(k, Some(stall))`: `k` packets (possibly none), then
-    /// the attempt at the next failed as [`Self::poll_data`] would have (counted). Room for
-    /// 3 + `SKIP_MARKS` events is the caller's. A context without runs sends none.
+    /// the attempt at the next failed as [`Self::poll_data`] would have (counted). `min_room`:
+    /// the event room a poll needs (2 + `SKIP_MARKS`); the caller checked it before the first
+    /// packet, the run keeps it before each. A context without runs sends none.
     fn poll_data_run(
         &mut self,
         now_ns: u64,
         events: &mut Events,
         out: &mut [Packet],
+        min_room: usize,
     ) -> (usize, Option<Stall>) {
-        let _ = (now_ns, events, out);
+        let _ = (now_ns, events, out, min_room);
         (0, None)
     }
     /// Something waits to be sent.
@@ -697,13 +699,14 @@ impl<
         now_ns: u64,
         events: &mut Events,
         out: &mut [Packet],
+        min_room: usize,
     ) -> (usize, Option<Stall>) {
         if self.state != DpState::Rts {
             return (0, Some(Stall::Idle));
         }
         let r = self
             .tx
-            .poll_new_run(now_ns, &self.hdr, &mut self.sprayer, events, out);
+            .poll_new_run(now_ns, &self.hdr, &mut self.sprayer, events, out, min_room);
         // (as after every poll: skip flags served meanwhile, e.g. by an ACK's pick, are
         // reported now)
         if r != (0, None) {

@@ -13,21 +13,22 @@ use crate::datapath::stage::events::Events;
 use crate::datapath::stage::Hdr;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
-    /// New packets of the work request being sent, into the front of `out`: the packets and
+    /// New packets of the work requests being sent, into the front of `out`: the packets and
     /// every effect (TX slots, counters, [`TxStart`], [`TxDone`], the sprayer's picks) of as
-    /// many [`Self::poll`] calls, each of which would have sent a new packet.
+    /// many [`Self::poll`] calls, each of which would have sent a new packet. `min_room`: the
+    /// event queue room a poll needs (the caller checked it before the first packet; the run
+    /// keeps it before each packet).
     ///
     /// The run sends only while a single poll would send a plain new packet. Before its first
     /// packet it returns `(0, Some(stall))` where a poll would fail (not sending, nothing
     /// queued, the congestion or send window closed: counted as the poll counts it), and
     /// `(0, None)`, having changed nothing, where a poll would do something else (a
     /// retransmission queued, the first packet of a Write-with-Immediate: [`Self::poll`]
-    /// decides those). It ends before a packet that is not a plain new one, after the work
-    /// request's last packet and after a pick that served a skip-once flag (the caller reports
-    /// served skips before the next poll). `(k, Some(Stall::NoEv))`: `k` packets, then the
-    /// pick for packet `k` found no usable EV (counted, as [`Self::poll`] counts it).
-    ///
-    /// Room for two events (a [`TxStart`] and a [`TxDone`]) is the caller's to check.
+    /// decides those). It ends before a packet that is not a plain new one (or where a poll
+    /// would stall) and after a pick that served a skip-once flag (the caller reports served
+    /// skips before the next poll); a work request's last packet is followed by the next work
+    /// request's first. `(k, Some(Stall::NoEv))`: `k` packets, then the pick for packet `k`
+    /// found no usable EV (counted, as [`Self::poll`] counts it).
     pub(crate) fn poll_new_run<const E: usize, const P: usize>(
         &mut self,
         now_ns: u64,
@@ -35,6 +36,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         sprayer: &mut Sprayer<E, P>,
         events: &mut Events,
         out: &mut [Packet],
+        min_room: usize,
     ) -> (usize, Option<Stall>) {
         if out.is_empty() {
             return (0, None);
@@ -43,26 +45,66 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         if self.mode != Mode::Live || (self.retx.is_empty() && self.send_idx >= self.sq.len()) {
             return (0, Some(Stall::Idle));
         }
-        let cwnd = self.cwnd_bytes;
-        if self.inflight_bytes >= cwnd {
+        if self.inflight_bytes >= self.cwnd_bytes {
             self.counters.stall_cc += 1;
             return (0, Some(Stall::Cc));
         }
         if !self.retx.is_empty() {
             return (0, None);
         }
-        let Some(&w) = self.sq.get(self.send_idx) else {
+        if self.send_idx >= self.sq.len() {
             return (0, Some(Stall::Idle));
-        };
-        let used = self.nxt.offset_from(self.una);
-        if used >= self.mpr_psns {
+        }
+        if self.nxt.offset_from(self.una) >= self.mpr_psns {
             self.counters.stall_window += 1;
             return (0, Some(Stall::Window));
         }
+        let mut n = 0;
+        loop {
+            let Some(rest) = out.get_mut(n..) else {
+                return (n, None);
+            };
+            let (k, stall, go_on) = self.wr_run(now_ns, hdr, sprayer, events, rest, min_room);
+            n += k;
+            if stall.is_some() || !go_on {
+                return (n, stall);
+            }
+            // The next work request's first packet, when a poll would send it as a plain new
+            // packet (the rest of its checks are `wr_run`'s).
+            if n >= out.len()
+                || events.room() < min_room
+                || self.send_idx >= self.sq.len()
+                || self.inflight_bytes >= self.cwnd_bytes
+                || self.nxt.offset_from(self.una) >= self.mpr_psns
+            {
+                return (n, None);
+            }
+        }
+    }
+
+    /// [`Self::poll_new_run`]'s run on the work request being sent (the checks before it
+    /// passed): the packets sent, the stall of the attempt after them if it failed, and
+    /// whether the run may go on with the next work request (this one's last packet left and
+    /// no skip-once flag was served).
+    #[inline(always)]
+    fn wr_run<const E: usize, const P: usize>(
+        &mut self,
+        now_ns: u64,
+        hdr: &Hdr,
+        sprayer: &mut Sprayer<E, P>,
+        events: &mut Events,
+        out: &mut [Packet],
+        min_room: usize,
+    ) -> (usize, Option<Stall>, bool) {
+        let cwnd = self.cwnd_bytes;
+        let Some(&w) = self.sq.get(self.send_idx) else {
+            return (0, None, false);
+        };
+        let used = self.nxt.offset_from(self.una);
         // (`send_idx` holds the work request `nxt` belongs to: `index0 < npkts`)
         let index0 = self.nxt.offset_from(w.start_psn);
         if index0 >= w.npkts || (index0 == 0 && w.wr.imm.is_some()) {
-            return (0, None);
+            return (0, None, false);
         }
         let mtu = self.mtu;
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd`: every packet
@@ -78,6 +120,12 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         if cc_room <= (limit as u64 - 1) * u64::from(mtu) {
             limit = cc_room.div_ceil(u64::from(mtu)) as usize;
         }
+        // A first packet that reports the start of a burst ([`TxStart`]) leaves the next
+        // packet short of event room when the queue had just enough.
+        let starts = self.una == self.nxt;
+        if starts && events.room() < min_room + 1 {
+            limit = 1;
+        }
         let psn0 = self.nxt;
         let skips0 = sprayer.counters().skips;
         // Packet `k` of the run has PSN `psn0 + k` and transmission number `tx_seq + 1 + k`.
@@ -87,7 +135,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         // The run's first packet, laid out in its slot before its pick (the slot is scratch
         // when no packet leaves).
         let Some(first) = out.first_mut() else {
-            return (0, None);
+            return (0, None, false);
         };
         *first = Packet {
             src_qpn: hdr.qpn,
@@ -212,7 +260,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             }
         }
         if k == 0 {
-            return (0, stall);
+            return (0, stall, false);
         }
         // The work request's last packet, when the run reached it: it asks for an ACK and
         // carries the rest of the message.
@@ -247,7 +295,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             }
         }
         let bytes = k as u64 * u64::from(mtu) - u64::from(short);
-        if self.una == psn0 {
+        if starts {
             events.push(CsrEvent::TxStart(TxStart::new(hdr.qpn, psn0)));
         }
         self.nxt = psn0.add(k as u32);
@@ -268,6 +316,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 hdr.qpn, w.wr.wr_id, end, flags,
             )));
         }
-        (k, stall)
+        // (a served skip flag ends the run: `k_end` stopped after its packet)
+        let skip_served = sprayer.counters().skips != skips0;
+        (k, stall, done && stall.is_none() && !skip_served)
     }
 }
