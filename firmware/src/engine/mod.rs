@@ -34,7 +34,7 @@ pub mod timer_wheel;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, PlaneDown};
+use mrc_abi::device::csr::{AckSummary, CsrEntry, CsrEvent, PlaneDown, TxDone};
 
 use crate::capacity::{Capacity, Slots};
 use fw_qp::{Cmds, Limits, QpContext, EVENT_CMDS, TIMERS_PER_QP as KINDS, TIMER_CMDS};
@@ -285,7 +285,16 @@ impl<C: Capacity> Engine<C> {
                 return i;
             }
             self.counters.events += 1;
-            let ev = match e.decode() {
+            // (the two kinds of nearly every event checked on their own: the same checks as
+            // the general decode, without its dispatch)
+            let decoded = if let Some(r) = e.read_as::<AckSummary>() {
+                r.map(CsrEvent::AckSummary)
+            } else if let Some(r) = e.read_as::<TxDone>() {
+                r.map(CsrEvent::TxDone)
+            } else {
+                e.decode()
+            };
+            let ev = match decoded {
                 Ok(ev) if ev.kind().is_event() => ev,
                 Ok(_) => {
                     self.counters.events_wrong_side += 1;

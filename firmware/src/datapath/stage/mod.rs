@@ -29,7 +29,7 @@ mod tx;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_abi::device::csr::{Complete, CsrEntry, CsrEvent, EvEventEntry};
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
@@ -274,6 +274,28 @@ impl<C: Capacity> Datapath<C> {
     /// all of them, unless the host-interface queue filled (then the rest waits).
     pub fn handle_commands(&mut self, now_ns: u64, cmds: &[CsrEntry]) -> usize {
         for (i, e) in cmds.iter().enumerate() {
+            // (the host writes most commands are, checked on their own: the same checks as
+            // the general decode, without its dispatch)
+            let host_write = match e.read_as::<Complete>() {
+                Some(r) => Some(r.is_ok()),
+                None => e.read_as::<EvEventEntry>().map(|r| r.is_ok()),
+            };
+            match host_write {
+                Some(true) => {
+                    if self.host.room() == 0 {
+                        return i;
+                    }
+                    self.host.push_entry(*e);
+                    self.counters.host_writes += 1;
+                    self.counters.commands += 1;
+                    continue;
+                }
+                Some(false) => {
+                    self.counters.commands_malformed += 1;
+                    continue;
+                }
+                None => {}
+            }
             let cmd = match e.decode() {
                 Ok(c) => c,
                 Err(_) => {
