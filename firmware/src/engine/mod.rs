@@ -34,7 +34,9 @@ pub mod timer_wheel;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{AckSummary, CsrEntry, CsrEvent, PlaneDown, TxDone};
+use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PlaneDown};
+
+use crate::csr_queue::read_as;
 
 use crate::capacity::{Capacity, Slots};
 use fw_qp::{Cmds, Limits, QpContext, EVENT_CMDS, TIMERS_PER_QP as KINDS, TIMER_CMDS};
@@ -285,14 +287,15 @@ impl<C: Capacity> Engine<C> {
                 return i;
             }
             self.counters.events += 1;
-            // (the two kinds of nearly every event checked on their own: the same checks as
-            // the general decode, without its dispatch)
-            let decoded = if let Some(r) = e.read_as::<AckSummary>() {
-                r.map(CsrEvent::AckSummary)
-            } else if let Some(r) = e.read_as::<TxDone>() {
-                r.map(CsrEvent::TxDone)
-            } else {
-                e.decode()
+            // (the frequent kinds checked on their own: the same checks as the general
+            // decode, without its dispatch)
+            let decoded = match e.kind_code() {
+                k if k == CsrKind::AckSummary as u8 => read_as(e).map(CsrEvent::AckSummary),
+                k if k == CsrKind::TxDone as u8 => read_as(e).map(CsrEvent::TxDone),
+                k if k == CsrKind::Loss as u8 => read_as(e).map(CsrEvent::Loss),
+                k if k == CsrKind::ProbeReply as u8 => read_as(e).map(CsrEvent::ProbeReply),
+                k if k == CsrKind::SkipServed as u8 => read_as(e).map(CsrEvent::SkipServed),
+                _ => e.decode(),
             };
             let ev = match decoded {
                 Ok(ev) if ev.kind().is_event() => ev,

@@ -29,7 +29,9 @@ mod tx;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{Complete, CsrEntry, CsrEvent, EvEventEntry};
+use mrc_abi::device::csr::{Complete, CsrEntry, CsrEvent, CsrKind, EvEventEntry};
+
+use crate::csr_queue::read_as;
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
@@ -296,7 +298,14 @@ impl<C: Capacity> Datapath<C> {
                 }
                 None => {}
             }
-            let cmd = match e.decode() {
+            // (the frequent QP commands checked on their own, as above)
+            let decoded = match e.kind_code() {
+                k if k == CsrKind::EvUpdate as u8 => read_as(e).map(CsrEvent::EvUpdate),
+                k if k == CsrKind::Retransmit as u8 => read_as(e).map(CsrEvent::Retransmit),
+                k if k == CsrKind::SendProbe as u8 => read_as(e).map(CsrEvent::SendProbe),
+                _ => e.decode(),
+            };
+            let cmd = match decoded {
                 Ok(c) => c,
                 Err(_) => {
                     self.counters.commands_malformed += 1;
