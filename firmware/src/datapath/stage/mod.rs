@@ -168,6 +168,17 @@ pub struct Datapath<C: Capacity> {
     _c: PhantomData<C>,
 }
 
+/// What [`Datapath::poll_packets`]'s look for a retransmission found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Retx {
+    /// One was sent.
+    Sent,
+    /// None is queued.
+    None,
+    /// Some QP holds one it could not send now.
+    Held,
+}
+
 /// Events one data packet may report: TxStart, TxDone, served skips.
 const TX_EVENTS: usize = 2 + 16;
 /// Events one received packet may report.
@@ -482,12 +493,15 @@ impl<C: Capacity> Datapath<C> {
                 self.counters.backpressure += 1;
                 break;
             }
-            if self.next_retransmit(now_ns, slot) {
+            let retx = self.next_retransmit(now_ns, slot);
+            if retx == Retx::Sent {
                 n += 1;
                 continue;
             }
             let mut failed = None;
-            if self.fast {
+            // (a retransmission some QP holds is tried before every packet, with its
+            // counters: packets one at a time then)
+            if self.fast && retx == Retx::None {
                 let (k, stall) = self.next_data_run(now_ns, out.get_mut(n..).unwrap_or_default());
                 n += k;
                 match stall {
@@ -520,22 +534,34 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// A retransmission of the first QP (in turn order) that has one and may send it.
-    fn next_retransmit(&mut self, now_ns: u64, out: &mut Packet) -> bool {
+    /// [`Retx::Held`]: none left, but some QP holds one it could not send (it tries again
+    /// before every packet).
+    fn next_retransmit(&mut self, now_ns: u64, out: &mut Packet) -> Retx {
         let qps = self.qps.as_mut();
         let q = qps.len();
+        let mut held = false;
         for k in 0..q {
             let i = (self.tx_rr + k) % q;
             let Some(qp) = qps.get_mut(i) else { continue };
-            if qp.has_retransmit() && qp.poll_data(now_ns, &mut self.events, out).is_ok() {
-                if out.retransmit {
-                    self.counters.retransmits_sent += 1;
-                } else {
-                    self.counters.data_sent += 1;
-                }
-                return true;
+            if !qp.has_retransmit() {
+                continue;
             }
+            if qp.poll_data(now_ns, &mut self.events, out).is_err() {
+                held = true;
+                continue;
+            }
+            if out.retransmit {
+                self.counters.retransmits_sent += 1;
+            } else {
+                self.counters.data_sent += 1;
+            }
+            return Retx::Sent;
         }
-        false
+        if held {
+            Retx::Held
+        } else {
+            Retx::None
+        }
     }
 
     /// A data packet of the QP whose turn it is (the turn moves on after a burst, or to the
