@@ -115,11 +115,11 @@ fn psn() -> impl Strategy<Value = Psn> {
 }
 
 fn state() -> impl Strategy<Value = EvState> {
-    proptest::sample::select(EvState::ALL.iter().copied().collect::<Vec<_>>())
+    proptest::sample::select(EvState::ALL.to_vec())
 }
 
 fn reason() -> impl Strategy<Value = NackReason> {
-    proptest::sample::select(NackReason::ALL.iter().copied().collect::<Vec<_>>())
+    proptest::sample::select(NackReason::ALL.to_vec())
 }
 
 fn fatal() -> impl Strategy<Value = NackReason> {
@@ -127,7 +127,7 @@ fn fatal() -> impl Strategy<Value = NackReason> {
 }
 
 fn format() -> impl Strategy<Value = EvFormat> {
-    proptest::sample::select(EvFormat::ALL.iter().copied().collect::<Vec<_>>())
+    proptest::sample::select(EvFormat::ALL.to_vec())
 }
 
 fn dp_event() -> impl Strategy<Value = CsrEvent> {
