@@ -479,7 +479,8 @@ impl<C: Capacity> Datapath<C> {
 
     /// Packets to send, into the front of `out`: control packets first, then a retransmission
     /// of any QP, then data of the QPs in turn ([`TX_BURST_PKTS`] in a row each). Returns how
-    /// many.
+    /// many. The slots after them are scratch: a transmit run lays out its first packet
+    /// before it knows the packet can leave.
     pub fn poll_packets(&mut self, now_ns: u64, out: &mut [Packet]) -> usize {
         let mut n = 0;
         while let Some(slot) = out.get_mut(n) {
