@@ -65,6 +65,7 @@ impl EvState {
 pub use crate::wire::EvFormat;
 
 /// True when every byte of `bytes` is zero (reserved areas must be).
+#[inline]
 pub(crate) fn all_zero(bytes: &[u8]) -> bool {
     bytes.iter().all(|b| *b == 0)
 }

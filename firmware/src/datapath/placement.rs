@@ -154,6 +154,16 @@ pub trait Regions {
         dma_len: u32,
         payload_len: u32,
     ) -> Result<Placement, PlacementError>;
+    /// The `n` writes of a receive run whose payloads are one span, `len` bytes from `va` of
+    /// `rkey` (each payload its RETH length, none empty, each starting where the one before
+    /// ended), checked at once: the span's placement (its `offset` is the first write's),
+    /// counted as `n` placed writes, when it passes, which it does exactly when each write's
+    /// [`Self::check_write`] would; `None`, nothing counted, otherwise (then check one write
+    /// at a time). A table without span checks always says `None`.
+    fn check_span(&mut self, rkey: u32, va: u64, len: u32, n: u64) -> Option<Placement> {
+        let _ = (rkey, va, len, n);
+        None
+    }
     /// See [`PlacementTable::region`].
     fn region(&self, slot: u16) -> Option<MemRegion>;
     /// See [`PlacementTable::counters`].
@@ -179,6 +189,12 @@ impl<const R: usize> Regions for PlacementTable<R> {
         payload_len: u32,
     ) -> Result<Placement, PlacementError> {
         PlacementTable::check_write(self, rkey, va, dma_len, payload_len)
+    }
+    #[inline]
+    fn check_span(&mut self, rkey: u32, va: u64, len: u32, n: u64) -> Option<Placement> {
+        let p = self.write_ok_uncounted(rkey, va, len)?;
+        self.count_placed(n);
+        Some(p)
     }
     fn region(&self, slot: u16) -> Option<MemRegion> {
         PlacementTable::region(self, slot)

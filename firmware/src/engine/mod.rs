@@ -34,7 +34,9 @@ pub mod timer_wheel;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, PlaneDown};
+use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PlaneDown};
+
+use crate::csr_queue::read_as;
 
 use crate::capacity::{Capacity, Slots};
 use fw_qp::{Cmds, Limits, QpContext, EVENT_CMDS, TIMERS_PER_QP as KINDS, TIMER_CMDS};
@@ -285,7 +287,17 @@ impl<C: Capacity> Engine<C> {
                 return i;
             }
             self.counters.events += 1;
-            let ev = match e.decode() {
+            // (the frequent kinds checked on their own: the same checks as the general
+            // decode, without its dispatch)
+            let decoded = match e.kind_code() {
+                k if k == CsrKind::AckSummary as u8 => read_as(e).map(CsrEvent::AckSummary),
+                k if k == CsrKind::TxDone as u8 => read_as(e).map(CsrEvent::TxDone),
+                k if k == CsrKind::Loss as u8 => read_as(e).map(CsrEvent::Loss),
+                k if k == CsrKind::ProbeReply as u8 => read_as(e).map(CsrEvent::ProbeReply),
+                k if k == CsrKind::SkipServed as u8 => read_as(e).map(CsrEvent::SkipServed),
+                _ => e.decode(),
+            };
+            let ev = match decoded {
                 Ok(ev) if ev.kind().is_event() => ev,
                 Ok(_) => {
                     self.counters.events_wrong_side += 1;
@@ -374,7 +386,27 @@ impl<C: Capacity> Engine<C> {
 
     /// Each timer of QP `qpn` armed at its deadline (an earlier armed deadline stands: a
     /// timer that fires early finds nothing due and is re-armed).
-    fn sync_timers(&mut self, qpn: u32, _now_ns: u64) {
+    #[inline]
+    fn sync_timers(&mut self, qpn: u32, now_ns: u64) {
+        let Some(qp) = self.qps.as_mut().get_mut(qpn as usize) else {
+            return;
+        };
+        // (the common case, looked at inline: every timer stands as it is; the two kinds)
+        const _: () = assert!(KINDS == 2);
+        let stands = |qp: &mut C::FwQp, kind| match (qp.deadline(kind), *qp.timer(kind)) {
+            (None, _) => true,
+            (Some(d), Some((_, at))) => at <= d,
+            (Some(_), None) => false,
+        };
+        if stands(qp, fw_qp::T_RETRY) && stands(qp, fw_qp::T_PROBE) {
+            return;
+        }
+        self.arm_timers(qpn, now_ns);
+    }
+
+    /// [`Self::sync_timers`] when a timer is to be armed.
+    #[inline(never)]
+    fn arm_timers(&mut self, qpn: u32, _now_ns: u64) {
         for kind in 0..KINDS {
             let Some(qp) = self.qps.as_mut().get_mut(qpn as usize) else {
                 return;
@@ -401,16 +433,24 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// When [`Self::handle_timeout`] should next be called (`None`: no timer armed).
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         self.timers.next_deadline()
     }
 
     /// Run the timers due at `now_ns` (a bounded number per call: call again while
     /// [`Self::poll_timeout`] says one is due). Returns whether a timer did anything.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         if self.timers.is_quiet(now_ns) {
             return false;
         }
+        self.handle_due_timers(now_ns)
+    }
+
+    /// [`Self::handle_timeout`] when a timer may be due.
+    #[inline(never)]
+    fn handle_due_timers(&mut self, now_ns: u64) -> bool {
         let mut acted = false;
         for _ in 0..C::QPS.saturating_mul(KINDS).max(8) {
             if self.cmds.room() < TIMER_CMDS {

@@ -6,7 +6,8 @@
 //! for the host (completions, EV events) out to the caller. Time does not pass while it moves
 //! them (the test kit has no firmware latency; the simulator charges cycles for each step).
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_abi::device::csr::{Complete, CsrEntry, CsrKind, EvEventEntry};
+use zerocopy::FromBytes;
 
 use crate::capacity::Capacity;
 use crate::datapath::packet::{Packet, RxVerdict, SendWr};
@@ -35,6 +36,9 @@ pub struct Nic<C: Capacity> {
     /// Events the engine could not take yet (it was short of command room).
     carry: [CsrEntry; BATCH],
     carry_len: usize,
+    /// Scratch for the engine's commands and for the host writes (kept, not rebuilt per call).
+    cmd_buf: [CsrEntry; BATCH],
+    host_buf: [CsrEntry; BATCH],
     /// Entries moved each way, and host writes.
     pub events_moved: u64,
     pub commands_moved: u64,
@@ -52,6 +56,8 @@ impl<C: Capacity> Nic<C> {
             fw: Engine::new(fw)?,
             carry: [CsrEntry::ZERO; BATCH],
             carry_len: 0,
+            cmd_buf: [CsrEntry::ZERO; BATCH],
+            host_buf: [CsrEntry::ZERO; BATCH],
             events_moved: 0,
             commands_moved: 0,
             host_writes: 0,
@@ -151,6 +157,7 @@ impl<C: Capacity> Nic<C> {
     }
 
     /// Both halves' timers due at `now_ns`. Returns whether any acted.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         let a = self.dp.handle_timeout(now_ns);
         let b = self.fw.handle_timeout(now_ns);
@@ -158,6 +165,7 @@ impl<C: Capacity> Nic<C> {
     }
 
     /// The earlier of both halves' next deadlines.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         match (self.dp.poll_timeout(), self.fw.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -168,23 +176,35 @@ impl<C: Capacity> Nic<C> {
     /// Move entries between the stage and the engine until both are quiet; host writes go to
     /// `host`. Returns whether anything moved.
     pub fn pump(&mut self, now_ns: u64, host: &mut impl FnMut(HostWrite)) -> bool {
+        // (nothing waits either way: nothing would move)
+        if self.carry_len == 0
+            && !self.fw.commands_pending()
+            && !self.dp.has_events()
+            && !self.dp.has_host_writes()
+        {
+            return false;
+        }
         let mut any = false;
-        let mut buf = [CsrEntry::ZERO; BATCH];
         loop {
             let mut moved = false;
-            // Engine -> stage first: it makes room in the engine's command queue.
-            let n = self.fw.poll_commands(&mut buf);
+            // Engine -> stage first: it makes room in the engine's command queue. (Each side
+            // is asked only when it says something waits: an empty poll moves nothing.)
+            let n = if self.fw.commands_pending() {
+                self.fw.poll_commands(&mut self.cmd_buf)
+            } else {
+                0
+            };
             if n > 0 {
                 moved = true;
                 self.commands_moved += n as u64;
                 let mut done = 0;
                 while done < n {
-                    done += self.dp.handle_commands(now_ns, &buf[done..n]);
+                    done += self.dp.handle_commands(now_ns, &self.cmd_buf[done..n]);
                     self.drain_host(host);
                 }
             }
             // Stage -> engine (the carried-over events first, in order).
-            if self.carry_len == 0 {
+            if self.carry_len == 0 && self.dp.has_events() {
                 self.carry_len = self.dp.poll_events(&mut self.carry);
             }
             if self.carry_len > 0 {
@@ -205,29 +225,41 @@ impl<C: Capacity> Nic<C> {
         }
     }
 
+    #[inline]
     fn drain_host(&mut self, host: &mut impl FnMut(HostWrite)) {
-        let mut buf = [CsrEntry::ZERO; BATCH];
-        loop {
-            let n = self.dp.poll_host_writes(&mut buf);
+        while self.dp.has_host_writes() {
+            let n = self.dp.poll_host_writes(&mut self.host_buf);
             if n == 0 {
                 return;
             }
             self.host_writes += n as u64;
-            for e in &buf[..n] {
-                let w = match e.decode() {
-                    Ok(CsrEvent::Complete(c)) => match Completion::from_complete(&c) {
-                        Some(c) => HostWrite::Completion(c),
-                        None => HostWrite::Other(*e),
-                    },
-                    Ok(CsrEvent::EvEvent(v)) => HostWrite::EvEvent {
-                        qpn: v.qpn.get(),
-                        ev: v.ev.get(),
-                        reason: v.reason,
-                    },
-                    _ => HostWrite::Other(*e),
-                };
-                host(w);
+            for e in &self.host_buf[..n] {
+                host(Self::host_write(e));
             }
         }
+    }
+
+    /// What a host-interface entry tells the host. The stage passes on only entries it
+    /// decoded (checked) already, so the two kinds the host acts on are read as they are.
+    #[inline]
+    fn host_write(e: &CsrEntry) -> HostWrite {
+        let k = e.kind_code();
+        if k == CsrKind::Complete as u8 {
+            if let Some(c) = Complete::read_from_bytes(&e.0)
+                .ok()
+                .and_then(|c| Completion::from_complete(&c))
+            {
+                return HostWrite::Completion(c);
+            }
+        } else if k == CsrKind::EvEvent as u8 {
+            if let Ok(v) = EvEventEntry::read_from_bytes(&e.0) {
+                return HostWrite::EvEvent {
+                    qpn: v.qpn.get(),
+                    ev: v.ev.get(),
+                    reason: v.reason,
+                };
+            }
+        }
+        HostWrite::Other(*e)
     }
 }

@@ -28,6 +28,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::{all_zero, EvState, QPN_LIMIT};
 
+mod checks;
 mod entries;
 pub use entries::*;
 
@@ -121,9 +122,25 @@ impl CsrEntry {
     ///
     /// # Errors
     /// See [`CsrError`].
-    #[inline]
     pub fn decode(&self) -> Result<CsrEvent, CsrError> {
         CsrEvent::decode(&self.0)
+    }
+
+    /// This entry as kind `T` when its kind byte is `T`'s (`None` otherwise), checked as
+    /// [`CsrEvent::decode`] checks it: `Ok` exactly when `decode` gives `T`'s variant with
+    /// this value.
+    ///
+    /// # Errors
+    /// See [`CsrError`].
+    #[inline]
+    pub fn read_as<T: CsrEntryKind>(&self) -> Option<Result<T, CsrError>> {
+        if self.0[0] != T::KIND as u8 {
+            return None;
+        }
+        Some(match T::read_from_bytes(&self.0) {
+            Ok(e) => e.check().map(|()| e),
+            Err(_) => Err(CsrError::Truncated),
+        })
     }
 }
 
@@ -241,6 +258,7 @@ impl CsrKind {
         Self::QpState,
     ];
     /// The kind with code `v`, if any.
+    #[inline]
     pub fn from_u8(v: u8) -> Option<Self> {
         Self::ALL.into_iter().find(|k| *k as u8 == v)
     }
@@ -348,6 +366,7 @@ macro_rules! each_variant {
     };
 }
 
+#[inline]
 fn check24(v: U32, off: u8) -> Result<(), CsrError> {
     if v.get() < QPN_LIMIT {
         Ok(())
@@ -356,6 +375,7 @@ fn check24(v: U32, off: u8) -> Result<(), CsrError> {
     }
 }
 
+#[inline]
 fn zero(b: &[u8]) -> Result<(), CsrError> {
     if all_zero(b) {
         Ok(())
@@ -364,10 +384,12 @@ fn zero(b: &[u8]) -> Result<(), CsrError> {
     }
 }
 
+#[inline]
 fn ev_state(v: u8, off: u8) -> Result<EvState, CsrError> {
     EvState::from_u8(v).ok_or(CsrError::BadValue(off))
 }
 
+#[inline]
 fn nack_reason(v: u8, off: u8) -> Result<crate::wire::NackReason, CsrError> {
     crate::wire::NackReason::from_u8(v).map_err(|_| CsrError::BadValue(off))
 }
@@ -474,265 +496,165 @@ impl CsrEvent {
         Ok(match kind {
             CsrKind::AckSummary => {
                 let e = rd!(AckSummary);
-                zero(&[e.flags & !ACK_FLAGS])?;
-                check24(e.qpn, 4)?;
-                check24(e.una, 8)?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::AckSummary(e)
             }
             CsrKind::Loss => {
                 let e = rd!(LossEntry);
-                check24(e.qpn, 4)?;
-                check24(e.psn, 8)?;
-                if e.cause != LOSS_REORDER {
-                    return Err(CsrError::BadValue(16));
-                }
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::Loss(e)
             }
             CsrKind::Nack => {
                 let e = rd!(NackEntry);
-                nack_reason(e.reason, 1)?;
-                check24(e.qpn, 4)?;
-                check24(e.psn, 8)?;
-                zero(&[e.flags & !NACK_IN_FLIGHT])?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::Nack(e)
             }
             CsrKind::TxStart => {
                 let e = rd!(TxStart);
-                check24(e.qpn, 4)?;
-                check24(e.psn, 8)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::TxStart(e)
             }
             CsrKind::TxDone => {
                 let e = rd!(TxDone);
-                zero(&[e.flags & !(TXD_SIGNALED | TXD_IMM)])?;
-                check24(e.qpn, 4)?;
-                check24(e.end_psn, 8)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(e.rsvd2.as_bytes())?;
-                zero(&e.rsvd3)?;
+                e.check()?;
                 CsrEvent::TxDone(e)
             }
             CsrKind::WimmPlaced => {
                 let e = rd!(WimmPlaced);
-                check24(e.qpn, 4)?;
-                check24(e.last_psn, 8)?;
-                zero(&[e.flags & !1])?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::WimmPlaced(e)
             }
             CsrKind::ProbeReply => {
                 let e = rd!(ProbeReply);
-                check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::ProbeReply(e)
             }
             CsrKind::PortEvent => {
                 let e = rd!(PortEventEntry);
-                if e.up > 1 {
-                    return Err(CsrError::BadValue(2));
-                }
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::PortEvent(e)
             }
             CsrKind::RxDrops => {
                 let e = rd!(RxDrops);
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::RxDrops(e)
             }
             CsrKind::RxFatal => {
                 let e = rd!(RxFatal);
-                let r = nack_reason(e.reason, 1)?;
-                if !r.is_fatal() {
-                    return Err(CsrError::BadValue(1));
-                }
-                check24(e.qpn, 4)?;
-                check24(e.psn, 8)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::RxFatal(e)
             }
             CsrKind::Flushed => {
                 let e = rd!(Flushed);
-                zero(&[e.flags & !(FLUSH_SIGNALED | FLUSH_RECV)])?;
-                check24(e.qpn, 4)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
-                zero(&e.rsvd3)?;
+                e.check()?;
                 CsrEvent::Flushed(e)
             }
             CsrKind::EvDeliveries => {
                 let e = rd!(EvDeliveries);
-                check24(e.qpn, 4)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::EvDeliveries(e)
             }
             CsrKind::SkipServed => {
                 let e = rd!(SkipServed);
-                check24(e.qpn, 4)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::SkipServed(e)
             }
             CsrKind::Retransmit => {
                 let e = rd!(Retransmit);
-                zero(&[e.flags & !RETX_AVOID_LAST])?;
-                check24(e.qpn, 4)?;
-                check24(e.psn, 8)?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::Retransmit(e)
             }
             CsrKind::EvUpdate => {
                 let e = rd!(EvUpdate);
-                ev_state(e.state, 1)?;
-                check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::EvUpdate(e)
             }
             CsrKind::PlaneWeight => {
                 let e = rd!(PlaneWeight);
-                if !(1..=15).contains(&e.weight) {
-                    return Err(CsrError::BadValue(2));
-                }
-                check24(e.qpn, 4)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::PlaneWeight(e)
             }
             CsrKind::SendProbe => {
                 let e = rd!(SendProbe);
-                check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::SendProbe(e)
             }
             CsrKind::WindowUpdate => {
                 let e = rd!(WindowUpdate);
-                check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::WindowUpdate(e)
             }
             CsrKind::PostCqe => {
                 let e = rd!(PostCqe);
-                super::cqe::CqeStatus::from_u8(e.status).ok_or(CsrError::BadValue(1))?;
-                let op = super::cqe::CqeOpcode::from_u8(e.opcode).ok_or(CsrError::BadValue(2))?;
-                check24(e.qpn, 8)?;
-                if op != super::cqe::CqeOpcode::RecvWriteImm && e.imm.get() != 0 {
-                    return Err(CsrError::ReservedSet);
-                }
-                zero(&[e.flags & !super::cqe::CQE_SOLICITED])?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::PostCqe(e)
             }
             CsrKind::PostEvent => {
                 let e = rd!(PostEvent);
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
-                super::event::Event::from_words(
-                    e.event_kind,
-                    e.object.get(),
-                    e.arg.map(|w| w.get()),
-                )
-                .map_err(|_| CsrError::BadValue(1))?;
+                e.check()?;
                 CsrEvent::PostEvent(e)
             }
             CsrKind::Complete => {
                 let e = rd!(Complete);
-                if e.status > status::FLUSHED {
-                    return Err(CsrError::BadValue(1));
-                }
-                if e.opcode > opcode::RECV {
-                    return Err(CsrError::BadValue(2));
-                }
-                let with_reason = matches!(e.status, status::REMOTE_NACK | status::LOCAL_QP_ERROR);
-                if with_reason {
-                    nack_reason(e.reason, 3)?;
-                } else if e.reason != 0 {
-                    return Err(CsrError::ReservedSet);
-                }
-                check24(e.qpn, 4)?;
-                if e.opcode != opcode::RECV_IMM && (e.imm.get() != 0 || e.msn.get() != 0) {
-                    return Err(CsrError::ReservedSet);
-                }
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::Complete(e)
             }
             CsrKind::EvEvent => {
                 let e = rd!(EvEventEntry);
-                ev_state(e.old, 1)?;
-                ev_state(e.new, 8)?;
-                check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::EvEvent(e)
             }
             CsrKind::RetransmitUnacked => {
                 let e = rd!(RetransmitUnacked);
-                check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::RetransmitUnacked(e)
             }
             CsrKind::TailProbe => {
                 let e = rd!(TailProbe);
-                check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::TailProbe(e)
             }
             CsrKind::PlaneDown => {
                 let e = rd!(PlaneDown);
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::PlaneDown(e)
             }
             CsrKind::QpInit => {
                 let e = rd!(QpInitCtx);
-                if e.planes == 0 {
-                    return Err(CsrError::BadValue(1));
-                }
-                check24(e.qpn, 4)?;
-                crate::wire::EvFormat::from_code(e.ev_format)
-                    .map_err(|_| CsrError::BadValue(12))?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::QpInit(e)
             }
             CsrKind::QpRtr => {
                 let e = rd!(QpRtrCtx);
-                check24(e.qpn, 4)?;
-                check24(e.rq_psn, 8)?;
-                check24(e.dest_qpn, 16)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::QpRtr(e)
             }
             CsrKind::QpRts => {
                 let e = rd!(QpRtsCtx);
-                if !(1..=63).contains(&e.reorder_tx) {
-                    return Err(CsrError::BadValue(1));
-                }
-                check24(e.qpn, 4)?;
-                check24(e.sq_psn, 8)?;
-                zero(&e.rsvd)?;
+                e.check()?;
                 CsrEvent::QpRts(e)
             }
             CsrKind::QpState => {
                 let e = rd!(QpStateEntry);
-                if e.state > QP_ERROR {
-                    return Err(CsrError::BadValue(1));
-                }
-                check24(e.qpn, 4)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
+                e.check()?;
                 CsrEvent::QpState(e)
             }
         })
     }
+}
+
+/// The struct of one entry kind: its [`CsrKind`] and the checks [`CsrEvent::decode`] makes on
+/// it (every field in range, reserved bytes 0). With [`CsrEntry::read_as`] a consumer that
+/// handles a few kinds on its own checks them exactly as `decode` does, without the general
+/// decode.
+pub trait CsrEntryKind: FromBytes + IntoBytes + Immutable + KnownLayout + Copy {
+    /// The kind.
+    const KIND: CsrKind;
+    /// The checks of [`CsrEvent::decode`] for this kind (the kind byte aside).
+    ///
+    /// # Errors
+    /// See [`CsrError`].
+    fn check(&self) -> Result<(), CsrError>;
 }
 
 #[cfg(test)]

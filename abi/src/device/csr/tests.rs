@@ -115,11 +115,11 @@ fn psn() -> impl Strategy<Value = Psn> {
 }
 
 fn state() -> impl Strategy<Value = EvState> {
-    proptest::sample::select(EvState::ALL.iter().copied().collect::<Vec<_>>())
+    proptest::sample::select(EvState::ALL.to_vec())
 }
 
 fn reason() -> impl Strategy<Value = NackReason> {
-    proptest::sample::select(NackReason::ALL.iter().copied().collect::<Vec<_>>())
+    proptest::sample::select(NackReason::ALL.to_vec())
 }
 
 fn fatal() -> impl Strategy<Value = NackReason> {
@@ -127,7 +127,7 @@ fn fatal() -> impl Strategy<Value = NackReason> {
 }
 
 fn format() -> impl Strategy<Value = EvFormat> {
-    proptest::sample::select(EvFormat::ALL.iter().copied().collect::<Vec<_>>())
+    proptest::sample::select(EvFormat::ALL.to_vec())
 }
 
 fn dp_event() -> impl Strategy<Value = CsrEvent> {
@@ -301,6 +301,51 @@ fn csr_event() -> impl Strategy<Value = CsrEvent> {
     prop_oneof![dp_event(), fw_command()]
 }
 
+/// `read_as` of every kind on `b`: `None` for the other kinds, and for its own the same
+/// value or error as `decode`.
+fn read_as_agrees_with_decode(b: &CsrEntry) -> Result<(), TestCaseError> {
+    macro_rules! each {
+        ($($k:ident => $t:ty),* $(,)?) => { $(
+            match b.read_as::<$t>() {
+                None => prop_assert_ne!(b.kind_code(), CsrKind::$k as u8),
+                Some(r) => prop_assert_eq!(r.map(CsrEvent::$k), b.decode()),
+            }
+        )* };
+    }
+    each!(
+        AckSummary => AckSummary,
+        Loss => LossEntry,
+        Nack => NackEntry,
+        TxStart => TxStart,
+        TxDone => TxDone,
+        WimmPlaced => WimmPlaced,
+        ProbeReply => ProbeReply,
+        PortEvent => PortEventEntry,
+        RxDrops => RxDrops,
+        RxFatal => RxFatal,
+        Flushed => Flushed,
+        EvDeliveries => EvDeliveries,
+        SkipServed => SkipServed,
+        Retransmit => Retransmit,
+        EvUpdate => EvUpdate,
+        PlaneWeight => PlaneWeight,
+        SendProbe => SendProbe,
+        WindowUpdate => WindowUpdate,
+        PostCqe => PostCqe,
+        PostEvent => PostEvent,
+        Complete => Complete,
+        EvEvent => EvEventEntry,
+        RetransmitUnacked => RetransmitUnacked,
+        TailProbe => TailProbe,
+        PlaneDown => PlaneDown,
+        QpInit => QpInitCtx,
+        QpRtr => QpRtrCtx,
+        QpRts => QpRtsCtx,
+        QpState => QpStateEntry
+    );
+    Ok(())
+}
+
 proptest! {
     #[test]
     fn round_trip(e in csr_event()) {
@@ -330,5 +375,24 @@ proptest! {
     #[test]
     fn post_event_round_trip(e in event()) {
         prop_assert_eq!(PostEvent::new(&e).event(), Ok(e));
+    }
+
+    #[test]
+    fn read_as_checks_as_decode_does(
+        e in csr_event(),
+        at in 1usize..32,
+        byte in any::<u8>(),
+        b in proptest::array::uniform32(any::<u8>()),
+        kind in proptest::sample::select(CsrKind::ALL.to_vec()),
+    ) {
+        // A valid entry, the same with one byte changed, and random bytes of a known kind.
+        let valid = e.encode();
+        let mut changed = valid;
+        changed.0[at] = byte;
+        let mut random = CsrEntry(b);
+        random.0[0] = kind as u8;
+        for x in [valid, changed, random] {
+            read_as_agrees_with_decode(&x)?;
+        }
     }
 }

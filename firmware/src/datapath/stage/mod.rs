@@ -29,7 +29,9 @@ mod tx;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_abi::device::csr::{Complete, CsrEntry, CsrEvent, CsrKind, EvEventEntry};
+
+use crate::csr_queue::read_as;
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
@@ -40,7 +42,7 @@ pub use tx::{PostError, Reorder, Stall, TxCounters};
 use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
-use crate::datapath::packet::{DropReason, Packet, RxVerdict, SendWr};
+use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr};
 use crate::datapath::placement::{MemRegion, Regions, RegisterError};
 
 /// Data packets one QP sends in a row before the next QP gets its turn.
@@ -159,8 +161,22 @@ pub struct Datapath<C: Capacity> {
     ack_deadline: Option<u64>,
     /// Some QP may have reports waiting outside an input.
     reports: bool,
+    /// Runs of packets at once where they give what one packet at a time gives
+    /// ([`Self::set_fast_paths`]).
+    fast: bool,
     counters: DatapathCounters,
     _c: PhantomData<C>,
+}
+
+/// What [`Datapath::poll_packets`]'s look for a retransmission found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Retx {
+    /// One was sent.
+    Sent,
+    /// None is queued.
+    None,
+    /// Some QP holds one it could not send now.
+    Held,
 }
 
 /// Events one data packet may report: TxStart, TxDone, served skips.
@@ -182,6 +198,7 @@ impl<C: Capacity> Datapath<C> {
             tx_burst: 0,
             ack_deadline: None,
             reports: false,
+            fast: true,
             counters: DatapathCounters::default(),
             _c: PhantomData,
         }
@@ -190,6 +207,14 @@ impl<C: Capacity> Datapath<C> {
     /// The configuration.
     pub fn config(&self) -> &DatapathConfig {
         &self.cfg
+    }
+
+    /// Turn the fast paths on (the default) or off. The fast paths take runs of packets at
+    /// once (a run of new packets of one work request on transmit, a run of in-order writes
+    /// on receive) with exactly the packets, verdicts, reports and counters of the one-at-a-
+    /// time paths; off, every packet takes the general path. For equivalence tests.
+    pub fn set_fast_paths(&mut self, on: bool) {
+        self.fast = on;
     }
 
     /// Counters.
@@ -262,7 +287,36 @@ impl<C: Capacity> Datapath<C> {
     /// all of them, unless the host-interface queue filled (then the rest waits).
     pub fn handle_commands(&mut self, now_ns: u64, cmds: &[CsrEntry]) -> usize {
         for (i, e) in cmds.iter().enumerate() {
-            let cmd = match e.decode() {
+            // (the host writes most commands are, checked on their own: the same checks as
+            // the general decode, without its dispatch)
+            let host_write = match e.read_as::<Complete>() {
+                Some(r) => Some(r.is_ok()),
+                None => e.read_as::<EvEventEntry>().map(|r| r.is_ok()),
+            };
+            match host_write {
+                Some(true) => {
+                    if self.host.room() == 0 {
+                        return i;
+                    }
+                    self.host.push_entry(*e);
+                    self.counters.host_writes += 1;
+                    self.counters.commands += 1;
+                    continue;
+                }
+                Some(false) => {
+                    self.counters.commands_malformed += 1;
+                    continue;
+                }
+                None => {}
+            }
+            // (the frequent QP commands checked on their own, as above)
+            let decoded = match e.kind_code() {
+                k if k == CsrKind::EvUpdate as u8 => read_as(e).map(CsrEvent::EvUpdate),
+                k if k == CsrKind::Retransmit as u8 => read_as(e).map(CsrEvent::Retransmit),
+                k if k == CsrKind::SendProbe as u8 => read_as(e).map(CsrEvent::SendProbe),
+                _ => e.decode(),
+            };
+            let cmd = match decoded {
                 Ok(c) => c,
                 Err(_) => {
                     self.counters.commands_malformed += 1;
@@ -318,13 +372,23 @@ impl<C: Capacity> Datapath<C> {
         verdicts: &mut [RxVerdict],
     ) -> usize {
         let n = pkts.len().min(verdicts.len());
-        for (i, (pkt, v)) in pkts.iter().zip(verdicts.iter_mut()).take(n).enumerate() {
+        let (pkts, verdicts) = (&pkts[..n], &mut verdicts[..n]);
+        let mut i = 0;
+        while let Some(pkt) = pkts.get(i) {
             if self.events.room() < RX_EVENTS {
                 self.counters.backpressure += 1;
                 return i;
             }
+            if self.fast && matches!(pkt.body, PacketBody::Write { .. }) {
+                let k = self.write_run(now_ns, &pkts[i..], &mut verdicts[i..]);
+                if k > 0 {
+                    i += k;
+                    continue;
+                }
+            }
             self.counters.rx_packets += 1;
-            *v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
+            let mut note = None;
+            let v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
                 Some(qp) if qp.state() != DpState::Reset => {
                     let v = qp.handle_packet(
                         now_ns,
@@ -334,9 +398,7 @@ impl<C: Capacity> Datapath<C> {
                         &mut self.ctrl,
                         &mut self.events,
                     );
-                    if let Some(d) = qp.ack_deadline_ns() {
-                        self.ack_deadline = Some(self.ack_deadline.map_or(d, |a| a.min(d)));
-                    }
+                    note = qp.ack_deadline_ns();
                     if qp.reports_pending() || qp.state() == DpState::Error {
                         self.reports = true;
                     }
@@ -344,9 +406,51 @@ impl<C: Capacity> Datapath<C> {
                 }
                 _ => RxVerdict::Dropped(DropReason::UnknownQp),
             };
-            self.count_verdict(v);
+            if let Some(d) = note {
+                self.note_ack_deadline(d);
+            }
+            if let Some(slot) = verdicts.get_mut(i) {
+                *slot = v;
+            }
+            self.count_verdict(&v);
+            i += 1;
         }
         n
+    }
+
+    #[inline]
+    fn note_ack_deadline(&mut self, d: u64) {
+        self.ack_deadline = Some(self.ack_deadline.map_or(d, |a| a.min(d)));
+    }
+
+    /// A run of writes at the front of `pkts` to one QP (see `QpContext::handle_write_run`),
+    /// with the stage's bookkeeping of as many single packets. Returns how many were taken.
+    #[inline]
+    fn write_run(&mut self, now_ns: u64, pkts: &[Packet], verdicts: &mut [RxVerdict]) -> usize {
+        let Some(first) = pkts.first() else { return 0 };
+        let Some(qp) = self
+            .qps
+            .as_mut()
+            .get_mut(first.dest_qpn as usize)
+            .filter(|q| q.state() != DpState::Reset)
+        else {
+            return 0;
+        };
+        let (k, deadline) =
+            qp.handle_write_run(now_ns, pkts, verdicts, &mut self.regions, &mut self.ctrl);
+        if k == 0 {
+            return 0;
+        }
+        // (a plain write run can make a waiting immediate reportable; it cannot fail the QP)
+        if qp.reports_pending() {
+            self.reports = true;
+        }
+        if let Some(d) = deadline {
+            self.note_ack_deadline(d);
+        }
+        self.counters.rx_packets += k as u64;
+        self.counters.placed += k as u64;
+        k
     }
 
     fn count_verdict(&mut self, v: &RxVerdict) {
@@ -375,7 +479,8 @@ impl<C: Capacity> Datapath<C> {
 
     /// Packets to send, into the front of `out`: control packets first, then a retransmission
     /// of any QP, then data of the QPs in turn ([`TX_BURST_PKTS`] in a row each). Returns how
-    /// many.
+    /// many. The slots after them are scratch: a transmit run lays out its first packet
+    /// before it knows the packet can leave.
     pub fn poll_packets(&mut self, now_ns: u64, out: &mut [Packet]) -> usize {
         let mut n = 0;
         while let Some(slot) = out.get_mut(n) {
@@ -389,7 +494,27 @@ impl<C: Capacity> Datapath<C> {
                 self.counters.backpressure += 1;
                 break;
             }
-            if !self.next_retransmit(now_ns, slot) && !self.next_data(now_ns, slot) {
+            let retx = self.next_retransmit(now_ns, slot);
+            if retx == Retx::Sent {
+                n += 1;
+                continue;
+            }
+            let mut failed = None;
+            // (a retransmission some QP holds is tried before every packet, with its
+            // counters: packets one at a time then)
+            if self.fast && retx == Retx::None {
+                let (k, stall) = self.next_data_run(now_ns, out.get_mut(n..).unwrap_or_default());
+                n += k;
+                match stall {
+                    // (the run's QP failed its attempt at packet `n`: the others follow,
+                    // as in `next_data`)
+                    Some(i) => failed = Some(i),
+                    None if k > 0 => continue,
+                    None => {}
+                }
+            }
+            let Some(slot) = out.get_mut(n) else { break };
+            if !self.next_data(now_ns, slot, failed) {
                 break;
             }
             n += 1;
@@ -410,45 +535,51 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// A retransmission of the first QP (in turn order) that has one and may send it.
-    fn next_retransmit(&mut self, now_ns: u64, out: &mut Packet) -> bool {
+    /// [`Retx::Held`]: none left, but some QP holds one it could not send (it tries again
+    /// before every packet).
+    fn next_retransmit(&mut self, now_ns: u64, out: &mut Packet) -> Retx {
         let qps = self.qps.as_mut();
         let q = qps.len();
+        let mut held = false;
         for k in 0..q {
             let i = (self.tx_rr + k) % q;
             let Some(qp) = qps.get_mut(i) else { continue };
-            if qp.has_retransmit() && qp.poll_data(now_ns, &mut self.events, out).is_ok() {
-                if out.retransmit {
-                    self.counters.retransmits_sent += 1;
-                } else {
-                    self.counters.data_sent += 1;
-                }
-                return true;
+            if !qp.has_retransmit() {
+                continue;
             }
+            if qp.poll_data(now_ns, &mut self.events, out).is_err() {
+                held = true;
+                continue;
+            }
+            if out.retransmit {
+                self.counters.retransmits_sent += 1;
+            } else {
+                self.counters.data_sent += 1;
+            }
+            return Retx::Sent;
         }
-        false
+        if held {
+            Retx::Held
+        } else {
+            Retx::None
+        }
     }
 
     /// A data packet of the QP whose turn it is (the turn moves on after a burst, or to the
-    /// next QP that can send).
-    fn next_data(&mut self, now_ns: u64, out: &mut Packet) -> bool {
+    /// next QP that can send). `tried`: a QP whose attempt at this packet failed already.
+    fn next_data(&mut self, now_ns: u64, out: &mut Packet, tried: Option<usize>) -> bool {
         let qps = self.qps.as_mut();
         let q = qps.len();
         for k in 0..q {
             let i = (self.tx_rr + k) % q;
+            if tried == Some(i) {
+                continue;
+            }
             let Some(qp) = qps.get_mut(i) else { continue };
             if !qp.wants_to_send() || qp.poll_data(now_ns, &mut self.events, out).is_err() {
                 continue;
             }
-            if k == 0 {
-                self.tx_burst += 1;
-            } else {
-                self.tx_rr = i;
-                self.tx_burst = 1;
-            }
-            if self.tx_burst >= TX_BURST_PKTS {
-                self.tx_rr = (i + 1) % q;
-                self.tx_burst = 0;
-            }
+            self.took_turn(i, k == 0, 1);
             if out.retransmit {
                 self.counters.retransmits_sent += 1;
             } else {
@@ -457,6 +588,76 @@ impl<C: Capacity> Datapath<C> {
             return true;
         }
         false
+    }
+
+    /// QP `i` sent `n` packets in a row, the first found at the turn (`at_turn`) or after
+    /// it: the turn as after `n` single packets when no other QP sends between them.
+    #[inline]
+    fn took_turn(&mut self, i: usize, at_turn: bool, n: usize) {
+        let q = self.qps.as_ref().len();
+        let before = if at_turn {
+            usize::from(self.tx_burst)
+        } else {
+            0
+        };
+        let c = (before + n) % usize::from(TX_BURST_PKTS);
+        if c == 0 {
+            self.tx_rr = (i + 1) % q;
+            self.tx_burst = 0;
+        } else {
+            self.tx_rr = i;
+            // (below TX_BURST_PKTS)
+            self.tx_burst = c as u8;
+        }
+    }
+
+    /// A run of new data packets of the QP whose turn it is, into the front of `out` (see
+    /// `QpContext::poll_data_run`): at most what is left of its burst when another QP has
+    /// something to send.
+    /// Returns the packets sent and, when the run's QP then failed its attempt at the next
+    /// packet, that QP (`(0, None)`: nothing changed).
+    fn next_data_run(&mut self, now_ns: u64, out: &mut [Packet]) -> (usize, Option<usize>) {
+        let qps = self.qps.as_mut();
+        let q = qps.len();
+        let mut first = None;
+        let mut others = false;
+        for k in 0..q {
+            let i = (self.tx_rr + k) % q;
+            if qps.get(i).is_some_and(QpContext::wants_to_send) {
+                if first.is_none() {
+                    first = Some((i, k == 0));
+                } else {
+                    others = true;
+                    break;
+                }
+            }
+        }
+        let Some((i, at_turn)) = first else {
+            return (0, None);
+        };
+        let mut limit = out.len();
+        if others {
+            let before = if at_turn {
+                usize::from(self.tx_burst)
+            } else {
+                0
+            };
+            limit = limit.min(usize::from(TX_BURST_PKTS) - before);
+        }
+        let Some(qp) = qps.get_mut(i) else {
+            return (0, None);
+        };
+        let (k, stall) = qp.poll_data_run(
+            now_ns,
+            &mut self.events,
+            out.get_mut(..limit).unwrap_or_default(),
+            TX_EVENTS,
+        );
+        if k > 0 {
+            self.took_turn(i, at_turn, k);
+            self.counters.data_sent += k as u64;
+        }
+        (k, stall.map(|_| i))
     }
 
     /// Whether a retransmission waits (a NIC with several stages polls this one first).
@@ -490,6 +691,19 @@ impl<C: Capacity> Datapath<C> {
         self.events.len()
     }
 
+    /// Whether [`Self::poll_events`] may return something (events queued, or reports some
+    /// QP keeps outside an input).
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty() || self.reports
+    }
+
+    /// Whether [`Self::poll_host_writes`] would return something.
+    #[inline]
+    pub fn has_host_writes(&self) -> bool {
+        !self.host.is_empty()
+    }
+
     /// Completions and events the firmware wrote for the host (`Complete`, `EvEvent`,
     /// `PostCqe`, `PostEvent` entries), oldest first, into the front of `out`. Returns how
     /// many.
@@ -505,10 +719,17 @@ impl<C: Capacity> Datapath<C> {
 
     /// The coalescing timers due at `now_ns` fire (their ACKs go to the control queue).
     /// Returns whether any ACK was due.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         if self.ack_deadline.is_none_or(|d| d > now_ns) {
             return false;
         }
+        self.handle_due_timeouts(now_ns)
+    }
+
+    /// [`Self::handle_timeout`] when a deadline passed.
+    #[inline(never)]
+    fn handle_due_timeouts(&mut self, now_ns: u64) -> bool {
         let mut any = false;
         let mut next: Option<u64> = None;
         for qp in self.qps.as_mut() {

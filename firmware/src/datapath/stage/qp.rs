@@ -16,6 +16,8 @@ use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr}
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
 
+mod rx_run;
+
 /// The QP state as the datapath knows it (from the firmware's context writes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -113,6 +115,24 @@ pub trait QpContext {
         ctrl: &mut Ctrl,
         events: &mut Events,
     ) -> RxVerdict;
+    /// A run of received writes at the front of `pkts` taken at once, each answered in
+    /// `verdicts`: the verdicts, state, counters, control packets and reports of as many
+    /// [`Self::handle_packet`] calls (the run takes only writes that report no event).
+    /// Returns how many were taken and the coalescing deadline they leave for the caller to
+    /// note, as it notes one after each packet (`None`: nothing to note); `(0, None)`:
+    /// nothing changed, take the first packet with [`Self::handle_packet`]. A context without
+    /// runs takes none.
+    fn handle_write_run<R: Regions>(
+        &mut self,
+        now_ns: u64,
+        pkts: &[Packet],
+        verdicts: &mut [RxVerdict],
+        regions: &mut R,
+        ctrl: &mut Ctrl,
+    ) -> (usize, Option<u64>) {
+        let _ = (now_ns, pkts, verdicts, regions, ctrl);
+        (0, None)
+    }
     /// The next data packet into `out` (room for 2 + `SKIP_MARKS` events is the caller's).
     ///
     /// # Errors
@@ -123,6 +143,23 @@ pub trait QpContext {
         events: &mut Events,
         out: &mut Packet,
     ) -> Result<(), Stall>;
+    /// New data packets in a run, into the front of `out`: the packets and effects of as many
+    /// [`Self::poll_data`] calls, each of which would have sent a new packet (see
+    /// `TxSide::poll_new_run` for where a run ends). `(0, None)`: nothing changed, poll one
+    /// packet with [`Self::poll_data`]; `(k, Some(stall))`: `k` packets (possibly none), then
+    /// the attempt at the next failed as [`Self::poll_data`] would have (counted). `min_room`:
+    /// the event room a poll needs (2 + `SKIP_MARKS`); the caller checked it before the first
+    /// packet, the run keeps it before each. A context without runs sends none.
+    fn poll_data_run(
+        &mut self,
+        now_ns: u64,
+        events: &mut Events,
+        out: &mut [Packet],
+        min_room: usize,
+    ) -> (usize, Option<Stall>) {
+        let _ = (now_ns, events, out, min_room);
+        (0, None)
+    }
     /// Something waits to be sent.
     fn wants_to_send(&self) -> bool;
     /// A retransmission waits (it goes ahead of other QPs' new data).
@@ -643,6 +680,38 @@ impl<
             .tx
             .poll(now_ns, &self.hdr, &mut self.sprayer, events, out);
         self.report_skips(events);
+        r
+    }
+
+    fn handle_write_run<R: Regions>(
+        &mut self,
+        now_ns: u64,
+        pkts: &[Packet],
+        verdicts: &mut [RxVerdict],
+        regions: &mut R,
+        ctrl: &mut Ctrl,
+    ) -> (usize, Option<u64>) {
+        self.write_run(now_ns, pkts, verdicts, regions, ctrl)
+    }
+
+    fn poll_data_run(
+        &mut self,
+        now_ns: u64,
+        events: &mut Events,
+        out: &mut [Packet],
+        min_room: usize,
+    ) -> (usize, Option<Stall>) {
+        if self.state != DpState::Rts {
+            return (0, Some(Stall::Idle));
+        }
+        let r = self
+            .tx
+            .poll_new_run(now_ns, &self.hdr, &mut self.sprayer, events, out, min_room);
+        // (as after every poll: skip flags served meanwhile, e.g. by an ACK's pick, are
+        // reported now)
+        if r != (0, None) {
+            self.report_skips(events);
+        }
         r
     }
 

@@ -306,6 +306,71 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
         WriteResult::Place(placement)
     }
 
+    /// For a run of `n` consecutive writes from PSN `first`, each untrimmed, not CE-marked,
+    /// without immediate, all but the last without ACK request, and, when `first` opens a gap
+    /// (`AckGen::opens_gap`), a run of one with `trigger`: the offset of `first` after the
+    /// cumulative PSN when [`Self::handle_write`] would take every one of them as new and
+    /// inside the window, the first not answering an owed ACK, and all quiet (no ACK) but,
+    /// when `trigger`, the last (its ACK request, the coalescing count it fills, or the gap it
+    /// opens); placement aside. `None` otherwise (then one packet at a time).
+    #[inline]
+    pub(crate) fn write_run_offset(&self, first: Psn, n: u16, trigger: bool) -> Option<u32> {
+        let acks = &self.acks;
+        debug_assert!(!acks.opens_gap(first) || (n == 1 && trigger));
+        // `first.distance_from(cum)` when it is not negative.
+        let d = first.offset_from(acks.rx().cum_psn());
+        if d >= Psn::HALF {
+            return None;
+        }
+        // In order (`d == 0`) every packet is at offset 0 when it arrives; only then may the
+        // first answer an owed ACK.
+        let span = if d == 0 {
+            if acks.may_answer_owed(first) {
+                return None;
+            }
+            1
+        } else {
+            d.saturating_add(u32::from(n))
+        };
+        if n == 0
+            || span > self.mpr_psns
+            || n - u16::from(trigger) > acks.quiet_room()
+            || !acks.rx().run_is_new(d, u32::from(n))
+        {
+            return None;
+        }
+        Some(d)
+    }
+
+    /// Take the run [`Self::write_run_offset`] accepted (`offset`; `n` packets from `first`,
+    /// each having passed placement); `last` is the last of them. With `trigger` (as given
+    /// there) the last calls for the ACK, returned with the deadline the packets before it
+    /// left (`gap`: `first` opens a gap); without, none does and the deadline is the
+    /// interval's. The same state and counters as `n` calls of [`Self::handle_write`].
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn accept_write_run(
+        &mut self,
+        now_ns: u64,
+        first: Psn,
+        offset: u32,
+        n: u16,
+        last: &RxPacket,
+        trigger: bool,
+        gap: bool,
+    ) -> (Option<u64>, Option<AckEvent>) {
+        self.counters.placed += u64::from(n);
+        if trigger {
+            let (due, ack) = self
+                .acks
+                .handle_acked_run(now_ns, first, offset, n, last, gap);
+            (due, Some(AckEvent::Ack(ack)))
+        } else {
+            self.acks.handle_quiet_run(now_ns, first, offset, n, last);
+            (self.acks.poll_timeout(), None)
+        }
+    }
+
     /// Whether an immediate is ready to report.
     #[inline]
     pub(crate) fn imm_ready(&self) -> bool {

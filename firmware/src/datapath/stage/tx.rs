@@ -56,6 +56,8 @@ use crate::datapath::segmenter::WriteRequest;
 use crate::datapath::sprayer::{EvPick, Sprayer};
 use crate::ring::Ring;
 
+mod run;
+
 const F_INFLIGHT: u8 = 1;
 const F_ACKED: u8 = 2;
 /// Queued for retransmission.
@@ -218,9 +220,27 @@ fn later_ns(a: u32, b: u32) -> u32 {
 struct AckTally {
     max_seq: u32,
     max_sent: u32,
-    acked: u64,
+    /// Bytes of slots that were in flight (freed and credited).
     freed: u64,
-    credited: u16,
+    /// Bytes of the other slots newly acknowledged (reported lost or queued for
+    /// retransmission).
+    other: u64,
+    /// Slots that were in flight.
+    credited: u32,
+}
+
+impl AckTally {
+    /// Bytes newly acknowledged.
+    #[inline]
+    fn acked(&self) -> u64 {
+        self.freed + self.other
+    }
+
+    /// Slots credited, as the summary's 16-bit field counts them (saturating).
+    #[inline]
+    fn credited_u16(&self) -> u16 {
+        u16::try_from(self.credited).unwrap_or(u16::MAX)
+    }
 }
 
 /// The send side of one QP: send queue of `SQ` work requests, a window of `WIN` PSNs.
@@ -262,8 +282,23 @@ pub(crate) struct Credits<'a> {
 }
 
 impl Credits<'_> {
-    #[inline]
+    /// One delivery for `ev`; `true` when its counter reached [`HALF_CREDITS`] (to report).
+    #[inline(always)]
     fn credit(&mut self, ev: u16) -> bool {
+        match self.counts.get_mut(usize::from(ev)) {
+            // (the common case: well below half range, no crossing and no saturation)
+            Some(c) if *c < HALF_CREDITS - 1 => {
+                *c += 1;
+                false
+            }
+            _ => self.credit_high(ev),
+        }
+    }
+
+    /// [`Self::credit`] for a counter at or near half range, or an EV out of range.
+    #[cold]
+    #[inline(never)]
+    fn credit_high(&mut self, ev: u16) -> bool {
         match self.counts.get_mut(usize::from(ev)) {
             Some(c) if *c < u16::MAX => {
                 *c += 1;
@@ -768,7 +803,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     /// Slot `s` is acknowledged (nothing when it already was).
-    #[inline]
+    #[inline(always)]
     fn take(
         t: &mut AckTally,
         s: &mut TxSlot,
@@ -776,19 +811,20 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         crossed: &mut heapless::Vec<u16, 8>,
     ) {
         let flags = s.flags;
-        if flags & F_ACKED != 0 {
-            return;
-        }
-        s.flags = F_ACKED;
         let len = u64::from(s.len);
-        t.acked += len;
-        if flags & F_INFLIGHT != 0 {
+        if flags == F_INFLIGHT {
+            // (the common case: in flight, on one compare)
             t.freed += len;
-            t.credited = t.credited.saturating_add(1);
+            t.credited += 1;
             if credits.credit(s.ev) {
                 let _ = crossed.push(s.ev);
             }
+        } else if flags & F_ACKED != 0 {
+            return;
+        } else {
+            t.other += len;
         }
+        s.flags = F_ACKED;
         if (s.tx_seq.wrapping_sub(t.max_seq) as i32) > 0 {
             t.max_seq = s.tx_seq;
             t.max_sent = later_ns(t.max_sent, s.sent_ns);
@@ -811,8 +847,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let mut t = AckTally {
             max_seq: self.max_acked_seq,
             max_sent: self.max_acked_sent_ns,
-            acked: 0,
             freed: 0,
+            other: 0,
             credited: 0,
         };
         let mut crossed = heapless::Vec::<u16, 8>::new();
@@ -820,20 +856,34 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let mut flags = 0;
         let cum_ok = a.cum_psn.offset_from(self.una) <= self.nxt.offset_from(self.una);
         if cum_ok {
-            let mut psn = self.una;
-            let n = a.cum_psn.offset_from(self.una).min(WIN as u32);
-            for _ in 0..n {
-                if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+            let n = a.cum_psn.offset_from(self.una).min(WIN as u32) as usize;
+            if WIN.is_power_of_two() {
+                // (`WIN` divides the PSN space: the slots of `[una, cum)` are the ring from
+                // `una`'s slot on, as one or two slices)
+                let i = self.una.value() as usize % WIN;
+                let first = n.min(WIN - i);
+                let (head, tail) = self.slots.split_at_mut(i);
+                for s in tail.iter_mut().take(first) {
                     Self::take(&mut t, s, credits, &mut crossed);
                 }
-                psn = psn.add(1);
+                for s in head.iter_mut().take(n - first) {
+                    Self::take(&mut t, s, credits, &mut crossed);
+                }
+            } else {
+                let mut psn = self.una;
+                for _ in 0..n {
+                    if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                        Self::take(&mut t, s, credits, &mut crossed);
+                    }
+                    psn = psn.add(1);
+                }
             }
             self.una = a.cum_psn;
         } else {
             self.counters.acks_stale += 1;
             flags |= csr::ACK_STALE;
         }
-        let cum_credited = t.credited;
+        let cum_credited = t.credited_u16();
         // SACK bits, skipping those an earlier ACK already applied.
         let shift = a.sack_base.offset_from(self.sack_done_base);
         let seen = if shift < 64 {
@@ -927,10 +977,10 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             qpn,
             self.una,
             flags,
-            u32::try_from(t.acked).unwrap_or(u32::MAX),
+            u32::try_from(t.acked()).unwrap_or(u32::MAX),
             rtt_ns,
-            t.credited,
-            t.credited - cum_credited,
+            t.credited_u16(),
+            t.credited_u16() - cum_credited,
             a.ev_index,
             a.plane,
         )));

@@ -1,0 +1,140 @@
+//! The receive run: consecutive writes to one QP taken at once, with the effects of as many
+//! single-packet receives (`QpContext::handle_packet`).
+
+use mrc_abi::wire::Segment;
+
+use super::DpQp;
+use crate::datapath::ack_gen::{RxPacket, TrimMark};
+use crate::datapath::packet::{Packet, PacketBody, RxVerdict};
+use crate::datapath::placement::{Placement, Regions};
+use crate::datapath::stage::events::Ctrl;
+
+impl<
+        const EVS: usize,
+        const P: usize,
+        const WIN: usize,
+        const WORDS: usize,
+        const SQ: usize,
+        const RQ: usize,
+    > DpQp<EVS, P, WIN, WORDS, SQ, RQ>
+{
+    /// See `QpContext::handle_write_run`: the run at the front of `pkts` is consecutive PSNs
+    /// to this QP (receiving), each a write without immediate, untrimmed, not CE-marked, its
+    /// payload its RETH length and not empty, the payloads one span of one rkey; all but the
+    /// last quiet (no ACK request, the coalescing count not reached, no gap), the last
+    /// possibly the one that calls for the ACK (its ACK request, the count, or, alone, the
+    /// gap it opens); each new and inside the window; the span placed by one check. The
+    /// same verdicts, state, counters and ACK as one `handle_packet` per packet.
+    pub(super) fn write_run<R: Regions>(
+        &mut self,
+        now_ns: u64,
+        pkts: &[Packet],
+        verdicts: &mut [RxVerdict],
+        regions: &mut R,
+        ctrl: &mut Ctrl,
+    ) -> (usize, Option<u64>) {
+        if !self.rx_live() {
+            return (0, None);
+        }
+        let Some(first) = pkts.first() else {
+            return (0, None);
+        };
+        let PacketBody::Write { reth: reth0, .. } = &first.body else {
+            return (0, None);
+        };
+        let acks = self.rx.ack_gen();
+        let room = acks.quiet_room();
+        // A first packet that opens a gap calls for the ACK at once: a run of one.
+        let gap = acks.opens_gap(first.psn);
+        let limit = if gap { 1 } else { usize::from(room) + 1 };
+        let scan = pkts.get(..limit.min(verdicts.len())).unwrap_or(pkts);
+        let (mut i, mut trigger) = (0usize, false);
+        let psn0 = first.psn.value();
+        let (rkey0, va0) = (reth0.rkey, reth0.va);
+        let mut end = va0;
+        while let Some(p) = scan.get(i) {
+            let PacketBody::Write { segment, reth, .. } = &p.body else {
+                break;
+            };
+            let plain = matches!(
+                segment,
+                Segment::First
+                    | Segment::Middle
+                    | Segment::Last { imm: None }
+                    | Segment::Only { imm: None }
+            );
+            // (the run ends at the PSN space's wrap: PSNs compared without it)
+            if !plain
+                || p.trim != TrimMark::None
+                || p.ce
+                || p.dest_qpn != first.dest_qpn
+                || p.psn.value() != psn0.wrapping_add(i as u32)
+                || reth.rkey != rkey0
+                || reth.va != end
+                || reth.dma_len == 0
+                || p.payload_len != reth.dma_len
+            {
+                break;
+            }
+            end = end.wrapping_add(u64::from(reth.dma_len));
+            i += 1;
+            if p.ack_req {
+                trigger = true;
+                break;
+            }
+        }
+        // (at most `room + 1 <= u16::MAX` packets)
+        let n = i as u16;
+        let trigger = trigger || gap || n > room;
+        let Some(last) = usize::from(n).checked_sub(1).and_then(|i| pkts.get(i)) else {
+            return (0, None);
+        };
+        let Some(offset) = self.rx.write_run_offset(first.psn, n, trigger) else {
+            return (0, None);
+        };
+        // The span at once. (Its total is below 2^64, so it wrapped the address space, which
+        // the per-packet checks refuse, exactly when `end < va0`.)
+        let span = match u32::try_from(end.wrapping_sub(va0)) {
+            Ok(len) if end >= va0 => regions.check_span(rkey0, va0, len, u64::from(n)),
+            _ => None,
+        };
+        let Some(Placement::Write {
+            slot,
+            offset: mut at,
+            ..
+        }) = span
+        else {
+            return (0, None);
+        };
+        let qpn = self.hdr.qpn;
+        for (p, v) in pkts.iter().zip(verdicts.iter_mut()).take(usize::from(n)) {
+            *v = RxVerdict::Place {
+                qpn,
+                slot,
+                offset: at,
+                len: p.payload_len,
+            };
+            at = at.wrapping_add(u64::from(p.payload_len));
+        }
+        let last_rx = RxPacket {
+            psn: last.psn,
+            ev_index: last.evx.ev_index,
+            plane: last.evx.plane,
+            ce: false,
+            trim: TrimMark::None,
+            has_imm: false,
+            ack_req: last.ack_req,
+            tx_ts_ns: last.tx_ts_ns,
+        };
+        let (deadline, ack) = self
+            .rx
+            .accept_write_run(now_ns, first.psn, offset, n, &last_rx, trigger, gap);
+        if let Some(e) = ack {
+            let p = self.ack_packet(now_ns, &e, last.tx_ts_ns);
+            ctrl.push(p);
+        }
+        // The deadline the quiet packets leave (the trigger's ACK closes it: none after).
+        let quiet = n - u16::from(trigger);
+        (usize::from(n), deadline.filter(|_| quiet > 0))
+    }
+}
