@@ -1,0 +1,4 @@
+//! # lib_mrc.so
+#![deny(unsafe_code)]
+
+pub mod ctypes;

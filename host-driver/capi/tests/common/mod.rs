@@ -1,0 +1,126 @@
+//! What the C-side tests share: finding OCP's headers, a C compiler and the built library, and
+//! the `SKIPPED` rule (a missing tool skips the test, unless `CI` is set: then it fails).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Prints `SKIPPED: why` and returns, or panics when `CI` is set (CI must run every check).
+pub fn skip(why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("CI is set and this check cannot run: {why}");
+    }
+    println!("SKIPPED: {why}");
+}
+
+/// OCP's reference headers and benchmark: `$MRC_OCP_DIR`, else `<repo>/../shared/ocp-mrc`.
+pub fn ocp_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("MRC_OCP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/ocp-mrc"));
+    dir.join("mrc.h").is_file().then_some(dir)
+}
+
+/// The verbs header of Debian's libibverbs-dev.
+pub fn have_verbs_header() -> bool {
+    Path::new("/usr/include/infiniband/verbs.h").is_file()
+}
+
+/// `cc --version` works.
+pub fn have_cc() -> bool {
+    Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Everything a C test needs, or why not (already reported through [`skip`]).
+pub fn c_toolchain() -> Option<PathBuf> {
+    if !have_cc() {
+        skip("no C compiler (cc); install gcc");
+        return None;
+    }
+    if !have_verbs_header() {
+        skip("infiniband/verbs.h not found; apt-get install libibverbs-dev");
+        return None;
+    }
+    let Some(ocp) = ocp_dir() else {
+        skip("OCP MRC headers not found at ../shared/ocp-mrc (or $MRC_OCP_DIR)");
+        return None;
+    };
+    Some(ocp)
+}
+
+/// The `lib_mrc.so` cargo built beside this test binary (`target/<profile>/deps`).
+pub fn built_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let lib = exe.with_file_name("lib_mrc.so");
+    assert!(lib.is_file(), "{} not built", lib.display());
+    lib
+}
+
+/// A scratch directory under the target directory, emptied first.
+pub fn scratch(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .join("capi-tests")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// A library directory as `just capi` lays it out: `lib_mrc.so` and `libibverbs.so.1`, both
+/// naming the one built library (symlinks: the loader maps it once).
+pub fn library_dir(name: &str) -> PathBuf {
+    let dir = scratch(name).join("lib");
+    std::fs::create_dir_all(&dir).expect("lib dir");
+    let lib = built_library();
+    std::os::unix::fs::symlink(&lib, dir.join("lib_mrc.so")).expect("symlink lib_mrc.so");
+    std::os::unix::fs::symlink("lib_mrc.so", dir.join("libibverbs.so.1"))
+        .expect("symlink libibverbs.so.1");
+    dir
+}
+
+/// Runs `cmd`, panicking with its output when it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Compiles `src` (a C file) to an executable `out`, against OCP's headers, linked like OCP's
+/// makefile links its benchmark: `lib_mrc.so` by path, `-libverbs` from the system, and the
+/// library directory on the rpath.
+pub fn compile_c(ocp: &Path, lib_dir: &Path, src: &Path, out: &Path) {
+    run_ok(
+        Command::new("cc")
+            .args(["-O1", "-g", "-Wall", "-Wextra", "-Werror", "-std=gnu11"])
+            .arg("-I")
+            .arg(ocp)
+            .arg("-o")
+            .arg(out)
+            .arg(src)
+            .arg(format!("-L{}", lib_dir.display()))
+            .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+            .arg(lib_dir.join("lib_mrc.so"))
+            .arg("-libverbs"),
+    );
+}
