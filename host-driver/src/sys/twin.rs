@@ -7,8 +7,12 @@
 //! - DMA regions are heap memory with fake IOVAs from an [`IovaAllocator`]. The device side
 //!   ([`TwinDevice::dma_read`] / [`TwinDevice::dma_write`]) reaches them by IOVA while the
 //!   driver holds them and gets [`Error::DmaFault`] after they are freed.
+//! - Application memory ([`Backend::map_user`]) is reached directly at IOVA = its address.
+//!   Memory another process shares (a vfio-user client's DMA_MAP) joins with
+//!   [`TwinDevice::attach_dma`]. A device-side access may span adjacent regions.
 //! - Interrupts are real eventfds (epoll works) plus a counter per vector;
-//!   [`TwinDevice::raise_interrupt`] fires one.
+//!   [`TwinDevice::raise_interrupt`] fires one. [`TwinDevice::route_interrupt`] sends a vector
+//!   to another eventfd instead (a vfio-user client's).
 //! - Config space is a byte array with vendor and device ids filled in.
 //!
 //! Hooks receive the [`TwinDevice`] (not the [`Twin`]), so they can touch registers, DMA memory
@@ -23,7 +27,7 @@ use std::time::Duration;
 use super::mem::{DmaHandle, RawMem};
 use super::{
     check_config, check_mmio, Backend, Bdf, DmaRegion, DmaRelease, Error, EventFd, Iova,
-    IovaAllocator, Result,
+    IovaAllocator, Result, UserRange,
 };
 
 /// Shape of a twin device.
@@ -97,6 +101,8 @@ pub struct TwinDevice {
     bar0: RawMem,
     config: Mutex<Vec<u8>>,
     irqs: Vec<EventFd>,
+    /// Per vector: where it goes instead of `irqs` (`route_interrupt`).
+    routes: Mutex<Vec<Option<EventFd>>>,
     raised: Vec<AtomicU64>,
     dma: Mutex<Vec<DmaHandle>>,
     counters: TwinCounters,
@@ -177,31 +183,103 @@ impl TwinDevice {
         }
     }
 
-    fn find_dma(&self, iova: Iova, size: usize) -> Result<DmaHandle> {
-        lock(&self.dma)
-            .iter()
-            .find(|h| h.is_live() && h.covers(iova, size))
-            .cloned()
-            .ok_or(Error::DmaFault {
+    /// Runs `f(handle, iova, offset in the access, length)` over the live regions covering
+    /// `size` bytes at `iova` in order (an access may span adjacent regions); a gap is a fault
+    /// and nothing after it is touched.
+    fn each_piece(
+        &self,
+        iova: Iova,
+        size: usize,
+        mut f: impl FnMut(&DmaHandle, Iova, usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        let fault = Error::DmaFault {
+            bdf: self.bdf,
+            iova,
+            size,
+        };
+        if iova.0.checked_add(size as u64).is_none() {
+            return Err(fault);
+        }
+        let mut done = 0usize;
+        loop {
+            let at = Iova(iova.0 + done as u64);
+            let handle = lock(&self.dma)
+                .iter()
+                .find(|h| h.is_live() && h.covers(at, 1))
+                .cloned();
+            let Some(h) = handle else {
+                // An empty access still needs its address mapped.
+                return Err(fault);
+            };
+            let room = (h.iova().0 + h.len() as u64 - at.0) as usize;
+            let n = room.min(size - done);
+            f(&h, at, done, n).map_err(|_| Error::DmaFault {
                 bdf: self.bdf,
                 iova,
                 size,
-            })
+            })?;
+            done += n;
+            if done >= size {
+                return Ok(());
+            }
+        }
     }
 
-    /// Device-side DMA read (a range may not span two regions).
+    /// Device-side DMA read.
     ///
     /// # Errors
-    /// [`Error::DmaFault`] when no live region covers the range.
+    /// [`Error::DmaFault`] when some byte of the range is in no live region.
     pub fn dma_read(&self, iova: Iova, buf: &mut [u8]) -> Result<()> {
-        self.find_dma(iova, buf.len())?.read(self.bdf, iova, buf)
+        let bdf = self.bdf;
+        self.each_piece(iova, buf.len(), |h, at, off, n| {
+            h.read(bdf, at, &mut buf[off..off + n])
+        })
     }
     /// Device-side DMA write.
     ///
     /// # Errors
-    /// [`Error::DmaFault`] when no live region covers the range.
+    /// [`Error::DmaFault`] when some byte of the range is in no live region (the bytes before
+    /// the gap are written).
     pub fn dma_write(&self, iova: Iova, data: &[u8]) -> Result<()> {
-        self.find_dma(iova, data.len())?.write(self.bdf, iova, data)
+        let bdf = self.bdf;
+        self.each_piece(iova, data.len(), |h, at, off, n| {
+            h.write(bdf, at, &data[off..off + n])
+        })
+    }
+
+    /// Makes `region` (memory shared by another process, mapped by the caller) reachable by
+    /// device-side DMA at its IOVA while the caller holds it.
+    ///
+    /// # Errors
+    /// [`Error::IovaConflict`] when a live region overlaps it.
+    pub fn attach_dma(&self, region: &DmaRegion) -> Result<()> {
+        let mut handles = lock(&self.dma);
+        handles.retain(DmaHandle::is_live);
+        if handles
+            .iter()
+            .any(|h| h.overlaps(region.iova(), region.len() as u64))
+        {
+            return Err(Error::IovaConflict {
+                bdf: self.bdf,
+                iova: region.iova(),
+                size: region.len() as u64,
+            });
+        }
+        handles.push(region.device_handle());
+        Ok(())
+    }
+
+    /// Sends `vector` to `target` instead of the twin's own eventfd (`None`: back to its own).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchVector`].
+    pub fn route_interrupt(&self, vector: u32, target: Option<EventFd>) -> Result<()> {
+        self.vector(vector)?;
+        let mut routes = lock(&self.routes);
+        if let Some(r) = routes.get_mut(vector as usize) {
+            *r = target;
+        }
+        Ok(())
     }
 
     /// Fires interrupt `vector`.
@@ -210,6 +288,11 @@ impl TwinDevice {
     /// [`Error::NoSuchVector`], or the eventfd write failed.
     pub fn raise_interrupt(&self, vector: u32) -> Result<()> {
         let fd = self.vector(vector)?;
+        let routes = lock(&self.routes);
+        let fd = routes
+            .get(vector as usize)
+            .and_then(Option::as_ref)
+            .unwrap_or(fd);
         fd.signal(1).map_err(|source| Error::Sys {
             bdf: self.bdf,
             op: "eventfd write",
@@ -266,12 +349,14 @@ impl Twin {
             .collect::<std::io::Result<Vec<_>>>()
             .map_err(sys("eventfd"))?;
         let raised = (0..cfg.vectors).map(|_| AtomicU64::new(0)).collect();
+        let routes = Mutex::new((0..cfg.vectors).map(|_| None).collect());
         Ok(Twin {
             dev: Arc::new(TwinDevice {
                 bdf,
                 bar0,
                 config: Mutex::new(config),
                 irqs,
+                routes,
                 raised,
                 dma: Mutex::new(Vec::new()),
                 counters: TwinCounters::default(),
@@ -424,8 +509,41 @@ impl Backend for Twin {
         };
         let mut handles = lock(&self.dev.dma);
         handles.retain(DmaHandle::is_live);
+        if handles
+            .iter()
+            .any(|h| h.is_identity() && h.overlaps(iova, len as u64))
+        {
+            // Application memory lives at these addresses (IOVA = address): the fake window
+            // collides with it. The region's release returns the range.
+            return Err(Error::IovaConflict {
+                bdf,
+                iova,
+                size: len as u64,
+            });
+        }
         handles.push(region.device_handle());
         self.dev.counters.dma_allocs.fetch_add(1, Ordering::Relaxed);
+        Ok(region)
+    }
+
+    fn map_user(&self, range: UserRange) -> Result<DmaRegion> {
+        let bdf = self.dev.bdf;
+        let mut handles = lock(&self.dev.dma);
+        handles.retain(DmaHandle::is_live);
+        // Other user regions over the same bytes agree with this one; a region at a fake IOVA
+        // in the range would give the IOVA two meanings.
+        if let Some(h) = handles
+            .iter()
+            .find(|h| !h.is_identity() && h.overlaps(Iova(range.addr()), range.len() as u64))
+        {
+            return Err(Error::IovaConflict {
+                bdf,
+                iova: h.iova(),
+                size: h.len() as u64,
+            });
+        }
+        let region = DmaRegion::user(range, None);
+        handles.push(region.device_handle());
         Ok(region)
     }
 
@@ -675,6 +793,86 @@ mod tests {
                 u64::from_le_bytes([i as u8; 8])
             );
         }
+    }
+
+    #[test]
+    fn user_memory_is_reached_in_place_and_conflicts_are_refused() {
+        let t = twin();
+        let mut buf = vec![0u8; 8192];
+        let p = buf.as_mut_ptr().wrapping_add(10);
+        // SAFETY: `buf` outlives the regions; it is read after the device's writes.
+        let r = t
+            .map_user(unsafe { UserRange::new(p, 5000) }.unwrap())
+            .unwrap();
+        assert_eq!(r.iova().0, p as u64);
+        t.device().dma_write(Iova(p as u64 + 4999), &[7]).unwrap();
+        assert!(
+            t.device().dma_write(Iova(p as u64 + 5000), &[7]).is_err(),
+            "past the end"
+        );
+        // SAFETY: as above; the same bytes registered twice agree.
+        let r2 = t
+            .map_user(unsafe { UserRange::new(p, 10) }.unwrap())
+            .unwrap();
+        drop(r);
+        t.device().dma_write(Iova(p as u64), &[3]).unwrap();
+        drop(r2);
+        assert!(
+            t.device().dma_write(Iova(p as u64), &[3]).is_err(),
+            "gone with the region"
+        );
+        assert_eq!((buf[10], buf[5009]), (3, 7));
+
+        // A region at a fake IOVA and user memory at the same addresses conflict.
+        let heap = t.alloc_dma(4096).unwrap();
+        // SAFETY: refused before the device can reach it.
+        let e = t
+            .map_user(unsafe { UserRange::new(heap.iova().0 as *mut u8, 1) }.unwrap())
+            .unwrap_err();
+        assert!(matches!(e, Error::IovaConflict { .. }), "{e}");
+    }
+
+    #[test]
+    fn attached_regions_can_be_spanned_and_interrupts_routed() {
+        let t = twin();
+        let a = DmaRegion::new_heap(4096, Iova(0x10_0000), None).unwrap();
+        let b = DmaRegion::new_heap(4096, Iova(0x10_1000), None).unwrap();
+        t.device().attach_dma(&a).unwrap();
+        t.device().attach_dma(&b).unwrap();
+        let overlap = DmaRegion::new_heap(4096, Iova(0x10_0800), None).unwrap();
+        assert!(matches!(
+            t.device().attach_dma(&overlap),
+            Err(Error::IovaConflict { .. })
+        ));
+        // One access across the boundary of two adjacent regions.
+        t.device()
+            .dma_write(Iova(0x10_0ffe), &[1, 2, 3, 4])
+            .unwrap();
+        assert_eq!((a.read_u8(4094).unwrap(), a.read_u8(4095).unwrap()), (1, 2));
+        assert_eq!((b.read_u8(0).unwrap(), b.read_u8(1).unwrap()), (3, 4));
+        let mut back = [0u8; 4];
+        t.device().dma_read(Iova(0x10_0ffe), &mut back).unwrap();
+        assert_eq!(back, [1, 2, 3, 4]);
+        assert!(
+            t.device().dma_read(Iova(0x10_1ffe), &mut back).is_err(),
+            "runs off the end"
+        );
+
+        let target = EventFd::new().unwrap();
+        t.device()
+            .route_interrupt(1, Some(target.try_clone().unwrap()))
+            .unwrap();
+        t.device().raise_interrupt(1).unwrap();
+        assert_eq!(target.take().unwrap(), 1, "routed");
+        assert_eq!(
+            t.wait_interrupt(1, Duration::ZERO).unwrap(),
+            0,
+            "not the twin's own"
+        );
+        t.device().route_interrupt(1, None).unwrap();
+        t.device().raise_interrupt(1).unwrap();
+        assert_eq!(t.wait_interrupt(1, Duration::ZERO).unwrap(), 1);
+        assert!(t.device().route_interrupt(9, None).is_err());
     }
 
     #[test]

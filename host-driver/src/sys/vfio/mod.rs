@@ -23,6 +23,10 @@
 //!
 //! DMA memory is 2 MiB hugepages (4 KiB pages with a logged warning when none are free), mapped
 //! at an IOVA from [`IovaAllocator`] with VFIO_IOMMU_MAP_DMA and unmapped when freed.
+//! Application memory ([`Backend::map_user`]) is mapped with VFIO_IOMMU_MAP_DMA of its own
+//! pages at IOVA = their address, in reference-counted page chunks so that overlapping
+//! registrations never map a page twice (the kernel refuses that); the part of such a range in
+//! the allocator's window is reserved so allocations never land on it.
 
 mod linux;
 #[cfg(test)]
@@ -40,9 +44,10 @@ use vfio_bindings::bindings::vfio as b;
 pub use linux::LinuxVfio;
 
 use super::mem::{round_up, RawMem, PAGE_SIZE};
+use super::user::{ChunkMap, Released};
 use super::{
     check_config, check_mmio, enable_bus_master, Backend, Bdf, DmaRegion, DmaRelease, Error,
-    EventFd, GroupMember, Iova, IovaAllocator, Result,
+    EventFd, GroupMember, Iova, IovaAllocator, Result, UserRange,
 };
 
 /// 2 MiB: the hugepage size used for DMA memory.
@@ -210,6 +215,13 @@ pub trait VfioSys: Send + Sync + 'static {
     /// write `pages` at any time: the caller must keep them alive (never free them) and access
     /// them only through raw volatile operations.
     unsafe fn dma_map(&self, pages: &Pages, iova: Iova) -> io::Result<()>;
+    /// VFIO_IOMMU_MAP_DMA of `size` bytes of this process's memory at `vaddr` at `iova`, read
+    /// + write.
+    ///
+    /// # Safety
+    /// From now until a successful [`VfioSys::dma_unmap`] of the same range, the device may
+    /// write that memory at any time: the caller keeps it mapped.
+    unsafe fn dma_map_user(&self, vaddr: u64, size: usize, iova: Iova) -> io::Result<()>;
     /// VFIO_IOMMU_UNMAP_DMA of exactly `size` bytes at `iova`.
     fn dma_unmap(&self, iova: Iova, size: usize) -> io::Result<()>;
 }
@@ -278,8 +290,15 @@ pub struct VfioBackend<S: VfioSys = LinuxVfio> {
     irq_kind: IrqKind,
     hugepages: bool,
     iova: Arc<Mutex<IovaAllocator>>,
+    /// Application pages mapped at IOVA = address; each chunk's data is its reservation in the
+    /// IOVA window, if any.
+    user: Arc<Mutex<UserChunks>>,
     stats: Arc<VfioStats>,
 }
+
+/// A chunk's reservation in the IOVA window.
+type Reservation = Option<(Iova, u64)>;
+type UserChunks = ChunkMap<Reservation>;
 
 impl VfioBackend<LinuxVfio> {
     /// Opens `bdf` with the real `/dev/vfio` and `/sys`.
@@ -343,6 +362,7 @@ impl<S: VfioSys> VfioBackend<S> {
             irqs: Vec::new(),
             hugepages: cfg.hugepages,
             iova: Arc::new(Mutex::new(IovaAllocator::new(cfg.iova_base, cfg.iova_span))),
+            user: Arc::new(Mutex::new(ChunkMap::new())),
             stats: Arc::new(VfioStats::default()),
         };
         if cfg.reset {
@@ -566,6 +586,62 @@ impl<S: VfioSys> DmaRelease for VfioRelease<S> {
     }
 }
 
+/// Unmaps a user registration's page chunks that no other registration still covers.
+struct VfioUserRelease<S: VfioSys> {
+    bdf: Bdf,
+    sys: Arc<S>,
+    iova: Arc<Mutex<IovaAllocator>>,
+    user: Arc<Mutex<UserChunks>>,
+    chunks: Vec<u64>,
+}
+
+/// Unmaps chunks whose last registration went and returns their window reservations; the first
+/// unmap error is returned (the rest are still tried).
+fn unmap_user_chunks<S: VfioSys>(
+    bdf: Bdf,
+    sys: &S,
+    iova: &Mutex<IovaAllocator>,
+    gone: Vec<Released<Reservation>>,
+) -> Result<()> {
+    let mut first = Ok(());
+    for (start, len, reserved) in gone {
+        let size = len as usize;
+        match sys.dma_unmap(Iova(start), size) {
+            Ok(()) => {
+                if let Some((at, n)) = reserved {
+                    let mut a = iova.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Err(e) = a.free(at, n) {
+                        log::error!("{bdf}: {e}");
+                    }
+                }
+            }
+            Err(source) => {
+                // The range stays reserved: nothing may be mapped over it.
+                if first.is_ok() {
+                    first = Err(Error::DmaUnmap {
+                        bdf,
+                        iova: Iova(start),
+                        size,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+    first
+}
+
+impl<S: VfioSys> DmaRelease for VfioUserRelease<S> {
+    fn release(&self, _iova: Iova, _len: usize) -> Result<()> {
+        let gone = self
+            .user
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .release(&self.chunks);
+        unmap_user_chunks(self.bdf, &*self.sys, &self.iova, gone)
+    }
+}
+
 impl<S: VfioSys> Backend for VfioBackend<S> {
     fn bdf(&self) -> Bdf {
         self.bdf
@@ -642,6 +718,63 @@ impl<S: VfioSys> Backend for VfioBackend<S> {
             stats: self.stats.clone(),
         };
         Ok(DmaRegion::from_raw(pages.0, iova, Some(Arc::new(release))))
+    }
+
+    fn map_user(&self, range: UserRange) -> Result<DmaRegion> {
+        let bdf = self.bdf;
+        let (start, end) = range.pages();
+        let mut user = self.user.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = user.acquire(start, end, |g0, len| {
+            let reserved = self
+                .iova
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .reserve(Iova(g0), len)
+                .map_err(|_| Error::IovaConflict {
+                    bdf,
+                    iova: Iova(g0),
+                    size: len,
+                })?;
+            // SAFETY: the pages belong to a registration (`UserRange` contract: they stay
+            // mapped until its region is dropped), and the chunk is unmapped when the last
+            // registration covering it goes (`VfioUserRelease`), before that promise ends.
+            if let Err(source) = unsafe { self.sys.dma_map_user(g0, len as usize, Iova(g0)) } {
+                if let Some((at, n)) = reserved {
+                    let _ = self
+                        .iova
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .free(at, n);
+                }
+                return Err(Error::DmaMap {
+                    bdf,
+                    iova: Iova(g0),
+                    size: len as usize,
+                    source,
+                });
+            }
+            Ok(reserved)
+        });
+        let chunks = match taken {
+            Ok(c) => c,
+            Err((e, taken)) => {
+                let gone = user.release(&taken);
+                drop(user);
+                if let Err(u) = unmap_user_chunks(bdf, &*self.sys, &self.iova, gone) {
+                    log::error!("{bdf}: undoing a failed registration: {u}");
+                }
+                return Err(e);
+            }
+        };
+        drop(user);
+        let release = VfioUserRelease {
+            bdf,
+            sys: self.sys.clone(),
+            iova: self.iova.clone(),
+            user: self.user.clone(),
+            chunks,
+        };
+        Ok(DmaRegion::user(range, Some(Arc::new(release))))
     }
 
     fn interrupt_vectors(&self) -> u32 {
