@@ -538,10 +538,15 @@ fn pair_run(seed: u64, tag: &str) -> (ServeStats, Vec<u8>) {
         assert_eq!(b.bytes(), a.bytes(), "round {round}");
     }
     let bytes = b.bytes().to_vec();
-    drop((a, b));
-    let start = Instant::now();
-    while (served.attached(0) || served.attached(1)) && start.elapsed() < T {
-        std::thread::sleep(Duration::from_millis(5));
+    // One client leaves, then the other: the reset that follows a client's leaving is a
+    // request too, and must not race with the other client's teardown for the digest to
+    // match.
+    for (i, side) in [(0, a), (1, b)] {
+        drop(side);
+        let start = Instant::now();
+        while served.attached(i) && start.elapsed() < T {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
     (served.shutdown(), bytes)
 }

@@ -76,6 +76,7 @@ impl NicSession {
         }
         if self.started {
             host.apply(Request::Reset { nic: nic.index });
+            nic.retire_counters();
             if let Err(e) = nic.twin.mmio_write32(DEVICE_CONTROL, control::RESET) {
                 log::error!("{}: reset after the client left: {e}", nic.name);
             }
@@ -164,6 +165,9 @@ impl ServerBackend for NicSession {
         }
         let mut host = nic.host.lock();
         let r = if bar {
+            if offset == DEVICE_CONTROL && value & u64::from(control::RESET) != 0 {
+                nic.retire_counters();
+            }
             let digested = (!nic.address_regs.contains(&offset)).then_some(value);
             host.apply(Request::Write {
                 nic: nic.index,
@@ -281,6 +285,7 @@ impl ServerBackend for NicSession {
         let nic = self.nic.clone();
         let mut host = nic.host.lock();
         host.apply(Request::Reset { nic: nic.index });
+        nic.retire_counters();
         nic.twin
             .mmio_write32(DEVICE_CONTROL, control::RESET)
             .map_err(|e| refuse(&nic, libc::EIO, format_args!("reset: {e}")))

@@ -45,9 +45,11 @@
 //! (BAR and config writes with their values, resets) in applied order, leaving out addresses
 //! and DMA mappings (they follow the clients' address-space layout, which differs from run to
 //! run, while nothing simulated depends on them), so two runs with the same digest and seed
-//! must report the same counters. Not reproducible: the
+//! must report the same counters. A client leaving is a request too
+//! (the reset after it), applied when the server sees its socket close. Not reproducible: the
 //! interleaving of requests from different clients that are not ordered by causality (two
-//! processes posting at the same moment) depends on the OS scheduler; the number of reads a
+//! processes posting at the same moment, or one leaving while the other still works) depends
+//! on the OS scheduler; the number of reads a
 //! polling client makes (reads change nothing, and are not in the digest); wall-clock figures
 //! a program prints.
 
@@ -71,7 +73,7 @@ use mrc_driver::sys::{Backend, Bdf};
 use vfio_bindings::bindings::vfio as vb;
 use vfio_user::{IrqInfo, Server, ServerRegion};
 
-use crate::nic_host::{EngineCounters, FabricCounters, NicCounters, SimHost};
+use crate::nic_host::{EngineCounters, FabricCounters, NicCounters, SimHost, SimNic};
 use device::NicSession;
 
 /// A state-changing request, as folded into the digest. Addresses and DMA mappings are left
@@ -190,13 +192,45 @@ pub(crate) struct NicCtx {
     pub name: String,
     pub path: PathBuf,
     pub bdf: Bdf,
+    pub sim: SimNic,
     pub twin: Arc<Twin>,
     pub host: Arc<HostCtx>,
+    /// Device counters of the NIC up to its last reset (a reset clears the device's own).
+    pub retired: Mutex<NicCounters>,
     /// BAR0 offsets of registers that hold addresses (left out of the digest).
     pub address_regs: Vec<u64>,
     pub counters: ServeCounters,
     /// A client is attached.
     pub active: AtomicBool,
+}
+
+impl NicCtx {
+    /// The device's counters since serving began.
+    pub fn device_counters(&self) -> NicCounters {
+        let r = *self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        add(r, self.sim.counters())
+    }
+
+    /// Keeps the device's counters before a reset clears them (the caller holds the host lock
+    /// and resets next).
+    pub fn retire_counters(&self) {
+        let mut r = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        *r = add(*r, self.sim.counters());
+    }
+}
+
+fn add(a: NicCounters, b: NicCounters) -> NicCounters {
+    NicCounters {
+        admin_commands: a.admin_commands + b.admin_commands,
+        admin_errors: a.admin_errors + b.admin_errors,
+        send_wqes: a.send_wqes + b.send_wqes,
+        bytes_placed: a.bytes_placed + b.bytes_placed,
+        cqes: a.cqes + b.cqes,
+        events: a.events + b.events,
+        events_dropped: a.events_dropped + b.events_dropped,
+        cqes_dropped: a.cqes_dropped + b.cqes_dropped,
+        interrupts: a.interrupts + b.interrupts,
+    }
 }
 
 /// Counters of one served NIC (a snapshot).
@@ -225,7 +259,8 @@ pub struct NicStats {
 pub struct ServeStats {
     /// Per NIC: serving counters.
     pub nics: Vec<NicStats>,
-    /// Per NIC: the device model's counters.
+    /// Per NIC: the device model's counters, summed over every reset (clients reset the NIC
+    /// when they open it, and the server resets it when they leave).
     pub device: Vec<NicCounters>,
     /// Per NIC: the MRC engine's counters (fabric mode).
     pub engine: Vec<Option<EngineCounters>>,
@@ -437,8 +472,10 @@ impl Served {
                 name: format!("nic{index:02} ({})", nic.bdf()),
                 path,
                 bdf: nic.bdf(),
+                sim: nic.clone(),
                 twin,
                 host: ctx.clone(),
+                retired: Mutex::new(NicCounters::default()),
                 address_regs,
                 counters: ServeCounters::default(),
                 active: AtomicBool::new(false),
@@ -507,7 +544,7 @@ impl Served {
                     }
                 })
                 .collect(),
-            device: self.host.nics().iter().map(|n| n.counters()).collect(),
+            device: self.nics.iter().map(|n| n.device_counters()).collect(),
             engine: (0..self.nics.len())
                 .map(|i| self.host.engine_counters(i))
                 .collect(),
