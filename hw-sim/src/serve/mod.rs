@@ -341,7 +341,7 @@ impl fmt::Display for ServeStats {
             let d = self.device.get(i).copied().unwrap_or_default();
             write!(
                 f,
-                "nic{i:02}: {} client(s), {} reads, {} writes, {} DMA maps, {} refused, {} protocol errors, {} panics;                  {} send WQEs, {} CQEs, {} bytes placed",
+                "nic{i:02}: {} client(s), {} reads, {} writes, {} DMA maps, {} refused, {} protocol errors, {} panics; {} send WQEs, {} CQEs, {} bytes placed",
                 s.sessions, s.reads, s.writes, s.dma_maps, s.refused, s.protocol_errors, s.panics,
                 d.send_wqes, d.cqes, d.bytes_placed
             )?;
