@@ -31,6 +31,7 @@
 mod linux;
 #[cfg(test)]
 mod tests;
+mod user;
 
 use std::fmt;
 use std::io;
@@ -44,7 +45,7 @@ use vfio_bindings::bindings::vfio as b;
 pub use linux::LinuxVfio;
 
 use super::mem::{round_up, RawMem, PAGE_SIZE};
-use super::user::{ChunkMap, Released};
+use super::user::ChunkMap;
 use super::{
     check_config, check_mmio, enable_bus_master, Backend, Bdf, DmaRegion, DmaRelease, Error,
     EventFd, GroupMember, Iova, IovaAllocator, Result, UserRange,
@@ -296,9 +297,7 @@ pub struct VfioBackend<S: VfioSys = LinuxVfio> {
     stats: Arc<VfioStats>,
 }
 
-/// A chunk's reservation in the IOVA window.
-type Reservation = Option<(Iova, u64)>;
-type UserChunks = ChunkMap<Reservation>;
+use user::UserChunks;
 
 impl VfioBackend<LinuxVfio> {
     /// Opens `bdf` with the real `/dev/vfio` and `/sys`.
@@ -586,62 +585,6 @@ impl<S: VfioSys> DmaRelease for VfioRelease<S> {
     }
 }
 
-/// Unmaps a user registration's page chunks that no other registration still covers.
-struct VfioUserRelease<S: VfioSys> {
-    bdf: Bdf,
-    sys: Arc<S>,
-    iova: Arc<Mutex<IovaAllocator>>,
-    user: Arc<Mutex<UserChunks>>,
-    chunks: Vec<u64>,
-}
-
-/// Unmaps chunks whose last registration went and returns their window reservations; the first
-/// unmap error is returned (the rest are still tried).
-fn unmap_user_chunks<S: VfioSys>(
-    bdf: Bdf,
-    sys: &S,
-    iova: &Mutex<IovaAllocator>,
-    gone: Vec<Released<Reservation>>,
-) -> Result<()> {
-    let mut first = Ok(());
-    for (start, len, reserved) in gone {
-        let size = len as usize;
-        match sys.dma_unmap(Iova(start), size) {
-            Ok(()) => {
-                if let Some((at, n)) = reserved {
-                    let mut a = iova.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Err(e) = a.free(at, n) {
-                        log::error!("{bdf}: {e}");
-                    }
-                }
-            }
-            Err(source) => {
-                // The range stays reserved: nothing may be mapped over it.
-                if first.is_ok() {
-                    first = Err(Error::DmaUnmap {
-                        bdf,
-                        iova: Iova(start),
-                        size,
-                        source,
-                    });
-                }
-            }
-        }
-    }
-    first
-}
-
-impl<S: VfioSys> DmaRelease for VfioUserRelease<S> {
-    fn release(&self, _iova: Iova, _len: usize) -> Result<()> {
-        let gone = self
-            .user
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .release(&self.chunks);
-        unmap_user_chunks(self.bdf, &*self.sys, &self.iova, gone)
-    }
-}
-
 impl<S: VfioSys> Backend for VfioBackend<S> {
     fn bdf(&self) -> Bdf {
         self.bdf
@@ -721,60 +664,7 @@ impl<S: VfioSys> Backend for VfioBackend<S> {
     }
 
     fn map_user(&self, range: UserRange) -> Result<DmaRegion> {
-        let bdf = self.bdf;
-        let (start, end) = range.pages();
-        let mut user = self.user.lock().unwrap_or_else(|p| p.into_inner());
-        let taken = user.acquire(start, end, |g0, len| {
-            let reserved = self
-                .iova
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .reserve(Iova(g0), len)
-                .map_err(|_| Error::IovaConflict {
-                    bdf,
-                    iova: Iova(g0),
-                    size: len,
-                })?;
-            // SAFETY: the pages belong to a registration (`UserRange` contract: they stay
-            // mapped until its region is dropped), and the chunk is unmapped when the last
-            // registration covering it goes (`VfioUserRelease`), before that promise ends.
-            if let Err(source) = unsafe { self.sys.dma_map_user(g0, len as usize, Iova(g0)) } {
-                if let Some((at, n)) = reserved {
-                    let _ = self
-                        .iova
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .free(at, n);
-                }
-                return Err(Error::DmaMap {
-                    bdf,
-                    iova: Iova(g0),
-                    size: len as usize,
-                    source,
-                });
-            }
-            Ok(reserved)
-        });
-        let chunks = match taken {
-            Ok(c) => c,
-            Err((e, taken)) => {
-                let gone = user.release(&taken);
-                drop(user);
-                if let Err(u) = unmap_user_chunks(bdf, &*self.sys, &self.iova, gone) {
-                    log::error!("{bdf}: undoing a failed registration: {u}");
-                }
-                return Err(e);
-            }
-        };
-        drop(user);
-        let release = VfioUserRelease {
-            bdf,
-            sys: self.sys.clone(),
-            iova: self.iova.clone(),
-            user: self.user.clone(),
-            chunks,
-        };
-        Ok(DmaRegion::user(range, Some(Arc::new(release))))
+        self.map_user_pages(range)
     }
 
     fn interrupt_vectors(&self) -> u32 {

@@ -9,32 +9,32 @@ use vfio_bindings::bindings::vfio as b;
 
 use super::*;
 use crate::sys::{
-    Backend, Bdf, Error, EventFd, GroupMember, Iova, UserRange, PCI_COMMAND, PCI_COMMAND_MASTER,
+    Backend, Bdf, Error, EventFd, GroupMember, Iova, PCI_COMMAND, PCI_COMMAND_MASTER,
 };
 
 #[derive(Clone)]
-struct Knobs {
-    group: Option<u32>,
-    container_ok: bool,
-    api_version: i32,
-    type1v2: bool,
-    group_open_ok: bool,
-    group_status_ok: bool,
-    viable: bool,
+pub(super) struct Knobs {
+    pub(super) group: Option<u32>,
+    pub(super) container_ok: bool,
+    pub(super) api_version: i32,
+    pub(super) type1v2: bool,
+    pub(super) group_open_ok: bool,
+    pub(super) group_status_ok: bool,
+    pub(super) viable: bool,
     /// The `open_device` step (by its ioctl name) that fails with EBUSY.
-    fail_step: Option<&'static str>,
-    members: Vec<GroupMember>,
-    driver: Option<String>,
-    device_flags: u32,
-    bar0: RegionInfo,
-    config: RegionInfo,
-    msix: u32,
-    msi: u32,
-    huge_ok: bool,
-    map_fail: bool,
-    unmap_fail: bool,
-    reset_fail: bool,
-    config_io_fail: bool,
+    pub(super) fail_step: Option<&'static str>,
+    pub(super) members: Vec<GroupMember>,
+    pub(super) driver: Option<String>,
+    pub(super) device_flags: u32,
+    pub(super) bar0: RegionInfo,
+    pub(super) config: RegionInfo,
+    pub(super) msix: u32,
+    pub(super) msi: u32,
+    pub(super) huge_ok: bool,
+    pub(super) map_fail: bool,
+    pub(super) unmap_fail: bool,
+    pub(super) reset_fail: bool,
+    pub(super) config_io_fail: bool,
 }
 
 impl Default for Knobs {
@@ -88,11 +88,11 @@ fn errno(e: i32) -> io::Error {
 }
 
 /// A fake of the raw operations: answers from `Knobs`, records every call.
-struct FakeSys {
+pub(super) struct FakeSys {
     k: Knobs,
     log: Mutex<Vec<String>>,
     config_space: Mutex<Vec<u8>>,
-    mapped: Mutex<Vec<(Iova, usize)>>,
+    pub(super) mapped: Mutex<Vec<(Iova, usize)>>,
 }
 
 impl FakeSys {
@@ -273,7 +273,7 @@ fn bdf() -> Bdf {
     "0000:00:04.0".parse().unwrap()
 }
 
-fn open(k: Knobs) -> Result<VfioBackend<FakeSys>> {
+pub(super) fn open(k: Knobs) -> Result<VfioBackend<FakeSys>> {
     open_cfg(
         k,
         &VfioConfig {
@@ -283,7 +283,7 @@ fn open(k: Knobs) -> Result<VfioBackend<FakeSys>> {
     )
 }
 
-fn open_cfg(k: Knobs, cfg: &VfioConfig) -> Result<VfioBackend<FakeSys>> {
+pub(super) fn open_cfg(k: Knobs, cfg: &VfioConfig) -> Result<VfioBackend<FakeSys>> {
     VfioBackend::open(FakeSys::new(k), bdf(), cfg)
 }
 
@@ -628,93 +628,6 @@ fn dma_region_outlives_the_backend() {
     assert!(
         sys.mapped.lock().unwrap().is_empty(),
         "unmapped through the shared container"
-    );
-}
-
-/// User memory is mapped at IOVA = address in page chunks: an overlapping registration maps
-/// only the pages not mapped yet, and a chunk is unmapped when its last registration goes.
-#[test]
-fn user_memory_is_mapped_once_per_page_at_its_address() {
-    let dev = open(Knobs::default()).unwrap();
-    let mut buf = vec![0u8; 6 * 4096];
-    let page0 = (buf.as_mut_ptr() as u64).div_ceil(4096) * 4096;
-    let p = |off: u64| (page0 + off) as *mut u8;
-    // SAFETY: the fake maps nothing; `buf` outlives the regions.
-    let a = dev
-        .map_user(unsafe { UserRange::new(p(100), 5000) }.unwrap())
-        .unwrap();
-    assert_eq!(a.iova(), Iova(page0 + 100), "IOVA = address");
-    assert_eq!(a.len(), 5000);
-    assert_eq!(
-        *dev.sys().mapped.lock().unwrap(),
-        vec![(Iova(page0), 2 * 4096)]
-    );
-    // SAFETY: as above.
-    let b = dev
-        .map_user(unsafe { UserRange::new(p(4096), 8192) }.unwrap())
-        .unwrap();
-    assert_eq!(
-        *dev.sys().mapped.lock().unwrap(),
-        vec![(Iova(page0), 2 * 4096), (Iova(page0 + 2 * 4096), 4096)],
-        "only the new page is mapped"
-    );
-    a.write_u32(0, 0x1234_5678).unwrap();
-    // SAFETY: reading back through the region wrote into `buf`'s bytes.
-    assert_eq!(buf[(page0 + 100 - buf.as_ptr() as u64) as usize], 0x78);
-    drop(a);
-    assert_eq!(
-        dev.sys().mapped.lock().unwrap().len(),
-        2,
-        "b still covers both chunks"
-    );
-    drop(b);
-    assert!(dev.sys().mapped.lock().unwrap().is_empty());
-
-    let failing = open(Knobs {
-        map_fail: true,
-        ..Knobs::default()
-    })
-    .unwrap();
-    // SAFETY: refused: nothing is mapped.
-    let e = failing
-        .map_user(unsafe { UserRange::new(p(0), 10) }.unwrap())
-        .unwrap_err();
-    assert!(matches!(e, Error::DmaMap { .. }), "{e}");
-}
-
-/// User memory inside the allocator's window is reserved, so DMA allocations avoid it, and an
-/// allocated range cannot be registered over.
-#[test]
-fn user_memory_in_the_iova_window_is_reserved() {
-    let mut mem = vec![0u8; 8 * 4096];
-    let page0 = (mem.as_mut_ptr() as u64).div_ceil(4096) * 4096;
-    let cfg = VfioConfig {
-        iova_base: Iova(page0),
-        iova_span: 4 * 4096,
-        hugepages: false,
-        ..VfioConfig::default()
-    };
-    let dev = open_cfg(Knobs::default(), &cfg).unwrap();
-    // SAFETY: the fake maps nothing; `mem` outlives the region.
-    let u = dev
-        .map_user(unsafe { UserRange::new(page0 as *mut u8, 4096) }.unwrap())
-        .unwrap();
-    let d = dev.alloc_dma(4096).unwrap();
-    assert_eq!(
-        d.iova(),
-        Iova(page0 + 4096),
-        "allocation skips the user page"
-    );
-    // SAFETY: refused: nothing is mapped.
-    let e = dev
-        .map_user(unsafe { UserRange::new((page0 + 4096) as *mut u8, 10) }.unwrap())
-        .unwrap_err();
-    assert!(matches!(e, Error::IovaConflict { .. }), "{e}");
-    drop(u);
-    assert_eq!(
-        dev.alloc_dma(4096).unwrap().iova(),
-        Iova(page0),
-        "reservation returned"
     );
 }
 
