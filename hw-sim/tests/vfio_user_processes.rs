@@ -191,6 +191,7 @@ fn info(s: &Side) -> ConnInfo {
     }
 }
 
+/// Posts `len` bytes at `off` to `roff` of the peer; `signaled` carries the work request id.
 fn write(
     s: &mut Side,
     off: usize,
@@ -198,17 +199,16 @@ fn write(
     peer: &ConnInfo,
     roff: usize,
     op: WriteOp,
-    signaled: bool,
-    id: u64,
+    signaled: Option<u64>,
 ) {
     let sg = [s.mr.sge(off as u64, len as u32).expect("sge")];
     s.qp.post_send(&[SendWr {
-        wr_id: id,
+        wr_id: signaled.unwrap_or(0),
         op,
         sg_list: &sg,
         remote_addr: peer.addr + roff as u64,
         rkey: peer.rkey,
-        signaled,
+        signaled: signaled.is_some(),
         solicited: false,
         fence: false,
     }])
@@ -253,16 +253,7 @@ fn vfio_user_child() {
         s.qp.post_recv(&[RecvWr { wr_id: 0x1000 }])
             .expect("post_recv");
         s.buf.write_u64(signal, 1);
-        write(
-            &mut s,
-            signal,
-            8,
-            &peer,
-            signal,
-            WriteOp::Write,
-            false,
-            0x100,
-        );
+        write(&mut s, signal, 8, &peer, signal, WriteOp::Write, None);
         let wc = wait_one(&mut s.rcq);
         assert_eq!(
             (wc.opcode, wc.imm),
@@ -304,7 +295,7 @@ fn vfio_user_child() {
             std::hint::spin_loop();
         }
         for i in 0..4 {
-            write(&mut s, 0, MSG, &peer, MSG, WriteOp::Write, true, i);
+            write(&mut s, 0, MSG, &peer, MSG, WriteOp::Write, Some(i));
             wait_one(&mut s.cq);
         }
         let (mut posted, mut completed) = (0u64, 0u64);
@@ -312,7 +303,15 @@ fn vfio_user_child() {
         while posted < ITERS || completed < ITERS {
             while posted < ITERS && posted < 128 + completed {
                 let signaled = posted % CQ_MOD == CQ_MOD - 1 || posted == ITERS - 1;
-                write(&mut s, 0, MSG, &peer, MSG, WriteOp::Write, signaled, posted);
+                write(
+                    &mut s,
+                    0,
+                    MSG,
+                    &peer,
+                    MSG,
+                    WriteOp::Write,
+                    signaled.then_some(posted),
+                );
                 posted += 1;
             }
             let n = s.cq.poll(&mut wc).expect("poll_cq");
@@ -329,8 +328,7 @@ fn vfio_user_child() {
             &peer,
             signal + 8,
             WriteOp::WriteImm(MSG as u32),
-            true,
-            0xffff_ffff,
+            Some(0xffff_ffff),
         );
         wait_one(&mut s.cq);
     }
