@@ -5,7 +5,7 @@
 //! rust-vmm's `vfio_user::Server`. A driver in another process opens it with
 //! `mrc_driver::api::Context::open_vfio_user` (or through `lib_mrc.so`, which names the sorted
 //! sockets `mrc0`, `mrc1`, ...). The server works against the NIC's device side only (its
-//! [`mrc_driver::sys::twin::Twin`] and MMIO hooks, [`device`]), so it serves whatever model
+//! [`mrc_driver::sys::twin::Twin`] and MMIO hooks, in `device.rs`), so it serves whatever model
 //! sits behind the twin.
 //!
 //! - **One client per NIC at a time**, as with a VFIO device. Another process connecting
