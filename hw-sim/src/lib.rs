@@ -12,6 +12,9 @@
 //!   fabric: EV-to-route mapping, line-rate pulling, engine timers as events.
 //! - [`run`]: scenarios (permutation workload, a T0-T1 link failure), the world that joins
 //!   fabric and NICs, and the per-transport report.
+//! - [`serve`]: the NICs of a [`nic_host::SimHost`] served to drivers in other processes as
+//!   vfio-user devices (`mrc-sim serve`), with the virtual-time policy that keeps them
+//!   reproducible.
 //!
 //! Issue 5 is the whole simulator; what is here is its first increment (see `run`'s docs).
 #![deny(unsafe_code)]
@@ -23,4 +26,5 @@ pub mod nic_host;
 pub mod output;
 pub mod run;
 pub mod scenario;
+pub mod serve;
 pub mod workload;

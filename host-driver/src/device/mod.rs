@@ -166,7 +166,8 @@ pub struct Device {
     backend: SharedBackend,
     bdf: Bdf,
     map: RegisterMap,
-    gone: AtomicBool,
+    /// Shared with the backend when it can learn of removal on its own (`Backend::gone_flag`).
+    gone: Arc<AtomicBool>,
     attrs: DeviceAttrs,
     admin: Mutex<AdminQueue>,
     events: Mutex<EventQueue>,
@@ -260,11 +261,12 @@ impl Device {
             table_limits: Limits::default(),
             gid: default_gid(bdf),
         };
+        let gone = b.gone_flag().unwrap_or_default();
         let mut device = Device {
             backend,
             bdf,
             map,
-            gone: AtomicBool::new(false),
+            gone,
             attrs,
             admin: Mutex::new(admin),
             events: Mutex::new(events),
