@@ -98,6 +98,16 @@ engine-cost:
     head -n 30 target/engine_cost.annotate.txt
     total=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}' target/engine_cost.annotate.txt); packets=$(sed -n 's/.*"delivered_packets":\([0-9]*\).*/\1/p' target/engine_cost.json); echo "$total instructions / $packets delivered packets = $((total / packets)) per packet (budget 300)"
 
+# lib_mrc.so, the OCP MRC C API (mrc.h, mrc_ctl.h and the libibverbs calls they use), in
+# target/capi, with libibverbs.so.1 beside it: the same library, for programs linked against
+# rdma-core's libibverbs. OCP's makefiles take MRC_LIB_DIR=target/capi.
+capi:
+    cargo build --release -p mrc-capi
+    mkdir -p target/capi
+    cp {{cargo_target}}/release/lib_mrc.so target/capi/lib_mrc.so
+    ln -sf lib_mrc.so target/capi/libibverbs.so.1
+    @echo "target/capi/lib_mrc.so, target/capi/libibverbs.so.1 -> lib_mrc.so"
+
 # Bind a PCI device to vfio-pci for the driver.
 bind BDF:
     cargo run -q -p mrcctl -- bind {{BDF}}

@@ -91,6 +91,14 @@ pub fn library_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A command running C program `exe` as a user would: without the library path cargo sets for
+/// its tests (the program finds lib_mrc.so through its rpath).
+pub fn c_program(exe: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.env_remove("LD_LIBRARY_PATH");
+    c
+}
+
 /// Runs `cmd`, panicking with its output when it fails.
 pub fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd
