@@ -1,14 +1,19 @@
-//! What the C-side tests share: finding OCP's headers, a C compiler and the built library, and
-//! the `SKIPPED` rule (a missing tool skips the test, unless `CI` is set: then it fails).
+//! What the C-side tests share: finding OCP's headers, a C compiler and the built library,
+//! building OCP's benchmark, and the `SKIPPED` rule (a missing tool skips the test, unless `CI`
+//! is set: then it fails). Also included (`#[path]`) by the whole-system tests in `tests/`.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The repository root.
+/// The repository root (the directory holding the workspace's `Cargo.lock`).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|p| p.join("Cargo.lock").is_file())
+        .expect("the workspace root")
+        .to_path_buf()
 }
 
 /// Prints `SKIPPED: why` and returns, or panics when `CI` is set (CI must run every check).
@@ -131,4 +136,34 @@ pub fn compile_c(ocp: &Path, lib_dir: &Path, src: &Path, out: &Path) {
             .arg(lib_dir.join("lib_mrc.so"))
             .arg("-libverbs"),
     );
+}
+
+/// `make --version` works.
+pub fn have_make() -> bool {
+    Command::new("make")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Copies OCP's benchmark directory (read-only, never changed) into `dir` and builds it there
+/// with its own makefile; returns the `mrc_example` binary.
+pub fn build_benchmark(ocp: &Path, lib_dir: &Path, dir: &Path) -> PathBuf {
+    let src = ocp.join("examples/benchmark");
+    let build = dir.join("benchmark");
+    std::fs::create_dir_all(&build).expect("benchmark dir");
+    for e in std::fs::read_dir(&src).expect("read OCP benchmark") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), build.join(e.file_name())).expect("copy");
+    }
+    run_ok(
+        Command::new("make")
+            .arg("-C")
+            .arg(&build)
+            .arg(format!("MRC_H_PATH={}", ocp.display()))
+            .arg(format!("MRC_LIB_DIR={}", lib_dir.display())),
+    );
+    let exe = build.join("mrc_example");
+    assert!(exe.is_file(), "make built no mrc_example");
+    exe
 }
