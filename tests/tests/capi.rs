@@ -2,7 +2,9 @@
 //! programs built against OCP's headers and Debian's libibverbs-dev:
 //! - `full_api.c`: every function of `mrc.h` and `mrc_ctl.h` and the verbs calls the library
 //!   provides, on two devices in one process (see the program's header comment);
-//! - the same program without `CAP_NET_ADMIN`: the controller API refuses (`EPERM`).
+//! - the same program without `CAP_NET_ADMIN`: the controller API refuses (`EPERM`);
+//! - `device_gone.c`: the simulator process is killed under a running program; every call
+//!   fails with `EIO` and a message, blocked calls come back, nothing hangs or crashes.
 //!
 //! Needs `cc`, libibverbs-dev and OCP's headers (else `SKIPPED`, or a failure under `CI`).
 
@@ -95,5 +97,71 @@ fn controller_api_needs_cap_net_admin() {
     assert!(
         err.contains("the controller API needs CAP_NET_ADMIN"),
         "{err}"
+    );
+}
+
+/// The server process of [`the_simulator_dying_fails_calls_with_eio_and_no_hang`] (this test
+/// binary run again with `MRC_TEST_SERVE_DIR`): serves the `pair` host until killed. Without
+/// the variable it does nothing.
+#[test]
+#[ignore]
+fn serve_until_killed() {
+    let Some(dir) = std::env::var_os("MRC_TEST_SERVE_DIR") else {
+        return;
+    };
+    let host = scenario::find("pair").unwrap().build(7).unwrap();
+    let _served = Served::start(host, Path::new(&dir), Lifetime::Forever).unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn the_simulator_dying_fails_calls_with_eio_and_no_hang() {
+    use std::io::{BufRead, Write};
+    let Some(ocp) = common::c_toolchain() else {
+        return;
+    };
+    let lib_dir = common::library_dir("device-gone");
+    let dir = lib_dir.parent().unwrap().to_path_buf();
+    let exe = dir.join("device_gone");
+    common::compile_c(&ocp, &lib_dir, &c_src("device_gone.c"), &exe);
+    let sock = dir.join("sock");
+    let mut server = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["serve_until_killed", "--exact", "--ignored"])
+        .env("MRC_TEST_SERVE_DIR", &sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the server process");
+    let start = std::time::Instant::now();
+    while !(sock.join("nic00.sock").exists() && sock.join("nic01.sock").exists()) {
+        assert!(start.elapsed() < Duration::from_secs(60), "no sockets");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut prog = common::c_program(&exe)
+        .env("MRC_VFIO_USER_DIR", &sock)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start device_gone");
+    let mut lines = std::io::BufReader::new(prog.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let _ = server.kill();
+    let _ = server.wait();
+    if first == "ready" {
+        let mut stdin = prog.stdin.take().unwrap();
+        let _ = writeln!(stdin, "go");
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let out = prog.wait_with_output().expect("device_gone output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = format!("{first}\n{}", rest.join("\n"));
+    assert_eq!(first, "ready", "{stdout}\n{stderr}");
+    assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains(" 0 failed"), "{stdout}");
+    assert!(
+        stderr.contains("is gone"),
+        "no message names the dead device:\n{stderr}"
     );
 }

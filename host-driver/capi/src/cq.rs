@@ -19,7 +19,7 @@ use mrc_driver::api::{CompletionChannel, CompletionQueue, CqeOpcode, CqeStatus, 
 use crate::context::{context, MrcContext};
 use crate::ctypes::verbs::{ibv_wc, wc_opcode, wc_status as ws, IBV_WC_WITH_IMM};
 use crate::device::OpenDevice;
-use crate::error::{CapiError, Result, EAGAIN, EBUSY};
+use crate::error::{CapiError, Result, EAGAIN, EBUSY, EIO};
 use crate::handle::Token;
 use crate::state::{get, lock, TABLES};
 use crate::verbs::Users;
@@ -32,6 +32,9 @@ pub struct Channel {
     pub dev: Arc<OpenDevice>,
     /// The driver's channel (an interrupt vector).
     pub ch: CompletionChannel,
+    /// The fd the caller gets: an epoll instance watching the vector's eventfd (see
+    /// [`crate::ffi::epoll_watching`]).
+    pub fd: std::os::fd::OwnedFd,
     /// CQs reporting to it.
     pub users: Users,
     /// Armed CQs (token, CQ).
@@ -87,10 +90,13 @@ impl Cq {
 pub fn create_channel(ctx: Token) -> Result<Token> {
     let c = context(ctx, "mrc_ctx")?;
     let ch = c.app.create_comp_channel()?;
+    let fd = crate::ffi::epoll_watching(ch.fd()?)
+        .map_err(|e| CapiError::new(e.raw_os_error().unwrap_or(EIO), format!("epoll: {e}")))?;
     let obj = Arc::new(Channel {
         ctx,
         dev: c.dev().clone(),
         ch,
+        fd,
         users: Users::default(),
         armed: Mutex::new(Vec::new()),
     });
@@ -114,8 +120,8 @@ pub fn channel(token: Token) -> Result<Arc<Channel>> {
 pub fn channel_fd(token: Token) -> Result<i32> {
     use std::os::fd::AsRawFd;
     let ch = channel(token)?;
-    let fd = ch.ch.fd()?.as_raw_fd();
-    Ok(fd)
+    ch.dev.dev().check()?;
+    Ok(ch.fd.as_raw_fd())
 }
 
 /// `mrc_destroy_comp_channel`.
@@ -440,19 +446,29 @@ fn ready(ch: &Channel) -> Result<Option<(Token, Arc<Cq>)>> {
 /// noticed within one slice).
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
-/// `mrc_get_cq_event`: `(cq token, cq_context)` of the next CQ event of the channel.
-/// `nonblocking`: the channel's fd is non-blocking (return `EAGAIN` instead of waiting).
+/// `mrc_get_cq_event`: `(cq token, cq_context)` of the next CQ event of the channel. When the
+/// caller made the channel's fd non-blocking (`O_NONBLOCK`), returns `EAGAIN` instead of
+/// waiting.
 ///
 /// # Errors
 /// A bad channel, `EAGAIN`, the device is gone.
-pub fn get_cq_event(token: Token, nonblocking: bool) -> Result<(Token, usize)> {
+pub fn get_cq_event(token: Token) -> Result<(Token, usize)> {
+    use std::os::fd::AsFd;
     let ch = channel(token)?;
+    let nonblocking = crate::ffi::fd_nonblocking(ch.fd.as_fd());
     loop {
         if let Some((t, cq)) = ready(&ch)? {
             cq.unacked.fetch_add(1, Ordering::AcqRel);
             return Ok((t, cq.cq_context));
         }
         if nonblocking {
+            // Take the vector's pending count, so the caller's fd is readable again only
+            // when a new completion fires it; then look once more.
+            ch.ch.wait(Duration::ZERO)?;
+            if let Some((t, cq)) = ready(&ch)? {
+                cq.unacked.fetch_add(1, Ordering::AcqRel);
+                return Ok((t, cq.cq_context));
+            }
             return Err(CapiError::new(EAGAIN, "no CQ event pending").quiet());
         }
         ch.ch.wait(WAIT_SLICE)?;

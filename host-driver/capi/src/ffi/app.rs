@@ -554,8 +554,7 @@ pub extern "C" fn mrc_get_cq_event(
         if cq.is_null() || cq_context.is_null() {
             return Err(CapiError::inval("cq or cq_context is NULL"));
         }
-        let fd = cq::channel_fd(token(channel))?;
-        let (t, ctx) = cq::get_cq_event(token(channel), super::fd_nonblocking(fd))?;
+        let (t, ctx) = cq::get_cq_event(token(channel))?;
         // SAFETY: checked non-NULL out pointers of the header.
         unsafe {
             write_out(cq, handle(t), "cq")?;

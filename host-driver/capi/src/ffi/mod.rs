@@ -21,6 +21,7 @@ pub mod ctl;
 pub mod verbs;
 
 use std::ffi::{c_char, c_int};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
@@ -209,8 +210,37 @@ pub extern "C" fn mrc_capi_last_error() -> *const c_char {
 }
 
 /// Whether the open file `fd` is in non-blocking mode.
-pub fn fd_nonblocking(fd: c_int) -> bool {
-    // SAFETY: F_GETFL only reads the descriptor's flags; a bad fd returns -1.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+pub fn fd_nonblocking(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: F_GETFL only reads the flags of a descriptor the borrow keeps open.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
     flags >= 0 && flags & libc::O_NONBLOCK != 0
+}
+
+/// A blocking epoll instance watching `fd` for input: the fd a completion channel shows its
+/// caller. It is readable when `fd` is, and its file status flags (`O_NONBLOCK`) are the
+/// caller's to set, apart from the driver's interrupt eventfd (always non-blocking).
+///
+/// # Errors
+/// `epoll_create1` or `epoll_ctl` failed.
+pub fn epoll_watching(fd: BorrowedFd<'_>) -> std::io::Result<OwnedFd> {
+    // SAFETY: epoll_create1 takes no pointer; a non-negative return is a new descriptor we
+    // own from here on.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `ep` was just created and is owned by nobody else.
+    let ep = unsafe { OwnedFd::from_raw_fd(ep) };
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: 0,
+    };
+    // SAFETY: both descriptors are open (owned / borrowed) and `ev` is a valid epoll_event
+    // the call only reads.
+    let rc =
+        unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(ep)
 }
