@@ -108,6 +108,23 @@ capi:
     ln -sf lib_mrc.so target/capi/libibverbs.so.1
     @echo "target/capi/lib_mrc.so, target/capi/libibverbs.so.1 -> lib_mrc.so"
 
+# lib_mrc.so's message rate against the Rust API's, same run, same simulator (a fresh
+# `mrc-sim serve pair --once` per measurement): 64-byte writes from mrc0 to mrc1 in one process,
+# OCP's benchmark loop. Prints per-round rates, the medians and their ratio; fails when
+# lib_mrc.so is more than 1.5x slower.
+bench-capi ROUNDS="5" MESSAGES="50000": capi
+    #!/usr/bin/env bash
+    set -euo pipefail
+    ocp="${MRC_OCP_DIR:-../shared/ocp-mrc}"
+    cargo build --release -q -p mrc-sim
+    cargo build --release -q -p mrc-capi --example bench_capi
+    cc -O2 -Wall -I "$ocp" -o target/capi/rate host-driver/capi/benches/rate.c \
+        -Wl,-rpath,"$PWD/target/capi" target/capi/lib_mrc.so -libverbs
+    mkdir -p target/bench-capi
+    {{cargo_target}}/release/examples/bench_capi --mrc-sim {{cargo_target}}/release/mrc-sim \
+        --c-rate target/capi/rate --work-dir target/bench-capi \
+        --rounds {{ROUNDS}} --messages {{MESSAGES}}
+
 # Bind a PCI device to vfio-pci for the driver.
 bind BDF:
     cargo run -q -p mrcctl -- bind {{BDF}}
