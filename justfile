@@ -109,10 +109,10 @@ capi:
     @echo "target/capi/lib_mrc.so, target/capi/libibverbs.so.1 -> lib_mrc.so"
 
 # lib_mrc.so's message rate against the Rust API's, same run, same simulator (a fresh
-# `mrc-sim serve pair --once` per measurement): 64-byte writes from mrc0 to mrc1 in one process,
-# OCP's benchmark loop. Prints per-round rates, the medians and their ratio; fails when
-# lib_mrc.so is more than 1.5x slower.
-bench-capi ROUNDS="5" MESSAGES="50000": capi
+# `mrc-sim serve SCENARIO --once` per measurement): 64-byte writes from mrc0 to mrc1 in one
+# process, OCP's benchmark loop. Prints per-round rates, the medians and their ratio; fails when
+# lib_mrc.so is more than 1.5x slower. SCENARIO=loopback leaves out the fabric.
+bench-capi ROUNDS="5" MESSAGES="50000" SCENARIO="pair": capi
     #!/usr/bin/env bash
     set -euo pipefail
     ocp="${MRC_OCP_DIR:-../shared/ocp-mrc}"
@@ -122,7 +122,7 @@ bench-capi ROUNDS="5" MESSAGES="50000": capi
         -Wl,-rpath,"$PWD/target/capi" target/capi/lib_mrc.so -libverbs
     mkdir -p target/bench-capi
     {{cargo_target}}/release/examples/bench_capi --mrc-sim {{cargo_target}}/release/mrc-sim \
-        --c-rate target/capi/rate --work-dir target/bench-capi \
+        --c-rate target/capi/rate --work-dir target/bench-capi --scenario {{SCENARIO}} \
         --rounds {{ROUNDS}} --messages {{MESSAGES}}
 
 # Bind a PCI device to vfio-pci for the driver.

@@ -5,13 +5,16 @@
 //! in that process): one request per post, at most 128 outstanding, every 64th signaled,
 //! completions polled 16 at a time (the loop of OCP's benchmark). The C side is
 //! `benches/rate.c` linked against lib_mrc.so (run as a child process); the Rust side is the
-//! same loop on `mrc_driver` here. Every measurement gets a fresh `mrc-sim serve pair --once`
-//! (same seed: the same fabric, link failure included, for both sides). After one warmup run
+//! same loop on `mrc_driver` here. Every measurement gets a fresh `mrc-sim serve SCENARIO
+//! --once` (`pair` by default; same seed: the same fabric, link failure included, for both
+//! sides; `loopback` delivers in memory without a fabric, which leaves mostly the host side to
+//! measure). After one warmup run
 //! of each, the rounds alternate C and Rust; the medians and their ratio are printed. Exits 1
 //! when the library's rate is below the Rust API's divided by the allowed factor (1.5).
 //!
 //! ```text
-//! bench_capi --mrc-sim PATH --c-rate PATH --work-dir DIR [--rounds N] [--messages N]
+//! bench_capi --mrc-sim PATH --c-rate PATH --work-dir DIR [--scenario S] [--rounds N]
+//!            [--messages N]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -30,7 +33,8 @@ const SIZE: u32 = 64;
 /// The library's rate must be at least the Rust API's divided by this.
 const ALLOWED: f64 = 1.5;
 const USAGE: &str =
-    "usage: bench_capi --mrc-sim PATH --c-rate PATH --work-dir DIR [--rounds N] [--messages N]";
+    "usage: bench_capi --mrc-sim PATH --c-rate PATH --work-dir DIR [--scenario S] [--rounds N] \
+     [--messages N]";
 
 /// A page of heap memory, registered as user memory like `ibv_reg_mr` does.
 struct Page(std::ptr::NonNull<u8>);
@@ -177,17 +181,18 @@ fn c_rate(exe: &Path, dir: &Path, messages: u64) -> Result<f64, String> {
         .ok_or_else(|| format!("no rate in {text:?}"))
 }
 
-/// Runs `f` with the socket directory of a fresh `mrc-sim serve pair --once`, and waits for
-/// the server to leave.
+/// Runs `f` with the socket directory of a fresh `mrc-sim serve SCENARIO --once`, and waits
+/// for the server to leave.
 fn served<T>(
     sim: &Path,
+    scenario: &str,
     work: &Path,
     f: impl FnOnce(&Path) -> Result<T, String>,
 ) -> Result<T, String> {
     let dir = work.join("sock");
     let _ = std::fs::remove_dir_all(&dir);
     let mut server = Command::new(sim)
-        .args(["serve", "pair", "--once", "--socket-dir"])
+        .args(["serve", scenario, "--once", "--socket-dir"])
         .arg(&dir)
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -222,6 +227,7 @@ fn main() -> ExitCode {
     let mut sim = None;
     let mut work = None;
     let mut c_exe = None;
+    let mut scenario = "pair".to_string();
     let mut rounds = 5usize;
     let mut messages = 50_000u64;
     let mut args = std::env::args().skip(1);
@@ -231,6 +237,7 @@ fn main() -> ExitCode {
             ("--mrc-sim", Some(v)) => sim = Some(PathBuf::from(v)),
             ("--work-dir", Some(v)) => work = Some(PathBuf::from(v)),
             ("--c-rate", Some(v)) => c_exe = Some(PathBuf::from(v)),
+            ("--scenario", Some(v)) => scenario = v,
             ("--rounds", Some(v)) => rounds = v.parse().unwrap_or(rounds),
             ("--messages", Some(v)) => messages = v.parse().unwrap_or(messages),
             _ => {
@@ -243,8 +250,8 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let c_run = |n| served(&sim, &work, |d| c_rate(&c_exe, d, n));
-    let rust_run = |n| served(&sim, &work, |d| rust_rate(d, n));
+    let c_run = |n| served(&sim, &scenario, &work, |d| c_rate(&c_exe, d, n));
+    let rust_run = |n| served(&sim, &scenario, &work, |d| rust_rate(d, n));
     let run = || -> Result<(Vec<f64>, Vec<f64>), String> {
         c_run(messages / 4)?;
         rust_run(messages / 4)?;
@@ -269,7 +276,8 @@ fn main() -> ExitCode {
     let (mc, mr) = (median(&mut c), median(&mut r));
     let ratio = mr / mc;
     println!(
-        "64-byte writes, one process, {messages} per round, {rounds} rounds (medians):\n  \
+        "64-byte writes, one process, `{scenario}`, {messages} per round, {rounds} rounds \
+         (medians):\n  \
          lib_mrc.so {mc:.0} msg/s, Rust API {mr:.0} msg/s (baseline, same run): Rust / C = \
          {ratio:.3} (allowed {ALLOWED})"
     );
