@@ -168,15 +168,53 @@ fn use_channel(c: &MrcContext, channel: Token, comp_vector: i32) -> Result<Optio
     Ok(Some(ch))
 }
 
-fn insert_cq(c: &MrcContext, obj: Arc<Cq>) -> Result<Token> {
-    let ch = obj.channel_obj.clone();
-    match lock(&TABLES.cqs).insert(obj) {
-        Ok(t) => {
-            lock(&c.children).cqs.push(t);
-            Ok(t)
+/// How a completion CQ's driver CQ is made (context, depth, channel).
+type MakeCq<'a> =
+    dyn Fn(&MrcContext, u32, Option<&CompletionChannel>) -> Result<CompletionQueue> + 'a;
+
+/// Makes a CQ of context `ctx`: its channel counted, the driver's CQ made by `make` for
+/// completion CQs (`None` for an EV event CQ), the handle registered.
+fn new_cq(
+    ctx: Token,
+    cqe: i32,
+    cq_context: usize,
+    channel: Token,
+    comp_vector: i32,
+    make: Option<&MakeCq<'_>>,
+) -> Result<(Token, Arc<Cq>)> {
+    let c = context(ctx, "mrc_ctx")?;
+    if make.is_none() {
+        c.controller()?;
+    }
+    let depth = check_cqe(cqe)?;
+    let ch = use_channel(&c, channel, comp_vector)?;
+    let made = (|| {
+        let kind = match make {
+            Some(f) => CqKind::Completion(Mutex::new(f(&c, depth, ch.as_ref().map(|x| &x.ch))?)),
+            None => CqKind::EvEvent,
+        };
+        let obj = Arc::new(Cq {
+            ctx,
+            dev: c.dev().clone(),
+            kind,
+            cq_context,
+            channel,
+            channel_obj: ch.clone(),
+            cqe: depth,
+            users: Users::default(),
+            unacked: AtomicU64::new(0),
+            scratch: Mutex::new(Vec::new()),
+        });
+        let token = lock(&TABLES.cqs).insert(obj.clone())?;
+        Ok((token, obj))
+    })();
+    match made {
+        Ok((token, obj)) => {
+            lock(&c.children).cqs.push(token);
+            Ok((token, obj))
         }
         Err(e) => {
-            if let Some(ch) = ch {
+            if let Some(ch) = &ch {
                 ch.users.sub();
             }
             Err(e)
@@ -196,33 +234,11 @@ pub fn create_cq(
     channel: Token,
     comp_vector: i32,
 ) -> Result<Token> {
-    let c = context(ctx, "mrc_ctx")?;
-    let depth = check_cqe(cqe)?;
-    let ch = use_channel(&c, channel, comp_vector)?;
-    let cq = match c.app.create_cq(depth, ch.as_ref().map(|ch| &ch.ch)) {
-        Ok(cq) => cq,
-        Err(e) => {
-            if let Some(ch) = &ch {
-                ch.users.sub();
-            }
-            return Err(e.into());
-        }
+    let make = |c: &MrcContext, depth, ch: Option<&CompletionChannel>| {
+        c.app.create_cq(depth, ch).map_err(CapiError::from)
     };
-    let cqn = cq.cqn();
-    let obj = Arc::new(Cq {
-        ctx,
-        dev: c.dev().clone(),
-        kind: CqKind::Completion(Mutex::new(cq)),
-        cq_context,
-        channel,
-        channel_obj: ch,
-        cqe: depth,
-        users: Users::default(),
-        unacked: AtomicU64::new(0),
-        scratch: Mutex::new(Vec::new()),
-    });
-    let token = insert_cq(&c, obj)?;
-    c.dev().events.add_cq(cqn, ctx, token);
+    let (token, cq) = new_cq(ctx, cqe, cq_context, channel, comp_vector, Some(&make))?;
+    cq.dev.events.add_cq(cq.cqn(), ctx, token);
     Ok(token)
 }
 
@@ -237,24 +253,8 @@ pub fn create_ev_cq(
     channel: Token,
     comp_vector: i32,
 ) -> Result<Token> {
-    let c = context(ctx, "mrc_ctx")?;
-    c.controller()?;
-    let depth = check_cqe(cqe)?;
-    let ch = use_channel(&c, channel, comp_vector)?;
-    let obj = Arc::new(Cq {
-        ctx,
-        dev: c.dev().clone(),
-        kind: CqKind::EvEvent,
-        cq_context,
-        channel,
-        channel_obj: ch,
-        cqe: depth,
-        users: Users::default(),
-        unacked: AtomicU64::new(0),
-        scratch: Mutex::new(Vec::new()),
-    });
-    let token = insert_cq(&c, obj)?;
-    c.dev().events.add_ev_cq(ctx, token, depth as usize);
+    let (token, cq) = new_cq(ctx, cqe, cq_context, channel, comp_vector, None)?;
+    cq.dev.events.add_ev_cq(ctx, token, cq.cqe as usize);
     Ok(token)
 }
 

@@ -647,43 +647,37 @@ pub fn convert_send<'a>(
     })
 }
 
+/// Posts `wrs` with `post` (all or nothing per call, as the driver posts); on failure, the
+/// index of the first request not posted (every earlier one was) and why. A failed batch is
+/// retried one request at a time to find that index.
+fn post_each<W>(
+    wrs: &[W],
+    mut post: impl FnMut(&[W]) -> mrc_driver::Result<()>,
+) -> Result<(), (usize, CapiError)> {
+    match post(wrs) {
+        Ok(()) => Ok(()),
+        Err(e) if wrs.len() == 1 => Err((0, e.into())),
+        Err(_) => {
+            for (i, w) in wrs.iter().enumerate() {
+                post(std::slice::from_ref(w)).map_err(|e| (i, CapiError::from(e)))?;
+            }
+            Ok(())
+        }
+    }
+}
+
 impl Qp {
-    /// Posts `wrs`; on failure, the index of the first request not posted (every earlier one
-    /// was) and why.
+    /// Posts send requests; on failure, the index of the first one not posted (every earlier
+    /// one was) and why.
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), (usize, CapiError)> {
         let mut inner = lock(&self.inner);
-        match inner.qp.post_send(wrs) {
-            Ok(()) => Ok(()),
-            Err(e) if wrs.len() == 1 => Err((0, e.into())),
-            // The driver posts a batch all or nothing: find the first that fails alone.
-            Err(_) => {
-                for (i, w) in wrs.iter().enumerate() {
-                    inner
-                        .qp
-                        .post_send(std::slice::from_ref(w))
-                        .map_err(|e| (i, CapiError::from(e)))?;
-                }
-                Ok(())
-            }
-        }
+        post_each(wrs, |w| inner.qp.post_send(w))
     }
 
     /// Posts receives; on failure, as [`Qp::post_send`].
     pub fn post_recv(&self, wrs: &[RecvWr]) -> Result<(), (usize, CapiError)> {
         let mut inner = lock(&self.inner);
-        match inner.qp.post_recv(wrs) {
-            Ok(()) => Ok(()),
-            Err(e) if wrs.len() == 1 => Err((0, e.into())),
-            Err(_) => {
-                for (i, w) in wrs.iter().enumerate() {
-                    inner
-                        .qp
-                        .post_recv(std::slice::from_ref(w))
-                        .map_err(|e| (i, CapiError::from(e)))?;
-                }
-                Ok(())
-            }
-        }
+        post_each(wrs, |w| inner.qp.post_recv(w))
     }
 
     /// Checks a receive's scatter list size.

@@ -5,7 +5,7 @@ use std::ffi::CStr;
 
 use mrc_driver::ctl::NsccParams;
 
-use super::{controller, no_vendor_cfg, ProfileState, NSCC};
+use super::{controller, known_bits, next_state, no_vendor_cfg, ProfileState, NSCC};
 use crate::ctypes::ctl::*;
 use crate::error::{CapiError, Result, EBUSY, EOPNOTSUPP};
 use crate::handle::Token;
@@ -93,11 +93,7 @@ pub fn modify_cc(
     use cc_mask as m;
     let c = controller(ctx)?;
     let ctl = c.controller()?;
-    if mask & !m::ALL != 0 {
-        return Err(CapiError::inval(format!(
-            "attr_mask {mask:#x} has bits no enum mrc_ctl_cc_profile_attr_mask defines"
-        )));
-    }
+    known_bits(mask, m::ALL, "mrc_ctl_cc_profile_attr_mask")?;
     if id == 0 {
         return Err(CapiError::inval(
             "CC profile 0 is the device's default profile; configure another id",
@@ -108,26 +104,15 @@ pub fn modify_cc(
     }
     let mut st = lock(&c.dev().ctl);
     let cur = st.ccs.get(&id).cloned().unwrap_or_default();
-    if mask & m::MRC_CTL_CC_PROFILE_CUR_STATE != 0
-        && ProfileState::from_c(attr.cur_profile_state, "cur_profile_state")? != cur.state
-    {
-        return Err(CapiError::inval(format!(
-            "cur_profile_state {} but CC profile {id} is {:?}",
-            attr.cur_profile_state, cur.state
-        )));
-    }
-    let to = if mask & m::MRC_CTL_CC_PROFILE_STATE != 0 {
-        ProfileState::from_c(attr.profile_state, "profile_state")?
-    } else {
-        cur.state
-    };
-    if !cur.state.can_move(to) {
-        return Err(CapiError::inval(format!(
-            "CC profile {id}: no move {:?} -> {to:?} (INIT -> OFFLINE -> ONLINE -> OFFLINE -> \
-             INIT)",
-            cur.state
-        )));
-    }
+    let to = next_state(
+        &format!("CC profile {id}"),
+        cur.state,
+        mask,
+        m::MRC_CTL_CC_PROFILE_STATE,
+        m::MRC_CTL_CC_PROFILE_CUR_STATE,
+        attr.profile_state,
+        attr.cur_profile_state,
+    )?;
     let mut p = cur.clone();
     if mask & m::MRC_CTL_CC_PROFILE_ALGORITHM != 0 {
         if cur.state == ProfileState::Online {
@@ -206,11 +191,7 @@ pub fn modify_cc(
 pub fn query_cc(ctx: Token, id: u64, attr: &mut mrc_ctl_cc_profile_attr, mask: u32) -> Result<()> {
     use cc_mask as m;
     let c = controller(ctx)?;
-    if mask & !m::ALL != 0 {
-        return Err(CapiError::inval(format!(
-            "attr_mask {mask:#x} has bits no enum mrc_ctl_cc_profile_attr_mask defines"
-        )));
-    }
+    known_bits(mask, m::ALL, "mrc_ctl_cc_profile_attr_mask")?;
     let st = lock(&c.dev().ctl);
     let p = st.ccs.get(&id);
     let state = p.map_or(ProfileState::Init, |p| p.state);

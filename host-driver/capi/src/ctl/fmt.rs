@@ -1,7 +1,7 @@
 //! EV format profiles (`mrc_ctl_modify_ev_fmt_profile` / `mrc_ctl_query_ev_fmt_profile`): kept
 //! by the library as templates of the device formats its EV profiles get.
 
-use super::{controller, no_vendor_cfg, ProfileState, MAX_FMT_PROFILES};
+use super::{controller, known_bits, next_state, no_vendor_cfg, ProfileState, MAX_FMT_PROFILES};
 use crate::ctypes::ctl::*;
 use crate::error::{CapiError, Result, E2BIG, EBUSY};
 use crate::handle::Token;
@@ -108,11 +108,7 @@ pub fn modify_fmt(
 ) -> Result<()> {
     use fmt_mask as m;
     let c = controller(ctx)?;
-    if mask & !m::ALL != 0 {
-        return Err(CapiError::inval(format!(
-            "attr_mask {mask:#x} has bits no enum mrc_ctl_ev_fmt_profile_attr_mask defines"
-        )));
-    }
+    known_bits(mask, m::ALL, "mrc_ctl_ev_fmt_profile_attr_mask")?;
     if mask & m::MRC_CTL_EV_FMT_VENDOR_CFG != 0 {
         no_vendor_cfg(&attr.vendor_cfg)?;
     }
@@ -125,26 +121,15 @@ pub fn modify_fmt(
         ));
     }
     let cur = st.fmts.get(&id).cloned().unwrap_or_default();
-    if mask & m::MRC_CTL_EV_FMT_PROFILE_CUR_STATE != 0
-        && ProfileState::from_c(attr.cur_profile_state, "cur_profile_state")? != cur.state
-    {
-        return Err(CapiError::inval(format!(
-            "cur_profile_state {} but EV format profile {id} is {:?}",
-            attr.cur_profile_state, cur.state
-        )));
-    }
-    let to = if mask & m::MRC_CTL_EV_FMT_PROFILE_STATE != 0 {
-        ProfileState::from_c(attr.profile_state, "profile_state")?
-    } else {
-        cur.state
-    };
-    if !cur.state.can_move(to) {
-        return Err(CapiError::inval(format!(
-            "EV format profile {id}: no move {:?} -> {to:?} (INIT -> OFFLINE -> ONLINE -> \
-             OFFLINE -> INIT)",
-            cur.state
-        )));
-    }
+    let to = next_state(
+        &format!("EV format profile {id}"),
+        cur.state,
+        mask,
+        m::MRC_CTL_EV_FMT_PROFILE_STATE,
+        m::MRC_CTL_EV_FMT_PROFILE_CUR_STATE,
+        attr.profile_state,
+        attr.cur_profile_state,
+    )?;
     let in_use = st
         .evs
         .values()
@@ -235,11 +220,7 @@ pub fn query_fmt(
 ) -> Result<()> {
     use fmt_mask as m;
     let c = controller(ctx)?;
-    if mask & !m::ALL != 0 {
-        return Err(CapiError::inval(format!(
-            "attr_mask {mask:#x} has bits no enum mrc_ctl_ev_fmt_profile_attr_mask defines"
-        )));
-    }
+    known_bits(mask, m::ALL, "mrc_ctl_ev_fmt_profile_attr_mask")?;
     let p = lock(&c.dev().ctl)
         .fmts
         .get(&id)

@@ -27,6 +27,8 @@
 
 mod cc;
 mod ev;
+mod ev_device;
+mod ev_op;
 mod fmt;
 mod probe;
 
@@ -90,6 +92,51 @@ impl ProfileState {
                 (S::Init, S::Offline) | (S::Offline, S::Online | S::Init) | (S::Online, S::Offline)
             )
     }
+}
+
+/// The state a profile modify moves `what` (e.g. "EV profile 20") to: checks the asserted
+/// current state (`cur_bit` in `mask`) and the move (`state_bit`).
+///
+/// # Errors
+/// `EINVAL` for a state value no enum has, a wrong asserted state, or a move the state machine
+/// lacks.
+#[allow(clippy::too_many_arguments)]
+pub fn next_state(
+    what: &str,
+    cur: ProfileState,
+    mask: u32,
+    state_bit: u32,
+    cur_bit: u32,
+    profile_state: u32,
+    cur_profile_state: u32,
+) -> Result<ProfileState> {
+    if mask & cur_bit != 0 && ProfileState::from_c(cur_profile_state, "cur_profile_state")? != cur {
+        return Err(CapiError::inval(format!(
+            "cur_profile_state {cur_profile_state} but {what} is {cur:?}"
+        )));
+    }
+    let to = if mask & state_bit != 0 {
+        ProfileState::from_c(profile_state, "profile_state")?
+    } else {
+        cur
+    };
+    if !cur.can_move(to) {
+        return Err(CapiError::inval(format!(
+            "{what}: no move {cur:?} -> {to:?} (INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT)"
+        )));
+    }
+    Ok(to)
+}
+
+/// `EINVAL` for `mask` bits outside `all` (the mask of `enum_name`).
+pub fn known_bits(mask: u32, all: u32, enum_name: &str) -> Result<()> {
+    if mask & !all != 0 {
+        return Err(CapiError::inval(format!(
+            "attr_mask {mask:#x} has bits {:#x} no enum {enum_name} value defines",
+            mask & !all
+        )));
+    }
+    Ok(())
 }
 
 /// The controller's profiles on one device.

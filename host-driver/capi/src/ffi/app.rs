@@ -36,10 +36,7 @@ pub extern "C" fn mrc_query_device_ex(
     ret_minus_one("mrc_query_device_ex", || {
         let a = context::query_device_ex(context as usize, token(mcontext))?;
         // SAFETY: out pointers of the header; NULL is caught.
-        unsafe {
-            write_out(attr, a, "attr")?;
-            write_out(supported, 1, "supported")
-        }
+        unsafe { super::write_supported(attr, a, supported) }
     })
 }
 
@@ -53,10 +50,7 @@ pub extern "C" fn mrc_query_device(
     ret_minus_one("mrc_query_device", || {
         let a = context::query_device(context as usize)?;
         // SAFETY: out pointers of the header; NULL is caught.
-        unsafe {
-            write_out(attr, a, "attr")?;
-            write_out(supported, 1, "supported")
-        }
+        unsafe { super::write_supported(attr, a, supported) }
     })
 }
 
@@ -431,11 +425,7 @@ pub extern "C" fn mrc_post_send(
         }
         Ok(())
     });
-    if rc != 0 && !bad_wr.is_null() {
-        // SAFETY: the header's out pointer, non-NULL.
-        unsafe { bad_wr.write(failed) };
-    }
-    rc
+    super::report_bad_wr(rc, bad_wr, failed)
 }
 
 /// `mrc_post_recv` (-1 on failure, as the header says; `errno` names the error).
@@ -490,11 +480,7 @@ pub extern "C" fn mrc_post_recv(
         }
         Ok(())
     });
-    if rc != 0 && !bad_wr.is_null() {
-        // SAFETY: the header's out pointer, non-NULL.
-        unsafe { bad_wr.write(failed) };
-    }
-    rc
+    super::report_bad_wr(rc, bad_wr, failed)
 }
 
 /// `mrc_get_async_event`: blocks until an event of this context (checking the device every

@@ -57,10 +57,7 @@ pub extern "C" fn mrc_ctl_query_device_ex(
     ret_minus_one("mrc_ctl_query_device_ex", || {
         let a = ctl::query_device(context as usize, token(mcontext))?;
         // SAFETY: the header's out pointers; NULL is caught.
-        unsafe {
-            write_out(ctl_attr, a, "ctl_attr")?;
-            write_out(supported, 1, "supported")
-        }
+        unsafe { super::write_supported(ctl_attr, a, supported) }
     })
 }
 

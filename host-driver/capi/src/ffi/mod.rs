@@ -202,6 +202,30 @@ pub(crate) unsafe fn write_out<T>(p: *mut T, v: T, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Writes a query's attributes and `*supported = 1` (the `_query_device` calls).
+///
+/// # Errors
+/// `EINVAL` for a NULL pointer.
+///
+/// # Safety
+/// As [`write_out`], for both pointers.
+pub(crate) unsafe fn write_supported<T>(attr: *mut T, a: T, supported: *mut c_int) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        write_out(attr, a, "attr")?;
+        write_out(supported, 1, "supported")
+    }
+}
+
+/// Stores `failed` in `*bad_wr` when a post failed (`rc != 0`) and the caller gave `bad_wr`.
+pub(crate) fn report_bad_wr<T>(rc: c_int, bad_wr: *mut *mut T, failed: *mut T) -> c_int {
+    if rc != 0 && !bad_wr.is_null() {
+        // SAFETY: a non-NULL out pointer of the header (`struct ibv_*_wr **bad_wr`).
+        unsafe { bad_wr.write(failed) };
+    }
+    rc
+}
+
 /// The extension of this library: the message of the calling thread's last failure (empty
 /// when none), valid until its next failing call.
 #[no_mangle]

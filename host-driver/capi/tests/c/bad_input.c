@@ -13,21 +13,7 @@
 #include <mrc.h>
 #include <mrc_ctl.h>
 
-const char *mrc_capi_last_error(void);
-
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                              \
-      printf(__VA_ARGS__);                                                     \
-      printf(" (errno %d, last error \"%s\")\n", errno, mrc_capi_last_error());\
-    }                                                                          \
-  } while (0)
+#include "check.h"
 
 /* An int-returning call that must fail with -1 and errno EINVAL. */
 #define MINUS_ONE(call)                                                        \
@@ -219,6 +205,5 @@ int main(void) {
   MINUS_ONE(mrc_ctl_ep_batch_send_wait(bad_ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &req, 1, 1000,
                                        &rsp, NULL));
 
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures != 0;
+  return report();
 }
