@@ -175,11 +175,13 @@ impl Hub {
 
 impl EventHub {
     /// Takes up to [`EVENTS_PER_PUMP`] events from `dev` and routes them. `ev_of(profile,
-    /// index)` names the EV at `index` of OCP EV profile `profile` (for EV events).
+    /// index)` names the EV at `index` of OCP EV profile `profile`, or `None` for a profile the
+    /// controller did not configure (the device's default profile): EV events are reported
+    /// for the controller's profiles only.
     ///
     /// # Errors
     /// The device is gone or its queue broke (malformed records are counted and skipped).
-    pub fn pump(&self, dev: &Device, ev_of: impl Fn(u64, u16) -> mrc_ctl_ev) -> Result<()> {
+    pub fn pump(&self, dev: &Device, ev_of: impl Fn(u64, u16) -> Option<mrc_ctl_ev>) -> Result<()> {
         for _ in 0..EVENTS_PER_PUMP {
             let e = match dev.poll_event() {
                 Ok(Some(e)) => e.event,
@@ -194,15 +196,17 @@ impl EventHub {
             let ev_event = match e {
                 Event::EvStateChange {
                     qpn, ev_index, new, ..
-                } => lock(&self.hub).qps.get(&qpn).map(|r| {
-                    let profile = r.ev_profile;
-                    mrc_ctl_ev_event {
-                        profile_id: profile,
-                        ev: ev_of(profile, ev_index),
-                        drop_count: 0,
-                        state: ctl_ev_state(new),
-                    }
-                }),
+                } => {
+                    let profile = lock(&self.hub).qps.get(&qpn).map(|r| r.ev_profile);
+                    profile.and_then(|p| {
+                        ev_of(p, ev_index).map(|ev| mrc_ctl_ev_event {
+                            profile_id: p,
+                            ev,
+                            drop_count: 0,
+                            state: ctl_ev_state(new),
+                        })
+                    })
+                }
                 _ => None,
             };
             let mut h = lock(&self.hub);

@@ -151,6 +151,23 @@ pub fn destroy_hint(token: Token) -> Result<()> {
     Ok(())
 }
 
+/// Copies the fields of `mask` from `src` into `dst` (the rest of `dst` untouched).
+fn masked_hint_attr(dst: &mut mrc_qp_hint_attr, src: &mrc_qp_hint_attr, mask: u32) {
+    use hint_mask as m;
+    if mask & m::MRC_QP_HINT_NUM_QPS_PER_PEER != 0 {
+        dst.num_qps_per_peer = src.num_qps_per_peer;
+    }
+    if mask & m::MRC_QP_HINT_NUM_SEND_PEERS != 0 {
+        dst.num_send_peers = src.num_send_peers;
+    }
+    if mask & m::MRC_QP_HINT_NUM_REMOTE_RECV_PEERS != 0 {
+        dst.num_remote_recv_peers = src.num_remote_recv_peers;
+    }
+    if mask & m::MRC_QP_HINT_VENDOR_CFG != 0 {
+        dst.vendor_cfg = src.vendor_cfg;
+    }
+}
+
 /// `mrc_query_qp_hint`: the attributes in `mask` (others of `out` untouched).
 ///
 /// # Errors
@@ -158,19 +175,7 @@ pub fn destroy_hint(token: Token) -> Result<()> {
 pub fn query_hint(token: Token, out: &mut mrc_qp_hint_attr, mask: u32) -> Result<()> {
     let h = hint(token)?;
     check_hint_attr(&mrc_qp_hint_attr::default(), mask)?;
-    let a = *lock(&h.attr);
-    if mask & hint_mask::MRC_QP_HINT_NUM_QPS_PER_PEER != 0 {
-        out.num_qps_per_peer = a.num_qps_per_peer;
-    }
-    if mask & hint_mask::MRC_QP_HINT_NUM_SEND_PEERS != 0 {
-        out.num_send_peers = a.num_send_peers;
-    }
-    if mask & hint_mask::MRC_QP_HINT_NUM_REMOTE_RECV_PEERS != 0 {
-        out.num_remote_recv_peers = a.num_remote_recv_peers;
-    }
-    if mask & hint_mask::MRC_QP_HINT_VENDOR_CFG != 0 {
-        out.vendor_cfg = a.vendor_cfg;
-    }
+    masked_hint_attr(out, &lock(&h.attr), mask);
     Ok(())
 }
 
@@ -181,19 +186,7 @@ pub fn query_hint(token: Token, out: &mut mrc_qp_hint_attr, mask: u32) -> Result
 pub fn modify_hint(token: Token, new: &mrc_qp_hint_attr, mask: u32) -> Result<()> {
     let h = hint(token)?;
     check_hint_attr(new, mask)?;
-    let mut a = lock(&h.attr);
-    if mask & hint_mask::MRC_QP_HINT_NUM_QPS_PER_PEER != 0 {
-        a.num_qps_per_peer = new.num_qps_per_peer;
-    }
-    if mask & hint_mask::MRC_QP_HINT_NUM_SEND_PEERS != 0 {
-        a.num_send_peers = new.num_send_peers;
-    }
-    if mask & hint_mask::MRC_QP_HINT_NUM_REMOTE_RECV_PEERS != 0 {
-        a.num_remote_recv_peers = new.num_remote_recv_peers;
-    }
-    if mask & hint_mask::MRC_QP_HINT_VENDOR_CFG != 0 {
-        a.vendor_cfg = new.vendor_cfg;
-    }
+    masked_hint_attr(&mut lock(&h.attr), new, mask);
     Ok(())
 }
 

@@ -235,9 +235,10 @@ pub fn device_profiles(dev: &OpenDevice, ev_profile: u64, cc_profile: u64) -> Re
     Ok((ev, cc))
 }
 
-/// The EV at `index` of OCP EV profile `profile` (for EV events; zero when unknown).
-pub fn ev_at(dev: &OpenDevice, profile: u64, index: u16) -> mrc_ctl_ev {
-    ev_value_of(dev, profile, index).unwrap_or_default()
+/// The EV at `index` of OCP EV profile `profile` (for EV events; `None` for a profile the
+/// controller did not configure).
+pub fn ev_at(dev: &OpenDevice, profile: u64, index: u16) -> Option<mrc_ctl_ev> {
+    ev_value_of(dev, profile, index).ok()
 }
 
 /// A context is being destroyed (its profiles stay: they belong to the device).
