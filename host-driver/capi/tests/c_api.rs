@@ -238,3 +238,39 @@ fn bad_input_to_every_function_fails_as_the_headers_say() {
         assert!(stderr.contains(m), "no {m:?} in:\n{stderr}");
     }
 }
+
+/// Sockets that are not a live device: a socket file nobody listens on (a server that exited)
+/// and a listener that never answers. Opening either fails with an errno and a message naming
+/// the socket, within the driver's connection timeout, never a hang.
+#[test]
+fn broken_device_sockets_fail_opens_with_a_message() {
+    let Some(ocp) = common::c_toolchain() else {
+        return;
+    };
+    let lib_dir = common::library_dir("broken-sockets");
+    let dir = lib_dir.parent().unwrap().to_path_buf();
+    let exe = dir.join("open_device");
+    common::compile_c(&ocp, &lib_dir, &src("open_device.c"), &exe);
+    let sock = dir.join("sock");
+    std::fs::create_dir_all(&sock).unwrap();
+    // nic00: bound, then closed (the file stays, nobody listens); nic01: listening, silent.
+    drop(std::os::unix::net::UnixListener::bind(sock.join("nic00.sock")).unwrap());
+    let _silent = std::os::unix::net::UnixListener::bind(sock.join("nic01.sock")).unwrap();
+    let start = std::time::Instant::now();
+    let out = common::run_ok(common::c_program(&exe).env("MRC_VFIO_USER_DIR", &sock));
+    let took = start.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("open mrc0 failed errno") && stdout.contains("open mrc1 failed errno"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("errno 0"), "{stdout}");
+    for n in ["nic00.sock", "nic01.sock"] {
+        assert!(
+            stderr.contains(&format!("mrc: ibv_open_device: mrc")) && stderr.contains(n),
+            "no message names {n}:\n{stderr}"
+        );
+    }
+    assert!(took.as_secs() < 30, "opening took {took:?}");
+}

@@ -70,7 +70,8 @@ pub fn built_library() -> PathBuf {
     lib
 }
 
-/// A scratch directory under the target directory, emptied first.
+/// A scratch directory under the target directory, emptied first (per process: two test runs
+/// at once do not share it).
 pub fn scratch(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe
@@ -78,7 +79,7 @@ pub fn scratch(name: &str) -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>")
         .join("capi-tests")
-        .join(name);
+        .join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
