@@ -142,8 +142,8 @@ static OPEN: Mutex<Vec<(PathBuf, Weak<OpenDevice>)>> = Mutex::new(Vec::new());
 /// Opens `entry`'s device, or shares the process's open of it.
 ///
 /// # Errors
-/// Connecting to the socket or bringing the device up (`EIO`, `ENODEV` when no server
-/// listens), with the driver's message.
+/// `ENODEV` when nothing serves the socket (refused, silent, closed); bringing the device up
+/// (`EIO`, `EPROTO` for an ABI mismatch), with the driver's message.
 pub fn open(entry: &DeviceEntry) -> Result<Arc<OpenDevice>> {
     let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
     open.retain(|(_, w)| w.strong_count() > 0);
@@ -155,7 +155,13 @@ pub fn open(entry: &DeviceEntry) -> Result<Arc<OpenDevice>> {
         return Ok(d);
     }
     let app = Context::open_vfio_user(&entry.path, Role::Application).map_err(|e| {
+        // Nobody serving the socket (refused, silent, gone) is no device, as a missing
+        // /dev/infiniband node is for verbs.
+        let no_device = matches!(e, mrc_driver::Error::Sys(_));
         let mut c = CapiError::from(e);
+        if no_device {
+            c.errno = ENODEV;
+        }
         c.message = format!("{} ({}): {}", entry.name, entry.path.display(), c.message);
         c
     })?;
