@@ -157,7 +157,10 @@ pub fn open(entry: &DeviceEntry) -> Result<Arc<OpenDevice>> {
     let app = Context::open_vfio_user(&entry.path, Role::Application).map_err(|e| {
         // Nobody serving the socket (refused, silent, gone) is no device, as a missing
         // /dev/infiniband node is for verbs.
-        let no_device = matches!(e, mrc_driver::Error::Sys(_));
+        let no_device = matches!(
+            e,
+            mrc_driver::Error::Sys(_) | mrc_driver::Error::DeviceGone { .. }
+        );
         let mut c = CapiError::from(e);
         if no_device {
             c.errno = ENODEV;
