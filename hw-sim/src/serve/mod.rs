@@ -32,11 +32,18 @@
 //! (every packet delivered and acknowledged, every completion and interrupt written) or the
 //! step budget of the fabric runs out, before its reply is sent. Time never waits for the wall
 //! clock or for a client, and a client waiting for something (a spin on a word of its memory,
-//! `poll_cq`, an interrupt) never holds time back, because everything its peer's request
-//! caused has already happened when that request returned. Programs like the OCP benchmark,
-//! where one process spins on memory without calling the library while the other waits in
-//! `poll_cq`, therefore cannot deadlock; a policy of "time advances when every client blocks
-//! in the library" would (the spinning client never blocks).
+//! `poll_cq`, an interrupt) never holds time back, because what its peer's request caused has
+//! happened when that request returned. Programs like the OCP benchmark, where one process
+//! spins on memory without calling the library while the other waits in `poll_cq`, therefore
+//! cannot deadlock; a policy of "time advances when every client blocks in the library" would
+//! (the spinning client never blocks).
+//!
+//! The exception is work that waits for another client: the OCP benchmark's server writes
+//! right after its own RTS, and its client may not have reached RTR yet. The server's
+//! doorbell then retransmits into a QP that drops the packets until the budget is spent; an
+//! admin command (such as the client's RTR) resumes work a doorbell left unfinished, and a
+//! step always reaches the next timer, however long the backoff (the budget counts from it).
+//! How many retransmissions that costs depends on the budget, not on the wall clock.
 //!
 //! # What is reproducible
 //! For a seed and the same sequence of applied requests, the delivered bytes, the completions
