@@ -80,6 +80,18 @@ pub fn scratch(name: &str) -> PathBuf {
         .expect("target/<profile>")
         .join("capi-tests")
         .join(format!("{name}-{}", std::process::id()));
+    // Directories of earlier runs whose process is gone (a failed run's stays until then).
+    let parent = dir.parent().expect("capi-tests");
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let file = e.file_name();
+        let pid = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(name)?.strip_prefix('-'));
+        let digits = pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if digits && pid.is_some_and(|p| !Path::new("/proc").join(p).exists()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
