@@ -43,8 +43,8 @@ impl AbiVersion {
 
 /// The ABI version this crate describes.
 /// 1.1 added the receive header queue ([`super::rxh`]), 1.2 the transmit header queue
-/// ([`super::txh`]).
-pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 2);
+/// ([`super::txh`]), 1.3 the QUERY_LIMITS admin command.
+pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 3);
 
 /// The wire format version (the MRH version field, `abi/WIRE.md`).
 pub const WIRE_VERSION: u8 = crate::wire::MRC_VERSION;
@@ -130,7 +130,7 @@ mod tests {
             check_compat(v(1, 0), v(2, 0)),
             Err(VersionError::MajorMismatch { host: 1, device: 2 })
         );
-        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0002);
+        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0003);
     }
 
     proptest! {
