@@ -225,7 +225,11 @@ fn handshake_mmio_config_and_address() {
         b.mmio_read32(b.bar0_len()),
         Err(Error::MmioOutOfRange { .. })
     ));
-    assert_eq!(b.config_read_u16(0).unwrap(), 0x1d0f, "vendor id");
+    assert_eq!(
+        b.config_read_u16(0).unwrap(),
+        mrc_abi::device::regs::PCI_VENDOR_ID,
+        "vendor id"
+    );
     crate::sys::enable_bus_master(&b).unwrap();
     assert_ne!(
         s.twin.config_read_u16(crate::sys::PCI_COMMAND).unwrap() & crate::sys::PCI_COMMAND_MASTER,
