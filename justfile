@@ -97,6 +97,33 @@ engine-cost:
     head -n 30 target/engine_cost.annotate.txt
     total=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}' target/engine_cost.annotate.txt); packets=$(sed -n 's/.*"delivered_packets":\([0-9]*\).*/\1/p' target/engine_cost.json); echo "$total instructions / $packets delivered packets = $((total / packets)) per packet (budget 300)"
 
+# lib_mrc.so, the OCP MRC C API (mrc.h, mrc_ctl.h and the libibverbs calls they use), in
+# target/capi, with libibverbs.so.1 beside it: the same library, for programs linked against
+# rdma-core's libibverbs. OCP's makefiles take MRC_LIB_DIR=target/capi.
+capi:
+    cargo build --release -p mrc-capi
+    mkdir -p target/capi
+    cp {{cargo_target}}/release/lib_mrc.so target/capi/lib_mrc.so
+    ln -sf lib_mrc.so target/capi/libibverbs.so.1
+    @echo "target/capi/lib_mrc.so, target/capi/libibverbs.so.1 -> lib_mrc.so"
+
+# lib_mrc.so's message rate against the Rust API's, same run, same simulator (a fresh
+# `mrc-sim serve SCENARIO --once` per measurement): 64-byte writes from mrc0 to mrc1 in one
+# process, OCP's benchmark loop. Prints per-round rates, the medians and their ratio; fails when
+# lib_mrc.so is more than 1.5x slower. SCENARIO=loopback leaves out the fabric.
+bench-capi ROUNDS="5" MESSAGES="50000" SCENARIO="pair": capi
+    #!/usr/bin/env bash
+    set -euo pipefail
+    ocp="${MRC_OCP_DIR:-../shared/ocp-mrc}"
+    cargo build --release -q -p mrc-sim
+    cargo build --release -q -p mrc-capi --example bench_capi
+    cc -O2 -Wall -I "$ocp" -o target/capi/rate host-driver/capi/benches/rate.c \
+        -Wl,-rpath,"$PWD/target/capi" target/capi/lib_mrc.so -libverbs
+    mkdir -p target/bench-capi
+    {{cargo_target}}/release/examples/bench_capi --mrc-sim {{cargo_target}}/release/mrc-sim \
+        --c-rate target/capi/rate --work-dir target/bench-capi --scenario {{SCENARIO}} \
+        --rounds {{ROUNDS}} --messages {{MESSAGES}}
+
 # Bind a PCI device to vfio-pci for the driver.
 bind BDF:
     cargo run -q -p mrcctl -- bind {{BDF}}

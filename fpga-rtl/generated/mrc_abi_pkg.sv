@@ -60,8 +60,8 @@ package mrc_abi_pkg;
 
   // abi
   localparam logic [31:0] ABI_ABI_VERSION_MAJOR = 32'h00000001; // ABI major version.
-  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000003; // ABI minor version.
-  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010003; // DEVICE abi_version register value.
+  localparam logic [31:0] ABI_ABI_VERSION_MINOR = 32'h00000004; // ABI minor version.
+  localparam logic [31:0] ABI_ABI_VERSION = 32'h00010004; // DEVICE abi_version register value.
   localparam logic [31:0] ABI_DEVICE_MAGIC = 32'h3143524D; // DEVICE magic ("MRC1").
   localparam logic [31:0] ABI_PCI_VENDOR_ID = 32'h00001AF4; // PCI vendor ID of the simulated NIC (0x1af4, experimental device range).
   localparam logic [31:0] ABI_PCI_DEVICE_ID = 32'h000010F0; // PCI device ID of the simulated NIC (experimental range 0x10f0..=0x10ff).
@@ -247,6 +247,7 @@ package mrc_abi_pkg;
     ADMIN_OPCODE_MODIFY_QP = 8'h9, // Move a QP to another state.
     ADMIN_OPCODE_QUERY_QP = 8'hA, // Query a QP.
     ADMIN_OPCODE_DESTROY_QP = 8'hB, // Destroy a QP.
+    ADMIN_OPCODE_QUERY_LIMITS = 8'hC, // Query QP and profile-table limits.
     ADMIN_OPCODE_SET_PORT_ADMIN_STATE = 8'h10, // Port admin up/down.
     ADMIN_OPCODE_QUERY_PORT = 8'h11, // Query a port.
     ADMIN_OPCODE_CREATE_EV_FORMAT_PROFILE = 8'h20, // Create an EV format profile.

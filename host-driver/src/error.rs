@@ -14,12 +14,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The `sys` layer (MMIO, DMA, interrupts, VFIO) failed.
+    /// The `sys` layer (MMIO, DMA, interrupts, VFIO, vfio-user) failed.
     #[error(transparent)]
-    Sys(#[from] sys::Error),
+    Sys(sys::Error),
     /// The device no longer answers (an MMIO read returned all ones: surprise removal, link
-    /// down or a dead function). Every later call on every object of this device returns this.
-    #[error("{bdf}: device is gone (MMIO reads return all ones); every object of it is dead")]
+    /// down or a dead function; or its vfio-user server is gone). Every later call on every
+    /// object of this device returns this.
+    #[error("{bdf}: device is gone (MMIO reads return all ones, or its vfio-user server closed the connection); every object of it is dead")]
     DeviceGone {
         /// The device.
         bdf: Bdf,
@@ -215,6 +216,16 @@ pub enum Error {
     /// A path planner input that describes no valid topology.
     #[error("topology: {0}")]
     Topology(String),
+}
+
+impl From<sys::Error> for Error {
+    /// A vfio-user connection that is gone is the device being gone.
+    fn from(e: sys::Error) -> Error {
+        match e {
+            sys::Error::Disconnected { bdf, .. } => Error::DeviceGone { bdf },
+            e => Error::Sys(e),
+        }
+    }
 }
 
 impl Error {

@@ -638,3 +638,56 @@ fn completion_channel_fires_on_armed_cq() {
     assert!(ch.wait(Duration::from_secs(10)).unwrap());
     assert_eq!(poll_n(cq, 1)[0].wr_id, 5);
 }
+
+/// `reg_user_mr` on the in-process simulated NIC: the MR's address is the application's, a
+/// peer's write lands in the application's own buffer, a local send reads it, and bad ranges
+/// are typed errors.
+#[test]
+fn user_memory_registration_uses_the_applications_own_bytes() {
+    let host = SimHost::loopback_pair().unwrap();
+    let (_ca, aa) = open(&host.nics()[0]);
+    let (_cb, ab) = open(&host.nics()[1]);
+    let mut a = app(aa, 0, 0);
+    let mut b = app(ab, 0, 0);
+    let (ia, ib) = (info(&a), info(&b));
+    connect(&mut a, &ib);
+    connect(&mut b, &ia);
+
+    let mut src = pattern(5, 3000);
+    let mut dst = vec![0u8; 5000];
+    let pa = a._pd.clone();
+    // SAFETY: `src` and `dst` outlive their regions; `dst` is read after the completions.
+    let smr = unsafe { pa.reg_user_mr(src.as_mut_ptr(), src.len(), Access::ALL) }.unwrap();
+    let pb = b._pd.clone();
+    // SAFETY: as above.
+    let dmr =
+        unsafe { pb.reg_user_mr(dst.as_mut_ptr().wrapping_add(7), 4000, Access::ALL) }.unwrap();
+    assert_eq!(smr.addr(), src.as_ptr() as u64);
+    assert_eq!(dmr.addr(), dst.as_ptr() as u64 + 7);
+    b.qp.post_recv(&[RecvWr { wr_id: 1 }]).unwrap();
+    let sg = [smr.sge(0, 3000).unwrap()];
+    a.qp.post_send(&[SendWr {
+        wr_id: 9,
+        op: WriteOp::WriteImm(0x55),
+        sg_list: &sg,
+        remote_addr: dmr.addr() + 100,
+        rkey: dmr.rkey(),
+        signaled: true,
+        solicited: false,
+        fence: false,
+    }])
+    .unwrap();
+    assert_eq!(poll_n(&mut a.scq, 1)[0].status, CqeStatus::Success);
+    assert_eq!(poll_n(&mut b.rcq, 1)[0].imm, Some(0x55));
+    drop(dmr);
+    assert_eq!(&dst[107..3107], &src[..], "in the application's own buffer");
+    assert!(dst[..107].iter().chain(&dst[3107..]).all(|&x| x == 0));
+
+    // SAFETY: refused before anything is mapped.
+    let e = unsafe { pa.reg_user_mr(std::ptr::null_mut(), 10, Access::ALL) }.unwrap_err();
+    assert!(e.to_string().contains("null address"), "{e}");
+    // SAFETY: as above.
+    let e = unsafe { pa.reg_user_mr(src.as_mut_ptr(), 0, Access::ALL) }.unwrap_err();
+    assert!(e.to_string().contains("zero length"), "{e}");
+    drop(smr);
+}

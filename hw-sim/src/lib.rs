@@ -17,6 +17,9 @@
 //! - [`nic_host`]: the simulated device `mrc-driver` runs against (register map, admin queue,
 //!   rings, firmware update), over an in-memory loopback or over lossy multipath channels with
 //!   the MRC engine on every NIC.
+//! - [`serve`]: the NICs of a [`nic_host::SimHost`] served to drivers in other processes as
+//!   vfio-user devices (`mrc-sim serve`), with the virtual-time policy that keeps them
+//!   reproducible.
 //! - [`workload`], [`scenario`], [`run`]: what the hosts move, TOML scenarios, and the world
 //!   that joins fabric and NICs and reports each transport.
 //! - [`output`]: the JSON report, SVG plots, pcap capture, progress, the `bench` subcommand.
@@ -37,4 +40,5 @@ pub mod nic_host;
 pub mod output;
 pub mod run;
 pub mod scenario;
+pub mod serve;
 pub mod workload;

@@ -7,6 +7,8 @@
 //!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
 //!             [--no-failure] [--reorder-tx N] [--threads N]
 //! mrc-sim scenarios                        # the built-in scenarios, one line each
+//! mrc-sim serve pair --socket-dir DIR [--seed N] [--once [--json OUT]] [-v]
+//!                                          # the scenario's NICs as vfio-user devices
 //! mrc-sim bench [--full] [--only NAME...] [--threads N...] [--out target/bench-sim.json]
 //!               [--svg target/bench-sim.svg]   # simulator cost at 1K/4K/16K(/128K) hosts
 //! ```
@@ -30,6 +32,7 @@ use mrc_sim::nic::{Transport, HEADER_BYTES};
 use mrc_sim::output::{self, bench, json, pcap::Filter, svg, Outcome, PcapRequest};
 use mrc_sim::run::{format_table, Scenario};
 use mrc_sim::scenario::{self, ScenarioSpec};
+use mrc_sim::serve::{Lifetime, Served};
 
 #[derive(Parser)]
 #[command(
@@ -54,6 +57,10 @@ enum Cmd {
     /// Measure the simulator's cost at 1K, 4K and 16K hosts (128K with --full): one process
     /// per size, mrc only; writes a JSON of rows and an SVG of cost against size.
     Bench(BenchArgs),
+    /// Serve a scenario's NICs as vfio-user devices on unix sockets (DIR/nic00.sock, ...) for
+    /// drivers in other processes (`lib_mrc.so`, `Context::open_vfio_user`).
+    #[command(long_about = SERVE_HELP)]
+    Serve(ServeArgs),
     /// One size of `bench`, in this process; prints its row as one line of JSON.
     #[command(hide = true)]
     BenchOne {
@@ -84,6 +91,48 @@ struct BenchArgs {
     /// Where to write the plot.
     #[arg(long, value_name = "SVG", default_value = "target/bench-sim.svg")]
     svg: PathBuf,
+}
+
+const SERVE_HELP: &str = "\
+Serve every NIC of a built-in scenario as a vfio-user device (rust-vmm's vfio_user server) on a
+unix socket: NIC i of the scenario at DIR/nicNN.sock (zero-padded, so sorted socket names are
+host order; lib_mrc.so names them mrc0, mrc1, ... with MRC_VFIO_USER_DIR=DIR). One client per
+NIC at a time; a client that leaves gets its NIC reset and its memory unmapped.
+
+Scenarios:
+  pair      two hosts, 4 planes, the MRC engine on each NIC; at 1 ms of virtual time a
+            leaf-spine link of plane 0 fails (its EVs are silently dropped) and stays down
+  loopback  two hosts, functional in-memory delivery (no engine, no time)
+
+Virtual time: requests of all clients are applied one at a time, in the order the server takes
+them, and time moves only with device work: a doorbell runs the fabric in virtual time until
+it is idle (every packet delivered and acknowledged, every completion written) before its
+reply. Time never waits for the wall clock or for a client, so a process spinning on its
+memory and a process waiting in poll_cq never deadlock. For a seed and the same sequence of
+applied requests, delivered bytes, completions and every counter are the same; the summary's
+request digest identifies the sequence. Requests of different processes that are not ordered
+by causality (both posting at once) interleave as the OS schedules them.";
+
+#[derive(Args)]
+struct ServeArgs {
+    /// A built-in serving scenario (pair, loopback).
+    scenario: String,
+    /// Where the sockets go (created if missing; sockets left by a server that exited are
+    /// replaced).
+    #[arg(long, value_name = "DIR")]
+    socket_dir: PathBuf,
+    /// Seed of the fabric's random decisions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Serve one client per NIC, then exit with a summary once every NIC's client has left.
+    #[arg(long)]
+    once: bool,
+    /// With --once: also write the summary as JSON here.
+    #[arg(long, value_name = "OUT", requires = "once")]
+    json: Option<PathBuf>,
+    /// Log every client attaching and leaving (refusals and errors are always logged).
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 #[derive(Args, Default)]
@@ -141,6 +190,7 @@ fn main() -> ExitCode {
         }
         Some(Cmd::Run(a)) => run(a),
         Some(Cmd::Bench(a)) => bench(a),
+        Some(Cmd::Serve(a)) => serve(a),
         Some(Cmd::BenchOne { name, threads }) => bench_one(&name, threads),
         None => run(cli.run),
     };
@@ -224,6 +274,69 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn serve(a: ServeArgs) -> Result<ExitCode, String> {
+    log::set_logger(&STDERR_LOG).ok();
+    log::set_max_level(if a.verbose {
+        log::LevelFilter::Info
+    } else {
+        log::LevelFilter::Warn
+    });
+    let sc = mrc_sim::serve::scenario::find(&a.scenario).ok_or_else(|| {
+        let names: Vec<&str> = mrc_sim::serve::scenario::SCENARIOS
+            .iter()
+            .map(|s| s.name)
+            .collect();
+        format!(
+            "unknown serving scenario `{}` (one of: {})",
+            a.scenario,
+            names.join(", ")
+        )
+    })?;
+    let host = sc
+        .build(a.seed)
+        .map_err(|e| format!("scenario {}: {e}", sc.name))?;
+    let lifetime = if a.once {
+        Lifetime::Once
+    } else {
+        Lifetime::Forever
+    };
+    let served = Served::start(host, &a.socket_dir, lifetime).map_err(|e| e.to_string())?;
+    println!("mrc-sim serve: scenario `{}`, seed {}", sc.name, a.seed);
+    println!("  {}", sc.description);
+    for (path, bdf) in served.sockets().iter().zip(served.addresses()) {
+        println!("  {} ({bdf})", path.display());
+    }
+    println!("ready");
+    use std::io::Write as _;
+    std::io::stdout().flush().ok();
+    let stats = served.wait();
+    print!("{stats}");
+    if let Some(path) = &a.json {
+        let text =
+            serde_json::to_string_pretty(&stats.to_json()).map_err(|e| format!("json: {e}"))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+        println!("json: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mrc-sim serve`'s log: one line per record on stderr.
+struct StderrLog;
+static STDERR_LOG: StderrLog = StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::max_level()
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            eprintln!("mrc-sim serve: {}: {}", r.level(), r.args());
+        }
+    }
+    fn flush(&self) {}
 }
 
 fn bench_one(name: &str, threads: usize) -> Result<ExitCode, String> {

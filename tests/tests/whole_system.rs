@@ -440,3 +440,83 @@ fn bad_rkey_is_a_remote_access_error_through_the_engine() {
     b.mr.read(0, &mut z).expect("read");
     assert!(z.iter().all(|x| *x == 0), "nothing placed");
 }
+
+/// A write posted before the peer's QP is ready (the OCP benchmark's server writes right after
+/// its own RTS, while its client may still be in INIT): the requester retransmits into the
+/// peer until its doorbell's step budget of virtual time is spent, and the fabric is left
+/// waiting on a retransmission timer. The peer's RTR and RTS are admin commands: they let
+/// virtual time move on, the next retransmission is placed and the write completes (nothing
+/// else would ever drive the fabric when both programs only spin on memory).
+#[test]
+fn write_posted_before_the_peer_is_ready_completes_once_it_is() {
+    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), FabricConfig::default())
+        .expect("host");
+    let mut a = host_app(&host, 0);
+    let mut b = host_app(&host, 1);
+    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
+    connect(&mut a, 0, &of_b);
+    let src = fill(&a.mr, 19);
+    let sg = [a.mr.sge(0, 100).expect("sge")];
+    let wr = SendWr {
+        wr_id: 7,
+        op: WriteOp::Write,
+        sg_list: &sg,
+        remote_addr: of_b.addr,
+        rkey: of_b.rkey,
+        signaled: true,
+        solicited: false,
+        fence: false,
+    };
+    a.conns[0].qp.post_send(&[wr]).expect("post");
+    assert!(!host.idle(), "the write waits for a peer still in INIT");
+    let mut wc = [WorkCompletion::default(); 4];
+    assert_eq!(a.conns[0].scq.poll(&mut wc).expect("poll"), 0);
+    connect(&mut b, 0, &of_a);
+    let c = poll_all(&mut a.conns[0].scq, 1);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!((c[0].wr_id, c[0].status), (7, CqeStatus::Success), "{c:?}");
+    let mut got = vec![0u8; 100];
+    b.mr.read(0, &mut got).expect("read");
+    assert_eq!(got, src[..100], "the write's bytes are placed");
+    assert!(host.idle());
+}
+
+/// The same with a peer that takes many more steps to get ready: each step (here
+/// `SimHost::run`) moves virtual time by at most the step budget, and the requester's
+/// exponential backoff (retry count 25: forever) soon waits longer than one budget between
+/// retransmissions. A step still reaches the next retransmission (the budget counts from the
+/// first thing due), so once the peer is ready the write completes.
+#[test]
+fn write_waiting_on_a_backoff_longer_than_the_step_budget_completes() {
+    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), FabricConfig::default())
+        .expect("host");
+    let mut a = host_app(&host, 0);
+    let mut b = host_app(&host, 1);
+    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
+    connect(&mut a, 0, &of_b);
+    let src = fill(&a.mr, 23);
+    let sg = [a.mr.sge(0, 64).expect("sge")];
+    let wr = SendWr {
+        wr_id: 9,
+        op: WriteOp::Write,
+        sg_list: &sg,
+        remote_addr: of_b.addr,
+        rkey: of_b.rkey,
+        signaled: true,
+        solicited: false,
+        fence: false,
+    };
+    a.conns[0].qp.post_send(&[wr]).expect("post");
+    // 131 us * 2^k between retransmissions: past 2 s (the default budget) from k = 14 on.
+    for _ in 0..20 {
+        host.run();
+    }
+    assert!(!host.idle(), "still retransmitting into a QP in INIT");
+    connect(&mut b, 0, &of_a);
+    let c = poll_all(&mut a.conns[0].scq, 1);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!((c[0].wr_id, c[0].status), (9, CqeStatus::Success), "{c:?}");
+    let mut got = vec![0u8; 64];
+    b.mr.read(0, &mut got).expect("read");
+    assert_eq!(got, src[..64], "the write's bytes are placed");
+}

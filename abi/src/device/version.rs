@@ -41,10 +41,10 @@ impl AbiVersion {
     }
 }
 
-/// The ABI version this crate describes. Minor 3: the datapath reports coalesced events to the
-/// firmware and takes its commands through the CSR queues ([`super::csr`]); there is no
-/// per-packet queue between them.
-pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 3);
+/// The ABI version this crate describes. Minor 3 added the QUERY_LIMITS admin command; minor 4
+/// has the datapath report coalesced events to the firmware and take its commands through the
+/// CSR queues ([`super::csr`]), with no per-packet queue between them.
+pub const ABI_VERSION: AbiVersion = AbiVersion::new(1, 4);
 
 /// The wire format version (the MRH version field, `abi/WIRE.md`).
 pub const WIRE_VERSION: u8 = crate::wire::MRC_VERSION;
@@ -130,7 +130,7 @@ mod tests {
             check_compat(v(1, 0), v(2, 0)),
             Err(VersionError::MajorMismatch { host: 1, device: 2 })
         );
-        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0003);
+        assert_eq!(ABI_VERSION.to_u32(), 0x0001_0004);
     }
 
     proptest! {

@@ -207,6 +207,7 @@ pub const CONSTANTS: &[Constant] = &[
     c!("admin_opcode", "MODIFY_QP", Opcode::ModifyQp, "Move a QP to another state."),
     c!("admin_opcode", "QUERY_QP", Opcode::QueryQp, "Query a QP."),
     c!("admin_opcode", "DESTROY_QP", Opcode::DestroyQp, "Destroy a QP."),
+    c!("admin_opcode", "QUERY_LIMITS", Opcode::QueryLimits, "Query QP and profile-table limits."),
     c!("admin_opcode", "SET_PORT_ADMIN_STATE", Opcode::SetPortAdminState, "Port admin up/down."),
     c!("admin_opcode", "QUERY_PORT", Opcode::QueryPort, "Query a port."),
     c!("admin_opcode", "CREATE_EV_FORMAT_PROFILE", Opcode::CreateEvFormatProfile, "Create an EV format profile."),

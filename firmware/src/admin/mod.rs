@@ -497,6 +497,11 @@ pub trait QpEngine {
     fn mtu_payload(&self) -> u32 {
         4096
     }
+    /// What one QP holds: PSN window per direction, send and receive work requests (0: no
+    /// limit). The QUERY_LIMITS answer.
+    fn qp_limits(&self) -> [u32; 3] {
+        [0, 0, 0]
+    }
 }
 
 /// No engine behind the device tables.
@@ -550,6 +555,9 @@ impl<C: crate::capacity::Capacity> QpEngine for Core<'_, C> {
     }
     fn mtu_payload(&self) -> u32 {
         self.datapath.config().mtu_payload
+    }
+    fn qp_limits(&self) -> [u32; 3] {
+        [WIN as u32, SQ as u32, RQ as u32]
     }
 }
 
@@ -741,6 +749,15 @@ impl<
                 ((MR as u64) << 32) | PD as u64,
                 (1u64 << 24 << 32) | (1 << 16),
             ]),
+            C::QueryLimits => {
+                let [window, sq, rq] = cx.engine.qp_limits();
+                let field = |n: usize| u64::from(u16::try_from(n).unwrap_or(u16::MAX));
+                Ok([
+                    window.into(),
+                    (u64::from(sq) << 32) | u64::from(rq),
+                    (field(FMT) << 48) | (field(EVP) << 32) | (field(EVN) << 16) | field(CC),
+                ])
+            }
             C::AllocPd => self.alloc_pd(),
             C::DeallocPd(b) => self.dealloc_pd(b),
             C::RegMr(b) => self.reg_mr(b, cx),

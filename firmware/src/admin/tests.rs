@@ -273,6 +273,33 @@ fn check_sequence(cmds: Vec<AdminCommand>) -> Result<bool, TestCaseError> {
     Ok(reached_rts)
 }
 
+/// QUERY_LIMITS reports the engine's per-QP window and work-request capacities and the
+/// tables' sizes (from the type parameters: a test with other sizes answers otherwise), and 0
+/// (no limit) without an engine.
+#[test]
+fn query_limits_reports_engine_and_tables() {
+    let mut a = TestAdmin::new();
+    let mut env = Env::default();
+    let mut eng = engine();
+    let r = run(&mut a, &mut env, &mut eng, AdminCommand::QueryLimits).result;
+    // TestEngine: WIN 256, SQ 8, RQ 8; TestAdmin: FMT 2, EVP 2, EVN 16, CC 2.
+    assert_eq!(
+        r,
+        Ok([256, (8 << 32) | 8, (2 << 48) | (2 << 32) | (16 << 16) | 2])
+    );
+    let mut none = NoEngine;
+    let mut cx = Ctx {
+        params: &PARAMS,
+        env: &mut env,
+        engine: &mut none,
+        now_ns: 0,
+    };
+    let r = Admin::<1, 1, 1, 1, 3, 4, 5, 6>::new()
+        .execute(AdminCommand::QueryLimits, &mut cx)
+        .result;
+    assert_eq!(r, Ok([0, 0, (3 << 48) | (4 << 32) | (5 << 16) | 6]));
+}
+
 std::thread_local! {
     static RTS_SEEN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
 }

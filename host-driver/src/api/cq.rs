@@ -322,6 +322,16 @@ impl CompletionQueue {
         Ok(n)
     }
 
+    /// Whether a completion is waiting, without consuming it (to tell which of the CQs of a
+    /// completion channel fired).
+    ///
+    /// # Errors
+    /// [`Error::DeviceGone`].
+    pub fn has_completion(&self) -> Result<bool> {
+        self.dev.check()?;
+        self.ring.is_ready()
+    }
+
     /// Arms the CQ: the next completion (or the next solicited one) fires its channel once.
     ///
     /// # Errors

@@ -32,6 +32,7 @@ pub use mrc_abi::device::admin::QpState;
 pub use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 pub use mrc_abi::device::event::Event;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,7 @@ use crate::device::{backoff, Device, DeviceAttrs, DeviceConfig, SharedBackend};
 use crate::error::Result;
 use crate::sys::{
     vfio::{VfioBackend, VfioConfig},
+    vfio_user::VfioUserBackend,
     Bdf,
 };
 
@@ -71,6 +73,18 @@ impl Context {
                 ..VfioConfig::default()
             },
         )?;
+        Self::from_backend(Arc::new(backend), &DeviceConfig::default(), role)
+    }
+
+    /// Opens the device a vfio-user server serves on the unix socket `path` (e.g. a NIC of
+    /// `mrc-sim serve SCENARIO --socket-dir DIR`, at `DIR/nicNN.sock`; see
+    /// [`crate::sys::vfio_user::list_devices`]).
+    ///
+    /// # Errors
+    /// As [`VfioUserBackend::connect`] (no socket, nobody listening, a busy or silent server),
+    /// then as [`Device::open`].
+    pub fn open_vfio_user(path: &Path, role: Role) -> Result<Context> {
+        let backend = VfioUserBackend::connect(path)?;
         Self::from_backend(Arc::new(backend), &DeviceConfig::default(), role)
     }
 

@@ -8,7 +8,7 @@ use mrc_abi::device::admin::{ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE};
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::sys::DmaRegion;
+use crate::sys::{DmaRegion, UserRange};
 
 /// MR access rights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -137,7 +137,6 @@ impl ProtectionDomain {
     /// # Errors
     /// Zero length, DMA allocation, device errors.
     pub fn reg_mr(&self, len: usize, access: Access) -> Result<MemoryRegion> {
-        let dev = &self.inner.dev;
         if len == 0 {
             return Err(Error::InvalidAttribute {
                 object: format!("MR in PD {}", self.inner.pdn),
@@ -146,7 +145,45 @@ impl ProtectionDomain {
                 rule: "> 0",
             });
         }
-        let mem = dev.alloc_dma(len)?;
+        let mem = self.inner.dev.alloc_dma(len)?;
+        self.register(mem, len, access)
+    }
+
+    /// Registers `len` bytes of the application's own memory at `addr` (what `ibv_reg_mr`
+    /// does): [`MemoryRegion::addr`] is `addr`, local sends read these bytes and remote writes
+    /// land in them, with no copy. The backend maps the pages at IOVA = address
+    /// ([`crate::sys::Backend::map_user`]): VFIO maps them in the IOMMU, vfio-user moves them
+    /// onto shared memory in place (see [`crate::sys::vfio_user`]), the test twin reaches them
+    /// directly. The same memory may be registered more than once.
+    ///
+    /// # Safety
+    /// The contract of [`UserRange::new`], until the returned region is dropped: the range
+    /// stays mapped and is not unmapped, remapped, `mprotect`ed or freed; bytes the NIC may
+    /// write are read through raw pointers (volatile, or after a completion), never under a
+    /// live Rust reference; no other thread writes the touched pages while this call runs and
+    /// while the region is dropped.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] with [`crate::sys::Error::UserMemory`] (a null, empty, unmapped, shared
+    /// or unreadable range), [`crate::sys::Error::UserMemoryUnsupported`] or
+    /// [`crate::sys::Error::IovaConflict`]; [`Error::DeviceGone`]; device errors.
+    #[allow(unsafe_code)]
+    pub unsafe fn reg_user_mr(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion> {
+        self.inner.dev.check()?;
+        // SAFETY: this function's contract is `UserRange::new`'s, passed on unchanged.
+        let range = unsafe { UserRange::new(addr, len) }?;
+        let mem = self.inner.dev.backend().map_user(range)?;
+        self.register(mem, len, access)
+    }
+
+    /// Registers `len` bytes of `mem` (at its IOVA, which is also the region's address).
+    fn register(&self, mem: DmaRegion, len: usize, access: Access) -> Result<MemoryRegion> {
+        let dev = &self.inner.dev;
         let addr = mem.iova().0;
         let (lkey, rkey) = dev.reg_mr(RegMr {
             pd: self.inner.pdn.into(),
@@ -173,7 +210,8 @@ impl ProtectionDomain {
     }
 }
 
-/// Registered memory: a DMA buffer the NIC reads (local) or writes (remote).
+/// Registered memory: a DMA buffer the NIC reads (local) or writes (remote), driver-allocated
+/// ([`ProtectionDomain::reg_mr`]) or the application's own ([`ProtectionDomain::reg_user_mr`]).
 #[derive(Debug)]
 pub struct MemoryRegion {
     pd: Arc<PdInner>,

@@ -286,6 +286,28 @@ impl QueuePair {
         }
     }
 
+    /// Replaces the traffic hint the next RESET -> INIT applies (the OCP API attaches a QP
+    /// hint at INIT, not at creation).
+    ///
+    /// # Errors
+    /// [`Error::QpState`] unless the QP is in RESET; [`Error::InvalidAttribute`] for a DSCP
+    /// above 63.
+    pub fn set_hint(&mut self, hint: QpHint) -> Result<()> {
+        if self.state != QpState::Reset {
+            return Err(Error::QpState {
+                qpn: self.qpn,
+                op: "set_hint",
+                state: self.state,
+                needed: QpState::Reset,
+            });
+        }
+        if hint.dscp >= 64 {
+            return Err(bad(self.qpn, "hint.dscp", hint.dscp.into(), "0..=63"));
+        }
+        self.hint = hint;
+        Ok(())
+    }
+
     /// RESET -> INIT: attach the EV and CC profiles and apply the hint.
     ///
     /// # Errors

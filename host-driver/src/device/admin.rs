@@ -190,6 +190,40 @@ pub struct QueryDevice {
     pub max_cq_entries: u32,
 }
 
+/// QUERY_LIMITS answers: what one QP accepts and what the profile tables hold. `u32::MAX`
+/// means no limit beyond the attribute's own range (the device reported 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest MPR (units of 128 PSNs) in either direction.
+    pub max_mpr: u32,
+    /// Largest max WIMM as requester (the send work requests one QP's engine holds).
+    pub max_wimm: u32,
+    /// Largest max WIMM as responder (the receive work requests one QP's engine holds).
+    pub max_wimm_dest: u32,
+    /// EV format profiles.
+    pub max_ev_format_profiles: u32,
+    /// EV profiles.
+    pub max_ev_profiles: u32,
+    /// EVs of one EV profile.
+    pub max_evs_per_profile: u32,
+    /// CC profiles.
+    pub max_cc_profiles: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_mpr: u32::MAX,
+            max_wimm: u32::MAX,
+            max_wimm_dest: u32::MAX,
+            max_ev_format_profiles: u32::MAX,
+            max_ev_profiles: u32::MAX,
+            max_evs_per_profile: u32::MAX,
+            max_cc_profiles: u32::MAX,
+        }
+    }
+}
+
 /// QUERY_QP answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpInfo {
@@ -260,6 +294,23 @@ impl Device {
             max_mrs: (r[1] >> 32) as u32,
             max_qp_entries: r[2] as u32,
             max_cq_entries: (r[2] >> 32) as u32,
+        })
+    }
+    /// QUERY_LIMITS.
+    ///
+    /// # Errors
+    /// As [`Device::admin`].
+    pub fn query_limits(&self) -> Result<Limits> {
+        let r = self.admin(AdminCommand::QueryLimits)?;
+        let or_max = |v: u64| if v == 0 { u32::MAX } else { v as u32 };
+        Ok(Limits {
+            max_mpr: or_max(r[0] / 128),
+            max_wimm: or_max(r[1] >> 32),
+            max_wimm_dest: or_max(r[1] & 0xffff_ffff),
+            max_ev_format_profiles: or_max(r[2] >> 48),
+            max_ev_profiles: or_max((r[2] >> 32) & 0xffff),
+            max_evs_per_profile: or_max((r[2] >> 16) & 0xffff),
+            max_cc_profiles: or_max(r[2] & 0xffff),
         })
     }
     /// ALLOC_PD: the PD number.

@@ -8,7 +8,7 @@
 //!    else is written ([`Error::AbiMismatch`] names both versions).
 //! 3. Reset (`control.RESET`) and wait, bounded, for `status.READY` ([`Error::NotReady`]).
 //! 4. Enable memory decoding and bus mastering, program and enable the admin and event queues.
-//! 5. QUERY_DEVICE for the limits ([`DeviceAttrs`]).
+//! 5. QUERY_DEVICE and QUERY_LIMITS for the limits ([`DeviceAttrs`]).
 //!
 //! # Surprise removal
 //! A PCIe read from a device that is gone returns all ones. Every MMIO read goes through
@@ -20,7 +20,9 @@
 mod admin;
 mod events;
 
-pub use admin::{ev_profile_transition_ok, EvInfo, FwStatus, PortInfo, QpInfo, QueryDevice};
+pub use admin::{
+    ev_profile_transition_ok, EvInfo, FwStatus, Limits, PortInfo, QpInfo, QueryDevice,
+};
 pub use events::TimedEvent;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -124,6 +126,8 @@ pub struct DeviceAttrs {
     pub doorbell_pages: u32,
     /// QUERY_DEVICE answers.
     pub limits: QueryDevice,
+    /// QUERY_LIMITS answers.
+    pub table_limits: Limits,
     /// The NIC's IPv6 address ([`default_gid`]).
     pub gid: [u8; 16],
 }
@@ -162,7 +166,8 @@ pub struct Device {
     backend: SharedBackend,
     bdf: Bdf,
     map: RegisterMap,
-    gone: AtomicBool,
+    /// Shared with the backend when it can learn of removal on its own (`Backend::gone_flag`).
+    gone: Arc<AtomicBool>,
     attrs: DeviceAttrs,
     admin: Mutex<AdminQueue>,
     events: Mutex<EventQueue>,
@@ -253,13 +258,15 @@ impl Device {
             max_evs_per_qp: r(dreg::MAX_EVS)?,
             doorbell_pages,
             limits: QueryDevice::default(),
+            table_limits: Limits::default(),
             gid: default_gid(bdf),
         };
+        let gone = b.gone_flag().unwrap_or_default();
         let mut device = Device {
             backend,
             bdf,
             map,
-            gone: AtomicBool::new(false),
+            gone,
             attrs,
             admin: Mutex::new(admin),
             events: Mutex::new(events),
@@ -271,6 +278,7 @@ impl Device {
             counters: DriverCounters::default(),
         };
         device.attrs.limits = device.query_device()?;
+        device.attrs.table_limits = device.query_limits()?;
         Ok(Arc::new(device))
     }
 

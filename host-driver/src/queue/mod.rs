@@ -317,6 +317,16 @@ impl CqRing {
         Ok(Some(cqe))
     }
 
+    /// Whether the next entry is ready (its owner bit matches), without consuming it.
+    ///
+    /// # Errors
+    /// The ring read failed.
+    pub fn is_ready(&self) -> Result<bool> {
+        let at = u64::from(self.consumer & (self.depth() - 1)) * CQE_BYTES;
+        let w2 = self.mem.read_u64(at + 16)?;
+        Ok((w2 >> 48) & 1 == u64::from(expected_owner(self.consumer, self.log2)))
+    }
+
     /// Tells the device how far the host consumed (once per poll batch), optionally arming
     /// the CQ for the next (solicited) completion.
     ///

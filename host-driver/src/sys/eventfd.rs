@@ -5,7 +5,7 @@
 //! wires interrupt vectors ([`EventFd::as_vmm`]).
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use vmm_sys_util::eventfd::EventFd as VmmEventFd;
@@ -24,6 +24,43 @@ impl EventFd {
     pub fn new() -> io::Result<EventFd> {
         let fd = VmmEventFd::new(libc::EFD_NONBLOCK | libc::EFD_CLOEXEC)?;
         Ok(EventFd { fd })
+    }
+
+    /// Takes an eventfd another process sent (a vfio-user client's SET_IRQS), after checking
+    /// it is one, and makes it non-blocking so that signalling it can never stall the caller.
+    ///
+    /// # Errors
+    /// `InvalidInput` when `fd` is not an eventfd; `fcntl` failed.
+    pub fn adopt(fd: OwnedFd) -> io::Result<EventFd> {
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        if link.as_os_str() != "anon_inode:[eventfd]" {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not an eventfd: {}", link.display()),
+            ));
+        }
+        // SAFETY: fcntl(F_GETFL) on a descriptor `fd` owns.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fcntl(F_SETFL) on a descriptor `fd` owns, with its flags plus O_NONBLOCK.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the descriptor is an eventfd (checked above) whose ownership moves here.
+        let fd = unsafe { VmmEventFd::from_raw_fd(fd.into_raw_fd()) };
+        Ok(EventFd { fd })
+    }
+
+    /// Another handle on the same counter (for sending it to another process).
+    ///
+    /// # Errors
+    /// `dup` failed.
+    pub fn try_clone(&self) -> io::Result<EventFd> {
+        Ok(EventFd {
+            fd: self.fd.try_clone()?,
+        })
     }
 
     /// Adds `n` to the counter (what the kernel does when the interrupt fires).
@@ -113,5 +150,17 @@ mod tests {
             e.signal(u64::MAX).is_err(),
             "0xffff_ffff_ffff_ffff is not a valid add"
         );
+    }
+
+    #[test]
+    fn adopt_takes_eventfds_only() {
+        let e = EventFd::new().unwrap();
+        let copy = e.as_fd().try_clone_to_owned().unwrap();
+        let adopted = EventFd::adopt(copy).unwrap();
+        adopted.signal(5).unwrap();
+        assert_eq!(e.take().unwrap(), 5, "one counter, two handles");
+        let file = std::fs::File::open("/proc/self/maps").unwrap();
+        let err = EventFd::adopt(file.into()).unwrap_err();
+        assert!(err.to_string().contains("not an eventfd"), "{err}");
     }
 }

@@ -76,6 +76,37 @@ impl IovaAllocator {
         Some(Iova(at))
     }
 
+    /// Takes the part of `size` bytes at `iova` that lies in the window out of the free list,
+    /// for memory mapped at an IOVA the allocator did not choose (user memory at IOVA =
+    /// address). Returns that part (to [`IovaAllocator::free`] later), or `None` when the range
+    /// misses the window.
+    ///
+    /// # Errors
+    /// Part of the range in the window is already allocated (or reserved).
+    pub fn reserve(&mut self, iova: Iova, size: u64) -> Result<Option<(Iova, u64)>, BadFree> {
+        let bad = BadFree { iova, size };
+        let end = iova.0.checked_add(size).ok_or(bad)?;
+        let (lo, hi) = (iova.0.max(self.base), end.min(self.base + self.span));
+        if lo >= hi {
+            return Ok(None);
+        }
+        let (start, len) = self
+            .free
+            .range(..=lo)
+            .next_back()
+            .map(|(&s, &l)| (s, l))
+            .filter(|&(s, l)| s + l >= hi)
+            .ok_or(bad)?;
+        self.free.remove(&start);
+        if lo > start {
+            self.free.insert(start, lo - start);
+        }
+        if start + len > hi {
+            self.free.insert(hi, start + len - hi);
+        }
+        Ok(Some((Iova(lo), hi - lo)))
+    }
+
     /// Returns `size` bytes at `iova` to the window.
     ///
     /// # Errors
@@ -138,6 +169,31 @@ mod tests {
         assert_eq!(a.alloc(0, 1), None);
         assert_eq!(a.alloc(1, 3), None);
         assert_eq!(a.alloc(0x10_0001, 1), None, "larger than the window");
+    }
+
+    #[test]
+    fn reserve_takes_the_window_part_only() {
+        let mut a = IovaAllocator::new(Iova(0x10_0000), 0x10_0000);
+        assert_eq!(a.reserve(Iova(0), 0x1000), Ok(None), "below the window");
+        assert_eq!(
+            a.reserve(Iova(0xf_f000), 0x3000),
+            Ok(Some((Iova(0x10_0000), 0x2000))),
+            "clipped to the window"
+        );
+        let x = a.alloc(0x1000, 0x1000).unwrap();
+        assert_eq!(x, Iova(0x10_2000), "allocation avoids the reserved part");
+        assert!(
+            a.reserve(Iova(0x10_2000), 0x1000).is_err(),
+            "already allocated"
+        );
+        assert!(
+            a.reserve(Iova(0x10_1000), 0x2000).is_err(),
+            "overlaps a reservation"
+        );
+        a.free(Iova(0x10_0000), 0x2000).unwrap();
+        a.free(x, 0x1000).unwrap();
+        assert_eq!(a.free_bytes(), 0x10_0000);
+        assert!(a.reserve(Iova(u64::MAX - 1), 4).is_err(), "overflow");
     }
 
     proptest! {

@@ -1,7 +1,8 @@
 //! Device-visible memory: owned blocks accessed only through volatile raw-pointer operations.
 //!
-//! [`RawMem`] owns either an mmap (BAR0, hugepage DMA memory) or a zeroed page-aligned heap block
-//! (test twin, simulator). It never creates `&`/`&mut` to its bytes: the device (or a simulated
+//! [`RawMem`] owns either an mmap (BAR0, hugepage DMA memory, shared memory) or a zeroed
+//! page-aligned heap block (test twin, simulator), or borrows the application's own memory (user
+//! memory registration, [`super::UserRange`]). It never creates `&`/`&mut` to its bytes: the device (or a simulated
 //! device on another thread) may change them at any time, and a Rust reference to memory that
 //! changes under it is undefined behaviour. Every access is bounds- and alignment-checked first.
 //!
@@ -44,9 +45,13 @@ pub(crate) enum RawMem {
     Mmap(MmapRaw),
     /// A zeroed, page-aligned heap block of `layout.size()` bytes.
     Heap { ptr: NonNull<u8>, layout: Layout },
+    /// `len` bytes of the application's memory at `ptr`, never freed here: made only from a
+    /// [`super::UserRange`], whose constructor's contract keeps it mapped while this lives.
+    Borrowed { ptr: NonNull<u8>, len: usize },
 }
 
-// SAFETY: `RawMem` uniquely owns its block (heap) or mapping (mmap); the bytes are only touched
+// SAFETY: `RawMem` uniquely owns its block (heap) or mapping (mmap), or borrows memory its
+// `UserRange` contract keeps mapped for its whole life (borrowed); the bytes are only touched
 // through volatile raw-pointer accesses, never through references, so moving or sharing the
 // owner between threads creates no aliasing `&mut`. Concurrent accesses to the same bytes are
 // the device protocol's business, exactly as with a real device doing DMA (vm-memory makes the
@@ -70,6 +75,7 @@ impl RawMem {
         match self {
             RawMem::Mmap(m) => m.len(),
             RawMem::Heap { layout, .. } => layout.size(),
+            RawMem::Borrowed { len, .. } => *len,
         }
     }
 
@@ -77,7 +83,7 @@ impl RawMem {
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         match self {
             RawMem::Mmap(m) => m.as_mut_ptr(),
-            RawMem::Heap { ptr, .. } => ptr.as_ptr(),
+            RawMem::Heap { ptr, .. } | RawMem::Borrowed { ptr, .. } => ptr.as_ptr(),
         }
     }
 
@@ -190,7 +196,7 @@ impl Drop for RawMem {
             // SAFETY: `ptr` came from `alloc_zeroed(layout)` in `heap` and is freed only here.
             unsafe { alloc::dealloc(ptr.as_ptr(), *layout) };
         }
-        // `MmapRaw` unmaps itself.
+        // `MmapRaw` unmaps itself; borrowed memory belongs to the application.
     }
 }
 
@@ -314,6 +320,32 @@ impl DmaRegion {
         Ok(Self::from_raw(RawMem::heap(size)?, iova, release))
     }
 
+    /// Maps `len` bytes at `offset` of a file another process shares with this one (a
+    /// vfio-user client's DMA_MAP) as DMA memory at `iova`, for device models in servers.
+    ///
+    /// The file must be a memfd sealed against shrinking (`F_SEAL_SHRINK`) that holds the whole
+    /// range: a file that could shrink under the mapping would kill this process with SIGBUS.
+    ///
+    /// # Errors
+    /// `InvalidInput` naming the broken rule, or `mmap` failed.
+    pub fn map_shared_file(
+        file: &std::fs::File,
+        offset: u64,
+        len: usize,
+        iova: Iova,
+    ) -> io::Result<DmaRegion> {
+        super::shm::check_shareable(file, offset, len as u64)?;
+        let map = super::shm::map(file, offset, len)?;
+        Ok(Self::from_raw(RawMem::Mmap(map), iova, None))
+    }
+
+    /// The application's memory `range` as a region at IOVA = its address (crate-internal:
+    /// backends' `map_user`).
+    pub(crate) fn user(range: super::UserRange, release: Option<Arc<dyn DmaRelease>>) -> Self {
+        let iova = Iova(range.addr());
+        Self::from_raw(range.into_raw(), iova, release)
+    }
+
     /// The address the device uses for byte 0.
     pub fn iova(&self) -> Iova {
         self.inner.iova
@@ -322,7 +354,8 @@ impl DmaRegion {
     pub fn len(&self) -> usize {
         self.inner.len
     }
-    /// Always false: regions are at least one page.
+    /// Always false: regions are never empty (allocations are at least one page, user
+    /// ranges at least one byte).
     pub fn is_empty(&self) -> bool {
         self.inner.len == 0
     }
@@ -337,6 +370,7 @@ impl DmaRegion {
             inner: Arc::downgrade(&self.inner),
             iova: self.inner.iova,
             len: self.inner.len,
+            identity: self.inner.mem().as_ptr() as u64 == self.inner.iova.0,
         }
     }
 
@@ -460,6 +494,7 @@ pub struct DmaHandle {
     inner: Weak<DmaInner>,
     iova: Iova,
     len: usize,
+    identity: bool,
 }
 
 impl DmaHandle {
@@ -471,9 +506,19 @@ impl DmaHandle {
     pub fn len(&self) -> usize {
         self.len
     }
-    /// Always false: regions are at least one page.
+    /// Always false: regions are never empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+    /// Whether the region's IOVA is its address in this process (user memory, IOVA-as-VA):
+    /// two such regions that overlap describe the same bytes.
+    pub fn is_identity(&self) -> bool {
+        self.identity
+    }
+    /// Whether any of `len` bytes at `iova` lie in this region.
+    pub fn overlaps(&self, iova: Iova, len: u64) -> bool {
+        let end = self.iova.0.saturating_add(self.len as u64);
+        iova.0 < end && iova.0.saturating_add(len) > self.iova.0
     }
     /// Whether the driver still holds the region.
     pub fn is_live(&self) -> bool {

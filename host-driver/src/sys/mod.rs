@@ -15,9 +15,14 @@
 //!   [`Backend::wait_interrupt`] blocks on it with a timeout.
 //! - **Config space** reads and writes by offset, bounds-checked.
 //!
+//! - **User memory**: [`Backend::map_user`] makes the application's own pages ([`UserRange`])
+//!   device-visible at IOVA = their virtual address, so a peer's RDMA write lands in the
+//!   application's buffer, not in a copy.
+//!
 //! Implementations: [`vfio::VfioBackend`] (real hardware through `/dev/vfio`),
-//! [`twin::Twin`] (in-memory test twin with an MMIO write hook; the simulator builds on it or
-//! implements the trait itself).
+//! [`vfio_user::VfioUserBackend`] (a device served by another process over a vfio-user
+//! socket, e.g. `mrc-sim serve`), [`twin::Twin`] (in-memory test twin with an MMIO write hook;
+//! the simulator builds on it or implements the trait itself).
 //!
 //! The trait is object-safe: `&dyn Backend` and `Box<dyn Backend>` work. Every method takes
 //! `&self`: a device is shared hardware, and queues ring doorbells through a shared reference.
@@ -38,18 +43,25 @@
 mod eventfd;
 mod iova;
 mod mem;
+mod shm;
 pub mod twin;
+mod user;
 pub mod vfio;
+pub mod vfio_user;
 
 use std::fmt;
 use std::io;
 use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use eventfd::EventFd;
 pub use iova::{BadFree, IovaAllocator};
 pub use mem::{DmaHandle, DmaRegion, DmaRelease};
+pub use user::UserRange;
 
 /// Result of every fallible `sys` operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -343,6 +355,51 @@ pub enum Error {
     /// Interrupts were requested but the device offers neither MSI-X nor MSI.
     #[error("{bdf}: {wanted} interrupt vectors requested, device has no MSI-X or MSI vectors")]
     NoMsi { bdf: Bdf, wanted: u32 },
+    /// Application memory that cannot be registered (or a failed step while mapping it).
+    #[error("user memory {addr:#x} + {len:#x}: {what}")]
+    UserMemory {
+        addr: u64,
+        len: usize,
+        what: String,
+        #[source]
+        source: Option<io::Error>,
+    },
+    /// The backend cannot map application memory.
+    #[error("{bdf}: the {backend} backend cannot register application memory")]
+    UserMemoryUnsupported { bdf: Bdf, backend: &'static str },
+    /// A DMA mapping would give one IOVA two meanings (user memory at IOVA = address against
+    /// memory mapped at an allocated IOVA).
+    #[error("{bdf}: IOVA range {iova} + {size:#x} is already mapped to other memory")]
+    IovaConflict { bdf: Bdf, iova: Iova, size: u64 },
+    /// A vfio-user socket operation failed.
+    #[error("vfio-user device {}: {op} failed", path.display())]
+    Socket {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// The vfio-user server broke the protocol (the connection is closed: the framing can no
+    /// longer be trusted).
+    #[error("vfio-user device {}: protocol error: {what}", path.display())]
+    Protocol { path: PathBuf, what: String },
+    /// The vfio-user server answered a request with an error.
+    #[error("vfio-user device {}: the server refused {command}: {source}", path.display())]
+    Refused {
+        path: PathBuf,
+        command: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// The vfio-user connection is gone (the server closed it, died, or stopped answering);
+    /// every later request fails with this, and MMIO reads return all ones as a surprise-
+    /// removed PCIe device's do.
+    #[error("{bdf}: vfio-user device {} is gone: {why}", path.display())]
+    Disconnected {
+        bdf: Bdf,
+        path: PathBuf,
+        why: String,
+    },
 }
 
 /// The boundary between the safe driver and a device (real, simulated or test twin).
@@ -435,6 +492,29 @@ pub trait Backend {
     /// As [`Backend::config_write`].
     fn config_write_u16(&self, offset: u64, value: u16) -> Result<()> {
         self.config_write(offset, &value.to_le_bytes())
+    }
+
+    /// Makes the application's memory `range` device-visible at IOVA = its address; the
+    /// returned region reads and writes the application's own bytes, and dropping it takes the
+    /// device's access away. Overlapping ranges may be mapped more than once.
+    ///
+    /// # Errors
+    /// [`Error::UserMemoryUnsupported`] (the default), [`Error::IovaConflict`], or the mapping
+    /// failed ([`Error::UserMemory`], [`Error::DmaMap`], ...).
+    fn map_user(&self, range: UserRange) -> Result<DmaRegion> {
+        let _ = range;
+        Err(Error::UserMemoryUnsupported {
+            bdf: self.bdf(),
+            backend: "this",
+        })
+    }
+
+    /// A flag the backend sets when it learns on its own that the device is gone (a vfio-user
+    /// server closing the connection), for the device layer to share as its own "gone" flag
+    /// so that callers that only poll memory (a spinning `poll_cq`) see it at once. `None`
+    /// (the default) when the backend learns it only from all-ones MMIO reads.
+    fn gone_flag(&self) -> Option<Arc<AtomicBool>> {
+        None
     }
 }
 

@@ -140,6 +140,13 @@ impl World {
             cons = cons.wrapping_add(1);
             nic.reg_w(ADMIN + Q_CONSUMER, cons);
         }
+        // Fabric work a doorbell left unfinished (its step budget of virtual time ran out,
+        // e.g. retransmissions into a peer QP not yet ready) resumes here: a command such as
+        // the peer's RTR may be what it waits for, and programs that only spin on memory
+        // would otherwise never move virtual time again.
+        if self.fabric.is_some() && !self.nics[i].hold_doorbells && !self.fabric_idle() {
+            self.pump();
+        }
     }
 
     /// One command: firmware update commands go to [`World::fw_execute`], every other one to

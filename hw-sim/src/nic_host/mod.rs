@@ -348,6 +348,11 @@ impl SimNic {
     pub fn backend(&self) -> SharedBackend {
         self.twin.clone()
     }
+    /// The twin behind [`SimNic::backend`]: the device side a server (`crate::serve`) drives
+    /// for a driver in another process.
+    pub fn twin(&self) -> &Arc<Twin> {
+        &self.twin
+    }
     /// The PCI address.
     pub fn bdf(&self) -> Bdf {
         self.twin.bdf()

@@ -15,7 +15,7 @@ fn boots_answers_admin_and_reports_removal() {
     assert!(e.to_string().contains("NotFound"), "{e}");
     dev.dealloc_pd(pd).unwrap();
     let c = nic.counters();
-    assert_eq!((c.admin_commands, c.admin_errors), (4, 1));
+    assert_eq!((c.admin_commands, c.admin_errors), (5, 1));
     nic.surprise_remove();
     assert!(dev.alloc_pd().unwrap_err().is_gone());
     assert!(dev.query_device().unwrap_err().is_gone(), "sticky");

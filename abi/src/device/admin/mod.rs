@@ -149,6 +149,13 @@ codes!(
         QueryQp = 0x0A,
         /// Body [`ObjectId`] (QPN).
         DestroyQp = 0x0B,
+        /// Body none. Result: (PSN window per direction, send work requests << 32 | receive
+        /// work requests, EV format profiles << 48 | EV profiles << 32 | EVs per profile << 16 |
+        /// CC profiles): what one QP's engine holds (the largest MPR is the window / 128, the
+        /// largest max WIMM as requester / responder the send / receive work requests) and the
+        /// capacities of the profile tables. A field of 0 means no limit beyond the attribute's
+        /// own range. Since ABI 1.3.
+        QueryLimits = 0x0C,
         /// Body [`PortAdmin`].
         SetPortAdminState = 0x10,
         /// Body [`ObjectId`] (port). Result: (admin << 32 | oper, speed Mb/s, plane).
@@ -306,6 +313,7 @@ pub enum AdminCommand {
     ModifyQp(QpModify),
     QueryQp(ObjectId),
     DestroyQp(ObjectId),
+    QueryLimits,
     SetPortAdminState(PortAdmin),
     QueryPort(ObjectId),
     CreateEvFormatProfile(EvFormatProfile),
@@ -374,6 +382,7 @@ impl AdminCommand {
             C::ModifyQp(_) => Opcode::ModifyQp,
             C::QueryQp(_) => Opcode::QueryQp,
             C::DestroyQp(_) => Opcode::DestroyQp,
+            C::QueryLimits => Opcode::QueryLimits,
             C::SetPortAdminState(_) => Opcode::SetPortAdminState,
             C::QueryPort(_) => Opcode::QueryPort,
             C::CreateEvFormatProfile(_) => Opcode::CreateEvFormatProfile,
@@ -402,7 +411,12 @@ impl AdminCommand {
     fn body_bytes(&self) -> &[u8] {
         use AdminCommand as C;
         match self {
-            C::QueryDevice | C::AllocPd | C::FwStatus | C::FwConfirm | C::FwRollback => &[],
+            C::QueryDevice
+            | C::QueryLimits
+            | C::AllocPd
+            | C::FwStatus
+            | C::FwConfirm
+            | C::FwRollback => &[],
             C::DeallocPd(b)
             | C::DeregMr(b)
             | C::DestroyCq(b)

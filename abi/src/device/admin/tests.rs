@@ -83,6 +83,7 @@ fn valid(op: Opcode, raw: [u8; BODY_BYTES]) -> AdminCommand {
     let id = |raw: &[u8; BODY_BYTES]| rd::<ObjectId>(raw);
     match op {
         Opcode::QueryDevice => C::QueryDevice,
+        Opcode::QueryLimits => C::QueryLimits,
         Opcode::AllocPd => C::AllocPd,
         Opcode::FwStatus => C::FwStatus,
         Opcode::FwConfirm => C::FwConfirm,

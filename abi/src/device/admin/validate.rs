@@ -58,6 +58,7 @@ pub(super) fn decode_body(op: Opcode, body: &[u8; BODY_BYTES]) -> Result<AdminCo
     use AdminCommand as C;
     Ok(match op {
         Opcode::QueryDevice => empty(body).map(|_| C::QueryDevice)?,
+        Opcode::QueryLimits => empty(body).map(|_| C::QueryLimits)?,
         Opcode::AllocPd => empty(body).map(|_| C::AllocPd)?,
         Opcode::FwStatus => empty(body).map(|_| C::FwStatus)?,
         Opcode::FwConfirm => empty(body).map(|_| C::FwConfirm)?,

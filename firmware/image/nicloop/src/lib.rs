@@ -163,7 +163,7 @@ pub const PORT_SPEED_MBPS: u32 = 200_000;
 /// numbers share `1..16` (doorbell pages), [`EVS`] EVs per QP, [`PORTS`] ports on
 /// [`PLANES`] planes, every capability but firmware update over the admin ring.
 pub const NIC_PARAMS: DeviceParams = DeviceParams {
-    device_id: 0x1d0f_3c00,
+    device_id: mrc_abi::device::regs::PCI_ID,
     capabilities: caps::ALL & !caps::FW_UPDATE,
     num_ports: PORTS as u32,
     num_planes: PLANES as u32,

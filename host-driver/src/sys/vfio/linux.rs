@@ -370,6 +370,13 @@ impl VfioSys for LinuxVfio {
         unsafe { container.vfio_dma_map(iova.0, pages.len(), pages.0.as_ptr()) }.map_err(vfio_io)
     }
 
+    unsafe fn dma_map_user(&self, vaddr: u64, size: usize, iova: Iova) -> io::Result<()> {
+        let container = self.container()?;
+        // SAFETY: the caller keeps `size` bytes at `vaddr` mapped until they are unmapped
+        // (this function's contract, which is `vfio_dma_map`'s).
+        unsafe { container.vfio_dma_map(iova.0, size, vaddr as *mut u8) }.map_err(vfio_io)
+    }
+
     fn dma_unmap(&self, iova: Iova, size: usize) -> io::Result<()> {
         self.container()?
             .vfio_dma_unmap(iova.0, size)

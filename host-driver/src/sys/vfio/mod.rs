@@ -23,10 +23,15 @@
 //!
 //! DMA memory is 2 MiB hugepages (4 KiB pages with a logged warning when none are free), mapped
 //! at an IOVA from [`IovaAllocator`] with VFIO_IOMMU_MAP_DMA and unmapped when freed.
+//! Application memory ([`Backend::map_user`]) is mapped with VFIO_IOMMU_MAP_DMA of its own
+//! pages at IOVA = their address, in reference-counted page chunks so that overlapping
+//! registrations never map a page twice (the kernel refuses that); the part of such a range in
+//! the allocator's window is reserved so allocations never land on it.
 
 mod linux;
 #[cfg(test)]
 mod tests;
+mod user;
 
 use std::fmt;
 use std::io;
@@ -40,9 +45,10 @@ use vfio_bindings::bindings::vfio as b;
 pub use linux::LinuxVfio;
 
 use super::mem::{round_up, RawMem, PAGE_SIZE};
+use super::user::ChunkMap;
 use super::{
     check_config, check_mmio, enable_bus_master, Backend, Bdf, DmaRegion, DmaRelease, Error,
-    EventFd, GroupMember, Iova, IovaAllocator, Result,
+    EventFd, GroupMember, Iova, IovaAllocator, Result, UserRange,
 };
 
 /// 2 MiB: the hugepage size used for DMA memory.
@@ -210,6 +216,13 @@ pub trait VfioSys: Send + Sync + 'static {
     /// write `pages` at any time: the caller must keep them alive (never free them) and access
     /// them only through raw volatile operations.
     unsafe fn dma_map(&self, pages: &Pages, iova: Iova) -> io::Result<()>;
+    /// VFIO_IOMMU_MAP_DMA of `size` bytes of this process's memory at `vaddr` at `iova`, read
+    /// + write.
+    ///
+    /// # Safety
+    /// From now until a successful [`VfioSys::dma_unmap`] of the same range, the device may
+    /// write that memory at any time: the caller keeps it mapped.
+    unsafe fn dma_map_user(&self, vaddr: u64, size: usize, iova: Iova) -> io::Result<()>;
     /// VFIO_IOMMU_UNMAP_DMA of exactly `size` bytes at `iova`.
     fn dma_unmap(&self, iova: Iova, size: usize) -> io::Result<()>;
 }
@@ -278,8 +291,13 @@ pub struct VfioBackend<S: VfioSys = LinuxVfio> {
     irq_kind: IrqKind,
     hugepages: bool,
     iova: Arc<Mutex<IovaAllocator>>,
+    /// Application pages mapped at IOVA = address; each chunk's data is its reservation in the
+    /// IOVA window, if any.
+    user: Arc<Mutex<UserChunks>>,
     stats: Arc<VfioStats>,
 }
+
+use user::UserChunks;
 
 impl VfioBackend<LinuxVfio> {
     /// Opens `bdf` with the real `/dev/vfio` and `/sys`.
@@ -343,6 +361,7 @@ impl<S: VfioSys> VfioBackend<S> {
             irqs: Vec::new(),
             hugepages: cfg.hugepages,
             iova: Arc::new(Mutex::new(IovaAllocator::new(cfg.iova_base, cfg.iova_span))),
+            user: Arc::new(Mutex::new(ChunkMap::new())),
             stats: Arc::new(VfioStats::default()),
         };
         if cfg.reset {
@@ -642,6 +661,10 @@ impl<S: VfioSys> Backend for VfioBackend<S> {
             stats: self.stats.clone(),
         };
         Ok(DmaRegion::from_raw(pages.0, iova, Some(Arc::new(release))))
+    }
+
+    fn map_user(&self, range: UserRange) -> Result<DmaRegion> {
+        self.map_user_pages(range)
     }
 
     fn interrupt_vectors(&self) -> u32 {

@@ -13,28 +13,28 @@ use crate::sys::{
 };
 
 #[derive(Clone)]
-struct Knobs {
-    group: Option<u32>,
-    container_ok: bool,
-    api_version: i32,
-    type1v2: bool,
-    group_open_ok: bool,
-    group_status_ok: bool,
-    viable: bool,
+pub(super) struct Knobs {
+    pub(super) group: Option<u32>,
+    pub(super) container_ok: bool,
+    pub(super) api_version: i32,
+    pub(super) type1v2: bool,
+    pub(super) group_open_ok: bool,
+    pub(super) group_status_ok: bool,
+    pub(super) viable: bool,
     /// The `open_device` step (by its ioctl name) that fails with EBUSY.
-    fail_step: Option<&'static str>,
-    members: Vec<GroupMember>,
-    driver: Option<String>,
-    device_flags: u32,
-    bar0: RegionInfo,
-    config: RegionInfo,
-    msix: u32,
-    msi: u32,
-    huge_ok: bool,
-    map_fail: bool,
-    unmap_fail: bool,
-    reset_fail: bool,
-    config_io_fail: bool,
+    pub(super) fail_step: Option<&'static str>,
+    pub(super) members: Vec<GroupMember>,
+    pub(super) driver: Option<String>,
+    pub(super) device_flags: u32,
+    pub(super) bar0: RegionInfo,
+    pub(super) config: RegionInfo,
+    pub(super) msix: u32,
+    pub(super) msi: u32,
+    pub(super) huge_ok: bool,
+    pub(super) map_fail: bool,
+    pub(super) unmap_fail: bool,
+    pub(super) reset_fail: bool,
+    pub(super) config_io_fail: bool,
 }
 
 impl Default for Knobs {
@@ -88,11 +88,11 @@ fn errno(e: i32) -> io::Error {
 }
 
 /// A fake of the raw operations: answers from `Knobs`, records every call.
-struct FakeSys {
+pub(super) struct FakeSys {
     k: Knobs,
     log: Mutex<Vec<String>>,
     config_space: Mutex<Vec<u8>>,
-    mapped: Mutex<Vec<(Iova, usize)>>,
+    pub(super) mapped: Mutex<Vec<(Iova, usize)>>,
 }
 
 impl FakeSys {
@@ -242,6 +242,19 @@ impl VfioSys for FakeSys {
         self.mapped.lock().unwrap().push((iova, pages.len()));
         Ok(())
     }
+    unsafe fn dma_map_user(&self, _vaddr: u64, size: usize, iova: Iova) -> io::Result<()> {
+        if self.k.map_fail {
+            return Err(errno(libc::ENOSPC));
+        }
+        let mut m = self.mapped.lock().unwrap();
+        if m.iter()
+            .any(|&(i, s)| i.0 < iova.0 + size as u64 && iova.0 < i.0 + s as u64)
+        {
+            return Err(errno(libc::EEXIST));
+        }
+        m.push((iova, size));
+        Ok(())
+    }
     fn dma_unmap(&self, iova: Iova, size: usize) -> io::Result<()> {
         if self.k.unmap_fail {
             return Err(errno(libc::EINVAL));
@@ -260,7 +273,7 @@ fn bdf() -> Bdf {
     "0000:00:04.0".parse().unwrap()
 }
 
-fn open(k: Knobs) -> Result<VfioBackend<FakeSys>> {
+pub(super) fn open(k: Knobs) -> Result<VfioBackend<FakeSys>> {
     open_cfg(
         k,
         &VfioConfig {
@@ -270,7 +283,7 @@ fn open(k: Knobs) -> Result<VfioBackend<FakeSys>> {
     )
 }
 
-fn open_cfg(k: Knobs, cfg: &VfioConfig) -> Result<VfioBackend<FakeSys>> {
+pub(super) fn open_cfg(k: Knobs, cfg: &VfioConfig) -> Result<VfioBackend<FakeSys>> {
     VfioBackend::open(FakeSys::new(k), bdf(), cfg)
 }
 

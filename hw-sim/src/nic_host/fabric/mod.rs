@@ -87,7 +87,8 @@ pub struct FabricConfig {
     pub timeout_exp: u8,
     /// Fixed congestion window.
     pub cwnd_bytes: u64,
-    /// Most virtual time one doorbell may run the fabric before returning.
+    /// Most virtual time one doorbell may run the fabric before returning, counted from the
+    /// first timer due when that is further away (see `World::pump`).
     pub step_budget_ns: u64,
     /// Test only: engines with the test kit's planted bug (a `TRIMMED_LAST_HOP` NACK taken as
     /// an ACK), so a whole-system checker can be shown to catch it.
@@ -696,10 +697,12 @@ impl World {
             })
     }
 
-    /// Runs the fabric until it is idle or the step budget ran out.
+    /// Runs the fabric until it is idle or the step budget ran out. A first timer further away
+    /// than the budget (a retransmission backoff can be) moves the budget's end past it, so
+    /// every call reaches the next timer; far window edges alone do not.
     pub(crate) fn pump(&mut self) {
         let Some(cfg) = self.fabric_cfg() else { return };
-        let deadline = self.now_ns.saturating_add(cfg.step_budget_ns);
+        let mut deadline: Option<u64> = None;
         self.outage_edges();
         loop {
             if let Some(f) = self.fabric.as_mut() {
@@ -737,7 +740,8 @@ impl World {
             let Some(f) = self.fabric.as_ref() else {
                 return;
             };
-            let next = f
+            let now = self.now_ns;
+            let timer = f
                 .links
                 .values()
                 .filter_map(|l| l.next_due())
@@ -748,14 +752,22 @@ impl World {
                         .filter(|(k, _)| !f.faults.stalled(*k))
                         .filter_map(|(_, e)| e.engine.poll_timeout()),
                 )
-                .chain(f.faults.next_edge())
                 .chain(f.faults.next_due())
-                // Something due now that made no progress waits for a stalled core: the
-                // stall's end is an edge.
-                .filter(|&t| t > self.now_ns)
+                .filter(|&t| t > now)
                 .min();
+            // Something due now that made no progress waits for a stalled core: the stall's
+            // end is an edge.
+            let next = timer
+                .into_iter()
+                .chain(f.faults.next_edge().filter(|&t| t > now))
+                .min();
+            let end = *deadline.get_or_insert_with(|| {
+                let budget = cfg.step_budget_ns;
+                let d = now.saturating_add(budget);
+                timer.map_or(d, |t| d.max(t.saturating_add(budget)))
+            });
             match next {
-                Some(t) if t <= deadline => self.now_ns = self.now_ns.max(t),
+                Some(t) if t <= end => self.now_ns = t,
                 _ => return,
             }
             self.outage_edges();

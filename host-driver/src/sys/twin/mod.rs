@@ -7,8 +7,12 @@
 //! - DMA regions are heap memory with fake IOVAs from an [`IovaAllocator`]. The device side
 //!   ([`TwinDevice::dma_read`] / [`TwinDevice::dma_write`]) reaches them by IOVA while the
 //!   driver holds them and gets [`Error::DmaFault`] after they are freed.
+//! - Application memory ([`Backend::map_user`]) is reached directly at IOVA = its address.
+//!   Memory another process shares (a vfio-user client's DMA_MAP) joins with
+//!   [`TwinDevice::attach_dma`]. A device-side access may span adjacent regions.
 //! - Interrupts are real eventfds (epoll works) plus a counter per vector;
-//!   [`TwinDevice::raise_interrupt`] fires one.
+//!   [`TwinDevice::raise_interrupt`] fires one. [`TwinDevice::route_interrupt`] sends a vector
+//!   to another eventfd instead (a vfio-user client's).
 //! - Config space is a byte array with vendor and device ids filled in.
 //!
 //! Hooks receive the [`TwinDevice`] (not the [`Twin`]), so they can touch registers, DMA memory
@@ -23,7 +27,7 @@ use std::time::Duration;
 use super::mem::{DmaHandle, RawMem};
 use super::{
     check_config, check_mmio, Backend, Bdf, DmaRegion, DmaRelease, Error, EventFd, Iova,
-    IovaAllocator, Result,
+    IovaAllocator, Result, UserRange,
 };
 
 /// Shape of a twin device.
@@ -97,6 +101,8 @@ pub struct TwinDevice {
     bar0: RawMem,
     config: Mutex<Vec<u8>>,
     irqs: Vec<EventFd>,
+    /// Per vector: where it goes instead of `irqs` (`route_interrupt`).
+    routes: Mutex<Vec<Option<EventFd>>>,
     raised: Vec<AtomicU64>,
     dma: Mutex<Vec<DmaHandle>>,
     counters: TwinCounters,
@@ -177,31 +183,103 @@ impl TwinDevice {
         }
     }
 
-    fn find_dma(&self, iova: Iova, size: usize) -> Result<DmaHandle> {
-        lock(&self.dma)
-            .iter()
-            .find(|h| h.is_live() && h.covers(iova, size))
-            .cloned()
-            .ok_or(Error::DmaFault {
+    /// Runs `f(handle, iova, offset in the access, length)` over the live regions covering
+    /// `size` bytes at `iova` in order (an access may span adjacent regions); a gap is a fault
+    /// and nothing after it is touched.
+    fn each_piece(
+        &self,
+        iova: Iova,
+        size: usize,
+        mut f: impl FnMut(&DmaHandle, Iova, usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        let fault = Error::DmaFault {
+            bdf: self.bdf,
+            iova,
+            size,
+        };
+        if iova.0.checked_add(size as u64).is_none() {
+            return Err(fault);
+        }
+        let mut done = 0usize;
+        loop {
+            let at = Iova(iova.0 + done as u64);
+            let handle = lock(&self.dma)
+                .iter()
+                .find(|h| h.is_live() && h.covers(at, 1))
+                .cloned();
+            let Some(h) = handle else {
+                // An empty access still needs its address mapped.
+                return Err(fault);
+            };
+            let room = (h.iova().0 + h.len() as u64 - at.0) as usize;
+            let n = room.min(size - done);
+            f(&h, at, done, n).map_err(|_| Error::DmaFault {
                 bdf: self.bdf,
                 iova,
                 size,
-            })
+            })?;
+            done += n;
+            if done >= size {
+                return Ok(());
+            }
+        }
     }
 
-    /// Device-side DMA read (a range may not span two regions).
+    /// Device-side DMA read.
     ///
     /// # Errors
-    /// [`Error::DmaFault`] when no live region covers the range.
+    /// [`Error::DmaFault`] when some byte of the range is in no live region.
     pub fn dma_read(&self, iova: Iova, buf: &mut [u8]) -> Result<()> {
-        self.find_dma(iova, buf.len())?.read(self.bdf, iova, buf)
+        let bdf = self.bdf;
+        self.each_piece(iova, buf.len(), |h, at, off, n| {
+            h.read(bdf, at, &mut buf[off..off + n])
+        })
     }
     /// Device-side DMA write.
     ///
     /// # Errors
-    /// [`Error::DmaFault`] when no live region covers the range.
+    /// [`Error::DmaFault`] when some byte of the range is in no live region (the bytes before
+    /// the gap are written).
     pub fn dma_write(&self, iova: Iova, data: &[u8]) -> Result<()> {
-        self.find_dma(iova, data.len())?.write(self.bdf, iova, data)
+        let bdf = self.bdf;
+        self.each_piece(iova, data.len(), |h, at, off, n| {
+            h.write(bdf, at, &data[off..off + n])
+        })
+    }
+
+    /// Makes `region` (memory shared by another process, mapped by the caller) reachable by
+    /// device-side DMA at its IOVA while the caller holds it.
+    ///
+    /// # Errors
+    /// [`Error::IovaConflict`] when a live region overlaps it.
+    pub fn attach_dma(&self, region: &DmaRegion) -> Result<()> {
+        let mut handles = lock(&self.dma);
+        handles.retain(DmaHandle::is_live);
+        if handles
+            .iter()
+            .any(|h| h.overlaps(region.iova(), region.len() as u64))
+        {
+            return Err(Error::IovaConflict {
+                bdf: self.bdf,
+                iova: region.iova(),
+                size: region.len() as u64,
+            });
+        }
+        handles.push(region.device_handle());
+        Ok(())
+    }
+
+    /// Sends `vector` to `target` instead of the twin's own eventfd (`None`: back to its own).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchVector`].
+    pub fn route_interrupt(&self, vector: u32, target: Option<EventFd>) -> Result<()> {
+        self.vector(vector)?;
+        let mut routes = lock(&self.routes);
+        if let Some(r) = routes.get_mut(vector as usize) {
+            *r = target;
+        }
+        Ok(())
     }
 
     /// Fires interrupt `vector`.
@@ -210,6 +288,11 @@ impl TwinDevice {
     /// [`Error::NoSuchVector`], or the eventfd write failed.
     pub fn raise_interrupt(&self, vector: u32) -> Result<()> {
         let fd = self.vector(vector)?;
+        let routes = lock(&self.routes);
+        let fd = routes
+            .get(vector as usize)
+            .and_then(Option::as_ref)
+            .unwrap_or(fd);
         fd.signal(1).map_err(|source| Error::Sys {
             bdf: self.bdf,
             op: "eventfd write",
@@ -266,12 +349,14 @@ impl Twin {
             .collect::<std::io::Result<Vec<_>>>()
             .map_err(sys("eventfd"))?;
         let raised = (0..cfg.vectors).map(|_| AtomicU64::new(0)).collect();
+        let routes = Mutex::new((0..cfg.vectors).map(|_| None).collect());
         Ok(Twin {
             dev: Arc::new(TwinDevice {
                 bdf,
                 bar0,
                 config: Mutex::new(config),
                 irqs,
+                routes,
                 raised,
                 dma: Mutex::new(Vec::new()),
                 counters: TwinCounters::default(),
@@ -424,8 +509,41 @@ impl Backend for Twin {
         };
         let mut handles = lock(&self.dev.dma);
         handles.retain(DmaHandle::is_live);
+        if handles
+            .iter()
+            .any(|h| h.is_identity() && h.overlaps(iova, len as u64))
+        {
+            // Application memory lives at these addresses (IOVA = address): the fake window
+            // collides with it. The region's release returns the range.
+            return Err(Error::IovaConflict {
+                bdf,
+                iova,
+                size: len as u64,
+            });
+        }
         handles.push(region.device_handle());
         self.dev.counters.dma_allocs.fetch_add(1, Ordering::Relaxed);
+        Ok(region)
+    }
+
+    fn map_user(&self, range: UserRange) -> Result<DmaRegion> {
+        let bdf = self.dev.bdf;
+        let mut handles = lock(&self.dev.dma);
+        handles.retain(DmaHandle::is_live);
+        // Other user regions over the same bytes agree with this one; a region at a fake IOVA
+        // in the range would give the IOVA two meanings.
+        if let Some(h) = handles
+            .iter()
+            .find(|h| !h.is_identity() && h.overlaps(Iova(range.addr()), range.len() as u64))
+        {
+            return Err(Error::IovaConflict {
+                bdf,
+                iova: h.iova(),
+                size: h.len() as u64,
+            });
+        }
+        let region = DmaRegion::user(range, None);
+        handles.push(region.device_handle());
         Ok(region)
     }
 
@@ -466,241 +584,4 @@ impl Backend for Twin {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sys::{enable_bus_master, PCI_COMMAND, PCI_COMMAND_MASTER};
-
-    fn twin() -> Twin {
-        Twin::new(TwinConfig::default()).unwrap()
-    }
-
-    #[test]
-    fn mmio_round_trip_bounds_and_alignment() {
-        let t = twin();
-        t.mmio_write64(0x100, 0x0102_0304_0506_0708).unwrap();
-        assert_eq!(
-            t.mmio_read32(0x100).unwrap(),
-            0x0506_0708,
-            "little-endian registers"
-        );
-        assert_eq!(t.mmio_read32(0x104).unwrap(), 0x0102_0304);
-        let len = t.bar0_len();
-        assert!(matches!(
-            t.mmio_read32(len),
-            Err(Error::MmioOutOfRange {
-                region: 0,
-                size: 4,
-                ..
-            })
-        ));
-        assert!(matches!(
-            t.mmio_write64(len - 4, 0),
-            Err(Error::MmioOutOfRange { .. })
-        ));
-        assert!(matches!(
-            t.mmio_read64(u64::MAX - 3),
-            Err(Error::MmioOutOfRange { .. })
-        ));
-        assert!(matches!(
-            t.mmio_write32(0x102, 0),
-            Err(Error::MmioMisaligned { .. })
-        ));
-        assert!(matches!(
-            t.mmio_read64(0x104),
-            Err(Error::MmioMisaligned { .. })
-        ));
-        let c = t.device().counters();
-        assert_eq!(
-            c.mmio_writes.load(Ordering::Relaxed),
-            1,
-            "refused writes are not counted"
-        );
-        assert_eq!(c.mmio_reads.load(Ordering::Relaxed), 2);
-    }
-
-    #[test]
-    fn write_hook_models_a_doorbell() {
-        // A toy device: writing N to the doorbell at 0x40 copies N bytes from the IOVA in
-        // register 0x48 to the IOVA in 0x50, sets status 0x58 = N and raises vector 1.
-        let t = twin();
-        t.on_mmio_write(|dev, w| {
-            if w.offset != 0x40 {
-                return;
-            }
-            let src = Iova(dev.reg_read64(0x48).unwrap());
-            let dst = Iova(dev.reg_read64(0x50).unwrap());
-            let mut buf = vec![0u8; w.value as usize];
-            dev.dma_read(src, &mut buf).unwrap();
-            dev.dma_write(dst, &buf).unwrap();
-            dev.reg_write32(0x58, w.value as u32).unwrap();
-            dev.raise_interrupt(1).unwrap();
-        });
-        let a = t.alloc_dma(4096).unwrap();
-        let b = t.alloc_dma(4096).unwrap();
-        assert_ne!(a.iova(), b.iova());
-        a.write_slice(0, b"hello, device").unwrap();
-        t.mmio_write64(0x48, a.iova().0).unwrap();
-        t.mmio_write64(0x50, b.iova_at(100).unwrap().0).unwrap();
-        t.mmio_write32(0x40, 13).unwrap();
-        assert_eq!(t.wait_interrupt(1, Duration::from_secs(10)).unwrap(), 1);
-        assert_eq!(t.wait_interrupt(1, Duration::from_millis(1)).unwrap(), 0);
-        let mut out = [0u8; 13];
-        b.read_slice(100, &mut out).unwrap();
-        assert_eq!(&out, b"hello, device");
-        assert_eq!(t.mmio_read32(0x58).unwrap(), 13);
-        assert_eq!(t.device().interrupts_raised(1), 1);
-    }
-
-    #[test]
-    fn read_hook_overrides_registers() {
-        let t = twin();
-        t.device().reg_write32(0x8, 7).unwrap();
-        t.on_mmio_read(|_, off, _| (off == 0x10).then_some(0xabcd));
-        assert_eq!(t.mmio_read32(0x10).unwrap(), 0xabcd);
-        assert_eq!(t.mmio_read32(0x8).unwrap(), 7, "other registers read BAR0");
-    }
-
-    #[test]
-    fn device_dma_faults_after_free_and_iova_is_reused() {
-        let t = twin();
-        let r = t.alloc_dma(100).unwrap();
-        assert_eq!(r.len(), 4096);
-        let iova = r.iova();
-        t.device().dma_write(iova, &[9]).unwrap();
-        assert_eq!(r.read_u8(0).unwrap(), 9);
-        assert!(matches!(
-            t.device().dma_write(Iova(iova.0 + 4095), &[1, 2]),
-            Err(Error::DmaFault { .. })
-        ));
-        r.free().unwrap();
-        assert!(matches!(
-            t.device().dma_read(iova, &mut [0]),
-            Err(Error::DmaFault { .. })
-        ));
-        let again = t.alloc_dma(4096).unwrap();
-        assert_eq!(again.iova(), iova, "freed IOVA range is reused");
-        assert_eq!(again.read_u8(0).unwrap(), 0, "new region is zeroed");
-        let c = t.device().counters();
-        assert_eq!(c.dma_allocs.load(Ordering::Relaxed), 2);
-        assert_eq!(c.dma_frees.load(Ordering::Relaxed), 1);
-    }
-
-    #[test]
-    fn dma_errors() {
-        let t = Twin::new(TwinConfig {
-            iova_span: 8192,
-            ..TwinConfig::default()
-        })
-        .unwrap();
-        assert!(matches!(t.alloc_dma(0), Err(Error::DmaZeroSize { .. })));
-        let _a = t.alloc_dma(8192).unwrap();
-        assert!(matches!(
-            t.alloc_dma(1),
-            Err(Error::IovaExhausted { size: 4096, .. })
-        ));
-        assert!(matches!(
-            t.alloc_dma(usize::MAX),
-            Err(Error::DmaAlloc { .. })
-        ));
-        t.fail_dma_unmap(true);
-        assert!(matches!(_a.free(), Err(Error::DmaUnmap { .. })));
-        // The failed unmap leaked the range rather than reusing it.
-        t.fail_dma_unmap(false);
-        assert!(matches!(t.alloc_dma(1), Err(Error::IovaExhausted { .. })));
-    }
-
-    #[test]
-    fn interrupts_and_vectors() {
-        let t = twin();
-        assert_eq!(t.interrupt_vectors(), 4);
-        assert!(matches!(
-            t.interrupt_fd(4),
-            Err(Error::NoSuchVector {
-                vector: 4,
-                count: 4,
-                ..
-            })
-        ));
-        assert!(matches!(
-            t.wait_interrupt(9, Duration::ZERO),
-            Err(Error::NoSuchVector { .. })
-        ));
-        assert!(matches!(
-            t.device().raise_interrupt(4),
-            Err(Error::NoSuchVector { .. })
-        ));
-        t.device().raise_interrupt(0).unwrap();
-        t.device().raise_interrupt(0).unwrap();
-        // The fd is usable with poll/epoll.
-        let fd = t.interrupt_fd(0).unwrap();
-        let mut pfd = libc::pollfd {
-            fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, count 1, zero timeout.
-        assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 1);
-        assert_eq!(t.wait_interrupt(0, Duration::ZERO).unwrap(), 2);
-    }
-
-    #[test]
-    fn backends_are_send_and_sync() {
-        fn check<T: Send + Sync>() {}
-        check::<Twin>();
-        check::<DmaRegion>();
-        check::<crate::sys::vfio::VfioBackend>();
-    }
-
-    #[test]
-    fn device_thread_dma_then_interrupt() {
-        // A device model on another thread fills a buffer and raises vector 2; the driver
-        // waits for the interrupt and then sees the bytes.
-        let t = twin();
-        let region = t.alloc_dma(4096).unwrap();
-        let iova = region.iova_at(64).unwrap();
-        std::thread::scope(|s| {
-            let dev = t.device().clone();
-            s.spawn(move || {
-                for i in 0..16u8 {
-                    dev.dma_write(Iova(iova.0 + u64::from(i) * 8), &[i; 8])
-                        .unwrap();
-                }
-                dev.raise_interrupt(2).unwrap();
-            });
-            assert_eq!(t.wait_interrupt(2, Duration::from_secs(5)).unwrap(), 1);
-        });
-        for i in 0..16u64 {
-            assert_eq!(
-                region.read_u64(64 + i * 8).unwrap(),
-                u64::from_le_bytes([i as u8; 8])
-            );
-        }
-    }
-
-    #[test]
-    fn config_space_and_bus_master() {
-        let t = twin();
-        // Red Hat's vendor id, first device id of its experimental range (abi/REGISTERS.md).
-        assert_eq!(t.config_read_u16(0).unwrap(), 0x1af4);
-        assert_eq!(t.config_read_u16(2).unwrap(), 0x10f0);
-        enable_bus_master(&t).unwrap();
-        assert_ne!(
-            t.config_read_u16(PCI_COMMAND).unwrap() & PCI_COMMAND_MASTER,
-            0
-        );
-        assert!(matches!(
-            t.config_read_u32(4094),
-            Err(Error::ConfigOutOfRange {
-                offset: 4094,
-                size: 4,
-                ..
-            })
-        ));
-        assert!(matches!(
-            t.config_write(4096, &[0]),
-            Err(Error::ConfigOutOfRange { .. })
-        ));
-        let dynamic: &dyn Backend = &t;
-        assert_eq!(dynamic.config_len(), 4096, "object-safe");
-    }
-}
+mod tests;
