@@ -104,7 +104,7 @@ pub trait QpContext {
         cfg: &DatapathConfig,
         ctrl: &mut Ctrl,
     );
-    /// One received packet addressed to this QP. Room for `TxSide::ACK_EVENTS` events is
+    /// One received packet addressed to this QP. Room for `tx::ACK_EVENTS` events is
     /// the caller's to check.
     fn handle_packet<R: Regions>(
         &mut self,
