@@ -162,9 +162,9 @@ pub trait QpContext {
     /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
-    /// The lazy commands (EV writes, plane weights, window, completions)
-    /// into the front of `out`; returns how many.
-    fn poll_lazy(&mut self, out: &mut [mrc_abi::device::csr::CsrEntry]) -> usize;
+    /// The lazy commands (EV writes, plane weights, window, completions) into `cmds`, as
+    /// its room allows.
+    fn poll_lazy(&mut self, cmds: &mut Cmds);
     /// Whether [`Self::poll_lazy`] has something to write.
     fn lazy_pending(&self) -> bool;
     /// Plane `plane` went down (every EV on it retires).
@@ -647,37 +647,40 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         true
     }
 
-    fn poll_lazy(&mut self, out: &mut [mrc_abi::device::csr::CsrEntry]) -> usize {
-        let mut n = 0;
+    fn poll_lazy(&mut self, cmds: &mut Cmds) {
         let qpn = self.qpn;
         // EV state changes: the sprayer's entry and the host's event.
         let mut changed = false;
-        while out.len() - n >= 2 {
+        while cmds.room() >= 2 {
             let Some(e) = self.ev.poll_event() else { break };
             changed = true;
             let plane = self.ev.stats(e.ev).map_or(0, |s| s.plane);
-            out[n] = CsrEvent::EvUpdate(EvUpdate::new(qpn, e.ev, e.new, plane)).encode();
-            out[n + 1] =
-                CsrEvent::EvEvent(EvEventEntry::new(qpn, e.ev, e.old, e.new, e.reason.code()))
-                    .encode();
-            n += 2;
+            cmds.push(CsrEvent::EvUpdate(EvUpdate::new(qpn, e.ev, e.new, plane)));
+            cmds.push(CsrEvent::EvEvent(EvEventEntry::new(
+                qpn,
+                e.ev,
+                e.old,
+                e.new,
+                e.reason.code(),
+            )));
         }
         if changed || self.ev.has_events() {
             let w = self.plane_weights();
             for (p, (&new, old)) in w.iter().zip(self.weights.iter_mut()).enumerate() {
-                if new != *old && n < out.len() {
+                if new != *old && cmds.room() > 0 {
                     *old = new;
-                    out[n] = CsrEvent::PlaneWeight(PlaneWeight::new(qpn, p as u8, new)).encode();
-                    n += 1;
+                    cmds.push(CsrEvent::PlaneWeight(PlaneWeight::new(qpn, p as u8, new)));
                 }
             }
         }
-        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && n < out.len() {
+        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && cmds.room() > 0 {
             self.cwnd_sent = self.cc.cwnd_bytes();
-            out[n] = CsrEvent::WindowUpdate(WindowUpdate::new(qpn, self.cwnd_sent)).encode();
-            n += 1;
+            cmds.push(CsrEvent::WindowUpdate(WindowUpdate::new(
+                qpn,
+                self.cwnd_sent,
+            )));
         }
-        while n < out.len() && self.completions_waiting() {
+        while cmds.room() > 0 && self.completions_waiting() {
             let c = if let Some(a) = self.awaiting.front().copied() {
                 self.awaiting.pop_front();
                 if self.state != QpState::Error {
@@ -708,10 +711,9 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             } else {
                 break;
             };
-            out[n] = self.complete(c);
-            n += 1;
+            let e = self.complete(c);
+            cmds.push_entry(e);
         }
-        n
     }
 
     fn lazy_pending(&self) -> bool {

@@ -179,8 +179,19 @@ impl<C: Capacity> Engine<C> {
             .ok_or(QpError::UnknownQp { qpn })
     }
 
+    /// QP `qpn` changed: marked for the lazy pass when it has lazy commands to write.
+    #[inline]
     fn mark(&mut self, qpn: u32) {
-        if let Some(d) = self.dirty.as_mut().get_mut(qpn as usize) {
+        let i = qpn as usize;
+        if !self
+            .qps
+            .as_ref()
+            .get(i)
+            .is_some_and(QpContext::lazy_pending)
+        {
+            return;
+        }
+        if let Some(d) = self.dirty.as_mut().get_mut(i) {
             *d = true;
             self.any_dirty = true;
         }
@@ -342,30 +353,53 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// Commands for the datapath (the FW->DP ring's entries), oldest first, into the front of
-    /// `out`. Returns how many.
+    /// `out`: copies of what [`Self::commands`] shows, consumed. Returns how many.
     pub fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
-        let mut n = self.cmds.drain_into(out);
-        if self.any_dirty && n < out.len() {
-            let mut left = false;
-            for (q, d) in self
-                .qps
-                .as_mut()
-                .iter_mut()
-                .zip(self.dirty.as_mut().iter_mut())
-            {
-                if !*d {
-                    continue;
-                }
-                if let Some(rest) = out.get_mut(n..) {
-                    n += q.poll_lazy(rest);
-                }
-                *d = q.lazy_pending();
-                left |= *d;
-            }
-            self.any_dirty = left;
-        }
+        self.queue_lazy();
+        let n = self.cmds.drain_into(out);
         self.counters.commands += n as u64;
         n
+    }
+
+    /// The commands waiting for the datapath (the FW->DP ring's entries), oldest first, where
+    /// they sit in the ring: two runs, the second empty unless they wrap the ring's end. The
+    /// datapath reads them in place and moves the consumer index with
+    /// [`Self::consume_commands`]; they stay until then. The state the engine keeps in sync
+    /// lazily (EV table writes, plane weights, the window, completions) is written into the
+    /// ring first, as room allows, so a burst of events costs one write of each.
+    pub fn commands(&mut self) -> (&[CsrEntry], &[CsrEntry]) {
+        self.queue_lazy();
+        self.cmds.as_slices()
+    }
+
+    /// The datapath consumed the `n` oldest commands [`Self::commands`] showed (all of them
+    /// when fewer wait).
+    pub fn consume_commands(&mut self, n: usize) {
+        let n = n.min(self.cmds.len());
+        self.cmds.consume(n);
+        self.counters.commands += n as u64;
+    }
+
+    /// The lazy commands of the QPs marked dirty into the command queue, as room allows.
+    fn queue_lazy(&mut self) {
+        if !self.any_dirty || self.cmds.room() == 0 {
+            return;
+        }
+        let mut left = false;
+        for (q, d) in self
+            .qps
+            .as_mut()
+            .iter_mut()
+            .zip(self.dirty.as_mut().iter_mut())
+        {
+            if !*d {
+                continue;
+            }
+            q.poll_lazy(&mut self.cmds);
+            *d = q.lazy_pending();
+            left |= *d;
+        }
+        self.any_dirty = left;
     }
 
     /// Whether commands wait ([`Self::poll_commands`] would return some).

@@ -671,8 +671,35 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// Reports for the firmware (the DP->FW ring's entries), oldest first, into the front of
-    /// `out`. Returns how many.
+    /// `out`: copies of what [`Self::events`] shows, consumed. Returns how many.
     pub fn poll_events(&mut self, out: &mut [CsrEntry]) -> usize {
+        self.queue_reports();
+        let n = self.events.drain_into(out);
+        self.counters.events += n as u64;
+        n
+    }
+
+    /// The reports waiting for the firmware (the DP->FW ring's entries), oldest first, where
+    /// they sit in the ring: two runs, the second empty unless they wrap the ring's end. The
+    /// firmware reads them in place and moves the consumer index with
+    /// [`Self::consume_events`]; they stay until then. (Reports a QP keeps outside an input,
+    /// flushed work requests and placed immediates, are queued first, as room allows.)
+    pub fn events(&mut self) -> (&[CsrEntry], &[CsrEntry]) {
+        self.queue_reports();
+        self.events.as_slices()
+    }
+
+    /// The firmware consumed the `n` oldest reports [`Self::events`] showed (all of them
+    /// when fewer wait).
+    pub fn consume_events(&mut self, n: usize) {
+        let n = n.min(self.events.len());
+        self.events.consume(n);
+        self.counters.events += n as u64;
+    }
+
+    /// Reports some QP keeps outside an input into the event queue, as room allows.
+    #[inline]
+    fn queue_reports(&mut self) {
         if self.reports {
             let mut left = false;
             for qp in self.qps.as_mut() {
@@ -681,9 +708,6 @@ impl<C: Capacity> Datapath<C> {
             }
             self.reports = left;
         }
-        let n = self.events.drain_into(out);
-        self.counters.events += n as u64;
-        n
     }
 
     /// Events waiting for the firmware.
@@ -705,10 +729,23 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// Completions and events the firmware wrote for the host (`Complete`, `EvEvent`,
-    /// `PostCqe`, `PostEvent` entries), oldest first, into the front of `out`. Returns how
-    /// many.
+    /// `PostCqe`, `PostEvent` entries), oldest first, into the front of `out`: copies of what
+    /// [`Self::host_writes`] shows, consumed. Returns how many.
     pub fn poll_host_writes(&mut self, out: &mut [CsrEntry]) -> usize {
         self.host.drain_into(out)
+    }
+
+    /// The host-interface writes waiting (see [`Self::poll_host_writes`]), oldest first,
+    /// where they sit: two runs, the second empty unless they wrap the queue's end. They stay
+    /// until [`Self::consume_host_writes`]. Each passed the checks of its kind
+    /// (`CsrEntry::read_as` or `CsrEvent::decode`) when the firmware's command came in.
+    pub fn host_writes(&self) -> (&[CsrEntry], &[CsrEntry]) {
+        self.host.as_slices()
+    }
+
+    /// The `n` oldest host-interface writes were written out (all of them when fewer wait).
+    pub fn consume_host_writes(&mut self, n: usize) {
+        self.host.consume(n);
     }
 
     /// When [`Self::handle_timeout`] should next be called (`None`: no ACK is being
