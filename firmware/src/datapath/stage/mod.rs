@@ -484,9 +484,8 @@ impl<C: Capacity> Datapath<C> {
     pub fn poll_packets(&mut self, now_ns: u64, out: &mut [Packet]) -> usize {
         let mut n = 0;
         while let Some(slot) = out.get_mut(n) {
-            if let Some(p) = self.ctrl.pop() {
-                self.count_ctrl(&p);
-                *slot = p;
+            if self.ctrl.pop_into(slot) {
+                Self::count_ctrl(&mut self.counters, slot);
                 n += 1;
                 continue;
             }
@@ -522,9 +521,8 @@ impl<C: Capacity> Datapath<C> {
         n
     }
 
-    fn count_ctrl(&mut self, p: &Packet) {
+    fn count_ctrl(c: &mut DatapathCounters, p: &Packet) {
         use crate::datapath::packet::PacketBody as B;
-        let c = &mut self.counters;
         match p.body {
             B::Ack(_) => c.acks_sent += 1,
             B::Nack(_) => c.nacks_sent += 1,
