@@ -155,6 +155,11 @@ pub trait QpContext {
     ) -> Result<(), QpError>;
     /// One datapath report about this QP (room for [`EVENT_CMDS`] commands is the caller's).
     fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds);
+    /// An ACK summary, as [`Self::handle_event`] takes it (the engine's path for the most
+    /// frequent report, read from its ring slot without the general decode).
+    fn handle_ack_summary(&mut self, now_ns: u64, a: &csr::AckSummary);
+    /// A work request whose packets all left, as [`Self::handle_event`] takes it.
+    fn handle_tx_done(&mut self, now_ns: u64, d: &csr::TxDone);
     /// The deadline of timer `kind`.
     fn deadline(&self, kind: usize) -> Option<u64>;
     /// The wheel entry of timer `kind`.
@@ -476,7 +481,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
     fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds) {
         let live = matches!(self.state, QpState::Rtr | QpState::Rts);
         match ev {
-            CsrEvent::AckSummary(a) if self.state == QpState::Rts => self.handle_ack(now_ns, a),
+            CsrEvent::AckSummary(a) => self.handle_ack_summary(now_ns, a),
             CsrEvent::Loss(l) if self.state == QpState::Rts => {
                 self.counters.losses += 1;
                 let ev = l.ev.get();
@@ -493,19 +498,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 self.outstanding = true;
                 self.arm_tlp(now_ns);
             }
-            CsrEvent::TxDone(d) if matches!(self.state, QpState::Rts | QpState::Error) => {
-                let a = Awaiting {
-                    wr_id: d.wr_id.get(),
-                    end: d.end_psn(),
-                    signaled: d.flags & csr::TXD_SIGNALED != 0,
-                };
-                if self.awaiting.push_back(a).is_err() {
-                    self.counters.awaiting_overflow += 1;
-                }
-                if self.state == QpState::Rts {
-                    self.arm_tlp(now_ns);
-                }
-            }
+            CsrEvent::TxDone(d) => self.handle_tx_done(now_ns, d),
             CsrEvent::WimmPlaced(w) if live => {
                 self.counters.imm_completions += 1;
                 let e = self.complete(Completion {
@@ -565,6 +558,32 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 let _ = self.ev.handle_skip_served(s.ev.get());
             }
             _ => self.counters.events_ignored += 1,
+        }
+    }
+
+    fn handle_ack_summary(&mut self, now_ns: u64, a: &csr::AckSummary) {
+        if self.state == QpState::Rts {
+            self.handle_ack(now_ns, a);
+        } else {
+            self.counters.events_ignored += 1;
+        }
+    }
+
+    fn handle_tx_done(&mut self, now_ns: u64, d: &csr::TxDone) {
+        if !matches!(self.state, QpState::Rts | QpState::Error) {
+            self.counters.events_ignored += 1;
+            return;
+        }
+        let a = Awaiting {
+            wr_id: d.wr_id.get(),
+            end: d.end_psn(),
+            signaled: d.flags & csr::TXD_SIGNALED != 0,
+        };
+        if self.awaiting.push_back(a).is_err() {
+            self.counters.awaiting_overflow += 1;
+        }
+        if self.state == QpState::Rts {
+            self.arm_tlp(now_ns);
         }
     }
 

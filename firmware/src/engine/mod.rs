@@ -34,7 +34,7 @@ pub mod timer_wheel;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PlaneDown};
+use mrc_abi::device::csr::{AckSummary, CsrEntry, CsrEvent, CsrKind, PlaneDown, TxDone};
 
 use crate::csr_queue::read_as;
 
@@ -298,11 +298,28 @@ impl<C: Capacity> Engine<C> {
                 return i;
             }
             self.counters.events += 1;
-            // (the frequent kinds checked on their own: the same checks as the general
+            // (the two most frequent kinds read from their slot and handed to their QP without
+            // the general decode; the same checks)
+            let k = e.kind_code();
+            if k == CsrKind::AckSummary as u8 {
+                match read_as::<AckSummary>(e) {
+                    Ok(a) => {
+                        self.qp_event(now_ns, a.qpn.get(), |q| q.handle_ack_summary(now_ns, &a))
+                    }
+                    Err(_) => self.counters.events_malformed += 1,
+                }
+                continue;
+            }
+            if k == CsrKind::TxDone as u8 {
+                match read_as::<TxDone>(e) {
+                    Ok(d) => self.qp_event(now_ns, d.qpn.get(), |q| q.handle_tx_done(now_ns, &d)),
+                    Err(_) => self.counters.events_malformed += 1,
+                }
+                continue;
+            }
+            // (the other frequent kinds checked on their own: the same checks as the general
             // decode, without its dispatch)
-            let decoded = match e.kind_code() {
-                k if k == CsrKind::AckSummary as u8 => read_as(e).map(CsrEvent::AckSummary),
-                k if k == CsrKind::TxDone as u8 => read_as(e).map(CsrEvent::TxDone),
+            let decoded = match k {
                 k if k == CsrKind::Loss as u8 => read_as(e).map(CsrEvent::Loss),
                 k if k == CsrKind::ProbeReply as u8 => read_as(e).map(CsrEvent::ProbeReply),
                 k if k == CsrKind::SkipServed as u8 => read_as(e).map(CsrEvent::SkipServed),
@@ -350,6 +367,28 @@ impl<C: Capacity> Engine<C> {
             }
         }
         events.len()
+    }
+
+    /// A report about QP `qpn` that queues no command, handed to it by `f` (or counted
+    /// when the QP is not open), with the bookkeeping after every report.
+    #[inline(always)]
+    fn qp_event(&mut self, now_ns: u64, qpn: u32, f: impl FnOnce(&mut C::FwQp)) {
+        let Some(qp) = self
+            .qps
+            .as_mut()
+            .get_mut(qpn as usize)
+            .filter(|q| q.is_open())
+        else {
+            self.counters.events_unknown_qp += 1;
+            return;
+        };
+        let was_error = qp.state() == QpState::Error;
+        f(qp);
+        if !was_error && qp.state() == QpState::Error {
+            self.counters.qp_errors += 1;
+        }
+        self.mark(qpn);
+        self.sync_timers(qpn, now_ns);
     }
 
     /// Commands for the datapath (the FW->DP ring's entries), oldest first, into the front of
