@@ -10,7 +10,7 @@ use mrc_abi::device::csr::{Complete, CsrEntry, CsrKind, EvEventEntry};
 use zerocopy::FromBytes;
 
 use crate::capacity::Capacity;
-use crate::datapath::packet::{Packet, RxVerdict, SendWr};
+use crate::datapath::packet::{Packet, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{MemRegion, RegisterError};
 use crate::datapath::stage::{Datapath, DatapathConfig, PostError};
 use crate::engine::{Completion, Engine, EngineConfig, EngineError, QpAttrs, QpError, QpState};
@@ -97,21 +97,24 @@ impl<C: Capacity> Nic<C> {
         self.dp.post_recv(qpn, wr_id)
     }
 
-    /// Received packets into the stage, verdicts out (see `Datapath::handle_packets`): the
-    /// stage's reports are pumped to the engine whenever its queue runs short, so every
-    /// packet is taken. Host writes go to `host`.
-    pub fn receive(
+    /// Received packets into the stage, verdicts out (see `Datapath::handle_packets`; a
+    /// slice of [`RxVerdict`], or `DiscardVerdicts`): the stage's reports are pumped to the
+    /// engine whenever its queue runs short, so every packet is taken (as many as `verdicts`
+    /// holds). Host writes go to `host`.
+    pub fn receive<V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
         host: &mut impl FnMut(HostWrite),
     ) {
-        let n = pkts.len().min(verdicts.len());
+        let n = pkts.len().min(verdicts.capacity());
         let mut done = 0;
         while done < n {
-            let (p, v) = (&pkts[done..n], &mut verdicts[done..n]);
-            let k = self.dp.handle_packets(now_ns, p, v);
+            let p = pkts.get(done..n).unwrap_or_default();
+            let k = self
+                .dp
+                .handle_packets(now_ns, p, &mut Offset(verdicts, done));
             done += k;
             // (short of event room: move the reports on; the engine always takes some after
             // its commands went out, so this ends)
@@ -251,5 +254,26 @@ impl<C: Capacity> Nic<C> {
             }
         }
         HostWrite::Other(*e)
+    }
+}
+
+/// The verdicts of `.0` from index `.1` on (what the packets after the first `.1` answer
+/// into).
+struct Offset<'a, V: ?Sized>(&'a mut V, usize);
+
+impl<V: VerdictSink + ?Sized> VerdictSink for Offset<'_, V> {
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.0.capacity().saturating_sub(self.1)
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, v: RxVerdict) {
+        self.0.set(self.1 + i, v);
+    }
+
+    #[inline]
+    fn set_placed_run(&mut self, i: usize, qpn: u32, slot: u16, offset: u64, pkts: &[Packet]) {
+        self.0.set_placed_run(self.1 + i, qpn, slot, offset, pkts);
     }
 }

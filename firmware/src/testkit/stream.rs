@@ -10,7 +10,7 @@ use super::channel::{Channel, ChannelConfig, ChannelCounters};
 use super::nic::{HostWrite, Nic};
 use super::TestKit;
 use crate::datapath::ack_gen::AckGenConfig;
-use crate::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
+use crate::datapath::packet::{DiscardVerdicts, LocalBuf, Packet, SendWr};
 use crate::datapath::placement::{Access, MemRegion};
 use crate::datapath::stage::{DatapathConfig, DatapathCounters, QpView};
 use crate::engine::cc::NsccParams;
@@ -21,8 +21,6 @@ use crate::engine::{EngineConfig, EngineCounters, FwQpView};
 const CAP: usize = 2048;
 const REGION_VA: u64 = 0x40_0000_0000;
 const REGION_LEN: u64 = 1 << 30;
-/// Packets handed to a NIC per receive call.
-const RX_BATCH: usize = 64;
 
 /// Stream setup.
 #[derive(Clone, Copy, Debug)]
@@ -159,7 +157,6 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     // The send queue was found full and no completion has freed a slot since.
     let mut sq_full = false;
     let mut t = Tally::default();
-    let mut verdicts = [RxVerdict::Consumed; RX_BATCH];
     let mut seen_completions = 0;
     // A NIC changes only on an input (a posted work request, a received packet, a timer that
     // acted, entries moved between its stage and engine): after a transmit found nothing
@@ -225,11 +222,8 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                         (tx_a, in_a) = (true, true);
                         &mut a
                     };
-                    // (virtual payloads: the placements are counted by the stage)
-                    for chunk in pkts.chunks(RX_BATCH) {
-                        let v = &mut verdicts[..chunk.len()];
-                        nic.receive(now, chunk, v, &mut |w| t.on(w));
-                    }
+                    // (virtual payloads: nothing to place; the stage counts its placements)
+                    nic.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
                     continue;
                 }
                 if ch.is_simple() {
@@ -253,8 +247,12 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                 (tx_a, in_a) = (true, true);
                 &mut a
             };
-            let v = &mut verdicts[..1];
-            nic.receive(now, core::slice::from_ref(&pkt), v, &mut |w| t.on(w));
+            nic.receive(
+                now,
+                core::slice::from_ref(&pkt),
+                &mut DiscardVerdicts,
+                &mut |w| t.on(w),
+            );
         }
         if core::mem::take(&mut in_a) && a.pump(now, &mut |w| t.on(w)) {
             (progress, tx_a) = (true, true);

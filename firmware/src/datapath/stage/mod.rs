@@ -42,7 +42,7 @@ pub use tx::{PostError, Reorder, Stall, TxCounters};
 use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
-use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr};
+use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{MemRegion, Regions, RegisterError};
 
 /// Data packets one QP sends in a row before the next QP gets its turn.
@@ -363,16 +363,18 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// Received packets, in order, each answered in `verdicts` (placement by the caller
-    /// before it delivers later completions). Returns how many were taken (fewer than
-    /// `min(pkts.len(), verdicts.len())` when the event queue is short of room).
-    pub fn handle_packets(
+    /// before it delivers later completions; a slice of [`RxVerdict`], or
+    /// [`crate::datapath::packet::DiscardVerdicts`] when there is nothing to place). Returns
+    /// how many were taken (fewer than `min(pkts.len(), verdicts.capacity())` when the event
+    /// queue is short of room).
+    pub fn handle_packets<V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
     ) -> usize {
-        let n = pkts.len().min(verdicts.len());
-        let (pkts, verdicts) = (&pkts[..n], &mut verdicts[..n]);
+        let n = pkts.len().min(verdicts.capacity());
+        let pkts = pkts.get(..n).unwrap_or_default();
         let mut i = 0;
         while let Some(pkt) = pkts.get(i) {
             if self.events.room() < RX_EVENTS {
@@ -380,7 +382,7 @@ impl<C: Capacity> Datapath<C> {
                 return i;
             }
             if self.fast && matches!(pkt.body, PacketBody::Write { .. }) {
-                let k = self.write_run(now_ns, &pkts[i..], &mut verdicts[i..]);
+                let k = self.write_run(now_ns, pkts.get(i..).unwrap_or_default(), verdicts, i);
                 if k > 0 {
                     i += k;
                     continue;
@@ -409,9 +411,7 @@ impl<C: Capacity> Datapath<C> {
             if let Some(d) = note {
                 self.note_ack_deadline(d);
             }
-            if let Some(slot) = verdicts.get_mut(i) {
-                *slot = v;
-            }
+            verdicts.set(i, v);
             self.count_verdict(&v);
             i += 1;
         }
@@ -426,7 +426,13 @@ impl<C: Capacity> Datapath<C> {
     /// A run of writes at the front of `pkts` to one QP (see `QpContext::handle_write_run`),
     /// with the stage's bookkeeping of as many single packets. Returns how many were taken.
     #[inline]
-    fn write_run(&mut self, now_ns: u64, pkts: &[Packet], verdicts: &mut [RxVerdict]) -> usize {
+    fn write_run<V: VerdictSink + ?Sized>(
+        &mut self,
+        now_ns: u64,
+        pkts: &[Packet],
+        verdicts: &mut V,
+        at: usize,
+    ) -> usize {
         let Some(first) = pkts.first() else { return 0 };
         let Some(qp) = self
             .qps
@@ -436,8 +442,14 @@ impl<C: Capacity> Datapath<C> {
         else {
             return 0;
         };
-        let (k, deadline) =
-            qp.handle_write_run(now_ns, pkts, verdicts, &mut self.regions, &mut self.ctrl);
+        let (k, deadline) = qp.handle_write_run(
+            now_ns,
+            pkts,
+            verdicts,
+            at,
+            &mut self.regions,
+            &mut self.ctrl,
+        );
         if k == 0 {
             return 0;
         }

@@ -12,7 +12,7 @@ use super::rx::{RxCounters, RxSide, WriteResult};
 use super::tx::{Credits, PostError, Reorder, Stall, TxCounters, TxSide};
 use super::{DatapathConfig, Hdr};
 use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
-use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr};
+use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
 
@@ -116,21 +116,22 @@ pub trait QpContext {
         events: &mut Events,
     ) -> RxVerdict;
     /// A run of received writes at the front of `pkts` taken at once, each answered in
-    /// `verdicts`: the verdicts, state, counters, control packets and reports of as many
+    /// `verdicts` (from index `at` on): the verdicts, state, counters, control packets and reports of as many
     /// [`Self::handle_packet`] calls (the run takes only writes that report no event).
     /// Returns how many were taken and the coalescing deadline they leave for the caller to
     /// note, as it notes one after each packet (`None`: nothing to note); `(0, None)`:
     /// nothing changed, take the first packet with [`Self::handle_packet`]. A context without
     /// runs takes none.
-    fn handle_write_run<R: Regions>(
+    fn handle_write_run<R: Regions, V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
+        at: usize,
         regions: &mut R,
         ctrl: &mut Ctrl,
     ) -> (usize, Option<u64>) {
-        let _ = (now_ns, pkts, verdicts, regions, ctrl);
+        let _ = (now_ns, pkts, verdicts, at, regions, ctrl);
         (0, None)
     }
     /// The next data packet into `out` (room for 2 + `SKIP_MARKS` events is the caller's).
@@ -683,15 +684,16 @@ impl<
         r
     }
 
-    fn handle_write_run<R: Regions>(
+    fn handle_write_run<R: Regions, V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
+        at: usize,
         regions: &mut R,
         ctrl: &mut Ctrl,
     ) -> (usize, Option<u64>) {
-        self.write_run(now_ns, pkts, verdicts, regions, ctrl)
+        self.write_run(now_ns, pkts, verdicts, at, regions, ctrl)
     }
 
     fn poll_data_run(

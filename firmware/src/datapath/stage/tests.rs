@@ -394,3 +394,34 @@ fn host_writes_are_read_in_place_and_consumed_by_count() {
     assert_eq!(&buf[..2], &writes[1..]);
     assert!(!dp.has_host_writes());
 }
+
+/// Verdicts written nowhere ([`DiscardVerdicts`]) leave the stage exactly as verdicts
+/// written to a slice do: the same counters, control packets and reports, with runs and
+/// single packets (a duplicate and a bad rkey among them).
+#[test]
+fn discarded_verdicts_change_nothing_but_the_verdicts() {
+    use crate::datapath::packet::DiscardVerdicts;
+    let mut tx = stage(3);
+    for i in 0..3 {
+        tx.post_send(0, wr(i, 250)).unwrap();
+    }
+    let mut pkts = send_all(&mut tx, 0);
+    for p in pkts.iter_mut() {
+        p.dest_qpn = 1;
+    }
+    let dup = pkts[4];
+    pkts.insert(6, dup);
+    if let PacketBody::Write { reth, .. } = &mut pkts[8].body {
+        reth.rkey = 99;
+    }
+    let (mut a, mut b) = (stage(3), stage(3));
+    let mut v = [RxVerdict::Consumed; 16];
+    let n = a.handle_packets(1, &pkts, &mut v[..pkts.len()]);
+    assert_eq!(b.handle_packets(1, &pkts, &mut DiscardVerdicts), n);
+    assert_eq!(n, pkts.len());
+    assert!(v[..n].iter().any(|v| matches!(v, RxVerdict::Place { .. })));
+    assert!(v[..n].iter().any(|v| matches!(v, RxVerdict::Dropped(_))));
+    assert_eq!(a.counters(), b.counters());
+    assert_eq!(send_all(&mut a, 2), send_all(&mut b, 2));
+    assert_eq!(events(&mut a), events(&mut b));
+}
