@@ -657,11 +657,13 @@ impl<C: Capacity> Datapath<C> {
         let Some(qp) = qps.get_mut(i) else {
             return (0, None);
         };
+        // (alone, the QP is polled again after its run: the run reports that poll's stall)
         let (k, stall) = qp.poll_data_run(
             now_ns,
             &mut self.events,
             out.get_mut(..limit).unwrap_or_default(),
             TX_EVENTS,
+            !others,
         );
         if k > 0 {
             self.took_turn(i, at_turn, k);

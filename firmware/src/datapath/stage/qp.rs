@@ -150,15 +150,18 @@ pub trait QpContext {
     /// packet with [`Self::poll_data`]; `(k, Some(stall))`: `k` packets (possibly none), then
     /// the attempt at the next failed as [`Self::poll_data`] would have (counted). `min_room`:
     /// the event room a poll needs (2 + `SKIP_MARKS`); the caller checked it before the first
-    /// packet, the run keeps it before each. A context without runs sends none.
+    /// packet, the run keeps it before each. `stall_after`: the caller would poll this QP
+    /// again after the run (see `TxSide::poll_new_run`): the run reports that poll's stall.
+    /// A context without runs sends none.
     fn poll_data_run(
         &mut self,
         now_ns: u64,
         events: &mut Events,
         out: &mut [Packet],
         min_room: usize,
+        stall_after: bool,
     ) -> (usize, Option<Stall>) {
-        let _ = (now_ns, events, out, min_room);
+        let _ = (now_ns, events, out, min_room, stall_after);
         (0, None)
     }
     /// Something waits to be sent.
@@ -702,13 +705,20 @@ impl<
         events: &mut Events,
         out: &mut [Packet],
         min_room: usize,
+        stall_after: bool,
     ) -> (usize, Option<Stall>) {
         if self.state != DpState::Rts {
             return (0, Some(Stall::Idle));
         }
-        let r = self
-            .tx
-            .poll_new_run(now_ns, &self.hdr, &mut self.sprayer, events, out, min_room);
+        let r = self.tx.poll_new_run(
+            now_ns,
+            &self.hdr,
+            &mut self.sprayer,
+            events,
+            out,
+            min_room,
+            stall_after,
+        );
         // (as after every poll: skip flags served meanwhile, e.g. by an ACK's pick, are
         // reported now)
         if r != (0, None) {
