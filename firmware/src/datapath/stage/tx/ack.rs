@@ -22,6 +22,9 @@ fn later_ns(a: u32, b: u32) -> u32 {
 /// What acknowledging slots changes, summed over an ACK and applied once.
 #[derive(Clone, Copy, Debug)]
 struct AckTally {
+    /// The newest transmission acknowledged and its send time. (Send times never decrease
+    /// with transmission numbers, so the newest one's is the latest: taken once, not
+    /// compared per slot.)
     max_seq: u32,
     max_sent: u32,
     /// Bytes of slots that were in flight (freed and credited).
@@ -128,7 +131,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         s.flags = F_ACKED;
         if (s.tx_seq.wrapping_sub(t.max_seq) as i32) > 0 {
             t.max_seq = s.tx_seq;
-            t.max_sent = later_ns(t.max_sent, s.sent_ns);
+            t.max_sent = s.sent_ns;
         }
     }
 
@@ -212,7 +215,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             }
         }
         self.max_acked_seq = t.max_seq;
-        self.max_acked_sent_ns = t.max_sent;
+        self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, t.max_sent);
         self.inflight_bytes = self.inflight_bytes.saturating_sub(t.freed);
         // The packet that triggered this ACK arrived: its send time is a delivered
         // transmission too, even when its PSN lies beyond the SACK bitmap.
