@@ -400,9 +400,13 @@ impl<C: Capacity> Datapath<C> {
                         &mut self.ctrl,
                         &mut self.events,
                     );
-                    note = qp.ack_deadline_ns();
-                    if qp.reports_pending() || qp.state() == DpState::Error {
-                        self.reports = true;
+                    // (only a write moves the coalescing deadline or leaves reports: an
+                    // ACK, NACK or probe touches the send side and the control queue)
+                    if matches!(pkt.body, PacketBody::Write { .. }) {
+                        note = qp.ack_deadline_ns();
+                        if qp.reports_pending() || qp.state() == DpState::Error {
+                            self.reports = true;
+                        }
                     }
                     v
                 }
