@@ -9,6 +9,16 @@ use mrc_abi::Psn;
 use super::{RtoWindow, TxSide, TxSlot, F_ACKED, F_INFLIGHT, F_LOST};
 use crate::datapath::stage::events::Events;
 
+/// The low `n` bits set (`n <= 64`).
+#[inline]
+fn low_bits(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
 /// The later of two send times kept as the low 32 bits of ns (compared modulo 2^32).
 #[inline]
 fn later_ns(a: u32, b: u32) -> u32 {
@@ -161,26 +171,22 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let cum_ok = a.cum_psn.offset_from(self.una) <= self.nxt.offset_from(self.una);
         if cum_ok {
             let n = a.cum_psn.offset_from(self.una).min(WIN as u32) as usize;
-            if WIN.is_power_of_two() {
-                // (`WIN` divides the PSN space: the slots of `[una, cum)` are the ring from
-                // `una`'s slot on, as one or two slices)
-                let i = self.una.value() as usize % WIN;
-                let first = n.min(WIN - i);
-                let (head, tail) = self.slots.split_at_mut(i);
-                for s in tail.iter_mut().take(first) {
-                    Self::take(&mut t, s, credits, &mut crossed);
-                }
-                for s in head.iter_mut().take(n - first) {
-                    Self::take(&mut t, s, credits, &mut crossed);
-                }
+            // The PSNs the previous ACK's SACK bits acknowledged are stepped over (nothing
+            // left to take there); the rest of `[una, cum)` is taken in order.
+            let m = n.min(64);
+            let skip = self.sacked_from_una() & low_bits(m);
+            if skip == 0 {
+                self.take_range(&mut t, self.una, n, credits, &mut crossed);
             } else {
-                let mut psn = self.una;
-                for _ in 0..n {
-                    if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                let mut todo = !skip & low_bits(m);
+                while todo != 0 {
+                    let j = todo.trailing_zeros();
+                    todo &= todo - 1;
+                    if let Some(s) = self.slots.get_mut(self.una.add(j).value() as usize % WIN) {
                         Self::take(&mut t, s, credits, &mut crossed);
                     }
-                    psn = psn.add(1);
                 }
+                self.take_range(&mut t, self.una.add(m as u32), n - m, credits, &mut crossed);
             }
             self.una = a.cum_psn;
         } else {
@@ -290,6 +296,51 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         )));
         self.rto = RtoWindow::Open;
         self.retire_acked();
+    }
+
+    /// The slots of the `n` PSNs from `from`, taken in PSN order.
+    #[inline(always)]
+    fn take_range(
+        &mut self,
+        t: &mut AckTally,
+        from: Psn,
+        n: usize,
+        credits: &mut Credits<'_>,
+        crossed: &mut heapless::Vec<u16, 8>,
+    ) {
+        if WIN.is_power_of_two() {
+            // (`WIN` divides the PSN space: the slots are the ring from `from`'s slot on, as
+            // one or two slices)
+            let i = from.value() as usize % WIN;
+            let first = n.min(WIN - i);
+            let (head, tail) = self.slots.split_at_mut(i);
+            for s in tail.iter_mut().take(first) {
+                Self::take(t, s, credits, crossed);
+            }
+            for s in head.iter_mut().take(n - first) {
+                Self::take(t, s, credits, crossed);
+            }
+        } else {
+            let mut psn = from;
+            for _ in 0..n {
+                if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
+                    Self::take(t, s, credits, crossed);
+                }
+                psn = psn.add(1);
+            }
+        }
+    }
+
+    /// Bit `i` set when PSN `una + i` was acknowledged by the last ACK's SACK bits (those of
+    /// its bits at or above `una`; each names a slot taken then, or a PSN below `una`).
+    #[inline]
+    fn sacked_from_una(&self) -> u64 {
+        match self.una.distance_from(self.sack_done_base) {
+            0 => self.sack_done_bits,
+            d @ 1..64 => self.sack_done_bits >> d,
+            d @ -63..0 => self.sack_done_bits << -d,
+            _ => 0,
+        }
     }
 
     /// Work requests the cumulative PSN passed leave the queue.
