@@ -518,7 +518,12 @@ impl<C: Capacity> Datapath<C> {
             // (a retransmission some QP holds is tried before every packet, with its
             // counters: packets one at a time then)
             if self.fast && retx == Retx::None {
-                let (k, stall) = self.next_data_run(now_ns, out.get_mut(n..).unwrap_or_default());
+                // (no QP has data to send: `next_data` would find none either)
+                let Some((k, stall)) =
+                    self.next_data_run(now_ns, out.get_mut(n..).unwrap_or_default())
+                else {
+                    break;
+                };
                 n += k;
                 match stall {
                     // (the run's QP failed its attempt at packet `n`: the others follow,
@@ -629,8 +634,8 @@ impl<C: Capacity> Datapath<C> {
     /// `QpContext::poll_data_run`): at most what is left of its burst when another QP has
     /// something to send.
     /// Returns the packets sent and, when the run's QP then failed its attempt at the next
-    /// packet, that QP (`(0, None)`: nothing changed).
-    fn next_data_run(&mut self, now_ns: u64, out: &mut [Packet]) -> (usize, Option<usize>) {
+    /// packet, that QP (`(0, None)`: nothing changed); `None` when no QP wants to send.
+    fn next_data_run(&mut self, now_ns: u64, out: &mut [Packet]) -> Option<(usize, Option<usize>)> {
         let qps = self.qps.as_mut();
         let q = qps.len();
         let mut first = None;
@@ -646,9 +651,7 @@ impl<C: Capacity> Datapath<C> {
                 }
             }
         }
-        let Some((i, at_turn)) = first else {
-            return (0, None);
-        };
+        let (i, at_turn) = first?;
         let mut limit = out.len();
         if others {
             let before = if at_turn {
@@ -659,7 +662,7 @@ impl<C: Capacity> Datapath<C> {
             limit = limit.min(usize::from(TX_BURST_PKTS) - before);
         }
         let Some(qp) = qps.get_mut(i) else {
-            return (0, None);
+            return Some((0, None));
         };
         // (alone, the QP is polled again after its run: the run reports that poll's stall)
         let (k, stall) = qp.poll_data_run(
@@ -673,7 +676,7 @@ impl<C: Capacity> Datapath<C> {
             self.took_turn(i, at_turn, k);
             self.counters.data_sent += k as u64;
         }
-        (k, stall.map(|_| i))
+        Some((k, stall.map(|_| i)))
     }
 
     /// Whether a retransmission waits (a NIC with several stages polls this one first).
