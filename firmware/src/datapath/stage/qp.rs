@@ -116,8 +116,9 @@ pub trait QpContext {
         events: &mut Events,
     ) -> RxVerdict;
     /// A run of received writes at the front of `pkts` taken at once, each answered in
-    /// `verdicts` (from index `at` on): the verdicts, state, counters, control packets and reports of as many
-    /// [`Self::handle_packet`] calls (the run takes only writes that report no event).
+    /// `verdicts` (from index `at` on): the verdicts, state, counters, control packets and
+    /// reports of as many [`Self::handle_packet`] calls (the run takes only writes that report
+    /// no event).
     /// Returns how many were taken and the coalescing deadline they leave for the caller to
     /// note, as it notes one after each packet (`None`: nothing to note); `(0, None)`:
     /// nothing changed, take the first packet with [`Self::handle_packet`]. A context without

@@ -19,8 +19,9 @@ impl<
     > DpQp<EVS, P, WIN, WORDS, SQ, RQ>
 {
     /// See `QpContext::handle_write_run` (the verdicts from index `at` of `verdicts`; the
-    /// caller gives no more packets than it has verdicts for): the run at the front of `pkts` is consecutive PSNs
-    /// to this QP (receiving), each a write without immediate, untrimmed, not CE-marked, its
+    /// caller gives no more packets than it has verdicts for): the run at the front of `pkts`
+    /// is consecutive PSNs to this QP (receiving), each a write without immediate, untrimmed,
+    /// not CE-marked, its
     /// payload its RETH length and not empty, the payloads one span of one rkey; all but the
     /// last quiet (no ACK request, the coalescing count not reached, no gap), the last
     /// possibly the one that calls for the ACK (its ACK request, the count, or, alone, the
