@@ -66,18 +66,41 @@ impl<const N: usize> CsrQueue<N> {
         self.ring.pop_front()
     }
 
-    /// Move the oldest entries into the front of `out`; returns how many.
+    /// The entries held, oldest first, where they sit: the run from the oldest to the end of
+    /// the ring's array, then the run that wrapped to its start (empty unless they wrap). A
+    /// consumer reads them in place and moves the consumer index with [`Self::consume`], as
+    /// firmware reads a CSR ring in NIC memory.
+    #[inline]
+    pub fn as_slices(&self) -> (&[CsrEntry], &[CsrEntry]) {
+        self.ring.as_slices()
+    }
+
+    /// The `n` oldest entries were consumed (all of them when fewer are held).
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        self.ring.drop_front(n);
+    }
+
+    /// Move the oldest entries into the front of `out` (copies of what [`Self::as_slices`]
+    /// shows, then [`Self::consume`]); returns how many.
     pub fn drain_into(&mut self, out: &mut [CsrEntry]) -> usize {
-        let mut n = 0;
-        while let Some(slot) = out.get_mut(n) {
-            let Some(e) = self.ring.pop_front() else {
-                break;
-            };
-            *slot = e;
-            n += 1;
-        }
+        let (a, b) = self.ring.as_slices();
+        let n = copy_front(a, b, out);
+        self.ring.drop_front(n);
         n
     }
+}
+
+/// Copy the entries of `a` then `b` into the front of `out`, as many as fit; returns how many.
+pub fn copy_front(a: &[CsrEntry], b: &[CsrEntry], out: &mut [CsrEntry]) -> usize {
+    let na = a.len().min(out.len());
+    let nb = b.len().min(out.len() - na);
+    let (oa, ob) = out.split_at_mut(na);
+    oa.copy_from_slice(a.get(..na).unwrap_or_default());
+    if let (Some(dst), Some(src)) = (ob.get_mut(..nb), b.get(..nb)) {
+        dst.copy_from_slice(src);
+    }
+    na + nb
 }
 
 /// Entry `e`, whose kind byte the caller found to be `T`'s, checked as `CsrEvent::decode`

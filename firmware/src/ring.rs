@@ -125,6 +125,29 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         self.buf.get_mut(Self::wrap(self.head + i))
     }
 
+    /// The values queued, oldest first, in place: the run from the oldest to the end of the
+    /// array, then the run that wrapped to its start (empty unless the values wrap).
+    #[inline]
+    pub fn as_slices(&self) -> (&[T], &[T]) {
+        let end = self.head + self.len;
+        if end <= N {
+            (self.buf.get(self.head..end).unwrap_or_default(), &[])
+        } else {
+            (
+                self.buf.get(self.head..).unwrap_or_default(),
+                self.buf.get(..end - N).unwrap_or_default(),
+            )
+        }
+    }
+
+    /// Drop the `n` oldest values (all of them when fewer are queued).
+    #[inline]
+    pub fn drop_front(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.head = Self::wrap(self.head + n);
+        self.len -= n;
+    }
+
     /// Oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         (0..self.len).filter_map(move |i| self.get(i))
@@ -161,6 +184,11 @@ mod tests {
                     prop_assert_eq!(r.push_back(v), want);
                 }
                 2 => prop_assert_eq!(r.pop_front(), m.pop_front()),
+                3 if v % 7 == 1 => {
+                    let n = usize::from(v >> 8) % (N + 2);
+                    r.drop_front(n);
+                    m.drain(..n.min(m.len()));
+                }
                 _ => {
                     if v % 7 == 0 {
                         r.clear();
@@ -176,6 +204,9 @@ mod tests {
                 prop_assert_eq!(r.get(i), m.get(i));
             }
             prop_assert!(r.iter().eq(m.iter()));
+            let (a, b) = r.as_slices();
+            prop_assert!(a.iter().chain(b).eq(m.iter()));
+            prop_assert!(b.is_empty() || a.len() + b.len() == r.len() && !a.is_empty());
         }
         Ok(())
     }

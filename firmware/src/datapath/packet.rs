@@ -284,3 +284,98 @@ pub enum RxVerdict {
     /// Dropped, counted.
     Dropped(DropReason),
 }
+
+/// Where the stage's receive verdicts go ([`crate::datapath::stage::Datapath::handle_packets`]):
+/// a slice of [`RxVerdict`]s the caller acts on (it places the payloads), or
+/// [`DiscardVerdicts`] for a caller with no payload bytes to place.
+pub trait VerdictSink {
+    /// Verdicts it takes: the stage takes at most this many packets.
+    fn capacity(&self) -> usize;
+    /// The verdict for the `i`-th packet (`i < capacity()`).
+    fn set(&mut self, i: usize, v: RxVerdict);
+    /// The verdicts for packets `i..i + pkts.len()`: their payloads placed one after the
+    /// other from byte `offset` of region slot `slot` (QP `qpn`), each its `payload_len`.
+    #[inline]
+    fn set_placed_run(&mut self, i: usize, qpn: u32, slot: u16, offset: u64, pkts: &[Packet]) {
+        let mut at = offset;
+        for (k, p) in pkts.iter().enumerate() {
+            self.set(
+                i + k,
+                RxVerdict::Place {
+                    qpn,
+                    slot,
+                    offset: at,
+                    len: p.payload_len,
+                },
+            );
+            at = at.wrapping_add(u64::from(p.payload_len));
+        }
+    }
+}
+
+impl VerdictSink for [RxVerdict] {
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.len()
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, v: RxVerdict) {
+        if let Some(s) = self.get_mut(i) {
+            *s = v;
+        }
+    }
+
+    #[inline]
+    fn set_placed_run(&mut self, i: usize, qpn: u32, slot: u16, offset: u64, pkts: &[Packet]) {
+        let mut at = offset;
+        let out = self.get_mut(i..).unwrap_or_default();
+        for (p, v) in pkts.iter().zip(out.iter_mut()) {
+            *v = RxVerdict::Place {
+                qpn,
+                slot,
+                offset: at,
+                len: p.payload_len,
+            };
+            at = at.wrapping_add(u64::from(p.payload_len));
+        }
+    }
+}
+
+impl<const N: usize> VerdictSink for [RxVerdict; N] {
+    #[inline]
+    fn capacity(&self) -> usize {
+        N
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, v: RxVerdict) {
+        self.as_mut_slice().set(i, v);
+    }
+
+    #[inline]
+    fn set_placed_run(&mut self, i: usize, qpn: u32, slot: u16, offset: u64, pkts: &[Packet]) {
+        self.as_mut_slice()
+            .set_placed_run(i, qpn, slot, offset, pkts);
+    }
+}
+
+/// Verdicts nobody acts on: for a caller whose payloads are virtual (lengths only, as the
+/// test kit's cost stream carries them), so there is nothing to place. The stage checks,
+/// places (in its state) and counts every packet as it does for a slice
+/// (`DatapathCounters::placed`, the drop counters); only the verdict values are not written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiscardVerdicts;
+
+impl VerdictSink for DiscardVerdicts {
+    #[inline]
+    fn capacity(&self) -> usize {
+        usize::MAX
+    }
+
+    #[inline]
+    fn set(&mut self, _i: usize, _v: RxVerdict) {}
+
+    #[inline]
+    fn set_placed_run(&mut self, _: usize, _: u32, _: u16, _: u64, _: &[Packet]) {}
+}

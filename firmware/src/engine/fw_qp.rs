@@ -155,6 +155,11 @@ pub trait QpContext {
     ) -> Result<(), QpError>;
     /// One datapath report about this QP (room for [`EVENT_CMDS`] commands is the caller's).
     fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds);
+    /// An ACK summary, as [`Self::handle_event`] takes it (the engine's path for the most
+    /// frequent report, read from its ring slot without the general decode).
+    fn handle_ack_summary(&mut self, now_ns: u64, a: &csr::AckSummary);
+    /// A work request whose packets all left, as [`Self::handle_event`] takes it.
+    fn handle_tx_done(&mut self, now_ns: u64, d: &csr::TxDone);
     /// The deadline of timer `kind`.
     fn deadline(&self, kind: usize) -> Option<u64>;
     /// The wheel entry of timer `kind`.
@@ -162,9 +167,9 @@ pub trait QpContext {
     /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
-    /// The lazy commands (EV writes, plane weights, window, completions)
-    /// into the front of `out`; returns how many.
-    fn poll_lazy(&mut self, out: &mut [mrc_abi::device::csr::CsrEntry]) -> usize;
+    /// The lazy commands (EV writes, plane weights, window, completions) into `cmds`, as
+    /// its room allows.
+    fn poll_lazy(&mut self, cmds: &mut Cmds);
     /// Whether [`Self::poll_lazy`] has something to write.
     fn lazy_pending(&self) -> bool;
     /// Plane `plane` went down (every EV on it retires).
@@ -476,7 +481,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
     fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds) {
         let live = matches!(self.state, QpState::Rtr | QpState::Rts);
         match ev {
-            CsrEvent::AckSummary(a) if self.state == QpState::Rts => self.handle_ack(now_ns, a),
+            CsrEvent::AckSummary(a) => self.handle_ack_summary(now_ns, a),
             CsrEvent::Loss(l) if self.state == QpState::Rts => {
                 self.counters.losses += 1;
                 let ev = l.ev.get();
@@ -493,19 +498,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 self.outstanding = true;
                 self.arm_tlp(now_ns);
             }
-            CsrEvent::TxDone(d) if matches!(self.state, QpState::Rts | QpState::Error) => {
-                let a = Awaiting {
-                    wr_id: d.wr_id.get(),
-                    end: d.end_psn(),
-                    signaled: d.flags & csr::TXD_SIGNALED != 0,
-                };
-                if self.awaiting.push_back(a).is_err() {
-                    self.counters.awaiting_overflow += 1;
-                }
-                if self.state == QpState::Rts {
-                    self.arm_tlp(now_ns);
-                }
-            }
+            CsrEvent::TxDone(d) => self.handle_tx_done(now_ns, d),
             CsrEvent::WimmPlaced(w) if live => {
                 self.counters.imm_completions += 1;
                 let e = self.complete(Completion {
@@ -565,6 +558,32 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 let _ = self.ev.handle_skip_served(s.ev.get());
             }
             _ => self.counters.events_ignored += 1,
+        }
+    }
+
+    fn handle_ack_summary(&mut self, now_ns: u64, a: &csr::AckSummary) {
+        if self.state == QpState::Rts {
+            self.handle_ack(now_ns, a);
+        } else {
+            self.counters.events_ignored += 1;
+        }
+    }
+
+    fn handle_tx_done(&mut self, now_ns: u64, d: &csr::TxDone) {
+        if !matches!(self.state, QpState::Rts | QpState::Error) {
+            self.counters.events_ignored += 1;
+            return;
+        }
+        let a = Awaiting {
+            wr_id: d.wr_id.get(),
+            end: d.end_psn(),
+            signaled: d.flags & csr::TXD_SIGNALED != 0,
+        };
+        if self.awaiting.push_back(a).is_err() {
+            self.counters.awaiting_overflow += 1;
+        }
+        if self.state == QpState::Rts {
+            self.arm_tlp(now_ns);
         }
     }
 
@@ -647,37 +666,40 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         true
     }
 
-    fn poll_lazy(&mut self, out: &mut [mrc_abi::device::csr::CsrEntry]) -> usize {
-        let mut n = 0;
+    fn poll_lazy(&mut self, cmds: &mut Cmds) {
         let qpn = self.qpn;
         // EV state changes: the sprayer's entry and the host's event.
         let mut changed = false;
-        while out.len() - n >= 2 {
+        while cmds.room() >= 2 {
             let Some(e) = self.ev.poll_event() else { break };
             changed = true;
             let plane = self.ev.stats(e.ev).map_or(0, |s| s.plane);
-            out[n] = CsrEvent::EvUpdate(EvUpdate::new(qpn, e.ev, e.new, plane)).encode();
-            out[n + 1] =
-                CsrEvent::EvEvent(EvEventEntry::new(qpn, e.ev, e.old, e.new, e.reason.code()))
-                    .encode();
-            n += 2;
+            cmds.push(CsrEvent::EvUpdate(EvUpdate::new(qpn, e.ev, e.new, plane)));
+            cmds.push(CsrEvent::EvEvent(EvEventEntry::new(
+                qpn,
+                e.ev,
+                e.old,
+                e.new,
+                e.reason.code(),
+            )));
         }
         if changed || self.ev.has_events() {
             let w = self.plane_weights();
             for (p, (&new, old)) in w.iter().zip(self.weights.iter_mut()).enumerate() {
-                if new != *old && n < out.len() {
+                if new != *old && cmds.room() > 0 {
                     *old = new;
-                    out[n] = CsrEvent::PlaneWeight(PlaneWeight::new(qpn, p as u8, new)).encode();
-                    n += 1;
+                    cmds.push(CsrEvent::PlaneWeight(PlaneWeight::new(qpn, p as u8, new)));
                 }
             }
         }
-        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && n < out.len() {
+        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && cmds.room() > 0 {
             self.cwnd_sent = self.cc.cwnd_bytes();
-            out[n] = CsrEvent::WindowUpdate(WindowUpdate::new(qpn, self.cwnd_sent)).encode();
-            n += 1;
+            cmds.push(CsrEvent::WindowUpdate(WindowUpdate::new(
+                qpn,
+                self.cwnd_sent,
+            )));
         }
-        while n < out.len() && self.completions_waiting() {
+        while cmds.room() > 0 && self.completions_waiting() {
             let c = if let Some(a) = self.awaiting.front().copied() {
                 self.awaiting.pop_front();
                 if self.state != QpState::Error {
@@ -708,10 +730,9 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             } else {
                 break;
             };
-            out[n] = self.complete(c);
-            n += 1;
+            let e = self.complete(c);
+            cmds.push_entry(e);
         }
-        n
     }
 
     fn lazy_pending(&self) -> bool {

@@ -34,7 +34,7 @@ pub mod timer_wheel;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PlaneDown};
+use mrc_abi::device::csr::{AckSummary, CsrEntry, CsrEvent, CsrKind, PlaneDown, TxDone};
 
 use crate::csr_queue::read_as;
 
@@ -179,8 +179,19 @@ impl<C: Capacity> Engine<C> {
             .ok_or(QpError::UnknownQp { qpn })
     }
 
+    /// QP `qpn` changed: marked for the lazy pass when it has lazy commands to write.
+    #[inline]
     fn mark(&mut self, qpn: u32) {
-        if let Some(d) = self.dirty.as_mut().get_mut(qpn as usize) {
+        let i = qpn as usize;
+        if !self
+            .qps
+            .as_ref()
+            .get(i)
+            .is_some_and(QpContext::lazy_pending)
+        {
+            return;
+        }
+        if let Some(d) = self.dirty.as_mut().get_mut(i) {
             *d = true;
             self.any_dirty = true;
         }
@@ -287,11 +298,28 @@ impl<C: Capacity> Engine<C> {
                 return i;
             }
             self.counters.events += 1;
-            // (the frequent kinds checked on their own: the same checks as the general
+            // (the two most frequent kinds read from their slot and handed to their QP without
+            // the general decode; the same checks)
+            let k = e.kind_code();
+            if k == CsrKind::AckSummary as u8 {
+                match read_as::<AckSummary>(e) {
+                    Ok(a) => {
+                        self.qp_event(now_ns, a.qpn.get(), |q| q.handle_ack_summary(now_ns, &a))
+                    }
+                    Err(_) => self.counters.events_malformed += 1,
+                }
+                continue;
+            }
+            if k == CsrKind::TxDone as u8 {
+                match read_as::<TxDone>(e) {
+                    Ok(d) => self.qp_event(now_ns, d.qpn.get(), |q| q.handle_tx_done(now_ns, &d)),
+                    Err(_) => self.counters.events_malformed += 1,
+                }
+                continue;
+            }
+            // (the other frequent kinds checked on their own: the same checks as the general
             // decode, without its dispatch)
-            let decoded = match e.kind_code() {
-                k if k == CsrKind::AckSummary as u8 => read_as(e).map(CsrEvent::AckSummary),
-                k if k == CsrKind::TxDone as u8 => read_as(e).map(CsrEvent::TxDone),
+            let decoded = match k {
                 k if k == CsrKind::Loss as u8 => read_as(e).map(CsrEvent::Loss),
                 k if k == CsrKind::ProbeReply as u8 => read_as(e).map(CsrEvent::ProbeReply),
                 k if k == CsrKind::SkipServed as u8 => read_as(e).map(CsrEvent::SkipServed),
@@ -341,31 +369,76 @@ impl<C: Capacity> Engine<C> {
         events.len()
     }
 
-    /// Commands for the datapath (the FW->DP ring's entries), oldest first, into the front of
-    /// `out`. Returns how many.
-    pub fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
-        let mut n = self.cmds.drain_into(out);
-        if self.any_dirty && n < out.len() {
-            let mut left = false;
-            for (q, d) in self
-                .qps
-                .as_mut()
-                .iter_mut()
-                .zip(self.dirty.as_mut().iter_mut())
-            {
-                if !*d {
-                    continue;
-                }
-                if let Some(rest) = out.get_mut(n..) {
-                    n += q.poll_lazy(rest);
-                }
-                *d = q.lazy_pending();
-                left |= *d;
-            }
-            self.any_dirty = left;
+    /// A report about QP `qpn` that queues no command, handed to it by `f` (or counted
+    /// when the QP is not open), with the bookkeeping after every report.
+    #[inline(always)]
+    fn qp_event(&mut self, now_ns: u64, qpn: u32, f: impl FnOnce(&mut C::FwQp)) {
+        let Some(qp) = self
+            .qps
+            .as_mut()
+            .get_mut(qpn as usize)
+            .filter(|q| q.is_open())
+        else {
+            self.counters.events_unknown_qp += 1;
+            return;
+        };
+        let was_error = qp.state() == QpState::Error;
+        f(qp);
+        if !was_error && qp.state() == QpState::Error {
+            self.counters.qp_errors += 1;
         }
+        self.mark(qpn);
+        self.sync_timers(qpn, now_ns);
+    }
+
+    /// Commands for the datapath (the FW->DP ring's entries), oldest first, into the front of
+    /// `out`: copies of what [`Self::commands`] shows, consumed. Returns how many.
+    pub fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
+        self.queue_lazy();
+        let n = self.cmds.drain_into(out);
         self.counters.commands += n as u64;
         n
+    }
+
+    /// The commands waiting for the datapath (the FW->DP ring's entries), oldest first, where
+    /// they sit in the ring: two runs, the second empty unless they wrap the ring's end. The
+    /// datapath reads them in place and moves the consumer index with
+    /// [`Self::consume_commands`]; they stay until then. The state the engine keeps in sync
+    /// lazily (EV table writes, plane weights, the window, completions) is written into the
+    /// ring first, as room allows, so a burst of events costs one write of each.
+    pub fn commands(&mut self) -> (&[CsrEntry], &[CsrEntry]) {
+        self.queue_lazy();
+        self.cmds.as_slices()
+    }
+
+    /// The datapath consumed the `n` oldest commands [`Self::commands`] showed (all of them
+    /// when fewer wait).
+    pub fn consume_commands(&mut self, n: usize) {
+        let n = n.min(self.cmds.len());
+        self.cmds.consume(n);
+        self.counters.commands += n as u64;
+    }
+
+    /// The lazy commands of the QPs marked dirty into the command queue, as room allows.
+    fn queue_lazy(&mut self) {
+        if !self.any_dirty || self.cmds.room() == 0 {
+            return;
+        }
+        let mut left = false;
+        for (q, d) in self
+            .qps
+            .as_mut()
+            .iter_mut()
+            .zip(self.dirty.as_mut().iter_mut())
+        {
+            if !*d {
+                continue;
+            }
+            q.poll_lazy(&mut self.cmds);
+            *d = q.lazy_pending();
+            left |= *d;
+        }
+        self.any_dirty = left;
     }
 
     /// Whether commands wait ([`Self::poll_commands`] would return some).

@@ -10,13 +10,10 @@ use mrc_abi::device::csr::{Complete, CsrEntry, CsrKind, EvEventEntry};
 use zerocopy::FromBytes;
 
 use crate::capacity::Capacity;
-use crate::datapath::packet::{Packet, RxVerdict, SendWr};
+use crate::datapath::packet::{Packet, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{MemRegion, RegisterError};
 use crate::datapath::stage::{Datapath, DatapathConfig, PostError};
 use crate::engine::{Completion, Engine, EngineConfig, EngineError, QpAttrs, QpError, QpState};
-
-/// Entries moved per step of [`Nic::pump`].
-const BATCH: usize = 32;
 
 /// What [`Nic::pump`] hands the host: a completion or an EV state change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,12 +30,6 @@ pub enum HostWrite {
 pub struct Nic<C: Capacity> {
     pub dp: Datapath<C>,
     pub fw: Engine<C>,
-    /// Events the engine could not take yet (it was short of command room).
-    carry: [CsrEntry; BATCH],
-    carry_len: usize,
-    /// Scratch for the engine's commands and for the host writes (kept, not rebuilt per call).
-    cmd_buf: [CsrEntry; BATCH],
-    host_buf: [CsrEntry; BATCH],
     /// Entries moved each way, and host writes.
     pub events_moved: u64,
     pub commands_moved: u64,
@@ -54,10 +45,6 @@ impl<C: Capacity> Nic<C> {
         Ok(Nic {
             dp: Datapath::new(dp),
             fw: Engine::new(fw)?,
-            carry: [CsrEntry::ZERO; BATCH],
-            carry_len: 0,
-            cmd_buf: [CsrEntry::ZERO; BATCH],
-            host_buf: [CsrEntry::ZERO; BATCH],
             events_moved: 0,
             commands_moved: 0,
             host_writes: 0,
@@ -110,21 +97,24 @@ impl<C: Capacity> Nic<C> {
         self.dp.post_recv(qpn, wr_id)
     }
 
-    /// Received packets into the stage, verdicts out (see `Datapath::handle_packets`): the
-    /// stage's reports are pumped to the engine whenever its queue runs short, so every
-    /// packet is taken. Host writes go to `host`.
-    pub fn receive(
+    /// Received packets into the stage, verdicts out (see `Datapath::handle_packets`; a
+    /// slice of [`RxVerdict`], or `DiscardVerdicts`): the stage's reports are pumped to the
+    /// engine whenever its queue runs short, so every packet is taken (as many as `verdicts`
+    /// holds). Host writes go to `host`.
+    pub fn receive<V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
         host: &mut impl FnMut(HostWrite),
     ) {
-        let n = pkts.len().min(verdicts.len());
+        let n = pkts.len().min(verdicts.capacity());
         let mut done = 0;
         while done < n {
-            let (p, v) = (&pkts[done..n], &mut verdicts[done..n]);
-            let k = self.dp.handle_packets(now_ns, p, v);
+            let p = pkts.get(done..n).unwrap_or_default();
+            let k = self
+                .dp
+                .handle_packets(now_ns, p, &mut Offset(verdicts, done));
             done += k;
             // (short of event room: move the reports on; the engine always takes some after
             // its commands went out, so this ends)
@@ -175,47 +165,48 @@ impl<C: Capacity> Nic<C> {
 
     /// Move entries between the stage and the engine until both are quiet; host writes go to
     /// `host`. Returns whether anything moved.
+    ///
+    /// Each side reads the other's ring in place ([`Engine::commands`],
+    /// [`Datapath::events`], [`Datapath::host_writes`]) and moves only the consumer index.
     pub fn pump(&mut self, now_ns: u64, host: &mut impl FnMut(HostWrite)) -> bool {
         // (nothing waits either way: nothing would move)
-        if self.carry_len == 0
-            && !self.fw.commands_pending()
-            && !self.dp.has_events()
-            && !self.dp.has_host_writes()
-        {
+        if !self.fw.commands_pending() && !self.dp.has_events() && !self.dp.has_host_writes() {
             return false;
         }
         let mut any = false;
         loop {
             let mut moved = false;
             // Engine -> stage first: it makes room in the engine's command queue. (Each side
-            // is asked only when it says something waits: an empty poll moves nothing.)
-            let n = if self.fw.commands_pending() {
-                self.fw.poll_commands(&mut self.cmd_buf)
-            } else {
-                0
-            };
-            if n > 0 {
-                moved = true;
-                self.commands_moved += n as u64;
-                let mut done = 0;
-                while done < n {
-                    done += self.dp.handle_commands(now_ns, &self.cmd_buf[done..n]);
-                    self.drain_host(host);
+            // is asked only when it says something waits: an empty look moves nothing.)
+            while self.fw.commands_pending() {
+                let (a, b) = self.fw.commands();
+                let total = a.len() + b.len();
+                let mut k = 0;
+                if !a.is_empty() {
+                    k = self.dp.handle_commands(now_ns, a);
+                }
+                if k == a.len() && !b.is_empty() {
+                    k += self.dp.handle_commands(now_ns, b);
+                }
+                self.fw.consume_commands(k);
+                self.commands_moved += k as u64;
+                moved |= k > 0;
+                // (the host-interface queue filled: drained, the rest goes on)
+                let drained = self.drain_host(host);
+                if k == total || (k == 0 && !drained) {
+                    break;
                 }
             }
-            // Stage -> engine (the carried-over events first, in order).
-            if self.carry_len == 0 && self.dp.has_events() {
-                self.carry_len = self.dp.poll_events(&mut self.carry);
-            }
-            if self.carry_len > 0 {
-                let c = self.carry_len;
-                let k = self.fw.handle_events(now_ns, &self.carry[..c]);
-                if k > 0 {
-                    moved = true;
-                    self.events_moved += k as u64;
-                    self.carry.copy_within(k..c, 0);
-                    self.carry_len = c - k;
+            // Stage -> engine.
+            if self.dp.has_events() {
+                let (a, b) = self.dp.events();
+                let mut k = self.fw.handle_events(now_ns, a);
+                if k == a.len() && !b.is_empty() {
+                    k += self.fw.handle_events(now_ns, b);
                 }
+                self.dp.consume_events(k);
+                self.events_moved += k as u64;
+                moved |= k > 0;
             }
             self.drain_host(host);
             if !moved {
@@ -225,18 +216,20 @@ impl<C: Capacity> Nic<C> {
         }
     }
 
+    /// The stage's host-interface writes to `host`; returns whether there were any.
     #[inline]
-    fn drain_host(&mut self, host: &mut impl FnMut(HostWrite)) {
-        while self.dp.has_host_writes() {
-            let n = self.dp.poll_host_writes(&mut self.host_buf);
-            if n == 0 {
-                return;
-            }
-            self.host_writes += n as u64;
-            for e in &self.host_buf[..n] {
-                host(Self::host_write(e));
-            }
+    fn drain_host(&mut self, host: &mut impl FnMut(HostWrite)) -> bool {
+        if !self.dp.has_host_writes() {
+            return false;
         }
+        let (a, b) = self.dp.host_writes();
+        for e in a.iter().chain(b) {
+            host(Self::host_write(e));
+        }
+        let n = a.len() + b.len();
+        self.dp.consume_host_writes(n);
+        self.host_writes += n as u64;
+        true
     }
 
     /// What a host-interface entry tells the host. The stage passes on only entries it
@@ -261,5 +254,26 @@ impl<C: Capacity> Nic<C> {
             }
         }
         HostWrite::Other(*e)
+    }
+}
+
+/// The verdicts of `.0` from index `.1` on (what the packets after the first `.1` answer
+/// into).
+struct Offset<'a, V: ?Sized>(&'a mut V, usize);
+
+impl<V: VerdictSink + ?Sized> VerdictSink for Offset<'_, V> {
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.0.capacity().saturating_sub(self.1)
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, v: RxVerdict) {
+        self.0.set(self.1 + i, v);
+    }
+
+    #[inline]
+    fn set_placed_run(&mut self, i: usize, qpn: u32, slot: u16, offset: u64, pkts: &[Packet]) {
+        self.0.set_placed_run(self.1 + i, qpn, slot, offset, pkts);
     }
 }

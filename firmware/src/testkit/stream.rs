@@ -10,7 +10,7 @@ use super::channel::{Channel, ChannelConfig, ChannelCounters};
 use super::nic::{HostWrite, Nic};
 use super::TestKit;
 use crate::datapath::ack_gen::AckGenConfig;
-use crate::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
+use crate::datapath::packet::{DiscardVerdicts, LocalBuf, Packet, SendWr};
 use crate::datapath::placement::{Access, MemRegion};
 use crate::datapath::stage::{DatapathConfig, DatapathCounters, QpView};
 use crate::engine::cc::NsccParams;
@@ -21,8 +21,6 @@ use crate::engine::{EngineConfig, EngineCounters, FwQpView};
 const CAP: usize = 2048;
 const REGION_VA: u64 = 0x40_0000_0000;
 const REGION_LEN: u64 = 1 << 30;
-/// Packets handed to a NIC per receive call.
-const RX_BATCH: usize = 64;
 
 /// Stream setup.
 #[derive(Clone, Copy, Debug)]
@@ -159,7 +157,6 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     // The send queue was found full and no completion has freed a slot since.
     let mut sq_full = false;
     let mut t = Tally::default();
-    let mut verdicts = [RxVerdict::Consumed; RX_BATCH];
     let mut seen_completions = 0;
     // A NIC changes only on an input (a posted work request, a received packet, a timer that
     // acted, entries moved between its stage and engine): after a transmit found nothing
@@ -199,11 +196,15 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
             (tx_a, in_a) = (true, true);
         }
         let mut progress = false;
-        if core::mem::take(&mut in_a) && a.pump(now, &mut |w| t.on(w)) {
-            (progress, tx_a) = (true, true);
+        if core::mem::take(&mut in_a) {
+            let (moved, cmds) = pump(&mut a, now, &mut |w| t.on(w));
+            progress |= moved;
+            tx_a |= cmds;
         }
-        if core::mem::take(&mut in_b) && b.pump(now, &mut |w| t.on(w)) {
-            (progress, tx_b) = (true, true);
+        if core::mem::take(&mut in_b) {
+            let (moved, cmds) = pump(&mut b, now, &mut |w| t.on(w));
+            progress |= moved;
+            tx_b |= cmds;
         }
         // Packets are built in place in the channel's free FIFO slots.
         if core::mem::take(&mut tx_a) {
@@ -225,11 +226,8 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                         (tx_a, in_a) = (true, true);
                         &mut a
                     };
-                    // (virtual payloads: the placements are counted by the stage)
-                    for chunk in pkts.chunks(RX_BATCH) {
-                        let v = &mut verdicts[..chunk.len()];
-                        nic.receive(now, chunk, v, &mut |w| t.on(w));
-                    }
+                    // (virtual payloads: nothing to place; the stage counts its placements)
+                    nic.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
                     continue;
                 }
                 if ch.is_simple() {
@@ -253,14 +251,22 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
                 (tx_a, in_a) = (true, true);
                 &mut a
             };
-            let v = &mut verdicts[..1];
-            nic.receive(now, core::slice::from_ref(&pkt), v, &mut |w| t.on(w));
+            nic.receive(
+                now,
+                core::slice::from_ref(&pkt),
+                &mut DiscardVerdicts,
+                &mut |w| t.on(w),
+            );
         }
-        if core::mem::take(&mut in_a) && a.pump(now, &mut |w| t.on(w)) {
-            (progress, tx_a) = (true, true);
+        if core::mem::take(&mut in_a) {
+            let (moved, cmds) = pump(&mut a, now, &mut |w| t.on(w));
+            progress |= moved;
+            tx_a |= cmds;
         }
-        if core::mem::take(&mut in_b) && b.pump(now, &mut |w| t.on(w)) {
-            (progress, tx_b) = (true, true);
+        if core::mem::take(&mut in_b) {
+            let (moved, cmds) = pump(&mut b, now, &mut |w| t.on(w));
+            progress |= moved;
+            tx_b |= cmds;
         }
         if t.failed || t.completions >= total_msgs {
             break;
@@ -271,7 +277,16 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
         if b.handle_timeout(now) {
             (progress, tx_b, in_b) = (true, true, true);
         }
-        if progress {
+        // (another pass at `now` only when it has something to do: a NIC with an input since
+        // its last pump or transmit, a completion that may let a post in, a packet due)
+        if progress
+            && (tx_a
+                || tx_b
+                || in_a
+                || in_b
+                || t.completions != seen_completions
+                || ch.next_due().is_some_and(|d| d <= now))
+        {
             continue;
         }
         let next = earliest(earliest(ch.next_due(), a.poll_timeout()), b.poll_timeout());
@@ -339,6 +354,16 @@ fn earliest(x: Option<u64>, y: Option<u64>) -> Option<u64> {
         (Some(x), Some(y)) => Some(x.min(y)),
         (x, y) => x.or(y),
     }
+}
+
+/// Pump `nic` (see [`Nic::pump`]): whether anything moved, and whether the engine's commands
+/// reached the stage (the one way a pump lets the stage send what it could not before: the
+/// events it moves change only the engine, the host writes only the host).
+#[inline]
+fn pump(nic: &mut Nic<TestKit>, now: u64, host: &mut impl FnMut(HostWrite)) -> (bool, bool) {
+    let before = nic.commands_moved;
+    let moved = nic.pump(now, host);
+    (moved, nic.commands_moved != before)
 }
 
 /// Transmit from `nic` to NIC `to` (1: B, 0: A): packets are built in place in the channel's

@@ -43,6 +43,19 @@ impl Ctrl {
         self.ring.pop_front()
     }
 
+    /// The oldest packet, moved into `out` (straight from its slot); `false` when none.
+    #[inline]
+    pub fn pop_into(&mut self, out: &mut crate::datapath::packet::Packet) -> bool {
+        match self.ring.front() {
+            Some(p) => {
+                *out = *p;
+                self.ring.drop_front(1);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// No packet queued.
     #[inline]
     pub fn is_empty(&self) -> bool {

@@ -42,7 +42,7 @@ pub use tx::{PostError, Reorder, Stall, TxCounters};
 use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
-use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr};
+use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{MemRegion, Regions, RegisterError};
 
 /// Data packets one QP sends in a row before the next QP gets its turn.
@@ -363,16 +363,18 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// Received packets, in order, each answered in `verdicts` (placement by the caller
-    /// before it delivers later completions). Returns how many were taken (fewer than
-    /// `min(pkts.len(), verdicts.len())` when the event queue is short of room).
-    pub fn handle_packets(
+    /// before it delivers later completions; a slice of [`RxVerdict`], or
+    /// [`crate::datapath::packet::DiscardVerdicts`] when there is nothing to place). Returns
+    /// how many were taken (fewer than `min(pkts.len(), verdicts.capacity())` when the event
+    /// queue is short of room).
+    pub fn handle_packets<V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
     ) -> usize {
-        let n = pkts.len().min(verdicts.len());
-        let (pkts, verdicts) = (&pkts[..n], &mut verdicts[..n]);
+        let n = pkts.len().min(verdicts.capacity());
+        let pkts = pkts.get(..n).unwrap_or_default();
         let mut i = 0;
         while let Some(pkt) = pkts.get(i) {
             if self.events.room() < RX_EVENTS {
@@ -380,7 +382,7 @@ impl<C: Capacity> Datapath<C> {
                 return i;
             }
             if self.fast && matches!(pkt.body, PacketBody::Write { .. }) {
-                let k = self.write_run(now_ns, &pkts[i..], &mut verdicts[i..]);
+                let k = self.write_run(now_ns, pkts.get(i..).unwrap_or_default(), verdicts, i);
                 if k > 0 {
                     i += k;
                     continue;
@@ -398,9 +400,13 @@ impl<C: Capacity> Datapath<C> {
                         &mut self.ctrl,
                         &mut self.events,
                     );
-                    note = qp.ack_deadline_ns();
-                    if qp.reports_pending() || qp.state() == DpState::Error {
-                        self.reports = true;
+                    // (only a write moves the coalescing deadline or leaves reports: an
+                    // ACK, NACK or probe touches the send side and the control queue)
+                    if matches!(pkt.body, PacketBody::Write { .. }) {
+                        note = qp.ack_deadline_ns();
+                        if qp.reports_pending() || qp.state() == DpState::Error {
+                            self.reports = true;
+                        }
                     }
                     v
                 }
@@ -409,9 +415,7 @@ impl<C: Capacity> Datapath<C> {
             if let Some(d) = note {
                 self.note_ack_deadline(d);
             }
-            if let Some(slot) = verdicts.get_mut(i) {
-                *slot = v;
-            }
+            verdicts.set(i, v);
             self.count_verdict(&v);
             i += 1;
         }
@@ -426,7 +430,13 @@ impl<C: Capacity> Datapath<C> {
     /// A run of writes at the front of `pkts` to one QP (see `QpContext::handle_write_run`),
     /// with the stage's bookkeeping of as many single packets. Returns how many were taken.
     #[inline]
-    fn write_run(&mut self, now_ns: u64, pkts: &[Packet], verdicts: &mut [RxVerdict]) -> usize {
+    fn write_run<V: VerdictSink + ?Sized>(
+        &mut self,
+        now_ns: u64,
+        pkts: &[Packet],
+        verdicts: &mut V,
+        at: usize,
+    ) -> usize {
         let Some(first) = pkts.first() else { return 0 };
         let Some(qp) = self
             .qps
@@ -436,8 +446,14 @@ impl<C: Capacity> Datapath<C> {
         else {
             return 0;
         };
-        let (k, deadline) =
-            qp.handle_write_run(now_ns, pkts, verdicts, &mut self.regions, &mut self.ctrl);
+        let (k, deadline) = qp.handle_write_run(
+            now_ns,
+            pkts,
+            verdicts,
+            at,
+            &mut self.regions,
+            &mut self.ctrl,
+        );
         if k == 0 {
             return 0;
         }
@@ -484,9 +500,8 @@ impl<C: Capacity> Datapath<C> {
     pub fn poll_packets(&mut self, now_ns: u64, out: &mut [Packet]) -> usize {
         let mut n = 0;
         while let Some(slot) = out.get_mut(n) {
-            if let Some(p) = self.ctrl.pop() {
-                self.count_ctrl(&p);
-                *slot = p;
+            if self.ctrl.pop_into(slot) {
+                Self::count_ctrl(&mut self.counters, slot);
                 n += 1;
                 continue;
             }
@@ -503,7 +518,12 @@ impl<C: Capacity> Datapath<C> {
             // (a retransmission some QP holds is tried before every packet, with its
             // counters: packets one at a time then)
             if self.fast && retx == Retx::None {
-                let (k, stall) = self.next_data_run(now_ns, out.get_mut(n..).unwrap_or_default());
+                // (no QP has data to send: `next_data` would find none either)
+                let Some((k, stall)) =
+                    self.next_data_run(now_ns, out.get_mut(n..).unwrap_or_default())
+                else {
+                    break;
+                };
                 n += k;
                 match stall {
                     // (the run's QP failed its attempt at packet `n`: the others follow,
@@ -522,9 +542,8 @@ impl<C: Capacity> Datapath<C> {
         n
     }
 
-    fn count_ctrl(&mut self, p: &Packet) {
+    fn count_ctrl(c: &mut DatapathCounters, p: &Packet) {
         use crate::datapath::packet::PacketBody as B;
-        let c = &mut self.counters;
         match p.body {
             B::Ack(_) => c.acks_sent += 1,
             B::Nack(_) => c.nacks_sent += 1,
@@ -615,8 +634,8 @@ impl<C: Capacity> Datapath<C> {
     /// `QpContext::poll_data_run`): at most what is left of its burst when another QP has
     /// something to send.
     /// Returns the packets sent and, when the run's QP then failed its attempt at the next
-    /// packet, that QP (`(0, None)`: nothing changed).
-    fn next_data_run(&mut self, now_ns: u64, out: &mut [Packet]) -> (usize, Option<usize>) {
+    /// packet, that QP (`(0, None)`: nothing changed); `None` when no QP wants to send.
+    fn next_data_run(&mut self, now_ns: u64, out: &mut [Packet]) -> Option<(usize, Option<usize>)> {
         let qps = self.qps.as_mut();
         let q = qps.len();
         let mut first = None;
@@ -632,9 +651,7 @@ impl<C: Capacity> Datapath<C> {
                 }
             }
         }
-        let Some((i, at_turn)) = first else {
-            return (0, None);
-        };
+        let (i, at_turn) = first?;
         let mut limit = out.len();
         if others {
             let before = if at_turn {
@@ -645,19 +662,21 @@ impl<C: Capacity> Datapath<C> {
             limit = limit.min(usize::from(TX_BURST_PKTS) - before);
         }
         let Some(qp) = qps.get_mut(i) else {
-            return (0, None);
+            return Some((0, None));
         };
+        // (alone, the QP is polled again after its run: the run reports that poll's stall)
         let (k, stall) = qp.poll_data_run(
             now_ns,
             &mut self.events,
             out.get_mut(..limit).unwrap_or_default(),
             TX_EVENTS,
+            !others,
         );
         if k > 0 {
             self.took_turn(i, at_turn, k);
             self.counters.data_sent += k as u64;
         }
-        (k, stall.map(|_| i))
+        Some((k, stall.map(|_| i)))
     }
 
     /// Whether a retransmission waits (a NIC with several stages polls this one first).
@@ -671,8 +690,35 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// Reports for the firmware (the DP->FW ring's entries), oldest first, into the front of
-    /// `out`. Returns how many.
+    /// `out`: copies of what [`Self::events`] shows, consumed. Returns how many.
     pub fn poll_events(&mut self, out: &mut [CsrEntry]) -> usize {
+        self.queue_reports();
+        let n = self.events.drain_into(out);
+        self.counters.events += n as u64;
+        n
+    }
+
+    /// The reports waiting for the firmware (the DP->FW ring's entries), oldest first, where
+    /// they sit in the ring: two runs, the second empty unless they wrap the ring's end. The
+    /// firmware reads them in place and moves the consumer index with
+    /// [`Self::consume_events`]; they stay until then. (Reports a QP keeps outside an input,
+    /// flushed work requests and placed immediates, are queued first, as room allows.)
+    pub fn events(&mut self) -> (&[CsrEntry], &[CsrEntry]) {
+        self.queue_reports();
+        self.events.as_slices()
+    }
+
+    /// The firmware consumed the `n` oldest reports [`Self::events`] showed (all of them
+    /// when fewer wait).
+    pub fn consume_events(&mut self, n: usize) {
+        let n = n.min(self.events.len());
+        self.events.consume(n);
+        self.counters.events += n as u64;
+    }
+
+    /// Reports some QP keeps outside an input into the event queue, as room allows.
+    #[inline]
+    fn queue_reports(&mut self) {
         if self.reports {
             let mut left = false;
             for qp in self.qps.as_mut() {
@@ -681,9 +727,6 @@ impl<C: Capacity> Datapath<C> {
             }
             self.reports = left;
         }
-        let n = self.events.drain_into(out);
-        self.counters.events += n as u64;
-        n
     }
 
     /// Events waiting for the firmware.
@@ -705,10 +748,23 @@ impl<C: Capacity> Datapath<C> {
     }
 
     /// Completions and events the firmware wrote for the host (`Complete`, `EvEvent`,
-    /// `PostCqe`, `PostEvent` entries), oldest first, into the front of `out`. Returns how
-    /// many.
+    /// `PostCqe`, `PostEvent` entries), oldest first, into the front of `out`: copies of what
+    /// [`Self::host_writes`] shows, consumed. Returns how many.
     pub fn poll_host_writes(&mut self, out: &mut [CsrEntry]) -> usize {
         self.host.drain_into(out)
+    }
+
+    /// The host-interface writes waiting (see [`Self::poll_host_writes`]), oldest first,
+    /// where they sit: two runs, the second empty unless they wrap the queue's end. They stay
+    /// until [`Self::consume_host_writes`]. Each passed the checks of its kind
+    /// (`CsrEntry::read_as` or `CsrEvent::decode`) when the firmware's command came in.
+    pub fn host_writes(&self) -> (&[CsrEntry], &[CsrEntry]) {
+        self.host.as_slices()
+    }
+
+    /// The `n` oldest host-interface writes were written out (all of them when fewer wait).
+    pub fn consume_host_writes(&mut self, n: usize) {
+        self.host.consume(n);
     }
 
     /// When [`Self::handle_timeout`] should next be called (`None`: no ACK is being

@@ -12,7 +12,7 @@ use super::rx::{RxCounters, RxSide, WriteResult};
 use super::tx::{Credits, PostError, Reorder, Stall, TxCounters, TxSide};
 use super::{DatapathConfig, Hdr};
 use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
-use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr};
+use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
 
@@ -104,7 +104,7 @@ pub trait QpContext {
         cfg: &DatapathConfig,
         ctrl: &mut Ctrl,
     );
-    /// One received packet addressed to this QP. Room for `TxSide::ACK_EVENTS` events is
+    /// One received packet addressed to this QP. Room for `tx::ACK_EVENTS` events is
     /// the caller's to check.
     fn handle_packet<R: Regions>(
         &mut self,
@@ -116,21 +116,23 @@ pub trait QpContext {
         events: &mut Events,
     ) -> RxVerdict;
     /// A run of received writes at the front of `pkts` taken at once, each answered in
-    /// `verdicts`: the verdicts, state, counters, control packets and reports of as many
-    /// [`Self::handle_packet`] calls (the run takes only writes that report no event).
+    /// `verdicts` (from index `at` on): the verdicts, state, counters, control packets and
+    /// reports of as many [`Self::handle_packet`] calls (the run takes only writes that report
+    /// no event).
     /// Returns how many were taken and the coalescing deadline they leave for the caller to
     /// note, as it notes one after each packet (`None`: nothing to note); `(0, None)`:
     /// nothing changed, take the first packet with [`Self::handle_packet`]. A context without
     /// runs takes none.
-    fn handle_write_run<R: Regions>(
+    fn handle_write_run<R: Regions, V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
+        at: usize,
         regions: &mut R,
         ctrl: &mut Ctrl,
     ) -> (usize, Option<u64>) {
-        let _ = (now_ns, pkts, verdicts, regions, ctrl);
+        let _ = (now_ns, pkts, verdicts, at, regions, ctrl);
         (0, None)
     }
     /// The next data packet into `out` (room for 2 + `SKIP_MARKS` events is the caller's).
@@ -149,15 +151,18 @@ pub trait QpContext {
     /// packet with [`Self::poll_data`]; `(k, Some(stall))`: `k` packets (possibly none), then
     /// the attempt at the next failed as [`Self::poll_data`] would have (counted). `min_room`:
     /// the event room a poll needs (2 + `SKIP_MARKS`); the caller checked it before the first
-    /// packet, the run keeps it before each. A context without runs sends none.
+    /// packet, the run keeps it before each. `stall_after`: the caller would poll this QP
+    /// again after the run (see `TxSide::poll_new_run`): the run reports that poll's stall.
+    /// A context without runs sends none.
     fn poll_data_run(
         &mut self,
         now_ns: u64,
         events: &mut Events,
         out: &mut [Packet],
         min_room: usize,
+        stall_after: bool,
     ) -> (usize, Option<Stall>) {
-        let _ = (now_ns, events, out, min_room);
+        let _ = (now_ns, events, out, min_room, stall_after);
         (0, None)
     }
     /// Something waits to be sent.
@@ -683,15 +688,16 @@ impl<
         r
     }
 
-    fn handle_write_run<R: Regions>(
+    fn handle_write_run<R: Regions, V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
+        at: usize,
         regions: &mut R,
         ctrl: &mut Ctrl,
     ) -> (usize, Option<u64>) {
-        self.write_run(now_ns, pkts, verdicts, regions, ctrl)
+        self.write_run(now_ns, pkts, verdicts, at, regions, ctrl)
     }
 
     fn poll_data_run(
@@ -700,13 +706,20 @@ impl<
         events: &mut Events,
         out: &mut [Packet],
         min_room: usize,
+        stall_after: bool,
     ) -> (usize, Option<Stall>) {
         if self.state != DpState::Rts {
             return (0, Some(Stall::Idle));
         }
-        let r = self
-            .tx
-            .poll_new_run(now_ns, &self.hdr, &mut self.sprayer, events, out, min_room);
+        let r = self.tx.poll_new_run(
+            now_ns,
+            &self.hdr,
+            &mut self.sprayer,
+            events,
+            out,
+            min_room,
+            stall_after,
+        );
         // (as after every poll: skip flags served meanwhile, e.g. by an ACK's pick, are
         // reported now)
         if r != (0, None) {

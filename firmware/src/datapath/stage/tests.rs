@@ -3,6 +3,7 @@
 extern crate std;
 
 use mrc_abi::device::csr::{self, *};
+use mrc_abi::device::EvState;
 use mrc_abi::wire::{AckRepr, EvFormat, NackReason, NackRepr};
 use mrc_abi::Psn;
 use std::vec::Vec;
@@ -338,4 +339,89 @@ fn a_full_event_queue_holds_packets_back() {
         dp.handle_packets(9_999, &[ack(taken as u32 + 1, 0, 0)], &mut v),
         1
     );
+}
+
+/// The reports read in place ([`Datapath::events`]) are the entries `poll_events` copies out,
+/// in order; consuming `n` removes exactly the `n` oldest and counts them.
+#[test]
+fn events_are_read_in_place_and_consumed_by_count() {
+    let (mut a, mut b) = (stage(3), stage(3));
+    for dp in [&mut a, &mut b] {
+        for i in 0..4 {
+            dp.post_send(0, wr(i, 50)).unwrap();
+        }
+        assert_eq!(send_all(dp, 5).len(), 4);
+    }
+    let mut buf = [CsrEntry::ZERO; 64];
+    let n = b.poll_events(&mut buf);
+    let want = &buf[..n];
+    // (a TxStart and a TxDone per work request)
+    assert_eq!(n, 5);
+    let (x, y) = a.events();
+    assert_eq!(x.iter().chain(y).copied().collect::<Vec<_>>(), want);
+    a.consume_events(2);
+    let (x, y) = a.events();
+    assert_eq!(x.iter().chain(y).copied().collect::<Vec<_>>(), &want[2..]);
+    assert_eq!(a.counters().events, 2);
+    a.consume_events(100);
+    assert!(!a.has_events());
+    assert_eq!(a.counters().events, n as u64);
+    assert_eq!(a.counters(), b.counters());
+}
+
+/// Host-interface writes are read in place and consumed by count, as `poll_host_writes`
+/// copies them.
+#[test]
+fn host_writes_are_read_in_place_and_consumed_by_count() {
+    let mut dp = stage(3);
+    let writes: Vec<CsrEntry> = (0..3)
+        .map(|i| {
+            cmd(CsrEvent::EvEvent(EvEventEntry::new(
+                0,
+                i,
+                EvState::Good,
+                EvState::AssumedBad,
+                1,
+            )))
+        })
+        .collect();
+    assert_eq!(dp.handle_commands(0, &writes), 3);
+    let (x, y) = dp.host_writes();
+    assert_eq!(x.iter().chain(y).copied().collect::<Vec<_>>(), writes);
+    dp.consume_host_writes(1);
+    let mut buf = [CsrEntry::ZERO; 8];
+    assert_eq!(dp.poll_host_writes(&mut buf), 2);
+    assert_eq!(&buf[..2], &writes[1..]);
+    assert!(!dp.has_host_writes());
+}
+
+/// Verdicts written nowhere ([`DiscardVerdicts`]) leave the stage exactly as verdicts
+/// written to a slice do: the same counters, control packets and reports, with runs and
+/// single packets (a duplicate and a bad rkey among them).
+#[test]
+fn discarded_verdicts_change_nothing_but_the_verdicts() {
+    use crate::datapath::packet::DiscardVerdicts;
+    let mut tx = stage(3);
+    for i in 0..3 {
+        tx.post_send(0, wr(i, 250)).unwrap();
+    }
+    let mut pkts = send_all(&mut tx, 0);
+    for p in pkts.iter_mut() {
+        p.dest_qpn = 1;
+    }
+    let dup = pkts[4];
+    pkts.insert(6, dup);
+    if let PacketBody::Write { reth, .. } = &mut pkts[8].body {
+        reth.rkey = 99;
+    }
+    let (mut a, mut b) = (stage(3), stage(3));
+    let mut v = [RxVerdict::Consumed; 16];
+    let n = a.handle_packets(1, &pkts, &mut v[..pkts.len()]);
+    assert_eq!(b.handle_packets(1, &pkts, &mut DiscardVerdicts), n);
+    assert_eq!(n, pkts.len());
+    assert!(v[..n].iter().any(|v| matches!(v, RxVerdict::Place { .. })));
+    assert!(v[..n].iter().any(|v| matches!(v, RxVerdict::Dropped(_))));
+    assert_eq!(a.counters(), b.counters());
+    assert_eq!(send_all(&mut a, 2), send_all(&mut b, 2));
+    assert_eq!(events(&mut a), events(&mut b));
 }

@@ -5,7 +5,7 @@ use mrc_abi::wire::Segment;
 
 use super::DpQp;
 use crate::datapath::ack_gen::{RxPacket, TrimMark};
-use crate::datapath::packet::{Packet, PacketBody, RxVerdict};
+use crate::datapath::packet::{Packet, PacketBody, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::stage::events::Ctrl;
 
@@ -18,18 +18,21 @@ impl<
         const RQ: usize,
     > DpQp<EVS, P, WIN, WORDS, SQ, RQ>
 {
-    /// See `QpContext::handle_write_run`: the run at the front of `pkts` is consecutive PSNs
-    /// to this QP (receiving), each a write without immediate, untrimmed, not CE-marked, its
+    /// See `QpContext::handle_write_run` (the verdicts from index `at` of `verdicts`; the
+    /// caller gives no more packets than it has verdicts for): the run at the front of `pkts`
+    /// is consecutive PSNs to this QP (receiving), each a write without immediate, untrimmed,
+    /// not CE-marked, its
     /// payload its RETH length and not empty, the payloads one span of one rkey; all but the
     /// last quiet (no ACK request, the coalescing count not reached, no gap), the last
     /// possibly the one that calls for the ACK (its ACK request, the count, or, alone, the
     /// gap it opens); each new and inside the window; the span placed by one check. The
     /// same verdicts, state, counters and ACK as one `handle_packet` per packet.
-    pub(super) fn write_run<R: Regions>(
+    pub(super) fn write_run<R: Regions, V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
         pkts: &[Packet],
-        verdicts: &mut [RxVerdict],
+        verdicts: &mut V,
+        at: usize,
         regions: &mut R,
         ctrl: &mut Ctrl,
     ) -> (usize, Option<u64>) {
@@ -47,7 +50,7 @@ impl<
         // A first packet that opens a gap calls for the ACK at once: a run of one.
         let gap = acks.opens_gap(first.psn);
         let limit = if gap { 1 } else { usize::from(room) + 1 };
-        let scan = pkts.get(..limit.min(verdicts.len())).unwrap_or(pkts);
+        let scan = pkts.get(..limit).unwrap_or(pkts);
         let (mut i, mut trigger) = (0usize, false);
         let psn0 = first.psn.value();
         let (rkey0, va0) = (reth0.rkey, reth0.va);
@@ -100,22 +103,14 @@ impl<
         };
         let Some(Placement::Write {
             slot,
-            offset: mut at,
+            offset: place_at,
             ..
         }) = span
         else {
             return (0, None);
         };
-        let qpn = self.hdr.qpn;
-        for (p, v) in pkts.iter().zip(verdicts.iter_mut()).take(usize::from(n)) {
-            *v = RxVerdict::Place {
-                qpn,
-                slot,
-                offset: at,
-                len: p.payload_len,
-            };
-            at = at.wrapping_add(u64::from(p.payload_len));
-        }
+        let run = pkts.get(..usize::from(n)).unwrap_or_default();
+        verdicts.set_placed_run(at, self.hdr.qpn, slot, place_at, run);
         let last_rx = RxPacket {
             psn: last.psn,
             ev_index: last.evx.ev_index,

@@ -29,6 +29,11 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// skips before the next poll); a work request's last packet is followed by the next work
     /// request's first. `(k, Some(Stall::NoEv))`: `k` packets, then the pick for packet `k`
     /// found no usable EV (counted, as [`Self::poll`] counts it).
+    ///
+    /// `stall_after`: the caller would poll this QP again right after the run when `out` has
+    /// room and the event queue `min_room` (no other QP waits to send). The run then also
+    /// ends as that poll would fail, counted as it counts it: `(k, Some(stall))`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn poll_new_run<const E: usize, const P: usize>(
         &mut self,
         now_ns: u64,
@@ -37,45 +42,54 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         events: &mut Events,
         out: &mut [Packet],
         min_room: usize,
+        stall_after: bool,
     ) -> (usize, Option<Stall>) {
         if out.is_empty() {
             return (0, None);
         }
-        // (the checks of `poll`, in its order)
-        if self.mode != Mode::Live || (self.retx.is_empty() && self.send_idx >= self.sq.len()) {
-            return (0, Some(Stall::Idle));
-        }
-        if self.inflight_bytes >= self.cwnd_bytes {
-            self.counters.stall_cc += 1;
-            return (0, Some(Stall::Cc));
-        }
-        if !self.retx.is_empty() {
-            return (0, None);
-        }
-        if self.send_idx >= self.sq.len() {
-            return (0, Some(Stall::Idle));
-        }
-        if self.nxt.offset_from(self.una) >= self.mpr_psns {
-            self.counters.stall_window += 1;
-            return (0, Some(Stall::Window));
-        }
         let mut n = 0;
         loop {
+            // (the checks of `poll`, in its order)
+            if n == 0 || stall_after {
+                if self.mode != Mode::Live
+                    || (self.retx.is_empty() && self.send_idx >= self.sq.len())
+                {
+                    return (n, Some(Stall::Idle));
+                }
+                if self.inflight_bytes >= self.cwnd_bytes {
+                    self.counters.stall_cc += 1;
+                    return (n, Some(Stall::Cc));
+                }
+                if !self.retx.is_empty() {
+                    return (n, None);
+                }
+                if self.send_idx >= self.sq.len() {
+                    return (n, Some(Stall::Idle));
+                }
+                if self.nxt.offset_from(self.una) >= self.mpr_psns {
+                    self.counters.stall_window += 1;
+                    return (n, Some(Stall::Window));
+                }
+            }
             let Some(rest) = out.get_mut(n..) else {
                 return (n, None);
             };
-            let (k, stall, go_on) = self.wr_run(now_ns, hdr, sprayer, events, rest, min_room);
+            let (k, stall, done, skip_served) =
+                self.wr_run(now_ns, hdr, sprayer, events, rest, min_room);
             n += k;
-            if stall.is_some() || !go_on {
+            if stall.is_some() {
                 return (n, stall);
+            }
+            if k == 0 || skip_served || n >= out.len() || events.room() < min_room {
+                return (n, None);
             }
             // The next work request's first packet, when a poll would send it as a plain new
             // packet (the rest of its checks are `wr_run`'s).
-            if n >= out.len()
-                || events.room() < min_room
-                || self.send_idx >= self.sq.len()
-                || self.inflight_bytes >= self.cwnd_bytes
-                || self.nxt.offset_from(self.una) >= self.mpr_psns
+            if !stall_after
+                && (!done
+                    || self.send_idx >= self.sq.len()
+                    || self.inflight_bytes >= self.cwnd_bytes
+                    || self.nxt.offset_from(self.una) >= self.mpr_psns)
             {
                 return (n, None);
             }
@@ -83,9 +97,9 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     /// [`Self::poll_new_run`]'s run on the work request being sent (the checks before it
-    /// passed): the packets sent, the stall of the attempt after them if it failed, and
-    /// whether the run may go on with the next work request (this one's last packet left and
-    /// no skip-once flag was served).
+    /// passed): the packets sent, the stall of the attempt after them if it failed, whether
+    /// the work request's last packet left, and whether a pick served a skip-once flag (the
+    /// run ends after it).
     #[inline(always)]
     fn wr_run<const E: usize, const P: usize>(
         &mut self,
@@ -95,16 +109,16 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         events: &mut Events,
         out: &mut [Packet],
         min_room: usize,
-    ) -> (usize, Option<Stall>, bool) {
+    ) -> (usize, Option<Stall>, bool, bool) {
         let cwnd = self.cwnd_bytes;
         let Some(&w) = self.sq.get(self.send_idx) else {
-            return (0, None, false);
+            return (0, None, false, false);
         };
         let used = self.nxt.offset_from(self.una);
         // (`send_idx` holds the work request `nxt` belongs to: `index0 < npkts`)
         let index0 = self.nxt.offset_from(w.start_psn);
         if index0 >= w.npkts || (index0 == 0 && w.wr.imm.is_some()) {
-            return (0, None, false);
+            return (0, None, false, false);
         }
         let mtu = self.mtu;
         // Packet `j` of the run may leave while `inflight + j * mtu < cwnd`: every packet
@@ -135,7 +149,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         // The run's first packet, laid out in its slot before its pick (the slot is scratch
         // when no packet leaves).
         let Some(first) = out.first_mut() else {
-            return (0, None, false);
+            return (0, None, false, false);
         };
         *first = Packet {
             src_qpn: hdr.qpn,
@@ -260,7 +274,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             }
         }
         if k == 0 {
-            return (0, stall, false);
+            return (0, stall, false, false);
         }
         // The work request's last packet, when the run reached it: it asks for an ACK and
         // carries the rest of the message.
@@ -318,6 +332,6 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         }
         // (a served skip flag ends the run: `k_end` stopped after its packet)
         let skip_served = sprayer.counters().skips != skips0;
-        (k, stall, done && stall.is_none() && !skip_served)
+        (k, stall, done, skip_served)
     }
 }
