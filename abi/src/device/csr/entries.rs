@@ -645,6 +645,36 @@ csr_entry!(
     }
 );
 
+/// [`RegionWrite::op`]: remove the region of `rkey` (the other fields are 0).
+pub const REGION_REMOVE: u8 = 0;
+/// [`RegionWrite::op`]: add a region.
+pub const REGION_ADD: u8 = 1;
+/// [`RegionWrite::access`]: remote peers may write the region.
+pub const REGION_REMOTE_WRITE: u8 = 1 << 0;
+/// [`RegionWrite::access`]: remote peers may read the region (reserved: MRC has no reads).
+pub const REGION_REMOTE_READ: u8 = 1 << 1;
+
+csr_entry!(
+    /// FW->DP: write the datapath's registered-region table (the memory regions received
+    /// writes are placed into, by rkey): add a region, or remove the region of `rkey`.
+    RegionWrite {
+        /// `REGION_ADD` or `REGION_REMOVE`.
+        op: u8,
+        /// `REGION_REMOTE_*` bits (0 for a removal).
+        access: u8,
+        /// Reserved (0).
+        rsvd: u8,
+        /// The region's rkey.
+        rkey: U32,
+        /// Virtual address of its first byte (RETHs name it by), 0 for a removal.
+        base_va: U64,
+        /// Its length in bytes (`base_va + length` must not pass 2^64), 0 for a removal.
+        length: U64,
+        /// Reserved (0).
+        rsvd2: [u8; 8],
+    }
+);
+
 // ---------------------------------------------------------------------------------------------
 // Constructors and getters
 // ---------------------------------------------------------------------------------------------
@@ -1144,6 +1174,36 @@ impl QpStateEntry {
             rsvd: U16::new(0),
             qpn: w24(qpn),
             rsvd2: [0; 24],
+        }
+    }
+}
+
+impl RegionWrite {
+    /// Add the region `rkey` at `[base_va, base_va + length)` with `REGION_REMOTE_*` `access`.
+    pub fn add(rkey: u32, base_va: u64, length: u64, access: u8) -> Self {
+        RegionWrite {
+            kind: CsrKind::RegionWrite as u8,
+            op: REGION_ADD,
+            access,
+            rsvd: 0,
+            rkey: U32::new(rkey),
+            base_va: U64::new(base_va),
+            length: U64::new(length),
+            rsvd2: [0; 8],
+        }
+    }
+
+    /// Remove the region of `rkey`.
+    pub fn remove(rkey: u32) -> Self {
+        RegionWrite {
+            kind: CsrKind::RegionWrite as u8,
+            op: REGION_REMOVE,
+            access: 0,
+            rsvd: 0,
+            rkey: U32::new(rkey),
+            base_va: U64::new(0),
+            length: U64::new(0),
+            rsvd2: [0; 8],
         }
     }
 }

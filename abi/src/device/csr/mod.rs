@@ -205,11 +205,13 @@ pub enum CsrKind {
     QpRts = 0x8F,
     /// [`QpStateEntry`].
     QpState = 0x90,
+    /// [`RegionWrite`].
+    RegionWrite = 0x91,
 }
 
 impl CsrKind {
     /// Every kind.
-    pub const ALL: [CsrKind; 29] = [
+    pub const ALL: [CsrKind; 30] = [
         Self::AckSummary,
         Self::Loss,
         Self::Nack,
@@ -239,6 +241,7 @@ impl CsrKind {
         Self::QpRtr,
         Self::QpRts,
         Self::QpState,
+        Self::RegionWrite,
     ];
     /// The kind with code `v`, if any.
     pub fn from_u8(v: u8) -> Option<Self> {
@@ -309,6 +312,7 @@ pub enum CsrEvent {
     QpRtr(QpRtrCtx),
     QpRts(QpRtsCtx),
     QpState(QpStateEntry),
+    RegionWrite(RegionWrite),
 }
 
 /// `$m!(Variant)` for every variant (one list for encode and kind).
@@ -344,6 +348,7 @@ macro_rules! each_variant {
             CsrEvent::QpRtr($e) => $body,
             CsrEvent::QpRts($e) => $body,
             CsrEvent::QpState($e) => $body,
+            CsrEvent::RegionWrite($e) => $body,
         }
     };
 }
@@ -416,6 +421,7 @@ impl CsrEvent {
             CsrEvent::QpRtr(_) => CsrKind::QpRtr,
             CsrEvent::QpRts(_) => CsrKind::QpRts,
             CsrEvent::QpState(_) => CsrKind::QpState,
+            CsrEvent::RegionWrite(_) => CsrKind::RegionWrite,
         }
     }
 
@@ -450,7 +456,8 @@ impl CsrEvent {
             CsrEvent::PortEvent(_)
             | CsrEvent::RxDrops(_)
             | CsrEvent::PostEvent(_)
-            | CsrEvent::PlaneDown(_) => return None,
+            | CsrEvent::PlaneDown(_)
+            | CsrEvent::RegionWrite(_) => return None,
         };
         Some(q.get())
     }
@@ -730,6 +737,26 @@ impl CsrEvent {
                 zero(e.rsvd.as_bytes())?;
                 zero(&e.rsvd2)?;
                 CsrEvent::QpState(e)
+            }
+            CsrKind::RegionWrite => {
+                let e = rd!(RegionWrite);
+                match e.op {
+                    REGION_ADD => {
+                        zero(&[e.access & !(REGION_REMOTE_WRITE | REGION_REMOTE_READ)])?;
+                        if e.base_va.get().checked_add(e.length.get()).is_none() {
+                            return Err(CsrError::BadValue(16));
+                        }
+                    }
+                    REGION_REMOVE => {
+                        zero(&[e.access])?;
+                        zero(e.base_va.as_bytes())?;
+                        zero(e.length.as_bytes())?;
+                    }
+                    _ => return Err(CsrError::BadValue(1)),
+                }
+                zero(&[e.rsvd])?;
+                zero(&e.rsvd2)?;
+                CsrEvent::RegionWrite(e)
             }
         })
     }

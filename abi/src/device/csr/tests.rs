@@ -88,6 +88,39 @@ fn field_checks_name_the_field() {
 }
 
 #[test]
+fn byte_literal_region_write() {
+    let e = RegionWrite::add(0x8000_015a, 0x40_0000_0000, 0x10_0000, REGION_REMOTE_WRITE);
+    let b = CsrEvent::RegionWrite(e).encode();
+    assert_eq!(
+        b.0,
+        [
+            0x91, 1, 1, 0, 0x5a, 0x01, 0, 0x80, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0
+        ]
+    );
+    assert_eq!(b.decode(), Ok(CsrEvent::RegionWrite(e)));
+    let rm = CsrEvent::RegionWrite(RegionWrite::remove(7)).encode();
+    assert_eq!(rm.0[..8], [0x91, 0, 0, 0, 7, 0, 0, 0]);
+    assert!(rm.decode().is_ok());
+    // A region past the end of the address space, an unknown op, an unknown access bit, a
+    // removal with an address.
+    let wraps = RegionWrite::add(1, u64::MAX - 4, 5, REGION_REMOTE_WRITE);
+    assert_eq!(
+        CsrEvent::RegionWrite(wraps).encode().decode(),
+        Err(CsrError::BadValue(16))
+    );
+    let mut bad = b;
+    bad.0[1] = 2;
+    assert_eq!(bad.decode(), Err(CsrError::BadValue(1)));
+    let mut bad = b;
+    bad.0[2] = 4;
+    assert_eq!(bad.decode(), Err(CsrError::ReservedSet));
+    let mut bad = rm;
+    bad.0[9] = 1;
+    assert_eq!(bad.decode(), Err(CsrError::ReservedSet));
+}
+
+#[test]
 fn ring_arithmetic() {
     let r = CsrRing::new(3).unwrap();
     assert_eq!(r.entries(), 8);
@@ -294,6 +327,10 @@ fn fw_command() -> impl Strategy<Value = CsrEvent> {
         )
             .prop_map(|(q, s, m, w, t, n)| CsrEvent::QpRts(QpRtsCtx::new(q, s, m, w, t, n))),
         (p24(), 0..=QP_ERROR).prop_map(|(q, s)| CsrEvent::QpState(QpStateEntry::new(q, s))),
+        (any::<u32>(), any::<u64>(), any::<u64>(), 0u8..4).prop_map(|(k, va, len, a)| {
+            CsrEvent::RegionWrite(RegionWrite::add(k, va, len.min(u64::MAX - va), a))
+        }),
+        any::<u32>().prop_map(|k| CsrEvent::RegionWrite(RegionWrite::remove(k))),
     ]
 }
 

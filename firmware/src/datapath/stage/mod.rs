@@ -10,7 +10,7 @@
 //! | host | send and receive work requests posted ([`Datapath::post_send`], [`Datapath::post_recv`]); completions and events the firmware writes to the host, passed on ([`Datapath::poll_host_writes`]) |
 //! | transmit | segmentation, the EV pick per packet from the QP's EV table, header fields, the per-PSN send state; retransmissions the firmware orders go first; control packets (ACKs, NACKs, probes, replies) before both ([`Datapath::poll_packets`]) |
 //! | receive | header checks, the receive PSN bitmap, rkey and bounds checks and placement by RETH, coalesced SACK / NACK generation; at the sender, ACK and NACK application to the per-PSN state ([`Datapath::handle_packets`]) |
-//! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context and retransmission commands in ([`Datapath::handle_commands`]) |
+//! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context, region table and retransmission commands in ([`Datapath::handle_commands`]) |
 //!
 //! The firmware never sees a data packet: it hears of what packets changed through the
 //! `mrc_abi::device::csr` entries the stage reports, and steers the stage with the ones it
@@ -29,7 +29,9 @@ mod tx;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_abi::device::csr::{
+    CsrEntry, CsrEvent, RegionWrite, REGION_ADD, REGION_REMOTE_READ, REGION_REMOTE_WRITE,
+};
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
@@ -41,7 +43,7 @@ use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
 use crate::datapath::packet::{DropReason, Packet, RxVerdict, SendWr};
-use crate::datapath::placement::{MemRegion, Regions, RegisterError};
+use crate::datapath::placement::{Access, MemRegion, Regions, RegisterError};
 
 /// Data packets one QP sends in a row before the next QP gets its turn.
 pub const TX_BURST_PKTS: u8 = 4;
@@ -290,6 +292,7 @@ impl<C: Capacity> Datapath<C> {
                         qp.plane_down(c.plane);
                     }
                 }
+                CsrEvent::RegionWrite(r) => self.region_write(&r),
                 _ => {
                     let qpn = cmd.qpn().unwrap_or(u32::MAX);
                     match self.qps.as_mut().get_mut(qpn as usize) {
@@ -306,6 +309,24 @@ impl<C: Capacity> Datapath<C> {
             self.counters.commands += 1;
         }
         cmds.len()
+    }
+
+    /// A firmware write of the region table (refusals are counted by the table).
+    fn region_write(&mut self, r: &RegionWrite) {
+        let rkey = r.rkey.get();
+        if r.op == REGION_ADD {
+            let _ = self.regions.register(MemRegion {
+                rkey,
+                base_va: r.base_va.get(),
+                length: r.length.get(),
+                access: Access {
+                    remote_write: r.access & REGION_REMOTE_WRITE != 0,
+                    remote_read: r.access & REGION_REMOTE_READ != 0,
+                },
+            });
+        } else {
+            let _ = self.regions.deregister(rkey);
+        }
     }
 
     /// Received packets, in order, each answered in `verdicts` (placement by the caller
