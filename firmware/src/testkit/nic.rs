@@ -28,10 +28,54 @@ pub enum HostWrite {
     Other(CsrEntry),
 }
 
-/// One NIC: the stage, the engine and the queues between them. See the module docs.
-pub struct Nic<C: Capacity> {
+/// The firmware half of a test-kit NIC: it takes the stage's reports and answers with
+/// commands, as [`Engine`] does (the default), or as a NIC main loop around the engine does
+/// (the NIC image's, so its self-test and its cost figure run the loop that ships).
+pub trait Firmware<C: Capacity> {
+    /// The engine behind it.
+    fn engine(&self) -> &Engine<C>;
+    /// The engine behind it, mutably (QP setup, plane events).
+    fn engine_mut(&mut self) -> &mut Engine<C>;
+    /// As [`Engine::handle_events`].
+    fn handle_events(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize;
+    /// As [`Engine::poll_commands`].
+    fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize;
+    /// As [`Engine::handle_timeout`].
+    fn handle_timeout(&mut self, now_ns: u64) -> bool;
+    /// As [`Engine::poll_timeout`].
+    fn poll_timeout(&self) -> Option<u64>;
+}
+
+impl<C: Capacity> Firmware<C> for Engine<C> {
+    fn engine(&self) -> &Engine<C> {
+        self
+    }
+    fn engine_mut(&mut self) -> &mut Engine<C> {
+        self
+    }
+    #[inline]
+    fn handle_events(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize {
+        Engine::handle_events(self, now_ns, events)
+    }
+    #[inline]
+    fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
+        Engine::poll_commands(self, out)
+    }
+    #[inline]
+    fn handle_timeout(&mut self, now_ns: u64) -> bool {
+        Engine::handle_timeout(self, now_ns)
+    }
+    #[inline]
+    fn poll_timeout(&self) -> Option<u64> {
+        Engine::poll_timeout(self)
+    }
+}
+
+/// One NIC: the stage, the firmware (the engine unless said otherwise) and the queues between
+/// them. See the module docs.
+pub struct Nic<C: Capacity, F: Firmware<C> = Engine<C>> {
     pub dp: Datapath<C>,
-    pub fw: Engine<C>,
+    pub fw: F,
     /// Events the engine could not take yet (it was short of command room).
     carry: [CsrEntry; BATCH],
     carry_len: usize,
@@ -47,15 +91,22 @@ impl<C: Capacity> Nic<C> {
     /// # Errors
     /// The engine's configuration.
     pub fn new(dp: DatapathConfig, fw: EngineConfig) -> Result<Self, EngineError> {
-        Ok(Nic {
+        Ok(Self::with_firmware(dp, Engine::new(fw)?))
+    }
+}
+
+impl<C: Capacity, F: Firmware<C>> Nic<C, F> {
+    /// A NIC with no QP around firmware `fw` (whose engine has none).
+    pub fn with_firmware(dp: DatapathConfig, fw: F) -> Self {
+        Nic {
             dp: Datapath::new(dp),
-            fw: Engine::new(fw)?,
+            fw,
             carry: [CsrEntry::ZERO; BATCH],
             carry_len: 0,
             events_moved: 0,
             commands_moved: 0,
             host_writes: 0,
-        })
+        }
     }
 
     /// Create a QP (the engine's; the stage's context follows at INIT).
@@ -63,7 +114,7 @@ impl<C: Capacity> Nic<C> {
     /// # Errors
     /// [`QpError::TableFull`].
     pub fn create_qp(&mut self) -> Result<u32, QpError> {
-        self.fw.create_qp()
+        self.fw.engine_mut().create_qp()
     }
 
     /// Move QP `qpn` to `to`; the stage's context follows at the next [`Self::pump`].
@@ -77,7 +128,7 @@ impl<C: Capacity> Nic<C> {
         a: &QpAttrs,
         now_ns: u64,
     ) -> Result<(), QpError> {
-        self.fw.modify_qp(qpn, to, a, now_ns)
+        self.fw.engine_mut().modify_qp(qpn, to, a, now_ns)
     }
 
     /// Register a region remote peers may write.
