@@ -75,6 +75,16 @@ qemu:
     qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-qemu.defmt
     cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-qemu.defmt
 
+# Firmware cost on the emulated core: the self-test's one-way stream (50,000 data packets, 256
+# EVs, 1 % loss) with the image's main loop as each NIC's firmware and the datapath models
+# standing in for the hardware; guest instructions (minstret under -icount shift=0) of the
+# main loop + engine alone, per delivered packet (budget 120) and per event, as one JSON line
+# (also target/fw-cost.json). Fails over budget or when the stream does not deliver.
+fw-cost:
+    cd firmware/image && CARGO_TARGET_DIR=target/qemu cargo build --release --features qemu
+    mkdir -p target
+    qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native,arg=mrc-nic,arg=fw-cost -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-fw-cost.defmt 2> target/fw-cost.json || status=$?; cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-fw-cost.defmt; cat target/fw-cost.json; exit ${status:-0}
+
 # Flash the NIC image with probe-rs (chip description generated from firmware/memory-map.toml).
 flash: firmware
     probe-rs download --chip-description-path firmware/image/mrc-nic.chip.yaml --chip MRC-NIC {{image}}

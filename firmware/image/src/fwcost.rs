@@ -66,8 +66,9 @@ pub struct Tally {
     pub events: Cost,
     /// Event intake by DP->FW kind code (one-at-a-time runs only).
     pub by_kind: [Cost; MAX_EVENT_KIND + 1],
-    /// Command output (items: entries written).
+    /// Command output (items: entries written), and the polls that found none.
     pub commands: Cost,
+    pub commands_none: Cost,
     /// Timer runs that acted, and those that found nothing to do.
     pub timers: Cost,
     pub timers_idle: Cost,
@@ -80,6 +81,7 @@ impl Tally {
     pub fn total(&self) -> u64 {
         self.events.instructions
             + self.commands.instructions
+            + self.commands_none.instructions
             + self.timers.instructions
             + self.timers_idle.instructions
             + self.polls.instructions
@@ -145,7 +147,12 @@ impl Firmware<TestKit> for Metered<'_> {
         let start = hal::instret();
         let n = self.lp.poll_commands(out);
         let t = self.since(start);
-        self.tally.borrow_mut().commands.add(n as u64, t);
+        let mut tally = self.tally.borrow_mut();
+        if n == 0 {
+            tally.commands_none.add(0, t);
+        } else {
+            tally.commands.add(n as u64, t);
+        }
         n
     }
     fn handle_timeout(&mut self, now_ns: u64) -> bool {
@@ -317,10 +324,11 @@ fn write_json(w: &mut Line, batched: &Run, single: &Run) -> core::fmt::Result {
             instructions: a.instructions + b.instructions,
         }
     };
-    let (timers, idle, commands, polls) = (
+    let (timers, idle, commands, none, polls) = (
         both(|t| t.timers),
         both(|t| t.timers_idle),
         both(|t| t.commands),
+        both(|t| t.commands_none),
         both(|t| t.polls),
     );
     write!(
@@ -333,11 +341,12 @@ fn write_json(w: &mut Line, batched: &Run, single: &Run) -> core::fmt::Result {
     )?;
     write!(
         w,
-        "\"commands\":{{\"count\":{},\"instructions_per_command\":{},\"polls\":{},\"instructions_per_poll\":{}}},",
+        "\"commands\":{{\"count\":{},\"instructions_per_command\":{},\"polls\":{},\"empty_polls\":{},\"instructions_per_empty_poll\":{}}},",
         commands.items,
         commands.per_item(),
         commands.calls,
-        commands.per_call()
+        none.calls,
+        none.per_call()
     )?;
     write!(
         w,

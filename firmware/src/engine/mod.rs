@@ -331,7 +331,17 @@ impl<C: Capacity> Engine<C> {
 
     /// Commands for the datapath (the FW->DP ring's entries), oldest first, into the front of
     /// `out`. Returns how many.
+    #[inline]
     pub fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
+        // (the main loop polls far more often than there is something: answer that inline)
+        if !self.commands_pending() {
+            return 0;
+        }
+        self.poll_commands_some(out)
+    }
+
+    #[inline(never)]
+    fn poll_commands_some(&mut self, out: &mut [CsrEntry]) -> usize {
         let mut n = self.cmds.drain_into(out);
         if self.any_dirty && n < out.len() {
             let mut left = false;
@@ -357,6 +367,7 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// Whether commands wait ([`Self::poll_commands`] would return some).
+    #[inline]
     pub fn commands_pending(&self) -> bool {
         !self.cmds.is_empty() || self.any_dirty
     }
@@ -401,16 +412,24 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// When [`Self::handle_timeout`] should next be called (`None`: no timer armed).
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         self.timers.next_deadline()
     }
 
     /// Run the timers due at `now_ns` (a bounded number per call: call again while
     /// [`Self::poll_timeout`] says one is due). Returns whether a timer did anything.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
+        // (the main loop asks far more often than a timer is due: answer that inline)
         if self.timers.is_quiet(now_ns) {
             return false;
         }
+        self.run_timers(now_ns)
+    }
+
+    #[inline(never)]
+    fn run_timers(&mut self, now_ns: u64) -> bool {
         let mut acted = false;
         for _ in 0..C::QPS.saturating_mul(KINDS).max(8) {
             if self.cmds.room() < TIMER_CMDS {
@@ -435,6 +454,9 @@ impl<C: Capacity> Engine<C> {
             self.mark(qpn);
             self.sync_timers(qpn, now_ns);
         }
+        // (firings and the re-arms after them left the next deadline unknown: the main
+        // loop asks for it often, so work it out once here)
+        self.timers.settle();
         acted
     }
 

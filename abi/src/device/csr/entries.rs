@@ -20,6 +20,7 @@ pub(crate) fn w24(v: u32) -> U32 {
 macro_rules! csr_entry {
     ($(#[doc = $sd:literal])* $name:ident { $($(#[doc = $d:literal])* $f:ident : $t:ty),* $(,)? }) => {
         le_struct! {
+            #[align(4)]
             $(#[doc = $sd])*
             pub struct $name {
                 /// [`CsrKind`] code.

@@ -123,7 +123,7 @@ impl CsrEntry {
     /// See [`CsrError`].
     #[inline]
     pub fn decode(&self) -> Result<CsrEvent, CsrError> {
-        CsrEvent::decode(&self.0)
+        CsrEvent::decode_entry(self)
     }
 }
 
@@ -244,9 +244,21 @@ impl CsrKind {
         Self::RegionWrite,
     ];
     /// The kind with code `v`, if any.
+    #[inline]
     pub fn from_u8(v: u8) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| *k as u8 == v)
+        Self::BY_CODE[usize::from(v)]
     }
+
+    /// [`Self::ALL`] by code: one load per lookup (the firmware decodes every entry).
+    const BY_CODE: [Option<CsrKind>; 256] = {
+        let mut t = [None; 256];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            t[Self::ALL[i] as usize] = Some(Self::ALL[i]);
+            i += 1;
+        }
+        t
+    };
     /// A DP->FW kind (else FW->DP).
     pub const fn is_event(self) -> bool {
         (self as u8) < 0x80
@@ -361,6 +373,7 @@ fn check24(v: U32, off: u8) -> Result<(), CsrError> {
     }
 }
 
+#[inline]
 fn zero(b: &[u8]) -> Result<(), CsrError> {
     if all_zero(b) {
         Ok(())
@@ -471,6 +484,13 @@ impl CsrEvent {
             .get(..ENTRY_BYTES)
             .and_then(|s| s.try_into().ok())
             .ok_or(CsrError::Truncated)?;
+        Self::decode_entry(&CsrEntry(*b))
+    }
+
+    /// [`Self::decode`] of an entry in its ring slot (aligned: its fields are read a word at a
+    /// time).
+    fn decode_entry(e: &CsrEntry) -> Result<Self, CsrError> {
+        let b = &e.0;
         let kind = CsrKind::from_u8(b[0]).ok_or(CsrError::UnknownKind(b[0]))?;
         // The reads cannot fail: every entry struct is exactly 32 bytes of plain integers.
         macro_rules! rd {

@@ -21,7 +21,17 @@ const EV_EVENT: u8 = CsrKind::EvEvent as u8;
 impl<C: Capacity> Fw<C> {
     /// FW->DP entries into the front of `out`: the loop's queue first, then the engine's
     /// commands (translated with `admin`, see the crate docs). Returns how many.
+    #[inline]
     pub(crate) fn commands(&mut self, out: &mut [CsrEntry], admin: Option<&mut NicAdmin>) -> usize {
+        // (polled far more often than there is something: answer that inline)
+        if !self.commands_pending() {
+            return 0;
+        }
+        self.some_commands(out, admin)
+    }
+
+    #[inline(never)]
+    fn some_commands(&mut self, out: &mut [CsrEntry], admin: Option<&mut NicAdmin>) -> usize {
         let n = self.out.drain_into(out);
         let Some(rest) = out.get_mut(n..).filter(|r| !r.is_empty()) else {
             return n;

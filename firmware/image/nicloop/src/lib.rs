@@ -229,7 +229,7 @@ pub struct LoopCounters {
     pub port_events: u64,
     /// Drops the datapath reported in `RxDrops` (sum of its counters, saturating).
     pub dp_rx_drops: u64,
-    /// `handle_timeout` calls.
+    /// Timer runs that acted.
     pub timeouts: u64,
     /// FW->DP entries written.
     pub commands: u64,
@@ -379,29 +379,34 @@ impl<C: Capacity> NicLoop<C> {
     }
 
     /// Whether the loop has FW->DP entries to write (its own or the engine's).
+    #[inline]
     pub fn commands_pending(&self) -> bool {
-        !self.fw.out.is_empty() || self.fw.engine.commands_pending()
+        self.fw.commands_pending()
     }
 
     /// DP->FW entries handed over directly, without admin tables (device QPN = engine QPN):
     /// what step 1 of [`NicLoop::step`] does with the entries it read. Returns how many the
     /// engine took, from the front (the rest must be offered again).
+    #[inline]
     pub fn handle_events(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize {
         self.fw.events(now_ns, events)
     }
 
     /// FW->DP entries into the front of `out`, without admin tables: what step 3 of
     /// [`NicLoop::step`] writes to the ring. Returns how many.
+    #[inline]
     pub fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
         self.fw.commands(out, None)
     }
 
     /// The engine's timers, if one is due at `now_ns`. Returns whether one acted.
+    #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
         self.fw.timeout(now_ns)
     }
 
     /// When [`NicLoop::handle_timeout`] should next run.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         self.fw.engine.poll_timeout()
     }
@@ -448,7 +453,7 @@ impl<C: Capacity> NicLoop<C> {
         // 2. Timers.
         moved |= fw.timeout(now_ns);
         // 3. Commands out.
-        if !fw.out.is_empty() || fw.engine.commands_pending() {
+        if fw.commands_pending() {
             let room = dp.orders_room().min(BUDGET);
             let m = fw.commands(&mut self.buf[..room], admin);
             if m > 0 {
@@ -463,7 +468,7 @@ impl<C: Capacity> NicLoop<C> {
                     }
                 }
             }
-            if m == room && (!fw.out.is_empty() || fw.engine.commands_pending()) {
+            if m == room && fw.commands_pending() {
                 fw.counters.commands_held += 1;
             }
         }
@@ -472,13 +477,18 @@ impl<C: Capacity> NicLoop<C> {
 }
 
 impl<C: Capacity> Fw<C> {
-    /// The engine's timers when due. Returns whether one acted.
+    /// FW->DP entries wait (the loop's or the engine's).
+    #[inline]
+    fn commands_pending(&self) -> bool {
+        !self.out.is_empty() || self.engine.commands_pending()
+    }
+
+    /// The engine's timers due at `now_ns` (the engine answers at once when none is).
+    /// Returns whether one acted.
+    #[inline]
     fn timeout(&mut self, now_ns: u64) -> bool {
-        if self.engine.poll_timeout().is_some_and(|t| t <= now_ns) {
-            self.counters.timeouts += 1;
-            self.engine.handle_timeout(now_ns)
-        } else {
-            false
-        }
+        let acted = self.engine.handle_timeout(now_ns);
+        self.counters.timeouts += u64::from(acted);
+        acted
     }
 }
