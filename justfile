@@ -51,7 +51,7 @@ fuzz TARGET="decode" SECS="60":
     mkdir -p target/fuzz-corpus/{{TARGET}}
     cd fuzz && cargo +nightly fuzz run {{TARGET}} ../target/fuzz-corpus/{{TARGET}} corpus/{{TARGET}} -- -max_total_time={{SECS}}
 
-# Build the NIC image (release, size-tuned; the artifact is firmware/image/target/.../mrc-nic).
+# Build the NIC image (release, LTO; the artifact is firmware/image/target/.../mrc-nic).
 # The image workspace keeps its own target dirs (target/ for the NIC, target/qemu/ for the
 # self-test build) whatever CARGO_TARGET_DIR says, so the two builds never overwrite each other.
 firmware:

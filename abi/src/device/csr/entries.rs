@@ -5,7 +5,7 @@
 use core::mem::size_of;
 use zerocopy::little_endian::{U16, U32, U64};
 
-use super::{CsrKind, ENTRY_BYTES};
+use super::{CsrEntry, CsrKind, ENTRY_BYTES};
 use crate::device::EvState;
 use crate::layout::le_struct;
 use crate::wire::NackReason;
@@ -19,6 +19,8 @@ pub(crate) fn w24(v: u32) -> U32 {
 
 macro_rules! csr_entry {
     ($(#[doc = $sd:literal])* $name:ident { $($(#[doc = $d:literal])* $f:ident : $t:ty),* $(,)? }) => {
+        impl sealed::Sealed for $name {}
+
         le_struct! {
             #[align(4)]
             $(#[doc = $sd])*
@@ -29,7 +31,54 @@ macro_rules! csr_entry {
             }
         }
         const _: () = assert!(size_of::<$name>() == ENTRY_BYTES);
+
+        impl CsrStruct for $name {
+            const RESERVED: [u32; ENTRY_BYTES / 4] = reserved_words(&$name::LAYOUT);
+            #[inline]
+            fn of(e: &CsrEntry) -> &Self {
+                zerocopy::transmute_ref!(e)
+            }
+        }
     };
+}
+
+/// The struct of one entry kind ([`AckSummary`], ...): the 32 bytes of a [`CsrEntry`] under
+/// that kind's field names ([`CsrEntry::view`]).
+pub trait CsrStruct: Copy + sealed::Sealed {
+    /// Its reserved bytes (the fields named `rsvd*`) as a mask per little-endian 32-bit word
+    /// of the entry.
+    const RESERVED: [u32; ENTRY_BYTES / 4];
+    /// The entry `e` as this struct, in place (no check).
+    fn of(e: &CsrEntry) -> &Self;
+}
+
+/// The reserved bytes of `l` (fields named `rsvd*`) as a mask per little-endian word.
+const fn reserved_words(l: &crate::layout::Layout) -> [u32; ENTRY_BYTES / 4] {
+    let mut m = [0u32; ENTRY_BYTES / 4];
+    let mut f = 0;
+    while f < l.fields.len() {
+        let field = &l.fields[f];
+        let name = field.name.as_bytes();
+        if name.len() >= 4
+            && name[0] == b'r'
+            && name[1] == b's'
+            && name[2] == b'v'
+            && name[3] == b'd'
+        {
+            let mut b = field.offset_bits / 8;
+            while b < (field.offset_bits + field.width_bits) / 8 {
+                m[(b / 4) as usize] |= 0xFF << ((b % 4) * 8);
+                b += 1;
+            }
+        }
+        f += 1;
+    }
+    m
+}
+
+mod sealed {
+    /// Only the entry structs of this module are [`super::CsrStruct`]s.
+    pub trait Sealed {}
 }
 
 // ---------------------------------------------------------------------------------------------

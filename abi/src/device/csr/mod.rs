@@ -373,6 +373,22 @@ fn check24(v: U32, off: u8) -> Result<(), CsrError> {
     }
 }
 
+/// The reserved bytes of an entry (`mask`: its kind's [`CsrStruct::RESERVED`]) are zero: one
+/// AND per word.
+#[inline]
+fn reserved(e: &CsrEntry, mask: &[u32; ENTRY_BYTES / 4]) -> Result<(), CsrError> {
+    let words: &[U32; ENTRY_BYTES / 4] = zerocopy::transmute_ref!(e);
+    let mut set = 0;
+    for (w, m) in words.iter().zip(mask) {
+        set |= w.get() & m;
+    }
+    if set == 0 {
+        Ok(())
+    } else {
+        Err(CsrError::ReservedSet)
+    }
+}
+
 #[inline]
 fn zero(b: &[u8]) -> Result<(), CsrError> {
     if all_zero(b) {
@@ -395,8 +411,7 @@ impl CsrEvent {
     /// ([`CsrEvent::decode`] checks the other fields).
     #[inline]
     pub fn encode(&self) -> CsrEntry {
-        let mut out = CsrEntry::ZERO;
-        each_variant!(self, e => out.0.copy_from_slice(e.as_bytes()));
+        let mut out: CsrEntry = each_variant!(self, e => CsrEntry(zerocopy::transmute!(*e)));
         // The variant decides the kind, whatever the struct's `kind` field holds.
         out.0[0] = self.kind() as u8;
         out
@@ -487,165 +502,197 @@ impl CsrEvent {
         Self::decode_entry(&CsrEntry(*b))
     }
 
-    /// [`Self::decode`] of an entry in its ring slot (aligned: its fields are read a word at a
-    /// time).
+    /// [`Self::decode`] of an entry in its ring slot: checked in place, then copied out.
     fn decode_entry(e: &CsrEntry) -> Result<Self, CsrError> {
-        let b = &e.0;
-        let kind = CsrKind::from_u8(b[0]).ok_or(CsrError::UnknownKind(b[0]))?;
-        // The reads cannot fail: every entry struct is exactly 32 bytes of plain integers.
-        macro_rules! rd {
-            ($t:ty) => {
-                <$t>::read_from_bytes(b).map_err(|_| CsrError::Truncated)?
-            };
+        fn v<T: CsrStruct>(e: &CsrEntry) -> T {
+            *T::of(e)
         }
+        use CsrEvent as E;
+        use CsrKind as K;
+        Ok(match e.check()? {
+            K::AckSummary => E::AckSummary(v(e)),
+            K::Loss => E::Loss(v(e)),
+            K::Nack => E::Nack(v(e)),
+            K::TxStart => E::TxStart(v(e)),
+            K::TxDone => E::TxDone(v(e)),
+            K::WimmPlaced => E::WimmPlaced(v(e)),
+            K::ProbeReply => E::ProbeReply(v(e)),
+            K::PortEvent => E::PortEvent(v(e)),
+            K::RxDrops => E::RxDrops(v(e)),
+            K::RxFatal => E::RxFatal(v(e)),
+            K::Flushed => E::Flushed(v(e)),
+            K::EvDeliveries => E::EvDeliveries(v(e)),
+            K::SkipServed => E::SkipServed(v(e)),
+            K::Retransmit => E::Retransmit(v(e)),
+            K::EvUpdate => E::EvUpdate(v(e)),
+            K::PlaneWeight => E::PlaneWeight(v(e)),
+            K::SendProbe => E::SendProbe(v(e)),
+            K::WindowUpdate => E::WindowUpdate(v(e)),
+            K::PostCqe => E::PostCqe(v(e)),
+            K::PostEvent => E::PostEvent(v(e)),
+            K::Complete => E::Complete(v(e)),
+            K::EvEvent => E::EvEvent(v(e)),
+            K::RetransmitUnacked => E::RetransmitUnacked(v(e)),
+            K::TailProbe => E::TailProbe(v(e)),
+            K::PlaneDown => E::PlaneDown(v(e)),
+            K::QpInit => E::QpInit(v(e)),
+            K::QpRtr => E::QpRtr(v(e)),
+            K::QpRts => E::QpRts(v(e)),
+            K::QpState => E::QpState(v(e)),
+            K::RegionWrite => E::RegionWrite(v(e)),
+        })
+    }
+}
+
+impl CsrEntry {
+    /// Check this entry as [`CsrEntry::decode`] does, in place: its kind when every field is
+    /// valid. The fields are then read where they are, through the kind's struct
+    /// ([`CsrEntry::view`]), with no copy (the firmware checks every entry it takes).
+    ///
+    /// # Errors
+    /// See [`CsrError`].
+    #[inline]
+    pub fn check(&self) -> Result<CsrKind, CsrError> {
+        let entry = self;
+        let b = &self.0;
+        let kind = CsrKind::from_u8(b[0]).ok_or(CsrError::UnknownKind(b[0]))?;
         Ok(match kind {
             CsrKind::AckSummary => {
-                let e = rd!(AckSummary);
+                let e = AckSummary::of(entry);
                 zero(&[e.flags & !ACK_FLAGS])?;
                 check24(e.qpn, 4)?;
                 check24(e.una, 8)?;
-                zero(&e.rsvd)?;
-                CsrEvent::AckSummary(e)
+                reserved(entry, &AckSummary::RESERVED)?;
+                CsrKind::AckSummary
             }
             CsrKind::Loss => {
-                let e = rd!(LossEntry);
+                let e = LossEntry::of(entry);
                 check24(e.qpn, 4)?;
                 check24(e.psn, 8)?;
                 if e.cause != LOSS_REORDER {
                     return Err(CsrError::BadValue(16));
                 }
-                zero(&e.rsvd)?;
-                CsrEvent::Loss(e)
+                reserved(entry, &LossEntry::RESERVED)?;
+                CsrKind::Loss
             }
             CsrKind::Nack => {
-                let e = rd!(NackEntry);
+                let e = NackEntry::of(entry);
                 nack_reason(e.reason, 1)?;
                 check24(e.qpn, 4)?;
                 check24(e.psn, 8)?;
                 zero(&[e.flags & !NACK_IN_FLIGHT])?;
-                zero(&e.rsvd)?;
-                CsrEvent::Nack(e)
+                reserved(entry, &NackEntry::RESERVED)?;
+                CsrKind::Nack
             }
             CsrKind::TxStart => {
-                let e = rd!(TxStart);
+                let e = TxStart::of(entry);
                 check24(e.qpn, 4)?;
                 check24(e.psn, 8)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
-                CsrEvent::TxStart(e)
+                reserved(entry, &TxStart::RESERVED)?;
+                CsrKind::TxStart
             }
             CsrKind::TxDone => {
-                let e = rd!(TxDone);
+                let e = TxDone::of(entry);
                 zero(&[e.flags & !(TXD_SIGNALED | TXD_IMM)])?;
                 check24(e.qpn, 4)?;
                 check24(e.end_psn, 8)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(e.rsvd2.as_bytes())?;
-                zero(&e.rsvd3)?;
-                CsrEvent::TxDone(e)
+                reserved(entry, &TxDone::RESERVED)?;
+                CsrKind::TxDone
             }
             CsrKind::WimmPlaced => {
-                let e = rd!(WimmPlaced);
+                let e = WimmPlaced::of(entry);
                 check24(e.qpn, 4)?;
                 check24(e.last_psn, 8)?;
                 zero(&[e.flags & !1])?;
-                zero(&e.rsvd)?;
-                CsrEvent::WimmPlaced(e)
+                reserved(entry, &WimmPlaced::RESERVED)?;
+                CsrKind::WimmPlaced
             }
             CsrKind::ProbeReply => {
-                let e = rd!(ProbeReply);
+                let e = ProbeReply::of(entry);
                 check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                CsrEvent::ProbeReply(e)
+                reserved(entry, &ProbeReply::RESERVED)?;
+                CsrKind::ProbeReply
             }
             CsrKind::PortEvent => {
-                let e = rd!(PortEventEntry);
+                let e = PortEventEntry::of(entry);
                 if e.up > 1 {
                     return Err(CsrError::BadValue(2));
                 }
-                zero(&e.rsvd)?;
-                CsrEvent::PortEvent(e)
+                reserved(entry, &PortEventEntry::RESERVED)?;
+                CsrKind::PortEvent
             }
             CsrKind::RxDrops => {
-                let e = rd!(RxDrops);
-                zero(&e.rsvd)?;
-                CsrEvent::RxDrops(e)
+                reserved(entry, &RxDrops::RESERVED)?;
+                CsrKind::RxDrops
             }
             CsrKind::RxFatal => {
-                let e = rd!(RxFatal);
+                let e = RxFatal::of(entry);
                 let r = nack_reason(e.reason, 1)?;
                 if !r.is_fatal() {
                     return Err(CsrError::BadValue(1));
                 }
                 check24(e.qpn, 4)?;
                 check24(e.psn, 8)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
-                CsrEvent::RxFatal(e)
+                reserved(entry, &RxFatal::RESERVED)?;
+                CsrKind::RxFatal
             }
             CsrKind::Flushed => {
-                let e = rd!(Flushed);
+                let e = Flushed::of(entry);
                 zero(&[e.flags & !(FLUSH_SIGNALED | FLUSH_RECV)])?;
                 check24(e.qpn, 4)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
-                zero(&e.rsvd3)?;
-                CsrEvent::Flushed(e)
+                reserved(entry, &Flushed::RESERVED)?;
+                CsrKind::Flushed
             }
             CsrKind::EvDeliveries => {
-                let e = rd!(EvDeliveries);
+                let e = EvDeliveries::of(entry);
                 check24(e.qpn, 4)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
-                CsrEvent::EvDeliveries(e)
+                reserved(entry, &EvDeliveries::RESERVED)?;
+                CsrKind::EvDeliveries
             }
             CsrKind::SkipServed => {
-                let e = rd!(SkipServed);
+                let e = SkipServed::of(entry);
                 check24(e.qpn, 4)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
-                CsrEvent::SkipServed(e)
+                reserved(entry, &SkipServed::RESERVED)?;
+                CsrKind::SkipServed
             }
             CsrKind::Retransmit => {
-                let e = rd!(Retransmit);
+                let e = Retransmit::of(entry);
                 zero(&[e.flags & !RETX_AVOID_LAST])?;
                 check24(e.qpn, 4)?;
                 check24(e.psn, 8)?;
-                zero(&e.rsvd)?;
-                CsrEvent::Retransmit(e)
+                reserved(entry, &Retransmit::RESERVED)?;
+                CsrKind::Retransmit
             }
             CsrKind::EvUpdate => {
-                let e = rd!(EvUpdate);
+                let e = EvUpdate::of(entry);
                 ev_state(e.state, 1)?;
                 check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                CsrEvent::EvUpdate(e)
+                reserved(entry, &EvUpdate::RESERVED)?;
+                CsrKind::EvUpdate
             }
             CsrKind::PlaneWeight => {
-                let e = rd!(PlaneWeight);
+                let e = PlaneWeight::of(entry);
                 if !(1..=15).contains(&e.weight) {
                     return Err(CsrError::BadValue(2));
                 }
                 check24(e.qpn, 4)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
-                CsrEvent::PlaneWeight(e)
+                reserved(entry, &PlaneWeight::RESERVED)?;
+                CsrKind::PlaneWeight
             }
             CsrKind::SendProbe => {
-                let e = rd!(SendProbe);
+                let e = SendProbe::of(entry);
                 check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                CsrEvent::SendProbe(e)
+                reserved(entry, &SendProbe::RESERVED)?;
+                CsrKind::SendProbe
             }
             CsrKind::WindowUpdate => {
-                let e = rd!(WindowUpdate);
+                let e = WindowUpdate::of(entry);
                 check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
-                CsrEvent::WindowUpdate(e)
+                reserved(entry, &WindowUpdate::RESERVED)?;
+                CsrKind::WindowUpdate
             }
             CsrKind::PostCqe => {
-                let e = rd!(PostCqe);
+                let e = PostCqe::of(entry);
                 super::cqe::CqeStatus::from_u8(e.status).ok_or(CsrError::BadValue(1))?;
                 let op = super::cqe::CqeOpcode::from_u8(e.opcode).ok_or(CsrError::BadValue(2))?;
                 check24(e.qpn, 8)?;
@@ -653,24 +700,22 @@ impl CsrEvent {
                     return Err(CsrError::ReservedSet);
                 }
                 zero(&[e.flags & !super::cqe::CQE_SOLICITED])?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
-                CsrEvent::PostCqe(e)
+                reserved(entry, &PostCqe::RESERVED)?;
+                CsrKind::PostCqe
             }
             CsrKind::PostEvent => {
-                let e = rd!(PostEvent);
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
+                let e = PostEvent::of(entry);
+                reserved(entry, &PostEvent::RESERVED)?;
                 super::event::Event::from_words(
                     e.event_kind,
                     e.object.get(),
                     e.arg.map(|w| w.get()),
                 )
                 .map_err(|_| CsrError::BadValue(1))?;
-                CsrEvent::PostEvent(e)
+                CsrKind::PostEvent
             }
             CsrKind::Complete => {
-                let e = rd!(Complete);
+                let e = Complete::of(entry);
                 if e.status > status::FLUSHED {
                     return Err(CsrError::BadValue(1));
                 }
@@ -687,79 +732,73 @@ impl CsrEvent {
                 if e.opcode != opcode::RECV_IMM && (e.imm.get() != 0 || e.msn.get() != 0) {
                     return Err(CsrError::ReservedSet);
                 }
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
-                CsrEvent::Complete(e)
+                reserved(entry, &Complete::RESERVED)?;
+                CsrKind::Complete
             }
             CsrKind::EvEvent => {
-                let e = rd!(EvEventEntry);
+                let e = EvEventEntry::of(entry);
                 ev_state(e.old, 1)?;
                 ev_state(e.new, 8)?;
                 check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                CsrEvent::EvEvent(e)
+                reserved(entry, &EvEventEntry::RESERVED)?;
+                CsrKind::EvEvent
             }
             CsrKind::RetransmitUnacked => {
-                let e = rd!(RetransmitUnacked);
+                let e = RetransmitUnacked::of(entry);
                 check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
-                CsrEvent::RetransmitUnacked(e)
+                reserved(entry, &RetransmitUnacked::RESERVED)?;
+                CsrKind::RetransmitUnacked
             }
             CsrKind::TailProbe => {
-                let e = rd!(TailProbe);
+                let e = TailProbe::of(entry);
                 check24(e.qpn, 4)?;
-                zero(&e.rsvd)?;
-                zero(&e.rsvd2)?;
-                CsrEvent::TailProbe(e)
+                reserved(entry, &TailProbe::RESERVED)?;
+                CsrKind::TailProbe
             }
             CsrKind::PlaneDown => {
-                let e = rd!(PlaneDown);
-                zero(&e.rsvd)?;
-                CsrEvent::PlaneDown(e)
+                reserved(entry, &PlaneDown::RESERVED)?;
+                CsrKind::PlaneDown
             }
             CsrKind::QpInit => {
-                let e = rd!(QpInitCtx);
+                let e = QpInitCtx::of(entry);
                 if e.planes == 0 {
                     return Err(CsrError::BadValue(1));
                 }
                 check24(e.qpn, 4)?;
                 crate::wire::EvFormat::from_code(e.ev_format)
                     .map_err(|_| CsrError::BadValue(12))?;
-                zero(&e.rsvd)?;
-                CsrEvent::QpInit(e)
+                reserved(entry, &QpInitCtx::RESERVED)?;
+                CsrKind::QpInit
             }
             CsrKind::QpRtr => {
-                let e = rd!(QpRtrCtx);
+                let e = QpRtrCtx::of(entry);
                 check24(e.qpn, 4)?;
                 check24(e.rq_psn, 8)?;
                 check24(e.dest_qpn, 16)?;
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
-                CsrEvent::QpRtr(e)
+                reserved(entry, &QpRtrCtx::RESERVED)?;
+                CsrKind::QpRtr
             }
             CsrKind::QpRts => {
-                let e = rd!(QpRtsCtx);
+                let e = QpRtsCtx::of(entry);
                 if !(1..=63).contains(&e.reorder_tx) {
                     return Err(CsrError::BadValue(1));
                 }
                 check24(e.qpn, 4)?;
                 check24(e.sq_psn, 8)?;
-                zero(&e.rsvd)?;
-                CsrEvent::QpRts(e)
+                reserved(entry, &QpRtsCtx::RESERVED)?;
+                CsrKind::QpRts
             }
             CsrKind::QpState => {
-                let e = rd!(QpStateEntry);
+                let e = QpStateEntry::of(entry);
                 if e.state > QP_ERROR {
                     return Err(CsrError::BadValue(1));
                 }
                 check24(e.qpn, 4)?;
-                zero(e.rsvd.as_bytes())?;
-                zero(&e.rsvd2)?;
-                CsrEvent::QpState(e)
+                reserved(entry, &QpStateEntry::RESERVED)?;
+                CsrKind::QpState
             }
             CsrKind::RegionWrite => {
-                let e = rd!(RegionWrite);
+                let e = RegionWrite::of(entry);
                 match e.op {
                     REGION_ADD => {
                         zero(&[e.access & !(REGION_REMOTE_WRITE | REGION_REMOTE_READ)])?;
@@ -774,11 +813,18 @@ impl CsrEvent {
                     }
                     _ => return Err(CsrError::BadValue(1)),
                 }
-                zero(&[e.rsvd])?;
-                zero(&e.rsvd2)?;
-                CsrEvent::RegionWrite(e)
+                reserved(entry, &RegionWrite::RESERVED)?;
+                CsrKind::RegionWrite
             }
         })
+    }
+
+    /// This entry as the struct of kind `T`, in place. No check: a checked entry
+    /// ([`CsrEntry::check`]) of `T`'s kind has valid fields; another kind's bytes read under
+    /// `T`'s names.
+    #[inline]
+    pub fn view<T: CsrStruct>(&self) -> &T {
+        T::of(self)
     }
 }
 

@@ -351,6 +351,29 @@ proptest! {
         }
     }
 
+    /// The in-place check and view agree with the copying decode, on valid entries and on
+    /// entries with one byte changed.
+    #[test]
+    fn check_and_view_agree_with_decode(
+        e in csr_event(),
+        at in 0usize..32,
+        x in any::<u8>(),
+        flip in any::<bool>(),
+    ) {
+        let mut b = e.encode();
+        if flip {
+            b.0[at] ^= x;
+        }
+        let decoded = b.decode();
+        prop_assert_eq!(b.check(), decoded.map(|d| d.kind()));
+        if let Ok(CsrEvent::AckSummary(a)) = decoded {
+            prop_assert_eq!(*b.view::<AckSummary>(), a);
+        }
+        if let Ok(CsrEvent::TxDone(t)) = decoded {
+            prop_assert_eq!(*b.view::<TxDone>(), t);
+        }
+    }
+
     #[test]
     fn kind_byte_follows_the_variant(e in csr_event()) {
         let b = e.encode();
@@ -367,5 +390,53 @@ proptest! {
     #[test]
     fn post_event_round_trip(e in event()) {
         prop_assert_eq!(PostEvent::new(&e).event(), Ok(e));
+    }
+}
+
+#[test]
+fn reserved_masks_cover_the_rsvd_fields() {
+    // TxDone: rsvd (U16) at 2..4, rsvd2 (U32) at 12..16, rsvd3 ([u8; 8]) at 24..32.
+    assert_eq!(
+        TxDone::RESERVED,
+        [
+            0xFFFF_0000,
+            0,
+            0,
+            0xFFFF_FFFF,
+            0,
+            0,
+            0xFFFF_FFFF,
+            0xFFFF_FFFF
+        ]
+    );
+    // PlaneDown: everything after the kind and the plane.
+    assert_eq!(
+        PlaneDown::RESERVED,
+        [0xFFFF_0000, !0, !0, !0, !0, !0, !0, !0]
+    );
+    // Every reserved byte of a valid entry of every kind is checked.
+    let samples = [
+        CsrEvent::TxDone(TxDone::new(3, 9, Psn::new(4), TXD_SIGNALED)),
+        CsrEvent::PlaneDown(PlaneDown::new(1)),
+        CsrEvent::RegionWrite(RegionWrite::add(1, 2, 3, REGION_REMOTE_WRITE)),
+        CsrEvent::QpRts(QpRtsCtx::new(1, Psn::new(0), 512, 1, 8, 0)),
+    ];
+    for s in samples {
+        let e = s.encode();
+        assert!(e.check().is_ok());
+        let mask = match s {
+            CsrEvent::TxDone(_) => TxDone::RESERVED,
+            CsrEvent::PlaneDown(_) => PlaneDown::RESERVED,
+            CsrEvent::RegionWrite(_) => RegionWrite::RESERVED,
+            _ => QpRtsCtx::RESERVED,
+        };
+        for b in 0..32 {
+            if mask[b / 4] >> ((b % 4) * 8) & 0xFF == 0 {
+                continue;
+            }
+            let mut bad = e;
+            bad.0[b] = 0x10;
+            assert_eq!(bad.check(), Err(CsrError::ReservedSet), "{s:?} byte {b}");
+        }
     }
 }

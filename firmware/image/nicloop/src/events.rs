@@ -1,6 +1,6 @@
 //! Step 1: DP->FW entries into the engine, and what the loop keeps of them.
 
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind};
+use mrc_abi::device::csr::{CsrEntry, CsrKind, PortEventEntry, RxDrops, TxDone, WimmPlaced};
 use mrc_firmware::capacity::Capacity;
 
 use crate::qpn::{has_qpn, qpn_of, set_qpn};
@@ -13,11 +13,9 @@ const RX_DROPS: u8 = CsrKind::RxDrops as u8;
 
 impl<C: Capacity> Fw<C> {
     /// Entries handed over as they are (no admin tables). Returns how many the engine took.
+    /// What the loop keeps of the entries (see [`Self::note`]) is kept with the tables only.
     pub(crate) fn events(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize {
         let k = self.engine.handle_events(now_ns, events);
-        for e in events.get(..k).unwrap_or_default() {
-            self.note(e, None);
-        }
         self.count_taken(k, events.len());
         k
     }
@@ -59,18 +57,23 @@ impl<C: Capacity> Fw<C> {
         done
     }
 
+    #[inline]
     fn count_taken(&mut self, taken: usize, offered: usize) {
         self.counters.events += taken as u64;
-        self.counters.events_held += offered.saturating_sub(taken) as u64;
+        if taken < offered {
+            self.counters.events_held += (offered - taken) as u64;
+        }
     }
 
-    /// What the loop keeps of an entry the engine took (QPN: the engine's).
+    /// What the loop keeps of an entry the engine took (QPN: the engine's; the engine counted
+    /// a malformed one, which is skipped here).
     fn note(&mut self, e: &CsrEntry, admin: Option<&mut NicAdmin>) {
         match e.kind_code() {
             TX_DONE => {
                 self.counters.tx_done += 1;
-                if let (Some(a), Ok(CsrEvent::TxDone(t))) = (admin, e.decode()) {
+                if let Some(a) = admin.filter(|_| e.check().is_ok()) {
                     // The send PSN QUERY_QP reports follows every work request sent.
+                    let t = e.view::<TxDone>();
                     let dev = self.map.device(t.qpn.get());
                     if let Some(q) = dev.and_then(|d| a.qps.get_mut(&d)) {
                         q.sq_psn = t.end_psn().value();
@@ -79,46 +82,43 @@ impl<C: Capacity> Fw<C> {
             }
             WIMM_PLACED => {
                 self.counters.wimm_placed += 1;
-                if admin.is_none() {
+                if admin.is_none() || e.check().is_err() {
                     return;
                 }
-                if let Ok(CsrEvent::WimmPlaced(w)) = e.decode() {
-                    let note = WimmNote {
-                        qpn: w.qpn.get(),
-                        msn: w.msn.get(),
-                        solicited: w.flags & 1 != 0,
-                        byte_len: w.byte_len.get(),
-                    };
-                    if self.wimm.is_full() {
-                        self.wimm.pop_front();
-                        self.counters.wimm_unmatched += 1;
-                    }
-                    let _ = self.wimm.push_back(note);
+                let w = e.view::<WimmPlaced>();
+                let note = WimmNote {
+                    qpn: w.qpn.get(),
+                    msn: w.msn.get(),
+                    solicited: w.flags & 1 != 0,
+                    byte_len: w.byte_len.get(),
+                };
+                if self.wimm.is_full() {
+                    self.wimm.pop_front();
+                    self.counters.wimm_unmatched += 1;
+                }
+                let _ = self.wimm.push_back(note);
+            }
+            PORT_EVENT if e.check().is_ok() => {
+                let p = e.view::<PortEventEntry>();
+                self.counters.port_events += 1;
+                if let Some(l) = self.ports.link.get_mut(usize::from(p.port)) {
+                    *l = p.up == 1;
                 }
             }
-            PORT_EVENT => {
-                if let Ok(CsrEvent::PortEvent(p)) = e.decode() {
-                    self.counters.port_events += 1;
-                    if let Some(l) = self.ports.link.get_mut(usize::from(p.port)) {
-                        *l = p.up == 1;
-                    }
-                }
-            }
-            RX_DROPS => {
-                if let Ok(CsrEvent::RxDrops(d)) = e.decode() {
-                    let sum = [
-                        d.bad_checksum,
-                        d.bad_header,
-                        d.unknown_qp,
-                        d.out_of_window,
-                        d.no_buffer,
-                        d.trimmed,
-                        d.other,
-                    ]
-                    .iter()
-                    .fold(0u64, |s, v| s.saturating_add(u64::from(v.get())));
-                    self.counters.dp_rx_drops = self.counters.dp_rx_drops.saturating_add(sum);
-                }
+            RX_DROPS if e.check().is_ok() => {
+                let d = e.view::<RxDrops>();
+                let sum = [
+                    d.bad_checksum,
+                    d.bad_header,
+                    d.unknown_qp,
+                    d.out_of_window,
+                    d.no_buffer,
+                    d.trimmed,
+                    d.other,
+                ]
+                .iter()
+                .fold(0u64, |s, v| s.saturating_add(u64::from(v.get())));
+                self.counters.dp_rx_drops = self.counters.dp_rx_drops.saturating_add(sum);
             }
             _ => {}
         }

@@ -15,10 +15,11 @@
 //!    [`Engine::handle_events`], which checks each with `CsrEntry::decode` and counts the
 //!    malformed ones. The engine takes fewer when its command queue is short of room: the rest
 //!    stay in the ring for a later step ([`Datapath::consume_events`] releases only what it
-//!    took; counted in `events_held`). The loop keeps what the host-facing side needs from the
-//!    entries it handed over: port link states (`PortEvent`), receive drop sums (`RxDrops`),
-//!    and with admin tables the send PSN QUERY_QP reports (`TxDone`) and the length and
-//!    solicited bit of each placed Write-with-Immediate (`WimmPlaced`) for its CQE.
+//!    took; counted in `events_held`). With the admin tables the loop keeps what the
+//!    host-facing side needs from the entries it handed over: port link states (`PortEvent`,
+//!    for QUERY_PORT), receive drop sums (`RxDrops`), the send PSN QUERY_QP reports
+//!    (`TxDone`), and the length and solicited bit of each placed Write-with-Immediate
+//!    (`WimmPlaced`) for its CQE.
 //! 2. **Timers.** [`Engine::handle_timeout`] when [`Engine::poll_timeout`] is due.
 //! 3. **Commands out.** At most as many FW->DP entries as the ring has room for
 //!    ([`Datapath::orders_room`]): first what the loop made itself (host events of admin
@@ -218,16 +219,17 @@ pub struct LoopCounters {
     pub events_held: u64,
     /// Entries naming a QP the admin tables do not have (dropped).
     pub unknown_qpn: u64,
-    /// `TxDone` entries.
+    /// `TxDone` entries (with the admin tables).
     pub tx_done: u64,
-    /// `WimmPlaced` entries.
+    /// `WimmPlaced` entries (with the admin tables).
     pub wimm_placed: u64,
     /// `WimmPlaced` reports dropped unmatched ([`WIMM_NOTES`] newer ones came first): their
     /// receive CQE has length 0 and no solicited bit.
     pub wimm_unmatched: u64,
-    /// `PortEvent` entries.
+    /// `PortEvent` entries (with the admin tables).
     pub port_events: u64,
-    /// Drops the datapath reported in `RxDrops` (sum of its counters, saturating).
+    /// Drops the datapath reported in `RxDrops` (sum of its counters, saturating; with the
+    /// admin tables).
     pub dp_rx_drops: u64,
     /// Timer runs that acted.
     pub timeouts: u64,
