@@ -327,8 +327,9 @@ pub use csr_rings::NicDatapath;
 /// The loop's configuration on the NIC (checked when the loop is built at boot).
 const LOOP_CONFIG: mrc_nicloop::LoopConfig = mrc_nicloop::LoopConfig::DEFAULT;
 
-/// The loop's home: uninitialised memory (`.bss`), written once by [`nic_loop`] at boot, so
-/// none of the engine's initial bytes is carried in the ITCM beside the code.
+/// The loop's home: uninitialised memory (`.bss`), built in place once by [`nic_loop`] at
+/// boot (`NicLoop::init_in_place`): none of the engine's initial bytes is carried in the ITCM
+/// beside the code, and no loop-sized value is ever on the stack.
 static mut NIC_LOOP: core::mem::MaybeUninit<mrc_nicloop::NicLoop> =
     core::mem::MaybeUninit::uninit();
 
@@ -356,6 +357,10 @@ static NIC_LOOP_TAKEN: AtomicBool = AtomicBool::new(false);
 /// The main loop, built now, and the admin tables, once (for the main loop; under QEMU for
 /// the self-test's admin check). A second call panics, as does a configuration the engine
 /// refuses (a build defect: [`LOOP_CONFIG`] is a constant).
+///
+/// Never inlined: the stack it takes to build the loop (a QP's state at a time) is given back
+/// before the main loop runs, and the self-test measures this same function.
+#[inline(never)]
 pub fn nic_loop() -> (
     &'static mut mrc_nicloop::NicLoop,
     &'static mut mrc_nicloop::NicAdmin,
@@ -363,15 +368,18 @@ pub fn nic_loop() -> (
     if NIC_LOOP_TAKEN.swap(true, Ordering::Relaxed) {
         panic!("main loop taken twice");
     }
-    let Ok(lp) = mrc_nicloop::NicLoop::new(LOOP_CONFIG) else {
-        panic!("invalid loop configuration")
-    };
     // SAFETY: the flag above hands out these references at most once for the program's life,
-    // so they never alias; the loop is written before the reference to it is made, and the
-    // admin tables hold valid (empty) tables from compile time.
-    unsafe {
-        let slot = &mut *core::ptr::addr_of_mut!(NIC_LOOP);
-        (slot.write(lp), &mut *core::ptr::addr_of_mut!(NIC_ADMIN))
+    // so they never alias; the admin tables hold valid (empty) tables from compile time, and
+    // the loop is only used once `init_in_place` initialised it.
+    let (slot, admin) = unsafe {
+        (
+            &mut *core::ptr::addr_of_mut!(NIC_LOOP),
+            &mut *core::ptr::addr_of_mut!(NIC_ADMIN),
+        )
+    };
+    match mrc_nicloop::NicLoop::init_in_place(slot, LOOP_CONFIG) {
+        Ok(lp) => (lp, admin),
+        Err(_) => panic!("invalid loop configuration"),
     }
 }
 

@@ -1,7 +1,9 @@
-//! The QEMU self-test: two NICs' engines exchanging a few thousand checked messages over lossy,
-//! reordering planes with a plane failure ([`crate::twonic`]), engine blocks with fixed inputs,
-//! the update verifier (Ed25519 on the core), the crash record and the main loop; prints
-//! counters and a final `self-test passed` / `self-test FAILED` record.
+//! The QEMU self-test: two NICs (the main loop around the engine, the datapath models standing
+//! in for the hardware) exchanging a few thousand checked messages over lossy, reordering
+//! planes with a plane failure ([`crate::twonic`]), the cost stream ([`crate::fwcost`]), engine
+//! blocks with fixed inputs, the main loop's admin path, the update verifier (Ed25519 on the
+//! core) and the crash record; prints counters and a final `self-test passed` /
+//! `self-test FAILED` record.
 
 use mrc_firmware::engine::cc::{Controller, Nscc, NsccParams};
 use mrc_firmware::engine::retry::{RetryDecision, RetryState};
@@ -53,18 +55,18 @@ pub fn run() -> bool {
     timer_wheel(&mut c);
     retry(&mut c);
     congestion(&mut c);
-    main_loop(&mut c);
+    building_blocks(&mut c);
     let mark = hal::stack_paint();
     admin(&mut c);
     let depth = hal::stack_used_below(mark);
     defmt::info!(
-        "admin path stack: {} bytes deep (budget {})",
+        "boot and admin path stack: {} bytes deep (budget {})",
         depth,
         mrc_nicloop::STACK_BUDGET
     );
     c.that(
         depth <= mrc_nicloop::STACK_BUDGET,
-        "admin path stack within budget",
+        "boot and admin path stack within budget",
     );
     update(&mut c);
     crash_record(&mut c);
@@ -205,7 +207,9 @@ fn congestion(c: &mut Check) {
     defmt::info!("nscc: cwnd {} -> {} -> {}", init, grown, shrunk);
 }
 
-fn main_loop(c: &mut Check) {
+/// The engine's building blocks stepped like a loop on the core (timer wheel, an EV table,
+/// port events): see [`crate::runtime`].
+fn building_blocks(c: &mut Check) {
     hal::trace(event(EventKind::SelfTest, 4));
     let mut rt = Runtime::new();
     let before = rt.evs().active();
@@ -235,7 +239,7 @@ fn main_loop(c: &mut Check) {
     c.that(k.iterations == ITERS, "loop ran");
     c.that(k.probes > 0, "probes requested after plane up");
     defmt::info!(
-        "main loop: {} iterations over {} ns, {} instr/iteration, probes {}, timers {}",
+        "building blocks: {} iterations over {} ns, {} instr/iteration, probes {}, timers {}",
         ITERS,
         hal::now_ns() - start_ns,
         per_iter,
@@ -280,9 +284,10 @@ impl Datapath for AdminOnly {
     }
 }
 
-/// The NIC main loop's admin path on the core: a QP created and moved RESET -> INIT -> RTR ->
-/// RTS through admin commands (the engine QP follows), an MPR the engine's window cannot hold
-/// refused with the field's offset, teardown; instructions per command.
+/// The NIC main loop built as the NIC builds it (in place, `hal::nic_loop`) and its admin path
+/// on the core: a QP created and moved RESET -> INIT -> RTR -> RTS through admin commands (the
+/// engine QP follows), an MPR the engine's window cannot hold refused with the field's offset,
+/// teardown; instructions per command.
 fn admin(c: &mut Check) {
     hal::trace(event(EventKind::SelfTest, 7));
     // The NIC's own loop and tables, built in place as the NIC image builds them.

@@ -26,6 +26,7 @@ pub mod completion;
 pub mod ev_state;
 pub mod fixed;
 pub mod fw_qp;
+mod in_place;
 pub mod qp;
 pub mod retry;
 pub mod rng;
@@ -167,10 +168,7 @@ impl<C: Capacity> Engine<C> {
     /// # Errors
     /// [`EngineError`] naming the bad field.
     pub fn new(cfg: EngineConfig) -> Result<Self, EngineError> {
-        let tick = core::num::NonZeroU64::new(cfg.tick_ns).ok_or(EngineError::ZeroTick)?;
-        if !(1..=63).contains(&cfg.reorder_tx) {
-            return Err(EngineError::ReorderTx(cfg.reorder_tx));
-        }
+        let tick = Self::check(&cfg)?;
         Ok(Engine {
             cfg,
             qps: C::PerQp::<C::FwQp>::build(|i| C::FwQp::new(i as u32)),
@@ -181,6 +179,15 @@ impl<C: Capacity> Engine<C> {
             counters: EngineCounters::default(),
             _c: PhantomData,
         })
+    }
+
+    /// `cfg` checked; its tick.
+    fn check(cfg: &EngineConfig) -> Result<core::num::NonZeroU64, EngineError> {
+        let tick = core::num::NonZeroU64::new(cfg.tick_ns).ok_or(EngineError::ZeroTick)?;
+        if !(1..=63).contains(&cfg.reorder_tx) {
+            return Err(EngineError::ReorderTx(cfg.reorder_tx));
+        }
+        Ok(tick)
     }
 
     /// The configuration.

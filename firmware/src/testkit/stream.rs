@@ -92,11 +92,14 @@ fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
     Some(QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(25, 6))
 }
 
+/// Two NICs of a stream and their QPs.
+type Connected<F> = (Nic<TestKit, F>, Nic<TestKit, F>, u32, u32);
+
 /// The two NICs of a stream, connected (A sends, B has the region).
 fn setup<F: Firmware<TestKit>>(
     cfg: &StreamConfig,
     firmware: &mut impl FnMut() -> Option<F>,
-) -> Option<(Nic<TestKit, F>, Nic<TestKit, F>, u32, u32)> {
+) -> Option<Connected<F>> {
     let dcfg = DatapathConfig {
         mtu_payload: cfg.mtu_payload,
         ack: AckGenConfig::DEFAULT,

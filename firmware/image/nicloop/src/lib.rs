@@ -78,6 +78,7 @@
 mod admin;
 mod commands;
 mod events;
+mod in_place;
 mod qpn;
 #[cfg(feature = "testkit")]
 mod testkit;
@@ -115,10 +116,11 @@ pub const REGIONS: usize = NicCapacity::REGIONS;
 /// The firmware engine at the NIC core's capacities.
 pub type NicEngine = Engine<NicCapacity>;
 
-/// The stack the loop may need, in bytes. The deepest path is the admin one: creating a QP
-/// and moving it through INIT, RTR and RTS. The QEMU self-test measures it and fails when it
-/// goes deeper than this; the NIC image's build fails when the DTCM cannot hold its data plus
-/// this much stack.
+/// The stack the loop may need, in bytes. The deepest paths are building the loop at boot
+/// ([`NicLoop::init_in_place`]: a QP's firmware state at a time) and the admin path (creating
+/// a QP and moving it through INIT, RTR and RTS). The QEMU self-test measures both and fails
+/// when they go deeper than this; the NIC image's build fails when the DTCM cannot hold its
+/// data plus this much stack.
 pub const STACK_BUDGET: usize = 32 * 1024;
 
 /// CSR entries moved each way per step (the NIC's rings hold 32).
@@ -309,6 +311,15 @@ struct WimmNote {
     byte_len: u32,
 }
 
+impl WimmNote {
+    const ZERO: WimmNote = WimmNote {
+        qpn: 0,
+        msn: 0,
+        solicited: false,
+        byte_len: 0,
+    };
+}
+
 /// Everything of the loop but its ring buffer.
 struct Fw<C: Capacity> {
     engine: Engine<C>,
@@ -334,7 +345,8 @@ pub struct NicLoop<C: Capacity = NicCapacity> {
 }
 
 impl<C: Capacity> NicLoop<C> {
-    /// A loop around a fresh engine with no QP.
+    /// A loop around a fresh engine with no QP (a value of tens of KiB: a NIC core builds it
+    /// where it lives instead, [`NicLoop::init_in_place`]).
     ///
     /// # Errors
     /// The engine refused `cfg.engine`.
@@ -344,12 +356,7 @@ impl<C: Capacity> NicLoop<C> {
                 engine: Engine::new(cfg.engine)?,
                 ports: Ports::RESET,
                 map: QpnMap::EMPTY,
-                wimm: mrc_firmware::ring::Ring::new(WimmNote {
-                    qpn: 0,
-                    msn: 0,
-                    solicited: false,
-                    byte_len: 0,
-                }),
+                wimm: mrc_firmware::ring::Ring::new(WimmNote::ZERO),
                 out: CsrQueue::EMPTY,
                 held: None,
                 fence: None,

@@ -8,6 +8,8 @@
 
 mod common;
 
+use std::mem::MaybeUninit;
+
 use common::*;
 use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PortEventEntry, TxStart, ENTRY_BYTES};
 use mrc_abi::wire::EvFormat;
@@ -45,18 +47,39 @@ struct Run {
     now: u64,
 }
 
+/// A loop by value.
+fn by_value(cfg: LoopConfig) -> Box<NicLoop> {
+    Box::new(NicLoop::new(cfg).unwrap())
+}
+
+/// A loop built in place over memory full of garbage, as the NIC image builds it in `.bss`.
+fn in_place_over_garbage(cfg: LoopConfig) -> Box<NicLoop> {
+    let mut slot: Box<MaybeUninit<NicLoop>> = Box::new(MaybeUninit::uninit());
+    // Garbage where the loop goes: nothing of it may survive.
+    let bytes = slot.as_mut_ptr().cast::<u8>();
+    for i in 0..std::mem::size_of::<NicLoop>() {
+        // SAFETY (test): in bounds of the allocation; any byte may be written to `MaybeUninit`.
+        unsafe { bytes.add(i).write(0xA5 ^ i as u8) };
+    }
+    NicLoop::init_in_place(&mut slot, cfg).unwrap();
+    // SAFETY (test): `init_in_place` initialised it; `MaybeUninit<T>` has `T`'s layout.
+    unsafe { Box::from_raw(Box::into_raw(slot).cast::<NicLoop>()) }
+}
+
 impl Run {
     /// Two loops, their QPs connected and in RTS (the engines' context writes reach the
     /// models through the loops), B's region registered.
     fn new() -> Run {
+        Run::with(by_value)
+    }
+
+    /// As [`Run::new`], the loops made by `make` (the constructor under test).
+    fn with(make: fn(LoopConfig) -> Box<NicLoop>) -> Run {
         let cfg = LoopConfig {
             mtu_payload: MTU,
             ..LoopConfig::DEFAULT
         };
-        let mut loops = [
-            Box::new(NicLoop::new(cfg).unwrap()),
-            Box::new(NicLoop::new(cfg).unwrap()),
-        ];
+        let mut loops = [make(cfg), make(cfg)];
         let qa = loops[0].engine_mut().create_qp().unwrap();
         let qb = loops[1].engine_mut().create_qp().unwrap();
         for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
@@ -137,7 +160,22 @@ impl Run {
 
 #[test]
 fn two_loops_deliver_every_message_over_a_lossy_wire() {
-    let mut r = Run::new();
+    lossy_exchange(Run::new());
+}
+
+/// A loop built in place over garbage runs exactly as one built by value: the same commands
+/// out, the same bytes placed, the same host writes.
+#[test]
+fn a_loop_built_in_place_runs_exactly_as_one_built_by_value() {
+    let a = lossy_exchange(Run::with(by_value));
+    let b = lossy_exchange(Run::with(in_place_over_garbage));
+    assert_eq!(a, b);
+}
+
+/// Every FW->DP entry of A, the host writes of A, the placements at B.
+type Transcript = (Vec<CsrEntry>, Vec<CsrEntry>, Vec<(u16, u64, u32)>);
+
+fn lossy_exchange(mut r: Run) -> Transcript {
     let (msgs, len) = (64u64, 4 * MTU);
     let mut posted = 0;
     for _ in 0..20_000 {
@@ -175,6 +213,11 @@ fn two_loops_deliver_every_message_over_a_lossy_wire() {
             0
         );
     }
+    (
+        r.dps[0].log.clone(),
+        r.dps[0].host.clone(),
+        r.wires[0].placed.clone(),
+    )
 }
 
 #[test]
