@@ -72,7 +72,7 @@ pub struct Tally {
     /// Timer runs that acted, and those that found nothing to do.
     pub timers: Cost,
     pub timers_idle: Cost,
-    /// Timer polls.
+    /// Timer polls and pending-command checks.
     pub polls: Cost,
 }
 
@@ -154,6 +154,13 @@ impl Firmware<TestKit> for Metered<'_> {
             tally.commands.add(n as u64, t);
         }
         n
+    }
+    fn commands_pending(&self) -> bool {
+        let start = hal::instret();
+        let pending = self.lp.commands_pending();
+        let t = self.since(start);
+        self.tally.borrow_mut().polls.add(1, t);
+        pending
     }
     fn handle_timeout(&mut self, now_ns: u64) -> bool {
         let start = hal::instret();
@@ -350,7 +357,7 @@ fn write_json(w: &mut Line, batched: &Run, single: &Run) -> core::fmt::Result {
     )?;
     write!(
         w,
-        "\"timer_polls\":{{\"count\":{},\"instructions_per_poll\":{}}}}}",
+        "\"polls_timer_and_pending\":{{\"count\":{},\"instructions_per_poll\":{}}}}}",
         polls.calls,
         polls.per_call()
     )

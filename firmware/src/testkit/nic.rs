@@ -40,6 +40,8 @@ pub trait Firmware<C: Capacity> {
     fn handle_events(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize;
     /// As [`Engine::poll_commands`].
     fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize;
+    /// As [`Engine::commands_pending`].
+    fn commands_pending(&self) -> bool;
     /// As [`Engine::handle_timeout`].
     fn handle_timeout(&mut self, now_ns: u64) -> bool;
     /// As [`Engine::poll_timeout`].
@@ -60,6 +62,10 @@ impl<C: Capacity> Firmware<C> for Engine<C> {
     #[inline]
     fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
         Engine::poll_commands(self, out)
+    }
+    #[inline]
+    fn commands_pending(&self) -> bool {
+        Engine::commands_pending(self)
     }
     #[inline]
     fn handle_timeout(&mut self, now_ns: u64) -> bool {

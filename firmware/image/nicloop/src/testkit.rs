@@ -21,6 +21,9 @@ impl<C: Capacity> Firmware<C> for NicLoop<C> {
     fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
         NicLoop::poll_commands(self, out)
     }
+    fn commands_pending(&self) -> bool {
+        NicLoop::commands_pending(self)
+    }
     fn handle_timeout(&mut self, now_ns: u64) -> bool {
         NicLoop::handle_timeout(self, now_ns)
     }
