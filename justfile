@@ -50,7 +50,7 @@ fuzz TARGET="decode" SECS="60":
     mkdir -p target/fuzz-corpus/{{TARGET}}
     cd fuzz && cargo +nightly fuzz run {{TARGET}} ../target/fuzz-corpus/{{TARGET}} corpus/{{TARGET}} -- -max_total_time={{SECS}}
 
-# Build the NIC image (release, size-tuned; the artifact is firmware/image/target/.../mrc-nic).
+# Build the NIC image (release, LTO; the artifact is firmware/image/target/.../mrc-nic).
 # The image workspace keeps its own target dirs (target/ for the NIC, target/qemu/ for the
 # self-test build) whatever CARGO_TARGET_DIR says, so the two builds never overwrite each other.
 firmware:
@@ -73,6 +73,16 @@ qemu:
     mkdir -p target
     qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-qemu.defmt
     cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-qemu.defmt
+
+# Firmware cost on the emulated core: the self-test's one-way stream (50,000 data packets, 256
+# EVs, 1 % loss) with the image's main loop as each NIC's firmware and the datapath models
+# standing in for the hardware; guest instructions (minstret under -icount shift=0) of the
+# main loop + engine alone, per delivered packet (budget 120) and per event, as one JSON line
+# (also target/fw-cost.json). Fails over budget or when the stream does not deliver.
+fw-cost:
+    cd firmware/image && CARGO_TARGET_DIR=target/qemu cargo build --release --features qemu
+    mkdir -p target
+    qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native,arg=mrc-nic,arg=fw-cost -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-fw-cost.defmt 2> target/fw-cost.json || status=$?; cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-fw-cost.defmt; cat target/fw-cost.json; exit ${status:-0}
 
 # Flash the NIC image with probe-rs (chip description generated from firmware/memory-map.toml).
 flash: firmware

@@ -136,9 +136,41 @@ pub struct RegisterBlockInfo {
 /// Defines a `#[repr(C)]` little-endian zerocopy struct and its `LAYOUT` table from one text.
 ///
 /// Every field needs a doc comment; the struct gets `Clone, Copy, Debug, PartialEq, Eq,
-/// FromBytes, IntoBytes, KnownLayout, Immutable`.
+/// FromBytes, IntoBytes, KnownLayout, Immutable`. A leading `#[align(N)]` aligns the struct
+/// to `N` bytes (the byte layout is the same; its fields are then read and copied a word at a
+/// time where their offsets allow, which a 32-bit core without unaligned access needs).
 macro_rules! le_struct {
     (
+        #[align($a:literal)]
+        $(#[doc = $sd:literal])*
+        pub struct $name:ident {
+            $( $(#[doc = $d:literal])* pub $f:ident : $t:ty ),* $(,)?
+        }
+    ) => {
+        $crate::layout::le_struct! {
+            @repr(C, align($a))
+            $(#[doc = $sd])*
+            pub struct $name {
+                $( $(#[doc = $d])* pub $f: $t, )*
+            }
+        }
+    };
+    (
+        $(#[doc = $sd:literal])*
+        pub struct $name:ident {
+            $( $(#[doc = $d:literal])* pub $f:ident : $t:ty ),* $(,)?
+        }
+    ) => {
+        $crate::layout::le_struct! {
+            @repr(C)
+            $(#[doc = $sd])*
+            pub struct $name {
+                $( $(#[doc = $d])* pub $f: $t, )*
+            }
+        }
+    };
+    (
+        @repr($($r:tt)*)
         $(#[doc = $sd:literal])*
         pub struct $name:ident {
             $( $(#[doc = $d:literal])* pub $f:ident : $t:ty ),* $(,)?
@@ -149,7 +181,7 @@ macro_rules! le_struct {
             Clone, Copy, Debug, PartialEq, Eq,
             zerocopy::FromBytes, zerocopy::IntoBytes, zerocopy::KnownLayout, zerocopy::Immutable,
         )]
-        #[repr(C)]
+        #[repr($($r)*)]
         pub struct $name {
             $( $(#[doc = $d])* pub $f: $t, )*
         }

@@ -28,15 +28,27 @@ use crate::datapath::stage::DpQp;
 use crate::engine::fw_qp::FwQp;
 
 /// Fixed-size storage of `T`s: `[T; N]` for any `N`.
-pub trait Slots<T>: AsRef<[T]> + AsMut<[T]> {
+pub trait Slots<T>: AsRef<[T]> + AsMut<[T]> + Sized {
     /// Storage with element `i` made by `f(i)`.
     fn build(f: impl FnMut(usize) -> T) -> Self;
+    /// [`Slots::build`] where the storage lives (`slot`), one element at a time: no
+    /// storage-sized temporary. Returns the storage, now initialised.
+    fn init_in_place(
+        slot: &mut core::mem::MaybeUninit<Self>,
+        f: impl FnMut(usize) -> T,
+    ) -> &mut Self;
 }
 
 impl<T, const N: usize> Slots<T> for [T; N] {
     #[inline]
     fn build(f: impl FnMut(usize) -> T) -> Self {
         core::array::from_fn(f)
+    }
+    fn init_in_place(
+        slot: &mut core::mem::MaybeUninit<Self>,
+        f: impl FnMut(usize) -> T,
+    ) -> &mut Self {
+        crate::in_place::init_array(slot, f)
     }
 }
 

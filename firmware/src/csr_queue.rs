@@ -6,7 +6,7 @@
 //! until the queue drains. An entry pushed past the capacity anyway is a bug, counted in
 //! `overflow`.
 
-use mrc_abi::device::csr::{CsrEntry, CsrEntryKind, CsrError, CsrEvent};
+use mrc_abi::device::csr::{CsrEntry, CsrEvent};
 
 use crate::ring::Ring;
 
@@ -101,15 +101,4 @@ pub fn copy_front(a: &[CsrEntry], b: &[CsrEntry], out: &mut [CsrEntry]) -> usize
         dst.copy_from_slice(src);
     }
     na + nb
-}
-
-/// Entry `e`, whose kind byte the caller found to be `T`'s, checked as `CsrEvent::decode`
-/// checks it (a consumer's own path for its frequent kinds).
-///
-/// # Errors
-/// See [`CsrError`].
-#[inline(always)]
-pub(crate) fn read_as<T: CsrEntryKind>(e: &CsrEntry) -> Result<T, CsrError> {
-    e.read_as::<T>()
-        .unwrap_or(Err(CsrError::UnknownKind(e.kind_code())))
 }

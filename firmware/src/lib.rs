@@ -31,6 +31,7 @@ pub mod capacity;
 pub mod csr_queue;
 pub mod datapath;
 pub mod engine;
+mod in_place;
 pub mod ring;
 #[cfg(feature = "testkit")]
 pub mod testkit;

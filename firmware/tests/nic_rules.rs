@@ -636,34 +636,3 @@ fn a_receive_batch_places_as_one_packet_at_a_time() {
     // All but the first stop part way: the first failing packet is fatal for the QP.
     assert_eq!(partial, 4);
 }
-
-/// The engine's commands read in place ([`Engine::commands`]) are the entries `poll_commands`
-/// copies out, in order; consuming `n` removes exactly the `n` oldest and counts them.
-#[test]
-fn commands_are_read_in_place_and_consumed_by_count() {
-    use mrc_abi::device::csr::CsrEntry;
-    use mrc_firmware::engine::Engine;
-    let open = || {
-        let mut fw = Engine::<TestKit>::new(EngineConfig::default()).unwrap();
-        let q = fw.create_qp().unwrap();
-        for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            fw.modify_qp(q, s, &attrs(1, 3), 0).unwrap();
-        }
-        fw
-    };
-    let (mut a, mut b) = (open(), open());
-    let mut buf = [CsrEntry::ZERO; 16];
-    let n = b.poll_commands(&mut buf);
-    let want = &buf[..n];
-    // (the QP's INIT, RTR and RTS contexts and its first window)
-    assert_eq!(n, 4);
-    let (x, y) = a.commands();
-    assert_eq!(x.iter().chain(y).copied().collect::<Vec<_>>(), want);
-    a.consume_commands(3);
-    let (x, y) = a.commands();
-    assert_eq!(x.iter().chain(y).copied().collect::<Vec<_>>(), &want[3..]);
-    a.consume_commands(9);
-    assert!(!a.commands_pending());
-    assert_eq!(a.counters(), b.counters());
-    assert_eq!(a.counters().commands, 4);
-}

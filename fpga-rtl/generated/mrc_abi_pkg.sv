@@ -106,6 +106,14 @@ package mrc_abi_pkg;
   localparam logic [31:0] CSR_QP_STATE_RESET = 32'h00000000; // QpState: back to RESET.
   localparam logic [31:0] CSR_QP_STATE_ERROR = 32'h00000001; // QpState: to ERROR.
 
+  // csr_region_op
+  localparam logic [31:0] CSR_REGION_OP_REMOVE = 32'h00000000; // RegionWrite: remove the region of rkey.
+  localparam logic [31:0] CSR_REGION_OP_ADD = 32'h00000001; // RegionWrite: add a region.
+
+  // csr_region_access
+  localparam logic [31:0] CSR_REGION_ACCESS_REMOTE_WRITE = 32'h00000001; // RegionWrite: remote peers may write.
+  localparam logic [31:0] CSR_REGION_ACCESS_REMOTE_READ = 32'h00000002; // RegionWrite: remote peers may read (reserved).
+
   // csr_complete_status
   localparam logic [31:0] CSR_COMPLETE_STATUS_OK = 32'h00000000; // Complete: success.
   localparam logic [31:0] CSR_COMPLETE_STATUS_RETRY_EXCEEDED = 32'h00000001; // Complete: retries exhausted.
@@ -365,7 +373,8 @@ package mrc_abi_pkg;
     CSR_KIND_QP_INIT = 8'h8D, // FW->DP QP context at INIT.
     CSR_KIND_QP_RTR = 8'h8E, // FW->DP QP context at RTR.
     CSR_KIND_QP_RTS = 8'h8F, // FW->DP QP context at RTS.
-    CSR_KIND_QP_STATE = 8'h90 // FW->DP QP to RESET or ERROR.
+    CSR_KIND_QP_STATE = 8'h90, // FW->DP QP to RESET or ERROR.
+    CSR_KIND_REGION_WRITE = 8'h91 // FW->DP registered-region table write.
   } csr_kind_e;
 
   // ---- register blocks, descriptors, admin bodies and CSR entries (little-endian)
@@ -1146,6 +1155,19 @@ package mrc_abi_pkg;
     logic [7:0] state; // `QP_*` state.
     logic [7:0] kind; // `CsrKind` code.
   } qp_state_entry_t;
+
+  // RegionWrite (32 bytes, little-endian): FW->DP: write the datapath's registered-region table (the memory regions received writes are placed into, by rkey): add a region, or remove the region of `rkey`.
+  localparam logic [31:0] REGION_WRITE_BYTES = 32'd32;
+  typedef struct packed {
+    logic [63:0] rsvd2; // Reserved (0).
+    logic [63:0] length; // Its length in bytes (`base_va + length` must not pass 2^64), 0 for a removal.
+    logic [63:0] base_va; // Virtual address of its first byte (RETHs name it by), 0 for a removal.
+    logic [31:0] rkey; // The region's rkey.
+    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] access; // `REGION_REMOTE_*` bits (0 for a removal).
+    logic [7:0] op; // `REGION_ADD` or `REGION_REMOVE`.
+    logic [7:0] kind; // `CsrKind` code.
+  } region_write_t;
 
   // ---- wire headers (abi/WIRE.md, big-endian)
 

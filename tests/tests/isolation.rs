@@ -5,7 +5,7 @@
 //! each hostile variant differs from it in one thing only).
 //!
 //! Covered elsewhere, not repeated here: a wrong rkey (`whole_system.rs`
-//! `bad_rkey_is_a_remote_access_error_through_the_engine`, `firmware/tests/engine_rules.rs`),
+//! `bad_rkey_is_a_remote_access_error_through_the_engine`, `firmware/tests/nic_rules.rs`),
 //! an application context asking for the controller API (`host-driver/tests/whole_api.rs`
 //! `controller_ops_events_and_probes`), SGEs outside a registered region rejected by the driver
 //! at post time (`whole_api.rs` `misuse_is_a_typed_error`), every truncation of a frame at the

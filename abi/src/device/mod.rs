@@ -64,8 +64,9 @@ impl EvState {
 /// How an EV is carried on the wire: the wire module's type, numbered like the MRH field.
 pub use crate::wire::EvFormat;
 
-/// True when every byte of `bytes` is zero (reserved areas must be).
+/// True when every byte of `bytes` is zero (reserved areas must be). The bytes are OR-ed
+/// without an early exit, so a fixed-size area is checked a word at a time.
 #[inline]
 pub(crate) fn all_zero(bytes: &[u8]) -> bool {
-    bytes.iter().all(|b| *b == 0)
+    bytes.iter().fold(0u8, |acc, b| acc | *b) == 0
 }

@@ -109,6 +109,10 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_retx", "AVOID_LAST", csr::RETX_AVOID_LAST, "Retransmit: not on the EV the PSN last took."),
     c!("csr_qp_state", "RESET", csr::QP_RESET, "QpState: back to RESET."),
     c!("csr_qp_state", "ERROR", csr::QP_ERROR, "QpState: to ERROR."),
+    c!("csr_region_op", "REMOVE", csr::REGION_REMOVE, "RegionWrite: remove the region of rkey."),
+    c!("csr_region_op", "ADD", csr::REGION_ADD, "RegionWrite: add a region."),
+    c!("csr_region_access", "REMOTE_WRITE", csr::REGION_REMOTE_WRITE, "RegionWrite: remote peers may write."),
+    c!("csr_region_access", "REMOTE_READ", csr::REGION_REMOTE_READ, "RegionWrite: remote peers may read (reserved)."),
     c!("csr_complete_status", "OK", csr::status::OK, "Complete: success."),
     c!("csr_complete_status", "RETRY_EXCEEDED", csr::status::RETRY_EXCEEDED, "Complete: retries exhausted."),
     c!("csr_complete_status", "REMOTE_NACK", csr::status::REMOTE_NACK, "Complete: fatal NACK from the peer."),
@@ -300,4 +304,5 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_kind", "QP_RTR", csr::CsrKind::QpRtr, "FW->DP QP context at RTR."),
     c!("csr_kind", "QP_RTS", csr::CsrKind::QpRts, "FW->DP QP context at RTS."),
     c!("csr_kind", "QP_STATE", csr::CsrKind::QpState, "FW->DP QP to RESET or ERROR."),
+    c!("csr_kind", "REGION_WRITE", csr::CsrKind::RegionWrite, "FW->DP registered-region table write."),
 ];

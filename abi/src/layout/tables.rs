@@ -69,6 +69,7 @@ pub const LAYOUTS: &[Layout] = &[
     csr::QpRtrCtx::LAYOUT,
     csr::QpRtsCtx::LAYOUT,
     csr::QpStateEntry::LAYOUT,
+    csr::RegionWrite::LAYOUT,
 ];
 
 /// The register blocks of BAR0.

@@ -317,43 +317,35 @@ fn exception(trap: &riscv_rt::TrapFrame) -> ! {
 
 // ------------------------------------------------------------------------------------------
 // Datapath queues (NIC only): the two CSR rings of mrc-abi `device::csr` (DP->FW at
-// EVQ_RX_BASE, FW->DP at EVQ_TX_BASE, 32-byte entries), the receive header ring of
-// `device::rxh` (EVQ_RXH_BASE, 64-byte entries, verdicts written back) and the transmit header
-// ring of `device::txh` (EVQ_TXH_BASE, 64-byte entries), each a `CsrQueueRegs` block in the CSR
-// window with entry memory in DTCM that the firmware provides at boot.
+// EVQ_RX_BASE, FW->DP at EVQ_TX_BASE, 32-byte entries) and the host interface's admin command
+// and reply rings, each a `CsrQueueRegs` block in the CSR window with entry memory in DTCM
+// that the firmware provides at boot.
 
 #[cfg(not(feature = "qemu"))]
 pub use csr_rings::NicDatapath;
 
-/// The engine's configuration on the NIC (checked at compile time: a bad one fails the
-/// build).
-const ENGINE_CONFIG: mrc_firmware::engine::CheckedConfig =
-    match mrc_nicloop::NicEngine::check(mrc_firmware::engine::EngineConfig::DEFAULT) {
-        Ok(c) => c,
-        Err(_) => panic!("invalid engine configuration"),
-    };
+/// The loop's configuration on the NIC (checked when the loop is built at boot).
+const LOOP_CONFIG: mrc_nicloop::LoopConfig = mrc_nicloop::LoopConfig::DEFAULT;
 
-/// The engine's home: uninitialised memory (`.bss`), built in place by [`nic_loop`] at boot
-/// (`NicLoop::init_in_place`). Neither the engine's initial bytes in the image (they would be
-/// `.data`, carried in the ITCM beside the code and copied at reset: 96 % zeros) nor an
-/// engine-sized value on the stack.
+/// The loop's home: uninitialised memory (`.bss`), built in place once by [`nic_loop`] at
+/// boot (`NicLoop::init_in_place`): none of the engine's initial bytes is carried in the ITCM
+/// beside the code, and no loop-sized value is ever on the stack.
 static mut NIC_LOOP: core::mem::MaybeUninit<mrc_nicloop::NicLoop> =
     core::mem::MaybeUninit::uninit();
 
-/// The engine and the admin tables fit the DTCM with the two 1 KiB CSR rings, the 2 KiB
-/// receive and transmit header rings, the 768 bytes of admin rings, the rest of `.bss` and
-/// the stack the loop needs (`mrc_nicloop::STACK_BUDGET`, which the QEMU self-test checks
-/// the admin path against). A capacity change that breaks this fails the build instead of
-/// overflowing the stack into `.bss` on the NIC.
+/// The loop and the admin tables fit the DTCM with the two 1 KiB CSR rings, the 768 bytes of
+/// admin rings, the rest of `.bss` and the stack the loop needs (`mrc_nicloop::STACK_BUDGET`,
+/// which the QEMU self-test checks the boot and admin paths against). A capacity change that
+/// breaks this fails the build instead of overflowing the stack into `.bss` on the NIC.
 #[cfg(not(feature = "qemu"))]
 const _: () = assert!(
     core::mem::size_of::<mrc_nicloop::NicLoop>()
         + core::mem::size_of::<mrc_nicloop::NicAdmin>()
-        + 7 * 1024
+        + 3 * 1024
         + 4 * 1024
         + mrc_nicloop::STACK_BUDGET
         <= map::DTCM_LEN,
-    "the engine's capacities and the stack budget do not fit the DTCM"
+    "the loop's capacities and the stack budget do not fit the DTCM"
 );
 
 /// The admin tables (PDs, MRs, CQs, QPs, profiles): all zero when empty, so in `.bss` (DTCM
@@ -362,24 +354,32 @@ static mut NIC_ADMIN: mrc_nicloop::NicAdmin = mrc_nicloop::NicAdmin::new();
 
 static NIC_LOOP_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// The engine and its loop, built now, and the admin tables, once (for the main loop; under
-/// QEMU for the self-test's admin check). A second call panics.
+/// The main loop, built now, and the admin tables, once (for the main loop; under QEMU for
+/// the self-test's admin check). A second call panics, as does a configuration the engine
+/// refuses (a build defect: [`LOOP_CONFIG`] is a constant).
+///
+/// Never inlined: the stack it takes to build the loop (a QP's state at a time) is given back
+/// before the main loop runs, and the self-test measures this same function.
+#[inline(never)]
 pub fn nic_loop() -> (
     &'static mut mrc_nicloop::NicLoop,
     &'static mut mrc_nicloop::NicAdmin,
 ) {
     if NIC_LOOP_TAKEN.swap(true, Ordering::Relaxed) {
-        panic!("engine taken twice");
+        panic!("main loop taken twice");
     }
     // SAFETY: the flag above hands out these references at most once for the program's life,
-    // so they never alias; `init_in_place` initialises the loop before the reference to it
-    // is returned, and the admin tables hold valid (empty) tables from compile time.
-    unsafe {
-        let slot = &mut *core::ptr::addr_of_mut!(NIC_LOOP);
+    // so they never alias; the admin tables hold valid (empty) tables from compile time, and
+    // the loop is only used once `init_in_place` initialised it.
+    let (slot, admin) = unsafe {
         (
-            mrc_nicloop::NicLoop::init_in_place(slot, ENGINE_CONFIG),
+            &mut *core::ptr::addr_of_mut!(NIC_LOOP),
             &mut *core::ptr::addr_of_mut!(NIC_ADMIN),
         )
+    };
+    match mrc_nicloop::NicLoop::init_in_place(slot, LOOP_CONFIG) {
+        Ok(lp) => (lp, admin),
+        Err(_) => panic!("invalid loop configuration"),
     }
 }
 
@@ -388,14 +388,12 @@ mod csr_rings {
     use core::mem::offset_of;
 
     use mrc_abi::device::admin::AdminReply;
-    use mrc_abi::device::csr::{CsrQueueRegs, CsrRing, ENTRY_BYTES};
-    use mrc_abi::device::rxh::{RXH_ENTRY_BYTES, RXH_VERDICT_BYTES, RXH_VERDICT_OFFSET};
-    use mrc_abi::device::txh::{TxhRing, TXH_ENTRY_BYTES};
+    use mrc_abi::device::csr::{CsrEntry, CsrQueueRegs, CsrRing, ENTRY_BYTES};
     use mrc_nicloop::Datapath;
 
     use super::{map, read32, write32};
 
-    /// log2 of the entries of each ring (32 entries, 1 KiB of DTCM per ring).
+    /// log2 of the entries of each CSR ring (32 entries, 1 KiB of DTCM per ring).
     const RING_LOG2: u8 = 5;
     const RING_ENTRIES: usize = 1 << RING_LOG2;
     const WORDS: usize = ENTRY_BYTES / 4;
@@ -412,25 +410,6 @@ mod csr_rings {
 
     static mut DP_FW: RingMem = RingMem([[0; WORDS]; RING_ENTRIES]);
     static mut FW_DP: RingMem = RingMem([[0; WORDS]; RING_ENTRIES]);
-
-    const RXH_WORDS: usize = RXH_ENTRY_BYTES / 4;
-    const VERDICT_WORD: usize = RXH_VERDICT_OFFSET / 4;
-
-    /// Receive header ring memory (64-byte entries; the firmware writes only the verdict
-    /// words of an entry it holds): only read and written with volatile accesses.
-    #[repr(C, align(64))]
-    struct RxhMem([[u32; RXH_WORDS]; RING_ENTRIES]);
-
-    static mut RXH: RxhMem = RxhMem([[0; RXH_WORDS]; RING_ENTRIES]);
-
-    const TXH_WORDS: usize = TXH_ENTRY_BYTES / 4;
-
-    /// Transmit header ring memory (64-byte entries the firmware writes and the datapath
-    /// reads): only read and written with volatile accesses.
-    #[repr(C, align(64))]
-    struct TxhMem([[u32; TXH_WORDS]; RING_ENTRIES]);
-
-    static mut TXH: TxhMem = TxhMem([[0; TXH_WORDS]; RING_ENTRIES]);
 
     /// log2 of the entries of the admin command and reply rings (8 each).
     const ADMIN_LOG2: u8 = 3;
@@ -476,18 +455,6 @@ mod csr_rings {
         w
     }
 
-    fn txh_entry_ptr(slot: u32) -> *mut u32 {
-        // `slot < RING_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
-        // SAFETY: `TXH` is the static above; `addr_of_mut!` creates no reference.
-        unsafe { core::ptr::addr_of_mut!(TXH.0[slot as usize]).cast::<u32>() }
-    }
-
-    fn rxh_entry_ptr(slot: u32) -> *mut u32 {
-        // `slot < RING_ENTRIES` (masked by `CsrRing::slot`): in bounds of the array.
-        // SAFETY: `RXH` is the static above; `addr_of_mut!` creates no reference.
-        unsafe { core::ptr::addr_of_mut!(RXH.0[slot as usize]).cast::<u32>() }
-    }
-
     /// Order device-register and ring-memory accesses (the datapath is another bus master).
     fn io_fence() {
         // SAFETY: a `fence iorw, iorw` has no operands and no effect besides ordering.
@@ -506,15 +473,8 @@ mod csr_rings {
         ring: CsrRing,
         /// Our consumer index of DP->FW, our producer index of FW->DP (we own both).
         rx_consumer: u32,
-        /// Our consumer index of the receive header ring.
-        rxh_consumer: u32,
         tx_producer: u32,
         tx_overflow: u32,
-        /// Our producer index of the transmit header ring.
-        txh_producer: u32,
-        /// Free transmit header entries at the last read of the consumer index: a lower bound
-        /// (the datapath only frees entries), so `push_tx` needs no register read per entry.
-        txh_free: u32,
         /// The admin rings' geometry, our consumer index of commands, our producer index of
         /// replies.
         admin_ring: CsrRing,
@@ -523,38 +483,40 @@ mod csr_rings {
     }
 
     impl NicDatapath {
-        /// Hand both rings to the datapath: entry memory, size, indices 0, overflow 0. Called
-        /// once at boot, before the datapath is enabled.
+        /// Hand the rings to the datapath and the host interface: entry memory, size,
+        /// indices 0, overflow 0. Called once at boot, before the datapath is enabled.
         pub fn init() -> Self {
             let ring = match CsrRing::new(RING_LOG2) {
                 Some(r) => r,
                 None => panic!("ring size"),
             };
-            let rings = [
-                (map::EVQ_RX_BASE, core::ptr::addr_of_mut!(DP_FW) as usize),
-                (map::EVQ_TX_BASE, core::ptr::addr_of_mut!(FW_DP) as usize),
-                (map::EVQ_RXH_BASE, core::ptr::addr_of_mut!(RXH) as usize),
-                (map::EVQ_TXH_BASE, core::ptr::addr_of_mut!(TXH) as usize),
-            ];
             let admin_ring = match CsrRing::new(ADMIN_LOG2) {
                 Some(r) => r,
                 None => panic!("admin ring size"),
             };
-            let admin_rings = [
+            let rings = [
+                (
+                    map::EVQ_RX_BASE,
+                    core::ptr::addr_of_mut!(DP_FW) as usize,
+                    RING_LOG2,
+                ),
+                (
+                    map::EVQ_TX_BASE,
+                    core::ptr::addr_of_mut!(FW_DP) as usize,
+                    RING_LOG2,
+                ),
                 (
                     map::ADMIN_CMDQ_BASE,
                     core::ptr::addr_of_mut!(ADMIN_CMD) as usize,
+                    ADMIN_LOG2,
                 ),
                 (
                     map::ADMIN_RESPQ_BASE,
                     core::ptr::addr_of_mut!(ADMIN_RESP) as usize,
+                    ADMIN_LOG2,
                 ),
             ];
-            let sized = rings
-                .iter()
-                .map(|r| (r.0, r.1, RING_LOG2))
-                .chain(admin_rings.iter().map(|r| (r.0, r.1, ADMIN_LOG2)));
-            for (regs, mem, log2) in sized {
+            for (regs, mem, log2) in rings {
                 // rv32: DTCM addresses fit the 32-bit `base` register.
                 write32(regs + BASE, mem as u32);
                 write32(regs + LOG2, u32::from(log2));
@@ -566,11 +528,8 @@ mod csr_rings {
             NicDatapath {
                 ring,
                 rx_consumer: 0,
-                rxh_consumer: 0,
                 tx_producer: 0,
                 tx_overflow: 0,
-                txh_producer: 0,
-                txh_free: 0,
                 admin_ring,
                 admin_consumer: 0,
                 resp_producer: 0,
@@ -579,84 +538,83 @@ mod csr_rings {
     }
 
     impl Datapath for NicDatapath {
-        fn pop_event(&mut self) -> Option<[u8; ENTRY_BYTES]> {
+        fn peek_events(&mut self, out: &mut [CsrEntry]) -> usize {
             let producer = read32(map::EVQ_RX_BASE + PRODUCER);
-            if self.ring.is_empty(producer, self.rx_consumer) {
-                return None;
+            let n = (self.ring.len(producer, self.rx_consumer) as usize).min(out.len());
+            if n == 0 {
+                return 0;
             }
             // Entry bytes after the producer index that published them.
             io_fence();
-            let p = entry_ptr(
-                core::ptr::addr_of_mut!(DP_FW),
-                self.ring.slot(self.rx_consumer),
-            );
-            let mut out = [0u8; ENTRY_BYTES];
-            for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
-                // SAFETY: `p` points to a 32-byte aligned entry of 8 words in DP_FW (`i < 8`);
-                // the datapath writes it only before publishing it, so the read is not torn.
-                let w = unsafe { core::ptr::read_volatile(p.add(i)) };
-                chunk.copy_from_slice(&w.to_le_bytes());
+            let dp_fw = core::ptr::addr_of_mut!(DP_FW);
+            for (k, e) in out.iter_mut().take(n).enumerate() {
+                let p = entry_ptr(
+                    dp_fw,
+                    self.ring.slot(self.rx_consumer.wrapping_add(k as u32)),
+                );
+                for (i, chunk) in e.0.chunks_exact_mut(4).enumerate() {
+                    // SAFETY: `p` points to a 32-byte aligned entry of 8 words in DP_FW
+                    // (`i < 8`) that the datapath published and will not touch until we
+                    // advance our consumer index past it.
+                    let w = unsafe { core::ptr::read_volatile(p.add(i)) };
+                    chunk.copy_from_slice(&w.to_le_bytes());
+                }
             }
-            io_fence();
-            self.rx_consumer = self.rx_consumer.wrapping_add(1);
-            write32(map::EVQ_RX_BASE + CONSUMER, self.rx_consumer);
-            Some(out)
+            n
         }
 
-        fn push_order(&mut self, entry: &[u8; ENTRY_BYTES]) -> bool {
-            let consumer = read32(map::EVQ_TX_BASE + CONSUMER);
-            if self.ring.is_full(self.tx_producer, consumer) {
-                self.tx_overflow = self.tx_overflow.wrapping_add(1);
-                write32(map::EVQ_TX_BASE + OVERFLOW, self.tx_overflow);
-                return false;
+        fn consume_events(&mut self, n: usize) {
+            if n == 0 {
+                return;
             }
-            let p = entry_ptr(
-                core::ptr::addr_of_mut!(FW_DP),
-                self.ring.slot(self.tx_producer),
-            );
-            for (i, chunk) in entry.chunks_exact(4).enumerate() {
-                let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                // SAFETY: `p` points to a 32-byte aligned entry of 8 words in FW_DP (`i < 8`)
-                // that the datapath has consumed (the ring is not full), so it is ours.
-                unsafe { core::ptr::write_volatile(p.add(i), w) };
+            // Our reads of the entries before the consumer index that hands them back.
+            io_fence();
+            self.rx_consumer = self.rx_consumer.wrapping_add(n as u32);
+            write32(map::EVQ_RX_BASE + CONSUMER, self.rx_consumer);
+        }
+
+        fn orders_room(&mut self) -> usize {
+            let consumer = read32(map::EVQ_TX_BASE + CONSUMER);
+            let used = self.ring.len(self.tx_producer, consumer);
+            (self.ring.entries() - used) as usize
+        }
+
+        fn push_orders(&mut self, entries: &[CsrEntry]) -> usize {
+            let room = self.orders_room();
+            let n = entries.len().min(room);
+            if n < entries.len() {
+                self.tx_overflow = self.tx_overflow.wrapping_add((entries.len() - n) as u32);
+                write32(map::EVQ_TX_BASE + OVERFLOW, self.tx_overflow);
+            }
+            if n == 0 {
+                return 0;
+            }
+            let fw_dp = core::ptr::addr_of_mut!(FW_DP);
+            for (k, e) in entries.iter().take(n).enumerate() {
+                let p = entry_ptr(
+                    fw_dp,
+                    self.ring.slot(self.tx_producer.wrapping_add(k as u32)),
+                );
+                for (i, chunk) in e.0.chunks_exact(4).enumerate() {
+                    let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                    // SAFETY: `p` points to a 32-byte aligned entry of 8 words in FW_DP
+                    // (`i < 8`) that the datapath has consumed (there was room), so it is ours.
+                    unsafe { core::ptr::write_volatile(p.add(i), w) };
+                }
             }
             // Entry bytes before the producer index that publishes them.
             io_fence();
-            self.tx_producer = self.tx_producer.wrapping_add(1);
+            self.tx_producer = self.tx_producer.wrapping_add(n as u32);
             write32(map::EVQ_TX_BASE + PRODUCER, self.tx_producer);
-            true
+            n
         }
 
-        fn pop_rx(&mut self) -> Option<[u8; RXH_ENTRY_BYTES]> {
-            let producer = read32(map::EVQ_RXH_BASE + PRODUCER);
-            if self.ring.is_empty(producer, self.rxh_consumer) {
-                return None;
-            }
-            // Entry bytes after the producer index that published them.
-            io_fence();
-            let p = rxh_entry_ptr(self.ring.slot(self.rxh_consumer));
-            let mut out = [0u8; RXH_ENTRY_BYTES];
-            for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
-                // SAFETY: `p` points to a 64-byte aligned entry of 16 words in RXH (`i < 16`)
-                // that the datapath published and will not touch until we advance `consumer`.
-                let w = unsafe { core::ptr::read_volatile(p.add(i)) };
-                chunk.copy_from_slice(&w.to_le_bytes());
-            }
-            Some(out)
+        fn orders_written(&self) -> u32 {
+            self.tx_producer
         }
 
-        fn rx_done(&mut self, verdict: &[u8; RXH_VERDICT_BYTES]) {
-            let p = rxh_entry_ptr(self.ring.slot(self.rxh_consumer));
-            for (i, chunk) in verdict.chunks_exact(4).enumerate() {
-                let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                // SAFETY: `p` points to the entry `pop_rx` returned, still ours (the consumer
-                // index has not passed it); words 12..16 are its verdict (`i < 4`).
-                unsafe { core::ptr::write_volatile(p.add(VERDICT_WORD + i), w) };
-            }
-            // Verdict bytes before the consumer index that hands the entry back.
-            io_fence();
-            self.rxh_consumer = self.rxh_consumer.wrapping_add(1);
-            write32(map::EVQ_RXH_BASE + CONSUMER, self.rxh_consumer);
+        fn orders_taken(&mut self) -> u32 {
+            read32(map::EVQ_TX_BASE + CONSUMER)
         }
 
         fn pop_admin(&mut self) -> Option<[u8; 64]> {
@@ -701,31 +659,6 @@ mod csr_rings {
             io_fence();
             self.resp_producer = self.resp_producer.wrapping_add(1);
             write32(map::ADMIN_RESPQ_BASE + PRODUCER, self.resp_producer);
-            true
-        }
-
-        fn tx_room(&mut self) -> usize {
-            let consumer = read32(map::EVQ_TXH_BASE + CONSUMER);
-            self.txh_free = TxhRing(self.ring).free(self.txh_producer, consumer);
-            self.txh_free as usize
-        }
-
-        fn push_tx(&mut self, entry: &[u8; TXH_ENTRY_BYTES]) -> bool {
-            if self.txh_free == 0 && self.tx_room() == 0 {
-                return false;
-            }
-            self.txh_free -= 1;
-            let p = txh_entry_ptr(self.ring.slot(self.txh_producer));
-            for (i, chunk) in entry.chunks_exact(4).enumerate() {
-                let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                // SAFETY: `p` points to a 64-byte aligned entry of 16 words in TXH (`i < 16`)
-                // that the datapath has consumed (the ring has room), so it is ours.
-                unsafe { core::ptr::write_volatile(p.add(i), w) };
-            }
-            // Entry bytes before the producer index that publishes them.
-            io_fence();
-            self.txh_producer = self.txh_producer.wrapping_add(1);
-            write32(map::EVQ_TXH_BASE + PRODUCER, self.txh_producer);
             true
         }
     }

@@ -1,18 +1,22 @@
 //! # mrc-nic: the MRC image for the NIC's embedded RISC-V cores
 //!
 //! Boot (riscv-rt), recover the `NOINIT` block (crash record, log ring), start the watchdog,
-//! hand the datapath its CSR rings and header queues (`hal::NicDatapath::init`), then the main loop: read the
-//! timer once, kick the watchdog, and run one [`mrc_nicloop::NicLoop::step_admin`] at that
-//! `now` (admin commands from the host interface into the shared admin executor, DP->FW CSR
-//! entries into the MRC engine, its timeouts, engine output to the FW->DP ring and the
-//! datapath). With the `qemu` feature the image runs the [`selftest`] instead and exits
-//! QEMU with its verdict.
+//! build the main loop and hand the datapath and the host interface their rings
+//! (`hal::NicDatapath::init`), then loop: read the timer once, kick the watchdog, and run one
+//! [`mrc_nicloop::NicLoop::step_admin`] at that `now` (admin commands into the shared admin
+//! executor, DP->FW CSR entries into the MRC engine, its timeouts, its commands and the loop's
+//! host writes out through the FW->DP ring). Packets never reach the core: the datapath does
+//! every packet's work. With the `qemu` feature the image runs the [`selftest`] instead (or,
+//! given the semihosting argument `fw-cost`, only the firmware cost measurement, [`fwcost`])
+//! and exits QEMU with its verdict.
 //!
 //! All unsafe code is in [`hal`]; the rest of the image is `#![deny(unsafe_code)]`.
 #![no_std]
 #![no_main]
 #![deny(unsafe_code)]
 
+#[cfg(feature = "qemu")]
+mod fwcost;
 mod hal;
 #[cfg(feature = "qemu")]
 mod runtime;
@@ -48,7 +52,11 @@ fn main() -> ! {
 
     #[cfg(feature = "qemu")]
     {
-        let passed = selftest::run();
+        let passed = if selftest::fw_cost_requested() {
+            selftest::fw_cost()
+        } else {
+            selftest::run()
+        };
         hal::exit(passed)
     }
     #[cfg(not(feature = "qemu"))]

@@ -1,7 +1,9 @@
-//! The QEMU self-test: two NICs' engines exchanging a few thousand checked messages over lossy,
-//! reordering planes with a plane failure ([`crate::twonic`]), engine blocks with fixed inputs,
-//! the update verifier (Ed25519 on the core), the crash record and the main loop; prints
-//! counters and a final `self-test passed` / `self-test FAILED` record.
+//! The QEMU self-test: two NICs (the main loop around the engine, the datapath models standing
+//! in for the hardware) exchanging a few thousand checked messages over lossy, reordering
+//! planes with a plane failure ([`crate::twonic`]), the cost stream ([`crate::fwcost`]), engine
+//! blocks with fixed inputs, the main loop's admin path, the update verifier (Ed25519 on the
+//! core) and the crash record; prints counters and a final `self-test passed` /
+//! `self-test FAILED` record.
 
 use mrc_firmware::engine::cc::{Controller, Nscc, NsccParams};
 use mrc_firmware::engine::retry::{RetryDecision, RetryState};
@@ -15,6 +17,7 @@ use mrc_nic_board::crash::{event, CrashReason, CrashRecord, EventKind, EventTrac
 
 use mrc_abi::device::admin::body::{CreateCq, CreateQp, ObjectId, QpInit, QpRtr, QpRts};
 use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus, QpModify, QpState};
+use mrc_abi::device::csr::CsrEntry;
 use mrc_nicloop::{Datapath, NicAdmin, NicLoop};
 
 use crate::hal;
@@ -48,22 +51,22 @@ pub fn run() -> bool {
     };
     crate::twonic::checked_pair(&mut c);
     crate::twonic::planted_bug(&mut c);
-    crate::twonic::stream(&mut c);
+    stream(&mut c);
     timer_wheel(&mut c);
     retry(&mut c);
     congestion(&mut c);
-    main_loop(&mut c);
+    building_blocks(&mut c);
     let mark = hal::stack_paint();
     admin(&mut c);
     let depth = hal::stack_used_below(mark);
     defmt::info!(
-        "admin path stack: {} bytes deep (budget {})",
+        "boot and admin path stack: {} bytes deep (budget {})",
         depth,
         mrc_nicloop::STACK_BUDGET
     );
     c.that(
         depth <= mrc_nicloop::STACK_BUDGET,
-        "admin path stack within budget",
+        "boot and admin path stack within budget",
     );
     update(&mut c);
     crash_record(&mut c);
@@ -75,6 +78,50 @@ pub fn run() -> bool {
         defmt::error!("self-test FAILED");
         false
     }
+}
+
+/// Whether QEMU was started with the semihosting argument `fw-cost` (`just fw-cost`).
+pub fn fw_cost_requested() -> bool {
+    semihosting::experimental::env::args::<256>()
+        .is_ok_and(|a| (&a).into_iter().any(|s| s == Ok("fw-cost")))
+}
+
+/// `just fw-cost`: the firmware cost JSON on semihosting stderr; passes when both runs
+/// delivered every packet within the budget.
+pub fn fw_cost() -> bool {
+    match crate::fwcost::json() {
+        Some(per_packet) => {
+            defmt::info!(
+                "firmware: {} instr per delivered packet (budget {})",
+                per_packet,
+                crate::fwcost::BUDGET_PER_PACKET
+            );
+            per_packet <= crate::fwcost::BUDGET_PER_PACKET
+        }
+        None => {
+            defmt::error!("fw-cost: a stream run failed");
+            false
+        }
+    }
+}
+
+/// The cost stream once (batched): every packet delivered once; the firmware's instructions
+/// per delivered packet.
+fn stream(c: &mut Check) {
+    hal::trace(event(EventKind::SelfTest, 9));
+    let r = crate::fwcost::run(false);
+    c.that(
+        !r.report.failed && r.report.delivered_packets == crate::fwcost::PACKETS,
+        "stream delivers every packet once",
+    );
+    defmt::info!(
+        "stream: {} data packets delivered, {} lost, {} retransmits; firmware (main loop + engine, both NICs) {} instr per delivered data packet, whole run {}",
+        r.report.delivered_packets,
+        r.report.channel.lost,
+        r.report.sender.retransmits_sent,
+        r.per_packet(),
+        r.instructions / r.report.delivered_packets.max(1)
+    );
 }
 
 fn timer_wheel(c: &mut Check) {
@@ -160,7 +207,9 @@ fn congestion(c: &mut Check) {
     defmt::info!("nscc: cwnd {} -> {} -> {}", init, grown, shrunk);
 }
 
-fn main_loop(c: &mut Check) {
+/// The engine's building blocks stepped like a loop on the core (timer wheel, an EV table,
+/// port events): see [`crate::runtime`].
+fn building_blocks(c: &mut Check) {
     hal::trace(event(EventKind::SelfTest, 4));
     let mut rt = Runtime::new();
     let before = rt.evs().active();
@@ -190,7 +239,7 @@ fn main_loop(c: &mut Check) {
     c.that(k.iterations == ITERS, "loop ran");
     c.that(k.probes > 0, "probes requested after plane up");
     defmt::info!(
-        "main loop: {} iterations over {} ns, {} instr/iteration, probes {}, timers {}",
+        "building blocks: {} iterations over {} ns, {} instr/iteration, probes {}, timers {}",
         ITERS,
         hal::now_ns() - start_ns,
         per_iter,
@@ -199,28 +248,32 @@ fn main_loop(c: &mut Check) {
     );
 }
 
-/// A datapath with only an admin path: one command in, its reply out.
+/// A datapath with only an admin path: one command in, its reply out; FW->DP entries are
+/// taken at once.
 struct AdminOnly {
     cmd: Option<[u8; 64]>,
     reply: Option<AdminReply>,
+    orders: u32,
 }
 
 impl Datapath for AdminOnly {
-    fn pop_event(&mut self) -> Option<[u8; 32]> {
-        None
-    }
-    fn push_order(&mut self, _entry: &[u8; 32]) -> bool {
-        true
-    }
-    fn pop_rx(&mut self) -> Option<[u8; 64]> {
-        None
-    }
-    fn rx_done(&mut self, _verdict: &[u8; 16]) {}
-    fn tx_room(&mut self) -> usize {
+    fn peek_events(&mut self, _out: &mut [CsrEntry]) -> usize {
         0
     }
-    fn push_tx(&mut self, _entry: &[u8; 64]) -> bool {
-        false
+    fn consume_events(&mut self, _n: usize) {}
+    fn orders_room(&mut self) -> usize {
+        mrc_nicloop::BUDGET
+    }
+    fn push_orders(&mut self, entries: &[CsrEntry]) -> usize {
+        // The datapath takes every entry at once.
+        self.orders = self.orders.wrapping_add(entries.len() as u32);
+        entries.len()
+    }
+    fn orders_written(&self) -> u32 {
+        self.orders
+    }
+    fn orders_taken(&mut self) -> u32 {
+        self.orders
     }
     fn pop_admin(&mut self) -> Option<[u8; 64]> {
         self.cmd.take()
@@ -231,9 +284,10 @@ impl Datapath for AdminOnly {
     }
 }
 
-/// The NIC main loop's admin path on the core: a QP created and moved RESET -> INIT -> RTR ->
-/// RTS through admin commands (the engine QP follows), an MPR the engine's window cannot hold
-/// refused with the field's offset, teardown; instructions per command.
+/// The NIC main loop built as the NIC builds it (in place, `hal::nic_loop`) and its admin path
+/// on the core: a QP created and moved RESET -> INIT -> RTR -> RTS through admin commands (the
+/// engine QP follows), an MPR the engine's window cannot hold refused with the field's offset,
+/// teardown; instructions per command.
 fn admin(c: &mut Check) {
     hal::trace(event(EventKind::SelfTest, 7));
     // The NIC's own loop and tables, built in place as the NIC image builds them.
@@ -241,6 +295,7 @@ fn admin(c: &mut Check) {
     let mut dp = AdminOnly {
         cmd: None,
         reply: None,
+        orders: 0,
     };
     let mut cmds = 0u64;
     let start = hal::instret();

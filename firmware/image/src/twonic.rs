@@ -1,30 +1,28 @@
-//! The two-NIC part of the QEMU self-test: the engine issue's test kit
-//! (`mrc_firmware::testkit`) on the emulated core.
+//! The two-NIC part of the QEMU self-test: the test kit (`mrc_firmware::testkit`) on the
+//! emulated core, each NIC the datapath model (standing in for the datapath hardware) with the
+//! image's main loop ([`mrc_nicloop::NicLoop`], around the engine) as its firmware.
 //!
-//! - [`checked_pair`]: two NICs' engines and datapath models, real payload bytes, a few thousand
-//!   messages both ways (Write and Write-with-Immediate, signaled and not) over lossy,
-//!   duplicating, trimming, CE-marking, reordering in-memory planes with a blackholed EV and one
-//!   plane down in the middle of the run. The test kit checks every destination byte (each
-//!   written exactly once inside a message, never outside, equal to its source), completion
-//!   order, immediates after their data, and liveness.
-//! - [`planted_bug`]: the same checker must catch the test kit's planted engine bug (a
-//!   `TRIMMED_LAST_HOP` NACK not retransmitted), so a checker that cannot fail is itself caught.
-//! - [`stream`]: a one-way bulk stream with virtual payloads (the `engine_cost` workload, sized
-//!   down): guest instructions per delivered data packet of the engines and channel alone.
+//! - [`checked_pair`]: real payload bytes, a few thousand messages both ways (Write and
+//!   Write-with-Immediate, signaled and not) over lossy, duplicating, trimming, CE-marking,
+//!   reordering in-memory planes with a blackholed EV and one plane down in the middle of the
+//!   run. The test kit checks every destination byte (each written exactly once inside a
+//!   message, never outside, equal to its source), completion order, immediates after their
+//!   data, and liveness.
+//! - [`planted_bug`]: the same checker must catch the test kit's planted datapath bug (a
+//!   `TRIMMED_LAST_HOP` NACK taken as the packet's ACK, so it is never resent), so a checker
+//!   that cannot fail is itself caught.
 //!
-//! Guest instructions are read from `minstret`; under `qemu -icount shift=0` it counts every
-//! retired instruction exactly, so the figures are deterministic.
-//!
-//! Capacities are the test kit's (`TkEngine`: 2 QPs, 256 EVs, 4 planes, 512-PSN window;
-//! 16 KiB of memory per NIC, a 512-packet channel): they fit the 4 MiB QEMU `virt` RAM map
-//! (the pair lives on the stack, a few hundred KiB), so nothing is sized down.
+//! Capacities are the test kit's (`TestKit`: 2 QPs, 256 EVs, 4 planes, 512-PSN window; 16 KiB
+//! of memory per NIC, a 512-packet channel): they fit the 4 MiB QEMU `virt` RAM map (the pair
+//! lives on the stack, a few hundred KiB), so nothing is sized down.
 
+use mrc_firmware::datapath::stage::DatapathCounters;
 use mrc_firmware::engine::EngineCounters;
 use mrc_firmware::testkit::channel::ChannelConfig;
 use mrc_firmware::testkit::pair::{PairConfig, MEM};
-use mrc_firmware::testkit::stream::{run_stream, StreamConfig};
-use mrc_firmware::testkit::{Failure, Pair, Report, CHECKED_PAYLOAD};
+use mrc_firmware::testkit::{Failure, Pair, Report, TestKit, CHECKED_PAYLOAD};
 use mrc_nic_board::crash::{event, EventKind};
+use mrc_nicloop::{LoopConfig, NicLoop};
 
 use crate::hal;
 use crate::selftest::Check;
@@ -40,9 +38,7 @@ const WAVES: u32 = 48;
 const OUTAGE: (u8, u64, u64) = (2, 3_000_000, 5_000_000);
 /// Watchdog period while one long test-kit run is in progress (the run cannot kick it): the
 /// longest the NIC watchdog takes, ~4.3 s, i.e. ~4.3 G guest instructions under `-icount 0`.
-const LONG_RUN_WATCHDOG_NS: u32 = u32::MAX;
-/// Data packets of the cost stream.
-const STREAM_PACKETS: u64 = 20_000;
+pub const LONG_RUN_WATCHDOG_NS: u32 = u32::MAX;
 
 /// The checked run's configuration: chaos everywhere, one plane down in the middle.
 fn config() -> PairConfig {
@@ -67,6 +63,23 @@ fn config() -> PairConfig {
     cfg
 }
 
+/// Two NICs of `cfg`, each the datapath model with the main loop as its firmware, run to the
+/// end; the guest instructions it took.
+fn run_pair(cfg: PairConfig) -> (Result<Report, Failure>, u64) {
+    let lp = LoopConfig {
+        engine: cfg.engine,
+        mtu_payload: cfg.datapath.mtu_payload,
+    };
+    hal::watchdog_start(LONG_RUN_WATCHDOG_NS);
+    let start = hal::instret();
+    let result =
+        Pair::<CHECKED_PAYLOAD, NicLoop<TestKit>>::with_firmware(cfg, || NicLoop::new(lp).ok())
+            .and_then(|mut p| p.run());
+    let instr = hal::instret() - start;
+    hal::watchdog_start(crate::WATCHDOG_NS);
+    (result, instr)
+}
+
 fn failure_name(f: &Failure) -> &'static str {
     match f {
         Failure::ErrorCompletion { .. } => "error completion",
@@ -82,18 +95,18 @@ fn failure_name(f: &Failure) -> &'static str {
     }
 }
 
-fn sum(e: &[EngineCounters; 2], f: fn(&EngineCounters) -> u64) -> u64 {
+fn sum_dp(d: &[DatapathCounters; 2], f: fn(&DatapathCounters) -> u64) -> u64 {
+    f(&d[0]) + f(&d[1])
+}
+
+fn sum_fw(e: &[EngineCounters; 2], f: fn(&EngineCounters) -> u64) -> u64 {
     f(&e[0]) + f(&e[1])
 }
 
 /// Two NICs, a few thousand checked messages, a plane failure in the middle.
 pub fn checked_pair(c: &mut Check) {
-    hal::trace(event(EventKind::SelfTest, 7));
-    hal::watchdog_start(LONG_RUN_WATCHDOG_NS);
-    let start = hal::instret();
-    let result = Pair::<CHECKED_PAYLOAD>::new(config()).and_then(|mut p| p.run());
-    let instr = hal::instret() - start;
-    hal::watchdog_start(crate::WATCHDOG_NS);
+    hal::trace(event(EventKind::SelfTest, 10));
+    let (result, instr) = run_pair(config());
     let r: Report = match result {
         Ok(r) => r,
         Err(f) => {
@@ -101,8 +114,8 @@ pub fn checked_pair(c: &mut Check) {
             return c.that(false, "two NICs deliver every byte exactly once");
         }
     };
-    let e = &r.engines;
-    let placed = sum(e, |k| k.placed);
+    let (d, e) = (&r.datapaths, &r.engines);
+    let placed = sum_dp(d, |k| k.placed);
     let ch = r.channel;
     let bytes_checked = u64::from(WAVES) * 2 * (MEM / 2) as u64;
     c.that(r.messages >= 2_000, "a few thousand messages");
@@ -120,8 +133,14 @@ pub fn checked_pair(c: &mut Check) {
         "the planes lost, reordered, duplicated and trimmed packets",
     );
     c.that(
-        sum(e, |k| k.retransmits_sent) > 0,
+        sum_dp(d, |k| k.retransmits_sent) > 0,
         "losses were repaired by retransmission",
+    );
+    c.that(
+        sum_fw(e, |k| {
+            k.events_malformed + k.events_wrong_side + k.commands_overflow
+        }) == 0,
+        "every CSR entry between datapath and firmware was well formed",
     );
     defmt::info!(
         "two NICs: {} messages, {} completions, {} destination bytes checked, end {} ns (plane {} down {}..{} ns)",
@@ -147,18 +166,20 @@ pub fn checked_pair(c: &mut Check) {
         ch.overflow
     );
     defmt::info!(
-        "engines: placed {} data-sent {} retransmits {} acks {} nacks {} probes {} timeouts {} ev-events {}",
+        "datapaths: placed {} data-sent {} retransmits {} acks {} nacks {} probes {}; firmware: events {} commands {} timeouts {} ev-events {}",
         placed,
-        sum(e, |k| k.data_sent),
-        sum(e, |k| k.retransmits_sent),
-        sum(e, |k| k.acks_sent),
-        sum(e, |k| k.nacks_sent),
-        sum(e, |k| k.probes_sent),
-        sum(e, |k| k.timeouts_fired),
+        sum_dp(d, |k| k.data_sent),
+        sum_dp(d, |k| k.retransmits_sent),
+        sum_dp(d, |k| k.acks_sent),
+        sum_dp(d, |k| k.nacks_sent),
+        sum_dp(d, |k| k.probes_sent),
+        sum_fw(e, |k| k.events),
+        sum_fw(e, |k| k.commands),
+        sum_fw(e, |k| k.timeouts_fired),
         r.ev_events
     );
     defmt::info!(
-        "two NICs: {} guest instr, {} instr per delivered data packet (checker, byte copies and wire codec included)",
+        "two NICs: {} guest instr, {} instr per delivered data packet (datapath models, checker, byte copies and wire codec included)",
         instr,
         instr / placed.max(1)
     );
@@ -166,45 +187,18 @@ pub fn checked_pair(c: &mut Check) {
 
 /// The checker catches the planted bug (a trimmed-at-last-hop packet never retransmitted).
 pub fn planted_bug(c: &mut Check) {
-    hal::trace(event(EventKind::SelfTest, 8));
+    hal::trace(event(EventKind::SelfTest, 11));
     let mut cfg = config();
-    cfg.engine.planted_bug = true;
+    cfg.datapath.planted_bug = true;
     cfg.waves = 2;
     cfg.max_time_ns = 50_000_000;
     // Enough last-hop trims that the bug bites within two waves.
     cfg.channel.trim_ppm = 100_000;
-    hal::watchdog_start(LONG_RUN_WATCHDOG_NS);
-    let result = Pair::<CHECKED_PAYLOAD>::new(cfg).and_then(|mut p| p.run());
-    hal::watchdog_start(crate::WATCHDOG_NS);
+    let (result, _) = run_pair(cfg);
     let name = match &result {
         Ok(_) => "nothing",
         Err(f) => failure_name(f),
     };
     c.that(result.is_err(), "the checker catches the planted bug");
     defmt::info!("planted bug: the checker reported {=str}", name);
-}
-
-/// The engine cost workload on the core: instructions per delivered data packet.
-pub fn stream(c: &mut Check) {
-    hal::trace(event(EventKind::SelfTest, 9));
-    let cfg = StreamConfig {
-        packets: STREAM_PACKETS,
-        ..StreamConfig::default()
-    };
-    hal::watchdog_start(LONG_RUN_WATCHDOG_NS);
-    let start = hal::instret();
-    let r = run_stream(cfg);
-    let instr = hal::instret() - start;
-    hal::watchdog_start(crate::WATCHDOG_NS);
-    c.that(
-        !r.failed && r.delivered_packets == STREAM_PACKETS,
-        "stream delivers every packet once",
-    );
-    defmt::info!(
-        "stream: {} data packets delivered, {} lost, {} retransmits, {} instr per delivered data packet (engines + channel, 1% loss, 256 EVs)",
-        r.delivered_packets,
-        r.channel.lost,
-        r.sender.retransmits_sent,
-        instr / r.delivered_packets.max(1)
-    );
 }

@@ -557,7 +557,7 @@ impl<C: crate::capacity::Capacity> QpEngine for Core<'_, C> {
         self.datapath.config().mtu_payload
     }
     fn qp_limits(&self) -> [u32; 3] {
-        [WIN as u32, SQ as u32, RQ as u32]
+        [C::WINDOW_PSNS as u32, C::SEND_QUEUE as u32, C::RECV_QUEUE as u32]
     }
 }
 

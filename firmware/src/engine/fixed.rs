@@ -10,6 +10,25 @@ pub const LOG_FRAC_BITS: u32 = 20;
 /// ln(2) in Q20 (0.693147... * 2^20, rounded).
 const LN2_Q20: i64 = 726_817;
 
+/// `n / d` for `d > 0`, by the 32-bit hardware divide when both fit in 32 bits: the NIC core
+/// has no 64-bit divide, and the library routine costs tens of instructions even for small
+/// values. The same value as `n / d`.
+#[inline]
+pub fn div_u64(n: u64, d: u64) -> u64 {
+    if (n | d) >> 32 == 0 {
+        u64::from(n as u32 / d as u32)
+    } else {
+        n / d
+    }
+}
+
+/// `n.div_ceil(d)` for `d > 0`, as [`div_u64`].
+#[inline]
+pub fn div_ceil_u64(n: u64, d: u64) -> u64 {
+    let q = div_u64(n, d);
+    q + u64::from(q * d != n)
+}
+
 /// `x * q / 2^16` for a Q16 factor, saturating at `u64::MAX`.
 pub const fn mul_q16(x: u64, q: u32) -> u64 {
     let p = (x as u128 * q as u128) >> 16;
@@ -203,6 +222,18 @@ mod tests {
                 ewma_q16(old, sample, gain),
                 "{old} {sample} {gain}"
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// The 32-bit fast path gives the 64-bit division's value, on both sides of 2^32.
+        #[test]
+        fn div_u64_is_division(
+            n in proptest::prop_oneof![0u64..1 << 32, proptest::num::u64::ANY],
+            d in proptest::prop_oneof![1u64..1 << 32, 1u64..=u64::MAX],
+        ) {
+            proptest::prop_assert_eq!(div_u64(n, d), n / d);
+            proptest::prop_assert_eq!(div_ceil_u64(n, d), n.div_ceil(d));
         }
     }
 }

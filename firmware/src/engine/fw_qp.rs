@@ -7,8 +7,9 @@
 //! weights, the congestion window, completions), so a burst of events costs one write of each.
 
 use mrc_abi::device::csr::{
-    self, CsrEvent, EvEventEntry, EvUpdate, PlaneWeight, QpInitCtx, QpRtrCtx, QpRtsCtx,
-    QpStateEntry, Retransmit, RetransmitUnacked, SendProbe, TailProbe, WindowUpdate, EV_ANY,
+    self, CsrEntry, CsrEvent, CsrKind, EvEventEntry, EvUpdate, PlaneWeight, QpInitCtx, QpRtrCtx,
+    QpRtsCtx, QpStateEntry, Retransmit, RetransmitUnacked, SendProbe, TailProbe, WindowUpdate,
+    EV_ANY,
 };
 use mrc_abi::wire::NackReason;
 use mrc_abi::Psn;
@@ -153,13 +154,9 @@ pub trait QpContext {
         limits: &Limits,
         cmds: &mut Cmds,
     ) -> Result<(), QpError>;
-    /// One datapath report about this QP (room for [`EVENT_CMDS`] commands is the caller's).
-    fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds);
-    /// An ACK summary, as [`Self::handle_event`] takes it (the engine's path for the most
-    /// frequent report, read from its ring slot without the general decode).
-    fn handle_ack_summary(&mut self, now_ns: u64, a: &csr::AckSummary);
-    /// A work request whose packets all left, as [`Self::handle_event`] takes it.
-    fn handle_tx_done(&mut self, now_ns: u64, d: &csr::TxDone);
+    /// One datapath report about this QP, checked, of kind `kind` (room for [`EVENT_CMDS`]
+    /// commands is the caller's).
+    fn handle_event(&mut self, now_ns: u64, kind: CsrKind, e: &CsrEntry, cmds: &mut Cmds);
     /// The deadline of timer `kind`.
     fn deadline(&self, kind: usize) -> Option<u64>;
     /// The wheel entry of timer `kind`.
@@ -478,11 +475,13 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         Ok(())
     }
 
-    fn handle_event(&mut self, now_ns: u64, ev: &CsrEvent, cmds: &mut Cmds) {
+    fn handle_event(&mut self, now_ns: u64, kind: CsrKind, e: &CsrEntry, cmds: &mut Cmds) {
         let live = matches!(self.state, QpState::Rtr | QpState::Rts);
-        match ev {
-            CsrEvent::AckSummary(a) => self.handle_ack_summary(now_ns, a),
-            CsrEvent::Loss(l) if self.state == QpState::Rts => {
+        let rts = self.state == QpState::Rts;
+        match kind {
+            CsrKind::AckSummary if rts => self.handle_ack(now_ns, e.view()),
+            CsrKind::Loss if rts => {
+                let l = e.view::<csr::LossEntry>();
                 self.counters.losses += 1;
                 let ev = l.ev.get();
                 let _ = self
@@ -492,16 +491,30 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 self.cc.on_nack(now_ns, u64::from(l.len.get()));
                 self.order_retransmit(l.psn(), true, cmds);
             }
-            CsrEvent::Nack(n) if self.state == QpState::Rts => self.handle_nack(now_ns, n, cmds),
-            CsrEvent::TxStart(_) if self.state == QpState::Rts => {
+            CsrKind::Nack if rts => self.handle_nack(now_ns, e.view(), cmds),
+            CsrKind::TxStart if rts => {
                 self.retry.arm(now_ns);
                 self.outstanding = true;
                 self.arm_tlp(now_ns);
             }
-            CsrEvent::TxDone(d) => self.handle_tx_done(now_ns, d),
-            CsrEvent::WimmPlaced(w) if live => {
+            CsrKind::TxDone if rts || self.state == QpState::Error => {
+                let d = e.view::<csr::TxDone>();
+                let a = Awaiting {
+                    wr_id: d.wr_id.get(),
+                    end: d.end_psn(),
+                    signaled: d.flags & csr::TXD_SIGNALED != 0,
+                };
+                if self.awaiting.push_back(a).is_err() {
+                    self.counters.awaiting_overflow += 1;
+                }
+                if rts {
+                    self.arm_tlp(now_ns);
+                }
+            }
+            CsrKind::WimmPlaced if live => {
+                let w = e.view::<csr::WimmPlaced>();
                 self.counters.imm_completions += 1;
-                let e = self.complete(Completion {
+                let c = self.complete(Completion {
                     qpn: self.qpn,
                     wr_id: w.wr_id.get(),
                     kind: CompletionKind::RecvImm {
@@ -510,9 +523,10 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     },
                     status: Ok(()),
                 });
-                cmds.push_entry(e);
+                cmds.push_entry(c);
             }
-            CsrEvent::ProbeReply(p) if live => {
+            CsrKind::ProbeReply if live => {
+                let p = e.view::<csr::ProbeReply>();
                 match self.ev.handle_probe_reply(
                     p.ev_index.get(),
                     p.probe_id.get(),
@@ -522,7 +536,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     Err(_) => self.counters.probe_replies_stale += 1,
                 }
             }
-            CsrEvent::RxFatal(f) => {
+            CsrKind::RxFatal => {
+                let f = e.view::<csr::RxFatal>();
                 let reason = NackReason::from_u8(f.reason).unwrap_or(NackReason::RemoteAccess);
                 self.fail(
                     CompletionError::Flushed,
@@ -530,60 +545,37 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     cmds,
                 );
             }
-            CsrEvent::Flushed(f)
-                if self.state == QpState::Error && f.flags & csr::FLUSH_RECV != 0 =>
-            {
-                if self.recv_flushed.push_back(f.wr_id.get()).is_err() {
-                    self.counters.awaiting_overflow += 1;
+            CsrKind::Flushed if self.state == QpState::Error => {
+                let f = e.view::<csr::Flushed>();
+                if f.flags & csr::FLUSH_RECV != 0 {
+                    if self.recv_flushed.push_back(f.wr_id.get()).is_err() {
+                        self.counters.awaiting_overflow += 1;
+                    }
+                } else {
+                    // Behind the work requests already waiting (they were posted earlier):
+                    // the lazy pass completes them all in order, with errors.
+                    let a = Awaiting {
+                        wr_id: f.wr_id.get(),
+                        end: self.una,
+                        signaled: f.flags & csr::FLUSH_SIGNALED != 0,
+                    };
+                    if self.awaiting.push_back(a).is_err() {
+                        self.counters.awaiting_overflow += 1;
+                    }
                 }
             }
-            CsrEvent::Flushed(f) if self.state == QpState::Error => {
-                // Behind the work requests already waiting (they were posted earlier): the
-                // lazy pass completes them all in order, with errors.
-                let a = Awaiting {
-                    wr_id: f.wr_id.get(),
-                    end: self.una,
-                    signaled: f.flags & csr::FLUSH_SIGNALED != 0,
-                };
-                if self.awaiting.push_back(a).is_err() {
-                    self.counters.awaiting_overflow += 1;
-                }
-            }
-            CsrEvent::EvDeliveries(d) => {
+            CsrKind::EvDeliveries => {
+                let d = e.view::<csr::EvDeliveries>();
                 let _ = self
                     .ev
                     .credit_deliveries(d.ev.get(), u64::from(d.count.get()));
             }
-            CsrEvent::SkipServed(s) => {
-                let _ = self.ev.handle_skip_served(s.ev.get());
+            CsrKind::SkipServed => {
+                let _ = self
+                    .ev
+                    .handle_skip_served(e.view::<csr::SkipServed>().ev.get());
             }
             _ => self.counters.events_ignored += 1,
-        }
-    }
-
-    fn handle_ack_summary(&mut self, now_ns: u64, a: &csr::AckSummary) {
-        if self.state == QpState::Rts {
-            self.handle_ack(now_ns, a);
-        } else {
-            self.counters.events_ignored += 1;
-        }
-    }
-
-    fn handle_tx_done(&mut self, now_ns: u64, d: &csr::TxDone) {
-        if !matches!(self.state, QpState::Rts | QpState::Error) {
-            self.counters.events_ignored += 1;
-            return;
-        }
-        let a = Awaiting {
-            wr_id: d.wr_id.get(),
-            end: d.end_psn(),
-            signaled: d.flags & csr::TXD_SIGNALED != 0,
-        };
-        if self.awaiting.push_back(a).is_err() {
-            self.counters.awaiting_overflow += 1;
-        }
-        if self.state == QpState::Rts {
-            self.arm_tlp(now_ns);
         }
     }
 

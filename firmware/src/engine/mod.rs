@@ -26,6 +26,7 @@ pub mod completion;
 pub mod ev_state;
 pub mod fixed;
 pub mod fw_qp;
+mod in_place;
 pub mod qp;
 pub mod retry;
 pub mod rng;
@@ -34,9 +35,7 @@ pub mod timer_wheel;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{AckSummary, CsrEntry, CsrEvent, CsrKind, PlaneDown, TxDone};
-
-use crate::csr_queue::read_as;
+use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PlaneDown, PortEventEntry};
 
 use crate::capacity::{Capacity, Slots};
 use fw_qp::{Cmds, Limits, QpContext, EVENT_CMDS, TIMERS_PER_QP as KINDS, TIMER_CMDS};
@@ -45,6 +44,40 @@ use timer_wheel::{TimerId, Timers};
 pub use completion::{Completion, CompletionError, CompletionKind};
 pub use fw_qp::{FwQpCounters, FwQpView, CMD_CAP, TIMERS_PER_QP};
 pub use qp::{Attr, CcProfile, EvProfile, QpAttrs, QpError, QpHint, QpState};
+
+/// The QP a checked DP->FW entry other than `PortEvent` and `RxDrops` is about: every such
+/// kind carries it in bytes 4..8.
+#[inline]
+fn event_qpn(e: &CsrEntry) -> u32 {
+    e.view::<mrc_abi::device::csr::TxStart>().qpn.get()
+}
+
+const _: () = {
+    use core::mem::offset_of;
+    use mrc_abi::device::csr::*;
+    assert!(offset_of!(AckSummary, qpn) == 4);
+    assert!(offset_of!(LossEntry, qpn) == 4);
+    assert!(offset_of!(NackEntry, qpn) == 4);
+    assert!(offset_of!(TxStart, qpn) == 4);
+    assert!(offset_of!(TxDone, qpn) == 4);
+    assert!(offset_of!(WimmPlaced, qpn) == 4);
+    assert!(offset_of!(ProbeReply, qpn) == 4);
+    assert!(offset_of!(RxFatal, qpn) == 4);
+    assert!(offset_of!(Flushed, qpn) == 4);
+    assert!(offset_of!(EvDeliveries, qpn) == 4);
+    assert!(offset_of!(SkipServed, qpn) == 4);
+    // These and `PortEvent`, `RxDrops` are every DP->FW kind: a new one fails here until it is
+    // listed above (or handled apart).
+    let mut events = 0;
+    let mut i = 0;
+    while i < CsrKind::ALL.len() {
+        if CsrKind::ALL[i].is_event() {
+            events += 1;
+        }
+        i += 1;
+    }
+    assert!(events == 11 + 2);
+};
 
 /// Engine-wide configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,10 +168,7 @@ impl<C: Capacity> Engine<C> {
     /// # Errors
     /// [`EngineError`] naming the bad field.
     pub fn new(cfg: EngineConfig) -> Result<Self, EngineError> {
-        let tick = core::num::NonZeroU64::new(cfg.tick_ns).ok_or(EngineError::ZeroTick)?;
-        if !(1..=63).contains(&cfg.reorder_tx) {
-            return Err(EngineError::ReorderTx(cfg.reorder_tx));
-        }
+        let tick = Self::check(&cfg)?;
         Ok(Engine {
             cfg,
             qps: C::PerQp::<C::FwQp>::build(|i| C::FwQp::new(i as u32)),
@@ -149,6 +179,15 @@ impl<C: Capacity> Engine<C> {
             counters: EngineCounters::default(),
             _c: PhantomData,
         })
+    }
+
+    /// `cfg` checked; its tick.
+    fn check(cfg: &EngineConfig) -> Result<core::num::NonZeroU64, EngineError> {
+        let tick = core::num::NonZeroU64::new(cfg.tick_ns).ok_or(EngineError::ZeroTick)?;
+        if !(1..=63).contains(&cfg.reorder_tx) {
+            return Err(EngineError::ReorderTx(cfg.reorder_tx));
+        }
+        Ok(tick)
     }
 
     /// The configuration.
@@ -298,35 +337,9 @@ impl<C: Capacity> Engine<C> {
                 return i;
             }
             self.counters.events += 1;
-            // (the two most frequent kinds read from their slot and handed to their QP without
-            // the general decode; the same checks)
-            let k = e.kind_code();
-            if k == CsrKind::AckSummary as u8 {
-                match read_as::<AckSummary>(e) {
-                    Ok(a) => {
-                        self.qp_event(now_ns, a.qpn.get(), |q| q.handle_ack_summary(now_ns, &a))
-                    }
-                    Err(_) => self.counters.events_malformed += 1,
-                }
-                continue;
-            }
-            if k == CsrKind::TxDone as u8 {
-                match read_as::<TxDone>(e) {
-                    Ok(d) => self.qp_event(now_ns, d.qpn.get(), |q| q.handle_tx_done(now_ns, &d)),
-                    Err(_) => self.counters.events_malformed += 1,
-                }
-                continue;
-            }
-            // (the other frequent kinds checked on their own: the same checks as the general
-            // decode, without its dispatch)
-            let decoded = match k {
-                k if k == CsrKind::Loss as u8 => read_as(e).map(CsrEvent::Loss),
-                k if k == CsrKind::ProbeReply as u8 => read_as(e).map(CsrEvent::ProbeReply),
-                k if k == CsrKind::SkipServed as u8 => read_as(e).map(CsrEvent::SkipServed),
-                _ => e.decode(),
-            };
-            let ev = match decoded {
-                Ok(ev) if ev.kind().is_event() => ev,
+            // Checked in place and read through views: no copy of the entry.
+            let kind = match e.check() {
+                Ok(k) if k.is_event() => k,
                 Ok(_) => {
                     self.counters.events_wrong_side += 1;
                     continue;
@@ -336,17 +349,18 @@ impl<C: Capacity> Engine<C> {
                     continue;
                 }
             };
-            match ev {
-                CsrEvent::PortEvent(p) => {
+            match kind {
+                CsrKind::PortEvent => {
+                    let p = e.view::<PortEventEntry>();
                     if p.up == 0 {
                         self.handle_plane_down(now_ns, p.plane);
                     } else {
                         self.handle_plane_up(now_ns, p.plane);
                     }
                 }
-                CsrEvent::RxDrops(_) => self.counters.rx_drop_reports += 1,
+                CsrKind::RxDrops => self.counters.rx_drop_reports += 1,
                 _ => {
-                    let qpn = ev.qpn().unwrap_or(u32::MAX);
+                    let qpn = event_qpn(e);
                     let Some(qp) = self
                         .qps
                         .as_mut()
@@ -357,7 +371,7 @@ impl<C: Capacity> Engine<C> {
                         continue;
                     };
                     let was_error = qp.state() == QpState::Error;
-                    qp.handle_event(now_ns, &ev, &mut self.cmds);
+                    qp.handle_event(now_ns, kind, e, &mut self.cmds);
                     if !was_error && qp.state() == QpState::Error {
                         self.counters.qp_errors += 1;
                     }
@@ -369,54 +383,20 @@ impl<C: Capacity> Engine<C> {
         events.len()
     }
 
-    /// A report about QP `qpn` that queues no command, handed to it by `f` (or counted
-    /// when the QP is not open), with the bookkeeping after every report.
-    #[inline(always)]
-    fn qp_event(&mut self, now_ns: u64, qpn: u32, f: impl FnOnce(&mut C::FwQp)) {
-        let Some(qp) = self
-            .qps
-            .as_mut()
-            .get_mut(qpn as usize)
-            .filter(|q| q.is_open())
-        else {
-            self.counters.events_unknown_qp += 1;
-            return;
-        };
-        let was_error = qp.state() == QpState::Error;
-        f(qp);
-        if !was_error && qp.state() == QpState::Error {
-            self.counters.qp_errors += 1;
-        }
-        self.mark(qpn);
-        self.sync_timers(qpn, now_ns);
-    }
-
     /// Commands for the datapath (the FW->DP ring's entries), oldest first, into the front of
-    /// `out`: copies of what [`Self::commands`] shows, consumed. Returns how many.
+    /// `out`. Returns how many. The state the engine keeps in sync lazily (EV table writes,
+    /// plane weights, the window, completions) is queued first, as room allows, so a burst of
+    /// events costs one write of each.
+    #[inline]
     pub fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
+        // (the main loop polls far more often than there is something: answered inline)
+        if !self.commands_pending() {
+            return 0;
+        }
         self.queue_lazy();
         let n = self.cmds.drain_into(out);
         self.counters.commands += n as u64;
         n
-    }
-
-    /// The commands waiting for the datapath (the FW->DP ring's entries), oldest first, where
-    /// they sit in the ring: two runs, the second empty unless they wrap the ring's end. The
-    /// datapath reads them in place and moves the consumer index with
-    /// [`Self::consume_commands`]; they stay until then. The state the engine keeps in sync
-    /// lazily (EV table writes, plane weights, the window, completions) is written into the
-    /// ring first, as room allows, so a burst of events costs one write of each.
-    pub fn commands(&mut self) -> (&[CsrEntry], &[CsrEntry]) {
-        self.queue_lazy();
-        self.cmds.as_slices()
-    }
-
-    /// The datapath consumed the `n` oldest commands [`Self::commands`] showed (all of them
-    /// when fewer wait).
-    pub fn consume_commands(&mut self, n: usize) {
-        let n = n.min(self.cmds.len());
-        self.cmds.consume(n);
-        self.counters.commands += n as u64;
     }
 
     /// The lazy commands of the QPs marked dirty into the command queue, as room allows.
@@ -442,6 +422,7 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// Whether commands wait ([`Self::poll_commands`] would return some).
+    #[inline]
     pub fn commands_pending(&self) -> bool {
         !self.cmds.is_empty() || self.any_dirty
     }
@@ -484,25 +465,32 @@ impl<C: Capacity> Engine<C> {
             let Some(qp) = self.qps.as_mut().get_mut(qpn as usize) else {
                 return;
             };
-            let want = qp.deadline(kind);
-            let cur = *qp.timer(kind);
-            let Some(d) = want else { continue };
-            if let Some((h, at)) = cur {
-                if at <= d {
-                    continue;
-                }
-                let _ = self.timers.cancel(h);
+            let Some(d) = qp.deadline(kind) else { continue };
+            if qp.timer(kind).is_some_and(|(_, at)| at <= d) {
+                continue;
             }
-            let id = TimerId(qpn.wrapping_mul(KINDS as u32).wrapping_add(kind as u32));
-            let entry = match self.timers.arm(id, d) {
-                Ok(h) => Some((h, d)),
-                Err(_) => {
-                    self.counters.timer_arm_failed += 1;
-                    None
-                }
-            };
-            *qp.timer(kind) = entry;
+            self.rearm(qpn, kind, d);
         }
+    }
+
+    /// Arm timer `kind` of QP `qpn` at `d` (cancelling a later one).
+    #[inline(never)]
+    fn rearm(&mut self, qpn: u32, kind: usize, d: u64) {
+        let Some(qp) = self.qps.as_mut().get_mut(qpn as usize) else {
+            return;
+        };
+        if let Some((h, _)) = qp.timer(kind).take() {
+            let _ = self.timers.cancel(h);
+        }
+        let id = TimerId(qpn.wrapping_mul(KINDS as u32).wrapping_add(kind as u32));
+        let entry = match self.timers.arm(id, d) {
+            Ok(h) => Some((h, d)),
+            Err(_) => {
+                self.counters.timer_arm_failed += 1;
+                None
+            }
+        };
+        *qp.timer(kind) = entry;
     }
 
     /// When [`Self::handle_timeout`] should next be called (`None`: no timer armed).
@@ -515,6 +503,7 @@ impl<C: Capacity> Engine<C> {
     /// [`Self::poll_timeout`] says one is due). Returns whether a timer did anything.
     #[inline]
     pub fn handle_timeout(&mut self, now_ns: u64) -> bool {
+        // (the main loop asks far more often than a timer is due: answer that inline)
         if self.timers.is_quiet(now_ns) {
             return false;
         }
@@ -548,6 +537,9 @@ impl<C: Capacity> Engine<C> {
             self.mark(qpn);
             self.sync_timers(qpn, now_ns);
         }
+        // (firings and the re-arms after them left the next deadline unknown: the main
+        // loop asks for it often, so work it out once here)
+        self.timers.settle();
         acted
     }
 

@@ -16,7 +16,7 @@
 //! Everything is integer: the log values are Q20 (`i64`), computed once by [`SprtConfig::new`]
 //! with the fixed-point logarithm of [`crate::engine::fixed`].
 
-use crate::engine::fixed::ln_ratio_q20;
+use crate::engine::fixed::{div_ceil_u64, div_u64, ln_ratio_q20};
 
 /// One million: probabilities are given in parts per million.
 pub const PPM: u32 = 1_000_000;
@@ -170,13 +170,14 @@ impl Sprt {
         let a = cfg.delivered_step_q20.unsigned_abs().max(1);
         let lower = cfg.lower_q20.min(-1);
         let x = self.llr_q20;
-        let k1 = (x.saturating_sub(lower).max(1) as u64).div_ceil(a);
+        let k1 = div_ceil_u64(x.saturating_sub(lower).max(1) as u64, a);
         if delivered < k1 {
             self.llr_q20 = x - (delivered * a) as i64;
             return;
         }
-        let k0 = lower.unsigned_abs().div_ceil(a);
-        let r = (delivered - k1) % k0;
+        let k0 = div_ceil_u64(lower.unsigned_abs(), a);
+        let d = delivered - k1;
+        let r = d - div_u64(d, k0) * k0;
         self.llr_q20 = -((r * a) as i64);
     }
 

@@ -23,6 +23,8 @@ const SLOTS: usize = 1 << SLOT_BITS;
 /// Ticks the wheel levels cover; later deadlines wait in the overflow list.
 const WHEEL_SPAN_BITS: u32 = SLOT_BITS * LEVELS as u32;
 const NIL: u32 = u32::MAX;
+/// [`TimerWheel::tick_shift`] of a tick that is not a power of two.
+const NOT_POW2: u32 = u32::MAX;
 
 /// The caller's name for a timer, returned when it expires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -159,14 +161,18 @@ pub struct TimerWheel<const N: usize> {
     /// nothing due): a poll before it returns at once, with no division.
     quiet_until_ns: u64,
     /// `quiet_until_ns` is exactly when the first timer outside the ready list fires (set by a
-    /// poll that found a level-0 bucket next, kept by `arm`, cleared by `cancel` and by a poll
-    /// that moved time to a list): [`Self::next_deadline`] then answers without a look.
+    /// poll that found nothing due and by `arm` of a timer before the bound, cleared by
+    /// `cancel` of a timer that may have been the first, by `arm` into the ready list and by a
+    /// poll that moved time to a list): [`Self::next_deadline`] then answers without a look.
     quiet_exact: bool,
     /// The latest time polled, in ns (time never goes backwards); its tick is the wheel's
     /// "now".
     latest_ns: u64,
     /// (non-zero: the divisions by it need no zero check)
     tick_ns: core::num::NonZeroU64,
+    /// `log2(tick_ns)` when the tick is a power of two (the divisions by it are shifts: the
+    /// NIC core has no 64-bit divide), else [`NOT_POW2`].
+    tick_shift: u32,
     next_seq: u64,
     len: u32,
     counters: TimerCounters,
@@ -194,6 +200,8 @@ pub trait Timers {
     fn next_deadline(&self) -> Option<u64>;
     /// See [`TimerWheel::is_quiet`].
     fn is_quiet(&mut self, now_ns: u64) -> bool;
+    /// See [`TimerWheel::settle`].
+    fn settle(&mut self);
     /// See [`TimerWheel::poll_expired`].
     fn poll_expired(&mut self, now_ns: u64) -> Option<Expired>;
     /// See [`TimerWheel::counters`].
@@ -221,6 +229,9 @@ impl<const N: usize> Timers for TimerWheel<N> {
     #[inline]
     fn is_quiet(&mut self, now_ns: u64) -> bool {
         TimerWheel::is_quiet(self, now_ns)
+    }
+    fn settle(&mut self) {
+        TimerWheel::settle(self)
     }
     #[inline]
     fn poll_expired(&mut self, now_ns: u64) -> Option<Expired> {
@@ -273,6 +284,11 @@ impl<const N: usize> TimerWheel<N> {
             quiet_exact: false,
             latest_ns: 0,
             tick_ns,
+            tick_shift: if tick_ns.get().is_power_of_two() {
+                tick_ns.get().trailing_zeros()
+            } else {
+                NOT_POW2
+            },
             next_seq: 0,
             len: 0,
             counters: TimerCounters::ZERO,
@@ -334,10 +350,15 @@ impl<const N: usize> TimerWheel<N> {
         if tick <= self.cur_tick || fire_ns.is_some_and(|f| f <= self.latest_ns) {
             self.counters.armed_in_past += 1;
         }
-        self.quiet_until_ns = self.quiet_until_ns.min(fire_ns.unwrap_or(u64::MAX));
+        let fire = fire_ns.unwrap_or(u64::MAX);
         if tick <= self.cur_tick {
             // It goes to the ready list: the bound may now be below every timer outside it.
+            self.quiet_until_ns = self.quiet_until_ns.min(fire);
             self.quiet_exact = false;
+        } else if fire < self.quiet_until_ns {
+            // Before the bound on every other timer outside the ready list: the first.
+            self.quiet_until_ns = fire;
+            self.quiet_exact = true;
         }
         self.place(idx, tick);
         Ok(TimerHandle {
@@ -359,11 +380,17 @@ impl<const N: usize> TimerWheel<N> {
             self.counters.stale += 1;
             return Err(TimerError::StaleHandle);
         }
+        let fire = self
+            .slots
+            .get(handle.index as usize)
+            .map_or(0, |s| self.fire_ns(s.deadline_ns));
         self.unlink(handle.index);
         let id = self.release(handle.index);
         self.counters.cancelled += 1;
-        // (it may have been the first to fire)
-        self.quiet_exact = false;
+        // (a timer firing at the exact first instant may have been the first)
+        if fire <= self.quiet_until_ns {
+            self.quiet_exact = false;
+        }
         Ok(id)
     }
 
@@ -378,10 +405,26 @@ impl<const N: usize> TimerWheel<N> {
     /// yields at least one timer unless it is cancelled first.
     #[inline]
     pub fn next_deadline(&self) -> Option<u64> {
+        if self.len == 0 {
+            return None;
+        }
         if self.ready_head == NIL && self.quiet_exact {
             return Some(self.quiet_until_ns);
         }
         self.next_deadline_look()
+    }
+
+    /// Work out now what [`Self::next_deadline`] would have to look for, so that it answers at
+    /// once until the timers change (a firing and the timers re-armed after it leave the
+    /// first deadline unknown; the owner settles after such a batch of changes).
+    pub fn settle(&mut self) {
+        if self.ready_head != NIL || self.quiet_exact {
+            return;
+        }
+        if let Some(ev) = self.next_event() {
+            self.quiet_until_ns = self.first_fire_ns(ev);
+            self.quiet_exact = true;
+        }
     }
 
     /// [`Self::next_deadline`] past its quick answer (the ready list's head, or a look when
@@ -391,22 +434,27 @@ impl<const N: usize> TimerWheel<N> {
         if let Some(s) = self.slots.get(self.ready_head as usize) {
             return Some(self.fire_ns(s.deadline_ns));
         }
-        let head = match self.next_event()? {
+        self.next_event().map(|ev| self.first_fire_ns(ev))
+    }
+
+    /// When the first timer of the list `ev` fires: the earliest timer outside the ready list
+    /// lives in that one list (levels cover disjoint, ordered ranges of ticks).
+    fn first_fire_ns(&self, ev: NextEvent) -> u64 {
+        let head = match ev {
             // A level-0 bucket holds the timers of one tick, the bucket's own.
-            ev @ NextEvent::Bucket { level: 0, .. } => {
-                return Some(self.event_tick(ev).saturating_mul(self.tick_ns.get()));
+            NextEvent::Bucket { level: 0, .. } => {
+                return self.event_tick(ev).saturating_mul(self.tick_ns.get());
             }
             NextEvent::Bucket { level, slot } => self.buckets[level][slot],
             NextEvent::Overflow => self.overflow_head,
         };
-        // The earliest timer lives in this one list: levels cover disjoint, ordered ranges.
         let mut min = u64::MAX;
         let mut i = head;
         while let Some(s) = self.slots.get(i as usize) {
             min = min.min(s.deadline_ns);
             i = s.next;
         }
-        Some(self.fire_ns(min))
+        self.fire_ns(min)
     }
 
     /// The first step of [`Self::poll_expired`]: `true` (and the caller's time noted) when
@@ -434,7 +482,7 @@ impl<const N: usize> TimerWheel<N> {
         }
         let now = now_ns.max(self.latest_ns);
         self.latest_ns = now;
-        let target = now / self.tick_ns;
+        let target = self.ticks(now);
         let mut idx = self.ready_head;
         while idx == NIL {
             match self.advance_one(target) {
@@ -462,8 +510,26 @@ impl<const N: usize> TimerWheel<N> {
         })
     }
 
+    /// Whole ticks in `ns` (rounded down).
+    #[inline]
+    fn ticks(&self, ns: u64) -> u64 {
+        if self.tick_shift == NOT_POW2 {
+            ns / self.tick_ns
+        } else {
+            ns >> self.tick_shift
+        }
+    }
+
+    /// The tick a deadline belongs to: `ceil(deadline_ns / tick_ns)`.
+    #[inline]
     fn tick_of(&self, deadline_ns: u64) -> u64 {
-        deadline_ns / self.tick_ns + u64::from(deadline_ns % self.tick_ns != 0)
+        let whole = self.ticks(deadline_ns);
+        let rest = if self.tick_shift == NOT_POW2 {
+            deadline_ns % self.tick_ns
+        } else {
+            deadline_ns & ((1 << self.tick_shift) - 1)
+        };
+        whole + u64::from(rest != 0)
     }
 
     fn fire_ns(&self, deadline_ns: u64) -> u64 {
@@ -517,10 +583,11 @@ impl<const N: usize> TimerWheel<N> {
         let at = self.event_tick(ev);
         if at > target {
             self.cur_tick = self.cur_tick.max(target);
-            // Levels hold disjoint, increasing tick ranges: every timer is at `at` or later,
-            // and a level-0 bucket's timers all are at `at` (`target` is in its 64 ticks).
-            self.quiet_until_ns = at.saturating_mul(self.tick_ns.get());
-            self.quiet_exact = matches!(ev, NextEvent::Bucket { level: 0, .. });
+            // Levels hold disjoint, increasing tick ranges: the first timer to fire is in this
+            // list (a level-0 bucket's are all at `at`), so polls before it answer at once and
+            // so does `next_deadline`.
+            self.quiet_until_ns = self.first_fire_ns(ev);
+            self.quiet_exact = true;
             return Advance::Nothing;
         }
         self.cur_tick = at;

@@ -113,6 +113,8 @@ enum Op {
     CancelStale(usize),
     /// Advance time and drain.
     Advance(u64),
+    /// Work out the next deadline ahead of time.
+    Settle,
 }
 
 fn op(tick: u64) -> impl Strategy<Value = Op> {
@@ -123,6 +125,7 @@ fn op(tick: u64) -> impl Strategy<Value = Op> {
         1 => (0..tick * 10).prop_map(|d| Op::Arm { delta: d, past: true }),
         2 => any::<usize>().prop_map(Op::Cancel),
         1 => any::<usize>().prop_map(Op::CancelStale),
+        1 => Just(Op::Settle),
         3 => (0..tick * 70).prop_map(Op::Advance),
         1 => (0..tick * 300_000).prop_map(Op::Advance),
         1 => (0..tick << 27).prop_map(Op::Advance),
@@ -181,6 +184,7 @@ fn check_against_model(tick: u64, ops: Vec<Op>, planted_bug: bool) -> Result<(),
                 prop_assert_eq!(w.cancel(h), Ok(TimerId(id)));
                 stale.push(h);
             }
+            Op::Settle => w.settle(),
             Op::CancelStale(i) => {
                 if stale.is_empty() {
                     continue;

@@ -7,13 +7,15 @@
 //! them (the test kit has no firmware latency; the simulator charges cycles for each step).
 
 use mrc_abi::device::csr::{Complete, CsrEntry, CsrKind, EvEventEntry};
-use zerocopy::FromBytes;
 
 use crate::capacity::Capacity;
 use crate::datapath::packet::{Packet, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{MemRegion, RegisterError};
 use crate::datapath::stage::{Datapath, DatapathConfig, PostError};
 use crate::engine::{Completion, Engine, EngineConfig, EngineError, QpAttrs, QpError, QpState};
+
+/// Commands moved from the firmware to the stage at a time.
+const BATCH: usize = 32;
 
 /// What [`Nic::pump`] hands the host: a completion or an EV state change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,10 +28,60 @@ pub enum HostWrite {
     Other(CsrEntry),
 }
 
-/// One NIC: the stage, the engine and the queues between them. See the module docs.
-pub struct Nic<C: Capacity> {
+/// The firmware half of a test-kit NIC: it takes the stage's reports and answers with
+/// commands, as [`Engine`] does (the default), or as a NIC main loop around the engine does
+/// (the NIC image's, so its self-test and its cost figure run the loop that ships).
+pub trait Firmware<C: Capacity> {
+    /// The engine behind it.
+    fn engine(&self) -> &Engine<C>;
+    /// The engine behind it, mutably (QP setup, plane events).
+    fn engine_mut(&mut self) -> &mut Engine<C>;
+    /// As [`Engine::handle_events`].
+    fn handle_events(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize;
+    /// As [`Engine::poll_commands`].
+    fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize;
+    /// As [`Engine::commands_pending`].
+    fn commands_pending(&self) -> bool;
+    /// As [`Engine::handle_timeout`].
+    fn handle_timeout(&mut self, now_ns: u64) -> bool;
+    /// As [`Engine::poll_timeout`].
+    fn poll_timeout(&self) -> Option<u64>;
+}
+
+impl<C: Capacity> Firmware<C> for Engine<C> {
+    fn engine(&self) -> &Engine<C> {
+        self
+    }
+    fn engine_mut(&mut self) -> &mut Engine<C> {
+        self
+    }
+    #[inline]
+    fn handle_events(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize {
+        Engine::handle_events(self, now_ns, events)
+    }
+    #[inline]
+    fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
+        Engine::poll_commands(self, out)
+    }
+    #[inline]
+    fn commands_pending(&self) -> bool {
+        Engine::commands_pending(self)
+    }
+    #[inline]
+    fn handle_timeout(&mut self, now_ns: u64) -> bool {
+        Engine::handle_timeout(self, now_ns)
+    }
+    #[inline]
+    fn poll_timeout(&self) -> Option<u64> {
+        Engine::poll_timeout(self)
+    }
+}
+
+/// One NIC: the stage, the firmware (the engine unless said otherwise) and the queues between
+/// them. See the module docs.
+pub struct Nic<C: Capacity, F: Firmware<C> = Engine<C>> {
     pub dp: Datapath<C>,
-    pub fw: Engine<C>,
+    pub fw: F,
     /// Entries moved each way, and host writes.
     pub events_moved: u64,
     pub commands_moved: u64,
@@ -42,13 +94,20 @@ impl<C: Capacity> Nic<C> {
     /// # Errors
     /// The engine's configuration.
     pub fn new(dp: DatapathConfig, fw: EngineConfig) -> Result<Self, EngineError> {
-        Ok(Nic {
+        Ok(Self::with_firmware(dp, Engine::new(fw)?))
+    }
+}
+
+impl<C: Capacity, F: Firmware<C>> Nic<C, F> {
+    /// A NIC with no QP around firmware `fw` (whose engine has none).
+    pub fn with_firmware(dp: DatapathConfig, fw: F) -> Self {
+        Nic {
             dp: Datapath::new(dp),
-            fw: Engine::new(fw)?,
+            fw,
             events_moved: 0,
             commands_moved: 0,
             host_writes: 0,
-        })
+        }
     }
 
     /// Create a QP (the engine's; the stage's context follows at INIT).
@@ -56,7 +115,7 @@ impl<C: Capacity> Nic<C> {
     /// # Errors
     /// [`QpError::TableFull`].
     pub fn create_qp(&mut self) -> Result<u32, QpError> {
-        self.fw.create_qp()
+        self.fw.engine_mut().create_qp()
     }
 
     /// Move QP `qpn` to `to`; the stage's context follows at the next [`Self::pump`].
@@ -70,7 +129,7 @@ impl<C: Capacity> Nic<C> {
         a: &QpAttrs,
         now_ns: u64,
     ) -> Result<(), QpError> {
-        self.fw.modify_qp(qpn, to, a, now_ns)
+        self.fw.engine_mut().modify_qp(qpn, to, a, now_ns)
     }
 
     /// Register a region remote peers may write.
@@ -166,8 +225,9 @@ impl<C: Capacity> Nic<C> {
     /// Move entries between the stage and the engine until both are quiet; host writes go to
     /// `host`. Returns whether anything moved.
     ///
-    /// Each side reads the other's ring in place ([`Engine::commands`],
-    /// [`Datapath::events`], [`Datapath::host_writes`]) and moves only the consumer index.
+    /// The stage's rings are read in place ([`Datapath::events`], [`Datapath::host_writes`]),
+    /// moving only their consumer index; the firmware's commands are copied out, as a NIC
+    /// core writes them to the FW->DP ring.
     pub fn pump(&mut self, now_ns: u64, host: &mut impl FnMut(HostWrite)) -> bool {
         // (nothing waits either way: nothing would move)
         if !self.fw.commands_pending() && !self.dp.has_events() && !self.dp.has_host_writes() {
@@ -176,26 +236,22 @@ impl<C: Capacity> Nic<C> {
         let mut any = false;
         loop {
             let mut moved = false;
-            // Engine -> stage first: it makes room in the engine's command queue. (Each side
-            // is asked only when it says something waits: an empty look moves nothing.)
+            // Firmware -> stage first: it makes room in the firmware's command queue. (Each
+            // side is asked only when it says something waits: an empty look moves nothing.)
             while self.fw.commands_pending() {
-                let (a, b) = self.fw.commands();
-                let total = a.len() + b.len();
-                let mut k = 0;
-                if !a.is_empty() {
-                    k = self.dp.handle_commands(now_ns, a);
-                }
-                if k == a.len() && !b.is_empty() {
-                    k += self.dp.handle_commands(now_ns, b);
-                }
-                self.fw.consume_commands(k);
-                self.commands_moved += k as u64;
-                moved |= k > 0;
-                // (the host-interface queue filled: drained, the rest goes on)
-                let drained = self.drain_host(host);
-                if k == total || (k == 0 && !drained) {
+                let mut buf = [CsrEntry::ZERO; BATCH];
+                let n = self.fw.poll_commands(&mut buf);
+                if n == 0 {
                     break;
                 }
+                let mut done = 0;
+                while done < n {
+                    done += self.dp.handle_commands(now_ns, &buf[done..n]);
+                    // (the host-interface queue filled: drained, the rest goes on)
+                    self.drain_host(host);
+                }
+                self.commands_moved += n as u64;
+                moved |= n > 0;
             }
             // Stage -> engine.
             if self.dp.has_events() {
@@ -238,20 +294,16 @@ impl<C: Capacity> Nic<C> {
     fn host_write(e: &CsrEntry) -> HostWrite {
         let k = e.kind_code();
         if k == CsrKind::Complete as u8 {
-            if let Some(c) = Complete::read_from_bytes(&e.0)
-                .ok()
-                .and_then(|c| Completion::from_complete(&c))
-            {
+            if let Some(c) = Completion::from_complete(e.view::<Complete>()) {
                 return HostWrite::Completion(c);
             }
         } else if k == CsrKind::EvEvent as u8 {
-            if let Ok(v) = EvEventEntry::read_from_bytes(&e.0) {
-                return HostWrite::EvEvent {
-                    qpn: v.qpn.get(),
-                    ev: v.ev.get(),
-                    reason: v.reason,
-                };
-            }
+            let v = e.view::<EvEventEntry>();
+            return HostWrite::EvEvent {
+                qpn: v.qpn.get(),
+                ev: v.ev.get(),
+                reason: v.reason,
+            };
         }
         HostWrite::Other(*e)
     }

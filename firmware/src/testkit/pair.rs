@@ -19,7 +19,7 @@ use mrc_abi::wire::mrc::MrcPacket;
 use mrc_abi::wire::MrcRepr;
 
 use super::channel::{Channel, ChannelConfig, ChannelCounters};
-use super::nic::{HostWrite, Nic};
+use super::nic::{Firmware, HostWrite, Nic};
 use super::TestKit;
 use crate::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
 use crate::datapath::placement::{Access, MemRegion};
@@ -28,7 +28,9 @@ use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
 use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
 use crate::engine::rng::Rng;
-use crate::engine::{Completion, CompletionError, CompletionKind, EngineConfig, EngineCounters};
+use crate::engine::{
+    Completion, CompletionError, CompletionKind, Engine, EngineConfig, EngineCounters,
+};
 use mrc_abi::wire::EvFormat;
 use mrc_abi::Psn;
 
@@ -181,8 +183,8 @@ struct Msg {
 }
 
 /// One host: its NIC, memory and per-byte write counts.
-pub struct Host {
-    pub nic: Nic<TestKit>,
+pub struct Host<F: Firmware<TestKit> = Engine<TestKit>> {
+    pub nic: Nic<TestKit, F>,
     pub mem: [u8; MEM],
     pub writes: [u8; MEM],
     pub qpn: u32,
@@ -204,9 +206,10 @@ pub struct Report {
 }
 
 /// Two NICs over a channel. `PB` bytes of payload travel with each packet (`0`: virtual).
-pub struct Pair<const PB: usize> {
+/// Each NIC's firmware is the engine unless made otherwise ([`Pair::with_firmware`]).
+pub struct Pair<const PB: usize, F: Firmware<TestKit> = Engine<TestKit>> {
     pub cfg: PairConfig,
-    pub nics: [Host; 2],
+    pub nics: [Host<F>; 2],
     pub channel: Channel<CHANNEL_CAP, PB>,
     pub now_ns: u64,
     msgs: [Vec<Msg, MAX_MSGS>; 2],
@@ -254,8 +257,23 @@ impl<const PB: usize> Pair<PB> {
     /// # Errors
     /// [`Failure::Setup`] when the engine refuses the setup.
     pub fn new(cfg: PairConfig) -> Result<Self, Failure> {
-        let mk = || -> Result<Host, Failure> {
-            let mut nic = Nic::new(cfg.datapath, cfg.engine).map_err(|_| Failure::Setup)?;
+        Self::with_firmware(cfg, || Engine::new(cfg.engine).ok())
+    }
+}
+
+impl<const PB: usize, F: Firmware<TestKit>> Pair<PB, F> {
+    /// As [`Pair::new`], with each NIC's firmware made by `firmware` (called once per NIC;
+    /// its engine must have no QP and `cfg.engine`'s configuration).
+    ///
+    /// # Errors
+    /// [`Failure::Setup`] when `firmware` gives none or the engine refuses the setup.
+    pub fn with_firmware(
+        cfg: PairConfig,
+        mut firmware: impl FnMut() -> Option<F>,
+    ) -> Result<Self, Failure> {
+        let mut mk = || -> Result<Host<F>, Failure> {
+            let fw = firmware().ok_or(Failure::Setup)?;
+            let mut nic = Nic::with_firmware(cfg.datapath, fw);
             let qpn = nic.create_qp().map_err(|_| Failure::Setup)?;
             Ok(Host {
                 nic,
@@ -457,14 +475,14 @@ impl<const PB: usize> Pair<PB> {
             }
             self.plane_state = 1;
             for n in self.nics.iter_mut() {
-                n.nic.fw.handle_plane_down(self.now_ns, plane);
+                n.nic.fw.engine_mut().handle_plane_down(self.now_ns, plane);
             }
         }
         let up = self.channel.config().plane_outage.map_or(up, |o| o.2);
         if self.plane_state == 1 && self.now_ns >= up {
             self.plane_state = 2;
             for n in self.nics.iter_mut() {
-                n.nic.fw.handle_plane_up(self.now_ns, plane);
+                n.nic.fw.engine_mut().handle_plane_up(self.now_ns, plane);
             }
         }
     }
@@ -707,8 +725,8 @@ impl<const PB: usize> Pair<PB> {
                 self.nics[1].nic.dp.counters(),
             ],
             engines: [
-                self.nics[0].nic.fw.counters(),
-                self.nics[1].nic.fw.counters(),
+                self.nics[0].nic.fw.engine().counters(),
+                self.nics[1].nic.fw.engine().counters(),
             ],
             plane_outage: self.channel.config().plane_outage,
         }

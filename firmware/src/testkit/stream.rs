@@ -7,7 +7,7 @@
 use mrc_abi::wire::EvFormat;
 
 use super::channel::{Channel, ChannelConfig, ChannelCounters};
-use super::nic::{HostWrite, Nic};
+use super::nic::{Firmware, HostWrite, Nic};
 use super::TestKit;
 use crate::datapath::ack_gen::AckGenConfig;
 use crate::datapath::packet::{DiscardVerdicts, LocalBuf, Packet, SendWr};
@@ -16,7 +16,7 @@ use crate::datapath::stage::{DatapathConfig, DatapathCounters, QpView};
 use crate::engine::cc::NsccParams;
 use crate::engine::ev_state::EvConfig;
 use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
-use crate::engine::{EngineConfig, EngineCounters, FwQpView};
+use crate::engine::{Engine, EngineConfig, EngineCounters, FwQpView};
 
 const CAP: usize = 2048;
 const REGION_VA: u64 = 0x40_0000_0000;
@@ -99,15 +99,21 @@ fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
     Some(QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(25, 6))
 }
 
+/// Two NICs of a stream and their QPs.
+type Connected<F> = (Nic<TestKit, F>, Nic<TestKit, F>, u32, u32);
+
 /// The two NICs of a stream, connected (A sends, B has the region).
-fn setup(cfg: &StreamConfig) -> Option<(Nic<TestKit>, Nic<TestKit>, u32, u32)> {
+fn setup<F: Firmware<TestKit>>(
+    cfg: &StreamConfig,
+    firmware: &mut impl FnMut() -> Option<F>,
+) -> Option<Connected<F>> {
     let dcfg = DatapathConfig {
         mtu_payload: cfg.mtu_payload,
         ack: AckGenConfig::DEFAULT,
         ..DatapathConfig::DEFAULT
     };
-    let mut a = Nic::<TestKit>::new(dcfg, EngineConfig::default()).ok()?;
-    let mut b = Nic::<TestKit>::new(dcfg, EngineConfig::default()).ok()?;
+    let mut a = Nic::with_firmware(dcfg, firmware()?);
+    let mut b = Nic::with_firmware(dcfg, firmware()?);
     let (qa, qb) = (a.create_qp().ok()?, b.create_qp().ok()?);
     let (aa, ab) = (attrs(cfg, qb)?, attrs(cfg, qa)?);
     b.register_region(MemRegion {
@@ -127,10 +133,20 @@ fn setup(cfg: &StreamConfig) -> Option<(Nic<TestKit>, Nic<TestKit>, u32, u32)> {
     Some((a, b, qa, qb))
 }
 
-/// Run the stream. Stack use is a few hundred KiB (two NICs and the channel).
+/// Run the stream with the engine as each NIC's firmware. Stack use is a few hundred KiB (two
+/// NICs and the channel).
 pub fn run_stream(cfg: StreamConfig) -> StreamReport {
+    run_stream_with(cfg, || Engine::new(EngineConfig::default()).ok())
+}
+
+/// Run the stream with each NIC's firmware made by `firmware` (called once per NIC, for A
+/// then B; `None` fails the run), e.g. a NIC main loop around the engine.
+pub fn run_stream_with<F: Firmware<TestKit>>(
+    cfg: StreamConfig,
+    mut firmware: impl FnMut() -> Option<F>,
+) -> StreamReport {
     let mut rep = StreamReport::default();
-    let Some((mut a, mut b, qa, qb)) = setup(&cfg) else {
+    let Some((mut a, mut b, qa, qb)) = setup(&cfg, &mut firmware) else {
         rep.failed = true;
         return rep;
     };
@@ -312,15 +328,15 @@ pub fn run_stream(cfg: StreamConfig) -> StreamReport {
     rep.receiver = b.dp.counters();
     // Every write B placed (each PSN once: duplicates and refusals are dropped, never placed).
     rep.delivered_packets = rep.receiver.placed;
-    rep.sender_fw = a.fw.counters();
-    rep.receiver_fw = b.fw.counters();
+    rep.sender_fw = a.fw.engine().counters();
+    rep.receiver_fw = b.fw.engine().counters();
     rep.events = a.events_moved + b.events_moved;
     rep.commands = a.commands_moved + b.commands_moved;
     rep.channel = ch.counters();
     rep.sender_qp = a.dp.qp(qa);
     rep.receiver_qp = b.dp.qp(qb);
-    rep.sender_fw_qp = a.fw.qp(qa);
-    rep.receiver_fw_qp = b.fw.qp(qb);
+    rep.sender_fw_qp = a.fw.engine().qp(qa);
+    rep.receiver_fw_qp = b.fw.engine().qp(qb);
     rep
 }
 
@@ -360,7 +376,7 @@ fn earliest(x: Option<u64>, y: Option<u64>) -> Option<u64> {
 /// reached the stage (the one way a pump lets the stage send what it could not before: the
 /// events it moves change only the engine, the host writes only the host).
 #[inline]
-fn pump(nic: &mut Nic<TestKit>, now: u64, host: &mut impl FnMut(HostWrite)) -> (bool, bool) {
+fn pump<F: Firmware<TestKit>>(nic: &mut Nic<TestKit, F>, now: u64, host: &mut impl FnMut(HostWrite)) -> (bool, bool) {
     let before = nic.commands_moved;
     let moved = nic.pump(now, host);
     (moved, nic.commands_moved != before)
@@ -370,11 +386,11 @@ fn pump(nic: &mut Nic<TestKit>, now: u64, host: &mut impl FnMut(HostWrite)) -> (
 /// free FIFO slots, a batch at a time, until the NIC fills fewer slots than it was given.
 /// Returns whether it sent anything, and whether it stopped on a full channel (more may
 /// wait).
-fn transmit(
+fn transmit<F: Firmware<TestKit>>(
     ch: &mut Channel<CAP, 0>,
     now: u64,
     to: u8,
-    nic: &mut Nic<TestKit>,
+    nic: &mut Nic<TestKit, F>,
     host: &mut impl FnMut(HostWrite),
 ) -> (bool, bool) {
     let mut sent = false;

@@ -5,7 +5,7 @@
 use core::mem::size_of;
 use zerocopy::little_endian::{U16, U32, U64};
 
-use super::{CsrKind, ENTRY_BYTES};
+use super::{CsrEntry, CsrKind, ENTRY_BYTES};
 use crate::device::EvState;
 use crate::layout::le_struct;
 use crate::wire::NackReason;
@@ -19,7 +19,10 @@ pub(crate) fn w24(v: u32) -> U32 {
 
 macro_rules! csr_entry {
     ($(#[doc = $sd:literal])* $name:ident { $($(#[doc = $d:literal])* $f:ident : $t:ty),* $(,)? }) => {
+        impl sealed::Sealed for $name {}
+
         le_struct! {
+            #[align(4)]
             $(#[doc = $sd])*
             pub struct $name {
                 /// [`CsrKind`] code.
@@ -28,7 +31,54 @@ macro_rules! csr_entry {
             }
         }
         const _: () = assert!(size_of::<$name>() == ENTRY_BYTES);
+
+        impl CsrStruct for $name {
+            const RESERVED: [u32; ENTRY_BYTES / 4] = reserved_words(&$name::LAYOUT);
+            #[inline]
+            fn of(e: &CsrEntry) -> &Self {
+                zerocopy::transmute_ref!(e)
+            }
+        }
     };
+}
+
+/// The struct of one entry kind ([`AckSummary`], ...): the 32 bytes of a [`CsrEntry`] under
+/// that kind's field names ([`CsrEntry::view`]).
+pub trait CsrStruct: Copy + sealed::Sealed {
+    /// Its reserved bytes (the fields named `rsvd*`) as a mask per little-endian 32-bit word
+    /// of the entry.
+    const RESERVED: [u32; ENTRY_BYTES / 4];
+    /// The entry `e` as this struct, in place (no check).
+    fn of(e: &CsrEntry) -> &Self;
+}
+
+/// The reserved bytes of `l` (fields named `rsvd*`) as a mask per little-endian word.
+const fn reserved_words(l: &crate::layout::Layout) -> [u32; ENTRY_BYTES / 4] {
+    let mut m = [0u32; ENTRY_BYTES / 4];
+    let mut f = 0;
+    while f < l.fields.len() {
+        let field = &l.fields[f];
+        let name = field.name.as_bytes();
+        if name.len() >= 4
+            && name[0] == b'r'
+            && name[1] == b's'
+            && name[2] == b'v'
+            && name[3] == b'd'
+        {
+            let mut b = field.offset_bits / 8;
+            while b < (field.offset_bits + field.width_bits) / 8 {
+                m[(b / 4) as usize] |= 0xFF << ((b % 4) * 8);
+                b += 1;
+            }
+        }
+        f += 1;
+    }
+    m
+}
+
+mod sealed {
+    /// Only the entry structs of this module are [`super::CsrStruct`]s.
+    pub trait Sealed {}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -645,6 +695,36 @@ csr_entry!(
     }
 );
 
+/// [`RegionWrite::op`]: remove the region of `rkey` (the other fields are 0).
+pub const REGION_REMOVE: u8 = 0;
+/// [`RegionWrite::op`]: add a region.
+pub const REGION_ADD: u8 = 1;
+/// [`RegionWrite::access`]: remote peers may write the region.
+pub const REGION_REMOTE_WRITE: u8 = 1 << 0;
+/// [`RegionWrite::access`]: remote peers may read the region (reserved: MRC has no reads).
+pub const REGION_REMOTE_READ: u8 = 1 << 1;
+
+csr_entry!(
+    /// FW->DP: write the datapath's registered-region table (the memory regions received
+    /// writes are placed into, by rkey): add a region, or remove the region of `rkey`.
+    RegionWrite {
+        /// `REGION_ADD` or `REGION_REMOVE`.
+        op: u8,
+        /// `REGION_REMOTE_*` bits (0 for a removal).
+        access: u8,
+        /// Reserved (0).
+        rsvd: u8,
+        /// The region's rkey.
+        rkey: U32,
+        /// Virtual address of its first byte (RETHs name it by), 0 for a removal.
+        base_va: U64,
+        /// Its length in bytes (`base_va + length` must not pass 2^64), 0 for a removal.
+        length: U64,
+        /// Reserved (0).
+        rsvd2: [u8; 8],
+    }
+);
+
 // ---------------------------------------------------------------------------------------------
 // Constructors and getters
 // ---------------------------------------------------------------------------------------------
@@ -1144,6 +1224,36 @@ impl QpStateEntry {
             rsvd: U16::new(0),
             qpn: w24(qpn),
             rsvd2: [0; 24],
+        }
+    }
+}
+
+impl RegionWrite {
+    /// Add the region `rkey` at `[base_va, base_va + length)` with `REGION_REMOTE_*` `access`.
+    pub fn add(rkey: u32, base_va: u64, length: u64, access: u8) -> Self {
+        RegionWrite {
+            kind: CsrKind::RegionWrite as u8,
+            op: REGION_ADD,
+            access,
+            rsvd: 0,
+            rkey: U32::new(rkey),
+            base_va: U64::new(base_va),
+            length: U64::new(length),
+            rsvd2: [0; 8],
+        }
+    }
+
+    /// Remove the region of `rkey`.
+    pub fn remove(rkey: u32) -> Self {
+        RegionWrite {
+            kind: CsrKind::RegionWrite as u8,
+            op: REGION_REMOVE,
+            access: 0,
+            rsvd: 0,
+            rkey: U32::new(rkey),
+            base_va: U64::new(0),
+            length: U64::new(0),
+            rsvd2: [0; 8],
         }
     }
 }

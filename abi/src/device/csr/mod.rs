@@ -28,7 +28,6 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::{all_zero, EvState, QPN_LIMIT};
 
-mod checks;
 mod entries;
 pub use entries::*;
 
@@ -122,25 +121,9 @@ impl CsrEntry {
     ///
     /// # Errors
     /// See [`CsrError`].
-    pub fn decode(&self) -> Result<CsrEvent, CsrError> {
-        CsrEvent::decode(&self.0)
-    }
-
-    /// This entry as kind `T` when its kind byte is `T`'s (`None` otherwise), checked as
-    /// [`CsrEvent::decode`] checks it: `Ok` exactly when `decode` gives `T`'s variant with
-    /// this value.
-    ///
-    /// # Errors
-    /// See [`CsrError`].
     #[inline]
-    pub fn read_as<T: CsrEntryKind>(&self) -> Option<Result<T, CsrError>> {
-        if self.0[0] != T::KIND as u8 {
-            return None;
-        }
-        Some(match T::read_from_bytes(&self.0) {
-            Ok(e) => e.check().map(|()| e),
-            Err(_) => Err(CsrError::Truncated),
-        })
+    pub fn decode(&self) -> Result<CsrEvent, CsrError> {
+        CsrEvent::decode_entry(self)
     }
 }
 
@@ -222,11 +205,13 @@ pub enum CsrKind {
     QpRts = 0x8F,
     /// [`QpStateEntry`].
     QpState = 0x90,
+    /// [`RegionWrite`].
+    RegionWrite = 0x91,
 }
 
 impl CsrKind {
     /// Every kind.
-    pub const ALL: [CsrKind; 29] = [
+    pub const ALL: [CsrKind; 30] = [
         Self::AckSummary,
         Self::Loss,
         Self::Nack,
@@ -256,12 +241,24 @@ impl CsrKind {
         Self::QpRtr,
         Self::QpRts,
         Self::QpState,
+        Self::RegionWrite,
     ];
     /// The kind with code `v`, if any.
     #[inline]
     pub fn from_u8(v: u8) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| *k as u8 == v)
+        Self::BY_CODE[usize::from(v)]
     }
+
+    /// [`Self::ALL`] by code: one load per lookup (the firmware decodes every entry).
+    const BY_CODE: [Option<CsrKind>; 256] = {
+        let mut t = [None; 256];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            t[Self::ALL[i] as usize] = Some(Self::ALL[i]);
+            i += 1;
+        }
+        t
+    };
     /// A DP->FW kind (else FW->DP).
     pub const fn is_event(self) -> bool {
         (self as u8) < 0x80
@@ -327,6 +324,7 @@ pub enum CsrEvent {
     QpRtr(QpRtrCtx),
     QpRts(QpRtsCtx),
     QpState(QpStateEntry),
+    RegionWrite(RegionWrite),
 }
 
 /// `$m!(Variant)` for every variant (one list for encode and kind).
@@ -362,16 +360,32 @@ macro_rules! each_variant {
             CsrEvent::QpRtr($e) => $body,
             CsrEvent::QpRts($e) => $body,
             CsrEvent::QpState($e) => $body,
+            CsrEvent::RegionWrite($e) => $body,
         }
     };
 }
 
-#[inline]
 fn check24(v: U32, off: u8) -> Result<(), CsrError> {
     if v.get() < QPN_LIMIT {
         Ok(())
     } else {
         Err(CsrError::BadValue(off))
+    }
+}
+
+/// The reserved bytes of an entry (`mask`: its kind's [`CsrStruct::RESERVED`]) are zero: one
+/// AND per word.
+#[inline]
+fn reserved(e: &CsrEntry, mask: &[u32; ENTRY_BYTES / 4]) -> Result<(), CsrError> {
+    let words: &[U32; ENTRY_BYTES / 4] = zerocopy::transmute_ref!(e);
+    let mut set = 0;
+    for (w, m) in words.iter().zip(mask) {
+        set |= w.get() & m;
+    }
+    if set == 0 {
+        Ok(())
+    } else {
+        Err(CsrError::ReservedSet)
     }
 }
 
@@ -384,12 +398,10 @@ fn zero(b: &[u8]) -> Result<(), CsrError> {
     }
 }
 
-#[inline]
 fn ev_state(v: u8, off: u8) -> Result<EvState, CsrError> {
     EvState::from_u8(v).ok_or(CsrError::BadValue(off))
 }
 
-#[inline]
 fn nack_reason(v: u8, off: u8) -> Result<crate::wire::NackReason, CsrError> {
     crate::wire::NackReason::from_u8(v).map_err(|_| CsrError::BadValue(off))
 }
@@ -399,8 +411,7 @@ impl CsrEvent {
     /// ([`CsrEvent::decode`] checks the other fields).
     #[inline]
     pub fn encode(&self) -> CsrEntry {
-        let mut out = CsrEntry::ZERO;
-        each_variant!(self, e => out.0.copy_from_slice(e.as_bytes()));
+        let mut out: CsrEntry = each_variant!(self, e => CsrEntry(zerocopy::transmute!(*e)));
         // The variant decides the kind, whatever the struct's `kind` field holds.
         out.0[0] = self.kind() as u8;
         out
@@ -438,6 +449,7 @@ impl CsrEvent {
             CsrEvent::QpRtr(_) => CsrKind::QpRtr,
             CsrEvent::QpRts(_) => CsrKind::QpRts,
             CsrEvent::QpState(_) => CsrKind::QpState,
+            CsrEvent::RegionWrite(_) => CsrKind::RegionWrite,
         }
     }
 
@@ -472,7 +484,8 @@ impl CsrEvent {
             CsrEvent::PortEvent(_)
             | CsrEvent::RxDrops(_)
             | CsrEvent::PostEvent(_)
-            | CsrEvent::PlaneDown(_) => return None,
+            | CsrEvent::PlaneDown(_)
+            | CsrEvent::RegionWrite(_) => return None,
         };
         Some(q.get())
     }
@@ -486,175 +499,333 @@ impl CsrEvent {
             .get(..ENTRY_BYTES)
             .and_then(|s| s.try_into().ok())
             .ok_or(CsrError::Truncated)?;
-        let kind = CsrKind::from_u8(b[0]).ok_or(CsrError::UnknownKind(b[0]))?;
-        // The reads cannot fail: every entry struct is exactly 32 bytes of plain integers.
-        macro_rules! rd {
-            ($t:ty) => {
-                <$t>::read_from_bytes(b).map_err(|_| CsrError::Truncated)?
-            };
+        Self::decode_entry(&CsrEntry(*b))
+    }
+
+    /// [`Self::decode`] of an entry in its ring slot: checked in place, then copied out.
+    fn decode_entry(e: &CsrEntry) -> Result<Self, CsrError> {
+        fn v<T: CsrStruct>(e: &CsrEntry) -> T {
+            *T::of(e)
         }
-        Ok(match kind {
-            CsrKind::AckSummary => {
-                let e = rd!(AckSummary);
-                e.check()?;
-                CsrEvent::AckSummary(e)
-            }
-            CsrKind::Loss => {
-                let e = rd!(LossEntry);
-                e.check()?;
-                CsrEvent::Loss(e)
-            }
-            CsrKind::Nack => {
-                let e = rd!(NackEntry);
-                e.check()?;
-                CsrEvent::Nack(e)
-            }
-            CsrKind::TxStart => {
-                let e = rd!(TxStart);
-                e.check()?;
-                CsrEvent::TxStart(e)
-            }
-            CsrKind::TxDone => {
-                let e = rd!(TxDone);
-                e.check()?;
-                CsrEvent::TxDone(e)
-            }
-            CsrKind::WimmPlaced => {
-                let e = rd!(WimmPlaced);
-                e.check()?;
-                CsrEvent::WimmPlaced(e)
-            }
-            CsrKind::ProbeReply => {
-                let e = rd!(ProbeReply);
-                e.check()?;
-                CsrEvent::ProbeReply(e)
-            }
-            CsrKind::PortEvent => {
-                let e = rd!(PortEventEntry);
-                e.check()?;
-                CsrEvent::PortEvent(e)
-            }
-            CsrKind::RxDrops => {
-                let e = rd!(RxDrops);
-                e.check()?;
-                CsrEvent::RxDrops(e)
-            }
-            CsrKind::RxFatal => {
-                let e = rd!(RxFatal);
-                e.check()?;
-                CsrEvent::RxFatal(e)
-            }
-            CsrKind::Flushed => {
-                let e = rd!(Flushed);
-                e.check()?;
-                CsrEvent::Flushed(e)
-            }
-            CsrKind::EvDeliveries => {
-                let e = rd!(EvDeliveries);
-                e.check()?;
-                CsrEvent::EvDeliveries(e)
-            }
-            CsrKind::SkipServed => {
-                let e = rd!(SkipServed);
-                e.check()?;
-                CsrEvent::SkipServed(e)
-            }
-            CsrKind::Retransmit => {
-                let e = rd!(Retransmit);
-                e.check()?;
-                CsrEvent::Retransmit(e)
-            }
-            CsrKind::EvUpdate => {
-                let e = rd!(EvUpdate);
-                e.check()?;
-                CsrEvent::EvUpdate(e)
-            }
-            CsrKind::PlaneWeight => {
-                let e = rd!(PlaneWeight);
-                e.check()?;
-                CsrEvent::PlaneWeight(e)
-            }
-            CsrKind::SendProbe => {
-                let e = rd!(SendProbe);
-                e.check()?;
-                CsrEvent::SendProbe(e)
-            }
-            CsrKind::WindowUpdate => {
-                let e = rd!(WindowUpdate);
-                e.check()?;
-                CsrEvent::WindowUpdate(e)
-            }
-            CsrKind::PostCqe => {
-                let e = rd!(PostCqe);
-                e.check()?;
-                CsrEvent::PostCqe(e)
-            }
-            CsrKind::PostEvent => {
-                let e = rd!(PostEvent);
-                e.check()?;
-                CsrEvent::PostEvent(e)
-            }
-            CsrKind::Complete => {
-                let e = rd!(Complete);
-                e.check()?;
-                CsrEvent::Complete(e)
-            }
-            CsrKind::EvEvent => {
-                let e = rd!(EvEventEntry);
-                e.check()?;
-                CsrEvent::EvEvent(e)
-            }
-            CsrKind::RetransmitUnacked => {
-                let e = rd!(RetransmitUnacked);
-                e.check()?;
-                CsrEvent::RetransmitUnacked(e)
-            }
-            CsrKind::TailProbe => {
-                let e = rd!(TailProbe);
-                e.check()?;
-                CsrEvent::TailProbe(e)
-            }
-            CsrKind::PlaneDown => {
-                let e = rd!(PlaneDown);
-                e.check()?;
-                CsrEvent::PlaneDown(e)
-            }
-            CsrKind::QpInit => {
-                let e = rd!(QpInitCtx);
-                e.check()?;
-                CsrEvent::QpInit(e)
-            }
-            CsrKind::QpRtr => {
-                let e = rd!(QpRtrCtx);
-                e.check()?;
-                CsrEvent::QpRtr(e)
-            }
-            CsrKind::QpRts => {
-                let e = rd!(QpRtsCtx);
-                e.check()?;
-                CsrEvent::QpRts(e)
-            }
-            CsrKind::QpState => {
-                let e = rd!(QpStateEntry);
-                e.check()?;
-                CsrEvent::QpState(e)
-            }
+        use CsrEvent as E;
+        use CsrKind as K;
+        Ok(match e.check()? {
+            K::AckSummary => E::AckSummary(v(e)),
+            K::Loss => E::Loss(v(e)),
+            K::Nack => E::Nack(v(e)),
+            K::TxStart => E::TxStart(v(e)),
+            K::TxDone => E::TxDone(v(e)),
+            K::WimmPlaced => E::WimmPlaced(v(e)),
+            K::ProbeReply => E::ProbeReply(v(e)),
+            K::PortEvent => E::PortEvent(v(e)),
+            K::RxDrops => E::RxDrops(v(e)),
+            K::RxFatal => E::RxFatal(v(e)),
+            K::Flushed => E::Flushed(v(e)),
+            K::EvDeliveries => E::EvDeliveries(v(e)),
+            K::SkipServed => E::SkipServed(v(e)),
+            K::Retransmit => E::Retransmit(v(e)),
+            K::EvUpdate => E::EvUpdate(v(e)),
+            K::PlaneWeight => E::PlaneWeight(v(e)),
+            K::SendProbe => E::SendProbe(v(e)),
+            K::WindowUpdate => E::WindowUpdate(v(e)),
+            K::PostCqe => E::PostCqe(v(e)),
+            K::PostEvent => E::PostEvent(v(e)),
+            K::Complete => E::Complete(v(e)),
+            K::EvEvent => E::EvEvent(v(e)),
+            K::RetransmitUnacked => E::RetransmitUnacked(v(e)),
+            K::TailProbe => E::TailProbe(v(e)),
+            K::PlaneDown => E::PlaneDown(v(e)),
+            K::QpInit => E::QpInit(v(e)),
+            K::QpRtr => E::QpRtr(v(e)),
+            K::QpRts => E::QpRts(v(e)),
+            K::QpState => E::QpState(v(e)),
+            K::RegionWrite => E::RegionWrite(v(e)),
         })
     }
 }
 
-/// The struct of one entry kind: its [`CsrKind`] and the checks [`CsrEvent::decode`] makes on
-/// it (every field in range, reserved bytes 0). With [`CsrEntry::read_as`] a consumer that
-/// handles a few kinds on its own checks them exactly as `decode` does, without the general
-/// decode.
-pub trait CsrEntryKind: FromBytes + IntoBytes + Immutable + KnownLayout + Copy {
-    /// The kind.
-    const KIND: CsrKind;
-    /// The checks of [`CsrEvent::decode`] for this kind (the kind byte aside).
+impl CsrEntry {
+    /// Check this entry as [`CsrEntry::decode`] does, in place: its kind when every field is
+    /// valid. The fields are then read where they are, through the kind's struct
+    /// ([`CsrEntry::view`]), with no copy (the firmware checks every entry it takes).
     ///
     /// # Errors
     /// See [`CsrError`].
-    fn check(&self) -> Result<(), CsrError>;
+    #[inline]
+    pub fn check(&self) -> Result<CsrKind, CsrError> {
+        let entry = self;
+        let b = &self.0;
+        let kind = CsrKind::from_u8(b[0]).ok_or(CsrError::UnknownKind(b[0]))?;
+        Ok(match kind {
+            CsrKind::AckSummary => {
+                let e = AckSummary::of(entry);
+                zero(&[e.flags & !ACK_FLAGS])?;
+                check24(e.qpn, 4)?;
+                check24(e.una, 8)?;
+                reserved(entry, &AckSummary::RESERVED)?;
+                CsrKind::AckSummary
+            }
+            CsrKind::Loss => {
+                let e = LossEntry::of(entry);
+                check24(e.qpn, 4)?;
+                check24(e.psn, 8)?;
+                if e.cause != LOSS_REORDER {
+                    return Err(CsrError::BadValue(16));
+                }
+                reserved(entry, &LossEntry::RESERVED)?;
+                CsrKind::Loss
+            }
+            CsrKind::Nack => {
+                let e = NackEntry::of(entry);
+                nack_reason(e.reason, 1)?;
+                check24(e.qpn, 4)?;
+                check24(e.psn, 8)?;
+                zero(&[e.flags & !NACK_IN_FLIGHT])?;
+                reserved(entry, &NackEntry::RESERVED)?;
+                CsrKind::Nack
+            }
+            CsrKind::TxStart => {
+                let e = TxStart::of(entry);
+                check24(e.qpn, 4)?;
+                check24(e.psn, 8)?;
+                reserved(entry, &TxStart::RESERVED)?;
+                CsrKind::TxStart
+            }
+            CsrKind::TxDone => {
+                let e = TxDone::of(entry);
+                zero(&[e.flags & !(TXD_SIGNALED | TXD_IMM)])?;
+                check24(e.qpn, 4)?;
+                check24(e.end_psn, 8)?;
+                reserved(entry, &TxDone::RESERVED)?;
+                CsrKind::TxDone
+            }
+            CsrKind::WimmPlaced => {
+                let e = WimmPlaced::of(entry);
+                check24(e.qpn, 4)?;
+                check24(e.last_psn, 8)?;
+                zero(&[e.flags & !1])?;
+                reserved(entry, &WimmPlaced::RESERVED)?;
+                CsrKind::WimmPlaced
+            }
+            CsrKind::ProbeReply => {
+                let e = ProbeReply::of(entry);
+                check24(e.qpn, 4)?;
+                reserved(entry, &ProbeReply::RESERVED)?;
+                CsrKind::ProbeReply
+            }
+            CsrKind::PortEvent => {
+                let e = PortEventEntry::of(entry);
+                if e.up > 1 {
+                    return Err(CsrError::BadValue(2));
+                }
+                reserved(entry, &PortEventEntry::RESERVED)?;
+                CsrKind::PortEvent
+            }
+            CsrKind::RxDrops => {
+                reserved(entry, &RxDrops::RESERVED)?;
+                CsrKind::RxDrops
+            }
+            CsrKind::RxFatal => {
+                let e = RxFatal::of(entry);
+                let r = nack_reason(e.reason, 1)?;
+                if !r.is_fatal() {
+                    return Err(CsrError::BadValue(1));
+                }
+                check24(e.qpn, 4)?;
+                check24(e.psn, 8)?;
+                reserved(entry, &RxFatal::RESERVED)?;
+                CsrKind::RxFatal
+            }
+            CsrKind::Flushed => {
+                let e = Flushed::of(entry);
+                zero(&[e.flags & !(FLUSH_SIGNALED | FLUSH_RECV)])?;
+                check24(e.qpn, 4)?;
+                reserved(entry, &Flushed::RESERVED)?;
+                CsrKind::Flushed
+            }
+            CsrKind::EvDeliveries => {
+                let e = EvDeliveries::of(entry);
+                check24(e.qpn, 4)?;
+                reserved(entry, &EvDeliveries::RESERVED)?;
+                CsrKind::EvDeliveries
+            }
+            CsrKind::SkipServed => {
+                let e = SkipServed::of(entry);
+                check24(e.qpn, 4)?;
+                reserved(entry, &SkipServed::RESERVED)?;
+                CsrKind::SkipServed
+            }
+            CsrKind::Retransmit => {
+                let e = Retransmit::of(entry);
+                zero(&[e.flags & !RETX_AVOID_LAST])?;
+                check24(e.qpn, 4)?;
+                check24(e.psn, 8)?;
+                reserved(entry, &Retransmit::RESERVED)?;
+                CsrKind::Retransmit
+            }
+            CsrKind::EvUpdate => {
+                let e = EvUpdate::of(entry);
+                ev_state(e.state, 1)?;
+                check24(e.qpn, 4)?;
+                reserved(entry, &EvUpdate::RESERVED)?;
+                CsrKind::EvUpdate
+            }
+            CsrKind::PlaneWeight => {
+                let e = PlaneWeight::of(entry);
+                if !(1..=15).contains(&e.weight) {
+                    return Err(CsrError::BadValue(2));
+                }
+                check24(e.qpn, 4)?;
+                reserved(entry, &PlaneWeight::RESERVED)?;
+                CsrKind::PlaneWeight
+            }
+            CsrKind::SendProbe => {
+                let e = SendProbe::of(entry);
+                check24(e.qpn, 4)?;
+                reserved(entry, &SendProbe::RESERVED)?;
+                CsrKind::SendProbe
+            }
+            CsrKind::WindowUpdate => {
+                let e = WindowUpdate::of(entry);
+                check24(e.qpn, 4)?;
+                reserved(entry, &WindowUpdate::RESERVED)?;
+                CsrKind::WindowUpdate
+            }
+            CsrKind::PostCqe => {
+                let e = PostCqe::of(entry);
+                super::cqe::CqeStatus::from_u8(e.status).ok_or(CsrError::BadValue(1))?;
+                let op = super::cqe::CqeOpcode::from_u8(e.opcode).ok_or(CsrError::BadValue(2))?;
+                check24(e.qpn, 8)?;
+                if op != super::cqe::CqeOpcode::RecvWriteImm && e.imm.get() != 0 {
+                    return Err(CsrError::ReservedSet);
+                }
+                zero(&[e.flags & !super::cqe::CQE_SOLICITED])?;
+                reserved(entry, &PostCqe::RESERVED)?;
+                CsrKind::PostCqe
+            }
+            CsrKind::PostEvent => {
+                let e = PostEvent::of(entry);
+                reserved(entry, &PostEvent::RESERVED)?;
+                super::event::Event::from_words(
+                    e.event_kind,
+                    e.object.get(),
+                    e.arg.map(|w| w.get()),
+                )
+                .map_err(|_| CsrError::BadValue(1))?;
+                CsrKind::PostEvent
+            }
+            CsrKind::Complete => {
+                let e = Complete::of(entry);
+                if e.status > status::FLUSHED {
+                    return Err(CsrError::BadValue(1));
+                }
+                if e.opcode > opcode::RECV {
+                    return Err(CsrError::BadValue(2));
+                }
+                let with_reason = matches!(e.status, status::REMOTE_NACK | status::LOCAL_QP_ERROR);
+                if with_reason {
+                    nack_reason(e.reason, 3)?;
+                } else if e.reason != 0 {
+                    return Err(CsrError::ReservedSet);
+                }
+                check24(e.qpn, 4)?;
+                if e.opcode != opcode::RECV_IMM && (e.imm.get() != 0 || e.msn.get() != 0) {
+                    return Err(CsrError::ReservedSet);
+                }
+                reserved(entry, &Complete::RESERVED)?;
+                CsrKind::Complete
+            }
+            CsrKind::EvEvent => {
+                let e = EvEventEntry::of(entry);
+                ev_state(e.old, 1)?;
+                ev_state(e.new, 8)?;
+                check24(e.qpn, 4)?;
+                reserved(entry, &EvEventEntry::RESERVED)?;
+                CsrKind::EvEvent
+            }
+            CsrKind::RetransmitUnacked => {
+                let e = RetransmitUnacked::of(entry);
+                check24(e.qpn, 4)?;
+                reserved(entry, &RetransmitUnacked::RESERVED)?;
+                CsrKind::RetransmitUnacked
+            }
+            CsrKind::TailProbe => {
+                let e = TailProbe::of(entry);
+                check24(e.qpn, 4)?;
+                reserved(entry, &TailProbe::RESERVED)?;
+                CsrKind::TailProbe
+            }
+            CsrKind::PlaneDown => {
+                reserved(entry, &PlaneDown::RESERVED)?;
+                CsrKind::PlaneDown
+            }
+            CsrKind::QpInit => {
+                let e = QpInitCtx::of(entry);
+                if e.planes == 0 {
+                    return Err(CsrError::BadValue(1));
+                }
+                check24(e.qpn, 4)?;
+                crate::wire::EvFormat::from_code(e.ev_format)
+                    .map_err(|_| CsrError::BadValue(12))?;
+                reserved(entry, &QpInitCtx::RESERVED)?;
+                CsrKind::QpInit
+            }
+            CsrKind::QpRtr => {
+                let e = QpRtrCtx::of(entry);
+                check24(e.qpn, 4)?;
+                check24(e.rq_psn, 8)?;
+                check24(e.dest_qpn, 16)?;
+                reserved(entry, &QpRtrCtx::RESERVED)?;
+                CsrKind::QpRtr
+            }
+            CsrKind::QpRts => {
+                let e = QpRtsCtx::of(entry);
+                if !(1..=63).contains(&e.reorder_tx) {
+                    return Err(CsrError::BadValue(1));
+                }
+                check24(e.qpn, 4)?;
+                check24(e.sq_psn, 8)?;
+                reserved(entry, &QpRtsCtx::RESERVED)?;
+                CsrKind::QpRts
+            }
+            CsrKind::QpState => {
+                let e = QpStateEntry::of(entry);
+                if e.state > QP_ERROR {
+                    return Err(CsrError::BadValue(1));
+                }
+                check24(e.qpn, 4)?;
+                reserved(entry, &QpStateEntry::RESERVED)?;
+                CsrKind::QpState
+            }
+            CsrKind::RegionWrite => {
+                let e = RegionWrite::of(entry);
+                match e.op {
+                    REGION_ADD => {
+                        zero(&[e.access & !(REGION_REMOTE_WRITE | REGION_REMOTE_READ)])?;
+                        if e.base_va.get().checked_add(e.length.get()).is_none() {
+                            return Err(CsrError::BadValue(16));
+                        }
+                    }
+                    REGION_REMOVE => {
+                        zero(&[e.access])?;
+                        zero(e.base_va.as_bytes())?;
+                        zero(e.length.as_bytes())?;
+                    }
+                    _ => return Err(CsrError::BadValue(1)),
+                }
+                reserved(entry, &RegionWrite::RESERVED)?;
+                CsrKind::RegionWrite
+            }
+        })
+    }
+
+    /// This entry as the struct of kind `T`, in place. No check: a checked entry
+    /// ([`CsrEntry::check`]) of `T`'s kind has valid fields; another kind's bytes read under
+    /// `T`'s names.
+    #[inline]
+    pub fn view<T: CsrStruct>(&self) -> &T {
+        T::of(self)
+    }
 }
 
 #[cfg(test)]

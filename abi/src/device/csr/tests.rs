@@ -5,7 +5,6 @@ use crate::wire::{EvFormat, NackReason};
 use crate::Psn;
 use proptest::prelude::*;
 use std::vec;
-use std::vec::Vec;
 
 #[test]
 fn byte_literal_ack_summary() {
@@ -85,6 +84,39 @@ fn field_checks_name_the_field() {
         CsrEvent::QpInit(init).encode().decode(),
         Err(CsrError::BadValue(1))
     );
+}
+
+#[test]
+fn byte_literal_region_write() {
+    let e = RegionWrite::add(0x8000_015a, 0x40_0000_0000, 0x10_0000, REGION_REMOTE_WRITE);
+    let b = CsrEvent::RegionWrite(e).encode();
+    assert_eq!(
+        b.0,
+        [
+            0x91, 1, 1, 0, 0x5a, 0x01, 0, 0x80, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0
+        ]
+    );
+    assert_eq!(b.decode(), Ok(CsrEvent::RegionWrite(e)));
+    let rm = CsrEvent::RegionWrite(RegionWrite::remove(7)).encode();
+    assert_eq!(rm.0[..8], [0x91, 0, 0, 0, 7, 0, 0, 0]);
+    assert!(rm.decode().is_ok());
+    // A region past the end of the address space, an unknown op, an unknown access bit, a
+    // removal with an address.
+    let wraps = RegionWrite::add(1, u64::MAX - 4, 5, REGION_REMOTE_WRITE);
+    assert_eq!(
+        CsrEvent::RegionWrite(wraps).encode().decode(),
+        Err(CsrError::BadValue(16))
+    );
+    let mut bad = b;
+    bad.0[1] = 2;
+    assert_eq!(bad.decode(), Err(CsrError::BadValue(1)));
+    let mut bad = b;
+    bad.0[2] = 4;
+    assert_eq!(bad.decode(), Err(CsrError::ReservedSet));
+    let mut bad = rm;
+    bad.0[9] = 1;
+    assert_eq!(bad.decode(), Err(CsrError::ReservedSet));
 }
 
 #[test]
@@ -294,56 +326,15 @@ fn fw_command() -> impl Strategy<Value = CsrEvent> {
         )
             .prop_map(|(q, s, m, w, t, n)| CsrEvent::QpRts(QpRtsCtx::new(q, s, m, w, t, n))),
         (p24(), 0..=QP_ERROR).prop_map(|(q, s)| CsrEvent::QpState(QpStateEntry::new(q, s))),
+        (any::<u32>(), any::<u64>(), any::<u64>(), 0u8..4).prop_map(|(k, va, len, a)| {
+            CsrEvent::RegionWrite(RegionWrite::add(k, va, len.min(u64::MAX - va), a))
+        }),
+        any::<u32>().prop_map(|k| CsrEvent::RegionWrite(RegionWrite::remove(k))),
     ]
 }
 
 fn csr_event() -> impl Strategy<Value = CsrEvent> {
     prop_oneof![dp_event(), fw_command()]
-}
-
-/// `read_as` of every kind on `b`: `None` for the other kinds, and for its own the same
-/// value or error as `decode`.
-fn read_as_agrees_with_decode(b: &CsrEntry) -> Result<(), TestCaseError> {
-    macro_rules! each {
-        ($($k:ident => $t:ty),* $(,)?) => { $(
-            match b.read_as::<$t>() {
-                None => prop_assert_ne!(b.kind_code(), CsrKind::$k as u8),
-                Some(r) => prop_assert_eq!(r.map(CsrEvent::$k), b.decode()),
-            }
-        )* };
-    }
-    each!(
-        AckSummary => AckSummary,
-        Loss => LossEntry,
-        Nack => NackEntry,
-        TxStart => TxStart,
-        TxDone => TxDone,
-        WimmPlaced => WimmPlaced,
-        ProbeReply => ProbeReply,
-        PortEvent => PortEventEntry,
-        RxDrops => RxDrops,
-        RxFatal => RxFatal,
-        Flushed => Flushed,
-        EvDeliveries => EvDeliveries,
-        SkipServed => SkipServed,
-        Retransmit => Retransmit,
-        EvUpdate => EvUpdate,
-        PlaneWeight => PlaneWeight,
-        SendProbe => SendProbe,
-        WindowUpdate => WindowUpdate,
-        PostCqe => PostCqe,
-        PostEvent => PostEvent,
-        Complete => Complete,
-        EvEvent => EvEventEntry,
-        RetransmitUnacked => RetransmitUnacked,
-        TailProbe => TailProbe,
-        PlaneDown => PlaneDown,
-        QpInit => QpInitCtx,
-        QpRtr => QpRtrCtx,
-        QpRts => QpRtsCtx,
-        QpState => QpStateEntry
-    );
-    Ok(())
 }
 
 proptest! {
@@ -356,6 +347,29 @@ proptest! {
     fn random_bytes_never_panic(b in proptest::array::uniform32(any::<u8>())) {
         if let Ok(e) = CsrEvent::decode(&b) {
             prop_assert_eq!(e.encode().0, b);
+        }
+    }
+
+    /// The in-place check and view agree with the copying decode, on valid entries and on
+    /// entries with one byte changed.
+    #[test]
+    fn check_and_view_agree_with_decode(
+        e in csr_event(),
+        at in 0usize..32,
+        x in any::<u8>(),
+        flip in any::<bool>(),
+    ) {
+        let mut b = e.encode();
+        if flip {
+            b.0[at] ^= x;
+        }
+        let decoded = b.decode();
+        prop_assert_eq!(b.check(), decoded.map(|d| d.kind()));
+        if let Ok(CsrEvent::AckSummary(a)) = decoded {
+            prop_assert_eq!(*b.view::<AckSummary>(), a);
+        }
+        if let Ok(CsrEvent::TxDone(t)) = decoded {
+            prop_assert_eq!(*b.view::<TxDone>(), t);
         }
     }
 
@@ -378,7 +392,7 @@ proptest! {
     }
 
     #[test]
-    fn read_as_checks_as_decode_does(
+    fn check_agrees_with_decode_on_any_kind(
         e in csr_event(),
         at in 1usize..32,
         byte in any::<u8>(),
@@ -392,7 +406,55 @@ proptest! {
         let mut random = CsrEntry(b);
         random.0[0] = kind as u8;
         for x in [valid, changed, random] {
-            read_as_agrees_with_decode(&x)?;
+            prop_assert_eq!(x.check(), x.decode().map(|d| d.kind()));
+        }
+    }
+}
+
+#[test]
+fn reserved_masks_cover_the_rsvd_fields() {
+    // TxDone: rsvd (U16) at 2..4, rsvd2 (U32) at 12..16, rsvd3 ([u8; 8]) at 24..32.
+    assert_eq!(
+        TxDone::RESERVED,
+        [
+            0xFFFF_0000,
+            0,
+            0,
+            0xFFFF_FFFF,
+            0,
+            0,
+            0xFFFF_FFFF,
+            0xFFFF_FFFF
+        ]
+    );
+    // PlaneDown: everything after the kind and the plane.
+    assert_eq!(
+        PlaneDown::RESERVED,
+        [0xFFFF_0000, !0, !0, !0, !0, !0, !0, !0]
+    );
+    // Every reserved byte of a valid entry of every kind is checked.
+    let samples = [
+        CsrEvent::TxDone(TxDone::new(3, 9, Psn::new(4), TXD_SIGNALED)),
+        CsrEvent::PlaneDown(PlaneDown::new(1)),
+        CsrEvent::RegionWrite(RegionWrite::add(1, 2, 3, REGION_REMOTE_WRITE)),
+        CsrEvent::QpRts(QpRtsCtx::new(1, Psn::new(0), 512, 1, 8, 0)),
+    ];
+    for s in samples {
+        let e = s.encode();
+        assert!(e.check().is_ok());
+        let mask = match s {
+            CsrEvent::TxDone(_) => TxDone::RESERVED,
+            CsrEvent::PlaneDown(_) => PlaneDown::RESERVED,
+            CsrEvent::RegionWrite(_) => RegionWrite::RESERVED,
+            _ => QpRtsCtx::RESERVED,
+        };
+        for b in 0..32 {
+            if mask[b / 4] >> ((b % 4) * 8) & 0xFF == 0 {
+                continue;
+            }
+            let mut bad = e;
+            bad.0[b] = 0x10;
+            assert_eq!(bad.check(), Err(CsrError::ReservedSet), "{s:?} byte {b}");
         }
     }
 }

@@ -1,10 +1,12 @@
 //! Two NIC main loops driven the way a host driver drives a NIC: every object is made through
 //! admin commands (the 64-byte mrc-abi commands the host interface hands the loop), executed by
-//! the shared `mrc_firmware::admin` executor on the NIC's tables and its engine. A QP pair goes
-//! RESET -> INIT -> RTR -> RTS with attributes, a region is registered, a write and a
-//! Write-with-Immediate cross the fake wire, and their CQEs reach the host through the FW->DP
-//! ring on the right CQ with the device QPNs. Bad attributes, bad transitions and unknown
-//! handles are refused with the status and syndrome the ABI names, and change nothing.
+//! the shared `mrc_firmware::admin` executor on the NIC's tables and its engine, with the
+//! datapath model behind the loop's rings standing in for the datapath hardware. A QP pair
+//! goes RESET -> INIT -> RTR -> RTS with attributes, a region is registered (a FW->DP region
+//! write; the reply waits for the datapath to take it), a write and a Write-with-Immediate
+//! cross the wire, and their CQEs reach the host interface on the right CQ with the device
+//! QPNs. Bad attributes, bad transitions and unknown handles are refused with the status and
+//! syndrome the ABI names, and change nothing.
 
 mod common;
 
@@ -12,19 +14,21 @@ use common::*;
 use mrc_abi::device::admin::body::*;
 use mrc_abi::device::admin::{
     AdminCommand, AdminReply, AdminStatus, QpModify, QpState, ACCESS_LOCAL_WRITE,
-    ACCESS_REMOTE_WRITE,
+    ACCESS_REMOTE_WRITE, EVENT_MASK_EV_BAD,
 };
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
-use mrc_abi::device::csr::{CsrEvent, PostCqe, TxDone, WimmPlaced};
+use mrc_abi::device::csr::{CsrEvent, LossEntry, PostCqe, WimmPlaced, LOSS_REORDER, QP_RESET};
 use mrc_abi::device::event::Event;
-use mrc_abi::device::rxh::{RxhEntry, RxhVerdictCode, RXH_VERDICT_OFFSET};
-use mrc_abi::wire::Opcode;
-use mrc_firmware::engine::{EngineConfig, LocalBuf, QpState as EngineState, SendWr};
-use mrc_nicloop::{NicAdmin, NicLoop, FW_VERSION};
+use mrc_abi::device::EvState;
+use mrc_abi::Psn;
+use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
+use mrc_firmware::datapath::stage::DpState;
+use mrc_firmware::engine::QpState as EngineState;
+use mrc_nicloop::{LoopConfig, NicAdmin, NicLoop, FW_VERSION};
 
 struct Nic {
-    lp: NicLoop,
-    dp: FakeDp,
+    lp: Box<NicLoop>,
+    dp: ModelDp,
     admin: Box<NicAdmin>,
     gid: [u8; 16],
     next_id: u16,
@@ -32,33 +36,40 @@ struct Nic {
 
 impl Nic {
     fn new(last: u8) -> Nic {
-        let cfg = EngineConfig {
+        let cfg = LoopConfig {
             mtu_payload: MTU,
-            ..EngineConfig::default()
+            ..LoopConfig::DEFAULT
         };
         let mut gid = [0u8; 16];
         gid[0] = 0xfd;
         gid[15] = last;
         Nic {
-            lp: NicLoop::new(cfg).unwrap(),
-            dp: FakeDp::default(),
+            lp: Box::new(NicLoop::new(cfg).unwrap()),
+            dp: ModelDp::new(),
             admin: Box::new(NicAdmin::new()),
             gid,
             next_id: 0,
         }
     }
 
+    /// One main-loop step with the datapath model's part before and after it.
     fn step(&mut self, now: u64) {
+        self.dp.hw(now);
         self.lp.step_admin(now, &mut self.dp, &mut self.admin);
+        self.dp.hw(now);
     }
 
-    /// One admin command through the loop's admin queue; its reply.
+    /// One admin command through the loop's admin queue; its reply (steps until it comes).
     fn raw(&mut self, raw: [u8; 64]) -> AdminReply {
         self.dp.admin.push_back(raw);
-        self.step(0);
-        let r = self.dp.replies.pop().expect("a reply per command");
-        assert!(self.dp.replies.is_empty());
-        r
+        for _ in 0..4 {
+            self.step(0);
+            if let Some(r) = self.dp.replies.pop() {
+                assert!(self.dp.replies.is_empty());
+                return r;
+            }
+        }
+        panic!("no reply to the command");
     }
 
     fn cmd(&mut self, c: AdminCommand) -> AdminReply {
@@ -88,25 +99,25 @@ impl Nic {
         self.lp.engine().qp_state(e)
     }
 
+    /// The CQEs the host interface wrote.
     fn cqes(&self) -> Vec<PostCqe> {
         self.dp
-            .orders
-            .iter()
-            .filter_map(|e| match CsrEvent::decode(e) {
-                Ok(CsrEvent::PostCqe(c)) => Some(c),
+            .host_writes()
+            .into_iter()
+            .filter_map(|e| match e {
+                CsrEvent::PostCqe(c) => Some(c),
                 _ => None,
             })
             .collect()
     }
 
+    /// The event records the host interface wrote.
     fn events(&self) -> Vec<Event> {
         self.dp
-            .orders
-            .iter()
-            .filter_map(|e| match CsrEvent::decode(e) {
-                Ok(CsrEvent::PostEvent(p)) => {
-                    Event::from_words(p.event_kind, p.object.get(), p.arg.map(|w| w.get())).ok()
-                }
+            .host_writes()
+            .into_iter()
+            .filter_map(|e| match e {
+                CsrEvent::PostEvent(p) => p.event().ok(),
                 _ => None,
             })
             .collect()
@@ -179,6 +190,16 @@ fn rts(qpn: u32, mpr: u16, retry: u8) -> AdminCommand {
     }))
 }
 
+fn reg_mr(pd: u32) -> AdminCommand {
+    AdminCommand::RegMr(RegMr {
+        pd: pd.into(),
+        access: (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE).into(),
+        va: REGION_VA.into(),
+        iova: 0x5000_0000.into(),
+        length: (1u64 << 20).into(),
+    })
+}
+
 /// Byte offset of a body field in the 64-byte command (the syndrome of attribute errors).
 macro_rules! at {
     ($t:ty, $f:ident) => {
@@ -200,45 +221,42 @@ fn objects(n: &mut Nic) -> (u32, u32, u32) {
     (pd, cq, qp)
 }
 
-/// Both loops step, then the wire carries every transmitted packet to the other NIC; the
-/// receiving datapath reports each placed Write-with-Immediate (`WimmPlaced`) after its
-/// verdict, as a placing datapath would.
-fn round(nics: &mut [Nic; 2], now: u64) {
+/// Both NICs step, then the wire carries what each sent to the other.
+fn round(nics: &mut [Nic; 2], wires: &mut [Wire; 2], now: u64) {
     for n in nics.iter_mut() {
-        let answered = n.dp.answered.len();
         n.step(now);
-        let placed: Vec<[u8; 64]> = n.dp.answered[answered..].to_vec();
-        for e in placed {
-            let (code, _) = verdict_of(&e);
-            // The header as the parser wrote it (before the verdict).
-            let mut hdr = e;
-            hdr[RXH_VERDICT_OFFSET..].fill(0);
-            let Ok(h) = RxhEntry::decode(&hdr) else {
-                continue;
-            };
-            let last_imm = [Opcode::WriteOnlyImm as u8, Opcode::WriteLastImm as u8];
-            if code == Some(RxhVerdictCode::Place) && last_imm.contains(&h.opcode) {
-                let w = WimmPlaced {
-                    kind: 0,
-                    flags: 1,
-                    msn: h.msn.get().into(),
-                    qpn: h.dest_qpn,
-                    last_psn: h.psn,
-                    imm: h.imm,
-                    byte_len: h.payload_len.get().into(),
-                    rsvd: [0; 12],
-                };
-                n.dp.events.push_back(CsrEvent::WimmPlaced(w).encode());
-            }
-        }
     }
-    for i in 0..2 {
-        let tx = std::mem::take(&mut nics[i].dp.tx);
-        for p in tx {
-            receive(&mut nics[1 - i].dp, p);
-        }
-        nics[i].dp.orders_pending = 0;
+    let [a, b] = nics;
+    wires[0].carry(now, &mut a.dp, &mut b.dp, |_, _| false);
+    wires[1].carry(now, &mut b.dp, &mut a.dp, |_, _| false);
+}
+
+fn write(wr_id: u64, off: u64, len: u32, imm: Option<u32>, rkey: u32) -> SendWr {
+    SendWr {
+        wr_id,
+        local: LocalBuf::default(),
+        remote_va: REGION_VA + off,
+        rkey,
+        len,
+        imm,
+        signaled: true,
     }
+}
+
+/// Two connected NICs (default EV and CC profiles) and B's remotely writable region: (a's
+/// QP, a's CQ, b's QP, b's CQ, b's PD, b's lkey, b's rkey).
+fn connected(nics: &mut [Nic; 2]) -> (u32, u32, u32, u32, u32, u32, u32) {
+    let [a, b] = nics;
+    let (_, cq_a, qp_a) = objects(a);
+    let (pd_b, cq_b, qp_b) = objects(b);
+    let (gid_a, gid_b) = (a.gid, b.gid);
+    for (n, q, peer, gid) in [(&mut *a, qp_a, qp_b, gid_b), (&mut *b, qp_b, qp_a, gid_a)] {
+        n.ok(init(q, 0));
+        n.ok(rtr(q, peer, gid, 1, 8));
+        n.ok(rts(q, 1, 7));
+    }
+    let mr = b.ok(reg_mr(pd_b));
+    (qp_a, cq_a, qp_b, cq_b, pd_b, mr[0] as u32, mr[1] as u32)
 }
 
 #[test]
@@ -246,17 +264,23 @@ fn qp_lifecycle_through_admin_commands_moves_a_write_between_two_nics() {
     let mut nics = [Nic::new(1), Nic::new(2)];
     let [a, b] = &mut nics;
     assert_eq!(a.ok(AdminCommand::QueryDevice)[0], u64::from(FW_VERSION));
-    let (pd_a, cq_a, qp_a) = objects(a);
+    let (_, cq_a, qp_a) = objects(a);
     let (pd_b, cq_b, qp_b) = objects(b);
     // QPs and CQs share the doorbell-page number space.
     assert_eq!((cq_a, qp_a), (1, 2));
     assert_eq!(a.qp_state(qp_a), QpState::Reset as u64);
     assert_eq!(a.engine_state(qp_a), Some(EngineState::Reset));
 
-    // RESET -> INIT with the default EV and CC profiles; the engine QP follows.
+    // RESET -> INIT with the default EV and CC profiles; the engine QP follows, and the
+    // datapath's context of the device QPN (not the engine's number) with it.
     a.ok(init(qp_a, 0));
     b.ok(init(qp_b, 0));
     assert_eq!(a.engine_state(qp_a), Some(EngineState::Init));
+    assert!(a
+        .dp
+        .stage
+        .qp(qp_a)
+        .is_some_and(|q| q.state == DpState::Init));
     // INIT -> RTR: the engine's window rule refuses an MPR of 3 (3 * 128 > its 256 PSNs) and
     // a max WIMM above its receive queue; nothing changes.
     a.refused(
@@ -285,38 +309,24 @@ fn qp_lifecycle_through_admin_commands_moves_a_write_between_two_nics() {
     assert_eq!(a.qp_state(qp_a), QpState::Rts as u64);
     assert_eq!(b.engine_state(qp_b), Some(EngineState::Rts));
 
-    // B registers a remotely writable region: the engine places into it by rkey.
-    let mr = b.ok(AdminCommand::RegMr(RegMr {
-        pd: pd_b.into(),
-        access: (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE).into(),
-        va: REGION_VA.into(),
-        iova: 0x5000_0000.into(),
-        length: (1u64 << 20).into(),
-    }));
+    // B registers a remotely writable region: a region write to the datapath's table.
+    let mr = b.ok(reg_mr(pd_b));
     let (lkey, rkey) = (mr[0] as u32, mr[1] as u32);
-    assert_eq!(
-        b.lp.engine().regions().region(0).map(|r| r.rkey),
-        Some(rkey)
-    );
+    assert_eq!(b.dp.stage.regions().region(0).map(|r| r.rkey), Some(rkey));
+    assert_eq!(b.lp.counters().region_writes, 1);
 
-    // A write (3 packets) and a Write-with-Immediate (1 packet, into receive WQE 0 of B).
-    b.dp.wimm_reports = true;
-    b.lp.post_recv(&b.admin, qp_b, 0).unwrap();
-    let write = |wr_id: u64, off: u64, len: u32, imm: Option<u32>| SendWr {
-        wr_id,
-        local: LocalBuf::default(),
-        remote_va: REGION_VA + off,
-        rkey,
-        len,
-        imm,
-        signaled: true,
-    };
-    a.lp.post_send(&a.admin, qp_a, write(0, 0, 3 * MTU, None))
+    // A write (3 packets) and a Write-with-Immediate (1 packet, into receive WQE 0 of B),
+    // posted to the datapath by the host interface, as the doorbells do.
+    b.dp.stage.post_recv(qp_b, 0).unwrap();
+    a.dp.stage
+        .post_send(qp_a, write(0, 0, 3 * MTU, None, rkey))
         .unwrap();
-    a.lp.post_send(&a.admin, qp_a, write(1, 0x1_0000, MTU, Some(0xabcd)))
+    a.dp.stage
+        .post_send(qp_a, write(1, 0x1_0000, MTU, Some(0xabcd), rkey))
         .unwrap();
+    let mut wires = [Wire::default(), Wire::default()];
     for k in 0..200 {
-        round(&mut nics, 1_000 * k);
+        round(&mut nics, &mut wires, 1_000 * k);
         if nics[0].cqes().len() == 2 && !nics[1].cqes().is_empty() {
             break;
         }
@@ -337,29 +347,22 @@ fn qp_lifecycle_through_admin_commands_moves_a_write_between_two_nics() {
     assert_eq!(r.opcode, CqeOpcode::RecvWriteImm as u8);
     assert_eq!((r.cqn.get(), r.qpn.get()), (cq_b, qp_b));
     assert_eq!(r.imm.get(), 0xabcd);
-    // The length and solicited bit came from the datapath's WimmPlaced report.
-    assert_eq!(r.byte_len.get(), MTU);
-    assert_eq!(r.flags & CQE_SOLICITED, CQE_SOLICITED);
+    assert_eq!(r.wqe_index.get(), 0);
+    // Its `WimmPlaced` report came first (the model reports no length: 0).
     assert_eq!(b.lp.counters().wimm_placed, 1);
-    let placed: u32 = b.dp.placed.iter().map(|p| p.1).sum();
-    assert_eq!(placed, 4 * MTU);
+    assert_eq!(r.byte_len.get(), 0);
+    assert_eq!(wires[0].placed_bytes(), 4 * u64::from(MTU));
+    // No engine completion reached the host raw: every one became a CQE.
+    assert!(!a
+        .dp
+        .host_writes()
+        .iter()
+        .any(|e| matches!(e, CsrEvent::Complete(_))));
 
-    // TxDone moves the send PSN QUERY_QP reports.
-    let t = TxDone {
-        kind: 0,
-        rsvd: 0,
-        wqe_index: 1.into(),
-        qpn: qp_a.into(),
-        first_psn: 3.into(),
-        num_packets: 1.into(),
-        tx_ts: 0.into(),
-        rsvd2: [0; 12],
-    };
-    a.dp.events.push_back(CsrEvent::TxDone(t).encode());
-    a.step(1_000_000);
+    // TxDone moved the send PSN QUERY_QP reports past the 4 packets sent.
     let q = a.ok(AdminCommand::QueryQp(id(qp_a)));
     assert_eq!(q[1] >> 32, 4);
-    assert_eq!(a.lp.counters().tx_done, 1);
+    assert_eq!(a.lp.counters().tx_done, 2);
 
     // Teardown: objects in use are refused, then everything goes in order.
     b.refused(AdminCommand::DestroyCq(id(cq_b)), AdminStatus::InUse, 0);
@@ -367,19 +370,58 @@ fn qp_lifecycle_through_admin_commands_moves_a_write_between_two_nics() {
     let e = b.admin.qps.get(&qp_b).unwrap().engine_qpn().unwrap();
     b.ok(AdminCommand::DestroyQp(id(qp_b)));
     assert_eq!(b.lp.engine().qp_state(e), None, "engine QP destroyed");
+    // The engine's RESET reached the datapath context of the device QPN.
+    assert!(b
+        .dp
+        .written()
+        .iter()
+        .any(|c| matches!(c, CsrEvent::QpState(s) if s.qpn.get() == qp_b && s.state == QP_RESET)));
     b.refused(
         AdminCommand::DestroyQp(id(qp_b)),
         AdminStatus::NotFound,
         at!(ObjectId, id),
     );
     b.ok(AdminCommand::DeregMr(id(lkey)));
-    assert_eq!(b.lp.engine().regions().region(0), None, "region removed");
+    assert_eq!(b.dp.stage.regions().region(0), None, "region removed");
     b.ok(AdminCommand::DestroyCq(id(cq_b)));
     b.ok(AdminCommand::DeallocPd(id(pd_b)));
     let c = b.lp.counters();
     assert_eq!(c.admin_replies_lost, 0);
+    assert_eq!(c.region_writes, 2);
     assert!(c.admin_errors >= 3);
-    let _ = pd_a;
+}
+
+/// The reply to REG_MR / DEREG_MR comes once the datapath took the region write, not before:
+/// once the host has it, the rkey works (or no longer places anything).
+#[test]
+fn region_replies_wait_for_the_datapath_to_take_the_region_write() {
+    let mut n = Nic::new(1);
+    let pd = n.ok(AdminCommand::AllocPd)[0] as u32;
+    n.dp.stalled = true;
+    n.next_id += 1;
+    n.dp.admin.push_back(encode(&reg_mr(pd), n.next_id));
+    for now in 0..5 {
+        n.step(now);
+    }
+    assert!(
+        n.dp.replies.is_empty(),
+        "no reply before the datapath took the write"
+    );
+    assert_eq!(n.dp.stage.regions().region(0), None);
+    // Nothing else runs on the admin ring meanwhile.
+    n.dp.admin.push_back(encode(&AdminCommand::QueryDevice, 99));
+    n.step(5);
+    assert!(n.dp.replies.is_empty());
+    n.dp.stalled = false;
+    n.step(6);
+    n.step(7);
+    let replies: Vec<u16> = n.dp.replies.iter().map(|r| r.command_id).collect();
+    assert_eq!(
+        replies,
+        [n.next_id, 99],
+        "in order, once the write was taken"
+    );
+    assert!(n.dp.stage.regions().region(0).is_some());
 }
 
 #[test]
@@ -418,32 +460,14 @@ fn bad_commands_are_refused_with_status_and_syndrome_and_change_nothing() {
         AdminStatus::BadAttribute,
         at!(CreateCq, irq_vector),
     );
-    let fmt = n.ok(AdminCommand::CreateEvFormatProfile(EvFormatProfile {
-        id: 0.into(),
-        encoding: mrc_abi::wire::EvFormat::Udp as u8,
-        flags: 0,
-        dscp: 0,
-        hop_limit: 64,
-        locator_block: 0.into(),
-        src_port_min: 49152.into(),
-        src_port_max: 65535.into(),
-    }))[0] as u32;
-    let evp = |num: u16| {
-        AdminCommand::CreateEvProfile(EvProfile {
-            id: 0.into(),
-            format_profile: fmt.into(),
-            kind: 0,
-            state: 0,
-            min_active_evs: 1.into(),
-            num_evs: num.into(),
-            rsvd: 0.into(),
-            event_mask: 0.into(),
-            seed: 0.into(),
-        })
-    };
-    n.refused(evp(200), AdminStatus::BadAttribute, at!(EvProfile, num_evs));
+    let fmt = udp_format(&mut n);
+    n.refused(
+        ev_profile(fmt, 200, 0),
+        AdminStatus::BadAttribute,
+        at!(EvProfile, num_evs),
+    );
     // A profile still in INIT cannot be used by a QP.
-    let p = n.ok(evp(64))[0] as u32;
+    let p = n.ok(ev_profile(fmt, 64, 0))[0] as u32;
     n.refused(init(qp, p), AdminStatus::BadState, 0);
     // Malformed commands: the mrc-abi decoder's status and syndrome (a retry count above 25,
     // a reserved byte set, an unknown opcode).
@@ -462,7 +486,7 @@ fn bad_commands_are_refused_with_status_and_syndrome_and_change_nothing() {
     let mut raw = [0u8; 64];
     raw[0] = 0x7f;
     assert_eq!(n.raw(raw).status, AdminStatus::UnknownOpcode);
-    // FW_* is not on the image's admin ring; PROBE_EV needs RTS (and is BUSY on the NIC).
+    // FW_* is not on the image's admin ring.
     n.refused(AdminCommand::FwStatus, AdminStatus::UnknownOpcode, 0x40);
     // Nothing changed but the two profiles made on purpose.
     assert_eq!(n.admin.qps.get(&qp), before.qps.get(&qp));
@@ -471,20 +495,41 @@ fn bad_commands_are_refused_with_status_and_syndrome_and_change_nothing() {
     assert_eq!(n.admin.pds.len(), 1);
     assert_eq!(n.engine_state(qp), engine_before);
     assert_eq!(n.lp.engine().qp_state(1), None, "no second engine QP");
+    assert_eq!(n.lp.counters().admin_commands, n.next_id as u64 + 2);
+}
+
+fn udp_format(n: &mut Nic) -> u32 {
+    n.ok(AdminCommand::CreateEvFormatProfile(EvFormatProfile {
+        id: 0.into(),
+        encoding: mrc_abi::wire::EvFormat::Udp as u8,
+        flags: 0,
+        dscp: 0,
+        hop_limit: 64,
+        locator_block: 0.into(),
+        src_port_min: 49152.into(),
+        src_port_max: 65535.into(),
+    }))[0] as u32
+}
+
+fn ev_profile(fmt: u32, num: u16, mask: u32) -> AdminCommand {
+    AdminCommand::CreateEvProfile(EvProfile {
+        id: 0.into(),
+        format_profile: fmt.into(),
+        kind: 0,
+        state: 0,
+        min_active_evs: 1.into(),
+        num_evs: num.into(),
+        rsvd: 0.into(),
+        event_mask: mask.into(),
+        seed: 0.into(),
+    })
 }
 
 #[test]
 fn port_admin_state_reaches_host_and_engine_and_a_failed_write_fails_the_qp() {
     let mut nics = [Nic::new(1), Nic::new(2)];
-    let [a, b] = &mut nics;
-    let (_, _, qp_a) = objects(a);
-    let (_, _, qp_b) = objects(b);
-    let (gid_a, gid_b) = (a.gid, b.gid);
-    for (n, q, peer, gid) in [(&mut *a, qp_a, qp_b, gid_b), (&mut *b, qp_b, qp_a, gid_a)] {
-        n.ok(init(q, 0));
-        n.ok(rtr(q, peer, gid, 1, 8));
-        n.ok(rts(q, 1, 7));
-    }
+    let (qp_a, cq_a, ..) = connected(&mut nics);
+    let a = &mut nics[0];
     // Port 1 admin down: a PORT_DOWN event for the host, plane 1 down in the engine.
     a.ok(AdminCommand::SetPortAdminState(PortAdmin {
         port: 1,
@@ -496,24 +541,14 @@ fn port_admin_state_reaches_host_and_engine_and_a_failed_write_fails_the_qp() {
     assert_eq!(a.ok(AdminCommand::QueryPort(id(1)))[0], 0);
     assert_eq!(a.ok(AdminCommand::QueryPort(id(2)))[0], 1 << 32 | 1);
     // A write to an rkey B never registered: B NACKs, A's CQE says REMOTE_ACCESS, the device
-    // QP moves to ERROR and the host gets QP_FATAL.
-    a.lp.post_send(
-        &a.admin,
-        qp_a,
-        SendWr {
-            wr_id: 0,
-            local: LocalBuf::default(),
-            remote_va: REGION_VA,
-            rkey: 0x8000_0bad,
-            len: MTU,
-            imm: None,
-            signaled: true,
-        },
-    )
-    .unwrap();
+    // QP moves to ERROR and the host gets QP_FATAL after the CQE.
+    a.dp.stage
+        .post_send(qp_a, write(0, 0, MTU, None, 0x8000_0bad))
+        .unwrap();
+    let mut wires = [Wire::default(), Wire::default()];
     for k in 0..100 {
-        round(&mut nics, 1_000 * k);
-        if !nics[0].cqes().is_empty() {
+        round(&mut nics, &mut wires, 1_000 * k);
+        if !nics[0].cqes().is_empty() && !nics[0].events().is_empty() {
             break;
         }
     }
@@ -521,10 +556,82 @@ fn port_admin_state_reaches_host_and_engine_and_a_failed_write_fails_the_qp() {
     let c = a.cqes();
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].status, CqeStatus::RemoteAccess as u8);
+    assert_eq!(c[0].cqn.get(), cq_a);
     assert_eq!(a.qp_state(qp_a), QpState::Error as u64);
-    assert!(a.events().iter().any(|e| matches!(
-        e,
-        Event::QpFatal { qpn, .. } if *qpn == qp_a
-    )));
+    let writes = a.dp.host_writes();
+    let cqe_at = writes
+        .iter()
+        .position(|e| matches!(e, CsrEvent::PostCqe(_)))
+        .unwrap();
+    let fatal_at = writes
+        .iter()
+        .position(|e| matches!(e, CsrEvent::PostEvent(p) if matches!(p.event(), Ok(Event::QpFatal { qpn, .. }) if qpn == qp_a)))
+        .expect("QP_FATAL");
+    assert!(fatal_at > cqe_at, "QP_FATAL after the CQE");
     assert_eq!(a.lp.counters().qp_fatal, 1);
+}
+
+/// Entries on the DP->FW ring carry device QPNs: one for a QP the tables do not have is
+/// dropped and counted; an EV the engine retires on a loss report reaches the host as an
+/// EV_STATE_CHANGE event of the device QP when its EV profile asks for it.
+#[test]
+fn device_qpns_on_the_rings_and_ev_events_by_profile() {
+    let mut n = Nic::new(1);
+    let (_, cq, qp) = objects(&mut n);
+    let fmt = udp_format(&mut n);
+    let p = n.ok(ev_profile(fmt, 64, EVENT_MASK_EV_BAD))[0] as u32;
+    n.ok(AdminCommand::ModifyEvProfile(EvProfile {
+        id: p.into(),
+        format_profile: fmt.into(),
+        kind: 0,
+        state: mrc_abi::device::admin::EvProfileState::Online as u8,
+        min_active_evs: 1.into(),
+        num_evs: 64.into(),
+        rsvd: 0.into(),
+        event_mask: EVENT_MASK_EV_BAD.into(),
+        seed: 0.into(),
+    }));
+    n.ok(init(qp, p));
+    n.ok(rtr(qp, 9, [7; 16], 1, 8));
+    n.ok(rts(qp, 1, 7));
+    // A loss on EV 5 of the device QP, and one for a device QPN nobody has.
+    let loss = |q: u32| {
+        CsrEvent::Loss(LossEntry::new(q, Psn::new(0), 5, 1, 100, 0, LOSS_REORDER)).encode()
+    };
+    n.dp.events.push_back(loss(qp));
+    n.dp.events.push_back(loss(qp + 5));
+    for now in 0..4 {
+        n.step(1_000 + now);
+    }
+    assert_eq!(n.lp.counters().unknown_qpn, 1);
+    let e = n.admin.qps.get(&qp).unwrap().engine_qpn().unwrap();
+    assert_eq!(
+        n.lp.engine().ev_stats(e, 5).map(|s| s.state),
+        Some(mrc_firmware::engine::ev_state::EvState::AssumedBad)
+    );
+    assert!(n.events().contains(&Event::EvStateChange {
+        qpn: qp,
+        ev_index: 5,
+        old: EvState::Good,
+        new: EvState::AssumedBad,
+    }));
+    // The retransmission order went to the datapath context of the device QPN.
+    assert!(n
+        .dp
+        .written()
+        .iter()
+        .any(|c| matches!(c, CsrEvent::Retransmit(r) if r.qpn.get() == qp)));
+    // A placed Write-with-Immediate of the device QP: its CQE carries the message length and
+    // the solicited bit the report gave, on the QP's receive CQ.
+    n.dp.stage.post_recv(qp, 4).unwrap();
+    let w = WimmPlaced::new(qp, 0, Psn::new(3), 0x77, 777, true, 4);
+    n.dp.events.push_back(CsrEvent::WimmPlaced(w).encode());
+    for now in 0..3 {
+        n.step(2_000 + now);
+    }
+    let c = *n.cqes().last().expect("a receive CQE");
+    assert_eq!(c.opcode, CqeOpcode::RecvWriteImm as u8);
+    assert_eq!((c.qpn.get(), c.cqn.get(), c.wqe_index.get()), (qp, cq, 4));
+    assert_eq!((c.byte_len.get(), c.imm.get()), (777, 0x77));
+    assert_eq!(c.flags & CQE_SOLICITED, CQE_SOLICITED);
 }

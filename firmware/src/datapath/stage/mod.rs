@@ -10,7 +10,7 @@
 //! | host | send and receive work requests posted ([`Datapath::post_send`], [`Datapath::post_recv`]); completions and events the firmware writes to the host, passed on ([`Datapath::poll_host_writes`]) |
 //! | transmit | segmentation, the EV pick per packet from the QP's EV table, header fields, the per-PSN send state; retransmissions the firmware orders go first; control packets (ACKs, NACKs, probes, replies) before both ([`Datapath::poll_packets`]) |
 //! | receive | header checks, the receive PSN bitmap, rkey and bounds checks and placement by RETH, coalesced SACK / NACK generation; at the sender, ACK and NACK application to the per-PSN state ([`Datapath::handle_packets`]) |
-//! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context and retransmission commands in ([`Datapath::handle_commands`]) |
+//! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context, region table and retransmission commands in ([`Datapath::handle_commands`]) |
 //!
 //! The firmware never sees a data packet: it hears of what packets changed through the
 //! `mrc_abi::device::csr` entries the stage reports, and steers the stage with the ones it
@@ -29,9 +29,10 @@ mod tx;
 
 use core::marker::PhantomData;
 
-use mrc_abi::device::csr::{Complete, CsrEntry, CsrEvent, CsrKind, EvEventEntry};
-
-use crate::csr_queue::read_as;
+use mrc_abi::device::csr::{
+    CsrEntry, CsrEvent, CsrKind, PlaneDown, RegionWrite, REGION_ADD, REGION_REMOTE_READ,
+    REGION_REMOTE_WRITE,
+};
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
@@ -43,7 +44,7 @@ use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
 use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
-use crate::datapath::placement::{MemRegion, Regions, RegisterError};
+use crate::datapath::placement::{Access, MemRegion, Regions, RegisterError};
 
 /// Data packets one QP sends in a row before the next QP gets its turn.
 pub const TX_BURST_PKTS: u8 = 4;
@@ -287,64 +288,40 @@ impl<C: Capacity> Datapath<C> {
     /// all of them, unless the host-interface queue filled (then the rest waits).
     pub fn handle_commands(&mut self, now_ns: u64, cmds: &[CsrEntry]) -> usize {
         for (i, e) in cmds.iter().enumerate() {
-            // (the host writes most commands are, checked on their own: the same checks as
-            // the general decode, without its dispatch)
-            let host_write = match e.read_as::<Complete>() {
-                Some(r) => Some(r.is_ok()),
-                None => e.read_as::<EvEventEntry>().map(|r| r.is_ok()),
-            };
-            match host_write {
-                Some(true) => {
-                    if self.host.room() == 0 {
-                        return i;
-                    }
-                    self.host.push_entry(*e);
-                    self.counters.host_writes += 1;
-                    self.counters.commands += 1;
-                    continue;
-                }
-                Some(false) => {
-                    self.counters.commands_malformed += 1;
-                    continue;
-                }
-                None => {}
-            }
-            // (the frequent QP commands checked on their own, as above)
-            let decoded = match e.kind_code() {
-                k if k == CsrKind::EvUpdate as u8 => read_as(e).map(CsrEvent::EvUpdate),
-                k if k == CsrKind::Retransmit as u8 => read_as(e).map(CsrEvent::Retransmit),
-                k if k == CsrKind::SendProbe as u8 => read_as(e).map(CsrEvent::SendProbe),
-                _ => e.decode(),
-            };
-            let cmd = match decoded {
-                Ok(c) => c,
+            // (checked in place; host writes, most of the commands, go on as they are)
+            let kind = match e.check() {
+                Ok(k) => k,
                 Err(_) => {
                     self.counters.commands_malformed += 1;
                     continue;
                 }
             };
-            if cmd.kind().is_event() {
+            if kind.is_event() {
                 self.counters.commands_wrong_side += 1;
                 continue;
             }
-            match cmd {
-                CsrEvent::Complete(_)
-                | CsrEvent::EvEvent(_)
-                | CsrEvent::PostCqe(_)
-                | CsrEvent::PostEvent(_) => {
+            match kind {
+                CsrKind::Complete | CsrKind::EvEvent | CsrKind::PostCqe | CsrKind::PostEvent => {
                     if self.host.room() == 0 {
                         return i;
                     }
                     self.host.push_entry(*e);
                     self.counters.host_writes += 1;
                 }
-                CsrEvent::PlaneDown(c) => {
+                CsrKind::PlaneDown => {
                     self.counters.plane_downs += 1;
+                    let plane = e.view::<PlaneDown>().plane;
                     for qp in self.qps.as_mut() {
-                        qp.plane_down(c.plane);
+                        qp.plane_down(plane);
                     }
                 }
+                CsrKind::RegionWrite => self.region_write(e.view()),
                 _ => {
+                    // (a QP command: the checked entry copied out for the QP's dispatch)
+                    let Ok(cmd) = e.decode() else {
+                        self.counters.commands_malformed += 1;
+                        continue;
+                    };
                     let qpn = cmd.qpn().unwrap_or(u32::MAX);
                     match self.qps.as_mut().get_mut(qpn as usize) {
                         Some(qp) => {
@@ -360,6 +337,24 @@ impl<C: Capacity> Datapath<C> {
             self.counters.commands += 1;
         }
         cmds.len()
+    }
+
+    /// A firmware write of the region table (refusals are counted by the table).
+    fn region_write(&mut self, r: &RegionWrite) {
+        let rkey = r.rkey.get();
+        if r.op == REGION_ADD {
+            let _ = self.regions.register(MemRegion {
+                rkey,
+                base_va: r.base_va.get(),
+                length: r.length.get(),
+                access: Access {
+                    remote_write: r.access & REGION_REMOTE_WRITE != 0,
+                    remote_read: r.access & REGION_REMOTE_READ != 0,
+                },
+            });
+        } else {
+            let _ = self.regions.deregister(rkey);
+        }
     }
 
     /// Received packets, in order, each answered in `verdicts` (placement by the caller
@@ -757,7 +752,7 @@ impl<C: Capacity> Datapath<C> {
     /// The host-interface writes waiting (see [`Self::poll_host_writes`]), oldest first,
     /// where they sit: two runs, the second empty unless they wrap the queue's end. They stay
     /// until [`Self::consume_host_writes`]. Each passed the checks of its kind
-    /// (`CsrEntry::read_as` or `CsrEvent::decode`) when the firmware's command came in.
+    /// (`CsrEntry::check`) when the firmware's command came in.
     pub fn host_writes(&self) -> (&[CsrEntry], &[CsrEntry]) {
         self.host.as_slices()
     }

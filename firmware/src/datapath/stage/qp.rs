@@ -69,7 +69,10 @@ pub struct DpQp<
     evs: u16,
     sprayer: Sprayer<EVS, P>,
     skips_seen: u64,
+    /// EVs whose skip flag firmware set: the first `skips_served` in the order the sprayer
+    /// served them (awaiting their report), the rest still marked, in marking order.
     skip_marks: Vec<u16, SKIP_MARKS>,
+    skips_served: usize,
     skip_overflow: bool,
     credits: [u16; EVS],
     tx: TxSide<WIN, SQ>,
@@ -201,6 +204,7 @@ impl<
             Some(Some(pick)) => (pick.index, pick.plane),
             _ => (ev, plane),
         };
+        self.note_served();
         EvxRepr {
             ev_index,
             plane,
@@ -286,6 +290,7 @@ impl<
         self.evs = evs;
         self.skips_seen = 0;
         self.skip_marks.clear();
+        self.skips_served = 0;
         self.skip_overflow = false;
         self.credits = [0; EVS];
     }
@@ -315,18 +320,38 @@ impl<
         }
     }
 
-    /// The sprayer served skip-once flags since the last look: report each EV whose flag
-    /// is now clear.
-    fn report_skips(&mut self, events: &mut Events) {
+    /// Skip flags the sprayer served since the last look move to the served part of
+    /// `skip_marks`, in the order served (run after every pick that is not reported at once,
+    /// so the reports keep that order however picks and reports interleave).
+    fn note_served(&mut self) {
         let skips = self.sprayer.counters().skips;
         if skips == self.skips_seen {
             return;
         }
         self.skips_seen = skips;
+        if self.skip_overflow {
+            return;
+        }
+        let mut j = self.skips_served;
+        while let Some(&i) = self.skip_marks.get(j) {
+            if !self.sprayer.ev(i).is_some_and(|s| s.skip_once) {
+                if let Some(run) = self.skip_marks.get_mut(self.skips_served..=j) {
+                    run.rotate_right(1);
+                }
+                self.skips_served += 1;
+            }
+            j += 1;
+        }
+    }
+
+    /// Report each EV whose skip flag the sprayer served, in the order served.
+    fn report_skips(&mut self, events: &mut Events) {
+        self.note_served();
         let qpn = self.hdr.qpn;
         if self.skip_overflow {
             self.skip_overflow = false;
             self.skip_marks.clear();
+            self.skips_served = 0;
             for i in 0..self.evs {
                 match self.sprayer.ev(i) {
                     Some(s) if s.skip_once => {
@@ -344,15 +369,16 @@ impl<
             }
             return;
         }
-        let mut k = 0;
-        while let Some(&i) = self.skip_marks.get(k) {
-            if self.sprayer.ev(i).is_some_and(|s| s.skip_once) {
-                k += 1;
-                continue;
-            }
-            events.push(CsrEvent::SkipServed(SkipServed::new(qpn, i)));
-            self.skip_marks.swap_remove(k);
+        if self.skips_served == 0 {
+            return;
         }
+        for &i in self.skip_marks.iter().take(self.skips_served) {
+            events.push(CsrEvent::SkipServed(SkipServed::new(qpn, i)));
+        }
+        let served = self.skips_served;
+        self.skip_marks.rotate_left(served);
+        self.skip_marks.truncate(self.skip_marks.len() - served);
+        self.skips_served = 0;
     }
 
     fn rx_live(&self) -> bool {
@@ -468,6 +494,7 @@ impl<
             sprayer: Sprayer::new(),
             skips_seen: 0,
             skip_marks: Vec::new(),
+            skips_served: 0,
             skip_overflow: false,
             credits: [0; EVS],
             tx: TxSide::OFF,
@@ -722,9 +749,7 @@ impl<
         );
         // (as after every poll: skip flags served meanwhile, e.g. by an ACK's pick, are
         // reported now)
-        if r != (0, None) {
-            self.report_skips(events);
-        }
+        self.report_skips(events);
         r
     }
 

@@ -425,3 +425,30 @@ fn discarded_verdicts_change_nothing_but_the_verdicts() {
     assert_eq!(send_all(&mut a, 2), send_all(&mut b, 2));
     assert_eq!(events(&mut a), events(&mut b));
 }
+
+#[test]
+fn region_writes_add_and_remove_regions_in_order() {
+    let mut dp = Datapath::<Small>::new(DatapathConfig::DEFAULT);
+    let add = |k: u32| {
+        cmd(CsrEvent::RegionWrite(RegionWrite::add(
+            k,
+            0x1000,
+            64,
+            REGION_REMOTE_WRITE,
+        )))
+    };
+    let cmds = [
+        add(7),
+        add(8),
+        add(9),
+        cmd(CsrEvent::RegionWrite(RegionWrite::remove(7))),
+    ];
+    assert_eq!(dp.handle_commands(0, &cmds), 4);
+    // Two slots: the third add was refused (counted by the table), the removal freed slot 0.
+    assert_eq!(dp.regions().region(0), None);
+    let r = dp.regions().region(1).unwrap();
+    assert_eq!((r.rkey, r.base_va, r.length), (8, 0x1000, 64));
+    assert_eq!(r.access, Access::REMOTE_WRITE);
+    assert_eq!(dp.regions().counters().bad_registrations, 1);
+    assert_eq!(dp.counters().commands, 4);
+}

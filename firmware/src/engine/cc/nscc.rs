@@ -29,7 +29,7 @@
 //! and saturate, so no input (u64 byte counts, absurd RTTs) overflows or panics.
 
 use super::Controller;
-use crate::engine::fixed::{ewma_q16_unit_int, mul_q16, Q16_ONE};
+use crate::engine::fixed::{div_u64, ewma_q16_unit_int, mul_q16, Q16_ONE};
 
 /// The reference network NSCC's gains are stated for: 100 Gb/s x 12 us = 150,000 bytes. The
 /// gains scale with `bdp / REFERENCE_BDP` (the spec's `scaling_factor_a`).
@@ -380,12 +380,14 @@ impl Nscc {
     /// `units_q16 * mtu * acked / cwnd`, at most `u64::MAX`.
     fn per_window_increase(&self, units_q16: u64, acked: u64) -> u64 {
         let cwnd = self.cwnd_bytes.max(1);
-        // The common case in 64 bits (a hardware division, not a 128-bit library call).
+        // The common case in 64 bits (not a 128-bit library call), the shift first:
+        // `(num / cwnd) >> 16 == (num >> 16) / cwnd`, which then usually fits the 32-bit
+        // divide.
         if let Some(num) = units_q16
             .checked_mul(u64::from(self.p.mtu_bytes))
             .and_then(|x| x.checked_mul(acked))
         {
-            return (num / cwnd) >> 16;
+            return div_u64(num >> 16, cwnd);
         }
         let num = u128::from(units_q16)
             .saturating_mul(u128::from(self.p.mtu_bytes))
@@ -497,7 +499,7 @@ impl Controller for Nscc {
                     self.counters.proportional_increases += 1;
                     let room = target - delay; // delay < target here
                     let scale = match room.checked_shl(16) {
-                        Some(r) if r >> 16 == room => r / target,
+                        Some(r) if r >> 16 == room => div_u64(r, target),
                         _ => ((u128::from(room) << 16) / u128::from(target)) as u64,
                     }; // < 1.0: room < target
                     let units = mul_q16(u64::from(self.p.pi_q16), scale as u32);

@@ -1,83 +1,150 @@
-//! The fake datapath both NIC-loop test files drive: bounded CSR rings of raw entries, the
-//! receive header queue, the transmit header queue, the admin command and reply queues, and the
-//! wire-side conversion of a transmitted packet into the receiving datapath's entries.
+//! The datapath model (`mrc_firmware::datapath::stage::Datapath`) standing in for the NIC's
+//! datapath hardware behind the rings the loop sees (the loop's `Datapath` trait), and a wire
+//! between two of them.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
 
 use mrc_abi::device::admin::AdminReply;
-use mrc_abi::device::csr::{AckSummary, CsrEvent, NackEntry, ProbeReply, ENTRY_BYTES};
-use mrc_abi::device::rxh::{
-    RxhEntry, RxhVerdict, RxhVerdictCode, RXH_ENTRY_BYTES, RXH_VERDICT_BYTES, RXH_VERDICT_OFFSET,
-};
-use mrc_abi::device::txh::{Txh, TXH_ENTRY_BYTES};
-use mrc_firmware::datapath::ack_gen::TrimMark;
-use mrc_firmware::engine::{RxMeta, TxBody, TxPacket};
-use mrc_nicloop::{is_csr_reported, rxh_entry, tx_packet, txh_entry, Datapath};
+use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_firmware::datapath::packet::{Packet, PacketBody, RxVerdict};
+use mrc_firmware::datapath::stage::{Datapath as Stage, DatapathConfig};
+use mrc_nicloop::Datapath;
 
-pub const RING: usize = 64;
-pub const REGION_VA: u64 = 0x40_0000_0000;
+/// Ring entries each way (the NIC's CSR rings hold 32).
+pub const RING: usize = 32;
+/// Payload bytes per packet.
 pub const MTU: u32 = 1024;
+/// Where the receiving NIC's region starts.
+pub const REGION_VA: u64 = 0x40_0000_0000;
 
-/// One NIC's fake datapath: bounded CSR rings of raw entries, the receive header queue (raw
-/// RXH entries; answered entries are kept with their verdict bytes), a transmit queue, a
-/// placement log read from the verdicts.
-#[derive(Default)]
-pub struct FakeDp {
-    pub events: VecDeque<[u8; ENTRY_BYTES]>,
-    pub orders: Vec<[u8; ENTRY_BYTES]>,
-    pub orders_pending: usize,
-    pub rx: VecDeque<[u8; RXH_ENTRY_BYTES]>,
-    pub answered: Vec<[u8; RXH_ENTRY_BYTES]>,
-    /// What the datapath took off the transmit header queue, decoded.
-    pub tx: Vec<TxPacket>,
-    /// Transmit header queue size (0: [`RING`]); the queue is emptied once per round.
-    pub tx_cap: usize,
-    /// Refuse every transmit header entry despite the room reported (a broken datapath).
-    pub tx_refuse: bool,
-    pub placed: Vec<(u64, u32)>,
-    /// Admin commands the host interface fetched, and the replies the loop returned.
+mrc_firmware::capacity! {
+    /// The NIC's datapath as the model holds it: a QP context per device QPN (`1..16`, the
+    /// doorbell pages), the NIC's per-QP sizes.
+    pub struct DevCap {
+        qps: 16, evs: 128, planes: 4, window_psns: 256, send_queue: 16, recv_queue: 16,
+        regions: 8,
+    }
+}
+
+/// The datapath model behind bounded rings: the DP->FW ring holds what the model reported and
+/// the loop has not consumed, the FW->DP ring what the loop wrote and the model has not taken.
+pub struct ModelDp {
+    pub stage: Box<Stage<DevCap>>,
+    pub events: VecDeque<CsrEntry>,
+    pub orders: VecDeque<CsrEntry>,
+    /// FW->DP ring size.
+    pub orders_cap: usize,
+    written: u32,
+    taken: u32,
+    /// Every FW->DP entry the loop wrote, in order.
+    pub log: Vec<CsrEntry>,
+    /// What the model passed on to the host interface (PostCqe, PostEvent, Complete,
+    /// EvEvent), in order.
+    pub host: Vec<CsrEntry>,
+    /// Admin commands the host interface fetched, replies the loop returned.
     pub admin: VecDeque<[u8; 64]>,
     pub replies: Vec<AdminReply>,
-    /// The datapath reports placed Write-with-Immediate messages (`WimmPlaced`).
-    pub wimm_reports: bool,
+    /// The model takes no FW->DP entry (a datapath that fell behind).
+    pub stalled: bool,
 }
 
-/// The verdict a loop wrote back into an answered entry, read as the datapath reads it.
-pub fn verdict_of(e: &[u8; RXH_ENTRY_BYTES]) -> (Option<RxhVerdictCode>, RxhVerdict) {
-    let v: &[u8; RXH_VERDICT_BYTES] = e[RXH_VERDICT_OFFSET..].try_into().unwrap();
-    RxhVerdict::decode(v)
+impl ModelDp {
+    pub fn new() -> ModelDp {
+        let cfg = DatapathConfig {
+            mtu_payload: MTU,
+            ..DatapathConfig::DEFAULT
+        };
+        ModelDp {
+            stage: Box::new(Stage::new(cfg)),
+            events: VecDeque::new(),
+            orders: VecDeque::new(),
+            orders_cap: RING,
+            written: 0,
+            taken: 0,
+            log: Vec::new(),
+            host: Vec::new(),
+            admin: VecDeque::new(),
+            replies: Vec::new(),
+            stalled: false,
+        }
+    }
+
+    /// The hardware's part of a step at `now`: take the FW->DP entries, run the coalescing
+    /// timers, report into the DP->FW ring as far as it has room.
+    pub fn hw(&mut self, now: u64) {
+        while !self.stalled && !self.orders.is_empty() {
+            let batch: Vec<CsrEntry> = self.orders.iter().copied().collect();
+            let n = self.stage.handle_commands(now, &batch);
+            self.orders.drain(..n);
+            self.taken = self.taken.wrapping_add(n as u32);
+            self.drain_host();
+            if n == 0 {
+                break;
+            }
+        }
+        self.drain_host();
+        self.stage.handle_timeout(now);
+        let room = RING.saturating_sub(self.events.len());
+        let mut buf = vec![CsrEntry::ZERO; room];
+        let n = self.stage.poll_events(&mut buf);
+        self.events.extend(&buf[..n]);
+    }
+
+    fn drain_host(&mut self) {
+        let mut buf = [CsrEntry::ZERO; 32];
+        loop {
+            let n = self.stage.poll_host_writes(&mut buf);
+            if n == 0 {
+                return;
+            }
+            self.host.extend(&buf[..n]);
+        }
+    }
+
+    /// The host-interface writes, decoded.
+    pub fn host_writes(&self) -> Vec<CsrEvent> {
+        self.host
+            .iter()
+            .map(|e| e.decode().expect("the loop writes valid entries"))
+            .collect()
+    }
+
+    /// Every FW->DP entry the loop wrote, decoded.
+    pub fn written(&self) -> Vec<CsrEvent> {
+        self.log
+            .iter()
+            .map(|e| e.decode().expect("the loop writes valid entries"))
+            .collect()
+    }
 }
 
-impl Datapath for FakeDp {
-    fn pop_event(&mut self) -> Option<[u8; ENTRY_BYTES]> {
-        self.events.pop_front()
-    }
-    fn push_order(&mut self, e: &[u8; ENTRY_BYTES]) -> bool {
-        if self.orders_pending >= RING {
-            return false;
+impl Datapath for ModelDp {
+    fn peek_events(&mut self, out: &mut [CsrEntry]) -> usize {
+        let n = out.len().min(self.events.len());
+        for (o, e) in out.iter_mut().zip(self.events.iter()) {
+            *o = *e;
         }
-        self.orders_pending += 1;
-        self.orders.push(*e);
-        true
+        n
     }
-    fn pop_rx(&mut self) -> Option<[u8; RXH_ENTRY_BYTES]> {
-        self.rx.front().copied()
+    fn consume_events(&mut self, n: usize) {
+        self.events.drain(..n.min(self.events.len()));
     }
-    fn rx_done(&mut self, verdict: &[u8; RXH_VERDICT_BYTES]) {
-        let mut e = self
-            .rx
-            .pop_front()
-            .expect("rx_done answers the entry pop_rx returned");
-        e[RXH_VERDICT_OFFSET..].copy_from_slice(verdict);
-        if let (Some(RxhVerdictCode::Place), v) = verdict_of(&e) {
-            self.placed.push((v.place_offset.get(), v.place_len.get()));
-        }
-        self.answered.push(e);
+    fn orders_room(&mut self) -> usize {
+        self.orders_cap.saturating_sub(self.orders.len())
     }
-    fn tx_room(&mut self) -> usize {
-        let cap = if self.tx_cap == 0 { RING } else { self.tx_cap };
-        cap.saturating_sub(self.tx.len())
+    fn push_orders(&mut self, entries: &[CsrEntry]) -> usize {
+        let n = entries.len().min(self.orders_room());
+        self.orders.extend(&entries[..n]);
+        self.log.extend(&entries[..n]);
+        self.written = self.written.wrapping_add(n as u32);
+        n
+    }
+    fn orders_written(&self) -> u32 {
+        self.written
+    }
+    fn orders_taken(&mut self) -> u32 {
+        self.taken
     }
     fn pop_admin(&mut self) -> Option<[u8; 64]> {
         self.admin.pop_front()
@@ -86,70 +153,64 @@ impl Datapath for FakeDp {
         self.replies.push(*reply);
         true
     }
-    fn reports_wimm_placed(&self) -> bool {
-        self.wimm_reports
-    }
-    fn push_tx(&mut self, e: &[u8; TXH_ENTRY_BYTES]) -> bool {
-        if self.tx_refuse || self.tx_room() == 0 {
-            return false;
-        }
-        // The datapath checks the entry with the mrc-abi decoder and builds the packet from it;
-        // the entry carries everything the engine's descriptor had.
-        let t = Txh::decode(e).expect("the loop writes valid TXH entries");
-        let p = tx_packet(&t);
-        assert_eq!(txh_entry(&p), t);
-        self.tx.push(p);
-        true
-    }
 }
 
-/// What the receiving datapath does with a packet off the wire: ACK / NACK / probe reply
-/// become DP->FW CSR entries (through the mrc-abi encoder), data packets and probes RXH
-/// entries (what the header parser writes; checked here with the mrc-abi decoder).
-pub fn receive(dp: &mut FakeDp, p: TxPacket) {
-    if !is_csr_reported(&p) {
-        let meta = RxMeta {
-            payload_len: p.payload_len(),
-            ce: false,
-        };
-        let e = rxh_entry(&p, TrimMark::None, meta).expect("a data packet or probe");
-        assert_eq!(RxhEntry::decode(&e.encode()), Ok(e));
-        dp.rx.push_back(e.encode());
-        return;
+/// The packets on the wire one way, and what the receiving model made of them.
+#[derive(Default)]
+pub struct Wire {
+    /// Packets sent, not yet taken by the receiving model (it may hold back under
+    /// back-pressure).
+    pub in_flight: VecDeque<Packet>,
+    /// Data packets sent (first transmissions and retransmissions).
+    pub data_sent: u64,
+    /// Packets the wire dropped.
+    pub dropped: u64,
+    /// Payloads placed at the receiver: (region slot, offset, bytes).
+    pub placed: Vec<(u16, u64, u32)>,
+}
+
+impl Wire {
+    /// Move what `from` sends to `to` at `now`; `drop` decides which packets the wire loses.
+    pub fn carry(
+        &mut self,
+        now: u64,
+        from: &mut ModelDp,
+        to: &mut ModelDp,
+        mut drop: impl FnMut(&Packet, u64) -> bool,
+    ) {
+        let mut out = vec![Packet::FILL; 64];
+        loop {
+            let n = from.stage.poll_packets(now, &mut out);
+            for p in &out[..n] {
+                if matches!(p.body, PacketBody::Write { .. }) {
+                    self.data_sent += 1;
+                }
+                if drop(p, self.data_sent) {
+                    self.dropped += 1;
+                } else {
+                    self.in_flight.push_back(*p);
+                }
+            }
+            if n < out.len() {
+                break;
+            }
+        }
+        let pkts: Vec<Packet> = self.in_flight.iter().copied().collect();
+        let mut verdicts = vec![RxVerdict::Consumed; pkts.len()];
+        let taken = to.stage.handle_packets(now, &pkts, &mut verdicts[..]);
+        for v in &verdicts[..taken] {
+            if let RxVerdict::Place {
+                slot, offset, len, ..
+            } = *v
+            {
+                self.placed.push((slot, offset, len));
+            }
+        }
+        self.in_flight.drain(..taken);
     }
-    let e = match p.body {
-        TxBody::Ack(a) => CsrEvent::AckSummary(AckSummary {
-            kind: 0,
-            plane: a.plane,
-            ev_index: a.ev_index.into(),
-            qpn_ecn: (p.dest_qpn | (u32::from(a.ecn_plane_mask) << 24)).into(),
-            cum_psn: a.cum_psn.value().into(),
-            sack_base: a.sack_base.value().into(),
-            bitmap: a.sack_bitmap.into(),
-            ce_count: a.ce_count.into(),
-            pkt_count: a.pkt_count.into(),
-            echoed_ts: p.echo_ts_ns.into(),
-        }),
-        TxBody::Nack(n) => CsrEvent::Nack(NackEntry {
-            kind: 0,
-            reason: n.reason as u8,
-            ev_index: n.ev_index.into(),
-            qpn: p.dest_qpn.into(),
-            psn: n.psn.value().into(),
-            cum_psn: n.cum_psn.value().into(),
-            plane: n.plane,
-            rsvd: [0; 15],
-        }),
-        TxBody::ProbeReply(r) => CsrEvent::ProbeReply(ProbeReply {
-            kind: 0,
-            plane: r.plane,
-            ev_index: r.ev_index.into(),
-            qpn: p.dest_qpn.into(),
-            probe_id: r.probe_id.into(),
-            echoed_ts: p.echo_ts_ns.into(),
-            rsvd: [0; 16],
-        }),
-        _ => unreachable!("is_csr_reported"),
-    };
-    dp.events.push_back(e.encode());
+
+    /// Bytes placed.
+    pub fn placed_bytes(&self) -> u64 {
+        self.placed.iter().map(|p| u64::from(p.2)).sum()
+    }
 }

@@ -1,0 +1,225 @@
+//! Step 3: FW->DP entries out: the loop's own, then the engine's, translated for the host
+//! interface with the admin tables.
+
+use mrc_abi::device::admin::{QpState, EVENT_MASK_EV_BAD, EVENT_MASK_EV_GOOD};
+use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
+use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, EvEventEntry, PostCqe, PostEvent};
+use mrc_abi::device::event::Event;
+use mrc_abi::device::EvState;
+use mrc_abi::wire::NackReason;
+use mrc_firmware::capacity::Capacity;
+use mrc_firmware::csr_queue::CsrQueue;
+use mrc_firmware::engine::ev_state::EvReason;
+use mrc_firmware::engine::{Completion, CompletionError, CompletionKind};
+
+use crate::qpn::{has_qpn, qpn_of, set_qpn};
+use crate::{Fw, LoopCounters, NicAdmin, LOOP_QUEUE};
+
+const COMPLETE: u8 = CsrKind::Complete as u8;
+const EV_EVENT: u8 = CsrKind::EvEvent as u8;
+
+impl<C: Capacity> Fw<C> {
+    /// FW->DP entries into the front of `out`: the loop's queue first, then the engine's
+    /// commands (translated with `admin`, see the crate docs). Returns how many.
+    #[inline]
+    pub(crate) fn commands(&mut self, out: &mut [CsrEntry], admin: Option<&mut NicAdmin>) -> usize {
+        // (polled far more often than there is something: answer that inline)
+        if !self.commands_pending() {
+            return 0;
+        }
+        self.some_commands(out, admin)
+    }
+
+    #[inline(never)]
+    fn some_commands(&mut self, out: &mut [CsrEntry], admin: Option<&mut NicAdmin>) -> usize {
+        let n = self.out.drain_into(out);
+        let Some(rest) = out.get_mut(n..).filter(|r| !r.is_empty()) else {
+            return n;
+        };
+        let k = self.engine.poll_commands(rest);
+        let Some(admin) = admin else {
+            return n + k;
+        };
+        let mut w = 0;
+        for r in 0..k {
+            if let Some(e) = self.for_host(rest[r], admin) {
+                rest[w] = e;
+                w += 1;
+            }
+        }
+        n + w
+    }
+
+    /// An engine command as the datapath and the host interface take it with the admin
+    /// tables (`None`: nothing to write).
+    fn for_host(&mut self, mut e: CsrEntry, admin: &mut NicAdmin) -> Option<CsrEntry> {
+        let kind = e.kind_code();
+        if kind == COMPLETE {
+            return self.cqe(&e, admin);
+        }
+        if kind == EV_EVENT {
+            return self.ev_event(&e, admin);
+        }
+        if has_qpn(kind) {
+            match self.map.device(qpn_of(&e)) {
+                Some(d) => set_qpn(&mut e, d),
+                None => {
+                    self.counters.unknown_qpn += 1;
+                    return None;
+                }
+            }
+        }
+        Some(e)
+    }
+
+    /// The `PostCqe` for an engine completion: device QPN, the QP's CQ, the `WimmPlaced`
+    /// length and solicited bit; a failed work request (not a flush) moves the device QP to
+    /// ERROR and queues `QP_FATAL` behind the CQE.
+    fn cqe(&mut self, e: &CsrEntry, admin: &mut NicAdmin) -> Option<CsrEntry> {
+        let c = Completion::from_entry(e)?;
+        let Some((qpn, q)) = self
+            .map
+            .device(c.qpn)
+            .and_then(|d| Some((d, admin.qps.get_mut(&d)?)))
+        else {
+            self.counters.unknown_qpn += 1;
+            return None;
+        };
+        let recv = !matches!(c.kind, CompletionKind::Send);
+        let mut cqe = post_cqe(&c, qpn, if recv { q.recv_cq } else { q.send_cq });
+        let fatal = matches!(c.status, Err(x) if x != CompletionError::Flushed);
+        if fatal && q.state != QpState::Error {
+            q.state = QpState::Error;
+            self.counters.qp_fatal += 1;
+            let fatal = Event::QpFatal {
+                qpn,
+                status: cqe.status,
+                syndrome: 0,
+            };
+            post_event(&mut self.out, &mut self.counters, fatal);
+        }
+        if let CompletionKind::RecvImm { msn, .. } = c.kind {
+            if let Some(w) = self.take_wimm(c.qpn, msn) {
+                cqe.byte_len = w.byte_len.into();
+                if w.solicited {
+                    cqe.flags |= CQE_SOLICITED;
+                }
+            }
+        }
+        self.counters.cqes += 1;
+        Some(CsrEvent::PostCqe(cqe).encode())
+    }
+
+    /// The `EV_STATE_CHANGE` event for an engine EV event, when the QP's EV profile reports
+    /// it.
+    fn ev_event(&mut self, e: &CsrEntry, admin: &NicAdmin) -> Option<CsrEntry> {
+        let Ok(CsrEvent::EvEvent(v)) = e.decode() else {
+            return None;
+        };
+        let Some(qpn) = self.map.device(v.qpn.get()) else {
+            self.counters.unknown_qpn += 1;
+            return None;
+        };
+        let mask = admin
+            .qps
+            .get(&qpn)
+            .and_then(|q| admin.ev_profiles.get(&q.ev_profile))
+            .map_or(0, |p| p.event_mask);
+        match ev_report(&v, mask) {
+            Some((old, new)) => {
+                self.counters.host_events += 1;
+                Some(
+                    CsrEvent::PostEvent(PostEvent::new(&Event::EvStateChange {
+                        qpn,
+                        ev_index: v.ev.get(),
+                        old,
+                        new,
+                    }))
+                    .encode(),
+                )
+            }
+            None => {
+                self.counters.ev_events_masked += 1;
+                None
+            }
+        }
+    }
+}
+
+/// Queue a host event in the loop's queue (counted; lost when it is full).
+pub(crate) fn post_event(
+    out: &mut CsrQueue<LOOP_QUEUE>,
+    counters: &mut LoopCounters,
+    event: Event,
+) {
+    if out.room() == 0 {
+        counters.host_events_lost += 1;
+        return;
+    }
+    out.push(CsrEvent::PostEvent(PostEvent::new(&event)));
+    counters.host_events += 1;
+}
+
+/// The old and new state of an EV event the `EVENT_MASK_*` bits `mask` report: an EV retired
+/// (`EV_BAD`) or back in use after being retired (`EV_GOOD`). Skips and their service are
+/// per-packet spraying detail; denials are reported by the admin executor.
+fn ev_report(v: &EvEventEntry, mask: u32) -> Option<(EvState, EvState)> {
+    let old = EvState::from_u8(v.old)?;
+    let new = EvState::from_u8(v.new)?;
+    let by_controller = [EvReason::ControllerDeny, EvReason::ControllerAllow]
+        .iter()
+        .any(|r| r.code() == v.reason);
+    if by_controller {
+        return None;
+    }
+    let report = match new {
+        EvState::AssumedBad => mask & EVENT_MASK_EV_BAD != 0,
+        EvState::Good => old == EvState::AssumedBad && mask & EVENT_MASK_EV_GOOD != 0,
+        _ => false,
+    };
+    report.then_some((old, new))
+}
+
+fn cqe_status(s: Result<(), CompletionError>) -> CqeStatus {
+    match s {
+        Ok(()) => CqeStatus::Success,
+        Err(CompletionError::RetryExceeded) => CqeStatus::RetryExceeded,
+        Err(CompletionError::Flushed) => CqeStatus::WrFlushed,
+        Err(CompletionError::RemoteNack(r)) => match r {
+            NackReason::RemoteAccess => CqeStatus::RemoteAccess,
+            NackReason::Length => CqeStatus::RemoteLength,
+            NackReason::NoRecvBuffer => CqeStatus::RemoteNoRecvBuffer,
+            _ => CqeStatus::RemoteInvalidRequest,
+        },
+        Err(CompletionError::LocalQpError(r)) => match r {
+            NackReason::Length => CqeStatus::LocalLength,
+            NackReason::RemoteAccess => CqeStatus::LocalProtection,
+            NackReason::NoRecvBuffer => CqeStatus::RecvQueueOverflow,
+            _ => CqeStatus::LocalQpOperation,
+        },
+    }
+}
+
+/// The `PostCqe` for completion `c` of device QP `qpn` on CQ `cqn` (see the crate docs for
+/// `wqe_index` and `byte_len`).
+pub fn post_cqe(c: &Completion, qpn: u32, cqn: u32) -> PostCqe {
+    let (opcode, imm) = match c.kind {
+        CompletionKind::Send => (CqeOpcode::Write, 0),
+        CompletionKind::RecvImm { imm, .. } if c.status.is_ok() => (CqeOpcode::RecvWriteImm, imm),
+        CompletionKind::RecvImm { .. } | CompletionKind::Recv => (CqeOpcode::RecvWriteImm, 0),
+    };
+    PostCqe {
+        kind: CsrKind::PostCqe as u8,
+        status: cqe_status(c.status) as u8,
+        opcode: opcode as u8,
+        flags: 0,
+        cqn: cqn.into(),
+        qpn: (qpn & (mrc_abi::device::QPN_LIMIT - 1)).into(),
+        wqe_index: (c.wr_id as u16).into(),
+        rsvd: 0.into(),
+        byte_len: 0.into(),
+        imm: imm.into(),
+        syndrome: 0.into(),
+        rsvd2: [0; 4],
+    }
+}
