@@ -1,22 +1,26 @@
-//! Fabric mode: every simulated NIC runs the real MRC engine (`mrc_firmware::engine::Engine`)
-//! and packets travel between NICs through the firmware test kit's multipath channel
+//! Fabric mode: every simulated NIC runs the real MRC datapath stage
+//! (`mrc_firmware::datapath::stage::Datapath`) and firmware engine
+//! (`mrc_firmware::engine::Engine`), joined by their CSR queues, and packets travel between NICs through the firmware test kit's multipath channel
 //! (`mrc_firmware::testkit::Channel`: seeded loss, duplication, trimming, CE marks, bounded
 //! reordering, a blackholed EV) plus scheduled plane outages, with real payload bytes.
 //!
-//! How the host interface maps onto the engine (the contract the whole-system tests rely on):
+//! How the host interface maps onto the stage and the engine (the contract the whole-system
+//! tests rely on):
 //!
 //! - QPs and MRs are mirrored lazily: before every step, each QP of the device tables in INIT,
-//!   RTR or RTS gets an engine QP moved to the same state, and each MR with remote-write access
-//!   is registered with the engine under its rkey. A QP reset or destroyed loses its engine QP.
-//! - A send doorbell hands the new WQEs to the engine in ring order (as many as its send queue
+//!   RTR or RTS gets an engine QP moved to the same state (the stage's QP context follows
+//!   through the engine's commands), and each MR with remote-write access is registered with
+//!   the stage under its rkey. A QP reset or destroyed loses its engine QP.
+//! - A send doorbell hands the new WQEs to the stage in ring order (as many as its send queue
 //!   takes; the rest wait in the ring). The local bytes are gathered (lkey, range and DMA checks
-//!   as in loopback mode) into a staging buffer the engine's packets read their payload from.
-//!   Every WQE is posted signaled to the engine; the CQE of an unsignaled one is suppressed.
-//! - A receive doorbell posts the new receive WQEs to the engine.
+//!   as in loopback mode) into a staging buffer the stage's packets read their payload from.
+//!   Every WQE is posted signaled; the CQE of an unsignaled one is suppressed.
+//! - A receive doorbell posts the new receive WQEs to the stage.
 //! - The host then runs ([`World::pump`]): transmit, deliver due packets (payload placed by
-//!   RETH through the MR's translation), turn engine completions into CQEs, fire timers, and
-//!   jump virtual time to the next event, until no packet is in flight and no send is
-//!   outstanding, or the step's time budget runs out.
+//!   RETH through the MR's translation), move entries between each stage and its engine (no
+//!   firmware time), turn the engine's `Complete` host writes into CQEs, fire timers, and jump
+//!   virtual time to the next event, until no packet is in flight and no send is outstanding,
+//!   or the step's time budget runs out.
 //! - Engine QPN `e` and device QPN `q` differ: packets carry the peer's device QPN (the one the
 //!   application exchanged) and are translated to the engine QPN on delivery.
 //! - A plane outage takes the port of that plane down on every NIC (PORT_DOWN events; the engine
@@ -46,27 +50,35 @@ use mrc_abi::Psn;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
+use mrc_firmware::datapath::packet::PacketBody;
+use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters};
 use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::engine::packet::{CompletionError, CompletionKind, TxBody};
 use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
-use mrc_firmware::engine::{Engine, EngineConfig};
+use mrc_firmware::engine::{CompletionError, CompletionKind, EngineConfig, EngineCounters};
 use mrc_firmware::testkit::{Channel, ChannelConfig, ChannelCounters};
 
 mod ring;
 mod rx;
 
 use super::faults::{Faults, WindowKind};
+use crate::nic::{HostWrite, Pair};
 use super::state::{NicState, RKEY_BIT};
 use super::World;
 
-/// Payload bytes per packet (the engine MTU in fabric mode).
+/// Payload bytes per packet (the datapath MTU in fabric mode).
 pub const FABRIC_MTU: usize = 1024;
 /// Packets in flight per NIC pair.
 const CHANNEL_CAP: usize = 256;
 
-/// The engine of a simulated NIC in fabric mode: 16 QPs, 256 EVs over 4 planes, a 512-PSN
-/// window, 64-entry send and receive queues, 16 regions, 64 timers.
-pub type HostEngine = Engine<16, 256, 4, 512, 8, 64, 64, 16, 64>;
+mrc_firmware::capacity! {
+    /// The capacities of a simulated NIC in fabric mode (its datapath stage and firmware
+    /// engine): 16 QPs, 256 EVs over 4 planes, a 512-PSN window, 64-entry send and receive
+    /// queues, 16 regions.
+    pub struct HostProfile {
+        qps: 16, evs: 256, planes: 4, window_psns: 512, send_queue: 64, recv_queue: 64,
+        regions: 16,
+    }
+}
 type Link = Channel<CHANNEL_CAP, FABRIC_MTU>;
 
 /// Fabric-mode settings of a [`super::SimHost`].
@@ -89,8 +101,8 @@ pub struct FabricConfig {
     pub cwnd_bytes: u64,
     /// Most virtual time one doorbell may run the fabric before returning.
     pub step_budget_ns: u64,
-    /// Test only: engines with the test kit's planted bug (a `TRIMMED_LAST_HOP` NACK taken as
-    /// an ACK), so a whole-system checker can be shown to catch it.
+    /// Test only: datapath stages with the test kit's planted bug (a `TRIMMED_LAST_HOP` NACK
+    /// taken as the packet's ACK), so a whole-system checker can be shown to catch it.
     pub planted_bug: bool,
     /// One random bit of a frame flipped on the wire, ppm of packets (see the `faults`
     /// module: the receiver's parse drops what the checksum catches).
@@ -125,9 +137,9 @@ pub struct FabricCounters {
     pub unroutable: u64,
     /// Packets for a QP the destination does not know.
     pub unknown_qp: u64,
-    /// Engine retransmissions, all NICs.
+    /// Retransmissions the stages sent, all NICs.
     pub retransmits: u64,
-    /// Engine EV state events, all NICs.
+    /// EV state events the engines wrote for the host, all NICs.
     pub ev_events: u64,
     /// Packets silently dropped by a blackholing switch window.
     pub switch_blackholed: u64,
@@ -145,15 +157,18 @@ pub struct FabricCounters {
     pub misaddressed: u64,
     /// Frames whose source address is not the destination QP's peer.
     pub spoofed: u64,
-    /// Packets handed to an engine.
+    /// Packets handed to a datapath stage.
     pub to_engine: u64,
+    /// Packets a stage would not take even after its reports moved on (a model bug if
+    /// non-zero).
+    pub rx_refused: u64,
     /// Payload bytes written into registered memory.
     pub bytes_placed: u64,
     /// Controller EV denials (and re-allowances) mirrored into engines.
     pub ev_denials: u64,
 }
 
-/// A send handed to the engine.
+/// A send handed to the stage.
 struct Pending {
     qpn: u32,
     wr_id: u64,
@@ -164,16 +179,18 @@ struct Pending {
     data: Vec<u8>,
 }
 
-/// The engine side of one NIC.
+/// The stage and engine of one NIC.
 pub(crate) struct NicEngine {
-    engine: Box<HostEngine>,
+    nic: Box<Pair<HostProfile>>,
+    /// What the engine wrote for the host since it was last collected.
+    writes: Vec<HostWrite>,
     /// Device QPN -> engine QPN.
     qps: BTreeMap<u32, u32>,
     /// Engine QPN -> device QPN.
     dev_qpn: BTreeMap<u32, u32>,
     /// Registered rkeys.
     rkeys: Vec<u32>,
-    /// Sends in the engine by handle.
+    /// Sends in the stage by handle.
     sends: BTreeMap<u32, Pending>,
     next_handle: u32,
     /// QPs whose engine QP failed this step (their ring backlog is flushed after draining).
@@ -187,16 +204,27 @@ pub(crate) struct NicEngine {
 }
 
 impl NicEngine {
-    /// The engine's counters.
-    pub(crate) fn engine_counters(&self) -> mrc_firmware::engine::EngineCounters {
-        self.engine.counters()
+    /// The firmware engine's counters.
+    pub(crate) fn engine_counters(&self) -> EngineCounters {
+        self.nic.fw.counters()
+    }
+
+    /// The datapath stage's counters.
+    pub(crate) fn datapath_counters(&self) -> DatapathCounters {
+        self.nic.dp.counters()
+    }
+
+    /// Moves entries between the stage and the engine until both are quiet. Returns whether
+    /// any moved.
+    pub(super) fn pump(&mut self, now_ns: u64) -> bool {
+        self.nic.pump(now_ns, &mut self.writes)
     }
 }
 
 /// Bound of [`NicEngine::msg_bytes`].
 const MSG_BYTES_CAP: usize = 4096;
 
-/// The fabric of a host: engines, channels, outages.
+/// The fabric of a host: NICs (stage + engine), channels, outages.
 pub(crate) struct Fabric {
     cfg: FabricConfig,
     pub engines: Vec<NicEngine>,
@@ -214,17 +242,19 @@ pub(crate) struct Fabric {
 
 impl Fabric {
     pub fn new(cfg: FabricConfig, nics: usize) -> Fabric {
-        let ecfg = EngineConfig {
+        let dcfg = DatapathConfig {
             mtu_payload: FABRIC_MTU as u32,
             planted_bug: cfg.planted_bug,
-            ..EngineConfig::default()
+            ..DatapathConfig::default()
         };
+        let ecfg = EngineConfig::default();
         let engines = (0..nics)
             .map(|_| NicEngine {
-                // Cannot fail: the MTU is in range and the tick is the default.
-                engine: on_big_stack(move || {
-                    Box::new(HostEngine::new(ecfg).unwrap_or_else(|_| unreachable!()))
+                // Cannot fail: the engine's configuration is the default.
+                nic: on_big_stack(move || {
+                    Box::new(Pair::new(dcfg, ecfg).unwrap_or_else(|_| unreachable!()))
                 }),
+                writes: Vec::new(),
                 qps: BTreeMap::new(),
                 dev_qpn: BTreeMap::new(),
                 rkeys: Vec::new(),
@@ -291,7 +321,7 @@ impl Fabric {
             add(&mut c.channel, l.counters());
         }
         for e in &self.engines {
-            c.retransmits += e.engine.counters().retransmits_sent;
+            c.retransmits += e.nic.dp.counters().retransmits_sent;
         }
         c
     }
@@ -320,7 +350,7 @@ fn add(s: &mut ChannelCounters, k: ChannelCounters) {
     s.overflow += k.overflow;
 }
 
-/// Runs `f` on a thread with a large stack: the engine (~600 KB) and a channel (~320 KB) are
+/// Runs `f` on a thread with a large stack: the stage and engine and a channel (~320 KB) are
 /// built by value before they are boxed, which an unoptimised build does with several copies on
 /// the stack of whatever thread rang the doorbell.
 fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -333,7 +363,7 @@ fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T 
             Ok(v) => v,
             Err(p) => std::panic::resume_unwind(p),
         },
-        Err(e) => panic!("cannot start a thread to build the NIC engine: {e}"),
+        Err(e) => panic!("cannot start a thread to build the NIC model: {e}"),
     }
 }
 
@@ -359,7 +389,7 @@ impl World {
         self.fabric.as_ref().map(|f| f.cfg)
     }
 
-    /// Mirrors NIC `i`'s QPs and MRs into its engine.
+    /// Mirrors NIC `i`'s QPs and MRs into its engine and stage.
     fn sync_engine(&mut self, i: usize) {
         let Some(cfg) = self.fabric_cfg() else { return };
         let now = self.now_ns;
@@ -378,14 +408,15 @@ impl World {
         ne.rkeys.retain(|r| {
             let keep = want.iter().any(|w| w.0 == *r);
             if !keep {
-                let _ = ne.engine.deregister_region(*r);
+                let _ = ne.nic.dp.deregister_region(*r);
             }
             keep
         });
         for (rkey, va, len) in want {
             if !ne.rkeys.contains(&rkey)
                 && ne
-                    .engine
+                    .nic
+                    .dp
                     .register_region(MemRegion {
                         rkey,
                         base_va: va,
@@ -410,7 +441,7 @@ impl World {
             .collect();
         for q in gone {
             if let Some(e) = ne.qps.remove(&q) {
-                let _ = ne.engine.destroy_qp(e);
+                let _ = ne.nic.fw.destroy_qp(e);
                 ne.dev_qpn.remove(&e);
                 ne.sends.retain(|_, p| p.qpn != q);
             }
@@ -427,7 +458,7 @@ impl World {
             let e = match ne.qps.get(&q) {
                 Some(&e) => e,
                 None => {
-                    let Ok(e) = ne.engine.create_qp() else {
+                    let Ok(e) = ne.nic.fw.create_qp() else {
                         continue;
                     };
                     ne.qps.insert(q, e);
@@ -456,14 +487,14 @@ impl World {
                 .window(cfg.mpr, cfg.max_wimm)
                 .retry(cfg.retry_cnt, cfg.timeout_exp);
             for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-                let cur = ne.engine.qp_state(e);
+                let cur = ne.nic.fw.qp_state(e);
                 if cur.is_none_or(|c| rank(c) >= rank(target)) {
                     break;
                 }
                 if cur.is_some_and(|c| rank(c) >= rank(s)) {
                     continue;
                 }
-                if ne.engine.modify_qp(e, s, &attrs, now).is_err() {
+                if ne.nic.fw.modify_qp(e, s, &attrs, now).is_err() {
                     break;
                 }
             }
@@ -487,24 +518,28 @@ impl World {
                 .range((q, 0)..=(q, u16::MAX))
                 .map(|k| k.1)
                 .collect();
-            if denied == told || ne.engine.qp_state(e).is_none_or(|c| rank(c) < 1) {
+            if denied == told || ne.nic.fw.qp_state(e).is_none_or(|c| rank(c) < 1) {
                 continue;
             }
             for &ev in denied.iter().filter(|v| !told.contains(v)) {
-                let _ = ne.engine.set_ev_allowed(now, e, ev, false);
+                let _ = ne.nic.fw.set_ev_allowed(now, e, ev, false);
                 ne.denied.insert((q, ev));
                 denials += 1;
             }
             for &ev in told.iter().filter(|v| !denied.contains(v)) {
-                let _ = ne.engine.set_ev_allowed(now, e, ev, true);
+                let _ = ne.nic.fw.set_ev_allowed(now, e, ev, true);
                 ne.denied.remove(&(q, ev));
                 denials += 1;
             }
         }
         fab.counters.ev_denials += denials;
+        // The stage takes the QP contexts and EV table writes (unless the core is stalled).
+        if !fab.faults.stalled(i) {
+            fab.engines[i].pump(now);
+        }
     }
 
-    /// Moves every packet NIC `i`'s engine wants sent onto its channel. True if any.
+    /// Moves every packet NIC `i`'s stage wants sent onto its channel. True if any.
     fn transmit(&mut self, i: usize) -> bool {
         let now = self.now_ns;
         let mut any = false;
@@ -515,7 +550,13 @@ impl World {
             let Some(fab) = self.fabric.as_mut() else {
                 return any;
             };
-            let Some(pkt) = fab.engines[i].engine.poll_transmit(now) else {
+            let ne = &mut fab.engines[i];
+            let mut next = ne.nic.transmit(now);
+            // Short of event room: the reports move on, then the stage sends.
+            if next.is_none() && ne.nic.dp.events_pending() > 0 && ne.pump(now) {
+                next = ne.nic.transmit(now);
+            }
+            let Some(pkt) = next else {
                 return any;
             };
             any = true;
@@ -544,8 +585,8 @@ impl World {
                 continue;
             }
             let payload: &[u8] = match pkt.body {
-                TxBody::Write { local, .. } => {
-                    let len = pkt.payload_len() as usize;
+                PacketBody::Write { local, .. } => {
+                    let len = pkt.payload_len as usize;
                     let off = local.offset as usize;
                     ne.sends
                         .get(&local.handle)
@@ -565,27 +606,30 @@ impl World {
         any
     }
 
-    /// Turns NIC `i`'s engine completions into CQEs. True if any.
+    /// Moves NIC `i`'s entries between stage and engine and turns the engine's completions
+    /// into CQEs. True if any.
     fn drain(&mut self, i: usize) -> bool {
         let now = self.now_ns;
         let mut any = false;
         if self.stalled(i) {
             return false;
         }
-        // Engine completions start their DMA to the CQ now (slow DMA: they land later).
+        // Completions start their DMA to the CQ now (slow DMA: they land later).
         if let Some(fab) = self.fabric.as_mut() {
             let delay = fab.faults.dma_delay_ns.get(i).copied().unwrap_or(0);
-            while let Some(c) = fab.engines[i].engine.poll_completion() {
-                fab.faults.cqe_q[i].push_back((now + delay, c));
+            let ne = &mut fab.engines[i];
+            any |= ne.pump(now);
+            for w in ne.writes.drain(..) {
+                match w {
+                    HostWrite::Completion(c) => fab.faults.cqe_q[i].push_back((now + delay, c)),
+                    HostWrite::EvEvent { .. } => fab.counters.ev_events += 1,
+                }
             }
         }
         loop {
             let Some(fab) = self.fabric.as_mut() else {
                 return any;
             };
-            while fab.engines[i].engine.poll_ev_event().is_some() {
-                fab.counters.ev_events += 1;
-            }
             let q = &mut fab.faults.cqe_q[i];
             let Some(c) = q.front().filter(|c| c.0 <= now).map(|c| c.1) else {
                 break;
@@ -721,7 +765,7 @@ impl World {
             if let Some(f) = self.fabric.as_mut() {
                 for (k, ne) in f.engines.iter_mut().enumerate() {
                     if !f.faults.stalled(k) {
-                        ne.engine.handle_timeout(now);
+                        ne.nic.handle_timeout(now, &mut ne.writes);
                     }
                 }
             }
@@ -746,7 +790,7 @@ impl World {
                         .iter()
                         .enumerate()
                         .filter(|(k, _)| !f.faults.stalled(*k))
-                        .filter_map(|(_, e)| e.engine.poll_timeout()),
+                        .filter_map(|(_, e)| e.nic.poll_timeout()),
                 )
                 .chain(f.faults.next_edge())
                 .chain(f.faults.next_due())
@@ -790,11 +834,12 @@ impl World {
         }
     }
 
-    /// The engine of NIC `i` learns that its port on `plane` changed operational state.
+    /// The engine of NIC `i` learns that its port on `plane` changed operational state (its
+    /// commands reach the stage at the next step).
     pub(crate) fn engine_plane(&mut self, i: usize, plane: u8, up: bool) {
         let now = self.now_ns;
         if let Some(f) = self.fabric.as_mut() {
-            let e = &mut f.engines[i].engine;
+            let e = &mut f.engines[i].nic.fw;
             if up {
                 e.handle_plane_up(now, plane);
             } else {
