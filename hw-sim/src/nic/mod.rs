@@ -81,19 +81,19 @@ mod tx;
 pub mod wire;
 
 pub use config::{FirmwareCost, NicConfig, NicCounters, NicError, Transport};
+pub(crate) use pair::{HostWrite, Pair};
 pub use pcie::PcieConfig;
 pub use plan::{Peer, QpPlan};
 pub use setup::cc_base_rtt;
 use setup::{add_datapath, add_engine, add_tx, qp_attrs};
-pub(crate) use pair::{HostWrite, Pair};
 use shard::Shard;
 pub use shard::{NarrowShard, WideShard, EVS, MAX_PLANES, NARROW_QPS, SHARD_QPS, WIN};
 use side::SideTable;
 
 use mrc_abi::device::csr::CsrEntry;
 use mrc_abi::wire::EvFormat;
-use mrc_firmware::datapath::placement::{Access, MemRegion};
 pub use mrc_firmware::datapath::packet::Packet as StagePacket;
+use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters, QpView, TxCounters};
 use mrc_firmware::datapath::AckGenConfig;
 use mrc_firmware::engine::cc::NsccParams;
@@ -373,8 +373,8 @@ impl Nic {
             let p = &peers[qpn as usize];
             let (shard, slot) = shard_of(pos as u32, width);
             if shard == shards.len() {
-                let mut e = Shard::new(width, dcfg, ecfg)
-                    .map_err(|_| NicError::Engine("engine config"))?;
+                let mut e =
+                    Shard::new(width, dcfg, ecfg).map_err(|_| NicError::Engine("engine config"))?;
                 e.register_region(MemRegion {
                     rkey: RKEY,
                     base_va: REGION_VA,

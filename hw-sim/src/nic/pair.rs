@@ -86,7 +86,12 @@ impl<C: Capacity> Pair<C> {
     }
 
     /// Hands `events` to the engine (its commands flushed whenever it runs short of room).
-    pub(crate) fn fw_events(&mut self, now_ns: u64, events: &[CsrEntry], host: &mut Vec<HostWrite>) {
+    pub(crate) fn fw_events(
+        &mut self,
+        now_ns: u64,
+        events: &[CsrEntry],
+        host: &mut Vec<HostWrite>,
+    ) {
         let mut done = 0;
         while done < events.len() {
             let k = self.fw.handle_events(now_ns, &events[done..]);
@@ -177,7 +182,11 @@ impl<C: Capacity> Pair<C> {
     /// (move its reports on, then try again).
     pub(crate) fn receive(&mut self, now_ns: u64, pkt: &Packet) -> Option<RxVerdict> {
         let mut v = [RxVerdict::Consumed];
-        (self.dp.handle_packets(now_ns, core::slice::from_ref(pkt), &mut v) == 1).then_some(v[0])
+        (self
+            .dp
+            .handle_packets(now_ns, core::slice::from_ref(pkt), &mut v)
+            == 1)
+            .then_some(v[0])
     }
 
     /// The next packet the stage sends; `None` when nothing can leave, or the stage's event
@@ -214,4 +223,3 @@ impl<C: Capacity> Pair<C> {
         }
     }
 }
-

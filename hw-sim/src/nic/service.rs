@@ -142,7 +142,11 @@ impl Nic {
 
     /// Calls `f` on shard `k` with the host-write list, then names the QPs of what it wrote
     /// by their NIC-wide QPNs.
-    fn with_writes<R>(&mut self, k: usize, f: impl FnOnce(&mut super::Shard, &mut Vec<HostWrite>) -> R) -> R {
+    fn with_writes<R>(
+        &mut self,
+        k: usize,
+        f: impl FnOnce(&mut super::Shard, &mut Vec<HostWrite>) -> R,
+    ) -> R {
         let from = self.host_writes.len();
         let r = f(&mut self.shards[k], &mut self.host_writes);
         let (qpn_at, width) = (&self.qpn_at, self.width);

@@ -1,8 +1,8 @@
 //! Shard setup helpers: QP attributes, counter sums, the congestion-control RTT.
 
+use mrc_firmware::datapath::stage::{DatapathCounters, TxCounters};
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::datapath::stage::{DatapathCounters, TxCounters};
 use mrc_firmware::engine::{CcProfile, EngineCounters, EvProfile, QpAttrs};
 
 use super::{
@@ -37,7 +37,7 @@ pub(crate) fn add_datapath(t: &mut DatapathCounters, c: &DatapathCounters) {
 
 pub(crate) fn add_tx(t: &mut TxCounters, c: &TxCounters) {
     add_fields!(TxCounters, t, c; posted, post_refused, data_sent, retransmits, acks, acks_stale,
-        losses_inferred, tail_probes, timeouts, nacks_trimmed, nacks_out_of_window,
+        losses_inferred, tail_probes, tail_probes_quiet, timeouts, nacks_trimmed, nacks_out_of_window,
         nacks_too_many_wimm, nacks_fatal, nacks_stale, orders_stale, orders_bad_ev, flushed,
         stall_window, stall_cc, stall_wimm, stall_no_ev);
 }

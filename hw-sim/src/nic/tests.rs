@@ -133,4 +133,3 @@ fn eight_plane_nics_with_narrow_shards_complete_a_permutation() {
     let sim = crate::run::build(&Scenario::default_for(Transport::Mrc)).unwrap();
     assert_eq!(sim.handler().nics[0].shape(), (16, SHARD_QPS));
 }
-

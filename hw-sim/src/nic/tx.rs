@@ -67,7 +67,13 @@ impl Nic {
 
     /// Pulls packets from the stages while the ports' backlog allows (see the module docs of
     /// `nic`); the shards that sent report to their firmware at the next service.
-    pub(super) fn pump(&mut self, now: Time, fab: &mut Fabric, s: &mut Scheduler<'_>, me: ComponentId) {
+    pub(super) fn pump(
+        &mut self,
+        now: Time,
+        fab: &mut Fabric,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) {
         let planes = usize::from(self.cfg.planes);
         let full = u64::from(self.cfg.mtu_payload + HEADER_BYTES);
         // Reads in flight count as backlog beyond what covers the read latency at line rate.
@@ -289,5 +295,4 @@ impl Nic {
             Err(_) => self.counters.inject_errors += 1,
         }
     }
-
 }

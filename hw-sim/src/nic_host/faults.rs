@@ -27,8 +27,8 @@ use std::net::Ipv6Addr;
 use mrc_abi::wire::{
     EthernetAddress, EthernetRepr, Frame, Ipv6Repr, MrcRepr, UdpRepr, IP_PROTO_UDP,
 };
-use mrc_firmware::engine::Completion;
 use mrc_firmware::engine::rng::Rng;
+use mrc_firmware::engine::Completion;
 
 /// Packets a stalled core's receive backlog holds.
 pub const STALL_BACKLOG: usize = 2048;

@@ -25,6 +25,7 @@ use std::io::BufWriter;
 use std::net::Ipv6Addr;
 use std::path::Path;
 
+use crate::nic::StagePacket;
 use mrc_abi::pcap::Writer;
 use mrc_abi::wire::ev::stev_encode;
 use mrc_abi::wire::usid::{carrier, DEFAULT_BLOCK};
@@ -33,7 +34,6 @@ use mrc_abi::wire::{
     IP_PROTO_IPV6, IP_PROTO_ROUTING, IP_PROTO_UDP,
 };
 use mrc_firmware::datapath::packet::PacketBody;
-use crate::nic::StagePacket;
 
 use crate::core::time::Time;
 use crate::nic::Transport;

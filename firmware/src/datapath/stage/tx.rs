@@ -106,6 +106,10 @@ pub struct Reorder {
     pub ns: u32,
 }
 
+/// A tail loss probe goes this many reorder windows (`Reorder::ns`) after the last
+/// transmission or ACK.
+pub const TLP_REORDER_WINDOWS: u32 = 2;
+
 /// Why no data packet can leave now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stall {
@@ -162,6 +166,9 @@ pub struct TxCounters {
     pub acks_stale: u64,
     pub losses_inferred: u64,
     pub tail_probes: u64,
+    /// Tail loss probes not sent because the QP transmitted within the probe timeout (the
+    /// ACKs of that transmission re-arm the firmware's probe).
+    pub tail_probes_quiet: u64,
     pub timeouts: u64,
     pub nacks_trimmed: u64,
     pub nacks_out_of_window: u64,
@@ -239,6 +246,8 @@ pub(crate) struct TxSide<const WIN: usize, const SQ: usize> {
     tx_seq: u32,
     max_acked_seq: u32,
     max_acked_sent_ns: u32,
+    /// Low 32 bits of the newest transmission's send time (see [`Self::tail_probe`]).
+    last_sent_ns: u32,
     /// The SACK bits already applied (relative to `sack_done_base`): ACKs repeat their bitmap
     /// until the hole below it is filled, so only new bits need work.
     sack_done_base: Psn,
@@ -318,6 +327,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         tx_seq: 0,
         max_acked_seq: 0,
         max_acked_sent_ns: 0,
+        last_sent_ns: 0,
         sack_done_base: Psn::new(0),
         sack_done_bits: 0,
         rto: RtoWindow::Open,
@@ -336,6 +346,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             acks_stale: 0,
             losses_inferred: 0,
             tail_probes: 0,
+            tail_probes_quiet: 0,
             timeouts: 0,
             nacks_trimmed: 0,
             nacks_out_of_window: 0,
@@ -382,6 +393,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.tx_seq = 0;
         self.max_acked_seq = 0;
         self.max_acked_sent_ns = 0;
+        self.last_sent_ns = 0;
         self.sack_done_base = sq_psn;
         self.sack_done_bits = 0;
         self.rto = RtoWindow::Open;
@@ -765,6 +777,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             };
         }
         self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+        self.last_sent_ns = now_ns as u32;
     }
 
     /// Slot `s` is acknowledged (nothing when it already was).
@@ -1076,9 +1089,19 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.rto = RtoWindow::One;
     }
 
-    /// A tail loss probe: the newest PSN in flight is resent on another EV.
-    pub(crate) fn tail_probe(&mut self) {
+    /// A tail loss probe: the newest PSN in flight is resent on another EV, unless the QP
+    /// transmitted within the probe timeout ([`TLP_REORDER_WINDOWS`] reorder windows): the
+    /// firmware times the probe from the last send or ACK it heard of, and hears of a burst's
+    /// first packet and of each work request's last, not of every packet (RACK-TLP times it
+    /// from every transmission; a transmission that recent will draw an ACK, which re-arms the
+    /// firmware's probe).
+    pub(crate) fn tail_probe(&mut self, now_ns: u64) {
         if self.mode != Mode::Live {
+            return;
+        }
+        let quiet = (now_ns as u32).wrapping_sub(self.last_sent_ns);
+        if self.una != self.nxt && quiet < TLP_REORDER_WINDOWS.saturating_mul(self.reorder.ns) {
+            self.counters.tail_probes_quiet += 1;
             return;
         }
         let mut psn = self.nxt;

@@ -49,8 +49,8 @@ use mrc_abi::wire::{EvFormat, Frame, NackReason};
 use mrc_abi::Psn;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
-use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::packet::PacketBody;
+use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters};
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
@@ -61,9 +61,9 @@ mod ring;
 mod rx;
 
 use super::faults::{Faults, WindowKind};
-use crate::nic::{HostWrite, Pair};
 use super::state::{NicState, RKEY_BIT};
 use super::World;
+use crate::nic::{HostWrite, Pair};
 
 /// Payload bytes per packet (the datapath MTU in fabric mode).
 pub const FABRIC_MTU: usize = 1024;
