@@ -8,8 +8,9 @@
 //!   `mrc-driver` runs against; today a functional loopback between NICs, not yet timed and not
 //!   yet running the MRC engine over the fabric.
 //!
-//! - [`nic`]: the NIC model running the real MRC engine (`mrc_firmware::engine`) over the
-//!   fabric: EV-to-route mapping, line-rate pulling, engine timers as events.
+//! - [`nic`]: the NIC model running the real MRC datapath stage
+//!   (`mrc_firmware::datapath::stage`) and firmware engine (`mrc_firmware::engine`) over the
+//!   fabric: EV-to-route mapping, line-rate pulling, both halves' timers as events.
 //! - [`run`]: scenarios (permutation workload, a T0-T1 link failure), the world that joins
 //!   fabric and NICs, and the per-transport report.
 //!

@@ -184,6 +184,11 @@ pub struct Nic {
     /// Per shard: may have a packet to send (cleared when its stage sends nothing, set by any
     /// input to the shard).
     shard_ready: Vec<bool>,
+    /// Per shard: may have a retransmission waiting (set when its stage took a command or an
+    /// ACK or NACK, cleared when it has none), so the pump asks only those shards.
+    retx_maybe: Vec<bool>,
+    /// Per shard: the engine's commands its stage had taken at the last look.
+    cmds_seen: Vec<u64>,
     /// Per shard: its next timer deadline (stage or engine), as of its last input.
     shard_deadline: Vec<Option<u64>>,
     /// Shards whose deadline may have changed since it was cached.
@@ -451,6 +456,8 @@ impl Nic {
             release_armed: None,
             tx_rr: first_turn,
             shard_ready: vec![true; shard_count],
+            retx_maybe: vec![true; shard_count],
+            cmds_seen: vec![0; shard_count],
             shard_deadline: vec![None; shard_count],
             deadline_dirty: (0..shard_count).collect(),
             input_shards: (0..shard_count).collect(),
@@ -666,7 +673,7 @@ impl Nic {
         dirty.sort_unstable();
         dirty.dedup();
         for &k in &dirty {
-            if let (Some(e), Some(d)) = (self.shards.get(k), self.shard_deadline.get_mut(k)) {
+            if let (Some(e), Some(d)) = (self.shards.get_mut(k), self.shard_deadline.get_mut(k)) {
                 *d = e.poll_timeout();
             }
         }

@@ -40,7 +40,13 @@ const TIMER_CALLS: usize = 64;
 /// One datapath stage and its firmware engine.
 pub(crate) struct Pair<C: Capacity> {
     pub(crate) dp: Datapath<C>,
-    pub(crate) fw: Engine<C>,
+    /// The engine (changed only through [`Pair::fw_mut`] and the methods here, which keep
+    /// `fw_deadline` current).
+    fw: Engine<C>,
+    /// The engine's next deadline, unless `fw_stale` (its timer wheel is looked at only after
+    /// the engine took an input).
+    fw_deadline: Option<u64>,
+    fw_stale: bool,
     /// Reports the engine has not taken yet (it was short of command room), oldest first.
     carry: [CsrEntry; BATCH],
     carry_len: usize,
@@ -58,11 +64,24 @@ impl<C: Capacity> Pair<C> {
         Ok(Pair {
             dp: Datapath::new(dp),
             fw: Engine::new(fw)?,
+            fw_deadline: None,
+            fw_stale: true,
             carry: [CsrEntry::ZERO; BATCH],
             carry_len: 0,
             events_moved: 0,
             commands_moved: 0,
         })
+    }
+
+    /// The engine, to read.
+    pub(crate) fn fw(&self) -> &Engine<C> {
+        &self.fw
+    }
+
+    /// The engine, for an input (its next deadline is looked up again).
+    pub(crate) fn fw_mut(&mut self) -> &mut Engine<C> {
+        self.fw_stale = true;
+        &mut self.fw
     }
 
     /// Moves the engine's commands into the stage; host writes go to `host`. Returns whether
@@ -92,6 +111,7 @@ impl<C: Capacity> Pair<C> {
         events: &[CsrEntry],
         host: &mut Vec<HostWrite>,
     ) {
+        self.fw_stale = true;
         let mut done = 0;
         while done < events.len() {
             let k = self.fw.handle_events(now_ns, &events[done..]);
@@ -119,6 +139,7 @@ impl<C: Capacity> Pair<C> {
                 let k = self.fw.handle_events(now_ns, &self.carry[..c]);
                 if k > 0 {
                     moved = true;
+                    self.fw_stale = true;
                     self.events_moved += k as u64;
                     self.carry.copy_within(k..c, 0);
                     self.carry_len = c - k;
@@ -200,6 +221,7 @@ impl<C: Capacity> Pair<C> {
     /// writes go to `host`.
     pub(crate) fn handle_timeout(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) {
         self.dp.handle_timeout(now_ns);
+        self.fw_stale = true;
         // The engine runs a bounded number of timers per call (its command queue bounds
         // them): call again while timers fire and more are due (a bounded number of times:
         // a timer re-armed at `now_ns` waits for the next call).
@@ -215,9 +237,22 @@ impl<C: Capacity> Pair<C> {
         }
     }
 
-    /// The earlier of both halves' next deadlines (may be early, never late).
-    pub(crate) fn poll_timeout(&self) -> Option<u64> {
+    /// [`Pair::poll_timeout`] without the cached engine deadline (for a caller that only
+    /// reads).
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
         match (self.dp.poll_timeout(), self.fw.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earlier of both halves' next deadlines (may be early, never late).
+    pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
+        if self.fw_stale {
+            self.fw_deadline = self.fw.poll_timeout();
+            self.fw_stale = false;
+        }
+        match (self.dp.poll_timeout(), self.fw_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

@@ -4,7 +4,7 @@
 //! shares from them).
 
 use mrc_abi::device::csr::CsrEntry;
-use mrc_firmware::datapath::packet::RxVerdict;
+use mrc_firmware::datapath::packet::{PacketBody, RxVerdict};
 use mrc_firmware::datapath::TrimMark;
 use mrc_firmware::engine::ev_state::{EvReason, EvState};
 use mrc_firmware::engine::CompletionKind;
@@ -98,6 +98,10 @@ impl Nic {
         if let RxVerdict::Place { len, .. } = verdict {
             self.counters.placed_bytes += u64::from(len);
         }
+        if matches!(p.body, PacketBody::Ack(_) | PacketBody::Nack(_)) {
+            // (an answer from the peer ends the loss window after a timeout)
+            self.retx_maybe[k] = true;
+        }
         self.shard_ready[k] = true;
         self.input_shards.push(k);
         self.deadline_dirty.push(k);
@@ -163,6 +167,24 @@ impl Nic {
     /// both are quiet; with a firmware cost, the engine's commands into the stage and the
     /// stage's reports onto the firmware cores' queue. Returns whether anything moved.
     pub(super) fn drain_shard(
+        &mut self,
+        now: Time,
+        k: usize,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) -> bool {
+        let any = self.move_entries(now, k, s, me);
+        // A command (since the last look: timers and firmware cores give some too) is what
+        // queues a retransmission; an ACK or NACK lets one go (see `receive`).
+        let cmds = self.shards[k].moved().1;
+        if self.cmds_seen[k] != cmds {
+            self.cmds_seen[k] = cmds;
+            self.retx_maybe[k] = true;
+        }
+        any
+    }
+
+    fn move_entries(
         &mut self,
         now: Time,
         k: usize,

@@ -101,14 +101,14 @@ impl Shard {
     }
     /// The firmware's view of QP `slot`.
     pub(crate) fn fw_qp(&self, slot: u32) -> Option<FwQpView> {
-        on!(self, e => e.fw.qp(slot))
+        on!(self, e => e.fw().qp(slot))
     }
     /// EV `ev` of QP `slot`, as the firmware keeps it.
     pub(crate) fn ev_stats(&self, slot: u32, ev: u16) -> Option<EvStats> {
-        on!(self, e => e.fw.ev_stats(slot, ev))
+        on!(self, e => e.fw().ev_stats(slot, ev))
     }
     pub(crate) fn counters(&self) -> (DatapathCounters, EngineCounters) {
-        on!(self, e => (e.dp.counters(), e.fw.counters()))
+        on!(self, e => (e.dp.counters(), e.fw().counters()))
     }
     /// CSR entries moved: (DP->FW events, FW->DP commands).
     pub(crate) fn moved(&self) -> (u64, u64) {
@@ -118,7 +118,7 @@ impl Shard {
         on!(self, e => e.dp.register_region(r))
     }
     pub(crate) fn create_qp(&mut self) -> Result<u32, QpError> {
-        on!(self, e => e.fw.create_qp())
+        on!(self, e => e.fw_mut().create_qp())
     }
     /// Moves QP `slot` to `state` (the stage's context follows at the next pump).
     pub(crate) fn modify_qp(
@@ -128,18 +128,18 @@ impl Shard {
         attrs: &QpAttrs,
         now_ns: u64,
     ) -> Result<(), QpError> {
-        on!(self, e => e.fw.modify_qp(slot, state, attrs, now_ns))
+        on!(self, e => e.fw_mut().modify_qp(slot, state, attrs, now_ns))
     }
     #[inline]
     pub(crate) fn qp_state(&self, slot: u32) -> Option<QpState> {
-        on!(self, e => e.fw.qp_state(slot))
+        on!(self, e => e.fw().qp_state(slot))
     }
     #[inline]
     pub(crate) fn post_send(&mut self, slot: u32, wr: SendWr) -> Result<(), PostError> {
         on!(self, e => e.dp.post_send(slot, wr))
     }
     #[inline]
-    pub(crate) fn poll_timeout(&self) -> Option<u64> {
+    pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
         on!(self, e => e.poll_timeout())
     }
     /// Both halves' timers due at `now_ns` (the engine's commands reach the stage).
@@ -193,7 +193,7 @@ impl Shard {
         slot: u32,
         ev: u16,
     ) -> Result<(), QpError> {
-        on!(self, e => e.fw.handle_shared_loss(now_ns, slot, ev))
+        on!(self, e => e.fw_mut().handle_shared_loss(now_ns, slot, ev))
     }
     pub(crate) fn handle_shared_recovery(
         &mut self,
@@ -201,6 +201,6 @@ impl Shard {
         slot: u32,
         ev: u16,
     ) -> Result<(), QpError> {
-        on!(self, e => e.fw.handle_shared_recovery(now_ns, slot, ev))
+        on!(self, e => e.fw_mut().handle_shared_recovery(now_ns, slot, ev))
     }
 }

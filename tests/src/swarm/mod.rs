@@ -336,12 +336,12 @@ fn counters_add_up(
         ));
     }
     let rx: u64 = (0..plan.hosts)
-        .filter_map(|i| host.engine_counters(i))
+        .filter_map(|i| host.datapath_counters(i))
         .map(|e| e.rx_packets)
         .sum();
     if rx != c.to_engine {
         return Err(format!(
-            "engines received {rx} packets, the fabric handed them {}",
+            "datapath stages received {rx} packets, the fabric handed them {}",
             c.to_engine
         ));
     }

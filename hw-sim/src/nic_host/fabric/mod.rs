@@ -206,7 +206,7 @@ pub(crate) struct NicEngine {
 impl NicEngine {
     /// The firmware engine's counters.
     pub(crate) fn engine_counters(&self) -> EngineCounters {
-        self.nic.fw.counters()
+        self.nic.fw().counters()
     }
 
     /// The datapath stage's counters.
@@ -441,7 +441,7 @@ impl World {
             .collect();
         for q in gone {
             if let Some(e) = ne.qps.remove(&q) {
-                let _ = ne.nic.fw.destroy_qp(e);
+                let _ = ne.nic.fw_mut().destroy_qp(e);
                 ne.dev_qpn.remove(&e);
                 ne.sends.retain(|_, p| p.qpn != q);
             }
@@ -458,7 +458,7 @@ impl World {
             let e = match ne.qps.get(&q) {
                 Some(&e) => e,
                 None => {
-                    let Ok(e) = ne.nic.fw.create_qp() else {
+                    let Ok(e) = ne.nic.fw_mut().create_qp() else {
                         continue;
                     };
                     ne.qps.insert(q, e);
@@ -487,14 +487,14 @@ impl World {
                 .window(cfg.mpr, cfg.max_wimm)
                 .retry(cfg.retry_cnt, cfg.timeout_exp);
             for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-                let cur = ne.nic.fw.qp_state(e);
+                let cur = ne.nic.fw().qp_state(e);
                 if cur.is_none_or(|c| rank(c) >= rank(target)) {
                     break;
                 }
                 if cur.is_some_and(|c| rank(c) >= rank(s)) {
                     continue;
                 }
-                if ne.nic.fw.modify_qp(e, s, &attrs, now).is_err() {
+                if ne.nic.fw_mut().modify_qp(e, s, &attrs, now).is_err() {
                     break;
                 }
             }
@@ -518,16 +518,16 @@ impl World {
                 .range((q, 0)..=(q, u16::MAX))
                 .map(|k| k.1)
                 .collect();
-            if denied == told || ne.nic.fw.qp_state(e).is_none_or(|c| rank(c) < 1) {
+            if denied == told || ne.nic.fw().qp_state(e).is_none_or(|c| rank(c) < 1) {
                 continue;
             }
             for &ev in denied.iter().filter(|v| !told.contains(v)) {
-                let _ = ne.nic.fw.set_ev_allowed(now, e, ev, false);
+                let _ = ne.nic.fw_mut().set_ev_allowed(now, e, ev, false);
                 ne.denied.insert((q, ev));
                 denials += 1;
             }
             for &ev in told.iter().filter(|v| !denied.contains(v)) {
-                let _ = ne.nic.fw.set_ev_allowed(now, e, ev, true);
+                let _ = ne.nic.fw_mut().set_ev_allowed(now, e, ev, true);
                 ne.denied.remove(&(q, ev));
                 denials += 1;
             }
@@ -790,7 +790,7 @@ impl World {
                         .iter()
                         .enumerate()
                         .filter(|(k, _)| !f.faults.stalled(*k))
-                        .filter_map(|(_, e)| e.nic.poll_timeout()),
+                        .filter_map(|(_, e)| e.nic.next_deadline()),
                 )
                 .chain(f.faults.next_edge())
                 .chain(f.faults.next_due())
@@ -839,7 +839,7 @@ impl World {
     pub(crate) fn engine_plane(&mut self, i: usize, plane: u8, up: bool) {
         let now = self.now_ns;
         if let Some(f) = self.fabric.as_mut() {
-            let e = &mut f.engines[i].nic.fw;
+            let e = f.engines[i].nic.fw_mut();
             if up {
                 e.handle_plane_up(now, plane);
             } else {

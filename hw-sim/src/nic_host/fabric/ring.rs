@@ -207,7 +207,7 @@ impl World {
             let ne = &mut fab.engines[i];
             if let Some(&e) = ne.qps.get(&qpn) {
                 let attrs = QpAttrs::default();
-                let _ = ne.nic.fw.modify_qp(e, QpState::Error, &attrs, now);
+                let _ = ne.nic.fw_mut().modify_qp(e, QpState::Error, &attrs, now);
             }
             ne.failed.push(qpn);
         }
