@@ -39,16 +39,19 @@ const TIMER_CALLS: usize = 64;
 
 /// One datapath stage and its firmware engine.
 pub(crate) struct Pair<C: Capacity> {
-    pub(crate) dp: Datapath<C>,
+    pub(crate) dp: Box<Datapath<C>>,
     /// The engine (changed only through [`Pair::fw_mut`] and the methods here, which keep
     /// `fw_deadline` current).
-    fw: Engine<C>,
+    fw: Box<Engine<C>>,
     /// The engine's next deadline, unless `fw_stale` (its timer wheel is looked at only after
     /// the engine took an input).
     fw_deadline: Option<u64>,
     fw_stale: bool,
     /// Reports the engine has not taken yet (it was short of command room), oldest first.
     carry: [CsrEntry; BATCH],
+    /// Scratch for commands and host writes on their way.
+    cmd_buf: [CsrEntry; BATCH],
+    host_buf: [CsrEntry; BATCH],
     carry_len: usize,
     /// Entries moved each way.
     pub(crate) events_moved: u64,
@@ -62,12 +65,16 @@ impl<C: Capacity> Pair<C> {
     /// The engine's configuration.
     pub(crate) fn new(dp: DatapathConfig, fw: EngineConfig) -> Result<Self, EngineError> {
         Ok(Pair {
-            dp: Datapath::new(dp),
-            fw: Engine::new(fw)?,
+            // (each boxed on its own: a stage and an engine are built by value, and every
+            // struct around them would be another copy on the way to the heap)
+            dp: Box::new(Datapath::new(dp)),
+            fw: Box::new(Engine::new(fw)?),
             fw_deadline: None,
             fw_stale: true,
             carry: [CsrEntry::ZERO; BATCH],
             carry_len: 0,
+            cmd_buf: [CsrEntry::ZERO; BATCH],
+            host_buf: [CsrEntry::ZERO; BATCH],
             events_moved: 0,
             commands_moved: 0,
         })
@@ -88,9 +95,11 @@ impl<C: Capacity> Pair<C> {
     /// any moved.
     pub(crate) fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
         let mut any = false;
-        let mut buf = [CsrEntry::ZERO; BATCH];
+        if !self.fw.commands_pending() {
+            return false;
+        }
         loop {
-            let n = self.fw.poll_commands(&mut buf);
+            let n = self.fw.poll_commands(&mut self.cmd_buf);
             if n == 0 {
                 return any;
             }
@@ -98,8 +107,8 @@ impl<C: Capacity> Pair<C> {
             self.commands_moved += n as u64;
             let mut done = 0;
             while done < n {
-                done += self.dp.handle_commands(now_ns, &buf[done..n]);
-                self.drain_host(host);
+                done += self.dp.handle_commands(now_ns, &self.cmd_buf[done..n]);
+                drain_host(&mut self.dp, &mut self.host_buf, host);
             }
         }
     }
@@ -166,39 +175,6 @@ impl<C: Capacity> Pair<C> {
         self.dp.poll_events(out)
     }
 
-    fn drain_host(&mut self, host: &mut Vec<HostWrite>) {
-        let mut buf = [CsrEntry::ZERO; BATCH];
-        loop {
-            let n = self.dp.poll_host_writes(&mut buf);
-            if n == 0 {
-                return;
-            }
-            for e in &buf[..n] {
-                match e.decode() {
-                    Ok(CsrEvent::Complete(c)) => {
-                        if let Some(c) = Completion::from_complete(&c) {
-                            host.push(HostWrite::Completion(c));
-                        }
-                    }
-                    Ok(CsrEvent::EvEvent(v)) => {
-                        if let (Some(new), Some(reason)) =
-                            (EvState::from_u8(v.new), EvReason::from_code(v.reason))
-                        {
-                            host.push(HostWrite::EvEvent {
-                                qpn: v.qpn.get(),
-                                ev: v.ev.get(),
-                                new,
-                                reason,
-                            });
-                        }
-                    }
-                    // (raw CQEs and event records: the simulated host has no rings)
-                    _ => {}
-                }
-            }
-        }
-    }
-
     /// A received packet into the stage; `None` when the stage's event queue is short of room
     /// (move its reports on, then try again).
     pub(crate) fn receive(&mut self, now_ns: u64, pkt: &Packet) -> Option<RxVerdict> {
@@ -255,6 +231,39 @@ impl<C: Capacity> Pair<C> {
         match (self.dp.poll_timeout(), self.fw_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+}
+
+/// What the engine wrote for the host, out of the stage into `host` (through `buf`).
+fn drain_host<C: Capacity>(dp: &mut Datapath<C>, buf: &mut [CsrEntry], host: &mut Vec<HostWrite>) {
+    loop {
+        let n = dp.poll_host_writes(buf);
+        if n == 0 {
+            return;
+        }
+        for e in &buf[..n] {
+            match e.decode() {
+                Ok(CsrEvent::Complete(c)) => {
+                    if let Some(c) = Completion::from_complete(&c) {
+                        host.push(HostWrite::Completion(c));
+                    }
+                }
+                Ok(CsrEvent::EvEvent(v)) => {
+                    if let (Some(new), Some(reason)) =
+                        (EvState::from_u8(v.new), EvReason::from_code(v.reason))
+                    {
+                        host.push(HostWrite::EvEvent {
+                            qpn: v.qpn.get(),
+                            ev: v.ev.get(),
+                            new,
+                            reason,
+                        });
+                    }
+                }
+                // (raw CQEs and event records: the simulated host has no rings)
+                _ => {}
+            }
         }
     }
 }

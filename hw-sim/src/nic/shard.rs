@@ -56,8 +56,8 @@ const _: () = {
 
 /// One shard of a NIC (all shards of a NIC have the same width).
 pub(crate) enum Shard {
-    Wide(Box<Pair<WideShard>>),
-    Narrow(Box<Pair<NarrowShard>>),
+    Wide(Pair<WideShard>),
+    Narrow(Pair<NarrowShard>),
 }
 
 /// `$body` with `$e` bound to the shard's pair, whichever its width.
@@ -81,11 +81,11 @@ impl Shard {
         // temporaries in one stack frame.
         #[inline(never)]
         fn narrow(dp: DatapathConfig, fw: EngineConfig) -> Result<Shard, EngineError> {
-            Ok(Shard::Narrow(Box::new(Pair::new(dp, fw)?)))
+            Ok(Shard::Narrow(Pair::new(dp, fw)?))
         }
         #[inline(never)]
         fn wide(dp: DatapathConfig, fw: EngineConfig) -> Result<Shard, EngineError> {
-            Ok(Shard::Wide(Box::new(Pair::new(dp, fw)?)))
+            Ok(Shard::Wide(Pair::new(dp, fw)?))
         }
         if width == NARROW_QPS {
             narrow(dp, fw)

@@ -79,7 +79,7 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
     }
 }
 
-/// Runs seed `seed` (with the planted engine bug if asked); `Err` names the seed, what
+/// Runs seed `seed` (with the planted datapath bug if asked, `DatapathConfig::planted_bug`); `Err` names the seed, what
 /// failed, and the replay command.
 pub fn run_seed(seed: u64, planted_bug: bool) -> Result<Report, String> {
     let mut plan = Plan::draw(seed);
