@@ -17,8 +17,9 @@ use crate::core::time::{Duration, Time};
 use crate::fabric::{Ecn, Fabric, Packet, Topology};
 
 /// Rounds of moving entries, collecting host writes, posting and sending one input may take
-/// (each round's sends report to the firmware; the reports rarely let more leave at once).
-const SERVICE_ROUNDS: usize = 4;
+/// (each round's sends report to the firmware, which rarely lets more leave at once; the last
+/// round only moves the reports on).
+const SERVICE_ROUNDS: usize = 5;
 
 impl Nic {
     /// [`ev::TIMER`] at `now`: fires the shards' timers when this is the armed deadline.
@@ -261,18 +262,16 @@ impl Nic {
             }
             self.stall_dirty.extend_from_slice(&touched);
             touched.clear();
+            // (the last round only moves on what the sends before it reported, so that the
+            // timers below see the engines' reaction to them)
+            if round + 1 == SERVICE_ROUNDS {
+                break;
+            }
             self.pump(now, fab, s, me);
             if self.input_shards.is_empty() {
                 break;
             }
         }
-        // (what the last round's sends reported moves on before the timers are armed)
-        self.drain_inputs(now, fab.topology(), &mut touched, s, me);
-        for &q in &touched {
-            self.track_stall(q as usize, now);
-            self.post(q);
-        }
-        self.stall_dirty.extend_from_slice(&touched);
         self.touched = touched;
         self.settle_dirty(now);
         self.arm_release(s, me);
@@ -290,6 +289,9 @@ impl Nic {
         s: &mut Scheduler<'_>,
         me: ComponentId,
     ) {
+        if self.input_shards.is_empty() && self.host_writes.is_empty() {
+            return;
+        }
         let mut losses = std::mem::take(&mut self.losses);
         // Twice at most: the shards the shared knowledge changed write only EV events, which
         // are not shared again.

@@ -21,14 +21,14 @@ macro_rules! add_fields {
 }
 
 pub(crate) fn add_engine(t: &mut EngineCounters, c: &EngineCounters) {
-    add_fields!(EngineCounters, t, c; events, events_malformed, events_wrong_side, events_unknown_qp,
-        backpressure, commands, commands_overflow, timer_arm_failed, timeouts_fired,
-        plane_downs, plane_ups, rx_drop_reports, qp_errors);
+    add_fields!(EngineCounters, t, c; events, events_malformed, events_wrong_side,
+        events_unknown_qp, backpressure, commands, commands_overflow, timer_arm_failed,
+        timeouts_fired, plane_downs, plane_ups, rx_drop_reports, qp_errors);
 }
 
 pub(crate) fn add_datapath(t: &mut DatapathCounters, c: &DatapathCounters) {
-    add_fields!(DatapathCounters, t, c; rx_packets, rx_unknown_qp, rx_qp_not_ready, rx_duplicate, rx_trimmed,
-        rx_out_of_window, rx_remote_access, rx_length, rx_no_recv_buffer, rx_too_many_wimm,
+    add_fields!(DatapathCounters, t, c; rx_packets, rx_unknown_qp, rx_qp_not_ready,
+        rx_duplicate, rx_trimmed, rx_out_of_window, rx_remote_access, rx_length, rx_no_recv_buffer, rx_too_many_wimm,
         rx_stale, rx_unexpected, placed, data_sent, retransmits_sent, acks_sent, nacks_sent,
         probes_sent, probe_replies_sent, ctrl_dropped, commands, commands_malformed,
         commands_wrong_side, commands_unknown_qp, events, events_overflow, backpressure,
@@ -37,8 +37,8 @@ pub(crate) fn add_datapath(t: &mut DatapathCounters, c: &DatapathCounters) {
 
 pub(crate) fn add_tx(t: &mut TxCounters, c: &TxCounters) {
     add_fields!(TxCounters, t, c; posted, post_refused, data_sent, retransmits, acks, acks_stale,
-        losses_inferred, tail_probes, tail_probes_quiet, timeouts, nacks_trimmed, nacks_out_of_window,
-        nacks_too_many_wimm, nacks_fatal, nacks_stale, orders_stale, orders_bad_ev, flushed,
+        losses_inferred, tail_probes, tail_probes_quiet, timeouts, nacks_trimmed,
+        nacks_out_of_window, nacks_too_many_wimm, nacks_fatal, nacks_stale, orders_stale, orders_bad_ev, flushed,
         stall_window, stall_cc, stall_wimm, stall_no_ev);
 }
 

@@ -8,9 +8,10 @@
 //! - A window `[from_ns, to_ns)` starts and ends at its edges; edges are applied at the first
 //!   pump step at or after them, and the pump jumps virtual time to the next edge.
 //! - A stalled firmware core stops its whole NIC in this model (the datapath stage waits with
-//!   it): no transmit, no receive processing, no timers, no completions, no WQE hand-off. Packets that arrive for it wait in a bounded receive
-//!   backlog ([`STALL_BACKLOG`] packets, as a CSR event queue would) and are processed in
-//!   arrival order when the stall ends; overflow is dropped and counted.
+//!   it): no transmit, no receive processing, no timers, no completions, no WQE hand-off.
+//!   Packets that arrive for it wait in a bounded receive backlog ([`STALL_BACKLOG`] packets,
+//!   as a CSR event queue would) and are processed in arrival order when the stall ends;
+//!   overflow is dropped and counted.
 //! - Slow DMA: each batch of send WQEs is handed to the stage `dma_delay_ns` after the
 //!   doorbell that made it visible, and each completion reaches the CQ `dma_delay_ns` after the
 //!   engine produced it (order kept).

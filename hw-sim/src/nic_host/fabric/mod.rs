@@ -1,8 +1,9 @@
 //! Fabric mode: every simulated NIC runs the real MRC datapath stage
 //! (`mrc_firmware::datapath::stage::Datapath`) and firmware engine
-//! (`mrc_firmware::engine::Engine`), joined by their CSR queues, and packets travel between NICs through the firmware test kit's multipath channel
-//! (`mrc_firmware::testkit::Channel`: seeded loss, duplication, trimming, CE marks, bounded
-//! reordering, a blackholed EV) plus scheduled plane outages, with real payload bytes.
+//! (`mrc_firmware::engine::Engine`), joined by their CSR queues, and packets travel between
+//! NICs through the firmware test kit's multipath channel (`mrc_firmware::testkit::Channel`:
+//! seeded loss, duplication, trimming, CE marks, bounded reordering, a blackholed EV) plus
+//! scheduled plane outages, with real payload bytes.
 //!
 //! How the host interface maps onto the stage and the engine (the contract the whole-system
 //! tests rely on):
