@@ -5,8 +5,8 @@
 //! - [`fabric`]: multi-plane Clos fabrics of switches and links (SRv6 uSID and ECMP forwarding,
 //!   ECN, trimming, PFC, failures with reconvergence delay), data-oriented for scale.
 //! - [`nic_host`]: the simulated NIC's host interface (register map, admin queue, rings) that
-//!   `mrc-driver` runs against; today a functional loopback between NICs, not yet timed and not
-//!   yet running the MRC engine over the fabric.
+//!   `mrc-driver` runs against: a functional loopback between NICs, or (fabric mode) the MRC
+//!   datapath stage and firmware engine on every NIC over seeded lossy channels; not yet timed.
 //!
 //! - [`nic`]: the NIC model running the real MRC datapath stage
 //!   (`mrc_firmware::datapath::stage`) and firmware engine (`mrc_firmware::engine`) over the

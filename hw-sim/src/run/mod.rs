@@ -69,7 +69,7 @@ pub struct Scenario {
     pub retry_cnt: u8,
     /// Host interface (doorbell, DMA) timing of every NIC.
     pub pcie: PcieConfig,
-    /// Firmware core time per engine call (default: none).
+    /// Firmware core time per datapath report (default: none).
     pub firmware: FirmwareCost,
     /// Background load running alongside the workload (excluded from its figures), or none.
     pub background: Option<Background>,
