@@ -33,7 +33,7 @@ pub(crate) enum HostWrite {
 }
 
 /// Entries moved per step.
-const BATCH: usize = 32;
+const BATCH: usize = 16;
 /// Engine timer calls per [`Pair::handle_timeout`] at most.
 const TIMER_CALLS: usize = 64;
 

@@ -188,8 +188,8 @@ impl Row {
 /// queue stopped keeping every bucket's high-water capacity; not re-measured since).
 pub const BYTES_PER_HOST: u64 = 280 << 10;
 /// Peak memory per host the two-tier 8-plane sizes were measured to need, with some margin:
-/// 158-159 KiB (2t-16k to 2t-64k: 2,523 to 10,191 MiB; 128k: 20,266 MiB).
-pub const TWO_TIER_BYTES_PER_HOST: u64 = 165 << 10;
+/// 164 KiB at 2t-16k (2,629 MiB), the stage's and the engine's state of each NIC included.
+pub const TWO_TIER_BYTES_PER_HOST: u64 = 172 << 10;
 
 /// What a partitioned run ([`crate::run::parallel`]) adds per host and per extra thread: each
 /// partition's copy of the fabric's tables (measured on 2t-16k: +382 MiB for 16,384 hosts with
