@@ -205,9 +205,9 @@ pub struct Nic {
     fw_q: VecDeque<(Time, usize, CsrEntry)>,
     fw_armed: Option<Time>,
     touched: Vec<u32>,
-    /// Scratch: what the engines wrote for the host since the last service.
+    /// What the engines wrote for the host, not acted on yet (QPNs NIC-wide).
     host_writes: Vec<HostWrite>,
-    /// Scratch: reports taken from a stage for the firmware cores.
+    /// Scratch: a run of one shard's reports whose core time ended.
     fw_buf: Vec<CsrEntry>,
     /// QPs whose stall bookkeeping is due (they sent, heard or got work).
     stall_dirty: Vec<u32>,
