@@ -1091,7 +1091,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } retransmit_unacked_t;
 
-  // TailProbe (32 bytes, little-endian): FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks, not the one it last left on).
+  // TailProbe (32 bytes, little-endian): FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks, not the one it last left on), unless the QP transmitted within two reorder windows (its RTS `reorder_ns`): that transmission's ACK answers sooner.
   localparam logic [31:0] TAIL_PROBE_BYTES = 32'd32;
   typedef struct packed {
     logic [191:0] rsvd2; // Reserved (0).

@@ -40,12 +40,10 @@ fn main() {
             pb += c.placed_bytes;
             for q in 0..n.connections() {
                 let qp = n.qp(q).unwrap();
-                cw += qp.cwnd_bytes();
-                if let Some(r) = qp.requester() {
-                    infl += r.inflight_bytes();
-                    qi += usize::from(r.inflight_bytes() > 0);
-                    qq += usize::from(r.queued() > 0);
-                }
+                cw += qp.cwnd_bytes;
+                infl += qp.inflight_bytes;
+                qi += usize::from(qp.inflight_bytes > 0);
+                qq += usize::from(qp.sq_queued > 0);
             }
         }
         if per.is_empty() {

@@ -1,8 +1,8 @@
 //! # mrc-sim: cycle-level NIC + fabric simulator
 //!
 //! A deterministic discrete-event simulator of MRC NICs on multi-plane fabrics. The NICs run the
-//! real MRC engine (`mrc_firmware::engine`) and the simulated device runs the NIC image's admin
-//! executor, so the code under test is the code that ships. Time is integer picoseconds, each
+//! real MRC datapath stage (`mrc_firmware::datapath::stage`) and firmware engine
+//! (`mrc_firmware::engine`), and the simulated device runs the NIC image's admin executor, so the code under test is the code that ships. Time is integer picoseconds, each
 //! component keeps its own clock, and every random choice comes from the scenario's seed: the
 //! same scenario and seed give the same report, JSON and pcap bit for bit, on one thread or
 //! several ([`run::parallel`]).
@@ -11,12 +11,12 @@
 //! - [`fabric`]: multi-plane Clos fabrics of switches and links (SRv6 uSID and ECMP forwarding,
 //!   ECN, trimming, PFC, loss, corruption, failures with reconvergence delay), data-oriented
 //!   for scale.
-//! - [`nic`]: the NIC model: the MRC engine per NIC over the fabric (EV-to-route mapping, port
-//!   pacing, engine timers as events, PCIe timing, optional firmware core time), and a RoCE RC
+//! - [`nic`]: the NIC model: the MRC datapath stage and firmware engine per NIC over the fabric
+//!   (EV-to-route mapping, port pacing, both halves' timers as events, PCIe timing, optional firmware core time), and a RoCE RC
 //!   model for the `roce-ecmp` baseline.
 //! - [`nic_host`]: the simulated device `mrc-driver` runs against (register map, admin queue,
 //!   rings, firmware update), over an in-memory loopback or over lossy multipath channels with
-//!   the MRC engine on every NIC.
+//!   the MRC datapath stage and engine on every NIC.
 //! - [`serve`]: the NICs of a [`nic_host::SimHost`] served to drivers in other processes as
 //!   vfio-user devices (`mrc-sim serve`), with the virtual-time policy that keeps them
 //!   reproducible.

@@ -502,14 +502,13 @@ fn print_results(outcomes: &[Outcome]) {
 
 fn print_not_modelled() {
     println!();
-    println!("Modelled: the real MRC engine per NIC (mrc, mrc-1ev, spray-oblivious), RoCE RC with");
-    println!("go-back-N, DCQCN and PFC (roce-ecmp), PCIe doorbells and DMA for the MRC NICs.");
-    println!("Not modelled: the datapath models' cycle counts, host CPU and memory, the RoCE");
+    println!("Modelled: the real MRC datapath stage and firmware engine per NIC (mrc, mrc-1ev,");
+    println!("spray-oblivious), RoCE RC with go-back-N, DCQCN and PFC (roce-ecmp), PCIe doorbells");
+    println!("and DMA for the MRC NICs.");
+    println!("Not modelled: the datapath's cycle counts, host CPU and memory, the RoCE NIC's");
+    println!("host interface; firmware core time is off unless the scenario sets it; mrc-1ev pins");
     println!(
-        "NIC's host interface; firmware core time is off unless the scenario sets it; mrc-1ev"
+        "each QP to one plane and ECMP hash in the NIC model (the stage still sprays over its"
     );
-    println!(
-        "pins each QP to one plane and ECMP hash in the NIC model (the engine still sprays over"
-    );
-    println!("its EVs, which then all name the same path).");
+    println!("EVs, which then all name the same path).");
 }

@@ -111,7 +111,7 @@ fn without_faults_every_byte_arrives_once_per_link_and_end_to_end() {
             let retx: u64 = w
                 .nics
                 .iter()
-                .map(|n| n.engine_counters().retransmits_sent)
+                .map(|n| n.datapath_counters().retransmits_sent)
                 .sum();
             if retx == 0 {
                 assert_eq!(placed, acked, "{what}");

@@ -21,7 +21,7 @@ use mrc_abi::wire::{
 use mrc_abi::Psn;
 use mrc_driver::api::*;
 use mrc_driver::device::DeviceConfig;
-use mrc_firmware::engine::packet::{DropReason, RxVerdict};
+use mrc_firmware::datapath::packet::{DropReason, RxVerdict};
 use mrc_sim::nic_host::{FabricConfig, RxOutcome, SimHost, SimNicConfig};
 use mrc_tests::swarm::harness::{self, App, Conn};
 use mrc_tests::swarm::plan::{ConnPlan, Plan};
@@ -192,7 +192,7 @@ fn unknown_qpn_is_dropped_counted_never_written() {
 #[test]
 fn out_of_window_psn_is_nacked_counted_never_written() {
     let p = pair();
-    let before = p.host.engine_counters(1).expect("engine");
+    let before = p.host.datapath_counters(1).expect("datapath");
     for off in [4096u32, 0x80_0000, 0xff_ffff] {
         let s = Spec {
             psn: (p.conn.req_psn + off) & 0xff_ffff,
@@ -209,7 +209,7 @@ fn out_of_window_psn_is_nacked_counted_never_written() {
             "PSN +{off:#x}: {out:?}"
         );
     }
-    let after = p.host.engine_counters(1).expect("engine");
+    let after = p.host.datapath_counters(1).expect("datapath");
     assert_eq!(
         (after.rx_out_of_window + after.rx_duplicate)
             - (before.rx_out_of_window + before.rx_duplicate),
@@ -235,7 +235,7 @@ fn out_of_bounds_reth_is_nacked_counted_never_written() {
             RxOutcome::Engine(RxVerdict::Dropped(DropReason::RemoteAccess)),
             "va {va:#x}"
         );
-        let e = q.host.engine_counters(1).expect("engine");
+        let e = q.host.datapath_counters(1).expect("datapath");
         assert_eq!(e.rx_remote_access, 1, "{e:?}");
         assert!(q.b_untouched());
     }

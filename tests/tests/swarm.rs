@@ -5,7 +5,7 @@
 //! - `replay`: one seed, `SWARM_SEED=N cargo test -p mrc-tests --release --test swarm --
 //!   replay --nocapture` (what a failure prints; `SWARM_PLANTED_BUG=1` adds the planted bug).
 //! - `many` (ignored): `SWARM_SEEDS=N [SWARM_FIRST=F]` seeds with a summary; `just swarm N`.
-//! - `planted_engine_bug_is_caught_by_the_swarm`: the checker is not vacuous.
+//! - `planted_datapath_bug_is_caught_by_the_swarm`: the checker is not vacuous.
 //! - `cycle_*`: the second lane, on the cycle-level fabric (`mrc_tests::swarm::cycle`).
 
 use std::time::Instant;
@@ -15,7 +15,7 @@ use mrc_tests::swarm::{run_seed, Totals};
 
 /// Seeds CI runs.
 const CI_SEEDS: u64 = 50;
-/// The swarm must find the planted engine bug within this many seeds.
+/// The swarm must find the planted datapath bug within this many seeds.
 const PLANTED_BUG_BOUND: u64 = 40;
 
 fn env(name: &str) -> Option<u64> {
@@ -68,13 +68,13 @@ fn many() {
     assert!(t.failed.is_empty(), "failing seeds: {:?}", t.failed);
 }
 
-/// With the engine's planted bug (a last-hop trim NACK taken as an ACK) the swarm fails
-/// within a bounded number of seeds, and the seed that caught it passes without the bug.
+/// With the datapath's planted bug (a last-hop trim NACK taken as the packet's ACK) the swarm
+/// fails within a bounded number of seeds, and the seed that caught it passes without the bug.
 #[test]
-fn planted_engine_bug_is_caught_by_the_swarm() {
+fn planted_datapath_bug_is_caught_by_the_swarm() {
     let caught = (0..PLANTED_BUG_BOUND).find_map(|s| run_seed(s, true).err().map(|e| (s, e)));
     let Some((seed, why)) = caught else {
-        panic!("the planted engine bug survived {PLANTED_BUG_BOUND} swarm seeds");
+        panic!("the planted datapath bug survived {PLANTED_BUG_BOUND} swarm seeds");
     };
     eprintln!("planted bug caught by seed {seed}: {why}");
     run_seed(seed, false).expect("the same seed passes without the bug");

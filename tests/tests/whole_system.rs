@@ -393,10 +393,10 @@ fn cable_pull_and_blackholed_ev_between_batches() {
     cable_pull(blackhole_and_loss(7));
 }
 
-/// The checker above is not vacuous: with the engine's planted bug (a last-hop trim NACK taken
+/// The checker above is not vacuous: with the datapath's planted bug (a last-hop trim NACK taken
 /// as an ACK) and frequent trims, it fails.
 #[test]
-fn planted_engine_bug_is_caught() {
+fn planted_datapath_bug_is_caught() {
     let mut cfg = blackhole_and_loss(7);
     cfg.channel.trim_ppm = 100_000;
     cfg.channel.trim_last_hop_ppm = 1_000_000;

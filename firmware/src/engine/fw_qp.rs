@@ -109,6 +109,8 @@ pub struct FwQp<const EVS: usize, const SQ: usize, const RQ: usize> {
     cc: Cc,
     /// The plane weights last written to the sprayer.
     weights: [u8; MAX_PLANES],
+    /// A plane weight changed and is not written yet (the command buffer filled first).
+    weights_pending: bool,
     retry: RetryState,
     reorder_ns: u32,
     tlp_deadline_ns: Option<u64>,
@@ -203,6 +205,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
         self.init = None;
         self.cc = Cc::Fixed(FixedWindow { cwnd_bytes: 0 });
         self.weights = [1; MAX_PLANES];
+        self.weights_pending = false;
         self.retry = RetryState::new(RetryPolicy::Forever, AckTimeout::MAX);
         self.reorder_ns = 0;
         self.tlp_deadline_ns = None;
@@ -238,8 +241,9 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
     /// The tail loss probe's deadline: two time-rule windows (about two unloaded RTTs) after
     /// the last send or ACK, while PSNs are outstanding and no probe is out.
     fn arm_tlp(&mut self, now_ns: u64) {
+        let windows = u64::from(crate::datapath::stage::TLP_REORDER_WINDOWS);
         self.tlp_deadline_ns = (self.reorder_ns != 0 && !self.tlp_out && self.outstanding)
-            .then(|| now_ns.saturating_add(2 * u64::from(self.reorder_ns)));
+            .then(|| now_ns.saturating_add(windows * u64::from(self.reorder_ns)));
     }
 
     fn order_retransmit(&mut self, psn: Psn, avoid: bool, cmds: &mut Cmds) {
@@ -366,6 +370,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             ev,
             cc: Cc::Fixed(FixedWindow { cwnd_bytes: 0 }),
             weights: [1; MAX_PLANES],
+            weights_pending: false,
             retry: RetryState::new(RetryPolicy::Forever, AckTimeout::MAX),
             reorder_ns: 0,
             tlp_deadline_ns: None,
@@ -675,12 +680,19 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 e.reason.code(),
             )));
         }
-        if changed || self.ev.has_events() {
+        if changed || self.ev.has_events() || self.weights_pending {
             let w = self.plane_weights();
+            self.weights_pending = false;
             for (p, (&new, old)) in w.iter().zip(self.weights.iter_mut()).enumerate() {
-                if new != *old && cmds.room() > 0 {
+                if new == *old {
+                    continue;
+                }
+                if cmds.room() > 0 {
                     *old = new;
                     cmds.push(CsrEvent::PlaneWeight(PlaneWeight::new(qpn, p as u8, new)));
+                } else {
+                    // (no room: written at the next poll, not at the next EV change)
+                    self.weights_pending = true;
                 }
             }
         }
@@ -729,6 +741,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
 
     fn lazy_pending(&self) -> bool {
         self.ev.has_events()
+            || self.weights_pending
             || (self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent)
             || self.completions_waiting()
     }

@@ -63,8 +63,9 @@ pub struct NicConfig {
     pub mtu_payload: u32,
     /// Unloaded round trip (for congestion control).
     pub base_rtt: Duration,
-    /// Engine loss inference: a SACK hole is a loss after this many later transmissions are
-    /// acknowledged ([`mrc_firmware::engine::EngineConfig::reorder_tx`]).
+    /// Loss inference: a SACK hole is a loss after this many later transmissions are
+    /// acknowledged ([`mrc_firmware::engine::EngineConfig::reorder_tx`], written to each QP's
+    /// datapath context).
     pub reorder_tx: u32,
     /// Engine ACK timeout exponent (`1.024 us * 2^t`).
     pub timeout_exp: u8,
@@ -74,23 +75,25 @@ pub struct NicConfig {
     pub seed: u64,
     /// Host interface timing.
     pub pcie: PcieConfig,
-    /// Firmware core time per engine call.
+    /// Firmware core time per datapath report.
     pub firmware: FirmwareCost,
 }
 
-/// Firmware core time: every received packet is one engine call that occupies one of `cores`
-/// cores for `ns_per_call`; its effects (ACKs, window, completions) appear when the call ends,
-/// and calls queue when every core is busy. Timer expiries are not charged. `ns_per_call = 0`
-/// (the default) runs the engine in zero time: no measured per-call figure exists yet (the
-/// engine-cost benchmark counts ~1,230 instructions per packet on the host; the NIC image's
-/// cycles per call are not measured), so the default stays out of the headline figures.
+/// Firmware core time: every report a datapath stage makes for its firmware (an ACK summary, a
+/// loss, a NACK, a send started or done, a placed immediate, ...) occupies one of `cores` cores
+/// for `ns_per_event`; the engine takes the report when that time ends, and its commands
+/// (retransmission orders, windows, EV table writes, completions) reach the stage then. Reports
+/// queue, in order, while every core is busy. Timer expiries and the NIC's own calls into the
+/// engine (shared route knowledge, setup) are not charged. `ns_per_event = 0` (the default)
+/// runs the firmware in zero time: no measured per-event figure of the NIC image exists yet, so
+/// the default stays out of the headline figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FirmwareCost {
-    /// Cores running the engine (>= 1 when `ns_per_call > 0`).
+    /// Cores running the firmware engine (>= 1 when `ns_per_event > 0`).
     pub cores: u8,
-    /// Core time per engine call (ns).
-    pub ns_per_call: u64,
+    /// Core time per datapath report (ns).
+    pub ns_per_event: u64,
 }
 
 /// Per-NIC counters of the model itself (the engine has its own).
@@ -112,20 +115,29 @@ pub struct NicCounters {
     pub bad_payload: u64,
     /// Deliveries naming a QPN this NIC does not have (dropped).
     pub unknown_qpn: u64,
+    /// Deliveries a stage would not take even after its reports moved on (dropped): a model
+    /// bug if non-zero.
+    pub rx_refused: u64,
     /// Packets the fabric refused (unknown host or plane): a model bug if non-zero.
     pub inject_errors: u64,
     /// Send completions with an error status.
     pub completion_errors: u64,
-    /// EV state changes the engine reported (retire, deny, recover...).
+    /// EV state changes the engines reported (`EvEvent` host writes: retire, deny, recover...).
     pub ev_state_changes: u64,
-    /// Payload bytes the engine told this NIC to place (as a receiver).
+    /// Payload bytes the stages told this NIC to place (as a receiver).
     pub placed_bytes: u64,
+    /// Reports the stages made that the engines took (DP->FW CSR entries).
+    pub fw_events: u64,
+    /// Commands the engines gave the stages (FW->DP CSR entries, host writes included).
+    pub fw_commands: u64,
+    /// Most reports waiting for a firmware core at once (with a firmware cost).
+    pub fw_queue_max: u64,
 }
 
 /// Why a NIC could not be set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NicError {
-    /// The engine refused its configuration, a QP, a region or a QP transition.
+    /// The engine or stage refused its configuration, a QP, a region or a QP transition.
     Engine(&'static str),
     /// A configuration value out of range.
     Config(&'static str),

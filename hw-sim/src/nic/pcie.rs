@@ -1,8 +1,8 @@
 //! Host interface timing: the doorbell, the WQE fetch and the payload DMA reads a packet needs
 //! before it can leave.
 //!
-//! Model: a released flow's work requests reach the engine after the doorbell MMIO write and
-//! the WQE fetch ([`PcieConfig::post_delay`]). A data packet the engine emits at `t` has its
+//! Model: a released flow's work requests reach the stage after the doorbell MMIO write and
+//! the WQE fetch ([`PcieConfig::post_delay`]). A data packet the stage emits at `t` has its
 //! payload read from host memory: the read engine moves bytes at [`PcieConfig::dma_bytes_per_s`]
 //! one read after another, and each read completes [`PcieConfig::dma_read_ns`] after its bytes
 //! were requested, so the packet is ready at
@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 
 use crate::core::time::{Duration, Time, PS_PER_S};
-use mrc_firmware::engine::TxPacket;
+use mrc_firmware::datapath::packet::Packet;
 
 /// PCIe / DMA timing of a NIC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -49,7 +49,7 @@ impl PcieConfig {
         dma_bytes_per_s: u64::MAX,
     };
 
-    /// Time from a host posting work requests to the engine seeing them.
+    /// Time from a host posting work requests to the stage seeing them.
     pub fn post_delay(&self) -> Duration {
         Duration::from_ns(self.doorbell_ns.saturating_add(self.dma_read_ns))
     }
@@ -83,7 +83,7 @@ impl Default for PcieConfig {
 /// Packets waiting for their payload reads, in read order (their ready times never decrease).
 #[derive(Default)]
 pub(crate) struct DmaQueue {
-    q: VecDeque<(Time, usize, TxPacket)>,
+    q: VecDeque<(Time, usize, Packet)>,
     /// When the read engine is free.
     free_at: Time,
     /// Payload bytes of the queued packets.
@@ -92,8 +92,8 @@ pub(crate) struct DmaQueue {
 
 impl DmaQueue {
     /// Starts the read of `tx` (from shard `shard`) at `now`; returns when it is ready.
-    pub fn push(&mut self, cfg: &PcieConfig, now: Time, shard: usize, tx: TxPacket) -> Time {
-        let len = tx.payload_len();
+    pub fn push(&mut self, cfg: &PcieConfig, now: Time, shard: usize, tx: Packet) -> Time {
+        let len = tx.payload_len;
         let start = self.free_at.max(now);
         self.free_at = start.saturating_add(cfg.transfer(u64::from(len)));
         let ready = self
@@ -106,10 +106,10 @@ impl DmaQueue {
     }
 
     /// The next packet ready at or before `now`.
-    pub fn pop_ready(&mut self, now: Time) -> Option<(usize, TxPacket)> {
+    pub fn pop_ready(&mut self, now: Time) -> Option<(usize, Packet)> {
         if self.q.front().is_some_and(|f| f.0 <= now) {
             let (_, shard, tx) = self.q.pop_front()?;
-            self.bytes = self.bytes.saturating_sub(u64::from(tx.payload_len()));
+            self.bytes = self.bytes.saturating_sub(u64::from(tx.payload_len));
             return Some((shard, tx));
         }
         None

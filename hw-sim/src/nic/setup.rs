@@ -1,65 +1,45 @@
-//! Engine setup helpers: QP attributes, counter sums, the congestion-control RTT.
+//! Shard setup helpers: QP attributes, counter sums, the congestion-control RTT.
 
+use mrc_firmware::datapath::stage::{DatapathCounters, TxCounters};
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::engine::{CcProfile, EngineCounters, EvProfile, QpAttrs, RequesterCounters};
+use mrc_firmware::engine::{CcProfile, EngineCounters, EvProfile, QpAttrs};
 
 use super::{
     NicConfig, Transport, ACK_COALESCE_NS, ACK_COALESCE_PKTS, EVS, HEADER_BYTES, PUMP_BACKLOG_PKTS,
 };
 use crate::core::time::{Duration, PS_PER_S};
 
-pub(crate) fn add_engine(t: &mut EngineCounters, c: &EngineCounters) {
-    t.rx_packets += c.rx_packets;
-    t.rx_unknown_qp += c.rx_unknown_qp;
-    t.rx_qp_not_ready += c.rx_qp_not_ready;
-    t.rx_duplicate += c.rx_duplicate;
-    t.rx_trimmed += c.rx_trimmed;
-    t.rx_out_of_window += c.rx_out_of_window;
-    t.rx_remote_access += c.rx_remote_access;
-    t.rx_length += c.rx_length;
-    t.rx_no_recv_buffer += c.rx_no_recv_buffer;
-    t.rx_too_many_wimm += c.rx_too_many_wimm;
-    t.rx_stale += c.rx_stale;
-    t.rx_missing_evx += c.rx_missing_evx;
-    t.rx_unexpected += c.rx_unexpected;
-    t.placed += c.placed;
-    t.data_sent += c.data_sent;
-    t.retransmits_sent += c.retransmits_sent;
-    t.acks_sent += c.acks_sent;
-    t.nacks_sent += c.nacks_sent;
-    t.probes_sent += c.probes_sent;
-    t.probe_replies_sent += c.probe_replies_sent;
-    t.probe_replies_ok += c.probe_replies_ok;
-    t.ctrl_dropped += c.ctrl_dropped;
-    t.ev_events_dropped += c.ev_events_dropped;
-    t.ev_events += c.ev_events;
-    t.timer_arm_failed += c.timer_arm_failed;
-    t.timeouts_fired += c.timeouts_fired;
-    t.qp_errors += c.qp_errors;
-    t.completions += c.completions;
-    t.plane_downs += c.plane_downs;
-    t.plane_ups += c.plane_ups;
+/// `t.f += c.f` for each field `f` of the sums and `t.m = max(t.m, c.m)` for each of the
+/// maxima; every field of `$T` must be named (a new counter fails the build here).
+macro_rules! add_fields {
+    ($T:ident, $t:expr, $c:expr; $($f:ident),* $(,)? $(; max $($m:ident),*)?) => {{
+        let $T { $($f,)* $($($m,)*)? } = *$c;
+        $( $t.$f = $t.$f.wrapping_add($f); )*
+        $($( $t.$m = $t.$m.max($m); )*)?
+    }};
 }
 
-pub(crate) fn add_requester(t: &mut RequesterCounters, c: &RequesterCounters) {
-    t.posted += c.posted;
-    t.post_refused += c.post_refused;
-    t.data_sent += c.data_sent;
-    t.retransmits += c.retransmits;
-    t.acks += c.acks;
-    t.acks_stale += c.acks_stale;
-    t.losses_inferred += c.losses_inferred;
-    t.tail_probes += c.tail_probes;
-    t.nacks_trimmed += c.nacks_trimmed;
-    t.nacks_out_of_window += c.nacks_out_of_window;
-    t.nacks_too_many_wimm += c.nacks_too_many_wimm;
-    t.nacks_fatal += c.nacks_fatal;
-    t.nacks_stale += c.nacks_stale;
-    t.timeouts += c.timeouts;
-    t.give_ups += c.give_ups;
-    t.completions += c.completions;
-    t.flushed += c.flushed;
+pub(crate) fn add_engine(t: &mut EngineCounters, c: &EngineCounters) {
+    add_fields!(EngineCounters, t, c; events, events_malformed, events_wrong_side,
+        events_unknown_qp, backpressure, commands, commands_overflow, timer_arm_failed,
+        timeouts_fired, plane_downs, plane_ups, rx_drop_reports, qp_errors);
+}
+
+pub(crate) fn add_datapath(t: &mut DatapathCounters, c: &DatapathCounters) {
+    add_fields!(DatapathCounters, t, c; rx_packets, rx_unknown_qp, rx_qp_not_ready,
+        rx_duplicate, rx_trimmed, rx_out_of_window, rx_remote_access, rx_length, rx_no_recv_buffer, rx_too_many_wimm,
+        rx_stale, rx_unexpected, placed, data_sent, retransmits_sent, acks_sent, nacks_sent,
+        probes_sent, probe_replies_sent, ctrl_dropped, commands, commands_malformed,
+        commands_wrong_side, commands_unknown_qp, events, events_overflow, backpressure,
+        host_writes, post_refused, plane_downs, timeouts_fired; max events_max_depth);
+}
+
+pub(crate) fn add_tx(t: &mut TxCounters, c: &TxCounters) {
+    add_fields!(TxCounters, t, c; posted, post_refused, data_sent, retransmits, acks, acks_stale,
+        losses_inferred, tail_probes, tail_probes_quiet, timeouts, nacks_trimmed,
+        nacks_out_of_window, nacks_too_many_wimm, nacks_fatal, nacks_stale, orders_stale, orders_bad_ev, flushed,
+        stall_window, stall_cc, stall_wimm, stall_no_ev);
 }
 
 /// The unloaded round trip a sample sees on an idle fabric: the fabric's

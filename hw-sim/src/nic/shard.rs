@@ -1,40 +1,66 @@
-//! A NIC's engine shard: the real engine with [`SHARD_QPS`] QP slots, or [`NARROW_QPS`] for a
-//! NIC that opens at most that many connections (a permutation, a ring), so that a NIC's
-//! memory follows its workload (the engine's capacities are const generics: two widths are
-//! two engine types). Both widths run the same engine code with the same per-QP capacities,
-//! and a narrow NIC's QPs sit in the same slots of its one shard as in a wide shard, so the
-//! width changes memory only, never behaviour (the timer wheel holds the same 3 timers per
-//! QP; only its unused capacity differs).
+//! A NIC's shard: one datapath stage and one firmware engine joined by their CSR queues, for
+//! [`SHARD_QPS`] QPs, or [`NARROW_QPS`] for a NIC that opens at most that many connections (a
+//! permutation, a ring), so that a NIC's memory follows its workload (the capacities are a
+//! [`Capacity`] profile: two widths are two types). Both widths run the same code with the same
+//! per-QP capacities, and a narrow NIC's QPs sit in the same slots of its one shard as in a wide
+//! shard, so the width changes memory only, never behaviour.
+//!
+//! A shard stands for one datapath pipeline and the firmware core that owns its QPs: a
+//! [`Pair`] (module `pair`).
 
+use mrc_abi::device::csr::CsrEntry;
+use mrc_firmware::datapath::packet::{Packet, RxVerdict, SendWr};
 use mrc_firmware::datapath::placement::{MemRegion, RegisterError};
-use mrc_firmware::datapath::TrimMark;
+use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters, PostError, QpView};
+use mrc_firmware::engine::ev_state::EvStats;
 use mrc_firmware::engine::{
-    Completion, Engine, EngineConfig, EngineCounters, EngineError, QpAttrs, QpError, QpEvEvent,
-    QpState, RxMeta, RxVerdict, SendWr, TxPacket, TIMERS_PER_QP,
+    EngineConfig, EngineCounters, EngineError, FwQpView, QpAttrs, QpError, QpState,
 };
 
-use super::{SimQp, EVS, MAX_PLANES, WIN};
+use super::pair::{HostWrite, Pair};
 
 /// QPs per shard of a NIC with more than [`NARROW_QPS`] connections.
 pub const SHARD_QPS: usize = 4;
 /// QPs per shard of a NIC with at most this many connections.
 pub const NARROW_QPS: usize = 2;
+/// EVs per QP.
+pub const EVS: usize = 256;
+/// Most planes (NIC ports) a NIC has: the MRC paper's fabric has 8.
+pub const MAX_PLANES: usize = 8;
+/// PSN window of a QP.
+pub const WIN: usize = 512;
 
-/// The wide engine shard: [`SHARD_QPS`] QPs, 256 EVs over up to 8 planes, a 512-PSN window,
-/// 32-entry send and receive queues, 4 regions, 3 timers per QP.
-pub type SimEngine =
-    Engine<SHARD_QPS, EVS, MAX_PLANES, WIN, 8, 32, 32, 4, { TIMERS_PER_QP * SHARD_QPS }>;
-/// The narrow engine shard: [`NARROW_QPS`] QPs, otherwise as [`SimEngine`].
-pub type NarrowEngine =
-    Engine<NARROW_QPS, EVS, MAX_PLANES, WIN, 8, 32, 32, 4, { TIMERS_PER_QP * NARROW_QPS }>;
+mrc_firmware::capacity! {
+    /// The wide shard: [`SHARD_QPS`] QPs, 256 EVs over up to 8 planes, a 512-PSN window,
+    /// 32-entry send and receive queues, 4 regions.
+    pub struct WideShard {
+        qps: 4, evs: 256, planes: 8, window_psns: 512, send_queue: 32, recv_queue: 32,
+        regions: 4,
+    }
+}
+
+mrc_firmware::capacity! {
+    /// The narrow shard: [`NARROW_QPS`] QPs, otherwise as [`WideShard`].
+    pub struct NarrowShard {
+        qps: 2, evs: 256, planes: 8, window_psns: 512, send_queue: 32, recv_queue: 32,
+        regions: 4,
+    }
+}
+
+const _: () = {
+    use mrc_firmware::capacity::Capacity as C;
+    assert!(WideShard::QPS == SHARD_QPS && NarrowShard::QPS == NARROW_QPS);
+    assert!(<WideShard as C>::EVS == EVS && <WideShard as C>::PLANES == MAX_PLANES);
+    assert!(<WideShard as C>::WINDOW_PSNS == WIN);
+};
 
 /// One shard of a NIC (all shards of a NIC have the same width).
 pub(crate) enum Shard {
-    Wide(Box<SimEngine>),
-    Narrow(Box<NarrowEngine>),
+    Wide(Pair<WideShard>),
+    Narrow(Pair<NarrowShard>),
 }
 
-/// `$body` with `$e` bound to the shard's engine, whichever its width.
+/// `$body` with `$e` bound to the shard's pair, whichever its width.
 macro_rules! on {
     ($s:expr, $e:ident => $body:expr) => {
         match $s {
@@ -46,36 +72,55 @@ macro_rules! on {
 
 impl Shard {
     /// A new shard of `width` QPs ([`NARROW_QPS`] or [`SHARD_QPS`]).
-    pub(crate) fn new(width: usize, cfg: EngineConfig) -> Result<Shard, EngineError> {
-        // One function per width: an unoptimized build would otherwise hold both engines'
+    pub(crate) fn new(
+        width: usize,
+        dp: DatapathConfig,
+        fw: EngineConfig,
+    ) -> Result<Shard, EngineError> {
+        // One function per width: an unoptimized build would otherwise hold both pairs'
         // temporaries in one stack frame.
         #[inline(never)]
-        fn narrow(cfg: EngineConfig) -> Result<Shard, EngineError> {
-            Ok(Shard::Narrow(Box::new(NarrowEngine::new(cfg)?)))
+        fn narrow(dp: DatapathConfig, fw: EngineConfig) -> Result<Shard, EngineError> {
+            Ok(Shard::Narrow(Pair::new(dp, fw)?))
         }
         #[inline(never)]
-        fn wide(cfg: EngineConfig) -> Result<Shard, EngineError> {
-            Ok(Shard::Wide(Box::new(SimEngine::new(cfg)?)))
+        fn wide(dp: DatapathConfig, fw: EngineConfig) -> Result<Shard, EngineError> {
+            Ok(Shard::Wide(Pair::new(dp, fw)?))
         }
         if width == NARROW_QPS {
-            narrow(cfg)
+            narrow(dp, fw)
         } else {
-            wide(cfg)
+            wide(dp, fw)
         }
     }
+
+    /// The datapath's view of QP `slot`.
     #[inline]
-    pub(crate) fn qp(&self, slot: u32) -> Option<&SimQp> {
-        on!(self, e => e.qp(slot))
+    pub(crate) fn qp(&self, slot: u32) -> Option<QpView> {
+        on!(self, e => e.dp.qp(slot))
     }
-    pub(crate) fn counters(&self) -> EngineCounters {
-        on!(self, e => e.counters())
+    /// The firmware's view of QP `slot`.
+    pub(crate) fn fw_qp(&self, slot: u32) -> Option<FwQpView> {
+        on!(self, e => e.fw().qp(slot))
+    }
+    /// EV `ev` of QP `slot`, as the firmware keeps it.
+    pub(crate) fn ev_stats(&self, slot: u32, ev: u16) -> Option<EvStats> {
+        on!(self, e => e.fw().ev_stats(slot, ev))
+    }
+    pub(crate) fn counters(&self) -> (DatapathCounters, EngineCounters) {
+        on!(self, e => (e.dp.counters(), e.fw().counters()))
+    }
+    /// CSR entries moved: (DP->FW events, FW->DP commands).
+    pub(crate) fn moved(&self) -> (u64, u64) {
+        on!(self, e => (e.events_moved, e.commands_moved))
     }
     pub(crate) fn register_region(&mut self, r: MemRegion) -> Result<u16, RegisterError> {
-        on!(self, e => e.register_region(r))
+        on!(self, e => e.dp.register_region(r))
     }
     pub(crate) fn create_qp(&mut self) -> Result<u32, QpError> {
-        on!(self, e => e.create_qp())
+        on!(self, e => e.fw_mut().create_qp())
     }
+    /// Moves QP `slot` to `state` (the stage's context follows at the next pump).
     pub(crate) fn modify_qp(
         &mut self,
         slot: u32,
@@ -83,47 +128,64 @@ impl Shard {
         attrs: &QpAttrs,
         now_ns: u64,
     ) -> Result<(), QpError> {
-        on!(self, e => e.modify_qp(slot, state, attrs, now_ns))
+        on!(self, e => e.fw_mut().modify_qp(slot, state, attrs, now_ns))
     }
     #[inline]
     pub(crate) fn qp_state(&self, slot: u32) -> Option<QpState> {
-        on!(self, e => e.qp_state(slot))
+        on!(self, e => e.fw().qp_state(slot))
     }
     #[inline]
-    pub(crate) fn post_send(&mut self, slot: u32, wr: SendWr) -> Result<(), QpError> {
-        on!(self, e => e.post_send(slot, wr))
+    pub(crate) fn post_send(&mut self, slot: u32, wr: SendWr) -> Result<(), PostError> {
+        on!(self, e => e.dp.post_send(slot, wr))
     }
     #[inline]
-    pub(crate) fn poll_timeout(&self) -> Option<u64> {
+    pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
         on!(self, e => e.poll_timeout())
     }
+    /// Both halves' timers due at `now_ns` (the engine's commands reach the stage).
     #[inline]
-    pub(crate) fn handle_timeout(&mut self, now_ns: u64) {
-        on!(self, e => {
-            e.handle_timeout(now_ns);
-        })
+    pub(crate) fn handle_timeout(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) {
+        on!(self, e => e.handle_timeout(now_ns, host))
     }
+    /// A received packet (its `dest_qpn` the slot) into the stage; `None` when the stage's
+    /// event queue is short of room (move its reports on, then try again).
     #[inline]
-    pub(crate) fn handle_tx_packet(
-        &mut self,
-        now_ns: u64,
-        pkt: &TxPacket,
-        trim: TrimMark,
-        meta: RxMeta,
-    ) -> RxVerdict {
-        on!(self, e => e.handle_tx_packet(now_ns, pkt, trim, meta))
+    pub(crate) fn receive(&mut self, now_ns: u64, pkt: &Packet) -> Option<RxVerdict> {
+        on!(self, e => e.receive(now_ns, pkt))
     }
+    /// The next packet the stage sends (its `src_qpn` the slot); `None` when nothing can
+    /// leave, or the stage's event queue is short of room ([`Shard::events_pending`]).
     #[inline]
-    pub(crate) fn poll_transmit(&mut self, now_ns: u64) -> Option<TxPacket> {
-        on!(self, e => e.poll_transmit(now_ns))
+    pub(crate) fn transmit(&mut self, now_ns: u64) -> Option<Packet> {
+        on!(self, e => e.transmit(now_ns))
+    }
+    /// Reports waiting in the stage.
+    #[inline]
+    pub(crate) fn events_pending(&self) -> usize {
+        on!(self, e => e.dp.events_pending())
     }
     #[inline]
     pub(crate) fn has_retransmit(&self) -> bool {
-        on!(self, e => e.has_retransmit())
+        on!(self, e => e.dp.has_retransmit())
     }
+    /// Moves entries both ways until both halves are quiet (no firmware time). Returns whether
+    /// any moved.
     #[inline]
-    pub(crate) fn poll_completion(&mut self) -> Option<Completion> {
-        on!(self, e => e.poll_completion())
+    pub(crate) fn pump(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
+        on!(self, e => e.pump(now_ns, host))
+    }
+    /// The stage's reports, for the firmware cores' queue. Returns how many.
+    #[inline]
+    pub(crate) fn take_events(&mut self, out: &mut [CsrEntry]) -> usize {
+        on!(self, e => e.take_events(out))
+    }
+    /// Reports whose core time ended into the engine, its commands into the stage.
+    pub(crate) fn fw_events(&mut self, now_ns: u64, ev: &[CsrEntry], host: &mut Vec<HostWrite>) {
+        on!(self, e => e.fw_events(now_ns, ev, host))
+    }
+    /// The engine's commands into the stage. Returns whether any moved.
+    pub(crate) fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
+        on!(self, e => e.flush_commands(now_ns, host))
     }
     pub(crate) fn handle_shared_loss(
         &mut self,
@@ -131,13 +193,14 @@ impl Shard {
         slot: u32,
         ev: u16,
     ) -> Result<(), QpError> {
-        on!(self, e => e.handle_shared_loss(now_ns, slot, ev))
+        on!(self, e => e.fw_mut().handle_shared_loss(now_ns, slot, ev))
     }
-    pub(crate) fn handle_shared_recovery(&mut self, slot: u32, ev: u16) -> Result<(), QpError> {
-        on!(self, e => e.handle_shared_recovery(slot, ev))
-    }
-    #[inline]
-    pub(crate) fn poll_ev_event(&mut self) -> Option<QpEvEvent> {
-        on!(self, e => e.poll_ev_event())
+    pub(crate) fn handle_shared_recovery(
+        &mut self,
+        now_ns: u64,
+        slot: u32,
+        ev: u16,
+    ) -> Result<(), QpError> {
+        on!(self, e => e.fw_mut().handle_shared_recovery(now_ns, slot, ev))
     }
 }

@@ -10,7 +10,7 @@
 //! in flight (96 bytes each, plus 4 bytes per ring slot; the array grows 64 entries at a time,
 //! not by doubling), not the packets sent.
 
-use mrc_firmware::engine::TxPacket;
+use mrc_firmware::datapath::packet::Packet;
 
 use super::SIDE_SLOTS;
 
@@ -23,7 +23,7 @@ const ENTRIES_STEP: usize = 64;
 #[derive(Clone, Copy)]
 struct Entry {
     tag: u64,
-    pkt: TxPacket,
+    pkt: Packet,
 }
 
 /// See the module docs.
@@ -50,12 +50,12 @@ impl SideTable {
     }
 
     /// The headers of the packet with `tag`, if still here.
-    pub(crate) fn get(&self, tag: u64) -> Option<TxPacket> {
+    pub(crate) fn get(&self, tag: u64) -> Option<Packet> {
         self.find(tag).map(|(_, e)| self.entries[e as usize].pkt)
     }
 
     /// Takes the headers of the packet with `tag` out (its delivery).
-    pub(crate) fn take(&mut self, tag: u64) -> Option<TxPacket> {
+    pub(crate) fn take(&mut self, tag: u64) -> Option<Packet> {
         let (s, e) = self.find(tag)?;
         self.ring[s] = NIL;
         self.free.push(e);
@@ -63,7 +63,7 @@ impl SideTable {
     }
 
     /// Stores the headers of the packet with `tag` (tags grow by one per packet).
-    pub(crate) fn put(&mut self, tag: u64, pkt: TxPacket) {
+    pub(crate) fn put(&mut self, tag: u64, pkt: Packet) {
         if self.ring.is_empty() {
             self.ring = vec![NIL; RING_FIRST];
         }
@@ -109,21 +109,10 @@ impl SideTable {
 mod tests {
     use super::*;
 
-    fn pkt(psn: u32) -> TxPacket {
-        use mrc_abi::wire::{EvFormat, EvxRepr, ProbeRepr};
-        use mrc_firmware::engine::TxBody;
-        TxPacket {
-            src_qpn: 0,
-            dest_qpn: 0,
+    fn pkt(psn: u32) -> Packet {
+        Packet {
             psn: mrc_abi::Psn::new(psn),
-            msn: 0,
-            ev_format: EvFormat::Srv6,
-            evx: EvxRepr::default(),
-            tx_ts_ns: 0,
-            echo_ts_ns: 0,
-            retransmit: false,
-            ack_req: false,
-            body: TxBody::Probe(ProbeRepr::default()),
+            ..Packet::FILL
         }
     }
 

@@ -188,11 +188,11 @@ mod tests {
 
     #[test]
     fn the_engine_accepts_the_oblivious_profile() {
-        use crate::nic::SimEngine;
+        use crate::nic::WideShard;
         use mrc_abi::wire::EvFormat;
         use mrc_firmware::engine::cc::NsccParams;
-        use mrc_firmware::engine::{CcProfile, EngineConfig, EvProfile, QpAttrs, QpState};
-        let mut e = Box::new(SimEngine::new(EngineConfig::default()).unwrap());
+        use mrc_firmware::engine::{CcProfile, Engine, EngineConfig, EvProfile, QpAttrs, QpState};
+        let mut e = Box::new(Engine::<WideShard>::new(EngineConfig::default()).unwrap());
         let qpn = e.create_qp().unwrap();
         let nscc = NsccParams::for_link(800_000_000_000, 10_000, 4096).unwrap();
         let ev = EvProfile {
@@ -204,9 +204,11 @@ mod tests {
         for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
             e.modify_qp(qpn, st, &attrs, 0).unwrap();
         }
-        let t = e.qp(qpn).unwrap().ev_table();
-        assert_eq!(t.config(), &oblivious_ev_config(256, 4));
-        assert_eq!(t.active(), 256);
+        assert_eq!(e.qp(qpn).unwrap().active_evs, 256);
+        for ev in 0..256u16 {
+            let s = e.ev_stats(qpn, ev).unwrap();
+            assert_eq!((s.state, s.plane), (EvState::Good, (ev % 4) as u8));
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Wire sizes of the packets the NIC sends, from the `mrc_abi` header constants.
 //!
 //! A packet occupies its link for its Ethernet frame (header, IPv6 layers, UDP, the MRC headers
-//! the engine's [`TxPacket`] carries, payload, FCS) plus the preamble, start delimiter and
+//! the stage's [`Packet`] carries, payload, FCS) plus the preamble, start delimiter and
 //! minimum inter-frame gap every Ethernet frame costs. The IPv6 layers depend on the EV format:
 //! SRv6 carries the route in an outer IPv6 header in front of the inner one (no SRH: the uSID
 //! carrier holds the whole route in the fabrics simulated here); the other formats use one
@@ -9,7 +9,7 @@
 
 use mrc_abi::wire::mrc::{EVX_LEN, MRH_LEN, RETH_LEN, TSX_LEN};
 use mrc_abi::wire::{bth, ethernet, ipv6, udp, EvFormat};
-use mrc_firmware::engine::TxPacket;
+use mrc_firmware::datapath::packet::Packet;
 
 /// Ethernet FCS.
 pub const FCS_BYTES: u32 = 4;
@@ -43,12 +43,12 @@ pub const fn data_overhead_bytes(format: EvFormat) -> u32 {
 }
 
 /// Link bytes of `tx` (frame + preamble and gap).
-pub fn wire_bytes(tx: &TxPacket) -> u32 {
+pub fn wire_bytes(tx: &Packet) -> u32 {
     let frame = ethernet::HEADER_LEN as u32
         + l3_bytes(tx.ev_format)
         + udp::HEADER_LEN as u32
         + tx.to_repr().header_len() as u32
-        + tx.payload_len()
+        + tx.payload_len
         + FCS_BYTES;
     frame.max(MIN_FRAME_BYTES) + PREAMBLE_IFG_BYTES
 }

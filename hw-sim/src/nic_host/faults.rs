@@ -7,11 +7,12 @@
 //! Contracts:
 //! - A window `[from_ns, to_ns)` starts and ends at its edges; edges are applied at the first
 //!   pump step at or after them, and the pump jumps virtual time to the next edge.
-//! - A stalled firmware core runs nothing (no transmit, no receive processing, no timers, no
-//!   completions, no WQE hand-off). Packets that arrive for it wait in a bounded receive
-//!   backlog ([`STALL_BACKLOG`] packets, as a CSR event queue would) and are processed in
-//!   arrival order when the stall ends; overflow is dropped and counted.
-//! - Slow DMA: each batch of send WQEs is handed to the engine `dma_delay_ns` after the
+//! - A stalled firmware core stops its whole NIC in this model (the datapath stage waits with
+//!   it): no transmit, no receive processing, no timers, no completions, no WQE hand-off.
+//!   Packets that arrive for it wait in a bounded receive backlog ([`STALL_BACKLOG`] packets,
+//!   as a CSR event queue would) and are processed in arrival order when the stall ends;
+//!   overflow is dropped and counted.
+//! - Slow DMA: each batch of send WQEs is handed to the stage `dma_delay_ns` after the
 //!   doorbell that made it visible, and each completion reaches the CQ `dma_delay_ns` after the
 //!   engine produced it (order kept).
 //! - Corruption flips one random bit of the frame (every byte after the Ethernet header) as it
@@ -27,8 +28,8 @@ use std::net::Ipv6Addr;
 use mrc_abi::wire::{
     EthernetAddress, EthernetRepr, Frame, Ipv6Repr, MrcRepr, UdpRepr, IP_PROTO_UDP,
 };
-use mrc_firmware::engine::packet::Completion;
 use mrc_firmware::engine::rng::Rng;
+use mrc_firmware::engine::Completion;
 
 /// Packets a stalled core's receive backlog holds.
 pub const STALL_BACKLOG: usize = 2048;
@@ -44,10 +45,12 @@ pub enum RxOutcome {
     UnknownQp,
     /// The source address is not the destination QP's peer: dropped, counted.
     Spoofed,
-    /// The engine's verdict (its own drops are in its counters).
-    Engine(mrc_firmware::engine::packet::RxVerdict),
+    /// The datapath stage's verdict (its own drops are in its counters).
+    Engine(mrc_firmware::datapath::packet::RxVerdict),
     /// The host is not in fabric mode.
     NoFabric,
+    /// The stage would not take it even after its reports moved on (a model bug; counted).
+    Refused,
 }
 
 /// What a scheduled window does.
@@ -73,7 +76,7 @@ pub(crate) struct Window {
     pub state: u8,
 }
 
-/// A received packet ready for the engine (or waiting for a stalled one).
+/// A received packet ready for the stage (or waiting for a stalled core).
 #[derive(Clone, Debug)]
 pub(crate) struct RxPacket {
     pub src_gid: [u8; 16],
@@ -90,7 +93,7 @@ pub(crate) struct Faults {
     pub backlog: Vec<VecDeque<RxPacket>>,
     /// Per NIC: engine completions on their way to the CQ `(due_ns, completion)`.
     pub cqe_q: Vec<VecDeque<(u64, Completion)>>,
-    /// Per NIC and QP: when the pending WQE batch reaches the engine.
+    /// Per NIC and QP: when the pending WQE batch reaches the stage.
     pub fetch_due: std::collections::BTreeMap<(usize, u32), u64>,
     pub rng: Rng,
     pub corrupt_ppm: u32,

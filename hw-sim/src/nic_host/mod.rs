@@ -22,7 +22,8 @@
 //! - [`SimNic::surprise_remove`]: every later MMIO read returns all ones, writes are dropped.
 //!
 //! Two delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
-//! above); [`SimHost::with_fabric`] runs the real MRC engine on every NIC and carries packets
+//! above); [`SimHost::with_fabric`] runs the real MRC datapath stage and firmware engine on
+//! every NIC and carries packets
 //! between NICs over seeded lossy multipath channels with plane outages and cable pulls
 //! (`fabric` module), in virtual time that each doorbell advances until the fabric is idle.
 //!
@@ -45,8 +46,9 @@ use mrc_driver::device::{default_gid, SharedBackend};
 use mrc_driver::sys::twin::{MmioWrite, Twin, TwinConfig};
 use mrc_driver::sys::{Backend, Bdf};
 
-pub use fabric::{FabricConfig, FabricCounters, HostEngine, FABRIC_MTU};
+pub use fabric::{FabricConfig, FabricCounters, HostProfile, FABRIC_MTU};
 pub use faults::{RxOutcome, WindowKind, STALL_BACKLOG};
+pub use mrc_firmware::datapath::stage::DatapathCounters;
 pub use mrc_firmware::engine::EngineCounters;
 pub use mrc_firmware::testkit::ChannelConfig;
 pub use state::NicCounters;
@@ -232,7 +234,7 @@ impl SimHost {
         Ok(SimHost { nics, world })
     }
 
-    /// A host whose NICs run the real MRC engine and reach each other over seeded lossy
+    /// A host whose NICs run the real MRC stage and engine and reach each other over seeded lossy
     /// multipath channels (see the `fabric` module docs for the contract).
     ///
     /// # Errors
@@ -285,13 +287,23 @@ impl SimHost {
         lock(&self.world).inject(nic, frame)
     }
 
-    /// Fabric mode: the counters of NIC `nic`'s engine.
+    /// Fabric mode: the counters of NIC `nic`'s firmware engine.
     pub fn engine_counters(&self, nic: usize) -> Option<EngineCounters> {
         let w = lock(&self.world);
         w.fabric
             .as_ref()
             .and_then(|f| f.engines.get(nic))
             .map(|e| e.engine_counters())
+    }
+
+    /// Fabric mode: the counters of NIC `nic`'s datapath stage (received packets and their
+    /// drops, packets sent, ...).
+    pub fn datapath_counters(&self, nic: usize) -> Option<DatapathCounters> {
+        let w = lock(&self.world);
+        w.fabric
+            .as_ref()
+            .and_then(|f| f.engines.get(nic))
+            .map(|e| e.datapath_counters())
     }
 
     /// Fabric mode: runs until nothing is in flight (doorbells do this on their own; call it

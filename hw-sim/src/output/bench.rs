@@ -186,9 +186,9 @@ impl Row {
 
 /// Peak memory per host to expect on the fat-tree sizes (measured about 270 KiB, with margin).
 pub const BYTES_PER_HOST: u64 = 280 << 10;
-/// Peak memory per host to expect on the two-tier 8-plane sizes (measured 158-159 KiB from
-/// 16,384 to 131,072 hosts, with margin).
-pub const TWO_TIER_BYTES_PER_HOST: u64 = 165 << 10;
+/// Peak memory per host to expect on the two-tier 8-plane sizes (measured 164 KiB at 16,384
+/// hosts with each NIC's datapath stage and engine, with margin).
+pub const TWO_TIER_BYTES_PER_HOST: u64 = 172 << 10;
 
 /// What a partitioned run ([`crate::run::parallel`]) adds per host and per extra thread: each
 /// partition's copy of the fabric's tables (about 24 KiB per host).

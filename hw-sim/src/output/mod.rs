@@ -15,7 +15,7 @@ use crate::core::time::{Duration, Time};
 use crate::run::parallel::Mode;
 use crate::run::{Observer, RunReport, Tap, WorldView};
 
-use mrc_firmware::engine::TxPacket;
+use crate::nic::StagePacket;
 
 /// One sample of a run's progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,7 +191,7 @@ impl Observer for Recorder<'_> {
         self.pcap.as_ref().map_or(Tap::Off, |c| c.filter.tap())
     }
 
-    fn on_tx(&mut self, now: Time, world: &WorldView<'_>, src: u32, dst: u32, pkt: &TxPacket) {
+    fn on_tx(&mut self, now: Time, world: &WorldView<'_>, src: u32, dst: u32, pkt: &StagePacket) {
         if let Some(c) = self.pcap.as_deref_mut() {
             c.on_tx(now, world, src, dst, pkt);
         }

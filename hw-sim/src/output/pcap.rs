@@ -10,7 +10,7 @@
 //!   NIC model picks it), for ECMP-routed transports the carrier is empty (end of carrier:
 //!   switches route by the inner destination). Inner IPv6 between the NIC addresses
 //!   `fd00:0:0:PP::HH:HH`, ECT(0). UDP and STEV formats get one plain IPv6 header;
-//! - the MRC headers of [`TxPacket::to_repr`];
+//! - the MRC headers of [`StagePacket::to_repr`];
 //! - for writes, the virtual payload spelled out: byte `i` is `(psn + i) mod 256`, the pattern
 //!   the simulated receiver checks.
 //!
@@ -25,6 +25,7 @@ use std::io::BufWriter;
 use std::net::Ipv6Addr;
 use std::path::Path;
 
+use crate::nic::StagePacket;
 use mrc_abi::pcap::Writer;
 use mrc_abi::wire::ev::stev_encode;
 use mrc_abi::wire::usid::{carrier, DEFAULT_BLOCK};
@@ -32,7 +33,7 @@ use mrc_abi::wire::{
     Encap, EthernetAddress, EthernetRepr, EvFormat, Frame, Ipv6Repr, SrhRepr, UdpRepr,
     IP_PROTO_IPV6, IP_PROTO_ROUTING, IP_PROTO_UDP,
 };
-use mrc_firmware::engine::{TxBody, TxPacket};
+use mrc_firmware::datapath::packet::PacketBody;
 
 use crate::core::time::Time;
 use crate::nic::Transport;
@@ -56,14 +57,14 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn matches(self, body: &TxBody) -> bool {
+    fn matches(self, body: &PacketBody) -> bool {
         match (self, body) {
-            (Kind::Data, TxBody::Write { .. })
-            | (Kind::Ack, TxBody::Ack(_))
-            | (Kind::Nack, TxBody::Nack(_))
-            | (Kind::Probe, TxBody::Probe(_))
-            | (Kind::ProbeReply, TxBody::ProbeReply(_)) => true,
-            (Kind::Control, b) => !matches!(b, TxBody::Write { .. }),
+            (Kind::Data, PacketBody::Write { .. })
+            | (Kind::Ack, PacketBody::Ack(_))
+            | (Kind::Nack, PacketBody::Nack(_))
+            | (Kind::Probe, PacketBody::Probe(_))
+            | (Kind::ProbeReply, PacketBody::ProbeReply(_)) => true,
+            (Kind::Control, b) => !matches!(b, PacketBody::Write { .. }),
             _ => false,
         }
     }
@@ -163,7 +164,7 @@ impl Filter {
     }
 
     /// True when a packet `src -> dst` sent at `now` matches.
-    pub fn matches(&self, now: Time, src: u32, dst: u32, p: &TxPacket) -> bool {
+    pub fn matches(&self, now: Time, src: u32, dst: u32, p: &StagePacket) -> bool {
         let psn = p.psn.value();
         let us = now.as_ps() / 1_000_000;
         self.host.is_none_or(|h| h == src || h == dst)
@@ -239,7 +240,7 @@ impl Capture {
         world: &WorldView<'_>,
         src: u32,
         dst: u32,
-        p: &TxPacket,
+        p: &StagePacket,
     ) {
         if self.error.is_some() || !self.filter.matches(now, src, dst, p) {
             return;
@@ -273,10 +274,10 @@ impl Capture {
         world: &WorldView<'_>,
         src: u32,
         dst: u32,
-        p: &TxPacket,
+        p: &StagePacket,
     ) -> Result<usize, String> {
         let plane = p.evx.plane;
-        let len = p.payload_len() as usize;
+        let len = p.payload_len as usize;
         self.payload.clear();
         let pattern = p.psn.value();
         self.payload
@@ -341,7 +342,7 @@ impl Capture {
         world: &WorldView<'_>,
         src: u32,
         dst: u32,
-        p: &TxPacket,
+        p: &StagePacket,
     ) -> Result<(Ipv6Addr, Option<SrhRepr>), String> {
         let bad = |e: mrc_abi::wire::Error| format!("uSID carrier: {e:?}");
         if self.transport != Transport::Mrc {

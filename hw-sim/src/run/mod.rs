@@ -69,7 +69,7 @@ pub struct Scenario {
     pub retry_cnt: u8,
     /// Host interface (doorbell, DMA) timing of every NIC.
     pub pcie: PcieConfig,
-    /// Firmware core time per engine call (default: none).
+    /// Firmware core time per datapath report (default: none).
     pub firmware: FirmwareCost,
     /// Background load running alongside the workload (excluded from its figures), or none.
     pub background: Option<Background>,
@@ -217,6 +217,8 @@ pub enum RunError {
     NoSuchLink(u32),
     /// The workload (or background) description is invalid.
     Workload(WorkloadError),
+    /// A thread to build the NICs could not start (the OS's reason).
+    Thread(std::io::ErrorKind),
 }
 
 impl core::fmt::Display for RunError {
@@ -227,6 +229,7 @@ impl core::fmt::Display for RunError {
             RunError::Roce(e) => write!(f, "roce nic: {e}"),
             RunError::NoSuchLink(l) => write!(f, "failure: no T0-T1 link {l} on plane 0"),
             RunError::Workload(e) => write!(f, "{e}"),
+            RunError::Thread(e) => write!(f, "cannot start a thread to build the NICs: {e}"),
         }
     }
 }
@@ -241,7 +244,7 @@ pub(crate) struct TapRecord {
     key: u64,
     src: u32,
     dst: u32,
-    pkt: TxPacket,
+    pkt: StagePacket,
 }
 
 /// The simulated system: the fabric, every NIC, and the flow bookkeeping that joins them.
@@ -287,14 +290,14 @@ pub struct World {
     /// Hosts of the whole fabric (the first switch's source is `1 + hosts`).
     all_hosts: u32,
     /// Per fabric slot: the MRC headers of the packet there.
-    hdrs: Vec<Option<TxPacket>>,
+    hdrs: Vec<Option<StagePacket>>,
     /// Which transmissions to record, and the records since they were last collected.
     tap: Tap,
     tapped: Vec<TapRecord>,
     /// Key of the event being handled.
     cur_key: u64,
     /// Events for other partitions (with the packet's headers), since last collected.
-    outbox: Vec<(Crossing, Option<TxPacket>)>,
+    outbox: Vec<(Crossing, Option<StagePacket>)>,
 }
 
 impl World {
@@ -446,10 +449,13 @@ impl World {
 
     /// The headers of the packet delivered from `slot`.
     #[inline]
-    fn take_hdr(&mut self, slot: u32) -> Option<TxPacket> {
+    fn take_hdr(&mut self, slot: u32) -> Option<StagePacket> {
         self.hdrs.get_mut(slot as usize).and_then(Option::take)
     }
 }
+
+/// Stack of the threads that build the NICs.
+const NIC_BUILD_STACK: usize = 64 << 20;
 
 /// Source of the events the run schedules itself (the NICs' first release, faults).
 pub(crate) const ROOT_SOURCE: u32 = 0;
@@ -655,22 +661,27 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
         };
         let n = hosts as usize;
         let t = threads.clamp(1, n.max(1));
-        let chunks: Vec<Result<Vec<Nic>, RunError>> = if t == 1 {
-            vec![build(0, n)]
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..t)
-                    .map(|i| {
-                        let build = &build;
-                        scope.spawn(move || build(i * n / t, (i + 1) * n / t))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            })
-        };
+        // Always on threads of their own: a NIC's shards (a stage and an engine each, ~180 KB)
+        // are built by value before they are boxed, which an unoptimised build does with
+        // several copies on the stack.
+        let chunks: Vec<Result<Vec<Nic>, RunError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..t)
+                .map(|i| {
+                    let build = &build;
+                    std::thread::Builder::new()
+                        .name("nic-build".into())
+                        .stack_size(NIC_BUILD_STACK)
+                        .spawn_scoped(scope, move || build(i * n / t, (i + 1) * n / t))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(e) => Err(RunError::Thread(e.kind())),
+                })
+                .collect()
+        });
         nics.reserve(n);
         for c in chunks {
             nics.append(&mut c?);
@@ -832,7 +843,7 @@ pub trait Observer {
     }
     /// Host `src` sent `pkt` (its MRC headers) to `dst` at `now`: the packet entered the
     /// fabric. Called in the order of the run's events, before the sample that follows them.
-    fn on_tx(&mut self, now: Time, world: &WorldView<'_>, src: u32, dst: u32, pkt: &TxPacket) {
+    fn on_tx(&mut self, now: Time, world: &WorldView<'_>, src: u32, dst: u32, pkt: &StagePacket) {
         let _ = (now, world, src, dst, pkt);
     }
 }
@@ -889,4 +900,4 @@ fn observe(sc: &Scenario, mut sim: Simulator<World>, obs: &mut impl Observer) ->
     RunReport::collect(sc, &sim)
 }
 
-use mrc_firmware::engine::TxPacket;
+use crate::nic::StagePacket;

@@ -39,7 +39,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-use mrc_firmware::engine::TxPacket;
+use crate::nic::StagePacket;
 
 use super::{build_world, Observer, RunError, RunReport, Scenario, TapRecord, World, WorldView};
 use super::{FABRIC, NICS, ROOT_SOURCE};
@@ -321,7 +321,7 @@ impl Observer for Quiet {
     fn on_finish(&mut self, _now: Time, _world: &WorldView<'_>) {}
 }
 
-type Mail = Vec<(Crossing, Option<TxPacket>)>;
+type Mail = Vec<(Crossing, Option<StagePacket>)>;
 
 /// What the threads share.
 struct Shared {

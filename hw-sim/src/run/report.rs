@@ -52,7 +52,8 @@ pub struct RunReport {
     pub losses_inferred: u64,
     /// ACK timeouts of the senders.
     pub ack_timeouts: u64,
-    /// ACK timeouts that fired (all NICs).
+    /// Timer expiries (all NICs): the datapath stages' ACK coalescing timers and the firmware
+    /// engines' timers (ACK timeout, tail loss probe, EV probes).
     pub timeouts: u64,
     /// Duplicate data packets receivers saw (spurious retransmits show up here).
     pub rx_duplicates: u64,
@@ -128,18 +129,20 @@ impl RunReport {
         }
         let sum = w.fabric.sum_counters();
         let (mut retransmits, mut data_sent, mut nic_rx_dropped) = (0, 0, 0);
-        let (mut timeouts, mut rx_duplicates, mut nacks) = (0, 0, 0);
+        let (mut timeouts, mut rx_duplicates, mut nacks): (u64, u64, u64) = (0, 0, 0);
         let (mut losses_inferred, mut ack_timeouts, mut ev_state_changes) = (0, 0, 0);
         for n in &w.nics {
-            let e = n.engine_counters();
-            retransmits += e.retransmits_sent;
-            data_sent += e.data_sent;
-            timeouts += e.timeouts_fired;
-            rx_duplicates += e.rx_duplicate;
-            nacks += e.nacks_sent;
-            let rc = n.requester_counters();
-            losses_inferred += rc.losses_inferred;
-            ack_timeouts += rc.timeouts;
+            let d = n.datapath_counters();
+            retransmits += d.retransmits_sent;
+            data_sent += d.data_sent;
+            rx_duplicates += d.rx_duplicate;
+            nacks += d.nacks_sent;
+            // Timer expiries of both halves: the stages' ACK coalescing, the engines' ACK
+            // timeouts, tail and EV probes.
+            timeouts += d.timeouts_fired + n.engine_counters().timeouts_fired;
+            let tx = n.tx_counters();
+            losses_inferred += tx.losses_inferred;
+            ack_timeouts += tx.timeouts;
             let c = n.counters();
             nic_rx_dropped += c.side_misses + c.bad_payload + c.unknown_qpn;
             ev_state_changes += c.ev_state_changes;

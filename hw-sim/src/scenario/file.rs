@@ -172,7 +172,8 @@ pub struct NicFile {
     /// PCIe / DMA timing (`[nic.pcie]`; absent = PCIe Gen6 x16).
     #[serde(default)]
     pub pcie: PcieConfig,
-    /// Firmware core time per engine call (`[nic.firmware]`; absent = zero time).
+    /// Firmware core time per datapath report (`[nic.firmware]`: `cores`, `ns_per_event`;
+    /// absent = zero time).
     #[serde(default)]
     pub firmware: FirmwareCost,
 }

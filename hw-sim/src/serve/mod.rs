@@ -80,7 +80,9 @@ use mrc_driver::sys::{Backend, Bdf};
 use vfio_bindings::bindings::vfio as vb;
 use vfio_user::{IrqInfo, Server, ServerRegion};
 
-use crate::nic_host::{EngineCounters, FabricCounters, NicCounters, SimHost, SimNic};
+use crate::nic_host::{
+    DatapathCounters, EngineCounters, FabricCounters, NicCounters, SimHost, SimNic,
+};
 use device::NicSession;
 
 /// A state-changing request, as folded into the digest. Addresses and DMA mappings are left
@@ -271,6 +273,8 @@ pub struct ServeStats {
     pub device: Vec<NicCounters>,
     /// Per NIC: the MRC engine's counters (fabric mode).
     pub engine: Vec<Option<EngineCounters>>,
+    /// Per NIC: the MRC datapath stage's counters (fabric mode).
+    pub datapath: Vec<Option<DatapathCounters>>,
     /// Fabric totals (fabric mode).
     pub fabric: Option<FabricCounters>,
     /// State-changing device requests applied (BAR and config writes, resets).
@@ -289,6 +293,7 @@ impl ServeStats {
                 let s = &self.nics[i];
                 let d = self.device.get(i).copied().unwrap_or_default();
                 let e = self.engine.get(i).copied().flatten();
+                let dp = self.datapath.get(i).copied().flatten();
                 serde_json::json!({
                     "serve": {
                         "sessions": s.sessions, "disconnects": s.disconnects, "reads": s.reads,
@@ -301,13 +306,17 @@ impl ServeStats {
                         "events": d.events, "events_dropped": d.events_dropped,
                         "cqes_dropped": d.cqes_dropped, "interrupts": d.interrupts,
                     },
+                    "datapath": dp.map(|d| serde_json::json!({
+                        "data_sent": d.data_sent, "retransmits_sent": d.retransmits_sent,
+                        "placed": d.placed, "acks_sent": d.acks_sent, "nacks_sent": d.nacks_sent,
+                        "probes_sent": d.probes_sent, "rx_packets": d.rx_packets,
+                        "rx_duplicate": d.rx_duplicate, "events": d.events,
+                        "commands": d.commands, "host_writes": d.host_writes,
+                    })),
                     "engine": e.map(|e| serde_json::json!({
-                        "data_sent": e.data_sent, "retransmits_sent": e.retransmits_sent,
-                        "placed": e.placed, "completions": e.completions,
-                        "acks_sent": e.acks_sent, "nacks_sent": e.nacks_sent,
-                        "probes_sent": e.probes_sent, "ev_events": e.ev_events,
-                        "qp_errors": e.qp_errors, "rx_packets": e.rx_packets,
-                        "rx_duplicate": e.rx_duplicate,
+                        "events": e.events, "events_malformed": e.events_malformed,
+                        "commands": e.commands, "timeouts_fired": e.timeouts_fired,
+                        "qp_errors": e.qp_errors, "backpressure": e.backpressure,
                     })),
                 })
             })
@@ -352,12 +361,15 @@ impl fmt::Display for ServeStats {
                 s.sessions, s.reads, s.writes, s.dma_maps, s.refused, s.protocol_errors, s.panics,
                 d.send_wqes, d.cqes, d.bytes_placed
             )?;
-            if let Some(Some(e)) = self.engine.get(i) {
+            if let Some(Some(d)) = self.datapath.get(i) {
                 write!(
                     f,
-                    "; engine: {} data packets, {} retransmitted, {} placed",
-                    e.data_sent, e.retransmits_sent, e.placed
+                    "; datapath: {} data packets, {} retransmitted, {} placed",
+                    d.data_sent, d.retransmits_sent, d.placed
                 )?;
+            }
+            if let Some(Some(e)) = self.engine.get(i) {
+                write!(f, "; firmware: {} events, {} commands", e.events, e.commands)?;
             }
             writeln!(f)?;
         }
@@ -552,6 +564,9 @@ impl Served {
                 })
                 .collect(),
             device: self.nics.iter().map(|n| n.device_counters()).collect(),
+            datapath: (0..self.nics.len())
+                .map(|i| self.host.datapath_counters(i))
+                .collect(),
             engine: (0..self.nics.len())
                 .map(|i| self.host.engine_counters(i))
                 .collect(),

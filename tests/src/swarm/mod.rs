@@ -79,7 +79,7 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
     }
 }
 
-/// Runs seed `seed` (with the planted engine bug if asked); `Err` names the seed, what
+/// Runs seed `seed` (with the planted datapath bug if asked, `DatapathConfig::planted_bug`); `Err` names the seed, what
 /// failed, and the replay command.
 pub fn run_seed(seed: u64, planted_bug: bool) -> Result<Report, String> {
     let mut plan = Plan::draw(seed);
@@ -336,12 +336,12 @@ fn counters_add_up(
         ));
     }
     let rx: u64 = (0..plan.hosts)
-        .filter_map(|i| host.engine_counters(i))
+        .filter_map(|i| host.datapath_counters(i))
         .map(|e| e.rx_packets)
         .sum();
     if rx != c.to_engine {
         return Err(format!(
-            "engines received {rx} packets, the fabric handed them {}",
+            "datapath stages received {rx} packets, the fabric handed them {}",
             c.to_engine
         ));
     }

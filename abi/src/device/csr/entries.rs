@@ -592,7 +592,8 @@ csr_entry!(
 
 csr_entry!(
     /// FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks,
-    /// not the one it last left on).
+    /// not the one it last left on), unless the QP transmitted within two reorder windows
+    /// (its RTS `reorder_ns`): that transmission's ACK answers sooner.
     TailProbe {
         /// Reserved (0).
         rsvd: [u8; 3],

@@ -38,7 +38,7 @@ use mrc_abi::wire::EvFormat;
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
 pub use qp::{DpQp, DpState, QpContext, QpView};
 pub use rx::RxCounters;
-pub use tx::{PostError, Reorder, Stall, TxCounters};
+pub use tx::{PostError, Reorder, Stall, TxCounters, TLP_REORDER_WINDOWS};
 
 use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;

@@ -599,7 +599,7 @@ impl<
                     .order_retransmit(c.psn(), c.ev.get(), c.flags & csr::RETX_AVOID_LAST != 0)
             }
             CsrEvent::RetransmitUnacked(_) => self.tx.requeue_unacked(),
-            CsrEvent::TailProbe(_) => self.tx.tail_probe(),
+            CsrEvent::TailProbe(_) => self.tx.tail_probe(now_ns),
             CsrEvent::SendProbe(c) => {
                 if self.rx_live() {
                     let ev = c.ev.get();

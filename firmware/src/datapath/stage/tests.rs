@@ -27,6 +27,11 @@ fn cmd(e: CsrEvent) -> CsrEntry {
 /// A stage whose QP 0 sends to QP 1 of its peer and QP 1 receives (8 EVs over 2 planes), with
 /// a 10-packet window and a region for rkey 7.
 fn stage(reorder_tx: u8) -> Datapath<Small> {
+    stage_reorder(reorder_tx, 0)
+}
+
+/// [`stage`] with a reorder window of `reorder_ns`.
+fn stage_reorder(reorder_tx: u8, reorder_ns: u32) -> Datapath<Small> {
     let mut dp = Datapath::<Small>::new(DatapathConfig {
         mtu_payload: MTU,
         ..DatapathConfig::DEFAULT
@@ -60,7 +65,7 @@ fn stage(reorder_tx: u8) -> Datapath<Small> {
                 128,
                 2,
                 reorder_tx,
-                0,
+                reorder_ns,
             ))),
             cmd(CsrEvent::WindowUpdate(WindowUpdate::new(q, 1000))),
         ];
@@ -451,4 +456,23 @@ fn region_writes_add_and_remove_regions_in_order() {
     assert_eq!(r.access, Access::REMOTE_WRITE);
     assert_eq!(dp.regions().counters().bad_registrations, 1);
     assert_eq!(dp.counters().commands, 4);
+}
+
+#[test]
+fn a_tail_probe_waits_for_two_quiet_reorder_windows() {
+    // A 1 us reorder window: a tail probe needs 2 us without a transmission.
+    let mut dp = stage_reorder(3, 1_000);
+    for i in 0..4 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    assert_eq!(send_all(&mut dp, 500).len(), 4);
+    let probe = cmd(CsrEvent::TailProbe(TailProbe::new(0)));
+    dp.handle_commands(2_400, &[probe]);
+    assert!(send_all(&mut dp, 2_400).is_empty());
+    assert_eq!(dp.qp(0).unwrap().tx.tail_probes_quiet, 1);
+    dp.handle_commands(2_500, &[probe]);
+    let r = send_all(&mut dp, 2_500);
+    assert_eq!(r.len(), 1);
+    assert!(r[0].retransmit && r[0].psn == Psn::new(3));
+    assert_eq!(dp.qp(0).unwrap().tx.tail_probes, 1);
 }

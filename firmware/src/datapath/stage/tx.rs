@@ -109,6 +109,10 @@ pub struct Reorder {
     pub ns: u32,
 }
 
+/// A tail loss probe goes this many reorder windows (`Reorder::ns`) after the last
+/// transmission or ACK.
+pub const TLP_REORDER_WINDOWS: u32 = 2;
+
 /// Why no data packet can leave now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stall {
@@ -165,6 +169,9 @@ pub struct TxCounters {
     pub acks_stale: u64,
     pub losses_inferred: u64,
     pub tail_probes: u64,
+    /// Tail loss probes not sent because the QP transmitted within the probe timeout (the
+    /// ACKs of that transmission re-arm the firmware's probe).
+    pub tail_probes_quiet: u64,
     pub timeouts: u64,
     pub nacks_trimmed: u64,
     pub nacks_out_of_window: u64,
@@ -222,6 +229,8 @@ pub(crate) struct TxSide<const WIN: usize, const SQ: usize> {
     tx_seq: u32,
     max_acked_seq: u32,
     max_acked_sent_ns: u32,
+    /// Low 32 bits of the newest transmission's send time (see [`Self::tail_probe`]).
+    last_sent_ns: u32,
     /// The SACK bits already applied (relative to `sack_done_base`): ACKs repeat their bitmap
     /// until the hole below it is filled, so only new bits need work.
     sack_done_base: Psn,
@@ -261,6 +270,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         tx_seq: 0,
         max_acked_seq: 0,
         max_acked_sent_ns: 0,
+        last_sent_ns: 0,
         sack_done_base: Psn::new(0),
         sack_done_bits: 0,
         rto: RtoWindow::Open,
@@ -279,6 +289,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             acks_stale: 0,
             losses_inferred: 0,
             tail_probes: 0,
+            tail_probes_quiet: 0,
             timeouts: 0,
             nacks_trimmed: 0,
             nacks_out_of_window: 0,
@@ -325,6 +336,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.tx_seq = 0;
         self.max_acked_seq = 0;
         self.max_acked_sent_ns = 0;
+        self.last_sent_ns = 0;
         self.sack_done_base = sq_psn;
         self.sack_done_bits = 0;
         self.rto = RtoWindow::Open;
@@ -708,5 +720,6 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             };
         }
         self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
+        self.last_sent_ns = now_ns as u32;
     }
 }

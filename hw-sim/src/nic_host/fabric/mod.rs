@@ -1,22 +1,27 @@
-//! Fabric mode: every simulated NIC runs the real MRC engine (`mrc_firmware::engine::Engine`)
-//! and packets travel between NICs through the firmware test kit's multipath channel
-//! (`mrc_firmware::testkit::Channel`: seeded loss, duplication, trimming, CE marks, bounded
-//! reordering, a blackholed EV) plus scheduled plane outages, with real payload bytes.
+//! Fabric mode: every simulated NIC runs the real MRC datapath stage
+//! (`mrc_firmware::datapath::stage::Datapath`) and firmware engine
+//! (`mrc_firmware::engine::Engine`), joined by their CSR queues, and packets travel between
+//! NICs through the firmware test kit's multipath channel (`mrc_firmware::testkit::Channel`:
+//! seeded loss, duplication, trimming, CE marks, bounded reordering, a blackholed EV) plus
+//! scheduled plane outages, with real payload bytes.
 //!
-//! How the host interface maps onto the engine (the contract the whole-system tests rely on):
+//! How the host interface maps onto the stage and the engine (the contract the whole-system
+//! tests rely on):
 //!
 //! - QPs and MRs are mirrored lazily: before every step, each QP of the device tables in INIT,
-//!   RTR or RTS gets an engine QP moved to the same state, and each MR with remote-write access
-//!   is registered with the engine under its rkey. A QP reset or destroyed loses its engine QP.
-//! - A send doorbell hands the new WQEs to the engine in ring order (as many as its send queue
+//!   RTR or RTS gets an engine QP moved to the same state (the stage's QP context follows
+//!   through the engine's commands), and each MR with remote-write access is registered with
+//!   the stage under its rkey. A QP reset or destroyed loses its engine QP.
+//! - A send doorbell hands the new WQEs to the stage in ring order (as many as its send queue
 //!   takes; the rest wait in the ring). The local bytes are gathered (lkey, range and DMA checks
-//!   as in loopback mode) into a staging buffer the engine's packets read their payload from.
-//!   Every WQE is posted signaled to the engine; the CQE of an unsignaled one is suppressed.
-//! - A receive doorbell posts the new receive WQEs to the engine.
+//!   as in loopback mode) into a staging buffer the stage's packets read their payload from.
+//!   Every WQE is posted signaled; the CQE of an unsignaled one is suppressed.
+//! - A receive doorbell posts the new receive WQEs to the stage.
 //! - The host then runs ([`World::pump`]): transmit, deliver due packets (payload placed by
-//!   RETH through the MR's translation), turn engine completions into CQEs, fire timers, and
-//!   jump virtual time to the next event, until no packet is in flight and no send is
-//!   outstanding, or the step's time budget runs out.
+//!   RETH through the MR's translation), move entries between each stage and its engine (no
+//!   firmware time), turn the engine's `Complete` host writes into CQEs, fire timers, and jump
+//!   virtual time to the next event, until no packet is in flight and no send is outstanding,
+//!   or the step's time budget runs out.
 //! - Engine QPN `e` and device QPN `q` differ: packets carry the peer's device QPN (the one the
 //!   application exchanged) and are translated to the engine QPN on delivery.
 //! - A plane outage takes the port of that plane down on every NIC (PORT_DOWN events; the engine
@@ -40,33 +45,37 @@ use std::collections::{BTreeMap, BTreeSet};
 use mrc_abi::device::admin::QpState as DevQpState;
 use mrc_abi::device::cqe::{Completion as Cqe, CqeOpcode, CqeStatus};
 use mrc_abi::device::wqe::RecvWqe;
-use mrc_abi::device::EvState;
-use mrc_abi::wire::{EvFormat, Frame, NackReason};
-use mrc_abi::Psn;
+use mrc_abi::wire::{Frame, NackReason};
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
-use mrc_firmware::datapath::placement::{Access, MemRegion};
-use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::engine::packet::{CompletionError, CompletionKind, TxBody};
-use mrc_firmware::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
-use mrc_firmware::engine::{Engine, EngineConfig};
+use mrc_firmware::datapath::packet::PacketBody;
+use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters};
+use mrc_firmware::engine::{CompletionError, CompletionKind, EngineConfig, EngineCounters};
 use mrc_firmware::testkit::{Channel, ChannelConfig, ChannelCounters};
 
 mod ring;
 mod rx;
+mod sync;
 
 use super::faults::{Faults, WindowKind};
-use super::state::{NicState, RKEY_BIT};
+use super::state::NicState;
 use super::World;
+use crate::nic::{HostWrite, Pair};
 
-/// Payload bytes per packet (the engine MTU in fabric mode).
+/// Payload bytes per packet (the datapath MTU in fabric mode).
 pub const FABRIC_MTU: usize = 1024;
 /// Packets in flight per NIC pair.
 const CHANNEL_CAP: usize = 256;
 
-/// The engine of a simulated NIC in fabric mode: 16 QPs, 256 EVs over 4 planes, a 512-PSN
-/// window, 64-entry send and receive queues, 16 regions, 64 timers.
-pub type HostEngine = Engine<16, 256, 4, 512, 8, 64, 64, 16, 64>;
+mrc_firmware::capacity! {
+    /// The capacities of a simulated NIC in fabric mode (its datapath stage and firmware
+    /// engine): 16 QPs, 256 EVs over 4 planes, a 512-PSN window, 64-entry send and receive
+    /// queues, 16 regions.
+    pub struct HostProfile {
+        qps: 16, evs: 256, planes: 4, window_psns: 512, send_queue: 64, recv_queue: 64,
+        regions: 16,
+    }
+}
 type Link = Channel<CHANNEL_CAP, FABRIC_MTU>;
 
 /// Fabric-mode settings of a [`super::SimHost`].
@@ -90,8 +99,8 @@ pub struct FabricConfig {
     /// Most virtual time one doorbell may run the fabric before returning, counted from the
     /// first timer due when that is further away (see `World::pump`).
     pub step_budget_ns: u64,
-    /// Test only: engines with the test kit's planted bug (a `TRIMMED_LAST_HOP` NACK taken as
-    /// an ACK), so a whole-system checker can be shown to catch it.
+    /// Test only: datapath stages with the test kit's planted bug (a `TRIMMED_LAST_HOP` NACK
+    /// taken as the packet's ACK), so a whole-system checker can be shown to catch it.
     pub planted_bug: bool,
     /// One random bit of a frame flipped on the wire, ppm of packets (see the `faults`
     /// module: the receiver's parse drops what the checksum catches).
@@ -126,9 +135,9 @@ pub struct FabricCounters {
     pub unroutable: u64,
     /// Packets for a QP the destination does not know.
     pub unknown_qp: u64,
-    /// Engine retransmissions, all NICs.
+    /// Retransmissions the stages sent, all NICs.
     pub retransmits: u64,
-    /// Engine EV state events, all NICs.
+    /// EV state events the engines wrote for the host, all NICs.
     pub ev_events: u64,
     /// Packets silently dropped by a blackholing switch window.
     pub switch_blackholed: u64,
@@ -146,15 +155,18 @@ pub struct FabricCounters {
     pub misaddressed: u64,
     /// Frames whose source address is not the destination QP's peer.
     pub spoofed: u64,
-    /// Packets handed to an engine.
+    /// Packets handed to a datapath stage.
     pub to_engine: u64,
+    /// Packets a stage would not take even after its reports moved on (a model bug if
+    /// non-zero).
+    pub rx_refused: u64,
     /// Payload bytes written into registered memory.
     pub bytes_placed: u64,
     /// Controller EV denials (and re-allowances) mirrored into engines.
     pub ev_denials: u64,
 }
 
-/// A send handed to the engine.
+/// A send handed to the stage.
 struct Pending {
     qpn: u32,
     wr_id: u64,
@@ -165,16 +177,18 @@ struct Pending {
     data: Vec<u8>,
 }
 
-/// The engine side of one NIC.
+/// The stage and engine of one NIC.
 pub(crate) struct NicEngine {
-    engine: Box<HostEngine>,
+    nic: Box<Pair<HostProfile>>,
+    /// What the engine wrote for the host since it was last collected.
+    writes: Vec<HostWrite>,
     /// Device QPN -> engine QPN.
     qps: BTreeMap<u32, u32>,
     /// Engine QPN -> device QPN.
     dev_qpn: BTreeMap<u32, u32>,
     /// Registered rkeys.
     rkeys: Vec<u32>,
-    /// Sends in the engine by handle.
+    /// Sends in the stage by handle.
     sends: BTreeMap<u32, Pending>,
     next_handle: u32,
     /// QPs whose engine QP failed this step (their ring backlog is flushed after draining).
@@ -188,16 +202,27 @@ pub(crate) struct NicEngine {
 }
 
 impl NicEngine {
-    /// The engine's counters.
-    pub(crate) fn engine_counters(&self) -> mrc_firmware::engine::EngineCounters {
-        self.engine.counters()
+    /// The firmware engine's counters.
+    pub(crate) fn engine_counters(&self) -> EngineCounters {
+        self.nic.fw().counters()
+    }
+
+    /// The datapath stage's counters.
+    pub(crate) fn datapath_counters(&self) -> DatapathCounters {
+        self.nic.dp.counters()
+    }
+
+    /// Moves entries between the stage and the engine until both are quiet. Returns whether
+    /// any moved.
+    pub(super) fn pump(&mut self, now_ns: u64) -> bool {
+        self.nic.pump(now_ns, &mut self.writes)
     }
 }
 
 /// Bound of [`NicEngine::msg_bytes`].
 const MSG_BYTES_CAP: usize = 4096;
 
-/// The fabric of a host: engines, channels, outages.
+/// The fabric of a host: NICs (stage + engine), channels, outages.
 pub(crate) struct Fabric {
     cfg: FabricConfig,
     pub engines: Vec<NicEngine>,
@@ -215,17 +240,19 @@ pub(crate) struct Fabric {
 
 impl Fabric {
     pub fn new(cfg: FabricConfig, nics: usize) -> Fabric {
-        let ecfg = EngineConfig {
+        let dcfg = DatapathConfig {
             mtu_payload: FABRIC_MTU as u32,
             planted_bug: cfg.planted_bug,
-            ..EngineConfig::default()
+            ..DatapathConfig::default()
         };
+        let ecfg = EngineConfig::default();
         let engines = (0..nics)
             .map(|_| NicEngine {
-                // Cannot fail: the MTU is in range and the tick is the default.
-                engine: on_big_stack(move || {
-                    Box::new(HostEngine::new(ecfg).unwrap_or_else(|_| unreachable!()))
+                // Cannot fail: the engine's configuration is the default.
+                nic: on_big_stack(move || {
+                    Box::new(Pair::new(dcfg, ecfg).unwrap_or_else(|_| unreachable!()))
                 }),
+                writes: Vec::new(),
                 qps: BTreeMap::new(),
                 dev_qpn: BTreeMap::new(),
                 rkeys: Vec::new(),
@@ -292,7 +319,7 @@ impl Fabric {
             add(&mut c.channel, l.counters());
         }
         for e in &self.engines {
-            c.retransmits += e.engine.counters().retransmits_sent;
+            c.retransmits += e.nic.dp.counters().retransmits_sent;
         }
         c
     }
@@ -321,7 +348,7 @@ fn add(s: &mut ChannelCounters, k: ChannelCounters) {
     s.overflow += k.overflow;
 }
 
-/// Runs `f` on a thread with a large stack: the engine (~600 KB) and a channel (~320 KB) are
+/// Runs `f` on a thread with a large stack: the stage and engine and a channel (~320 KB) are
 /// built by value before they are boxed, which an unoptimised build does with several copies on
 /// the stack of whatever thread rang the doorbell.
 fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -334,7 +361,7 @@ fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T 
             Ok(v) => v,
             Err(p) => std::panic::resume_unwind(p),
         },
-        Err(e) => panic!("cannot start a thread to build the NIC engine: {e}"),
+        Err(e) => panic!("cannot start a thread to build the NIC model: {e}"),
     }
 }
 
@@ -360,152 +387,7 @@ impl World {
         self.fabric.as_ref().map(|f| f.cfg)
     }
 
-    /// Mirrors NIC `i`'s QPs and MRs into its engine.
-    fn sync_engine(&mut self, i: usize) {
-        let Some(cfg) = self.fabric_cfg() else { return };
-        let now = self.now_ns;
-        let n = &self.nics[i];
-        let Some(fab) = self.fabric.as_mut() else {
-            return;
-        };
-        let ne = &mut fab.engines[i];
-        // Regions.
-        let want: Vec<(u32, u64, u64)> =
-            n.t.mrs
-                .iter()
-                .filter(|(_, m)| m.remote_writable())
-                .map(|(k, m)| (k | RKEY_BIT, m.va, m.len))
-                .collect();
-        ne.rkeys.retain(|r| {
-            let keep = want.iter().any(|w| w.0 == *r);
-            if !keep {
-                let _ = ne.engine.deregister_region(*r);
-            }
-            keep
-        });
-        for (rkey, va, len) in want {
-            if !ne.rkeys.contains(&rkey)
-                && ne
-                    .engine
-                    .register_region(MemRegion {
-                        rkey,
-                        base_va: va,
-                        length: len,
-                        access: Access::REMOTE_WRITE,
-                    })
-                    .is_ok()
-            {
-                ne.rkeys.push(rkey);
-            }
-        }
-        // QPs gone or reset lose their engine QP.
-        let gone: Vec<u32> = ne
-            .qps
-            .keys()
-            .copied()
-            .filter(|q| {
-                n.t.qps
-                    .get(q)
-                    .is_none_or(|p| matches!(p.state, DevQpState::Reset))
-            })
-            .collect();
-        for q in gone {
-            if let Some(e) = ne.qps.remove(&q) {
-                let _ = ne.engine.destroy_qp(e);
-                ne.dev_qpn.remove(&e);
-                ne.sends.retain(|_, p| p.qpn != q);
-            }
-        }
-        // New QPs and state changes.
-        let mut denials = 0;
-        for (&q, p) in n.t.qps.iter() {
-            let target = match p.state {
-                DevQpState::Init => QpState::Init,
-                DevQpState::Rtr => QpState::Rtr,
-                DevQpState::Rts => QpState::Rts,
-                _ => continue,
-            };
-            let e = match ne.qps.get(&q) {
-                Some(&e) => e,
-                None => {
-                    let Ok(e) = ne.engine.create_qp() else {
-                        continue;
-                    };
-                    ne.qps.insert(q, e);
-                    ne.dev_qpn.insert(e, q);
-                    e
-                }
-            };
-            let evs =
-                n.t.ev_profiles
-                    .get(&p.ev_profile)
-                    .map_or(n.params.max_evs_per_qp, |pr| pr.evs.len() as u32)
-                    .clamp(1, 256) as u16;
-            let mut table = EvConfig::new(evs, n.params.num_planes.clamp(1, 4) as u8);
-            table.probe_base_ns = 20_000;
-            table.probe_cap_ns = 2_000_000;
-            let ev = EvProfile {
-                table,
-                format: EvFormat::Udp,
-                value_base: 0xC000,
-            };
-            let cc = CcProfile::Fixed {
-                cwnd_bytes: cfg.cwnd_bytes,
-            };
-            let attrs = QpAttrs::connect(ev, cc, p.dest_qpn)
-                .psns(Psn::new(p.sq_psn), Psn::new(p.rq_psn))
-                .window(cfg.mpr, cfg.max_wimm)
-                .retry(cfg.retry_cnt, cfg.timeout_exp);
-            for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-                let cur = ne.engine.qp_state(e);
-                if cur.is_none_or(|c| rank(c) >= rank(target)) {
-                    break;
-                }
-                if cur.is_some_and(|c| rank(c) >= rank(s)) {
-                    continue;
-                }
-                if ne.engine.modify_qp(e, s, &attrs, now).is_err() {
-                    break;
-                }
-            }
-            // Controller EV denials (and re-allowances) of the QP's profile. Each change is
-            // told once; one the engine refuses (the min-active guard) is not retried.
-            let denied: Vec<u16> =
-                n.t.ev_profiles
-                    .get(&p.ev_profile)
-                    .map(|pr| {
-                        pr.evs
-                            .iter()
-                            .take(usize::from(evs))
-                            .enumerate()
-                            .filter(|(_, v)| v.state == EvState::Denied)
-                            .map(|(k, _)| k as u16)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-            let told: Vec<u16> = ne
-                .denied
-                .range((q, 0)..=(q, u16::MAX))
-                .map(|k| k.1)
-                .collect();
-            if denied == told || ne.engine.qp_state(e).is_none_or(|c| rank(c) < 1) {
-                continue;
-            }
-            for &ev in denied.iter().filter(|v| !told.contains(v)) {
-                let _ = ne.engine.set_ev_allowed(now, e, ev, false);
-                ne.denied.insert((q, ev));
-                denials += 1;
-            }
-            for &ev in told.iter().filter(|v| !denied.contains(v)) {
-                let _ = ne.engine.set_ev_allowed(now, e, ev, true);
-                ne.denied.remove(&(q, ev));
-                denials += 1;
-            }
-        }
-        fab.counters.ev_denials += denials;
-    }
-
-    /// Moves every packet NIC `i`'s engine wants sent onto its channel. True if any.
+    /// Moves every packet NIC `i`'s stage wants sent onto its channel. True if any.
     fn transmit(&mut self, i: usize) -> bool {
         let now = self.now_ns;
         let mut any = false;
@@ -516,7 +398,13 @@ impl World {
             let Some(fab) = self.fabric.as_mut() else {
                 return any;
             };
-            let Some(pkt) = fab.engines[i].engine.poll_transmit(now) else {
+            let ne = &mut fab.engines[i];
+            let mut next = ne.nic.transmit(now);
+            // Short of event room: the reports move on, then the stage sends.
+            if next.is_none() && ne.nic.dp.events_pending() > 0 && ne.pump(now) {
+                next = ne.nic.transmit(now);
+            }
+            let Some(pkt) = next else {
                 return any;
             };
             any = true;
@@ -545,8 +433,8 @@ impl World {
                 continue;
             }
             let payload: &[u8] = match pkt.body {
-                TxBody::Write { local, .. } => {
-                    let len = pkt.payload_len() as usize;
+                PacketBody::Write { local, .. } => {
+                    let len = pkt.payload_len as usize;
                     let off = local.offset as usize;
                     ne.sends
                         .get(&local.handle)
@@ -566,27 +454,30 @@ impl World {
         any
     }
 
-    /// Turns NIC `i`'s engine completions into CQEs. True if any.
+    /// Moves NIC `i`'s entries between stage and engine and turns the engine's completions
+    /// into CQEs. True if any.
     fn drain(&mut self, i: usize) -> bool {
         let now = self.now_ns;
         let mut any = false;
         if self.stalled(i) {
             return false;
         }
-        // Engine completions start their DMA to the CQ now (slow DMA: they land later).
+        // Completions start their DMA to the CQ now (slow DMA: they land later).
         if let Some(fab) = self.fabric.as_mut() {
             let delay = fab.faults.dma_delay_ns.get(i).copied().unwrap_or(0);
-            while let Some(c) = fab.engines[i].engine.poll_completion() {
-                fab.faults.cqe_q[i].push_back((now + delay, c));
+            let ne = &mut fab.engines[i];
+            any |= ne.pump(now);
+            for w in ne.writes.drain(..) {
+                match w {
+                    HostWrite::Completion(c) => fab.faults.cqe_q[i].push_back((now + delay, c)),
+                    HostWrite::EvEvent { .. } => fab.counters.ev_events += 1,
+                }
             }
         }
         loop {
             let Some(fab) = self.fabric.as_mut() else {
                 return any;
             };
-            while fab.engines[i].engine.poll_ev_event().is_some() {
-                fab.counters.ev_events += 1;
-            }
             let q = &mut fab.faults.cqe_q[i];
             let Some(c) = q.front().filter(|c| c.0 <= now).map(|c| c.1) else {
                 break;
@@ -724,7 +615,7 @@ impl World {
             if let Some(f) = self.fabric.as_mut() {
                 for (k, ne) in f.engines.iter_mut().enumerate() {
                     if !f.faults.stalled(k) {
-                        ne.engine.handle_timeout(now);
+                        ne.nic.handle_timeout(now, &mut ne.writes);
                     }
                 }
             }
@@ -750,7 +641,7 @@ impl World {
                         .iter()
                         .enumerate()
                         .filter(|(k, _)| !f.faults.stalled(*k))
-                        .filter_map(|(_, e)| e.engine.poll_timeout()),
+                        .filter_map(|(_, e)| e.nic.next_deadline()),
                 )
                 .chain(f.faults.next_due())
                 .filter(|&t| t > now)
@@ -802,11 +693,12 @@ impl World {
         }
     }
 
-    /// The engine of NIC `i` learns that its port on `plane` changed operational state.
+    /// The engine of NIC `i` learns that its port on `plane` changed operational state (its
+    /// commands reach the stage at the next step).
     pub(crate) fn engine_plane(&mut self, i: usize, plane: u8, up: bool) {
         let now = self.now_ns;
         if let Some(f) = self.fabric.as_mut() {
-            let e = &mut f.engines[i].engine;
+            let e = f.engines[i].nic.fw_mut();
             if up {
                 e.handle_plane_up(now, plane);
             } else {
@@ -822,16 +714,6 @@ fn port_up(nics: &[NicState], i: usize, plane: u8) -> bool {
     (0..n.port_link.len())
         .filter(|&p| n.port_plane(p) == plane)
         .any(|p| n.port_link[p] && n.port_admin[p])
-}
-
-fn rank(s: QpState) -> u8 {
-    match s {
-        QpState::Reset => 0,
-        QpState::Init => 1,
-        QpState::Rtr => 2,
-        QpState::Rts => 3,
-        QpState::Error => 4,
-    }
 }
 
 fn cqe(wr_id: u64, status: CqeStatus, opcode: CqeOpcode, len: u32, qpn: u32, index: u32) -> Cqe {

@@ -1,4 +1,4 @@
-//! The host side of fabric mode: new ring entries handed to the engine (receive WQEs, and
+//! The host side of fabric mode: new ring entries handed to the stage (receive WQEs, and
 //! send WQEs with their local bytes gathered and checked), and QPs moved to ERROR with their
 //! ring backlog flushed.
 
@@ -6,14 +6,14 @@ use mrc_abi::device::admin::QpState as DevQpState;
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::event::Event;
 use mrc_abi::device::wqe::SEND_SIGNALED;
-use mrc_firmware::engine::packet::{LocalBuf, SendWr};
+use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
 use mrc_firmware::engine::qp::{QpAttrs, QpState};
 
 use super::super::World;
 use super::{cqe, Pending};
 
 impl World {
-    /// Hands ring entries of NIC `i` to its engine. True if any moved.
+    /// Hands ring entries of NIC `i` to its stage. True if any moved.
     pub(super) fn feed(&mut self, i: usize) -> bool {
         let mut any = false;
         if self.stalled(i) {
@@ -29,7 +29,7 @@ impl World {
         any
     }
 
-    /// Slow DMA: the send WQEs of QP `qpn` of NIC `i` are visible to the engine (a pending
+    /// Slow DMA: the send WQEs of QP `qpn` of NIC `i` are visible to the stage (a pending
     /// batch is fetched `dma_delay_ns` after it was first seen).
     fn fetch_ready(&mut self, i: usize, qpn: u32) -> bool {
         let now = self.now_ns;
@@ -75,7 +75,7 @@ impl World {
             let Some(&e) = ne.qps.get(&qpn) else {
                 return any;
             };
-            if ne.engine.post_recv(e, u64::from(q.rq_cons)).is_err() {
+            if ne.nic.dp.post_recv(e, u64::from(q.rq_cons)).is_err() {
                 return any;
             }
             if let Some(p) = self.nics[i].t.qps.get_mut(&qpn) {
@@ -130,8 +130,8 @@ impl World {
                 imm: r.imm,
                 signaled: true,
             };
-            if ne.engine.post_send(e, wr).is_err() {
-                // The engine's send queue is full: the rest waits in the ring.
+            if ne.nic.dp.post_send(e, wr).is_err() {
+                // The stage's send queue is full: the rest waits in the ring.
                 return any;
             }
             ne.next_handle = handle.wrapping_add(1);
@@ -207,7 +207,7 @@ impl World {
             let ne = &mut fab.engines[i];
             if let Some(&e) = ne.qps.get(&qpn) {
                 let attrs = QpAttrs::default();
-                let _ = ne.engine.modify_qp(e, QpState::Error, &attrs, now);
+                let _ = ne.nic.fw_mut().modify_qp(e, QpState::Error, &attrs, now);
             }
             ne.failed.push(qpn);
         }

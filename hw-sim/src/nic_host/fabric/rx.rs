@@ -1,9 +1,9 @@
 //! The receive path of fabric mode: packets due on the channels (or waiting for a stalled
-//! core, or injected from outside) are checked, handed to the engine, and their payload placed
-//! in registered memory through the region's translation.
+//! core, or injected from outside) are checked, handed to the datapath stage, and their payload
+//! placed in registered memory through the region's translation.
 
 use mrc_driver::sys::Iova;
-use mrc_firmware::engine::packet::{RxMeta, RxVerdict};
+use mrc_firmware::datapath::packet::{Packet, RxVerdict};
 use mrc_firmware::testkit::channel::Trim;
 
 use super::super::faults::{RxOutcome, RxPacket, STALL_BACKLOG};
@@ -54,7 +54,7 @@ impl World {
                 repr.mrh.trimmed = f.trim != Trim::None;
                 repr.mrh.trimmed_last_hop = f.trim == Trim::LastHop;
                 let payload_len = if f.trim == Trim::None {
-                    f.pkt.payload_len() as usize
+                    f.pkt.payload_len as usize
                 } else {
                     0
                 };
@@ -86,7 +86,7 @@ impl World {
         any
     }
 
-    /// Hands a received packet to NIC `to`'s engine and places its payload. The source address
+    /// Hands a received packet to NIC `to`'s stage and places its payload. The source address
     /// must be the destination QP's peer.
     pub(crate) fn rx(&mut self, to: usize, p: RxPacket) -> RxOutcome {
         let now = self.now_ns;
@@ -108,14 +108,20 @@ impl World {
             fab.counters.spoofed += 1;
             return RxOutcome::Spoofed;
         }
-        let mut repr = p.repr;
-        repr.bth.dest_qp = e;
-        let meta = RxMeta {
-            payload_len: p.payload.len() as u32,
-            ce: p.ce,
-        };
+        let mut pkt = Packet::from_repr(&p.repr, p.payload.len() as u32, p.ce);
+        pkt.dest_qpn = e;
         fab.counters.to_engine += 1;
-        let verdict = ne.engine.handle_packet(now, &repr, meta);
+        let verdict = loop {
+            if let Some(v) = ne.nic.receive(now, &pkt) {
+                break v;
+            }
+            // Short of event room: the reports move on, then the stage takes the packet.
+            if !ne.pump(now) {
+                fab.counters.rx_refused += 1;
+                return RxOutcome::Refused;
+            }
+        };
+        let repr = p.repr;
         if let RxVerdict::Place {
             qpn,
             slot,
@@ -127,7 +133,7 @@ impl World {
             if ne.msg_bytes.len() > MSG_BYTES_CAP {
                 ne.msg_bytes.pop_first();
             }
-            let Some(region) = ne.engine.regions().region(slot) else {
+            let Some(region) = ne.nic.dp.regions().region(slot) else {
                 return RxOutcome::Engine(verdict);
             };
             let n = &mut self.nics[to];
@@ -147,9 +153,9 @@ impl World {
     }
 
     /// A raw frame arrives at NIC `to` from outside the simulated fabric: parsed and checked
-    /// like any received frame, handed to the engine, then the fabric runs until idle.
+    /// like any received frame, handed to the stage, then the fabric runs until idle.
     pub(crate) fn inject(&mut self, to: usize, bytes: &[u8]) -> RxOutcome {
-        // The engines know every QP and region the host set up so far.
+        // The stages and engines know every QP and region the host set up so far.
         self.pump();
         let Some(fab) = self.fabric.as_mut() else {
             return RxOutcome::NoFabric;

@@ -5,7 +5,7 @@
 use mrc_abi::device::csr::{self, CsrEvent, Flushed, EV_ANY};
 use mrc_abi::Psn;
 
-use super::{Mode, RtoWindow, TxSide, F_AVOID, F_INFLIGHT, F_LOST, F_PENDING};
+use super::{Mode, RtoWindow, TxSide, F_AVOID, F_INFLIGHT, F_LOST, F_PENDING, TLP_REORDER_WINDOWS};
 use crate::datapath::stage::events::Events;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
@@ -62,9 +62,19 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.rto = RtoWindow::One;
     }
 
-    /// A tail loss probe: the newest PSN in flight is resent on another EV.
-    pub(crate) fn tail_probe(&mut self) {
+    /// A tail loss probe: the newest PSN in flight is resent on another EV, unless the QP
+    /// transmitted within the probe timeout ([`TLP_REORDER_WINDOWS`] reorder windows): the
+    /// firmware times the probe from the last send or ACK it heard of, and hears of a burst's
+    /// first packet and of each work request's last, not of every packet (RACK-TLP times it
+    /// from every transmission; a transmission that recent will draw an ACK, which re-arms the
+    /// firmware's probe).
+    pub(crate) fn tail_probe(&mut self, now_ns: u64) {
         if self.mode != Mode::Live {
+            return;
+        }
+        let quiet = (now_ns as u32).wrapping_sub(self.last_sent_ns);
+        if self.una != self.nxt && quiet < TLP_REORDER_WINDOWS.saturating_mul(self.reorder.ns) {
+            self.counters.tail_probes_quiet += 1;
             return;
         }
         let mut psn = self.nxt;

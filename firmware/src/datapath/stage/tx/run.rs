@@ -316,6 +316,9 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.tx_seq = self.tx_seq.wrapping_add(k as u32);
         self.counters.data_sent += k as u64;
         self.inflight_bytes = self.inflight_bytes.saturating_add(bytes);
+        if k > 0 {
+            self.last_sent_ns = now_ns as u32;
+        }
         if done {
             self.send_idx += 1;
             let mut flags = 0;

@@ -1,0 +1,64 @@
+//! Plane weights follow the EV table even when the command buffer fills with EV updates.
+
+use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_abi::wire::EvFormat;
+use mrc_firmware::engine::ev_state::EvConfig;
+use mrc_firmware::engine::{CcProfile, Engine, EngineConfig, EvProfile, QpAttrs, QpState};
+use mrc_firmware::testkit::TestKit;
+
+/// Commands of `fw`, polled into buffers of `len` entries until none is left.
+fn poll_all(fw: &mut Engine<TestKit>, len: usize) -> Vec<Vec<CsrEvent>> {
+    let mut polls = Vec::new();
+    let mut buf = vec![CsrEntry::ZERO; len];
+    loop {
+        let n = fw.poll_commands(&mut buf);
+        if n == 0 {
+            return polls;
+        }
+        polls.push(buf[..n].iter().map(|e| e.decode().unwrap()).collect());
+    }
+}
+
+#[test]
+fn a_weight_change_is_written_when_ev_updates_filled_the_buffer() {
+    let mut fw = Engine::<TestKit>::new(EngineConfig::default()).unwrap();
+    let q = fw.create_qp().unwrap();
+    let ev = EvProfile {
+        table: EvConfig::new(64, 2),
+        format: EvFormat::Udp,
+        value_base: 0xC000,
+    };
+    let attrs = QpAttrs::connect(
+        ev,
+        CcProfile::Fixed {
+            cwnd_bytes: 1 << 20,
+        },
+        1,
+    );
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        fw.modify_qp(q, s, &attrs, 0).unwrap();
+    }
+    poll_all(&mut fw, 64);
+    // Four EVs of plane 0 retire: their EvUpdate + EvEvent pairs fill a buffer of 8 exactly.
+    for e in [0u16, 2, 4, 6] {
+        fw.handle_shared_loss(0, q, e).unwrap();
+    }
+    let polls = poll_all(&mut fw, 8);
+    let evs = |p: &Vec<CsrEvent>| {
+        p.iter()
+            .filter(|c| matches!(c, CsrEvent::EvUpdate(_)))
+            .count()
+    };
+    assert_eq!(evs(&polls[0]), 4, "{polls:?}");
+    // Plane 0 kept 28 of 32 EVs: its weight drops below plane 1's in a later poll.
+    let weights: Vec<(u8, u8)> = polls
+        .iter()
+        .flatten()
+        .filter_map(|c| match c {
+            CsrEvent::PlaneWeight(w) => Some((w.plane, w.weight)),
+            _ => None,
+        })
+        .collect();
+    let w = |p: u8| weights.iter().rev().find(|w| w.0 == p).map(|w| w.1);
+    assert!(w(0).zip(w(1)).is_some_and(|(a, b)| a < b), "{weights:?}");
+}

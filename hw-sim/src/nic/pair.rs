@@ -1,0 +1,269 @@
+//! One datapath stage and its firmware engine, joined by their CSR queues: what a simulated
+//! NIC (or one shard of it) is built from.
+//!
+//! Entries move between the two halves only here:
+//!
+//! - [`Pair::pump`] moves them until both halves are quiet, in zero time (no firmware cost):
+//!   the stage's reports into the engine, the engine's commands into the stage, and the
+//!   completions and EV events the engine wrote for the host out to the caller.
+//! - A caller that charges firmware time takes the stage's reports itself
+//!   ([`Pair::take_events`]), holds each for the core time it costs, then hands it to the
+//!   engine ([`Pair::fw_events`]); the engine's commands reach the stage at once
+//!   ([`Pair::flush_commands`]).
+
+use mrc_abi::device::csr::{CsrEntry, CsrEvent};
+use mrc_firmware::capacity::Capacity;
+use mrc_firmware::datapath::packet::{Packet, RxVerdict};
+use mrc_firmware::datapath::stage::{Datapath, DatapathConfig};
+use mrc_firmware::engine::ev_state::{EvReason, EvState};
+use mrc_firmware::engine::{Completion, Engine, EngineConfig, EngineError};
+
+/// What the engine wrote for the host that a NIC model acts on (QPNs are the engine's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HostWrite {
+    /// A work request completed.
+    Completion(Completion),
+    /// EV `ev` of QP `qpn` moved to state `new` for `reason`.
+    EvEvent {
+        qpn: u32,
+        ev: u16,
+        new: EvState,
+        reason: EvReason,
+    },
+}
+
+/// Entries moved per step.
+const BATCH: usize = 16;
+/// Engine timer calls per [`Pair::handle_timeout`] at most.
+const TIMER_CALLS: usize = 64;
+
+/// One datapath stage and its firmware engine.
+pub(crate) struct Pair<C: Capacity> {
+    pub(crate) dp: Box<Datapath<C>>,
+    /// The engine (changed only through [`Pair::fw_mut`] and the methods here, which keep
+    /// `fw_deadline` current).
+    fw: Box<Engine<C>>,
+    /// The engine's next deadline, unless `fw_stale` (its timer wheel is looked at only after
+    /// the engine took an input).
+    fw_deadline: Option<u64>,
+    fw_stale: bool,
+    /// Reports the engine has not taken yet (it was short of command room), oldest first.
+    carry: [CsrEntry; BATCH],
+    /// Scratch for commands and host writes on their way.
+    cmd_buf: [CsrEntry; BATCH],
+    host_buf: [CsrEntry; BATCH],
+    carry_len: usize,
+    /// Entries moved each way.
+    pub(crate) events_moved: u64,
+    pub(crate) commands_moved: u64,
+}
+
+impl<C: Capacity> Pair<C> {
+    /// A stage with no QP context and an engine with no QP.
+    ///
+    /// # Errors
+    /// The engine's configuration.
+    pub(crate) fn new(dp: DatapathConfig, fw: EngineConfig) -> Result<Self, EngineError> {
+        Ok(Pair {
+            // (each boxed on its own: a stage and an engine are built by value, and every
+            // struct around them would be another copy on the way to the heap)
+            dp: Box::new(Datapath::new(dp)),
+            fw: Box::new(Engine::new(fw)?),
+            fw_deadline: None,
+            fw_stale: true,
+            carry: [CsrEntry::ZERO; BATCH],
+            carry_len: 0,
+            cmd_buf: [CsrEntry::ZERO; BATCH],
+            host_buf: [CsrEntry::ZERO; BATCH],
+            events_moved: 0,
+            commands_moved: 0,
+        })
+    }
+
+    /// The engine, to read.
+    pub(crate) fn fw(&self) -> &Engine<C> {
+        &self.fw
+    }
+
+    /// The engine, for an input (its next deadline is looked up again).
+    pub(crate) fn fw_mut(&mut self) -> &mut Engine<C> {
+        self.fw_stale = true;
+        &mut self.fw
+    }
+
+    /// Moves the engine's commands into the stage; host writes go to `host`. Returns whether
+    /// any moved.
+    pub(crate) fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
+        let mut any = false;
+        if !self.fw.commands_pending() {
+            return false;
+        }
+        loop {
+            let n = self.fw.poll_commands(&mut self.cmd_buf);
+            if n == 0 {
+                return any;
+            }
+            any = true;
+            self.commands_moved += n as u64;
+            let mut done = 0;
+            while done < n {
+                done += self.dp.handle_commands(now_ns, &self.cmd_buf[done..n]);
+                drain_host(&mut self.dp, &mut self.host_buf, host);
+            }
+        }
+    }
+
+    /// Hands `events` to the engine (its commands flushed whenever it runs short of room).
+    pub(crate) fn fw_events(
+        &mut self,
+        now_ns: u64,
+        events: &[CsrEntry],
+        host: &mut Vec<HostWrite>,
+    ) {
+        self.fw_stale = true;
+        let mut done = 0;
+        while done < events.len() {
+            let k = self.fw.handle_events(now_ns, &events[done..]);
+            done += k;
+            self.events_moved += k as u64;
+            // (short of command room: moving the commands out makes room)
+            if !self.flush_commands(now_ns, host) && k == 0 {
+                return; // cannot happen: an empty command queue takes an event
+            }
+        }
+        self.flush_commands(now_ns, host);
+    }
+
+    /// Moves entries both ways until both halves are quiet (engine to stage first: that makes
+    /// command room); host writes go to `host`. Returns whether anything moved.
+    pub(crate) fn pump(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
+        let mut any = false;
+        loop {
+            let mut moved = self.flush_commands(now_ns, host);
+            if self.carry_len == 0 {
+                self.carry_len = self.dp.poll_events(&mut self.carry);
+            }
+            if self.carry_len > 0 {
+                let c = self.carry_len;
+                let k = self.fw.handle_events(now_ns, &self.carry[..c]);
+                if k > 0 {
+                    moved = true;
+                    self.fw_stale = true;
+                    self.events_moved += k as u64;
+                    self.carry.copy_within(k..c, 0);
+                    self.carry_len = c - k;
+                }
+            }
+            if !moved {
+                return any;
+            }
+            any = true;
+        }
+    }
+
+    /// The stage's reports, oldest first, into the front of `out` (for a caller that holds
+    /// them for firmware time, then hands them to [`Pair::fw_events`]). Returns how many.
+    pub(crate) fn take_events(&mut self, out: &mut [CsrEntry]) -> usize {
+        // Reports a pump left carried go first.
+        let c = self.carry_len.min(out.len());
+        if c > 0 {
+            out[..c].copy_from_slice(&self.carry[..c]);
+            self.carry.copy_within(c..self.carry_len, 0);
+            self.carry_len -= c;
+            return c;
+        }
+        self.dp.poll_events(out)
+    }
+
+    /// A received packet into the stage; `None` when the stage's event queue is short of room
+    /// (move its reports on, then try again).
+    pub(crate) fn receive(&mut self, now_ns: u64, pkt: &Packet) -> Option<RxVerdict> {
+        let mut v = [RxVerdict::Consumed];
+        (self
+            .dp
+            .handle_packets(now_ns, core::slice::from_ref(pkt), &mut v)
+            == 1)
+            .then_some(v[0])
+    }
+
+    /// The next packet the stage sends; `None` when nothing can leave, or the stage's event
+    /// queue is short of room (its reports waiting: `dp.events_pending()`).
+    pub(crate) fn transmit(&mut self, now_ns: u64) -> Option<Packet> {
+        let mut out = [Packet::FILL];
+        (self.dp.poll_packets(now_ns, &mut out) == 1).then_some(out[0])
+    }
+
+    /// Both halves' timers due at `now_ns`; the engine's commands reach the stage, host
+    /// writes go to `host`.
+    pub(crate) fn handle_timeout(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) {
+        self.dp.handle_timeout(now_ns);
+        self.fw_stale = true;
+        // The engine runs a bounded number of timers per call (its command queue bounds
+        // them): call again while timers fire and more are due (a bounded number of times:
+        // a timer re-armed at `now_ns` waits for the next call).
+        for _ in 0..TIMER_CALLS {
+            let fired = self.fw.counters().timeouts_fired;
+            self.fw.handle_timeout(now_ns);
+            self.flush_commands(now_ns, host);
+            if self.fw.counters().timeouts_fired == fired
+                || self.fw.poll_timeout().is_none_or(|t| t > now_ns)
+            {
+                return;
+            }
+        }
+    }
+
+    /// [`Pair::poll_timeout`] without the cached engine deadline (for a caller that only
+    /// reads).
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
+        match (self.dp.poll_timeout(), self.fw.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earlier of both halves' next deadlines (may be early, never late).
+    pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
+        if self.fw_stale {
+            self.fw_deadline = self.fw.poll_timeout();
+            self.fw_stale = false;
+        }
+        match (self.dp.poll_timeout(), self.fw_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// What the engine wrote for the host, out of the stage into `host` (through `buf`).
+fn drain_host<C: Capacity>(dp: &mut Datapath<C>, buf: &mut [CsrEntry], host: &mut Vec<HostWrite>) {
+    loop {
+        let n = dp.poll_host_writes(buf);
+        if n == 0 {
+            return;
+        }
+        for e in &buf[..n] {
+            match e.decode() {
+                Ok(CsrEvent::Complete(c)) => {
+                    if let Some(c) = Completion::from_complete(&c) {
+                        host.push(HostWrite::Completion(c));
+                    }
+                }
+                Ok(CsrEvent::EvEvent(v)) => {
+                    if let (Some(new), Some(reason)) =
+                        (EvState::from_u8(v.new), EvReason::from_code(v.reason))
+                    {
+                        host.push(HostWrite::EvEvent {
+                            qpn: v.qpn.get(),
+                            ev: v.ev.get(),
+                            new,
+                            reason,
+                        });
+                    }
+                }
+                // (raw CQEs and event records: the simulated host has no rings)
+                _ => {}
+            }
+        }
+    }
+}
