@@ -14,11 +14,11 @@ pub enum Transport {
     /// MRC with every packet of a QP pinned to one plane and one ECMP flow hash.
     #[serde(rename = "mrc-1ev")]
     Mrc1Ev,
-    /// RoCE: one path per QP by ECMP hash, go-back-N, DCQCN, PFC lossless. Not built yet: a NIC
-    /// refuses it with [`NicError::Config`].
+    /// RoCE: one path per QP by ECMP hash, go-back-N, DCQCN, PFC lossless. The RoCE RC model
+    /// (`nic::roce`) runs it; the MRC NIC refuses it with [`NicError::Config`].
     RoceEcmp,
-    /// A random EV per packet and no path feedback. Not built yet: a NIC refuses it with
-    /// [`NicError::Config`].
+    /// A random EV per packet and no path feedback: the MRC NIC with the settings of
+    /// `nic::spray`.
     SprayOblivious,
 }
 
@@ -85,8 +85,8 @@ pub struct NicConfig {
 /// (retransmission orders, windows, EV table writes, completions) reach the stage then. Reports
 /// queue, in order, while every core is busy. Timer expiries and the NIC's own calls into the
 /// engine (shared route knowledge, setup) are not charged. `ns_per_event = 0` (the default)
-/// runs the firmware in zero time: no measured per-event figure of the NIC image exists yet, so
-/// the default stays out of the headline figures.
+/// runs the firmware in zero time. `just fw-cost` measures the NIC image's guest instructions
+/// per event of each kind, from which a scenario can derive `ns_per_event` for its core.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FirmwareCost {

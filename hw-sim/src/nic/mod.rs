@@ -313,8 +313,8 @@ impl Nic {
         let ecfg = EngineConfig {
             reorder_tx: cfg.reorder_tx,
             // RACK's window: a hole is lost once a packet sent one unloaded fabric RTT after
-            // it arrived. Spraying's reordering is the paths' queueing skew (measured on the
-            // default run: 2-3 us at 4.7 us RTT; 1 us windows infer 78k spurious losses).
+            // it arrived. Spraying's reordering is the paths' queueing skew, a good part of an
+            // RTT on a loaded fabric: a shorter window infers spurious losses by the thousand.
             reorder_ns: u32::try_from(cfg.base_rtt.as_ps() / PS_PER_NS).unwrap_or(u32::MAX),
             ..EngineConfig::default()
         };
@@ -335,12 +335,10 @@ impl Nic {
             .map_err(|_| NicError::Engine("NSCC parameters"))?;
         // Each sending QP starts with its share of the NIC's bandwidth-delay product (it may
         // grow to the whole): 63 QPs of an all-to-all each starting at the full BDP put 63
-        // BDPs into the fabric at once (measured: 2.5x -> 2.0x of ideal on a 64-host
-        // all-to-all; a permutation, one sending QP, is unchanged).
+        // BDPs into the fabric at once (a permutation, one sending QP, is unchanged).
         // The window must cover what an ACK really takes on an idle fabric (coalescing and the
         // NIC's port backlog on top of the fabric RTT, `cc_base_rtt`), or a lone QP cannot
-        // fill its link (measured: p50 FCT 203 -> 192 us on the default permutation without
-        // the failure); NSCC's delay target stays on the fabric RTT.
+        // fill its link; NSCC's delay target stays on the fabric RTT.
         let loaded_bdp = u64::try_from(
             u128::from(nic_bps) * u128::from(cc_base_rtt(&cfg).as_ps()) / 8 / u128::from(PS_PER_S),
         )
@@ -350,11 +348,9 @@ impl Nic {
         let mut senders: Vec<u32> = flows.iter().map(|f| f.dst).collect();
         senders.sort_unstable();
         senders.dedup();
-        // [`INIT_SHARES`] equal shares (never more than the whole): the first round trips of
-        // an all-to-all ran at ~2.6 MTU per QP and one equal share left the NICs below line
-        // rate for ~15 us (measured on the default run, seed 1: 1 share 1.34x of ideal, 2
-        // shares 1.31x, 4 1.28x, 8 1.285x with the longest stall 45-50 us throughout; seeds 2
-        // and 3 at 8 shares: 1.285x and 1.282x, stalls 48 and 49 us).
+        // [`INIT_SHARES`] equal shares (never more than the whole): with one equal share the
+        // first round trips of an all-to-all run at a few MTU per QP and leave the NICs below
+        // line rate for their first ~15 us.
         nscc.init_cwnd_bytes = (nscc.init_cwnd_bytes.saturating_mul(INIT_SHARES)
             / senders.len().max(1) as u64)
             .min(nscc.init_cwnd_bytes)
@@ -369,10 +365,8 @@ impl Nic {
         // The engines' QPs in creation order: every NIC of an all-to-all whose shards' turns
         // all began on the QPs of the lowest peers sent, round after round, to the same
         // quarter of the hosts (QPNs of one residue mod 4), so at the start most receivers
-        // were idle and the rest took an incast (measured on the default run, seed 1: 48 of
-        // 64 receivers below a quarter of the mean rate at 4 us, 24 at 7 us, none only at 15
-        // us). Created in the order of the shifted workload, each NIC begins toward its own
-        // peers.
+        // were idle and the rest took an incast for the first ~15 us. Created in the order of
+        // the shifted workload, each NIC begins toward its own peers.
         let (pos_of, qpn_at) = positions(peers, flows);
         for (pos, &qpn) in qpn_at.iter().enumerate() {
             let p = &peers[qpn as usize];

@@ -360,11 +360,10 @@ impl Nic {
     /// on `[spine s, leaf L, host h]` makes `[spine s, leaf L, *]` suspect) retires those EVs
     /// too (the engine's `handle_shared_loss`). Without this every QP found a dead link by
     /// losing packets of its own on it, one per EV, for as long as its sprayer came back to
-    /// those EVs (measured on the default run: losses 1,401 -> 358 on seed 1, completion
-    /// 1.28x -> 1.18-1.22x of ideal on seeds 1-3). A loss on the last hop of a one-hop route
-    /// (hosts of one leaf) retires nothing elsewhere. Sharing by the common part of two lost
-    /// routes (e.g. `[s, L1, *]` and `[s, L2, *]`: the uplink to `s`) was tried and measured
-    /// worse (a spurious loss on one route then retired a whole spine).
+    /// those EVs, several times the losses. A loss on the last hop of a one-hop route (hosts
+    /// of one leaf) retires nothing elsewhere. Routes are not shared by the common part of two
+    /// lost routes (e.g. `[s, L1, *]` and `[s, L2, *]`: the uplink to `s`): a spurious loss on
+    /// one route would then retire a whole spine.
     ///
     /// A probe reply on an EV (`up`) is shared the same way: the route answered, so the EVs
     /// that name it come back (the engine's `handle_shared_recovery`); EVs retired by a shared
