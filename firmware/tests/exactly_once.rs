@@ -9,18 +9,11 @@ use mrc_firmware::datapath::stage::QpView;
 use mrc_firmware::engine::FwQpView;
 use mrc_firmware::testkit::{run_seed, Failure, Pair, PairConfig, Report, CHECKED_PAYLOAD};
 
-/// Run `f` on a thread with a stack big enough for two NICs' worth of engine state.
-fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .expect("spawn")
-        .join()
-        .expect("test thread panicked")
-}
+mod common;
+use common::on_pair_stack;
 
 fn check_seeds(seeds: std::ops::Range<u64>) -> Vec<(u64, Failure)> {
-    big_stack(move || {
+    on_pair_stack(move || {
         let mut failures = Vec::new();
         for seed in seeds {
             if let Err(f) = run_seed(PairConfig::chaos(seed)) {
@@ -36,7 +29,7 @@ fn check_seeds(seeds: std::ops::Range<u64>) -> Vec<(u64, Failure)> {
 
 #[test]
 fn one_seed_delivers_everything() {
-    let r: Report = big_stack(|| run_seed(PairConfig::chaos(7))).expect("seed 7");
+    let r: Report = on_pair_stack(|| run_seed(PairConfig::chaos(7))).expect("seed 7");
     assert!(r.messages > 0);
     assert!(r.completions > 0);
 }
@@ -91,7 +84,7 @@ fn run_with_fast_paths(seed: u64, fast: bool) -> Outcome {
 /// channel equal.
 #[test]
 fn fast_paths_match_the_general_paths() {
-    big_stack(|| {
+    on_pair_stack(|| {
         for seed in 0..40 {
             let fast = run_with_fast_paths(seed, true);
             let general = run_with_fast_paths(seed, false);
@@ -110,7 +103,7 @@ fn replay() {
         .unwrap_or(0);
     let cfg = PairConfig::chaos(seed);
     println!("config: {cfg:#?}");
-    let r = big_stack(move || run_seed(cfg));
+    let r = on_pair_stack(move || run_seed(cfg));
     println!("result: {r:#?}");
     assert!(r.is_ok(), "seed {seed}: {r:?}");
 }

@@ -5,14 +5,8 @@
 use mrc_firmware::testkit::fuzz_ops::{decode_ops, run_ops, Op};
 use proptest::prelude::*;
 
-fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .expect("spawn")
-        .join()
-        .expect("test thread panicked")
-}
+mod common;
+use common::on_pair_stack;
 
 #[test]
 fn a_plain_exchange_keeps_the_invariants() {
@@ -30,7 +24,7 @@ fn a_plain_exchange_keeps_the_invariants() {
     let mut ops = 0;
     decode_ops(&data, |_| ops += 1);
     assert!(ops > 60);
-    big_stack(move || run_ops(&data)).expect("invariants hold");
+    on_pair_stack(move || run_ops(&data)).expect("invariants hold");
 }
 
 #[test]
@@ -64,7 +58,7 @@ fn decoding_is_total() {
 
 #[test]
 fn arbitrary_op_sequences_never_panic_or_break_invariants() {
-    big_stack(|| {
+    on_pair_stack(|| {
         let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
             cases: 96,
             ..ProptestConfig::default()
@@ -95,7 +89,7 @@ fn fuzz_regressions_keep_the_invariants() {
         let path = e.expect("entry").path();
         let data = std::fs::read(&path).expect("regression input");
         let name = path.display().to_string();
-        let r = big_stack(move || run_ops(&data));
+        let r = on_pair_stack(move || run_ops(&data));
         assert_eq!(r, Ok(()), "{name}");
         n += 1;
     }

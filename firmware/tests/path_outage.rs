@@ -6,14 +6,8 @@
 
 use mrc_firmware::testkit::{run_seed, ChannelConfig, PairConfig, Report};
 
-fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .expect("spawn")
-        .join()
-        .expect("test thread panicked")
-}
+mod common;
+use common::on_pair_stack;
 
 /// The outage starts at 5 us, when the NSCC window has grown past 100 PSNs in flight (the
 /// whole two-wave workload would be done by 8 us). An engine whose ACK-timeout backoff kept
@@ -45,7 +39,7 @@ fn outage(seed: u64, down: u64, up: u64, nscc: bool) -> PairConfig {
 fn check(cfg: PairConfig) -> Report {
     let (down, up) = cfg.channel.path_outage.expect("outage");
     let outage = up - down;
-    let r = big_stack(move || run_seed(cfg)).unwrap_or_else(|f| panic!("{cfg:?}: {f:?}"));
+    let r = on_pair_stack(move || run_seed(cfg)).unwrap_or_else(|f| panic!("{cfg:?}: {f:?}"));
     // Recovery after the paths return takes at most one backoff period (which is at most
     // about the outage itself, since the backoff doubles from the base timeout) plus a few
     // round trips per message: bound it by 2.5 outages.

@@ -4,14 +4,8 @@
 
 use mrc_firmware::testkit::{run_seed, Failure, PairConfig};
 
-fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(f)
-        .expect("spawn")
-        .join()
-        .expect("test thread panicked")
-}
+mod common;
+use common::on_pair_stack;
 
 fn trimming(seed: u64, bug: bool) -> PairConfig {
     let mut cfg = PairConfig::chaos(seed);
@@ -24,7 +18,7 @@ fn trimming(seed: u64, bug: bool) -> PairConfig {
 
 #[test]
 fn forgetting_to_retransmit_on_trimmed_last_hop_is_caught() {
-    let (caught, clean) = big_stack(|| {
+    let (caught, clean) = on_pair_stack(|| {
         let mut caught: Vec<(u64, Failure)> = Vec::new();
         let mut clean = Vec::new();
         for seed in 0..20 {
