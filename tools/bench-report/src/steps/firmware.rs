@@ -1,5 +1,6 @@
-//! The firmware: engine instructions per packet on the host (callgrind), and the NIC image's
-//! sections and guest instructions under QEMU.
+//! The firmware: engine instructions per packet on the host (callgrind), the NIC image's
+//! sections and self-test counts, and the firmware's own guest instructions per packet and per
+//! event under QEMU.
 
 use super::{int_after, int_before, num, section_sizes, Outputs, Step};
 use crate::report::{budget, capacity, number, same_run, Row};
@@ -27,6 +28,104 @@ pub const IMAGE: Step = Step {
     commands: &["just fw-size"],
     collect: image_rows,
 };
+
+/// `just fw-cost`: the main loop and engine alone, per delivered packet and per event.
+pub const FW_COST: Step = Step {
+    name: "fw-cost",
+    title: "NIC firmware: guest instructions per packet and per event (rv32imac, QEMU)",
+    commands: &["just fw-cost"],
+    collect: fw_cost_rows,
+};
+
+/// The DP->FW event kinds `just fw-cost` reports, with the names the rows use.
+const EVENT_KINDS: [(&str, &str); 9] = [
+    ("ack_summary", "ACK summary"),
+    ("loss", "loss"),
+    ("nack", "NACK"),
+    ("probe_reply", "probe reply"),
+    ("tx_start", "send started"),
+    ("tx_done", "send done"),
+    ("ev_deliveries", "EV deliveries"),
+    ("skip_served", "skip served"),
+    ("wimm_placed", "Write-with-Immediate placed"),
+];
+
+fn fw_cost_rows(o: &Outputs) -> Result<Vec<Row>, String> {
+    let run = o.json("target/fw-cost.json")?;
+    if run["failed"] != false {
+        return Err("the fw-cost stream failed".into());
+    }
+    let per_packet = num(
+        &run["guest_instructions_per_delivered_packet"],
+        "guest_instructions_per_delivered_packet",
+    )?;
+    let workload = run["workload"].as_str().unwrap_or("one-way stream");
+    let mut rows = vec![Row::new(
+        "firmware guest instructions per delivered packet (main loop + engine)",
+        per_packet,
+        "instr",
+        budget(
+            "the firmware's per-packet budget",
+            num(&run["budget_per_packet"], "budget_per_packet")?,
+        ),
+    )
+    .note(format!(
+        "{workload}; both NICs; the datapath models, channel and driver of the same run: {} per packet",
+        number(
+            num(
+                &run["datapath_models_channel_and_driver_per_packet"],
+                "datapath_models_channel_and_driver_per_packet"
+            )?,
+            0
+        )
+    ))
+    .headline()];
+    for (key, name) in EVENT_KINDS {
+        let e = &run["events"][key];
+        let count = num(&e["count"], key)?;
+        if count == 0.0 {
+            continue;
+        }
+        rows.push(
+            Row::new(
+                format!("firmware guest instructions per {name} event"),
+                num(&e["instructions_per_event"], key)?,
+                "instr",
+                same_run("the firmware's instructions per delivered packet", per_packet),
+            )
+            .note(format!("{} events in the run", number(count, 0))),
+        );
+    }
+    let timer = &run["timer"];
+    rows.push(
+        Row::new(
+            "firmware guest instructions per timer fired",
+            num(&timer["instructions_per_timer"], "instructions_per_timer")?,
+            "instr",
+            same_run("the firmware's instructions per delivered packet", per_packet),
+        )
+        .note(format!(
+            "{} timers fired; an idle timer check costs {}",
+            number(num(&timer["fired"], "fired")?, 0),
+            number(num(&timer["instructions_per_idle_call"], "instructions_per_idle_call")?, 0)
+        )),
+    );
+    let cmds = &run["commands"];
+    rows.push(
+        Row::new(
+            "firmware guest instructions per FW->DP command",
+            num(&cmds["instructions_per_command"], "instructions_per_command")?,
+            "instr",
+            same_run("the firmware's instructions per delivered packet", per_packet),
+        )
+        .note(format!(
+            "{} commands, {} DP->FW events in the run",
+            number(num(&cmds["count"], "count")?, 0),
+            number(num(&run["dp_to_fw_entries"], "dp_to_fw_entries")?, 0)
+        )),
+    );
+    Ok(rows)
+}
 
 fn engine_rows(o: &Outputs) -> Result<Vec<Row>, String> {
     let run = o.json("target/engine_cost.json")?;
@@ -133,9 +232,8 @@ fn image_rows(o: &Outputs) -> Result<Vec<Row>, String> {
         )
         .note(
             "the main loop and engine of both NICs in the self-test's one-way stream: 50,000 \
-             packets, 1 % loss, 256 EVs (the datapath models not counted; per event: just fw-cost)",
-        )
-        .headline(),
+             packets, 1 % loss, 256 EVs (the datapath models not counted; per event: fw-cost below)",
+        ),
         Row::new(
             "guest instructions per delivered packet, checked two-NIC run",
             checked,
@@ -204,6 +302,52 @@ INFO boot and admin path stack: 21144 bytes deep (budget 32768)
         assert_eq!((c.value, c.baseline.value), (76_772.0, 120.0));
         let a = by("guest instructions per admin command");
         assert_eq!((a.value, a.baseline.value), (9_405.0, 124.0));
+    }
+
+    #[test]
+    fn fw_cost_figures_are_read() {
+        let root = std::env::temp_dir().join(format!("mrc-bench-fwcost-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        let ev = |c: u32, i: u32| format!(r#"{{"count":{c},"instructions_per_event":{i}}}"#);
+        let json = format!(
+            r#"{{"workload":"w","delivered_packets":50000,"failed":false,
+            "guest_instructions_per_delivered_packet":120,"budget_per_packet":120,
+            "datapath_models_channel_and_driver_per_packet":728,"dp_to_fw_entries":8047,
+            "events":{{"ack_summary":{},"loss":{},"nack":{},"probe_reply":{},"tx_start":{},
+            "tx_done":{},"ev_deliveries":{},"skip_served":{},"wimm_placed":{}}},
+            "timer":{{"fired":410,"instructions_per_timer":1432,"idle_calls":9832,
+            "instructions_per_idle_call":30}},
+            "commands":{{"count":6370,"instructions_per_command":194}}}}"#,
+            ev(3921, 653),
+            ev(499, 982),
+            ev(0, 0),
+            ev(499, 460),
+            ev(3, 426),
+            ev(3125, 324),
+            ev(0, 0),
+            ev(0, 0),
+            ev(0, 0)
+        );
+        std::fs::write(root.join("target/fw-cost.json"), json).unwrap();
+        let o = Outputs {
+            root: root.clone(),
+            target: root.join("target"),
+            log: String::new(),
+            memory_mib: 0.0,
+        };
+        let rows = fw_cost_rows(&o).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        let by = |f: &str| rows.iter().find(|r| r.figure == f).unwrap();
+        let p = by("firmware guest instructions per delivered packet (main loop + engine)");
+        assert_eq!((p.value, p.baseline.value), (120.0, 120.0));
+        assert!(p.headline);
+        assert_eq!(by("firmware guest instructions per ACK summary event").value, 653.0);
+        assert_eq!(by("firmware guest instructions per send done event").value, 324.0);
+        assert_eq!(by("firmware guest instructions per timer fired").value, 1432.0);
+        assert_eq!(by("firmware guest instructions per FW->DP command").value, 194.0);
+        // Kinds that did not occur give no row.
+        assert!(rows.iter().all(|r| !r.figure.contains("NACK")));
+        assert_eq!(rows.len(), 8);
     }
 
     #[test]

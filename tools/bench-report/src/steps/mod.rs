@@ -77,6 +77,7 @@ pub const STEPS: &[Step] = &[
     sim::FIDELITY,
     firmware::ENGINE_COST,
     firmware::IMAGE,
+    firmware::FW_COST,
     hardware::DRIVER,
     sim::SPEED,
     hardware::RTL,
