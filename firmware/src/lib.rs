@@ -22,7 +22,8 @@
 //!   multipath channel, with a checker, for tests, fuzzing, the cost example and the NIC
 //!   image's self-test.
 //!
-//! The crate root denies `unsafe_code`.
+//! The crate root denies `unsafe_code`; only `in_place` and `engine::in_place` (building the
+//! engine where it lives, in uninitialised memory) allow it, each block with its `// SAFETY:`.
 #![no_std]
 #![deny(unsafe_code)]
 
