@@ -557,7 +557,11 @@ impl<C: crate::capacity::Capacity> QpEngine for Core<'_, C> {
         self.datapath.config().mtu_payload
     }
     fn qp_limits(&self) -> [u32; 3] {
-        [C::WINDOW_PSNS as u32, C::SEND_QUEUE as u32, C::RECV_QUEUE as u32]
+        [
+            C::WINDOW_PSNS as u32,
+            C::SEND_QUEUE as u32,
+            C::RECV_QUEUE as u32,
+        ]
     }
 }
 

@@ -376,7 +376,11 @@ fn earliest(x: Option<u64>, y: Option<u64>) -> Option<u64> {
 /// reached the stage (the one way a pump lets the stage send what it could not before: the
 /// events it moves change only the engine, the host writes only the host).
 #[inline]
-fn pump<F: Firmware<TestKit>>(nic: &mut Nic<TestKit, F>, now: u64, host: &mut impl FnMut(HostWrite)) -> (bool, bool) {
+fn pump<F: Firmware<TestKit>>(
+    nic: &mut Nic<TestKit, F>,
+    now: u64,
+    host: &mut impl FnMut(HostWrite),
+) -> (bool, bool) {
     let before = nic.commands_moved;
     let moved = nic.pump(now, host);
     (moved, nic.commands_moved != before)
