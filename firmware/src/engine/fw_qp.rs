@@ -209,8 +209,8 @@ pub trait QpContext {
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
     /// The lazy commands (EV writes, plane weights, window, completions) into `out`, as its
-    /// room allows.
-    fn poll_lazy(&mut self, out: &mut Out<'_>);
+    /// room allows. Returns whether some are left (as [`Self::lazy_pending`]).
+    fn poll_lazy(&mut self, out: &mut Out<'_>) -> bool;
     /// Whether [`Self::poll_lazy`] has something to write.
     fn lazy_pending(&self) -> bool;
     /// Plane `plane` went down (every EV on it retires).
@@ -705,7 +705,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         true
     }
 
-    fn poll_lazy(&mut self, cmds: &mut Out<'_>) {
+    fn poll_lazy(&mut self, cmds: &mut Out<'_>) -> bool {
         let qpn = self.qpn;
         // EV state changes: the sprayer's entry and the host's event.
         let mut changed = false;
@@ -779,6 +779,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             let e = self.complete(c);
             cmds.push_entry(e);
         }
+        // (with room for two more entries every step above ran dry: nothing is left)
+        cmds.room() < 2 && self.lazy_pending()
     }
 
     fn lazy_pending(&self) -> bool {

@@ -416,8 +416,7 @@ impl<C: Capacity> Engine<C> {
             if !*d {
                 continue;
             }
-            q.poll_lazy(&mut out);
-            *d = q.lazy_pending();
+            *d = q.poll_lazy(&mut out);
             left |= *d;
         }
         self.any_dirty = left;
