@@ -37,6 +37,48 @@ pub const CMD_CAP: usize = 128;
 pub(crate) type Cmds = CsrQueue<CMD_CAP>;
 /// Commands one event may queue at once (the rest is lazy).
 pub(crate) const EVENT_CMDS: usize = 2;
+
+/// The front of a caller's command buffer the lazy commands are written to, entry by entry
+/// (no queue between: they go where the caller reads them).
+pub struct Out<'a> {
+    buf: &'a mut [CsrEntry],
+    n: usize,
+}
+
+impl<'a> Out<'a> {
+    /// Writes from `buf[n..]` on.
+    #[inline]
+    pub(crate) fn new(buf: &'a mut [CsrEntry], n: usize) -> Self {
+        Out { buf, n }
+    }
+
+    /// Entries written (from the front of the buffer).
+    #[inline]
+    pub(crate) fn written(&self) -> usize {
+        self.n
+    }
+
+    /// Room left.
+    #[inline]
+    pub fn room(&self) -> usize {
+        self.buf.len().saturating_sub(self.n)
+    }
+
+    /// Write `e` (nothing when there is no room: callers look at [`Self::room`] first).
+    #[inline]
+    pub fn push(&mut self, e: CsrEvent) {
+        self.push_entry(e.encode());
+    }
+
+    /// Write an encoded entry (as [`Self::push`]).
+    #[inline]
+    pub fn push_entry(&mut self, e: CsrEntry) {
+        if let Some(slot) = self.buf.get_mut(self.n) {
+            *slot = e;
+            self.n += 1;
+        }
+    }
+}
 /// Commands one timer may queue at once.
 pub(crate) const TIMER_CMDS: usize = 8;
 
@@ -166,9 +208,9 @@ pub trait QpContext {
     /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
-    /// The lazy commands (EV writes, plane weights, window, completions) into `cmds`, as
-    /// its room allows.
-    fn poll_lazy(&mut self, cmds: &mut Cmds);
+    /// The lazy commands (EV writes, plane weights, window, completions) into `out`, as its
+    /// room allows. Returns whether some are left (as [`Self::lazy_pending`]).
+    fn poll_lazy(&mut self, out: &mut Out<'_>) -> bool;
     /// Whether [`Self::poll_lazy`] has something to write.
     fn lazy_pending(&self) -> bool;
     /// Plane `plane` went down (every EV on it retires).
@@ -663,7 +705,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         true
     }
 
-    fn poll_lazy(&mut self, cmds: &mut Cmds) {
+    fn poll_lazy(&mut self, cmds: &mut Out<'_>) -> bool {
         let qpn = self.qpn;
         // EV state changes: the sprayer's entry and the host's event.
         let mut changed = false;
@@ -737,6 +779,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             let e = self.complete(c);
             cmds.push_entry(e);
         }
+        // (with room for two more entries every step above ran dry: nothing is left)
+        cmds.room() < 2 && self.lazy_pending()
     }
 
     fn lazy_pending(&self) -> bool {

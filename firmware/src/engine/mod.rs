@@ -38,7 +38,7 @@ use core::marker::PhantomData;
 use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PlaneDown, PortEventEntry};
 
 use crate::capacity::{Capacity, Slots};
-use fw_qp::{Cmds, Limits, QpContext, EVENT_CMDS, TIMERS_PER_QP as KINDS, TIMER_CMDS};
+use fw_qp::{Cmds, Limits, Out, QpContext, EVENT_CMDS, TIMERS_PER_QP as KINDS, TIMER_CMDS};
 use timer_wheel::{TimerId, Timers};
 
 pub use completion::{Completion, CompletionError, CompletionKind};
@@ -218,19 +218,11 @@ impl<C: Capacity> Engine<C> {
             .ok_or(QpError::UnknownQp { qpn })
     }
 
-    /// QP `qpn` changed: marked for the lazy pass when it has lazy commands to write.
+    /// QP `qpn` changed: marked for the lazy pass (which finds out whether it has lazy
+    /// commands to write, once for a batch of events).
     #[inline]
     fn mark(&mut self, qpn: u32) {
-        let i = qpn as usize;
-        if !self
-            .qps
-            .as_ref()
-            .get(i)
-            .is_some_and(QpContext::lazy_pending)
-        {
-            return;
-        }
-        if let Some(d) = self.dirty.as_mut().get_mut(i) {
+        if let Some(d) = self.dirty.as_mut().get_mut(qpn as usize) {
             *d = true;
             self.any_dirty = true;
         }
@@ -385,25 +377,35 @@ impl<C: Capacity> Engine<C> {
 
     /// Commands for the datapath (the FW->DP ring's entries), oldest first, into the front of
     /// `out`. Returns how many. The state the engine keeps in sync lazily (EV table writes,
-    /// plane weights, the window, completions) is queued first, as room allows, so a burst of
-    /// events costs one write of each.
+    /// plane weights, the window, completions) follows the queued commands, as room allows,
+    /// so a burst of events costs one write of each.
     #[inline]
     pub fn poll_commands(&mut self, out: &mut [CsrEntry]) -> usize {
         // (the main loop polls far more often than there is something: answered inline)
         if !self.commands_pending() {
             return 0;
         }
-        self.queue_lazy();
+        self.poll_commands_some(out)
+    }
+
+    /// [`Self::poll_commands`] when commands may wait.
+    #[inline(never)]
+    fn poll_commands_some(&mut self, out: &mut [CsrEntry]) -> usize {
         let n = self.cmds.drain_into(out);
+        let n = if self.any_dirty {
+            self.poll_lazy(out, n)
+        } else {
+            n
+        };
         self.counters.commands += n as u64;
         n
     }
 
-    /// The lazy commands of the QPs marked dirty into the command queue, as room allows.
-    fn queue_lazy(&mut self) {
-        if !self.any_dirty || self.cmds.room() == 0 {
-            return;
-        }
+    /// The lazy commands of the QPs marked dirty into `out` after its first `n` entries, as
+    /// room allows; returns the entries written in all. A QP stays marked while it has lazy
+    /// commands left.
+    fn poll_lazy(&mut self, out: &mut [CsrEntry], n: usize) -> usize {
+        let mut out = Out::new(out, n);
         let mut left = false;
         for (q, d) in self
             .qps
@@ -414,14 +416,15 @@ impl<C: Capacity> Engine<C> {
             if !*d {
                 continue;
             }
-            q.poll_lazy(&mut self.cmds);
-            *d = q.lazy_pending();
+            *d = q.poll_lazy(&mut out);
             left |= *d;
         }
         self.any_dirty = left;
+        out.written()
     }
 
-    /// Whether commands wait ([`Self::poll_commands`] would return some).
+    /// Whether commands may wait: [`Self::poll_commands`] would return some, or a QP changed
+    /// since the last poll and may have lazy commands (the poll finds out).
     #[inline]
     pub fn commands_pending(&self) -> bool {
         !self.cmds.is_empty() || self.any_dirty

@@ -374,8 +374,8 @@ fn check24(v: U32, off: u8) -> Result<(), CsrError> {
 }
 
 /// The reserved bytes of an entry (`mask`: its kind's [`CsrStruct::RESERVED`]) are zero: one
-/// AND per word.
-#[inline]
+/// AND per word (inlined: the mask is a constant, so only its nonzero words are read).
+#[inline(always)]
 fn reserved(e: &CsrEntry, mask: &[u32; ENTRY_BYTES / 4]) -> Result<(), CsrError> {
     let words: &[U32; ENTRY_BYTES / 4] = zerocopy::transmute_ref!(e);
     let mut set = 0;
@@ -504,12 +504,20 @@ impl CsrEvent {
 
     /// [`Self::decode`] of an entry in its ring slot: checked in place, then copied out.
     fn decode_entry(e: &CsrEntry) -> Result<Self, CsrError> {
+        Ok(Self::copy_checked(e, e.check()?))
+    }
+
+    /// Entry `e`, checked already, copied out as the variant of `kind` (what
+    /// [`CsrEntry::check`] returned for it), with no second check. For another `kind` the
+    /// bytes are read under that kind's names, unchecked.
+    #[inline]
+    pub fn copy_checked(e: &CsrEntry, kind: CsrKind) -> Self {
         fn v<T: CsrStruct>(e: &CsrEntry) -> T {
             *T::of(e)
         }
         use CsrEvent as E;
         use CsrKind as K;
-        Ok(match e.check()? {
+        match kind {
             K::AckSummary => E::AckSummary(v(e)),
             K::Loss => E::Loss(v(e)),
             K::Nack => E::Nack(v(e)),
@@ -540,7 +548,7 @@ impl CsrEvent {
             K::QpRts => E::QpRts(v(e)),
             K::QpState => E::QpState(v(e)),
             K::RegionWrite => E::RegionWrite(v(e)),
-        })
+        }
     }
 }
 

@@ -318,10 +318,7 @@ impl<C: Capacity> Datapath<C> {
                 CsrKind::RegionWrite => self.region_write(e.view()),
                 _ => {
                     // (a QP command: the checked entry copied out for the QP's dispatch)
-                    let Ok(cmd) = e.decode() else {
-                        self.counters.commands_malformed += 1;
-                        continue;
-                    };
+                    let cmd = CsrEvent::copy_checked(e, kind);
                     let qpn = cmd.qpn().unwrap_or(u32::MAX);
                     match self.qps.as_mut().get_mut(qpn as usize) {
                         Some(qp) => {
