@@ -452,13 +452,26 @@ impl Fabric {
     /// nothing; unknown or out-of-range events are ignored.
     #[inline]
     pub fn prefetch(&self, kind: u32, data: u64) {
-        if kind == ev::ARRIVE {
-            let (id, ip) = (data as u32 as usize, (data >> 32) as usize);
-            if let (Some(slot), Some(port), Some(c)) =
-                (self.slab.get(id), self.ports.get(ip), self.counters.get(ip))
-            {
-                std::hint::black_box((slot.pkt.size_bytes, port.switch, c.rx_packets));
+        use crate::core::sys::prefetch;
+        match kind {
+            ev::ARRIVE => {
+                let (id, ip) = (data as u32 as usize, (data >> 32) as usize);
+                if let (Some(slot), Some(port), Some(c)) =
+                    (self.slab.get(id), self.ports.get(ip), self.counters.get(ip))
+                {
+                    prefetch(slot);
+                    prefetch(port);
+                    prefetch(&c.rx_packets);
+                }
             }
+            ev::TX_DONE => {
+                let ep = data as u32 as usize;
+                if let (Some(port), Some(c)) = (self.ports.get(ep), self.counters.get(ep)) {
+                    prefetch(port);
+                    prefetch(&c.tx_packets);
+                }
+            }
+            _ => {}
         }
     }
 
