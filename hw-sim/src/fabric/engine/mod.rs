@@ -38,7 +38,9 @@ pub mod ev {
     /// A packet reaches the far end of a link; `data` = slab slot | (the port it reaches << 32)
     /// (the port rides in the event so that its state is fetched alongside the packet's).
     pub const ARRIVE: u32 = 0;
-    /// A port finished serializing and has more queued; `data` = port.
+    /// A port finished serializing and has more queued; `data` = port | (the slab slot then
+    /// queued first + 1) << 32 (a hint to prefetch: the packet that leaves is the one first in
+    /// line when the event is handled).
     pub const TX_DONE: u32 = 1;
     /// A PFC frame reaches a port; `data` = port | (1 << 32 for pause, 0 for resume).
     pub const PFC: u32 = 2;
@@ -48,6 +50,12 @@ pub mod ev {
     pub const ROUTE: u32 = 4;
     /// A staged packet enters its host port; `data` = slab slot ([`super::Fabric::stage`]).
     pub const INJECT: u32 = 5;
+
+    /// The `data` of a [`TX_DONE`] at `port` whose queues hold `next` first (NIL for none).
+    #[inline]
+    pub(super) fn tx_done(port: u32, next: u32) -> u64 {
+        u64::from(port) | u64::from(next.wrapping_add(1)) << 32
+    }
 }
 
 /// A scheduled change of the fabric.
@@ -126,6 +134,18 @@ impl Fifo {
         tail: NIL,
         bytes: 0,
     };
+}
+
+impl Port {
+    /// The slab slot that leaves next (priority queue first), or NIL.
+    #[inline]
+    fn next_out(&self) -> u32 {
+        if self.hdr.head != NIL {
+            self.hdr.head
+        } else {
+            self.data.head
+        }
+    }
 }
 
 /// Hot per-port state.
@@ -416,8 +436,8 @@ impl Fabric {
             {
                 self.on_arrive(s, d as u32, (d >> 32) as u32)
             }
-            ev::TX_DONE if (d as usize) < self.ports.len() => {
-                let p = &mut self.ports[d as usize];
+            ev::TX_DONE if (d as u32 as usize) < self.ports.len() => {
+                let p = &mut self.ports[d as u32 as usize];
                 p.tx_pending = false;
                 if !p.paused {
                     self.start_tx(s, d as u32);
@@ -469,6 +489,10 @@ impl Fabric {
                 if let (Some(port), Some(c)) = (self.ports.get(ep), self.counters.get(ep)) {
                     prefetch(port);
                     prefetch(&c.tx_packets);
+                }
+                let next = ((data >> 32) as u32).wrapping_sub(1);
+                if let Some(slot) = self.slab.get(next as usize) {
+                    prefetch(slot);
                 }
             }
             _ => {}
