@@ -499,6 +499,18 @@ impl Fabric {
         }
     }
 
+    /// The host whose NIC an upcoming fabric event (`kind`, `data`) delivers to, when that is
+    /// known from the event alone (an arrival at a host port); for prefetching the NIC's state.
+    #[inline]
+    pub fn delivery_host(&self, kind: u32, data: u64) -> Option<u32> {
+        if kind != ev::ARRIVE {
+            return None;
+        }
+        let ppp = self.topo.ports_per_plane();
+        let h = ((data >> 32) as u32) % ppp.max(1);
+        (h < self.topo.hosts()).then_some(h)
+    }
+
     /// Schedules `fault` at `at` (through the handler's scheduler).
     ///
     /// # Errors
