@@ -398,8 +398,9 @@ impl<P: Copy> EventQueue<P> {
         let mut bucket = std::mem::replace(&mut self.buckets[idx], spare);
         self.occupied[idx >> 6] &= !(1u64 << (idx & 63));
         self.wheel_len -= bucket.len();
-        // (keys are unique: an unstable sort gives the one order)
-        bucket.sort_unstable_by(|a, b| b.key().cmp(&a.key()));
+        // Decreasing `(time, seq)`: `Entry`'s order is reversed (for the heaps). Keys are
+        // unique, so an unstable sort gives the one order.
+        bucket.sort_unstable();
         self.run = bucket;
         // Saturates only for the very last tick of time, whose events are then all in front
         // or (pushed later, so with larger seq) in the ring: the order stays right.
