@@ -33,6 +33,7 @@ pub mod clock;
 pub mod queue;
 pub mod rng;
 pub mod sim;
+pub mod sys;
 pub mod time;
 
 pub use clock::ClockDomain;

@@ -9,16 +9,19 @@
 //!
 //! # Structure
 //! Time is cut into ticks of `2^shift` ps. With `cur` the current tick:
-//! - `front`: a binary heap with every event whose tick is `< cur`: the bucket being consumed
-//!   (tens to thousands of events, in cache) plus anything pushed into the past or the present;
+//! - the front, every event whose tick is `< cur`: `run`, the bucket being consumed (tens to
+//!   thousands of events, in cache), sorted once when it is loaded and popped from its end,
+//!   plus `late`, a binary heap of what was pushed into the past or the present since;
 //! - `buckets`: a ring of `nb` unsorted vectors, bucket `t % nb` holding the events of tick `t`
 //!   for `cur <= t < cur + nb`, and a bitmap of the non-empty ones;
 //! - `overflow`: a binary heap of the events at ticks `>= cur + nb`.
 //!
-//! `pop` takes from `front`; when it is empty the next non-empty bucket (found through the
-//! bitmap) is heapified into `front` in place (the two vectors swap allocations), `cur` moves past
-//! it, and overflow events that came into the horizon migrate into the ring. Every event is
-//! therefore touched O(1) times plus a heap operation among its in-cache bucket neighbours.
+//! `pop` takes the earlier of `run`'s last and `late`'s top; when both are empty the next
+//! non-empty bucket (found through the bitmap) is sorted into `run` in place (the two vectors
+//! swap allocations), `cur` moves past it, and overflow events that came into the horizon
+//! migrate into the ring. Every event is therefore touched O(1) times plus its share of one
+//! sort among its in-cache bucket neighbours (a sort, done once per bucket, costs several
+//! times less than a heap pop per event: no sift per pop, predictable branches).
 //!
 //! The tick width and ring size are re-chosen (`rebuild`, O(len)) when the population doubles or
 //! quarters, or when the observed bucket loads or overflow migrations say the layout is off (the
@@ -87,7 +90,7 @@ pub struct QueueStats {
     pub pops: u64,
     /// Largest number of pending events seen.
     pub max_len: usize,
-    /// Ring buckets moved into the front heap.
+    /// Ring buckets moved into the front.
     pub bucket_loads: u64,
     /// Events moved from the overflow heap into the ring.
     pub migrations: u64,
@@ -107,7 +110,7 @@ const TARGET_PER_BUCKET: usize = 16;
 /// Share of the pending events (per mille) the ring's horizon is sized to cover; the rest wait in
 /// the overflow heap.
 const HORIZON_COVER_PERMILLE: usize = 990;
-/// A front heap larger than this (about 100 KiB) means the ticks are too wide for the workload.
+/// A bucket larger than this (about 100 KiB) means the ticks are too wide for the workload.
 const MAX_EVENTS_PER_LOAD: u64 = 4096;
 /// Population below which the queue never rebuilds for shrinking.
 const MIN_REBUILD_LEN: usize = 1024;
@@ -127,7 +130,10 @@ const KEEP_CAPACITY: usize = 2 * TARGET_PER_BUCKET;
 /// assert_eq!(order, ['a', 'b', 'c']);
 /// ```
 pub struct EventQueue<P: Copy> {
-    front: BinaryHeap<Entry<P>>,
+    /// The loaded bucket, sorted by decreasing `(time, seq)` (the next event last).
+    run: Vec<Entry<P>>,
+    /// Events pushed at a tick `< cur` since the bucket was loaded.
+    late: BinaryHeap<Entry<P>>,
     buckets: Vec<Vec<Entry<P>>>,
     occupied: Vec<u64>,
     overflow: BinaryHeap<Entry<P>>,
@@ -164,7 +170,8 @@ impl<P: Copy> EventQueue<P> {
     pub fn with_layout(shift: u32, buckets: usize) -> Self {
         let nb = buckets.clamp(MIN_BUCKETS, MAX_BUCKETS).next_power_of_two();
         let mut q = EventQueue {
-            front: BinaryHeap::new(),
+            run: Vec::new(),
+            late: BinaryHeap::new(),
             buckets: Vec::new(),
             occupied: Vec::new(),
             overflow: BinaryHeap::new(),
@@ -244,10 +251,10 @@ impl<P: Copy> EventQueue<P> {
     /// Removes and returns the earliest event (smallest `(time, seq)`).
     #[inline]
     pub fn pop(&mut self) -> Option<Scheduled<P>> {
-        if self.front.is_empty() && !self.refill() {
+        if self.front_is_empty() && !self.refill() {
             return None;
         }
-        let e = self.front.pop()?;
+        let e = self.pop_front()?;
         self.after_pop();
         Some(Scheduled {
             time: Time::from_ps(e.time),
@@ -259,28 +266,51 @@ impl<P: Copy> EventQueue<P> {
     /// Removes and returns the earliest event if its time is `<= limit`.
     #[inline]
     pub fn pop_at_or_before(&mut self, limit: Time) -> Option<Scheduled<P>> {
-        if self.front.is_empty() && !self.refill() {
+        if self.front_is_empty() && !self.refill() {
             return None;
         }
-        if self.front.peek()?.time > limit.as_ps() {
+        if self.front()?.time > limit.as_ps() {
             return None;
         }
         self.pop()
     }
 
     /// The payload of the event [`EventQueue::pop`] would return next, when that is known
-    /// without work (the front heap holds it); `None` otherwise. For prefetching, not for
-    /// decisions: it costs one comparison-free read.
+    /// without work (the front holds it); `None` otherwise. For prefetching, not for
+    /// decisions: it costs one comparison.
     #[inline]
     pub fn peek_front(&self) -> Option<&P> {
-        self.front.peek().map(|e| &e.payload)
+        self.front().map(|e| &e.payload)
+    }
+
+    #[inline]
+    fn front_is_empty(&self) -> bool {
+        self.run.is_empty() && self.late.is_empty()
+    }
+
+    /// The earliest event of the front (`run`'s last or `late`'s top).
+    #[inline]
+    fn front(&self) -> Option<&Entry<P>> {
+        match (self.run.last(), self.late.peek()) {
+            (Some(r), Some(l)) => Some(if l.key() < r.key() { l } else { r }),
+            (r, l) => r.or(l),
+        }
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Entry<P>> {
+        match (self.run.last(), self.late.peek()) {
+            (Some(r), Some(l)) if l.key() < r.key() => self.late.pop(),
+            (Some(_), _) => self.run.pop(),
+            (None, _) => self.late.pop(),
+        }
     }
 
     /// Time of the earliest pending event, without removing it. Read-only, so when the front
     /// heap is empty it scans the next bucket (O(bucket)); loops should use
     /// [`EventQueue::pop_at_or_before`] instead.
     pub fn peek_time(&self) -> Option<Time> {
-        if let Some(e) = self.front.peek() {
+        if let Some(e) = self.front() {
             return Some(Time::from_ps(e.time));
         }
         if self.wheel_len > 0 {
@@ -303,7 +333,7 @@ impl<P: Copy> EventQueue<P> {
     fn place(&mut self, e: Entry<P>) {
         let tick = e.time >> self.shift;
         if tick < self.cur {
-            self.front.push(e);
+            self.late.push(e);
         } else if tick - self.cur < self.buckets.len() as u64 {
             self.put_in_ring(tick, e);
         } else {
@@ -348,7 +378,7 @@ impl<P: Copy> EventQueue<P> {
         start
     }
 
-    /// Loads the next non-empty bucket into the (empty) front heap. False if nothing is pending.
+    /// Loads the next non-empty bucket into the (empty) front. False if nothing is pending.
     fn refill(&mut self) -> bool {
         if self.wheel_len == 0 {
             let Some(top) = self.overflow.peek() else {
@@ -361,14 +391,17 @@ impl<P: Copy> EventQueue<P> {
         let start = (self.cur & mask) as usize;
         let idx = self.find_occupied(start);
         let tick = self.cur + ((idx as u64).wrapping_sub(start as u64) & mask);
-        let mut spare = std::mem::take(&mut self.front).into_vec();
+        let mut spare = std::mem::take(&mut self.run);
         if spare.capacity() > KEEP_CAPACITY {
             spare = Vec::new();
         }
-        let bucket = std::mem::replace(&mut self.buckets[idx], spare);
+        let mut bucket = std::mem::replace(&mut self.buckets[idx], spare);
         self.occupied[idx >> 6] &= !(1u64 << (idx & 63));
         self.wheel_len -= bucket.len();
-        self.front = BinaryHeap::from(bucket);
+        // Decreasing `(time, seq)`: `Entry`'s order is reversed (for the heaps). Keys are
+        // unique, so an unstable sort gives the one order.
+        bucket.sort_unstable();
+        self.run = bucket;
         // Saturates only for the very last tick of time, whose events are then all in front
         // or (pushed later, so with larger seq) in the ring: the order stays right.
         self.cur = tick.saturating_add(1);
@@ -435,7 +468,8 @@ impl<P: Copy> EventQueue<P> {
         self.stats.rebuilds += 1;
         let mut all = std::mem::take(&mut self.scratch);
         all.clear();
-        all.extend(self.front.drain());
+        all.append(&mut self.run);
+        all.extend(self.late.drain());
         let mut w = 0;
         while w < self.occupied.len() {
             let mut bits = self.occupied[w];

@@ -463,8 +463,17 @@ pub(crate) const ROOT_SOURCE: u32 = 0;
 impl Handler for World {
     #[inline]
     fn prefetch(&self, next: &Msg) {
-        if next.target == FABRIC {
-            self.fabric.prefetch(next.kind, next.data);
+        use crate::core::sys::prefetch;
+        let host = match next.target {
+            FABRIC => {
+                self.fabric.prefetch(next.kind, next.data);
+                self.fabric.delivery_host(next.kind, next.data)
+            }
+            NICS => Some(next.data as u32),
+            _ => None,
+        };
+        if let Some(n) = host.and_then(|h| self.nics.get(h.wrapping_sub(self.nic_base) as usize)) {
+            prefetch(n);
         }
     }
 

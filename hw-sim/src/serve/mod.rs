@@ -369,7 +369,11 @@ impl fmt::Display for ServeStats {
                 )?;
             }
             if let Some(Some(e)) = self.engine.get(i) {
-                write!(f, "; firmware: {} events, {} commands", e.events, e.commands)?;
+                write!(
+                    f,
+                    "; firmware: {} events, {} commands",
+                    e.events, e.commands
+                )?;
             }
             writeln!(f)?;
         }

@@ -38,7 +38,9 @@ pub mod ev {
     /// A packet reaches the far end of a link; `data` = slab slot | (the port it reaches << 32)
     /// (the port rides in the event so that its state is fetched alongside the packet's).
     pub const ARRIVE: u32 = 0;
-    /// A port finished serializing and has more queued; `data` = port.
+    /// A port finished serializing and has more queued; `data` = port | (the slab slot then
+    /// queued first + 1) << 32 (a hint to prefetch: the packet that leaves is the one first in
+    /// line when the event is handled).
     pub const TX_DONE: u32 = 1;
     /// A PFC frame reaches a port; `data` = port | (1 << 32 for pause, 0 for resume).
     pub const PFC: u32 = 2;
@@ -48,6 +50,12 @@ pub mod ev {
     pub const ROUTE: u32 = 4;
     /// A staged packet enters its host port; `data` = slab slot ([`super::Fabric::stage`]).
     pub const INJECT: u32 = 5;
+
+    /// The `data` of a [`TX_DONE`] at `port` whose queues hold `next` first (NIL for none).
+    #[inline]
+    pub(super) fn tx_done(port: u32, next: u32) -> u64 {
+        u64::from(port) | u64::from(next.wrapping_add(1)) << 32
+    }
 }
 
 /// A scheduled change of the fabric.
@@ -126,6 +134,18 @@ impl Fifo {
         tail: NIL,
         bytes: 0,
     };
+}
+
+impl Port {
+    /// The slab slot that leaves next (priority queue first), or NIL.
+    #[inline]
+    fn next_out(&self) -> u32 {
+        if self.hdr.head != NIL {
+            self.hdr.head
+        } else {
+            self.data.head
+        }
+    }
 }
 
 /// Hot per-port state.
@@ -416,8 +436,8 @@ impl Fabric {
             {
                 self.on_arrive(s, d as u32, (d >> 32) as u32)
             }
-            ev::TX_DONE if (d as usize) < self.ports.len() => {
-                let p = &mut self.ports[d as usize];
+            ev::TX_DONE if (d as u32 as usize) < self.ports.len() => {
+                let p = &mut self.ports[d as u32 as usize];
                 p.tx_pending = false;
                 if !p.paused {
                     self.start_tx(s, d as u32);
@@ -452,14 +472,43 @@ impl Fabric {
     /// nothing; unknown or out-of-range events are ignored.
     #[inline]
     pub fn prefetch(&self, kind: u32, data: u64) {
-        if kind == ev::ARRIVE {
-            let (id, ip) = (data as u32 as usize, (data >> 32) as usize);
-            if let (Some(slot), Some(port), Some(c)) =
-                (self.slab.get(id), self.ports.get(ip), self.counters.get(ip))
-            {
-                std::hint::black_box((slot.pkt.size_bytes, port.switch, c.rx_packets));
+        use crate::core::sys::prefetch;
+        match kind {
+            ev::ARRIVE => {
+                let (id, ip) = (data as u32 as usize, (data >> 32) as usize);
+                if let (Some(slot), Some(port), Some(c)) =
+                    (self.slab.get(id), self.ports.get(ip), self.counters.get(ip))
+                {
+                    prefetch(slot);
+                    prefetch(port);
+                    prefetch(&c.rx_packets);
+                }
             }
+            ev::TX_DONE => {
+                let ep = data as u32 as usize;
+                if let (Some(port), Some(c)) = (self.ports.get(ep), self.counters.get(ep)) {
+                    prefetch(port);
+                    prefetch(&c.tx_packets);
+                }
+                let next = ((data >> 32) as u32).wrapping_sub(1);
+                if let Some(slot) = self.slab.get(next as usize) {
+                    prefetch(slot);
+                }
+            }
+            _ => {}
         }
+    }
+
+    /// The host whose NIC an upcoming fabric event (`kind`, `data`) delivers to, when that is
+    /// known from the event alone (an arrival at a host port); for prefetching the NIC's state.
+    #[inline]
+    pub fn delivery_host(&self, kind: u32, data: u64) -> Option<u32> {
+        if kind != ev::ARRIVE {
+            return None;
+        }
+        let ppp = self.topo.ports_per_plane();
+        let h = ((data >> 32) as u32) % ppp.max(1);
+        (h < self.topo.hosts()).then_some(h)
     }
 
     /// Schedules `fault` at `at` (through the handler's scheduler).

@@ -98,7 +98,8 @@ impl Fabric {
             self.start_tx(s, ep);
         } else {
             p.tx_pending = true;
-            let _ = s.at(p.busy_until, self.me, ev::TX_DONE, ep as u64);
+            let data = ev::tx_done(ep, p.next_out());
+            let _ = s.at(p.busy_until, self.me, ev::TX_DONE, data);
         }
     }
 
@@ -127,17 +128,12 @@ impl Fabric {
             serialization_time(size, p.rate_bps)
         };
         p.busy_until = now + ser;
-        let (busy_until, arrive, link, peer, more) = (
-            p.busy_until,
-            p.arrive_delay,
-            p.link,
-            p.peer,
-            p.data.head != NIL || p.hdr.head != NIL,
-        );
+        let (busy_until, arrive, link, peer, next) =
+            (p.busy_until, p.arrive_delay, p.link, p.peer, p.next_out());
         let (link_up, impaired, epoch) = (p.link_up, p.impaired, p.epoch);
-        if more {
+        if next != NIL {
             p.tx_pending = true;
-            let _ = s.at(busy_until, self.me, ev::TX_DONE, ep as u64);
+            let _ = s.at(busy_until, self.me, ev::TX_DONE, ev::tx_done(ep, next));
         }
         if slot.ingress != NIL {
             self.slab[id as usize].ingress = NIL;
