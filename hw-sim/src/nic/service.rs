@@ -357,7 +357,8 @@ impl Nic {
     /// `mrc`: QP `qpn` lost a packet (untrimmed) on EV `ev`, which it retired. The NIC wrote
     /// the route each EV names, so it shares the loss: every QP (this one too) whose EVs on
     /// that plane name a route with the same hops up to the destination's last switch (a loss
-    /// on `[spine s, leaf L, host h]` makes `[spine s, leaf L, *]` suspect) retires those EVs
+    /// on `[leaf 0, spine s, leaf L, host h]` makes `[leaf 0, spine s, leaf L, *]` suspect)
+    /// retires those EVs
     /// too (the engine's `handle_shared_loss`). Without this every QP found a dead link by
     /// losing packets of its own on it, one per EV, for as long as its sprayer came back to
     /// those EVs, several times the losses. A loss on the last hop of a one-hop route (hosts
@@ -379,7 +380,8 @@ impl Nic {
             return;
         };
         let len = route.hops_left();
-        if len < 2 {
+        // `[leaf, host]` (hosts of one leaf): the source leaf alone is no shared part.
+        if len < 3 {
             return;
         }
         let plane = u32::from(ev) % planes;
