@@ -4,6 +4,7 @@
 //! shares from them).
 
 use mrc_abi::device::csr::CsrEntry;
+use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::packet::{PacketBody, RxVerdict};
 use mrc_firmware::datapath::TrimMark;
 use mrc_firmware::engine::ev_state::{EvReason, EvState};
@@ -370,6 +371,10 @@ impl Nic {
     /// that name it come back (the engine's `handle_shared_recovery`); EVs retired by a shared
     /// loss leave the probing of their route to the EV that lost the packet.
     fn share_route(&mut self, now: Time, topo: &Topology, qpn: u32, ev: u16, up: bool) {
+        if self.cfg.ev_format() != EvFormat::Srv6 {
+            // ECMP formats: the NIC does not know which path a hashed EV takes.
+            return;
+        }
         let planes = u32::from(self.cfg.planes).max(1);
         let Some(c) = self.conns.get(qpn as usize) else {
             return;
