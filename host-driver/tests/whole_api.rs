@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mrc_driver::api::connect::{exchange_client, exchange_server, ConnInfo};
 use mrc_driver::api::*;
-use mrc_driver::ctl::plan::Clos;
+use mrc_driver::ctl::plan::{self, Clos};
 use mrc_driver::ctl::{
     self, Controller, EvFormatSpec, EvProfileSpec, NsccParams, ProfileKind, ProfileState,
 };
@@ -37,7 +37,7 @@ fn controller_setup(ctx: &Context) -> (u32, u32) {
         hosts_per_leaf: 4,
         block: 0xfcbb_bb00,
     };
-    let evs = clos.plan(0, 17, 128).unwrap();
+    let evs = plan::plan(&clos, 0, 17, 128).unwrap();
     let ev = ctl::install_plan(&ctl, fmt, &evs, 16).unwrap();
     let cc = ctl.create_cc_profile(&NsccParams::default()).unwrap();
     (ev, cc)

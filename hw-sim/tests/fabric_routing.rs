@@ -49,10 +49,10 @@ fn walk(
                 return (visited, host);
             }
             PortOwner::Switch { switch, .. } => {
-                let u = r.active();
-                assert_ne!(u, 0, "route used up at a switch");
-                r.advance();
-                port = topo.switch_port(switch, u as u32 - 1);
+                let out = topo
+                    .usid_hop(switch, &mut r)
+                    .expect("the switch has a route");
+                port = topo.switch_port(switch, out);
                 visited.push(port);
             }
         }

@@ -68,9 +68,7 @@ pub fn host_app(host: &SimHost, i: usize, plan: &EvPlan) -> Result<HostApp, Stri
     let fmt = ctl
         .create_ev_format_profile(&EvFormatSpec::srv6(USID_BLOCK))
         .map_err(|x| format!("format profile: {x}"))?;
-    let evs = plan
-        .clos
-        .plan(i as u32, plan.dst, plan.evs)
+    let evs = mrc_driver::ctl::plan::plan(plan.clos, i as u32, plan.dst, plan.evs)
         .map_err(|x| format!("plan: {x}"))?;
     let ev = ctl::install_plan(&ctl, fmt, &evs, plan.min_active)
         .map_err(|x| format!("EV profile: {x}"))?;

@@ -4,6 +4,11 @@
 //! active uSID is bits 32..48. A node consumes it by keeping the block and shifting the
 //! remaining 80 bits left by 16, filling with zeros. An active uSID of 0 is the end of the
 //! carrier.
+//!
+//! What a uSID names in a Clos fabric, and the paths between hosts, are in [`clos`]: the
+//! controller's path planner and the simulator's switches both follow it.
+
+pub mod clos;
 
 use super::srh::SrhPacket;
 use super::{Error, Ipv6Packet};
@@ -66,7 +71,7 @@ pub fn remaining(addr: Ipv6Addr) -> impl Iterator<Item = u16> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Step {
-    /// Forward by this uSID (the switch's routing instruction, e.g. its output port).
+    /// Forward by this uSID (looked up in the switch's table; see [`clos::Clos::forward`]).
     Hop(u16),
     /// The route is used up: deliver by the inner destination.
     Deliver,

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use mrc_driver::api::{Context, Role};
-use mrc_driver::ctl::plan::Clos;
+use mrc_driver::ctl::plan::{self, Clos};
 use mrc_driver::ctl::{
     self, Controller, EvFormatSpec, EvProfileSpec, NsccParams, ProfileKind, ProfileState,
 };
@@ -357,7 +357,7 @@ fn run(cli: &Cli) -> Result<Value, Fail> {
                         hosts_per_leaf: *hosts_per_leaf,
                         block: mrc_abi::wire::usid::DEFAULT_BLOCK,
                     };
-                    let evs = clos.plan(*src, *dst, *num)?;
+                    let evs = plan::plan(&clos, *src, *dst, *num)?;
                     let profile = if *install {
                         let fmt = c.create_ev_format_profile(&EvFormatSpec::srv6(clos.block))?;
                         Some(ctl::install_plan(&c, fmt, &evs, (*num / 4).max(1))?)

@@ -5,6 +5,7 @@
 //! receiver can check a payload it never stored. Routing is either a source route of SRv6 uSIDs
 //! ([`UsidRoute`]) or an ECMP flow hash ([`Route::Ecmp`]).
 
+use mrc_abi::wire::usid::clos::Carrier;
 use mrc_abi::wire::usid::MAX_USIDS;
 
 /// Size of a trimmed packet (headers only) when the configuration does not say otherwise.
@@ -189,10 +190,22 @@ impl UsidRoute {
     }
 }
 
+impl Carrier for UsidRoute {
+    #[inline]
+    fn active(&self) -> u16 {
+        UsidRoute::active(self)
+    }
+    #[inline]
+    fn consume(&mut self) {
+        self.advance();
+    }
+}
+
 /// How switches forward a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Route {
-    /// SRv6 uSID source route: each switch takes the active uSID as its output port.
+    /// SRv6 uSID source route: each switch forwards to the neighbour the active uSID names,
+    /// consuming its own uSID and its hosts' ones.
     Usid(UsidRoute),
     /// Destination routing, spread by a flow hash (a 5-tuple digest) over the equal-cost ports
     /// the switch's routing view holds up.

@@ -12,22 +12,33 @@
 //! - links are numbered in build order (host links first, then T0-T1, then T1-T2), plane by
 //!   plane.
 //!
-//! # Port numbering and uSIDs
-//! uSID `u` at a switch means "leave by output port `u - 1`" (0 ends a carrier). Ports:
+//! # Port numbering
 //! - leaf-spine: leaf `l` ports `0..H` go to hosts `l*H..`, ports `H..H+S` to spines `0..S`
 //!   (`H = S = radix/2`); spine port `l` goes to leaf `l`;
 //! - fat tree (`h = k/2`): edge `(pod, x)` ports `0..h` to its hosts, `h..k` to aggregation
 //!   switches `(pod, 0..h)`; aggregation `(pod, j)` ports `0..h` to edges `(pod, 0..h)`, `h..k` to
 //!   cores `(j, 0..h)`; core `(j, i)` port `p` to aggregation `(p, j)`.
 //!
-//! # Paths
-//! [`Topology::usid_route`] maps `(src, dst, path index)` to a route; indices are taken modulo
+//! # uSIDs and paths
+//! Every plane is the [`Clos`] of [`Topology::clos`] (a leaf-spine is a two-tier Clos of
+//! `radix/2` hosts per leaf, a fat tree the k-ary three-tier one), and uSIDs mean what
+//! `mrc_abi::wire::usid::clos` says: a uSID names a switch (`tier << 12 | index + 1`, the index
+//! of this module's `SwitchInfo::index`) or, at a leaf, one of its hosts (`0xF000 | downlink +
+//! 1`). A switch forwards by [`Clos::forward`] ([`Topology::usid_hop`] maps the neighbour it
+//! names to the port cabled to it), so the routes the controller's planner makes for this
+//! description are the routes this fabric forwards. [`Topology::usid_route`] maps
+//! `(src, dst, path index)` to [`Clos::path`]: indices are taken modulo
 //! [`Topology::path_count`], and distinct indices below it give distinct paths:
 //! - leaf-spine: `S = radix/2` paths between leaves (index -> spine), 1 within a leaf;
 //! - fat tree: `(k/2)^2` paths between pods (index -> aggregation `j = i mod k/2`, core
 //!   `i / (k/2) mod k/2`; k = 16 has 64), `k/2` within a pod, 1 within an edge switch.
 //!
-//! So an MRC QP with 256 EVs on a k = 16 fat tree reuses each inter-pod path four times.
+//! So an MRC QP with 256 EVs on a k = 16 fat tree reuses each inter-pod path four times. A
+//! fabric with more than 4095 switches in a tier has no uSID plan (a fat tree past k = 90): its
+//! uSID routes are [`RouteError::NoUsidPlan`] (ECMP still routes it).
+
+use mrc_abi::wire::usid::clos::{Carrier, Clos, ClosError, Hop, Node};
+use mrc_abi::wire::usid::DEFAULT_BLOCK;
 
 use super::config::{ConfigError, FabricConfig, Shape};
 use super::packet::UsidRoute;
@@ -56,7 +67,7 @@ pub enum PortOwner {
     Switch {
         /// The switch.
         switch: SwitchId,
-        /// Its port number on the switch (uSID - 1).
+        /// Its port number on the switch.
         port: u32,
     },
 }
@@ -95,6 +106,8 @@ pub enum RouteError {
     },
     /// Source and destination are the same host.
     SameHost,
+    /// The fabric is too large for 16-bit uSIDs (see the module docs).
+    NoUsidPlan,
 }
 
 /// Shape-specific dimensions.
@@ -117,6 +130,8 @@ pub struct Topology {
     sw_ports: Vec<u32>,
     sw_tier: Vec<u8>,
     sw_index: Vec<u32>,
+    /// The uSID plan of one plane, when the fabric has one.
+    clos: Result<Clos, ClosError>,
 }
 
 impl Topology {
@@ -150,7 +165,21 @@ impl Topology {
                 )
             }
         };
+        let clos = match dims {
+            Dims::LeafSpine {
+                hpl,
+                leaves,
+                spines,
+            } => {
+                let n = |x: u32| u16::try_from(x).unwrap_or(u16::MAX);
+                Clos::two_tier(1, n(leaves), n(spines), n(hpl), DEFAULT_BLOCK)
+            }
+            Dims::FatTree { k, .. } => {
+                Clos::fat_tree(1, u16::try_from(k).unwrap_or(u16::MAX), DEFAULT_BLOCK)
+            }
+        };
         let mut t = Topology {
+            clos: clos.check().map(|()| clos),
             dims,
             planes: cfg.planes,
             hosts,
@@ -327,30 +356,22 @@ impl Topology {
         }
     }
 
-    /// Distinct source-routed paths from `src` to `dst` (0 for the same host).
+    /// The uSID plan of one plane (every plane is the same), or why the fabric has none.
+    ///
+    /// # Errors
+    /// [`ClosError::TooLarge`] for a fabric with more than 4095 switches in a tier.
+    pub fn clos(&self) -> Result<&Clos, ClosError> {
+        self.clos.as_ref().map_err(|e| *e)
+    }
+
+    /// Distinct source-routed paths from `src` to `dst` (0 for the same host, an unknown host or
+    /// a fabric without a uSID plan).
     pub fn path_count(&self, src: u32, dst: u32) -> u32 {
-        if src == dst {
+        if src >= self.hosts || dst >= self.hosts {
             return 0;
         }
-        match self.dims {
-            Dims::LeafSpine { hpl, spines, .. } => {
-                if src / hpl == dst / hpl {
-                    1
-                } else {
-                    spines
-                }
-            }
-            Dims::FatTree { h, .. } => {
-                let (se, de) = (src / h, dst / h);
-                if se == de {
-                    1
-                } else if se / h == de / h {
-                    h
-                } else {
-                    h * h
-                }
-            }
-        }
+        self.clos()
+            .map_or(0, |c| c.path_count(src, dst).unwrap_or(0))
     }
 
     /// Most distinct paths between any two hosts.
@@ -362,10 +383,10 @@ impl Topology {
     }
 
     /// The uSID route from `src` to `dst` on path `path` (taken modulo
-    /// [`Topology::path_count`]). Same on every plane.
+    /// [`Topology::path_count`]): [`Clos::path`]. Same on every plane.
     ///
     /// # Errors
-    /// [`RouteError`] for an unknown host or `src == dst`.
+    /// [`RouteError`] for an unknown host, `src == dst` or a fabric without a uSID plan.
     pub fn usid_route(&self, src: u32, dst: u32, path: u32) -> Result<UsidRoute, RouteError> {
         for host in [src, dst] {
             if host >= self.hosts {
@@ -375,39 +396,38 @@ impl Topology {
         if src == dst {
             return Err(RouteError::SameHost);
         }
-        let n = self.path_count(src, dst);
-        let p = path % n;
-        // Ports are < 2^16 - 1 (radix <= 4096), so `port + 1` fits a uSID.
-        let u = |port: u32| (port + 1) as u16;
-        let mut hops = [0u16; 5];
-        let len = match self.dims {
-            Dims::LeafSpine { hpl, .. } => {
-                let (sl, dl) = (src / hpl, dst / hpl);
-                if sl == dl {
-                    hops[0] = u(dst % hpl);
-                    1
-                } else {
-                    hops[..3].copy_from_slice(&[u(hpl + p), u(dl), u(dst % hpl)]);
-                    3
-                }
-            }
-            Dims::FatTree { h, .. } => {
-                let (se, de) = (src / h, dst / h);
-                let dst_port = u(dst % h);
-                if se == de {
-                    hops[0] = dst_port;
-                    1
-                } else if se / h == de / h {
-                    hops[..3].copy_from_slice(&[u(h + p), u(de % h), dst_port]);
-                    3
-                } else {
-                    let (j, i) = (p % h, p / h);
-                    hops = [u(h + j), u(h + i), u(de / h), u(de % h), dst_port];
-                    5
-                }
-            }
+        let clos = self.clos().map_err(|_| RouteError::NoUsidPlan)?;
+        let p = clos.path(src, dst, path).map_err(|e| match e {
+            ClosError::SameHost => RouteError::SameHost,
+            ClosError::NoSuchHost(host) => RouteError::NoSuchHost { host },
+            _ => RouteError::NoUsidPlan,
+        })?;
+        // At most six uSIDs, none zero: always a valid route.
+        UsidRoute::new(p.usids()).map_err(|_| RouteError::NoUsidPlan)
+    }
+
+    /// Switch `sw` (global id) forwards a packet carrying `route` ([`Clos::forward`]): consumes
+    /// what the uSID rules say and returns the switch-local output port cabled to the neighbour
+    /// the route names, or `None` when the switch has no route for it.
+    #[inline]
+    pub fn usid_hop<C: Carrier>(&self, sw: SwitchId, route: &mut C) -> Option<u32> {
+        let clos = self.clos.as_ref().ok()?;
+        let l = (sw.0 % self.switches_per_plane) as usize;
+        let (tier, index) = (*self.sw_tier.get(l)?, *self.sw_index.get(l)?);
+        let node = Node {
+            tier: tier + 1,
+            index: u16::try_from(index).ok()?,
         };
-        // At most five hops, none zero: always a valid route.
-        UsidRoute::new(&hops[..len]).map_err(|_| RouteError::SameHost)
+        let hop = clos.forward(node, route).ok()?;
+        Some(match (self.dims, tier, hop) {
+            (_, 0, Hop::Host(port)) => u32::from(port),
+            (Dims::LeafSpine { hpl, .. }, 0, Hop::Up(s)) => hpl + u32::from(s),
+            (Dims::LeafSpine { .. }, _, Hop::Down(l)) => u32::from(l),
+            (Dims::FatTree { h, .. }, 0, Hop::Up(a)) => h + u32::from(a) % h,
+            (Dims::FatTree { h, .. }, 1, Hop::Down(e)) => u32::from(e) % h,
+            (Dims::FatTree { h, .. }, 1, Hop::Up(c)) => h + u32::from(c) % h,
+            (Dims::FatTree { h, .. }, _, Hop::Down(a)) => u32::from(a) / h,
+            _ => return None,
+        })
     }
 }

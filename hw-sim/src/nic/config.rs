@@ -41,11 +41,22 @@ impl Transport {
         }
     }
 
-    /// The EV format the engine writes for this transport (sizes its headers).
+    /// The EV format the engine writes for this transport by default (sizes its headers);
+    /// `mrc` may run any of the three ([`NicConfig::ev_format`]).
     pub fn ev_format(self) -> EvFormat {
         match self {
             Transport::Mrc | Transport::SprayOblivious => EvFormat::Srv6,
             Transport::Mrc1Ev | Transport::RoceEcmp => EvFormat::Udp,
+        }
+    }
+}
+
+impl NicConfig {
+    /// The EV format the NICs' engines write.
+    pub fn ev_format(&self) -> EvFormat {
+        match self.transport {
+            Transport::Mrc => self.mrc_ev_format,
+            t => t.ev_format(),
         }
     }
 }
@@ -55,6 +66,10 @@ impl Transport {
 pub struct NicConfig {
     /// Transport.
     pub transport: Transport,
+    /// The `mrc` transport's EV format: `Srv6` sprays uSID source routes (EV -> path), `Udp`
+    /// and `Stev` write the EV into the UDP source port (and flow label) and the switches
+    /// hash it (ECMP). The other transports keep their own ([`Transport::ev_format`]).
+    pub mrc_ev_format: EvFormat,
     /// Planes (ports).
     pub planes: u8,
     /// Rate of one port (bits per second).

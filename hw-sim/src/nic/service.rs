@@ -4,6 +4,7 @@
 //! shares from them).
 
 use mrc_abi::device::csr::CsrEntry;
+use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::packet::{PacketBody, RxVerdict};
 use mrc_firmware::datapath::TrimMark;
 use mrc_firmware::engine::ev_state::{EvReason, EvState};
@@ -357,7 +358,8 @@ impl Nic {
     /// `mrc`: QP `qpn` lost a packet (untrimmed) on EV `ev`, which it retired. The NIC wrote
     /// the route each EV names, so it shares the loss: every QP (this one too) whose EVs on
     /// that plane name a route with the same hops up to the destination's last switch (a loss
-    /// on `[spine s, leaf L, host h]` makes `[spine s, leaf L, *]` suspect) retires those EVs
+    /// on `[leaf 0, spine s, leaf L, host h]` makes `[leaf 0, spine s, leaf L, *]` suspect)
+    /// retires those EVs
     /// too (the engine's `handle_shared_loss`). Without this every QP found a dead link by
     /// losing packets of its own on it, one per EV, for as long as its sprayer came back to
     /// those EVs, several times the losses. A loss on the last hop of a one-hop route (hosts
@@ -369,6 +371,10 @@ impl Nic {
     /// that name it come back (the engine's `handle_shared_recovery`); EVs retired by a shared
     /// loss leave the probing of their route to the EV that lost the packet.
     fn share_route(&mut self, now: Time, topo: &Topology, qpn: u32, ev: u16, up: bool) {
+        if self.cfg.ev_format() != EvFormat::Srv6 {
+            // ECMP formats: the NIC does not know which path a hashed EV takes.
+            return;
+        }
         let planes = u32::from(self.cfg.planes).max(1);
         let Some(c) = self.conns.get(qpn as usize) else {
             return;
@@ -379,7 +385,8 @@ impl Nic {
             return;
         };
         let len = route.hops_left();
-        if len < 2 {
+        // `[leaf, host]` (hosts of one leaf): the source leaf alone is no shared part.
+        if len < 3 {
             return;
         }
         let plane = u32::from(ev) % planes;

@@ -68,7 +68,7 @@ pub(crate) fn qp_attrs(cfg: &NicConfig, nscc: NsccParams, dest: u32) -> QpAttrs 
     table.probe_base_ns = 20_000;
     let ev = EvProfile {
         table,
-        format: cfg.transport.ev_format(),
+        format: cfg.ev_format(),
         value_base: 0xC000,
     };
     QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(cfg.retry_cnt, cfg.timeout_exp)

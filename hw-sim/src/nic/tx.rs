@@ -1,6 +1,8 @@
 //! The NIC's send side: work requests posted to the stages, packets pulled from them at the
 //! ports' pace, payload reads, and the packets handed to the fabric.
 
+use mrc_abi::wire::ev::stev_encode;
+use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::packet::{LocalBuf, PacketBody, SendWr};
 use mrc_firmware::engine::QpState;
 
@@ -9,6 +11,7 @@ use super::{
     ev, ev_path, ns, place, qpn_in, wire, Nic, StagePacket, Transport, HEADER_BYTES,
     PUMP_BACKLOG_PKTS, REGION_LEN, REGION_VA, RKEY,
 };
+use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::{Duration, Time};
 use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, Route, TransportKind};
@@ -228,6 +231,12 @@ impl Nic {
         tx.src_qpn = qpn;
         let len = tx.payload_len;
         let (plane, route) = match self.cfg.transport {
+            Transport::Mrc if self.cfg.mrc_ev_format != EvFormat::Srv6 => (
+                u32::from(tx.evx.plane),
+                Route::Ecmp {
+                    hash: ev_flow_hash(conn.flow_hash, self.cfg.mrc_ev_format, tx.evx.ev_value),
+                },
+            ),
             Transport::Mrc => {
                 let topo = fab.topology();
                 let n = topo.path_count(self.host, dst).max(1);
@@ -301,4 +310,16 @@ impl Nic {
             Err(_) => self.counters.inject_errors += 1,
         }
     }
+}
+
+/// The flow hash ECMP switches compute for a packet of the connection whose fixed fields
+/// (addresses, protocol, destination port) hash to `conn_hash`, carrying EV value `ev_value`
+/// in `format`: the UDP source port (`Udp`), or the flow label and source port (`Stev`).
+fn ev_flow_hash(conn_hash: u64, format: EvFormat, ev_value: u32) -> u64 {
+    let (flow_label, src_port) = match format {
+        EvFormat::Stev => stev_encode(ev_value),
+        EvFormat::Udp | EvFormat::Srv6 => (0, ev_value as u16),
+    };
+    let mut h = conn_hash ^ (u64::from(src_port) << 20 | u64::from(flow_label));
+    splitmix64(&mut h)
 }

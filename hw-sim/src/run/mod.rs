@@ -35,6 +35,7 @@ use crate::nic::{
     ev as nev, FirmwareCost, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
 };
 use crate::workload::{Background, Flow, FlowResult, Workload, WorkloadError};
+use mrc_abi::wire::EvFormat;
 
 const FABRIC: ComponentId = ComponentId(0);
 const NICS: ComponentId = ComponentId(1);
@@ -56,6 +57,8 @@ pub struct Scenario {
     pub fabric: FabricConfig,
     /// Transport.
     pub transport: Transport,
+    /// EV format of the `mrc` transport (default SRv6; see [`NicConfig::mrc_ev_format`]).
+    pub mrc_ev_format: EvFormat,
     /// What the hosts move.
     pub workload: Workload,
     /// Payload bytes per full packet.
@@ -100,6 +103,7 @@ impl Scenario {
         Scenario {
             fabric,
             transport,
+            mrc_ev_format: EvFormat::Srv6,
             workload: Workload::AllToAll {
                 bytes_per_pair: 256 << 10,
                 msg_bytes: 64 << 10,
@@ -625,6 +629,7 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
     let plan = QpPlan::for_flows(hosts, &flows);
     let ncfg = NicConfig {
         transport: sc.transport,
+        mrc_ev_format: sc.mrc_ev_format,
         planes: sc.fabric.planes.min(255) as u8,
         port_bps: sc.fabric.host_link_bps,
         mtu_payload: sc.mtu_payload,

@@ -6,6 +6,7 @@
 //! mean "off" (or "every transport") when absent; every other key is required, so a scenario
 //! file says everything it runs.
 
+use mrc_abi::wire::EvFormat;
 use serde::{Deserialize, Serialize};
 
 use crate::core::time::{Duration, Time};
@@ -176,6 +177,39 @@ pub struct NicFile {
     /// absent = zero time).
     #[serde(default)]
     pub firmware: FirmwareCost,
+    /// EV format of the `mrc` transport: `"srv6"` (uSID source routes, the default), `"udp"`
+    /// (EV in the UDP source port) or `"stev"` (flow label + source port); the last two are
+    /// hashed by the switches (ECMP).
+    #[serde(default, skip_serializing_if = "EvFormatFile::is_default")]
+    pub ev_format: EvFormatFile,
+}
+
+/// `nic.ev_format`: an EV format by its name ([`EvFormat::name`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvFormatFile {
+    /// SRv6 uSID carriers.
+    #[default]
+    Srv6,
+    /// UDP source port.
+    Udp,
+    /// Structured EV (flow label + UDP source port).
+    Stev,
+}
+
+impl EvFormatFile {
+    /// The wire format.
+    pub fn format(self) -> EvFormat {
+        match self {
+            EvFormatFile::Srv6 => EvFormat::Srv6,
+            EvFormatFile::Udp => EvFormat::Udp,
+            EvFormatFile::Stev => EvFormat::Stev,
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == EvFormatFile::Srv6
+    }
 }
 
 /// `[failure]`: a T0-T1 link of plane 0 goes down.
@@ -251,6 +285,7 @@ impl ScenarioFile {
         Scenario {
             fabric: self.fabric.to_config(self.seed),
             transport,
+            mrc_ev_format: self.nic.ev_format.format(),
             workload: self.workload,
             mtu_payload: self.nic.mtu_bytes.saturating_sub(HEADER_BYTES),
             reorder_tx: self.nic.reorder_tx,

@@ -32,8 +32,8 @@ mod file;
 mod validate;
 
 pub use file::{
-    ClassPolicyFile, EcnFile, FabricFile, FailureFile, NicFile, PfcFile, PolicyFile, QueueFile,
-    ScenarioFile, ShapeFile,
+    ClassPolicyFile, EcnFile, EvFormatFile, FabricFile, FailureFile, NicFile, PfcFile, PolicyFile,
+    QueueFile, ScenarioFile, ShapeFile,
 };
 
 use std::path::Path;
@@ -49,6 +49,9 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/permutation-1024.toml"),
     ),
     ("tiny", include_str!("../../scenarios/tiny.toml")),
+    ("ev-srv6", include_str!("../../scenarios/ev-srv6.toml")),
+    ("ev-udp", include_str!("../../scenarios/ev-udp.toml")),
+    ("ev-stev", include_str!("../../scenarios/ev-stev.toml")),
 ];
 
 /// A scenario, loaded and validated.

@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 
 use crate::nic::HEADER_BYTES;
 
-use super::file::{ScenarioFile, ShapeFile};
+use super::file::{EvFormatFile, ScenarioFile, ShapeFile};
+use crate::nic::Transport;
 
 /// Most planes a simulated NIC has ports for.
 pub const MAX_PLANES: u32 = crate::nic::MAX_PLANES as u32;
@@ -42,6 +43,12 @@ impl ScenarioFile {
         }
         self.validate_fabric()?;
         let n = &self.nic;
+        if n.ev_format != EvFormatFile::Srv6 && !self.transports.contains(&Transport::Mrc) {
+            return bad(
+                "nic.ev_format",
+                "sets the EV format of the `mrc` transport, which this scenario does not run",
+            );
+        }
         if !MTU_BYTES.contains(&n.mtu_bytes) {
             return bad(
                 "nic.mtu_bytes",

@@ -727,14 +727,13 @@ impl Fabric {
         }
         let out = match slot.pkt.route {
             Route::Usid(mut r) => {
-                let u = r.active() as u32;
-                if u == 0 || u > st.ports {
+                let hop = self.topo.usid_hop(SwitchId(sw), &mut r);
+                let Some(port) = hop.filter(|p| *p < st.ports) else {
                     self.drop_packet(id, ip, DropCause::NoRoute);
                     return;
-                }
-                r.advance();
+                };
                 self.slab[id as usize].pkt.route = Route::Usid(r);
-                let ep = st.first_port + u - 1;
+                let ep = st.first_port + port;
                 if !self.phys_up_port(ep) {
                     self.drop_packet(id, ip, DropCause::UsidPortDown);
                     return;
