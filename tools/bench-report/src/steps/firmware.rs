@@ -91,7 +91,10 @@ fn fw_cost_rows(o: &Outputs) -> Result<Vec<Row>, String> {
                 format!("firmware guest instructions per {name} event"),
                 num(&e["instructions_per_event"], key)?,
                 "instr",
-                same_run("the firmware's instructions per delivered packet", per_packet),
+                same_run(
+                    "the firmware's instructions per delivered packet",
+                    per_packet,
+                ),
             )
             .note(format!("{} events in the run", number(count, 0))),
         );
@@ -102,21 +105,36 @@ fn fw_cost_rows(o: &Outputs) -> Result<Vec<Row>, String> {
             "firmware guest instructions per timer fired",
             num(&timer["instructions_per_timer"], "instructions_per_timer")?,
             "instr",
-            same_run("the firmware's instructions per delivered packet", per_packet),
+            same_run(
+                "the firmware's instructions per delivered packet",
+                per_packet,
+            ),
         )
         .note(format!(
             "{} timers fired; an idle timer check costs {}",
             number(num(&timer["fired"], "fired")?, 0),
-            number(num(&timer["instructions_per_idle_call"], "instructions_per_idle_call")?, 0)
+            number(
+                num(
+                    &timer["instructions_per_idle_call"],
+                    "instructions_per_idle_call"
+                )?,
+                0
+            )
         )),
     );
     let cmds = &run["commands"];
     rows.push(
         Row::new(
             "firmware guest instructions per FW->DP command",
-            num(&cmds["instructions_per_command"], "instructions_per_command")?,
+            num(
+                &cmds["instructions_per_command"],
+                "instructions_per_command",
+            )?,
             "instr",
-            same_run("the firmware's instructions per delivered packet", per_packet),
+            same_run(
+                "the firmware's instructions per delivered packet",
+                per_packet,
+            ),
         )
         .note(format!(
             "{} commands, {} DP->FW events in the run",
@@ -341,10 +359,22 @@ INFO boot and admin path stack: 21144 bytes deep (budget 32768)
         let p = by("firmware guest instructions per delivered packet (main loop + engine)");
         assert_eq!((p.value, p.baseline.value), (120.0, 120.0));
         assert!(p.headline);
-        assert_eq!(by("firmware guest instructions per ACK summary event").value, 653.0);
-        assert_eq!(by("firmware guest instructions per send done event").value, 324.0);
-        assert_eq!(by("firmware guest instructions per timer fired").value, 1432.0);
-        assert_eq!(by("firmware guest instructions per FW->DP command").value, 194.0);
+        assert_eq!(
+            by("firmware guest instructions per ACK summary event").value,
+            653.0
+        );
+        assert_eq!(
+            by("firmware guest instructions per send done event").value,
+            324.0
+        );
+        assert_eq!(
+            by("firmware guest instructions per timer fired").value,
+            1432.0
+        );
+        assert_eq!(
+            by("firmware guest instructions per FW->DP command").value,
+            194.0
+        );
         // Kinds that did not occur give no row.
         assert!(rows.iter().all(|r| !r.figure.contains("NACK")));
         assert_eq!(rows.len(), 8);
