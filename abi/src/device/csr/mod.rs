@@ -559,7 +559,7 @@ impl CsrEntry {
     ///
     /// # Errors
     /// See [`CsrError`].
-    #[inline]
+    #[inline(always)]
     pub fn check(&self) -> Result<CsrKind, CsrError> {
         let entry = self;
         let b = &self.0;
