@@ -622,6 +622,7 @@ impl<
         }
     }
 
+    #[inline(always)]
     fn handle_packet<R: Regions>(
         &mut self,
         now_ns: u64,
