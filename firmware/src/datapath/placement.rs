@@ -190,7 +190,7 @@ impl<const R: usize> Regions for PlacementTable<R> {
     ) -> Result<Placement, PlacementError> {
         PlacementTable::check_write(self, rkey, va, dma_len, payload_len)
     }
-    #[inline]
+    #[inline(always)]
     fn check_span(&mut self, rkey: u32, va: u64, len: u32, n: u64) -> Option<Placement> {
         let p = self.write_ok_uncounted(rkey, va, len)?;
         self.count_placed(n);

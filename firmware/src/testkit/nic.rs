@@ -86,6 +86,9 @@ pub struct Nic<C: Capacity, F: Firmware<C> = Engine<C>> {
     pub events_moved: u64,
     pub commands_moved: u64,
     pub host_writes: u64,
+    /// Where the firmware's commands are copied out to (the FW->DP ring's slots), kept so
+    /// that no pump clears a buffer first.
+    cmd_buf: [CsrEntry; BATCH],
 }
 
 impl<C: Capacity> Nic<C> {
@@ -107,6 +110,7 @@ impl<C: Capacity, F: Firmware<C>> Nic<C, F> {
             events_moved: 0,
             commands_moved: 0,
             host_writes: 0,
+            cmd_buf: [CsrEntry::ZERO; BATCH],
         }
     }
 
@@ -239,14 +243,14 @@ impl<C: Capacity, F: Firmware<C>> Nic<C, F> {
             // Firmware -> stage first: it makes room in the firmware's command queue. (Each
             // side is asked only when it says something waits: an empty look moves nothing.)
             while self.fw.commands_pending() {
-                let mut buf = [CsrEntry::ZERO; BATCH];
-                let n = self.fw.poll_commands(&mut buf);
+                let n = self.fw.poll_commands(&mut self.cmd_buf);
                 if n == 0 {
                     break;
                 }
                 let mut done = 0;
                 while done < n {
-                    done += self.dp.handle_commands(now_ns, &buf[done..n]);
+                    let rest = self.cmd_buf.get(done..n).unwrap_or_default();
+                    done += self.dp.handle_commands(now_ns, rest);
                     // (the host-interface queue filled: drained, the rest goes on)
                     self.drain_host(host);
                 }

@@ -345,7 +345,22 @@ impl<
     }
 
     /// Report each EV whose skip flag the sprayer served, in the order served.
+    #[inline(always)]
     fn report_skips(&mut self, events: &mut Events) {
+        // (the common case, looked at inline: no skip served since the last look, none
+        // waiting, no overflow to recover from)
+        if self.sprayer.counters().skips == self.skips_seen
+            && !self.skip_overflow
+            && self.skips_served == 0
+        {
+            return;
+        }
+        self.report_skips_now(events);
+    }
+
+    /// [`Self::report_skips`] past its quick answer.
+    #[inline(never)]
+    fn report_skips_now(&mut self, events: &mut Events) {
         self.note_served();
         let qpn = self.hdr.qpn;
         if self.skip_overflow {
@@ -622,6 +637,7 @@ impl<
         }
     }
 
+    #[inline(always)]
     fn handle_packet<R: Regions>(
         &mut self,
         now_ns: u64,

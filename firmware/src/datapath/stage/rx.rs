@@ -347,7 +347,7 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
     /// there) the last calls for the ACK, returned with the deadline the packets before it
     /// left (`gap`: `first` opens a gap); without, none does and the deadline is the
     /// interval's. The same state and counters as `n` calls of [`Self::handle_write`].
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn accept_write_run(
         &mut self,

@@ -52,7 +52,8 @@ impl<
         let limit = if gap { 1 } else { usize::from(room) + 1 };
         let scan = pkts.get(..limit).unwrap_or(pkts);
         let (mut i, mut trigger) = (0usize, false);
-        let psn0 = first.psn.value();
+        // (the PSN packet `i` must carry: `first`'s plus `i`)
+        let mut psn_i = first.psn.value();
         let (rkey0, va0) = (reth0.rkey, reth0.va);
         let mut end = va0;
         while let Some(p) = scan.get(i) {
@@ -71,7 +72,7 @@ impl<
                 || p.trim != TrimMark::None
                 || p.ce
                 || p.dest_qpn != first.dest_qpn
-                || p.psn.value() != psn0.wrapping_add(i as u32)
+                || p.psn.value() != psn_i
                 || reth.rkey != rkey0
                 || reth.va != end
                 || reth.dma_len == 0
@@ -80,6 +81,7 @@ impl<
                 break;
             }
             end = end.wrapping_add(u64::from(reth.dma_len));
+            psn_i = psn_i.wrapping_add(1);
             i += 1;
             if p.ack_req {
                 trigger = true;

@@ -148,6 +148,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// A coalesced ACK (`rtt_ns`: the echoed timestamp's round trip, 0 = none): losses it
     /// reveals and its summary into `events` (room for [`ACK_EVENTS`] is the caller's to
     /// check).
+    #[inline(always)]
     pub(crate) fn handle_ack(
         &mut self,
         now_ns: u64,
