@@ -370,9 +370,7 @@ impl<
             for i in 0..self.evs {
                 match self.sprayer.ev(i) {
                     Some(s) if s.skip_once => {
-                        if self.skip_marks.push(i).is_err() {
-                            self.skip_overflow = true;
-                        }
+                        self.skip_overflow |= self.skip_marks.push(i).is_err();
                     }
                     // (an EV never marked reports nothing: the firmware ignores a served
                     // skip for an EV not in SKIP)
@@ -615,22 +613,20 @@ impl<
             }
             CsrEvent::RetransmitUnacked(_) => self.tx.requeue_unacked(),
             CsrEvent::TailProbe(_) => self.tx.tail_probe(now_ns),
-            CsrEvent::SendProbe(c) => {
-                if self.rx_live() {
-                    let ev = c.ev.get();
-                    let evx = EvxRepr {
-                        ev_index: ev,
-                        plane: c.plane,
-                        ev_value: self.hdr.value_base.wrapping_add(u32::from(ev)),
-                    };
-                    let body = PacketBody::Probe(ProbeRepr {
-                        probe_id: c.probe_id.get(),
-                        ev_index: ev,
-                        plane: c.plane,
-                    });
-                    let p = self.control(now_ns, Psn::new(0), evx, 0, body);
-                    ctrl.push(p);
-                }
+            CsrEvent::SendProbe(c) if self.rx_live() => {
+                let ev = c.ev.get();
+                let evx = EvxRepr {
+                    ev_index: ev,
+                    plane: c.plane,
+                    ev_value: self.hdr.value_base.wrapping_add(u32::from(ev)),
+                };
+                let body = PacketBody::Probe(ProbeRepr {
+                    probe_id: c.probe_id.get(),
+                    ev_index: ev,
+                    plane: c.plane,
+                });
+                let p = self.control(now_ns, Psn::new(0), evx, 0, body);
+                ctrl.push(p);
             }
             // (NIC-wide and host-interface commands are not a QP's)
             _ => {}
