@@ -425,7 +425,7 @@ mod tests {
     #[test]
     fn descriptor_and_repr_paths_agree() {
         std::thread::Builder::new()
-            .stack_size(16 << 20)
+            .stack_size(8 << 20)
             .spawn(paths_agree)
             .unwrap()
             .join()
@@ -458,7 +458,7 @@ mod tests {
     #[test]
     fn fast_paths_match_the_general_paths() {
         std::thread::Builder::new()
-            .stack_size(16 << 20)
+            .stack_size(8 << 20)
             .spawn(fast_and_general_agree)
             .unwrap()
             .join()
