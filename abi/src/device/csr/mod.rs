@@ -29,6 +29,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 use super::{all_zero, EvState, QPN_LIMIT};
 
 mod entries;
+mod qpn_word;
 pub use entries::*;
 
 /// Size of one CSR entry.

@@ -458,3 +458,39 @@ fn reserved_masks_cover_the_rsvd_fields() {
         }
     }
 }
+
+/// `has_qpn_word` names exactly the kinds whose decoded entry has a QPN, other than `PostCqe`,
+/// and `qpn_word` reads that QPN.
+#[test]
+fn the_qpn_word_is_the_decoded_qpn() {
+    let samples = [
+        CsrEvent::TxStart(TxStart::new(5, crate::Psn::new(1))),
+        CsrEvent::PortEvent(PortEventEntry::new(1, 1, true, 1)),
+        CsrEvent::PlaneDown(PlaneDown::new(2)),
+        CsrEvent::TailProbe(TailProbe::new(5)),
+        CsrEvent::RegionWrite(RegionWrite::remove(5)),
+        CsrEvent::QpState(QpStateEntry::new(5, QP_RESET)),
+    ];
+    for s in samples {
+        let mut e = s.encode();
+        assert_eq!(
+            CsrKind::has_qpn_word(e.kind_code()),
+            s.qpn().is_some(),
+            "{s:?}"
+        );
+        if let Some(q) = s.qpn() {
+            assert_eq!(e.qpn_word(), q);
+            e.set_qpn_word(q + 1);
+            assert_eq!(e.decode().unwrap().qpn(), Some(q + 1));
+        }
+    }
+    for k in CsrKind::ALL {
+        assert_eq!(
+            CsrKind::has_qpn_word(k as u8),
+            CsrKind::WITH_QPN_WORD.contains(&k),
+            "{k:?}"
+        );
+    }
+    assert!(!CsrKind::has_qpn_word(CsrKind::PostCqe as u8));
+    assert!(!CsrKind::has_qpn_word(0x41) && !CsrKind::has_qpn_word(0xC1));
+}

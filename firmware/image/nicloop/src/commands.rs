@@ -12,7 +12,6 @@ use mrc_firmware::csr_queue::CsrQueue;
 use mrc_firmware::engine::ev_state::EvReason;
 use mrc_firmware::engine::{Completion, CompletionError, CompletionKind};
 
-use crate::qpn::{has_qpn, qpn_of, set_qpn};
 use crate::{Fw, LoopCounters, NicAdmin, LOOP_QUEUE};
 
 const COMPLETE: u8 = CsrKind::Complete as u8;
@@ -60,9 +59,9 @@ impl<C: Capacity> Fw<C> {
         if kind == EV_EVENT {
             return self.ev_event(&e, admin);
         }
-        if has_qpn(kind) {
-            match self.map.device(qpn_of(&e)) {
-                Some(d) => set_qpn(&mut e, d),
+        if CsrKind::has_qpn_word(kind) {
+            match self.map.device(e.qpn_word()) {
+                Some(d) => e.set_qpn_word(d),
                 None => {
                     self.counters.unknown_qpn += 1;
                     return None;

@@ -3,7 +3,6 @@
 use mrc_abi::device::csr::{CsrEntry, CsrKind, PortEventEntry, RxDrops, TxDone, WimmPlaced};
 use mrc_firmware::capacity::Capacity;
 
-use crate::qpn::{has_qpn, qpn_of, set_qpn};
 use crate::{Fw, NicAdmin, WimmNote, BUDGET};
 
 const TX_DONE: u8 = CsrKind::TxDone as u8;
@@ -36,9 +35,9 @@ impl<C: Capacity> Fw<C> {
         let mut m = 0;
         for i in 0..n {
             let mut e = buf[i];
-            if has_qpn(e.kind_code()) {
-                match self.map.engine(qpn_of(&e)) {
-                    Some(q) => set_qpn(&mut e, q),
+            if CsrKind::has_qpn_word(e.kind_code()) {
+                match self.map.engine(e.qpn_word()) {
+                    Some(q) => e.set_qpn_word(q),
                     None => continue,
                 }
             }
