@@ -141,6 +141,25 @@ fn json_has_the_schema_fields_and_is_deterministic() {
         }
         assert_eq!(t["flows_completed"], 8);
         assert!(t["drops"].is_object());
+        // One hardware report per NIC of the MRC NIC model; RoCE runs its own model.
+        let nics = t["nics"].as_array().unwrap();
+        if t["name"] == "roce-ecmp" {
+            assert!(nics.is_empty());
+        } else {
+            assert_eq!(nics.len(), 8, "{}", t["name"]);
+            for key in [
+                "host",
+                "core_utilisation",
+                "csr_queue_max_depth",
+                "pcie_tx_utilisation",
+                "pcie_rx_utilisation",
+                "doorbells",
+                "dma_bytes",
+                "datapath",
+            ] {
+                assert!(!nics[0][key].is_null(), "{}: nics[].{key}", t["name"]);
+            }
+        }
     }
     // Same seed, same JSON (the wall clock aside).
     let mut b = json_of(&["run", "tiny", "--seed", "7"], "b.json");

@@ -147,6 +147,10 @@ pub struct NicCounters {
     pub fw_commands: u64,
     /// Most reports waiting for a firmware core at once (with a firmware cost).
     pub fw_queue_max: u64,
+    /// Firmware core time spent on reports (all cores; with a firmware cost).
+    pub fw_busy: Duration,
+    /// Doorbell writes: each time the host posted work requests to a QP.
+    pub doorbells: u64,
 }
 
 /// Why a NIC could not be set up.

@@ -88,6 +88,10 @@ pub(crate) struct DmaQueue {
     free_at: Time,
     /// Payload bytes of the queued packets.
     pub bytes: u64,
+    /// Payload bytes read so far.
+    pub moved: u64,
+    /// Time the read engine spent moving them.
+    pub busy: Duration,
 }
 
 impl DmaQueue {
@@ -95,7 +99,10 @@ impl DmaQueue {
     pub fn push(&mut self, cfg: &PcieConfig, now: Time, shard: usize, tx: Packet) -> Time {
         let len = tx.payload_len;
         let start = self.free_at.max(now);
-        self.free_at = start.saturating_add(cfg.transfer(u64::from(len)));
+        let transfer = cfg.transfer(u64::from(len));
+        self.free_at = start.saturating_add(transfer);
+        self.busy = self.busy.saturating_add(transfer);
+        self.moved += u64::from(len);
         let ready = self
             .free_at
             .saturating_add(Duration::from_ns(cfg.dma_read_ns))

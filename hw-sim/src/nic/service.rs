@@ -212,6 +212,7 @@ impl Nic {
                 };
                 let done = (*core).max(now).saturating_add(cost);
                 *core = done;
+                self.counters.fw_busy = self.counters.fw_busy.saturating_add(cost);
                 self.fw_q.push_back((done, k, *e));
             }
         }

@@ -35,6 +35,8 @@ impl Nic {
             }
             return;
         }
+        // One doorbell write covers the work requests posted together.
+        let mut rung = false;
         while let Some(&fi) = queue.front() {
             let Some(f) = self.flows.flows.get_mut(fi as usize) else {
                 queue.pop_front();
@@ -56,6 +58,10 @@ impl Nic {
             };
             if e.post_send(slot, wr).is_err() {
                 return; // send queue full: retried after the next completion
+            }
+            if !rung {
+                rung = true;
+                self.counters.doorbells += 1;
             }
             if let Some(r) = self.shard_ready.get_mut(shard) {
                 *r = true;

@@ -14,6 +14,10 @@
 //!                     "fct_us": { "p50", "p99", "max" }, "max_stall_us", "retransmits",
 //!                     "data_packets_sent", "ev_state_changes", "drops": { cause: n },
 //!                     "trims", "ecn_marks", ...,
+//!                     "nics": [ { "host", "core_utilisation", "csr_queue_max_depth",
+//!                                 "pcie_tx_utilisation", "pcie_rx_utilisation", "doorbells",
+//!                                 "dma_bytes", "datapath": [ { "block", "occupancy",
+//!                                 "backpressure_cycles" } ] } ] (one per MRC NIC),
 //!                     "fcts_us": [sorted FCTs of the completed flows],
 //!                     "goodput_gbps": { "sample_us", "points": [[t_us, Gb/s], ...] } } ],
 //!   "wall_clock": { "seconds": { transport: s },
@@ -74,6 +78,7 @@ fn report(r: &RunReport) -> Value {
         "fabric_conserved": r.conserved,
         "events": r.events,
         "bad_events": r.bad_events,
+        "nics": serde_json::to_value(&r.nics).unwrap_or(Value::Null),
     })
 }
 

@@ -3,12 +3,13 @@
 use crate::core::sim::Simulator;
 use crate::core::time::{Duration, Time};
 use crate::fabric::{DropCause, FabricTotals};
+use crate::nic::NicReport;
 use crate::workload::{CollectiveResult, FlowResult};
 
 use super::{Scenario, World};
 
 /// The figures of one run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunReport {
     /// Transport name.
     pub transport: &'static str,
@@ -81,6 +82,8 @@ pub struct RunReport {
     pub events: u64,
     /// Events nobody could handle (a model bug if non-zero).
     pub bad_events: u64,
+    /// Per NIC of the MRC NIC model, its hardware over the run (empty for `roce-ecmp`).
+    pub nics: Vec<NicReport>,
 }
 
 impl RunReport {
@@ -205,6 +208,7 @@ impl RunReport {
             conserved: totals.conserved(),
             events: sim.stats().events,
             bad_events: w.bad_events + w.fabric.bad_events(),
+            nics: w.nics.iter().map(|n| n.report(sim.now())).collect(),
         }
     }
 
@@ -276,6 +280,29 @@ pub fn format_table(reports: &[RunReport]) -> String {
     row("NIC rx dropped", &|r| r.nic_rx_dropped.to_string());
     row("fabric conserved", &|r| r.conserved.to_string());
     row("events", &|r| r.events.to_string());
+    let busiest = |r: &RunReport, f: &dyn Fn(&NicReport) -> f64| {
+        r.nics
+            .iter()
+            .map(f)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+            .map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0))
+    };
+    row("NIC cores busy (busiest NIC)", &|r| {
+        busiest(r, &|n| n.firmware.core_utilisation)
+    });
+    row("NIC CSR queue depth (max)", &|r| {
+        r.nics
+            .iter()
+            .map(|n| n.firmware.csr_queue_max_depth)
+            .max()
+            .map_or_else(|| "-".to_string(), |v| v.to_string())
+    });
+    row("PCIe NIC->host busy (busiest)", &|r| {
+        busiest(r, &|n| n.pcie.pcie_tx_utilisation)
+    });
+    row("PCIe host->NIC busy (busiest)", &|r| {
+        busiest(r, &|n| n.pcie.pcie_rx_utilisation)
+    });
     let w0 = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     let wc = rows
         .iter()
