@@ -338,6 +338,60 @@ const POST_BATCH: usize = 16;
 /// Longest request list walked (a cycle in `next` is an error, not a hang).
 const MAX_CHAIN: usize = 1 << 20;
 
+/// Walks the caller's NULL-terminated request list from `first` and posts it in batches of
+/// [`POST_BATCH`], for `mrc_post_send` and `mrc_post_recv` alike.
+///
+/// `read` reads one request (the caller's memory, read unaligned) and checks what can be
+/// checked without the device, returning the converted request and the list's `next`; `post`
+/// posts a batch, returning the index of the request that failed. The requests before the
+/// first bad one are posted, in order; the error names the bad one (a request that could not
+/// be read, one `post` refused, or the one past [`MAX_CHAIN`]).
+fn post_list<W: Copy, R>(
+    first: *mut W,
+    mut read: impl FnMut(&W) -> Result<(R, *mut W), CapiError>,
+    mut post: impl FnMut(&[R]) -> Result<(), (usize, CapiError)>,
+) -> Result<(), (*mut W, CapiError)> {
+    if first.is_null() {
+        return Err((first, CapiError::inval("wr is NULL")));
+    }
+    let mut cur = first;
+    let mut walked = 0usize;
+    while !cur.is_null() {
+        let mut ptrs = [std::ptr::null_mut::<W>(); POST_BATCH];
+        let mut batch: heapless::Vec<R, POST_BATCH> = heapless::Vec::new();
+        let mut stop = None;
+        while !cur.is_null() && !batch.is_full() {
+            walked += 1;
+            if walked > MAX_CHAIN {
+                stop = Some(CapiError::inval(format!(
+                    "the wr list is longer than {MAX_CHAIN} requests (a cycle?)"
+                )));
+                break;
+            }
+            // SAFETY: a request of the caller's NULL-terminated list (header contract).
+            let w = unsafe { cur.read_unaligned() };
+            match read(&w) {
+                Ok((r, next)) => {
+                    ptrs[batch.len()] = cur;
+                    let _ = batch.push(r);
+                    cur = next;
+                }
+                Err(e) => {
+                    stop = Some(e);
+                    break;
+                }
+            }
+        }
+        if !batch.is_empty() {
+            post(&batch).map_err(|(k, e)| (ptrs[k.min(batch.len() - 1)], e))?;
+        }
+        if let Some(e) = stop {
+            return Err((cur, e));
+        }
+    }
+    Ok(())
+}
+
 /// `mrc_post_send`: the requests before the first bad one are posted; `*bad_wr` names it.
 #[no_mangle]
 pub extern "C" fn mrc_post_send(
@@ -348,82 +402,47 @@ pub extern "C" fn mrc_post_send(
     let mut failed: *mut ibv_send_wr = wr;
     let rc = ret_errno("mrc_post_send", || {
         let q = qp::qp(token(qp))?;
-        if wr.is_null() {
-            return Err(CapiError::inval("wr is NULL"));
-        }
-        let mut cur = wr;
-        let mut walked = 0usize;
-        while !cur.is_null() {
-            // Read up to POST_BATCH requests, stopping before one that cannot be read.
-            type Read = (
-                ibv_send_wr,
-                *mut ibv_send_wr,
-                [ibv_sge; MAX_SEND_SGE],
-                usize,
-            );
-            let mut batch: heapless::Vec<Read, POST_BATCH> = heapless::Vec::new();
-            let mut stop: Option<(*mut ibv_send_wr, CapiError)> = None;
-            let mut p = cur;
-            while !p.is_null() && !batch.is_full() {
-                walked += 1;
-                if walked > MAX_CHAIN {
-                    stop = Some((
-                        p,
-                        CapiError::inval(format!(
-                            "the wr list is longer than {MAX_CHAIN} requests (a cycle?)"
-                        )),
-                    ));
-                    break;
-                }
-                // SAFETY: a request of the caller's NULL-terminated list (header contract).
-                let w = unsafe { p.read_unaligned() };
-                let n = usize::try_from(w.num_sge).unwrap_or(usize::MAX);
-                if n > MAX_SEND_SGE || (n > 0 && w.sg_list.is_null()) {
-                    stop = Some((
-                        p,
-                        CapiError::inval(format!(
-                            "wr_id {:#x}: num_sge {} (at most {MAX_SEND_SGE}) with sg_list {:p}",
-                            w.wr_id, w.num_sge, w.sg_list
-                        )),
-                    ));
-                    break;
-                }
-                let mut sges = [ibv_sge::default(); MAX_SEND_SGE];
-                for (k, s) in sges.iter_mut().enumerate().take(n) {
-                    // SAFETY: `sg_list` holds `num_sge` (checked, non-NULL) entries.
-                    *s = unsafe { w.sg_list.add(k).read_unaligned() };
-                }
-                let _ = batch.push((w, p, sges, n));
-                p = w.next;
+        let read = |w: &ibv_send_wr| {
+            let n = usize::try_from(w.num_sge).unwrap_or(usize::MAX);
+            if n > MAX_SEND_SGE || (n > 0 && w.sg_list.is_null()) {
+                return Err(CapiError::inval(format!(
+                    "wr_id {:#x}: num_sge {} (at most {MAX_SEND_SGE}) with sg_list {:p}",
+                    w.wr_id, w.num_sge, w.sg_list
+                )));
             }
+            let mut sges = [ibv_sge::default(); MAX_SEND_SGE];
+            for (k, s) in sges.iter_mut().enumerate().take(n) {
+                // SAFETY: `sg_list` holds `num_sge` (checked, non-NULL) entries.
+                *s = unsafe { w.sg_list.add(k).read_unaligned() };
+            }
+            Ok(((*w, sges, n), w.next))
+        };
+        let post = |batch: &[(ibv_send_wr, [ibv_sge; MAX_SEND_SGE], usize)]| {
             let mut stores: [SgeStore; POST_BATCH] = Default::default();
             let mut wrs: heapless::Vec<mrc_driver::api::SendWr<'_>, POST_BATCH> =
                 heapless::Vec::new();
-            for ((w, at, sges, n), store) in batch.iter().zip(stores.iter_mut()) {
+            let mut bad = None;
+            for (k, ((w, sges, n), store)) in batch.iter().zip(stores.iter_mut()).enumerate() {
                 match qp::convert_send(&q, w, &sges[..*n], store) {
                     Ok(x) => {
                         let _ = wrs.push(x);
                     }
                     Err(e) => {
-                        // Earlier in the list than a read failure: it wins.
-                        stop = Some((*at, e));
+                        bad = Some((k, e));
                         break;
                     }
                 }
             }
+            // The requests before one that does not convert are posted first.
             if !wrs.is_empty() {
-                if let Err((k, e)) = q.post_send(&wrs) {
-                    failed = batch[k].1;
-                    return Err(e);
-                }
+                q.post_send(&wrs)?;
             }
-            if let Some((at, e)) = stop {
-                failed = at;
-                return Err(e);
-            }
-            cur = p;
-        }
-        Ok(())
+            bad.map_or(Ok(()), Err)
+        };
+        post_list(wr, read, post).map_err(|(at, e)| {
+            failed = at;
+            e
+        })
     });
     super::report_bad_wr(rc, bad_wr, failed)
 }
@@ -438,47 +457,14 @@ pub extern "C" fn mrc_post_recv(
     let mut failed: *mut ibv_recv_wr = wr;
     let rc = ret_minus_one("mrc_post_recv", || {
         let q = qp::qp(token(qp))?;
-        if wr.is_null() {
-            return Err(CapiError::inval("wr is NULL"));
-        }
-        let mut cur = wr;
-        let mut walked = 0usize;
-        while !cur.is_null() {
-            let mut ptrs = [std::ptr::null_mut::<ibv_recv_wr>(); POST_BATCH];
-            let mut wrs: heapless::Vec<mrc_driver::api::RecvWr, POST_BATCH> = heapless::Vec::new();
-            let mut bad = None;
-            let mut p = cur;
-            while !p.is_null() && wrs.len() < POST_BATCH {
-                walked += 1;
-                if walked > MAX_CHAIN {
-                    failed = p;
-                    return Err(CapiError::inval(format!(
-                        "the wr list is longer than {MAX_CHAIN} (a cycle?)"
-                    )));
-                }
-                // SAFETY: a request of the caller's NULL-terminated list (header contract).
-                let w = unsafe { p.read_unaligned() };
-                if let Err(e) = q.check_recv_sge(w.wr_id, w.num_sge) {
-                    bad = Some((wrs.len(), e, p));
-                    break;
-                }
-                ptrs[wrs.len()] = p;
-                let _ = wrs.push(mrc_driver::api::RecvWr { wr_id: w.wr_id });
-                p = w.next;
-            }
-            if !wrs.is_empty() {
-                if let Err((k, e)) = q.post_recv(&wrs) {
-                    failed = ptrs[k];
-                    return Err(e);
-                }
-            }
-            if let Some((_, e, at)) = bad {
-                failed = at;
-                return Err(e);
-            }
-            cur = p;
-        }
-        Ok(())
+        let read = |w: &ibv_recv_wr| {
+            q.check_recv_sge(w.wr_id, w.num_sge)?;
+            Ok((mrc_driver::api::RecvWr { wr_id: w.wr_id }, w.next))
+        };
+        post_list(wr, read, |batch| q.post_recv(batch)).map_err(|(at, e)| {
+            failed = at;
+            e
+        })
     });
     super::report_bad_wr(rc, bad_wr, failed)
 }
