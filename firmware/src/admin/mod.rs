@@ -510,16 +510,41 @@ pub struct NoEngine;
 
 impl QpEngine for NoEngine {}
 
-/// The firmware engine and the datapath stage of a NIC, as the executor drives them: QPs on
-/// the engine, placement regions in the datapath's table.
-pub struct Core<'a, C: crate::capacity::Capacity> {
-    /// The firmware engine.
-    pub engine: &'a mut Engine<C>,
-    /// The datapath stage.
-    pub datapath: &'a mut crate::datapath::stage::Datapath<C>,
+/// Where a NIC's placement regions live for the executor: the datapath's region table, written
+/// directly ([`crate::datapath::stage::Datapath`]) or through a FW->DP `RegionWrite` entry (the
+/// NIC image's main loop).
+pub trait RegionTable {
+    /// Register a placement region; `false` when the table refuses it.
+    fn register_region(&mut self, region: MemRegion) -> bool;
+    /// Remove the placement region of `rkey`.
+    fn deregister_region(&mut self, rkey: u32);
+    /// Payload bytes per packet of the datapath.
+    fn mtu_payload(&self) -> u32;
 }
 
-impl<C: crate::capacity::Capacity> QpEngine for Core<'_, C> {
+impl<C: crate::capacity::Capacity> RegionTable for crate::datapath::stage::Datapath<C> {
+    fn register_region(&mut self, region: MemRegion) -> bool {
+        crate::datapath::stage::Datapath::register_region(self, region).is_ok()
+    }
+    fn deregister_region(&mut self, rkey: u32) {
+        let _ = crate::datapath::stage::Datapath::deregister_region(self, rkey);
+    }
+    fn mtu_payload(&self) -> u32 {
+        self.config().mtu_payload
+    }
+}
+
+/// The firmware engine and the datapath's region table of a NIC, as the executor drives them:
+/// QPs on the engine (its capacities are what QUERY_LIMITS reports), placement regions in the
+/// region table.
+pub struct Core<'a, C: crate::capacity::Capacity, R: RegionTable> {
+    /// The firmware engine.
+    pub engine: &'a mut Engine<C>,
+    /// The datapath's region table.
+    pub regions: &'a mut R,
+}
+
+impl<C: crate::capacity::Capacity, R: RegionTable> QpEngine for Core<'_, C, R> {
     fn create_qp(&mut self) -> Result<Option<u32>, QpError> {
         self.engine.create_qp().map(Some)
     }
@@ -536,10 +561,10 @@ impl<C: crate::capacity::Capacity> QpEngine for Core<'_, C> {
         let _ = self.engine.destroy_qp(qpn);
     }
     fn register_region(&mut self, region: MemRegion) -> bool {
-        self.datapath.register_region(region).is_ok()
+        self.regions.register_region(region)
     }
     fn deregister_region(&mut self, rkey: u32) {
-        let _ = self.datapath.deregister_region(rkey);
+        self.regions.deregister_region(rkey);
     }
     fn set_ev_allowed(&mut self, now_ns: u64, qpn: u32, ev: u16, allow: bool) {
         // The min-active guard may refuse a denial: the EV stays usable (counted by the
@@ -554,7 +579,7 @@ impl<C: crate::capacity::Capacity> QpEngine for Core<'_, C> {
         }
     }
     fn mtu_payload(&self) -> u32 {
-        self.datapath.config().mtu_payload
+        self.regions.mtu_payload()
     }
     fn qp_limits(&self) -> [u32; 3] {
         [

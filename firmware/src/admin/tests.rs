@@ -101,7 +101,7 @@ fn engine() -> std::boxed::Box<TestEngine> {
 fn run(a: &mut TestAdmin, env: &mut Env, eng: &mut TestEngine, c: AdminCommand) -> Done {
     let mut core = crate::admin::Core {
         engine: &mut eng.fw,
-        datapath: &mut eng.dp,
+        regions: &mut eng.dp,
     };
     let mut cx = Ctx {
         params: &PARAMS,
@@ -338,7 +338,7 @@ proptest! {
             raw[32..].copy_from_slice(&half);
             // A valid opcode half of the time, so the body checks run.
             raw[0] %= 0x50;
-            let mut core = crate::admin::Core { engine: &mut eng.fw, datapath: &mut eng.dp };
+            let mut core = crate::admin::Core { engine: &mut eng.fw, regions: &mut eng.dp };
             let mut cx = Ctx { params: &PARAMS, env: &mut env, engine: &mut core, now_ns: 0 };
             let (reply, _) = a.handle(&raw, &mut cx);
             let _ = reply;

@@ -4,11 +4,10 @@
 use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus};
 use mrc_abi::device::csr::{CsrEvent, RegionWrite, REGION_REMOTE_READ, REGION_REMOTE_WRITE};
 use mrc_abi::device::event::Event;
-use mrc_firmware::admin::{AdminEnv, AdminResult, Ctx, ProbeOutcome, QpEngine};
+use mrc_firmware::admin::{AdminEnv, AdminResult, Core, Ctx, ProbeOutcome, RegionTable};
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::csr_queue::CsrQueue;
 use mrc_firmware::datapath::placement::MemRegion;
-use mrc_firmware::engine::{Engine, QpAttrs, QpError, QpState as EngineState};
 
 use crate::commands::post_event;
 use crate::{
@@ -65,30 +64,14 @@ impl AdminEnv for LoopEnv<'_> {
     }
 }
 
-/// The engine behind the device QPs, and the datapath's region table written through a
-/// FW->DP `RegionWrite` (at most one per command).
-struct LoopQps<'a, C: Capacity> {
-    engine: &'a mut Engine<C>,
+/// The datapath's region table as the loop writes it: through a FW->DP `RegionWrite` (at most
+/// one per command).
+struct RegionCommand {
     region: Option<RegionWrite>,
     mtu_payload: u32,
 }
 
-impl<C: Capacity> QpEngine for LoopQps<'_, C> {
-    fn create_qp(&mut self) -> Result<Option<u32>, QpError> {
-        self.engine.create_qp().map(Some)
-    }
-    fn modify_qp(
-        &mut self,
-        qpn: u32,
-        to: EngineState,
-        attrs: &QpAttrs,
-        now_ns: u64,
-    ) -> Result<(), QpError> {
-        self.engine.modify_qp(qpn, to, attrs, now_ns)
-    }
-    fn destroy_qp(&mut self, qpn: u32) {
-        let _ = self.engine.destroy_qp(qpn);
-    }
+impl RegionTable for RegionCommand {
     fn register_region(&mut self, r: MemRegion) -> bool {
         // The region must not pass the end of the address space (the datapath refuses it),
         // and a command writes one region.
@@ -107,18 +90,6 @@ impl<C: Capacity> QpEngine for LoopQps<'_, C> {
     }
     fn deregister_region(&mut self, rkey: u32) {
         self.region = Some(RegionWrite::remove(rkey));
-    }
-    fn set_ev_allowed(&mut self, now_ns: u64, qpn: u32, ev: u16, allow: bool) {
-        // The min-active guard may refuse a denial: the EV stays usable (counted by the
-        // engine's EV table); the device table still says denied, as the controller asked.
-        let _ = self.engine.set_ev_allowed(now_ns, qpn, ev, allow);
-    }
-    fn plane(&mut self, now_ns: u64, plane: u8, up: bool) {
-        if up {
-            self.engine.handle_plane_up(now_ns, plane);
-        } else {
-            self.engine.handle_plane_down(now_ns, plane);
-        }
     }
     fn mtu_payload(&self) -> u32 {
         self.mtu_payload
@@ -190,10 +161,13 @@ impl<C: Capacity> Fw<C> {
             ports: &mut self.ports,
             counters: &mut self.counters,
         };
-        let mut qps = LoopQps {
-            engine: &mut self.engine,
+        let mut regions = RegionCommand {
             region: None,
             mtu_payload: self.mtu_payload,
+        };
+        let mut qps = Core {
+            engine: &mut self.engine,
+            regions: &mut regions,
         };
         let mut cx = Ctx {
             params: &NIC_PARAMS,
@@ -203,7 +177,7 @@ impl<C: Capacity> Fw<C> {
         };
         // A QP entering ERROR: the engine flushes its work requests with completions itself.
         let (reply, _) = admin.handle(raw, &mut cx);
-        let region = qps.region;
+        let region = regions.region;
         self.map.update(admin);
         (reply, region)
     }

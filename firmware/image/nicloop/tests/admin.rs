@@ -21,10 +21,11 @@ use mrc_abi::device::csr::{CsrEvent, LossEntry, PostCqe, WimmPlaced, LOSS_REORDE
 use mrc_abi::device::event::Event;
 use mrc_abi::device::EvState;
 use mrc_abi::Psn;
+use mrc_firmware::capacity::Capacity;
 use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
 use mrc_firmware::datapath::stage::DpState;
 use mrc_firmware::engine::QpState as EngineState;
-use mrc_nicloop::{LoopConfig, NicAdmin, NicLoop, FW_VERSION};
+use mrc_nicloop::{LoopConfig, NicAdmin, NicCapacity, NicLoop, FW_VERSION};
 
 struct Nic {
     lp: Box<NicLoop>,
@@ -264,6 +265,15 @@ fn qp_lifecycle_through_admin_commands_moves_a_write_between_two_nics() {
     let mut nics = [Nic::new(1), Nic::new(2)];
     let [a, b] = &mut nics;
     assert_eq!(a.ok(AdminCommand::QueryDevice)[0], u64::from(FW_VERSION));
+    // The engine's per-QP capacities: PSN window, send and receive work requests.
+    let limits = a.ok(AdminCommand::QueryLimits);
+    assert_eq!(
+        limits[..2],
+        [
+            NicCapacity::WINDOW_PSNS as u64,
+            ((NicCapacity::SEND_QUEUE as u64) << 32) | NicCapacity::RECV_QUEUE as u64
+        ]
+    );
     let (_, cq_a, qp_a) = objects(a);
     let (pd_b, cq_b, qp_b) = objects(b);
     // QPs and CQs share the doorbell-page number space.
