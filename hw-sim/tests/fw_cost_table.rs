@@ -64,9 +64,13 @@ fn missing_tool() -> Option<String> {
 
 /// Builds the QEMU image and returns the fw-cost JSON it writes.
 fn measure() -> Value {
+    // (the same environment as the QEMU self-test's build in tools/defmt-dec, so the two
+    // share one build)
     let build = in_image("cargo")
         .args(["build", "--release", "--features", "qemu"])
         .env("CARGO_TARGET_DIR", "target/qemu")
+        .env_remove("RUSTFLAGS")
+        .env("DEFMT_LOG", "info")
         .output()
         .expect("cargo runs");
     assert!(
