@@ -56,7 +56,7 @@ fn a_slow_core_fills_its_ring_and_back_pressures_the_stages() {
     let sc = spec.scenario(Transport::Mrc);
     let off = run(&Scenario {
         firmware: FirmwareConfig::UNTIMED,
-        ..sc.clone()
+        ..sc
     })
     .unwrap();
     for n in &off.nics {
