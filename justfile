@@ -79,6 +79,8 @@ qemu:
 # standing in for the hardware; guest instructions (minstret under -icount shift=0) of the
 # main loop + engine alone, per delivered packet (budget 120) and per event, as one JSON line
 # (also target/fw-cost.json). Fails over budget or when the stream does not deliver.
+# The simulator's firmware cores charge these per-event figures from hw-sim/src/nic/fw_cost.rs;
+# hw-sim/tests/fw_cost_table.rs runs this same measurement and fails when the two drift apart.
 fw-cost:
     cd firmware/image && CARGO_TARGET_DIR=target/qemu cargo build --release --features qemu
     mkdir -p target

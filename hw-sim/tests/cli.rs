@@ -151,6 +151,9 @@ fn json_has_the_schema_fields_and_is_deterministic() {
                 "host",
                 "core_utilisation",
                 "csr_queue_max_depth",
+                "csr_backpressure",
+                "rx_refused",
+                "core_steps",
                 "pcie_tx_utilisation",
                 "pcie_rx_utilisation",
                 "doorbells",
@@ -158,6 +161,14 @@ fn json_has_the_schema_fields_and_is_deterministic() {
                 "datapath",
             ] {
                 assert!(!nics[0][key].is_null(), "{}: nics[].{key}", t["name"]);
+            }
+            // Firmware time is on by default: the cores of every NIC that sent were busy, and
+            // no core's CSR ring held more than its 32 entries.
+            for n in nics {
+                let u = n["core_utilisation"].as_f64().unwrap();
+                assert!(u > 0.0 && u <= 1.0, "{}: core_utilisation {u}", t["name"]);
+                let depth = n["csr_queue_max_depth"].as_u64().unwrap();
+                assert!((1..=32).contains(&depth), "{}: depth {depth}", t["name"]);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Scenario files: the built-ins, validation errors (exact messages), the default's one source,
 //! and the observed run agreeing with the plain one.
 
-use mrc_sim::nic::Transport;
+use mrc_sim::nic::{FirmwareConfig, Transport};
 use mrc_sim::output::{self, json};
 use mrc_sim::run::{run, run_observed, Scenario};
 use mrc_sim::scenario::{ScenarioSpec, BUILTIN};
@@ -95,6 +95,46 @@ fn unknown_key() {
     assert_eq!(
         err(&DEFAULT.replace("kmin_bytes = 37_350", "kmin_bytes = 37_350, x = 1")),
         "s.toml: line 29: fabric.queue.ecn.x: unknown key (expected `kmin_bytes` or `kmax_bytes`)"
+    );
+}
+
+/// `[nic.firmware]`: the cores, their clock and CPI; the retired `ns_per_event` says what
+/// replaced it.
+#[test]
+fn firmware_keys() {
+    let with = |body: &str| {
+        DEFAULT.replace(
+            "retry_cnt = 24",
+            &format!("retry_cnt = 24\n\n[nic.firmware]\n{body}"),
+        )
+    };
+    let e = err(&with("cores = 2\nns_per_event = 500"));
+    assert!(
+        e.contains("nic.firmware.ns_per_event: no longer a key")
+            && e.contains("cost table")
+            && e.contains("`cores`, `clock_mhz` and `cpi`"),
+        "{e}"
+    );
+    assert!(err(&with("cores = 0")).contains("nic.firmware.cores: must be 1..=64"));
+    assert!(err(&with("clock_mhz = 0")).contains("nic.firmware.clock_mhz: must be 1..=10000"));
+    assert!(err(&with("cpi = 0.1")).contains("cpi 0.1 is out of range 0.25..=16"));
+    let spec =
+        ScenarioSpec::parse("s.toml", &with("cores = 8\nclock_mhz = 1500\ncpi = 1.5")).unwrap();
+    let f = spec.scenario(Transport::Mrc).firmware;
+    assert_eq!(
+        (f.cores, f.clock_mhz, f.cpi.get(), f.timed),
+        (8, 1500, 1.5, true)
+    );
+    let spec = ScenarioSpec::parse("s.toml", &with("timed = false")).unwrap();
+    assert_eq!(
+        spec.scenario(Transport::Mrc).firmware,
+        FirmwareConfig::UNTIMED
+    );
+    // Absent: the default cores, timed.
+    let spec = ScenarioSpec::parse("s.toml", DEFAULT).unwrap();
+    assert_eq!(
+        spec.scenario(Transport::Mrc).firmware,
+        FirmwareConfig::DEFAULT
     );
 }
 

@@ -384,43 +384,51 @@ fn pcie_read_bandwidth_caps_the_nic_and_latency_adds_to_fcts() {
 
 #[test]
 fn firmware_core_time_delays_the_firmware_and_loses_nothing() {
-    use mrc_sim::nic::FirmwareCost;
+    use mrc_sim::nic::FirmwareConfig;
     let w = workloads()[0];
-    let free = run(&tiny(Transport::Mrc, w)).unwrap();
+    let free = run(&Scenario {
+        firmware: FirmwareConfig::UNTIMED,
+        ..tiny(Transport::Mrc, w)
+    })
+    .unwrap();
+    // One slow core (100 MHz): every report costs microseconds of core time.
+    let slow = FirmwareConfig {
+        cores: 1,
+        clock_mhz: 100,
+        ..FirmwareConfig::DEFAULT
+    };
     let busy = run(&Scenario {
-        firmware: FirmwareCost {
-            cores: 1,
-            ns_per_event: 2_000,
-        },
+        firmware: slow,
         ..tiny(Transport::Mrc, w)
     })
     .unwrap();
     assert_eq!(busy.completed, busy.flows);
     assert_eq!(busy.acked_bytes, free.acked_bytes);
     assert!(busy.conserved);
-    // One core at 2 us per datapath report is slower than the reports come (an ACK summary
-    // per 16 packets, send reports per message): they queue for the core, and the windows,
-    // retransmission orders and completions they lead to come later.
+    // Reports queue for the core, and the windows, retransmission orders and completions they
+    // lead to come later.
     assert!(
         busy.completion > free.completion,
         "{:?} <= {:?}",
         busy.completion,
         free.completion
     );
-    // Four cores keep up: less delay.
-    let four = run(&Scenario {
-        firmware: FirmwareCost {
-            cores: 4,
-            ns_per_event: 2_000,
-        },
-        ..tiny(Transport::Mrc, w)
-    })
-    .unwrap();
+    let util = |r: &mrc_sim::run::RunReport| {
+        r.nics
+            .iter()
+            .map(|n| n.firmware.core_utilisation)
+            .fold(0.0, f64::max)
+    };
+    assert_eq!(util(&free), 0.0, "no cores with firmware time off");
+    assert!(util(&busy) > 0.0);
+    // Four cores at 1 GHz (the default) keep up better: less delay, less busy.
+    let four = run(&tiny(Transport::Mrc, w)).unwrap();
     assert!(
         four.completion < busy.completion,
-        "free {:?}, one core {:?}, four {:?}",
+        "free {:?}, one slow core {:?}, four {:?}",
         free.completion,
         busy.completion,
         four.completion
     );
+    assert!(util(&four) > 0.0 && util(&four) < util(&busy));
 }

@@ -396,6 +396,8 @@ mod csr_rings {
     /// log2 of the entries of each CSR ring (32 entries, 1 KiB of DTCM per ring).
     const RING_LOG2: u8 = 5;
     const RING_ENTRIES: usize = 1 << RING_LOG2;
+    // (the loop's step budget and the simulator's firmware cores assume this depth)
+    const _: () = assert!(RING_ENTRIES == mrc_nicloop::RING_ENTRIES);
     const WORDS: usize = ENTRY_BYTES / 4;
 
     const BASE: usize = offset_of!(CsrQueueRegs, base);

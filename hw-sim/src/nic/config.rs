@@ -2,6 +2,7 @@
 
 use mrc_abi::wire::EvFormat;
 
+use super::cores::FirmwareConfig;
 use super::pcie::PcieConfig;
 use crate::core::time::Duration;
 
@@ -90,25 +91,8 @@ pub struct NicConfig {
     pub seed: u64,
     /// Host interface timing.
     pub pcie: PcieConfig,
-    /// Firmware core time per datapath report.
-    pub firmware: FirmwareCost,
-}
-
-/// Firmware core time: every report a datapath stage makes for its firmware (an ACK summary, a
-/// loss, a NACK, a send started or done, a placed immediate, ...) occupies one of `cores` cores
-/// for `ns_per_event`; the engine takes the report when that time ends, and its commands
-/// (retransmission orders, windows, EV table writes, completions) reach the stage then. Reports
-/// queue, in order, while every core is busy. Timer expiries and the NIC's own calls into the
-/// engine (shared route knowledge, setup) are not charged. `ns_per_event = 0` (the default)
-/// runs the firmware in zero time. `just fw-cost` measures the NIC image's guest instructions
-/// per event of each kind, from which a scenario can derive `ns_per_event` for its core.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FirmwareCost {
-    /// Cores running the firmware engine (>= 1 when `ns_per_event > 0`).
-    pub cores: u8,
-    /// Core time per datapath report (ns).
-    pub ns_per_event: u64,
+    /// The firmware cores (module `cores`).
+    pub firmware: FirmwareConfig,
 }
 
 /// Per-NIC counters of the model itself (the engine has its own).
@@ -130,8 +114,9 @@ pub struct NicCounters {
     pub bad_payload: u64,
     /// Deliveries naming a QPN this NIC does not have (dropped).
     pub unknown_qpn: u64,
-    /// Deliveries a stage would not take even after its reports moved on (dropped): a model
-    /// bug if non-zero.
+    /// Deliveries a stage would not take even after its reports moved on (dropped): its
+    /// event buffer was full and its firmware core's CSR ring had no room (back-pressure
+    /// reached the port: an RX FIFO overflow).
     pub rx_refused: u64,
     /// Packets the fabric refused (unknown host or plane): a model bug if non-zero.
     pub inject_errors: u64,
@@ -145,10 +130,9 @@ pub struct NicCounters {
     pub fw_events: u64,
     /// Commands the engines gave the stages (FW->DP CSR entries, host writes included).
     pub fw_commands: u64,
-    /// Most reports waiting for a firmware core at once (with a firmware cost).
-    pub fw_queue_max: u64,
-    /// Firmware core time spent on reports (all cores; with a firmware cost).
-    pub fw_busy: Duration,
+    /// DP->FW reports a stage had to keep because its firmware core's CSR ring was full, each
+    /// counted once (firmware time on; back-pressure, nothing dropped).
+    pub csr_held: u64,
     /// Doorbell writes: each time the host posted work requests to a QP.
     pub doorbells: u64,
 }

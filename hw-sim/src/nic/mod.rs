@@ -62,14 +62,19 @@
 //! - **Host interface** ([`PcieConfig`]): a released flow's work requests reach the stage
 //!   after the doorbell and WQE fetch; a data packet leaves only once its payload read
 //!   completed (latency, bandwidth).
-//! - **Firmware cores** ([`FirmwareCost`], off by default): every report the stages make
-//!   occupies one of N cores for a fixed time; the engine takes it, and its commands reach the
-//!   stage, when that time ends.
+//! - **Firmware cores** ([`FirmwareConfig`], module `cores`): each shard's firmware is the NIC
+//!   image's main loop (`mrc-nicloop`), run on one of N cores (4 at 1 GHz by default); each
+//!   step of a loop costs core cycles from the cost table ([`fw_cost`]: guest instructions
+//!   measured on the image under QEMU, times a CPI). Reports wait in a core's 32-entry CSR
+//!   ring while it is busy; a full ring holds them in the stage, which then stops taking
+//!   packets and sending.
 //!
 //! Not modelled (yet): the datapath's cycle counts, host CPU and memory.
 
 mod config;
+mod cores;
 mod flows;
+pub mod fw_cost;
 mod pair;
 mod pcie;
 mod plan;
@@ -81,7 +86,8 @@ mod side;
 mod tx;
 pub mod wire;
 
-pub use config::{FirmwareCost, NicConfig, NicCounters, NicError, Transport};
+pub use config::{NicConfig, NicCounters, NicError, Transport};
+pub use cores::{Cpi, FirmwareConfig, MAX_CORES};
 pub(crate) use pair::{HostWrite, Pair};
 pub use pcie::PcieConfig;
 pub use plan::{Peer, QpPlan};
@@ -92,7 +98,6 @@ use shard::Shard;
 pub use shard::{NarrowShard, WideShard, EVS, MAX_PLANES, NARROW_QPS, SHARD_QPS, WIN};
 use side::SideTable;
 
-use mrc_abi::device::csr::CsrEntry;
 use mrc_abi::wire::EvFormat;
 pub use mrc_firmware::datapath::packet::Packet as StagePacket;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
@@ -107,8 +112,8 @@ use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::{Duration, Time, PS_PER_NS, PS_PER_S};
 use crate::fabric::{Fabric, PortId};
 use crate::workload::{Flow, FlowResult};
+use cores::Core;
 use flows::FlowTable;
-use std::collections::VecDeque;
 
 pub mod roce;
 pub mod spray;
@@ -143,7 +148,7 @@ pub mod ev {
     pub const TIMER: u32 = 2;
     /// The head packet's payload read completed: send what is ready.
     pub const DMA: u32 = 3;
-    /// A firmware core finished a report: the engine takes it.
+    /// A firmware core's step ended, or an engine timer of an idle core is due.
     pub const FIRMWARE: u32 = 4;
 }
 
@@ -201,16 +206,13 @@ pub struct Nic {
     ports: [PortId; MAX_PLANES],
     dma: pcie::DmaQueue,
     dma_armed: Option<Time>,
-    /// Per firmware core: busy until.
-    fw_free: Vec<Time>,
-    /// Reports on the firmware cores, in the order they finish: (done, shard, entry).
-    fw_q: VecDeque<(Time, usize, CsrEntry)>,
-    fw_armed: Option<Time>,
+    /// The firmware cores (firmware time on; module `cores`).
+    cores: Vec<Core>,
+    /// Their number (1 with firmware time off).
+    cores_len: usize,
     touched: Vec<u32>,
     /// What the engines wrote for the host, not acted on yet (QPNs NIC-wide).
     host_writes: Vec<HostWrite>,
-    /// Scratch: a run of one shard's reports whose core time ended.
-    fw_buf: Vec<CsrEntry>,
     /// QPs whose stall bookkeeping is due (they sent, heard or got work).
     stall_dirty: Vec<u32>,
     /// Scratch: (QPN, EV, answered) of the losses (`false`) and probe replies (`true`) the last
@@ -305,6 +307,11 @@ impl Nic {
     ) -> Result<Nic, NicError> {
         if cfg.planes == 0 || usize::from(cfg.planes) > MAX_PLANES {
             return Err(NicError::Config("planes must be 1..=8"));
+        }
+        if cfg.firmware.check().is_err() {
+            return Err(NicError::Config(
+                "firmware: cores must be 1..=64 and clock_mhz 1..=10000",
+            ));
         }
         if cfg.transport == Transport::RoceEcmp {
             // RoCE is its own NIC model (`roce::RoceNic`); the run picks it.
@@ -460,12 +467,14 @@ impl Nic {
             ports: [PortId(0); MAX_PLANES],
             dma: pcie::DmaQueue::default(),
             dma_armed: None,
-            fw_free: vec![Time::ZERO; usize::from(cfg.firmware.cores.max(1))],
-            fw_q: VecDeque::new(),
-            fw_armed: None,
+            cores: if cfg.firmware.timed {
+                Core::deal(cfg.firmware.cores, shard_count)
+            } else {
+                Vec::new()
+            },
+            cores_len: usize::from(cfg.firmware.cores.max(1)),
             touched: Vec::new(),
             host_writes: Vec::new(),
-            fw_buf: Vec::new(),
             stall_dirty: Vec::new(),
             losses: Vec::new(),
             spray: (cfg.transport == Transport::SprayOblivious)
@@ -670,7 +679,12 @@ impl Nic {
         dirty.dedup();
         for &k in &dirty {
             if let (Some(e), Some(d)) = (self.shards.get_mut(k), self.shard_deadline.get_mut(k)) {
-                *d = e.poll_timeout();
+                // (firmware time on: the loop's timers are its core's, `cores`)
+                *d = if self.cfg.firmware.timed {
+                    e.dp_deadline()
+                } else {
+                    e.poll_timeout()
+                };
             }
         }
         dirty.clear();

@@ -1,15 +1,17 @@
-//! One datapath stage and its firmware engine, joined by their CSR queues: what a simulated
-//! NIC (or one shard of it) is built from.
+//! One datapath stage and its firmware, the NIC image's main loop ([`NicLoop`], crate
+//! `mrc-nicloop`: the same code the image links) around the engine, joined by their CSR
+//! queues: what a simulated NIC (or one shard of it) is built from.
 //!
 //! Entries move between the two halves only here:
 //!
-//! - [`Pair::pump`] moves them until both halves are quiet, in zero time (no firmware cost):
-//!   the stage's reports into the engine, the engine's commands into the stage, and the
+//! - [`Pair::pump`] moves them until both halves are quiet, in zero time (firmware time off):
+//!   the stage's reports into the loop, the loop's commands into the stage, and the
 //!   completions and EV events the engine wrote for the host out to the caller.
-//! - A caller that charges firmware time takes the stage's reports itself
-//!   ([`Pair::take_events`]), holds each for the core time it costs, then hands it to the
-//!   engine ([`Pair::fw_events`]); the engine's commands reach the stage at once
-//!   ([`Pair::flush_commands`]).
+//! - With firmware time on (module `cores`), a core runs the loop's steps: it takes the
+//!   stage's reports off its CSR queue ([`Pair::take_events`] put them there), hands them to
+//!   the loop ([`Pair::fw_take`]), runs the loop's due timers ([`Pair::fw_timers`]) and
+//!   collects its commands ([`Pair::fw_commands`]), all at the step's start; the commands
+//!   reach the stage when the step's core time ends ([`Pair::dp_commands`]).
 
 use mrc_abi::device::csr::{CsrEntry, CsrEvent};
 use mrc_firmware::capacity::Capacity;
@@ -17,6 +19,7 @@ use mrc_firmware::datapath::packet::{Packet, RxVerdict};
 use mrc_firmware::datapath::stage::{Datapath, DatapathConfig};
 use mrc_firmware::engine::ev_state::{EvReason, EvState};
 use mrc_firmware::engine::{Completion, Engine, EngineConfig, EngineError};
+use mrc_nicloop::{LoopConfig, NicLoop};
 
 /// What the engine wrote for the host that a NIC model acts on (QPNs are the engine's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,12 +40,12 @@ const BATCH: usize = 16;
 /// Engine timer calls per [`Pair::handle_timeout`] at most.
 const TIMER_CALLS: usize = 64;
 
-/// One datapath stage and its firmware engine.
+/// One datapath stage and its firmware main loop.
 pub(crate) struct Pair<C: Capacity> {
     pub(crate) dp: Box<Datapath<C>>,
-    /// The engine (changed only through [`Pair::fw_mut`] and the methods here, which keep
-    /// `fw_deadline` current).
-    fw: Box<Engine<C>>,
+    /// The main loop around the engine (changed only through [`Pair::fw_mut`] and the methods
+    /// here, which keep `fw_deadline` current).
+    fw: Box<NicLoop<C>>,
     /// The engine's next deadline, unless `fw_stale` (its timer wheel is looked at only after
     /// the engine took an input).
     fw_deadline: Option<u64>,
@@ -64,11 +67,15 @@ impl<C: Capacity> Pair<C> {
     /// # Errors
     /// The engine's configuration.
     pub(crate) fn new(dp: DatapathConfig, fw: EngineConfig) -> Result<Self, EngineError> {
+        let lcfg = LoopConfig {
+            engine: fw,
+            mtu_payload: dp.mtu_payload,
+        };
         Ok(Pair {
-            // (each boxed on its own: a stage and an engine are built by value, and every
+            // (each boxed on its own: a stage and a loop are built by value, and every
             // struct around them would be another copy on the way to the heap)
             dp: Box::new(Datapath::new(dp)),
-            fw: Box::new(Engine::new(fw)?),
+            fw: Box::new(NicLoop::new(lcfg)?),
             fw_deadline: None,
             fw_stale: true,
             carry: [CsrEntry::ZERO; BATCH],
@@ -82,18 +89,18 @@ impl<C: Capacity> Pair<C> {
 
     /// The engine, to read.
     pub(crate) fn fw(&self) -> &Engine<C> {
-        &self.fw
+        self.fw.engine()
     }
 
     /// The engine, for an input (its next deadline is looked up again).
     pub(crate) fn fw_mut(&mut self) -> &mut Engine<C> {
         self.fw_stale = true;
-        &mut self.fw
+        self.fw.engine_mut()
     }
 
     /// Moves the engine's commands into the stage; host writes go to `host`. Returns whether
     /// any moved.
-    pub(crate) fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
+    fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
         let mut any = false;
         if !self.fw.commands_pending() {
             return false;
@@ -113,25 +120,66 @@ impl<C: Capacity> Pair<C> {
         }
     }
 
-    /// Hands `events` to the engine (its commands flushed whenever it runs short of room).
-    pub(crate) fn fw_events(
+    /// Commands a core step wrote into the stage (they reach it when the step ends); host
+    /// writes go to `host`.
+    pub(crate) fn dp_commands(
         &mut self,
         now_ns: u64,
-        events: &[CsrEntry],
+        cmds: &[CsrEntry],
         host: &mut Vec<HostWrite>,
     ) {
-        self.fw_stale = true;
         let mut done = 0;
-        while done < events.len() {
-            let k = self.fw.handle_events(now_ns, &events[done..]);
-            done += k;
-            self.events_moved += k as u64;
-            // (short of command room: moving the commands out makes room)
-            if !self.flush_commands(now_ns, host) && k == 0 {
-                return; // cannot happen: an empty command queue takes an event
-            }
+        while done < cmds.len() {
+            done += self.dp.handle_commands(now_ns, &cmds[done..]);
+            drain_host(&mut self.dp, &mut self.host_buf, host);
         }
-        self.flush_commands(now_ns, host);
+    }
+
+    /// Step 1 of a core step: `events` into the loop. Returns how many it took from the
+    /// front (fewer when the engine is short of command room: the rest wait for the next
+    /// step, after this one's commands left).
+    pub(crate) fn fw_take(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize {
+        self.fw_stale = true;
+        let k = self.fw.handle_events(now_ns, events);
+        self.events_moved += k as u64;
+        k
+    }
+
+    /// Step 2 of a core step: the loop's timers due at `now_ns`, as many as its command room
+    /// lets run. Returns how many fired.
+    pub(crate) fn fw_timers(&mut self, now_ns: u64) -> u64 {
+        if self.poll_fw_deadline().is_none_or(|t| t > now_ns) {
+            return 0;
+        }
+        self.fw_stale = true;
+        let fired = self.fw.engine().counters().timeouts_fired;
+        self.fw.handle_timeout(now_ns);
+        self.fw.engine().counters().timeouts_fired - fired
+    }
+
+    /// Step 3 of a core step: the loop's commands into the front of `out`. Returns how many.
+    pub(crate) fn fw_commands(&mut self, out: &mut [CsrEntry]) -> usize {
+        if out.is_empty() || !self.fw.commands_pending() {
+            return 0;
+        }
+        let n = self.fw.poll_commands(out);
+        self.commands_moved += n as u64;
+        n
+    }
+
+    /// The loop's next timer deadline (cached while the engine took no input).
+    pub(crate) fn poll_fw_deadline(&mut self) -> Option<u64> {
+        if self.fw_stale {
+            self.fw_deadline = self.fw.poll_timeout();
+            self.fw_stale = false;
+        }
+        self.fw_deadline
+    }
+
+    /// The stage's timers due at `now_ns` (the datapath's alone: with firmware time on, the
+    /// loop's timers run on its core).
+    pub(crate) fn dp_timeout(&mut self, now_ns: u64) {
+        self.dp.handle_timeout(now_ns);
     }
 
     /// Moves entries both ways until both halves are quiet (engine to stage first: that makes
@@ -161,8 +209,14 @@ impl<C: Capacity> Pair<C> {
         }
     }
 
-    /// The stage's reports, oldest first, into the front of `out` (for a caller that holds
-    /// them for firmware time, then hands them to [`Pair::fw_events`]). Returns how many.
+    /// Whether the stage has reports for the firmware (a pump's carried ones included).
+    #[inline]
+    pub(crate) fn has_reports(&self) -> bool {
+        self.carry_len > 0 || self.dp.events_pending() > 0
+    }
+
+    /// The stage's reports, oldest first, into the front of `out` (for a firmware core's CSR
+    /// ring). Returns how many.
     pub(crate) fn take_events(&mut self, out: &mut [CsrEntry]) -> usize {
         // Reports a pump left carried go first.
         let c = self.carry_len.min(out.len());
@@ -202,10 +256,10 @@ impl<C: Capacity> Pair<C> {
         // them): call again while timers fire and more are due (a bounded number of times:
         // a timer re-armed at `now_ns` waits for the next call).
         for _ in 0..TIMER_CALLS {
-            let fired = self.fw.counters().timeouts_fired;
+            let fired = self.fw.engine().counters().timeouts_fired;
             self.fw.handle_timeout(now_ns);
             self.flush_commands(now_ns, host);
-            if self.fw.counters().timeouts_fired == fired
+            if self.fw.engine().counters().timeouts_fired == fired
                 || self.fw.poll_timeout().is_none_or(|t| t > now_ns)
             {
                 return;
@@ -224,11 +278,7 @@ impl<C: Capacity> Pair<C> {
 
     /// The earlier of both halves' next deadlines (may be early, never late).
     pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
-        if self.fw_stale {
-            self.fw_deadline = self.fw.poll_timeout();
-            self.fw_stale = false;
-        }
-        match (self.dp.poll_timeout(), self.fw_deadline) {
+        match (self.dp.poll_timeout(), self.poll_fw_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

@@ -24,13 +24,23 @@ pub struct NicReport {
     pub datapath: Vec<BlockReport>,
 }
 
-/// The firmware cores and the CSR queues between them and the datapath.
+/// The firmware cores and the CSR queues between them and the datapath (all zero with
+/// firmware time off).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct FirmwareReport {
-    /// Busy core time over the cores' total time.
+    /// Busy core cycles over the cores' cycles (cores x run).
     pub core_utilisation: f64,
-    /// Most DP->FW entries waiting for a core at once.
+    /// Most DP->FW entries in one core's CSR ring at once (at most
+    /// [`mrc_nicloop::RING_ENTRIES`]).
     pub csr_queue_max_depth: u64,
+    /// DP->FW reports the stages had to hold because their core's ring was full, each counted
+    /// once (back-pressure: nothing is dropped).
+    pub csr_backpressure: u64,
+    /// Deliveries a stage refused because its event buffer was full behind a full ring
+    /// (back-pressure that reached the port: dropped and counted).
+    pub rx_refused: u64,
+    /// Main-loop steps the cores ran.
+    pub core_steps: u64,
 }
 
 /// The host interface (PCIe).
@@ -79,9 +89,19 @@ impl Nic {
     }
 
     fn firmware_report(&self, span: Duration) -> FirmwareReport {
+        let fw = self.cfg.firmware;
+        let busy: u64 = self.cores.iter().map(|c| c.busy_cycles).sum();
         FirmwareReport {
-            core_utilisation: utilisation(self.counters.fw_busy, span, self.fw_free.len() as u64),
-            csr_queue_max_depth: self.counters.fw_queue_max,
+            core_utilisation: utilisation(fw.time_of(busy), span, self.cores.len() as u64),
+            csr_queue_max_depth: self
+                .cores
+                .iter()
+                .map(|c| c.ring_max as u64)
+                .max()
+                .unwrap_or(0),
+            csr_backpressure: self.counters.csr_held,
+            rx_refused: self.counters.rx_refused,
+            core_steps: self.cores.iter().map(|c| c.steps).sum(),
         }
     }
 

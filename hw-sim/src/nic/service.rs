@@ -3,7 +3,6 @@
 //! engines wrote for the host (completions, EV state changes and the route knowledge the NIC
 //! shares from them).
 
-use mrc_abi::device::csr::CsrEntry;
 use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::packet::{PacketBody, RxVerdict};
 use mrc_firmware::datapath::TrimMark;
@@ -12,9 +11,9 @@ use mrc_firmware::engine::CompletionKind;
 
 use super::flows::wr_parts;
 use super::pair::HostWrite;
-use super::{ev, ev_path, ns, place, qpn_in, Nic, StagePacket, Transport, EVS};
+use super::{ev_path, ns, place, qpn_in, Nic, StagePacket, Transport, EVS};
 use crate::core::sim::{ComponentId, Scheduler};
-use crate::core::time::{Duration, Time};
+use crate::core::time::Time;
 use crate::fabric::{Ecn, Fabric, Packet, Topology};
 
 /// Rounds of moving entries, collecting host writes, posting and sending one input may take
@@ -23,7 +22,7 @@ use crate::fabric::{Ecn, Fabric, Packet, Topology};
 const SERVICE_ROUNDS: usize = 5;
 
 impl Nic {
-    /// [`ev::TIMER`] at `now`: fires the shards' timers when this is the armed deadline.
+    /// [`super::ev::TIMER`] at `now`: fires the shards' timers when this is the armed deadline.
     pub fn on_timer(
         &mut self,
         now: Time,
@@ -35,9 +34,15 @@ impl Nic {
             return; // superseded by an earlier deadline, which re-armed on firing
         }
         self.timer_armed = None;
+        let timed = self.cfg.firmware.timed;
         for k in 0..self.shards.len() {
             if self.shard_deadline[k].is_some_and(|t| t <= ns(now)) {
-                self.with_writes(k, |e, w| e.handle_timeout(ns(now), w));
+                if timed {
+                    // (the loop's timers run on its core: `cores`)
+                    self.shards[k].dp_timeout(ns(now));
+                } else {
+                    self.with_writes(k, |e, w| e.handle_timeout(ns(now), w));
+                }
                 self.shard_ready[k] = true;
                 self.input_shards.push(k);
                 self.deadline_dirty.push(k);
@@ -111,44 +116,9 @@ impl Nic {
         self.service(now, fab, s, me);
     }
 
-    /// [`ev::FIRMWARE`] at `now`: the reports whose core time ended go to their engines.
-    pub fn on_firmware(
-        &mut self,
-        now: Time,
-        fab: &mut Fabric,
-        s: &mut Scheduler<'_>,
-        me: ComponentId,
-    ) {
-        if self.fw_armed.is_some_and(|a| a <= now) {
-            self.fw_armed = None;
-        }
-        let mut batch = std::mem::take(&mut self.fw_buf);
-        while let Some(&(done, k, _)) = self.fw_q.front() {
-            if done > now {
-                break;
-            }
-            // The run of due reports of one shard, in order.
-            batch.clear();
-            while let Some(&(d, j, e)) = self.fw_q.front() {
-                if d > now || j != k {
-                    break;
-                }
-                self.fw_q.pop_front();
-                batch.push(e);
-            }
-            self.with_writes(k, |e, w| e.fw_events(ns(now), &batch, w));
-            self.shard_ready[k] = true;
-            self.input_shards.push(k);
-            self.deadline_dirty.push(k);
-        }
-        self.fw_buf = batch;
-        self.arm_firmware(s, me);
-        self.service(now, fab, s, me);
-    }
-
     /// Calls `f` on shard `k` with the host-write list, then names the QPs of what it wrote
     /// by their NIC-wide QPNs.
-    fn with_writes<R>(
+    pub(super) fn with_writes<R>(
         &mut self,
         k: usize,
         f: impl FnOnce(&mut super::Shard, &mut Vec<HostWrite>) -> R,
@@ -165,17 +135,21 @@ impl Nic {
         r
     }
 
-    /// Moves entries between shard `k`'s stage and engine: with free firmware, both ways until
-    /// both are quiet; with a firmware cost, the engine's commands into the stage and the
-    /// stage's reports onto the firmware cores' queue. Returns whether anything moved.
+    /// Moves entries between shard `k`'s stage and its loop: with firmware time off, both ways
+    /// until both are quiet; with firmware time on, the stage's reports onto its core's CSR
+    /// ring (the loop's commands come with the core's steps). Returns whether anything moved.
     pub(super) fn drain_shard(
         &mut self,
         now: Time,
         k: usize,
-        s: &mut Scheduler<'_>,
-        me: ComponentId,
+        _s: &mut Scheduler<'_>,
+        _me: ComponentId,
     ) -> bool {
-        let any = self.move_entries(now, k, s, me);
+        let any = if self.cfg.firmware.timed {
+            self.offer_reports(k)
+        } else {
+            self.with_writes(k, |e, w| e.pump(ns(now), w))
+        };
         // A command (since the last look: timers and firmware cores give some too) is what
         // queues a retransmission; an ACK or NACK lets one go (see `receive`).
         let cmds = self.shards[k].moved().1;
@@ -184,51 +158,6 @@ impl Nic {
             self.retx_maybe[k] = true;
         }
         any
-    }
-
-    fn move_entries(
-        &mut self,
-        now: Time,
-        k: usize,
-        s: &mut Scheduler<'_>,
-        me: ComponentId,
-    ) -> bool {
-        if self.cfg.firmware.ns_per_event == 0 {
-            return self.with_writes(k, |e, w| e.pump(ns(now), w));
-        }
-        let mut any = self.with_writes(k, |e, w| e.flush_commands(ns(now), w));
-        let cost = Duration::from_ns(self.cfg.firmware.ns_per_event);
-        let mut buf = [CsrEntry::ZERO; 32];
-        loop {
-            let n = self.shards[k].take_events(&mut buf);
-            if n == 0 {
-                break;
-            }
-            any = true;
-            for e in &buf[..n] {
-                // The earliest free core takes it (so reports finish in the order they came).
-                let Some(core) = self.fw_free.iter_mut().min() else {
-                    break;
-                };
-                let done = (*core).max(now).saturating_add(cost);
-                *core = done;
-                self.counters.fw_busy = self.counters.fw_busy.saturating_add(cost);
-                self.fw_q.push_back((done, k, *e));
-            }
-        }
-        self.counters.fw_queue_max = self.counters.fw_queue_max.max(self.fw_q.len() as u64);
-        self.arm_firmware(s, me);
-        any
-    }
-
-    fn arm_firmware(&mut self, s: &mut Scheduler<'_>, me: ComponentId) {
-        if let Some(&(done, _, _)) = self.fw_q.front() {
-            if self.fw_armed.is_none_or(|a| a > done)
-                && s.at(done, me, ev::FIRMWARE, u64::from(self.host)).is_ok()
-            {
-                self.fw_armed = Some(done);
-            }
-        }
     }
 
     /// Closes the stall of every QP still outstanding at `now` (call when the run ends).
@@ -276,6 +205,9 @@ impl Nic {
         }
         self.touched = touched;
         self.settle_dirty(now);
+        if self.cfg.firmware.timed {
+            self.run_cores(now, s, me);
+        }
         self.arm_release(s, me);
         self.arm_timer(s, me);
     }

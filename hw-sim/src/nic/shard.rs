@@ -5,8 +5,9 @@
 //! per-QP capacities, and a narrow NIC's QPs sit in the same slots of its one shard as in a wide
 //! shard, so the width changes memory only, never behaviour.
 //!
-//! A shard stands for one datapath pipeline and the firmware core that owns its QPs: a
-//! [`Pair`] (module `pair`).
+//! A shard stands for one datapath pipeline and the firmware main loop that owns its QPs: a
+//! [`Pair`] (module `pair`); its loop runs on one of the NIC's firmware cores (module
+//! `cores`).
 
 use mrc_abi::device::csr::CsrEntry;
 use mrc_firmware::datapath::packet::{Packet, RxVerdict, SendWr};
@@ -164,6 +165,11 @@ impl Shard {
     pub(crate) fn events_pending(&self) -> usize {
         on!(self, e => e.dp.events_pending())
     }
+    /// Whether the stage has reports for the firmware.
+    #[inline]
+    pub(crate) fn has_reports(&self) -> bool {
+        on!(self, e => e.has_reports())
+    }
     #[inline]
     pub(crate) fn has_retransmit(&self) -> bool {
         on!(self, e => e.dp.has_retransmit())
@@ -179,13 +185,44 @@ impl Shard {
     pub(crate) fn take_events(&mut self, out: &mut [CsrEntry]) -> usize {
         on!(self, e => e.take_events(out))
     }
-    /// Reports whose core time ended into the engine, its commands into the stage.
-    pub(crate) fn fw_events(&mut self, now_ns: u64, ev: &[CsrEntry], host: &mut Vec<HostWrite>) {
-        on!(self, e => e.fw_events(now_ns, ev, host))
+    /// Core step, 1: entries into the loop. Returns how many it took.
+    #[inline]
+    pub(crate) fn fw_take(&mut self, now_ns: u64, ev: &[CsrEntry]) -> usize {
+        on!(self, e => e.fw_take(now_ns, ev))
     }
-    /// The engine's commands into the stage. Returns whether any moved.
-    pub(crate) fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
-        on!(self, e => e.flush_commands(now_ns, host))
+    /// Core step, 2: the loop's due timers. Returns how many fired.
+    #[inline]
+    pub(crate) fn fw_timers(&mut self, now_ns: u64) -> u64 {
+        on!(self, e => e.fw_timers(now_ns))
+    }
+    /// Core step, 3: the loop's commands into `out`. Returns how many.
+    #[inline]
+    pub(crate) fn fw_commands(&mut self, out: &mut [CsrEntry]) -> usize {
+        on!(self, e => e.fw_commands(out))
+    }
+    /// A core step's commands into the stage (host writes to `host`).
+    pub(crate) fn dp_commands(
+        &mut self,
+        now_ns: u64,
+        cmds: &[CsrEntry],
+        host: &mut Vec<HostWrite>,
+    ) {
+        on!(self, e => e.dp_commands(now_ns, cmds, host))
+    }
+    /// The loop's next timer deadline.
+    #[inline]
+    pub(crate) fn poll_fw_deadline(&mut self) -> Option<u64> {
+        on!(self, e => e.poll_fw_deadline())
+    }
+    /// The stage's next timer deadline.
+    #[inline]
+    pub(crate) fn dp_deadline(&self) -> Option<u64> {
+        on!(self, e => e.dp.poll_timeout())
+    }
+    /// The stage's timers due at `now_ns` (not the loop's).
+    #[inline]
+    pub(crate) fn dp_timeout(&mut self, now_ns: u64) {
+        on!(self, e => e.dp_timeout(now_ns))
     }
     pub(crate) fn handle_shared_loss(
         &mut self,

@@ -15,6 +15,7 @@
 //!                     "data_packets_sent", "ev_state_changes", "drops": { cause: n },
 //!                     "trims", "ecn_marks", ...,
 //!                     "nics": [ { "host", "core_utilisation", "csr_queue_max_depth",
+//!                                 "csr_backpressure", "rx_refused", "core_steps",
 //!                                 "pcie_tx_utilisation", "pcie_rx_utilisation", "doorbells",
 //!                                 "dma_bytes", "datapath": [ { "block", "occupancy",
 //!                                 "backpressure_cycles" } ] } ] (one per MRC NIC),

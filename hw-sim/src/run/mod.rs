@@ -32,7 +32,8 @@ use crate::fabric::{
 };
 use crate::nic::roce::{self, RoceConfig, RoceError, RoceNic};
 use crate::nic::{
-    ev as nev, FirmwareCost, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport, HEADER_BYTES,
+    ev as nev, FirmwareConfig, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport,
+    HEADER_BYTES,
 };
 use crate::workload::{Background, Flow, FlowResult, Workload, WorkloadError};
 use mrc_abi::wire::EvFormat;
@@ -72,8 +73,8 @@ pub struct Scenario {
     pub retry_cnt: u8,
     /// Host interface (doorbell, DMA) timing of every NIC.
     pub pcie: PcieConfig,
-    /// Firmware core time per datapath report (default: none).
-    pub firmware: FirmwareCost,
+    /// The firmware cores of every NIC (default: 4 cores at 1 GHz, CPI 1, timed).
+    pub firmware: FirmwareConfig,
     /// Background load running alongside the workload (excluded from its figures), or none.
     pub background: Option<Background>,
     /// A link failure, or none.
@@ -118,7 +119,7 @@ impl Scenario {
             timeout_exp: 7,
             retry_cnt: 24,
             pcie: PcieConfig::default(),
-            firmware: FirmwareCost::default(),
+            firmware: FirmwareConfig::DEFAULT,
             background: None,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),

@@ -147,7 +147,7 @@ impl RunReport {
             losses_inferred += tx.losses_inferred;
             ack_timeouts += tx.timeouts;
             let c = n.counters();
-            nic_rx_dropped += c.side_misses + c.bad_payload + c.unknown_qpn;
+            nic_rx_dropped += c.side_misses + c.bad_payload + c.unknown_qpn + c.rx_refused;
             ev_state_changes += c.ev_state_changes;
         }
         for n in &w.roce {
@@ -296,6 +296,13 @@ pub fn format_table(reports: &[RunReport]) -> String {
             .map(|n| n.firmware.csr_queue_max_depth)
             .max()
             .map_or_else(|| "-".to_string(), |v| v.to_string())
+    });
+    row("NIC CSR ring full (reports held)", &|r| {
+        if r.nics.is_empty() {
+            return "-".to_string();
+        }
+        let held: u64 = r.nics.iter().map(|n| n.firmware.csr_backpressure).sum();
+        held.to_string()
     });
     row("PCIe NIC->host busy (busiest)", &|r| {
         busiest(r, &|n| n.pcie.pcie_tx_utilisation)

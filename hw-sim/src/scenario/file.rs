@@ -13,7 +13,7 @@ use crate::core::time::{Duration, Time};
 use crate::fabric::{
     ClassPolicy, EcnConfig, FabricConfig, PfcConfig, QueueConfig, Shape, TransportKind,
 };
-use crate::nic::{FirmwareCost, PcieConfig, Transport, HEADER_BYTES};
+use crate::nic::{FirmwareConfig, PcieConfig, Transport, HEADER_BYTES};
 use crate::run::{LinkFailure, Scenario};
 use crate::workload::{Background, Workload};
 
@@ -173,10 +173,10 @@ pub struct NicFile {
     /// PCIe / DMA timing (`[nic.pcie]`; absent = PCIe Gen6 x16).
     #[serde(default)]
     pub pcie: PcieConfig,
-    /// Firmware core time per datapath report (`[nic.firmware]`: `cores`, `ns_per_event`;
-    /// absent = zero time).
+    /// The firmware cores (`[nic.firmware]`: `cores`, `clock_mhz`, `cpi`, `timed`; absent =
+    /// 4 cores at 1 GHz, CPI 1, timed).
     #[serde(default)]
-    pub firmware: FirmwareCost,
+    pub firmware: FirmwareConfig,
     /// EV format of the `mrc` transport: `"srv6"` (uSID source routes, the default), `"udp"`
     /// (EV in the UDP source port) or `"stev"` (flow label + source port); the last two are
     /// hashed by the switches (ECMP).

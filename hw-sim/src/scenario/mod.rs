@@ -220,6 +220,15 @@ fn line_of(text: &str, byte: usize) -> usize {
         + 1
 }
 
+/// Keys scenario files had that the simulator no longer takes, and what replaced them.
+const RETIRED_KEYS: &[(&str, &str)] = &[(
+    "nic.firmware.ns_per_event",
+    "no longer a key: the firmware cores charge each step of the NIC's main loop from the \
+     cost table (guest instructions per event kind measured on the NIC image under QEMU, \
+     `mrc_sim::nic::fw_cost`); set `cores`, `clock_mhz` and `cpi` instead, or `timed = false` \
+     for firmware in zero time",
+)];
+
 /// Turns serde's message at `path` into (dotted key, why).
 fn explain(path: &str, msg: &str) -> (Option<String>, String) {
     let join = |leaf: &str| {
@@ -234,6 +243,10 @@ fn explain(path: &str, msg: &str) -> (Option<String>, String) {
     let quoted = |rest: &str| rest.split('`').nth(1).map(str::to_string);
     if let Some(rest) = msg.strip_prefix("unknown field ") {
         if let Some(k) = quoted(rest) {
+            let key = join(&k);
+            if let Some((_, why)) = RETIRED_KEYS.iter().find(|(r, _)| *r == key) {
+                return (Some(key), (*why).to_string());
+            }
             let expected = rest.split_once(", expected ").map(|(_, e)| e);
             let why = match expected {
                 Some(e) => format!("unknown key (expected {e})"),

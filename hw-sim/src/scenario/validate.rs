@@ -69,6 +69,9 @@ impl ScenarioFile {
         if n.timeout_exp > 31 {
             return bad("nic.timeout_exp", "must be 0..=31");
         }
+        if let Err((key, why)) = n.firmware.check() {
+            return bad(&format!("nic.firmware.{key}"), why);
+        }
         self.validate_workload()?;
         if let Some(f) = self.failure {
             if f.at_us >= self.time_limit_us {

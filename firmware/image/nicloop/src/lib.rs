@@ -123,8 +123,13 @@ pub type NicEngine = Engine<NicCapacity>;
 /// data plus this much stack.
 pub const STACK_BUDGET: usize = 32 * 1024;
 
-/// CSR entries moved each way per step (the NIC's rings hold 32).
-pub const BUDGET: usize = 32;
+/// Entries of each CSR ring (DP->FW and FW->DP) of a NIC core: 32 entries of 32 bytes, 1 KiB
+/// of DTCM per ring. The NIC image's rings have this size, and the simulator's firmware cores
+/// give their DP->FW queues this depth (a full ring holds the datapath's reports back).
+pub const RING_ENTRIES: usize = 32;
+
+/// CSR entries moved each way per step: a ring's worth.
+pub const BUDGET: usize = RING_ENTRIES;
 
 /// Admin commands executed per step.
 pub const ADMIN_BUDGET: usize = 8;

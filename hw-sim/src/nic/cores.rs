@@ -1,0 +1,403 @@
+//! The NIC's firmware cores: the NIC image's main loop (`mrc-nicloop`, one loop per shard)
+//! on N embedded cores, each step charged in core cycles from the cost table
+//! ([`fw_cost`](super::fw_cost)).
+//!
+//! # The model
+//! - **Cores and shards.** Shard `k` runs on core `k % cores`, as a NIC partitions its QPs over
+//!   its cores; a core runs the loops of all its shards, one step at a time.
+//! - **CSR queues.** Each core has one DP->FW ring of [`mrc_nicloop::RING_ENTRIES`] entries.
+//!   The stages of its shards put their reports there, oldest first; when it is full a stage
+//!   keeps its reports (its own 256-entry buffer), and a stage whose buffer fills stops taking
+//!   packets and stops sending, as the hardware pipeline stalls. Every report held back is
+//!   counted once ([`NicCounters::csr_held`](super::NicCounters::csr_held)), as is
+//!   every delivery the stage then refused ([`NicCounters::rx_refused`](super::NicCounters::rx_refused)).
+//! - **A step** at time `t` (the loop reads the timer once) does what `NicLoop::step` does:
+//!   1. up to a ring's worth of entries off the ring into their shards' loops (an engine short
+//!      of command room takes fewer: the rest wait, in order, for the next step);
+//!   2. the timers of its engines due at `t`;
+//!   3. the loops' commands, up to the FW->DP ring's [`mrc_nicloop::RING_ENTRIES`] (the rest
+//!      wait in the loop).
+//!
+//!   The step costs the table's instructions for each entry taken (by kind), each timer fired,
+//!   each command written and each engine's timer check, times the CPI, in cycles of the core
+//!   clock. Its entries leave the ring and its commands reach the stages (with the completions
+//!   and EV events for the host) when that time has passed; the next step follows at once if
+//!   there is work (entries waiting, commands left over, a timer due), else the core idles
+//!   until a report comes or a timer is due. An idle core's polling is not busy time.
+//! - **Not charged**: the NIC's setup calls into the engines (QPs created and connected) and
+//!   the route knowledge the NIC shares between its QPs (`Nic::share_route`); their commands
+//!   leave with the next step, charged as commands.
+//!
+//! [`FirmwareConfig::timed`] `= false` runs the loops in zero time instead (reports and
+//! commands move at once, no cores): a study of the transport alone.
+
+use mrc_abi::device::csr::CsrEntry;
+use mrc_nicloop::{BUDGET, RING_ENTRIES};
+use std::collections::VecDeque;
+
+use super::{fw_cost, ns, Nic};
+use crate::core::sim::{ComponentId, Scheduler};
+use crate::core::time::{Duration, Time, PS_PER_US};
+
+/// Most firmware cores a NIC may have.
+pub const MAX_CORES: u8 = 64;
+
+/// Cycles per instruction, in thousandths (a TOML number such as `1.25`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Cpi(u32);
+
+impl Cpi {
+    /// Accepted range.
+    pub const RANGE: core::ops::RangeInclusive<f64> = 0.25..=16.0;
+
+    /// `cpi` cycles per instruction, if in [`Cpi::RANGE`] (kept to thousandths).
+    pub fn new(cpi: f64) -> Option<Cpi> {
+        Cpi::RANGE
+            .contains(&cpi)
+            .then(|| Cpi((cpi * 1000.0).round() as u32))
+    }
+
+    /// Cycles per instruction.
+    pub fn get(self) -> f64 {
+        f64::from(self.0) / 1000.0
+    }
+
+    /// Core cycles of `instructions` (rounded up).
+    pub fn cycles(self, instructions: u64) -> u64 {
+        instructions
+            .saturating_mul(u64::from(self.0))
+            .div_ceil(1000)
+    }
+}
+
+impl TryFrom<f64> for Cpi {
+    type Error = String;
+    fn try_from(v: f64) -> Result<Cpi, String> {
+        Cpi::new(v).ok_or_else(|| {
+            format!(
+                "cpi {v} is out of range {}..={}",
+                Cpi::RANGE.start(),
+                Cpi::RANGE.end()
+            )
+        })
+    }
+}
+
+impl From<Cpi> for f64 {
+    fn from(c: Cpi) -> f64 {
+        c.get()
+    }
+}
+
+/// The firmware cores of every NIC (`[nic.firmware]` in a scenario file).
+///
+/// The default, 4 cores at 1 GHz with one cycle per instruction, is an 800G NIC's embedded
+/// cluster: one single-issue in-order rv32imac core per 200G plane, running from its tightly
+/// coupled memories (no cache misses). The cost table's figures are already upper bounds (each
+/// includes a call's overhead), so the default does not add pipeline stalls on top; a scenario
+/// sets `cpi` for a core it knows. At one plane's ~6 M packets/s such a core has ~160 cycles
+/// per packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FirmwareConfig {
+    /// Cores per NIC (`1..=64`); shard `k` runs on core `k % cores`.
+    pub cores: u8,
+    /// Core clock, MHz.
+    pub clock_mhz: u32,
+    /// Cycles per guest instruction.
+    pub cpi: Cpi,
+    /// `false`: the firmware runs in zero time (no cores, no CSR queue limits).
+    pub timed: bool,
+}
+
+impl FirmwareConfig {
+    /// 4 cores at 1 GHz, CPI 1, timed.
+    pub const DEFAULT: FirmwareConfig = FirmwareConfig {
+        cores: 4,
+        clock_mhz: 1000,
+        cpi: Cpi(1000),
+        timed: true,
+    };
+
+    /// The firmware in zero time.
+    pub const UNTIMED: FirmwareConfig = FirmwareConfig {
+        timed: false,
+        ..FirmwareConfig::DEFAULT
+    };
+
+    /// Checks the values; the error names the key (under `nic.firmware`) and why.
+    ///
+    /// # Errors
+    /// The first value out of range.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.cores == 0 || self.cores > MAX_CORES {
+            return Err(("cores", format!("must be 1..={MAX_CORES}")));
+        }
+        if !(1..=10_000).contains(&self.clock_mhz) {
+            return Err(("clock_mhz", "must be 1..=10000".into()));
+        }
+        Ok(())
+    }
+
+    /// Core time of `cycles`.
+    pub fn time_of(&self, cycles: u64) -> Duration {
+        let ps = u128::from(cycles) * u128::from(PS_PER_US) / u128::from(self.clock_mhz.max(1));
+        Duration::from_ps(u64::try_from(ps).unwrap_or(u64::MAX))
+    }
+}
+
+impl Default for FirmwareConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// One firmware core.
+#[derive(Debug, Default)]
+pub(crate) struct Core {
+    /// The DP->FW ring, oldest first: (shard, entry). The running step's entries stay at the
+    /// front until it ends.
+    ring: VecDeque<(u32, CsrEntry)>,
+    /// Entries at the ring's front the running step took.
+    taken: usize,
+    /// When the running step ends (`None`: idle).
+    busy_until: Option<Time>,
+    /// The running step's commands, written when it ends: (shard, entry).
+    out: Vec<(u32, CsrEntry)>,
+    /// Shards on this core.
+    shards: Vec<u32>,
+    /// Scratch: entries on their way (a ring's worth).
+    scratch: Vec<CsrEntry>,
+    /// Per shard of this core (shard `k` at `k / cores`): reports its stage held at the last
+    /// offer.
+    held: Vec<usize>,
+    /// The time of the latest wake-up asked of the scheduler.
+    armed: Option<Time>,
+    /// Its shards may have work (an input since the last step).
+    wake: bool,
+    /// Busy cycles over the run.
+    pub(crate) busy_cycles: u64,
+    /// Steps run.
+    pub(crate) steps: u64,
+    /// Most entries in the ring at once.
+    pub(crate) ring_max: usize,
+}
+
+impl Core {
+    /// `cores` idle cores with shards `0..shards` dealt round-robin.
+    pub(crate) fn deal(cores: u8, shards: usize) -> Vec<Core> {
+        let n = usize::from(cores.max(1));
+        let mut v: Vec<Core> = (0..n)
+            .map(|_| Core {
+                scratch: vec![CsrEntry::ZERO; RING_ENTRIES],
+                ..Core::default()
+            })
+            .collect();
+        for k in 0..shards {
+            v[k % n].shards.push(k as u32);
+            v[k % n].held.push(0);
+        }
+        v
+    }
+}
+
+impl Nic {
+    /// The core shard `k` runs on.
+    #[inline]
+    fn core_of(&self, k: usize) -> usize {
+        k % self.cores_len
+    }
+
+    /// Firmware time on: shard `k`'s reports onto its core's ring, as far as it has room (the
+    /// rest stay in the stage, counted), and the core woken. Returns whether any moved.
+    pub(super) fn offer_reports(&mut self, k: usize) -> bool {
+        let c = self.core_of(k);
+        let core = &mut self.cores[c];
+        core.wake = true;
+        let shard = &mut self.shards[k];
+        if !shard.has_reports() {
+            return false;
+        }
+        let room = RING_ENTRIES.saturating_sub(core.ring.len());
+        let before = shard.events_pending();
+        let n = if room > 0 {
+            shard.take_events(&mut core.scratch[..room])
+        } else {
+            0
+        };
+        core.ring
+            .extend(core.scratch[..n].iter().map(|e| (k as u32, *e)));
+        core.ring_max = core.ring_max.max(core.ring.len());
+        // Each report held back is counted once: the stage's queue is first in, first out, so
+        // the ones still there that were not held at the last offer are new.
+        let after = shard.events_pending();
+        let prev = &mut core.held[k / self.cores_len];
+        let new_held = after.min(before.saturating_sub(*prev));
+        *prev = after;
+        self.counters.csr_held += new_held as u64;
+        n > 0
+    }
+
+    /// [`super::ev::FIRMWARE`] at `now`: the steps whose core time ended write their commands,
+    /// then the NIC services what follows (the cores run again at its end).
+    pub fn on_firmware(
+        &mut self,
+        now: Time,
+        fab: &mut crate::fabric::Fabric,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) {
+        for c in 0..self.cores.len() {
+            let core = &mut self.cores[c];
+            if core.armed.is_some_and(|a| a <= now) {
+                core.armed = None;
+            }
+            if core.busy_until.is_some_and(|t| t <= now) {
+                self.end_step(c, now);
+            }
+            // (an engine timer may be due)
+            self.cores[c].wake = true;
+        }
+        self.service(now, fab, s, me);
+    }
+
+    /// After a service: every idle core with work starts a step; every core asks to be woken
+    /// when its step ends or its next timer is due.
+    pub(super) fn run_cores(&mut self, now: Time, s: &mut Scheduler<'_>, me: ComponentId) {
+        for c in 0..self.cores.len() {
+            if !std::mem::take(&mut self.cores[c].wake) {
+                continue;
+            }
+            let mut at = None;
+            if self.cores[c].busy_until.is_none() && !self.start_step(c, now) {
+                // Nothing to do now: wake at the earliest timer (after now: a deadline may be
+                // early, and one that found nothing due is not asked for again at once).
+                let floor = Time::from_ps(now.as_ps() + 1);
+                at = self.core_deadline(c).map(|t| t.max(floor));
+            }
+            if let Some(t) = self.cores[c].busy_until {
+                at = Some(t);
+            }
+            let Some(t) = at else { continue };
+            let core = &mut self.cores[c];
+            if core.armed.is_some_and(|a| a <= t) {
+                continue;
+            }
+            if s.at(t, me, super::ev::FIRMWARE, u64::from(self.host))
+                .is_ok()
+            {
+                core.armed = Some(t);
+            }
+        }
+    }
+
+    /// The earliest engine timer of core `c`'s shards.
+    fn core_deadline(&mut self, c: usize) -> Option<Time> {
+        let mut t: Option<u64> = None;
+        for i in 0..self.cores[c].shards.len() {
+            let k = self.cores[c].shards[i] as usize;
+            if let Some(d) = self.shards[k].poll_fw_deadline() {
+                t = Some(t.map_or(d, |x| x.min(d)));
+            }
+        }
+        t.map(Time::from_ns)
+    }
+
+    /// A step of idle core `c` at `now` (see the module docs). Returns whether it did
+    /// anything (and so occupies the core).
+    fn start_step(&mut self, c: usize, now: Time) -> bool {
+        let t = ns(now);
+        let mut instr: u64 = 0;
+        let mut buf = std::mem::take(&mut self.cores[c].scratch);
+        // 1. Events in, a run of one shard's entries at a time.
+        let n = self.cores[c].ring.len().min(BUDGET);
+        let mut taken = 0;
+        while taken < n {
+            let k = self.cores[c].ring[taken].0;
+            let mut run = 0;
+            while taken + run < n && self.cores[c].ring[taken + run].0 == k {
+                buf[run] = self.cores[c].ring[taken + run].1;
+                run += 1;
+            }
+            let took = self.shards[k as usize].fw_take(t, &buf[..run]);
+            instr += buf[..took]
+                .iter()
+                .map(|e| u64::from(fw_cost::event(e.kind_code())))
+                .sum::<u64>();
+            taken += took;
+            if took < run {
+                break; // (short of command room: the rest, in order, next step)
+            }
+        }
+        // 2. Timers and 3. commands out, engine by engine.
+        let mut fired = 0;
+        let mut out = std::mem::take(&mut self.cores[c].out);
+        for i in 0..self.cores[c].shards.len() {
+            let k = self.cores[c].shards[i];
+            let shard = &mut self.shards[k as usize];
+            let f = shard.fw_timers(t);
+            fired += f;
+            instr += f * u64::from(fw_cost::TIMER_FIRED);
+            let room = RING_ENTRIES - out.len();
+            let m = shard.fw_commands(&mut buf[..room]);
+            out.extend(buf[..m].iter().map(|e| (k, *e)));
+            instr += u64::from(fw_cost::TIMER_CHECK);
+        }
+        instr += out.len() as u64 * u64::from(fw_cost::COMMAND);
+        let core = &mut self.cores[c];
+        core.out = out;
+        core.scratch = buf;
+        if taken == 0 && fired == 0 && core.out.is_empty() {
+            return false;
+        }
+        let cycles = self.cfg.firmware.cpi.cycles(instr);
+        core.taken = taken;
+        core.busy_cycles += cycles;
+        core.steps += 1;
+        core.busy_until = Some(now.saturating_add(self.cfg.firmware.time_of(cycles)));
+        true
+    }
+
+    /// The end of core `c`'s step at `now`: its entries leave the ring, its commands reach
+    /// the stages, and the stages' held reports move up.
+    fn end_step(&mut self, c: usize, now: Time) {
+        let core = &mut self.cores[c];
+        core.busy_until = None;
+        core.ring.drain(..core.taken);
+        core.taken = 0;
+        core.wake = true;
+        let out = std::mem::take(&mut core.out);
+        let mut cmds = std::mem::take(&mut core.scratch);
+        let mut i = 0;
+        while i < out.len() {
+            let k = out[i].0;
+            let mut run = 0;
+            while i + run < out.len() && out[i + run].0 == k {
+                cmds[run] = out[i + run].1;
+                run += 1;
+            }
+            i += run;
+            let k = k as usize;
+            self.with_writes(k, |e, w| e.dp_commands(ns(now), &cmds[..run], w));
+            // (a command is what queues a retransmission)
+            self.retx_maybe[k] = true;
+            self.shard_ready[k] = true;
+            self.input_shards.push(k);
+            self.deadline_dirty.push(k);
+        }
+        let mut out = out;
+        out.clear();
+        self.cores[c].out = out;
+        self.cores[c].scratch = cmds;
+        // Reports the stages held move up now that the ring has room (the service that follows
+        // moves the entries of its input shards).
+        for i in 0..self.cores[c].shards.len() {
+            let k = self.cores[c].shards[i] as usize;
+            if self.shards[k].events_pending() > 0 {
+                self.shard_ready[k] = true;
+                self.input_shards.push(k);
+            }
+        }
+    }
+}
