@@ -235,15 +235,15 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
             if !cfg.via_repr {
                 if let Some((to, pkts)) = ch.pop_due_run(now) {
                     progress = true;
-                    let nic = if to == 1 {
+                    // (virtual payloads: nothing to place; the stage counts its placements.
+                    // Each NIC's call on its own branch: no NIC chosen at run time.)
+                    if to == 1 {
                         (tx_b, in_b) = (true, true);
-                        &mut b
+                        b.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
                     } else {
                         (tx_a, in_a) = (true, true);
-                        &mut a
-                    };
-                    // (virtual payloads: nothing to place; the stage counts its placements)
-                    nic.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
+                        a.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
+                    }
                     continue;
                 }
                 if ch.is_simple() {
