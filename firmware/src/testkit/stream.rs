@@ -99,21 +99,28 @@ fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
     Some(QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(25, 6))
 }
 
-/// Two NICs of a stream and their QPs.
-type Connected<F> = (Nic<TestKit, F>, Nic<TestKit, F>, u32, u32);
-
-/// The two NICs of a stream, connected (A sends, B has the region).
-fn setup<F: Firmware<TestKit>>(
+/// The two NICs of a stream (A sends, B has the region), unconnected.
+fn nics<F: Firmware<TestKit>>(
     cfg: &StreamConfig,
     firmware: &mut impl FnMut() -> Option<F>,
-) -> Option<Connected<F>> {
+) -> Option<[Nic<TestKit, F>; 2]> {
     let dcfg = DatapathConfig {
         mtu_payload: cfg.mtu_payload,
         ack: AckGenConfig::DEFAULT,
         ..DatapathConfig::DEFAULT
     };
-    let mut a = Nic::with_firmware(dcfg, firmware()?);
-    let mut b = Nic::with_firmware(dcfg, firmware()?);
+    Some([
+        Nic::with_firmware(dcfg, firmware()?),
+        Nic::with_firmware(dcfg, firmware()?),
+    ])
+}
+
+/// Connect the stream's NICs: a QP each, B's region; returns the QPs.
+fn connect<F: Firmware<TestKit>>(
+    cfg: &StreamConfig,
+    a: &mut Nic<TestKit, F>,
+    b: &mut Nic<TestKit, F>,
+) -> Option<(u32, u32)> {
     let (qa, qb) = (a.create_qp().ok()?, b.create_qp().ok()?);
     let (aa, ab) = (attrs(cfg, qb)?, attrs(cfg, qa)?);
     b.register_region(MemRegion {
@@ -130,7 +137,7 @@ fn setup<F: Firmware<TestKit>>(
     // The stages' QP contexts follow before anything is posted.
     a.pump(0, &mut |_| {});
     b.pump(0, &mut |_| {});
-    Some((a, b, qa, qb))
+    Some((qa, qb))
 }
 
 /// Run the stream with the engine as each NIC's firmware. Stack use is a few hundred KiB (two
@@ -146,7 +153,12 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
     mut firmware: impl FnMut() -> Option<F>,
 ) -> StreamReport {
     let mut rep = StreamReport::default();
-    let Some((mut a, mut b, qa, qb)) = setup(&cfg, &mut firmware) else {
+    // (connected where they live: a NIC is some 50 KB)
+    let Some([mut a, mut b]) = nics(&cfg, &mut firmware) else {
+        rep.failed = true;
+        return rep;
+    };
+    let Some((qa, qb)) = connect(&cfg, &mut a, &mut b) else {
         rep.failed = true;
         return rep;
     };
