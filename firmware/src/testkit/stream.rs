@@ -200,8 +200,15 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
             seen_completions = t.completions;
             sq_full = false;
         }
-        // Keep the send queue full.
-        while posted < total_msgs && !sq_full {
+        // Keep the send queue full (as many as it has room for, as a host driver knows its
+        // queue's room: no post to be refused).
+        let mut room = if sq_full || posted >= total_msgs {
+            0
+        } else {
+            a.dp.send_queue_room(qa)
+        };
+        sq_full |= room == 0;
+        while posted < total_msgs && room > 0 {
             let len = if posted + 1 == total_msgs {
                 last_len
             } else {
@@ -221,6 +228,8 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
                 break;
             }
             posted += 1;
+            room -= 1;
+            sq_full |= room == 0;
             (tx_a, in_a) = (true, true);
         }
         let mut progress = false;
