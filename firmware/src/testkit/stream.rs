@@ -271,29 +271,16 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
                     break;
                 }
             }
-            let Some(f) = ch.pop_due_ref(now) else {
+            // (one packet at a time: out of line, off the cost stream's path)
+            let Some(to) = receive_one(&mut ch, now, cfg.via_repr, [&mut a, &mut b], &mut t) else {
                 break;
             };
             progress = true;
-            let pkt = if cfg.via_repr {
-                Packet::from_repr(&f.pkt.to_repr(), f.pkt.payload_len, f.pkt.ce)
-            } else {
-                *f.pkt
-            };
-            let to = f.to();
-            let nic = if to == 1 {
+            if to == 1 {
                 (tx_b, in_b) = (true, true);
-                &mut b
             } else {
                 (tx_a, in_a) = (true, true);
-                &mut a
-            };
-            nic.receive(
-                now,
-                core::slice::from_ref(&pkt),
-                &mut DiscardVerdicts,
-                &mut |w| t.on(w),
-            );
+            }
         }
         if core::mem::take(&mut in_a) {
             let (moved, cmds) = pump(&mut a, now, &mut |w| t.on(w));
@@ -382,6 +369,34 @@ impl Tally {
             HostWrite::Other(_) => {}
         }
     }
+}
+
+/// The next packet due at `now` to its NIC (`nics`: A, B), through the wire representation
+/// when `via_repr`. Returns the NIC it went to (0: A, 1: B); `None` when none is due.
+#[inline(never)]
+fn receive_one<F: Firmware<TestKit>>(
+    ch: &mut Channel<CAP, 0>,
+    now: u64,
+    via_repr: bool,
+    nics: [&mut Nic<TestKit, F>; 2],
+    t: &mut Tally,
+) -> Option<u8> {
+    let f = ch.pop_due_ref(now)?;
+    let pkt = if via_repr {
+        Packet::from_repr(&f.pkt.to_repr(), f.pkt.payload_len, f.pkt.ce)
+    } else {
+        *f.pkt
+    };
+    let to = f.to();
+    let [a, b] = nics;
+    let nic = if to == 1 { b } else { a };
+    nic.receive(
+        now,
+        core::slice::from_ref(&pkt),
+        &mut DiscardVerdicts,
+        &mut |w| t.on(w),
+    );
+    Some(to)
 }
 
 /// The earlier of two instants (`None`: never).
