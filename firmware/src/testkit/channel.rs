@@ -394,16 +394,54 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
         }
         let at_ns = now_ns.saturating_add(self.cfg.latency_ns);
         self.counters.sent += n as u64;
-        // Keep the packets not lost, in order, from slot `i` on: packets move down only
-        // behind a loss. (On the short path every slot's trim mark and CE flag stay clear:
-        // only `to` and `at_ns` are written.)
-        let (mut k, mut w, end) = (i, i, i + n);
+        // Keep the packets not lost, in order, in consecutive slots from `start` on: from
+        // slot `i` on, packets moving down behind each loss; or, for the one loss of a batch
+        // sent into an empty FIFO, from slot `i + 1` on when fewer packets come before the
+        // loss than after it, those packets moving up (the FIFO then starts there). (On the
+        // short path every slot's trim mark and CE flag stay clear: only `to` and `at_ns` are
+        // written.) The losses are drawn in order, as `n` sends draw them.
+        let end = i + n;
+        let (start, w, lost) = match self.loss.first_lost_of(n) {
+            None => (i, end, 0),
+            Some(j) => {
+                let after = self.loss.first_lost_of(n - j - 1);
+                if after.is_none() && self.len == 0 && j < n - 1 - j {
+                    self.pkts.copy_within(i..i + j, i + 1);
+                    self.head = i + 1;
+                    (i + 1, end, 1)
+                } else {
+                    let (w, lost) = self.compact_after(i + j, i + j + 1, end, after);
+                    (i, w, lost + 1)
+                }
+            }
+        };
+        self.counters.lost += lost;
+        // One `Meta` for the batch, in its first slot.
+        if let Some(f) = self.meta.get_mut(start).filter(|_| w > start) {
+            f.to = to;
+            f.at_ns = at_ns;
+            // < CAP
+            f.run = (w - start) as u32;
+        }
+        self.len += w - start;
+        n
+    }
+
+    /// [`Self::send_batch_with`]'s compaction behind the losses: the kept packets of slots
+    /// `k..end` move down to slot `w` on; `next` is the offset from `k` of the next loss
+    /// (already drawn), the losses after it are drawn as they come. Returns the end of the
+    /// kept packets and the losses from `next`'s on.
+    #[inline]
+    fn compact_after(
+        &mut self,
+        mut w: usize,
+        mut k: usize,
+        end: usize,
+        mut next: Option<usize>,
+    ) -> (usize, u64) {
         let mut lost = 0;
         while k < end {
-            let keep = match self.loss.first_lost_of(end - k) {
-                Some(off) => off,
-                None => end - k,
-            };
+            let keep = next.unwrap_or(end - k);
             if w != k {
                 self.pkts.copy_within(k..k + keep, w);
             }
@@ -412,18 +450,10 @@ impl<const CAP: usize, const PB: usize> Channel<CAP, PB> {
             if k < end {
                 lost += 1;
                 k += 1;
+                next = self.loss.first_lost_of(end - k);
             }
         }
-        self.counters.lost += lost;
-        // One `Meta` for the batch, in its first slot.
-        if let Some(f) = self.meta.get_mut(i).filter(|_| w > i) {
-            f.to = to;
-            f.at_ns = at_ns;
-            // < CAP
-            f.run = (w - i) as u32;
-        }
-        self.len += w - i;
-        n
+        (w, lost)
     }
 
     /// [`Self::send_batch_with`] off the short path: through a local buffer and
@@ -789,5 +819,50 @@ mod tests {
         assert!(got_single.len() > 800, "{}", got_single.len());
         assert_eq!(got_runs, got_single);
         assert_eq!(runs.counters(), single.counters());
+    }
+
+    /// A batch delivers what as many single sends deliver (the same losses, the rest in
+    /// order), whichever way its compaction goes: into an empty FIFO (drained every step)
+    /// and behind packets still in flight (every third step leaves them).
+    #[test]
+    fn batches_deliver_what_single_sends_deliver() {
+        let cfg = ChannelConfig {
+            loss_ppm: 150_000,
+            latency_ns: 10,
+            ..ChannelConfig::default()
+        };
+        let (mut batch, mut single) = (Channel::<64, 0>::new(cfg, 11), Channel::new(cfg, 11));
+        let (mut got_batch, mut got_single) = (Vec::new(), Vec::new());
+        let mut psn = 0u32;
+        for step in 0..600u64 {
+            let now = step * 4;
+            let to = (step % 2) as u8;
+            let n = 1 + (step % 13) as usize;
+            // (a batch at a time: the free slots end at the FIFO's end)
+            let mut sent = 0;
+            while sent < n {
+                let first = psn + sent as u32;
+                sent += batch.send_batch_with(now, to, |slots| {
+                    let k = slots.len().min(n - sent);
+                    for (j, s) in slots.iter_mut().take(k).enumerate() {
+                        s.psn = Psn::new(first + j as u32);
+                    }
+                    k
+                });
+            }
+            let first = psn;
+            for k in 0..n as u32 {
+                let mut p = Packet::FILL;
+                p.psn = Psn::new(first + k);
+                single.send(now, to, p, &[]);
+            }
+            psn += n as u32;
+            let at = if step % 3 == 2 { now } else { now + 10 };
+            drain(&mut batch, at, true, &mut got_batch);
+            drain(&mut single, at, false, &mut got_single);
+        }
+        assert!(got_single.len() > 2_000, "{}", got_single.len());
+        assert_eq!(got_batch, got_single);
+        assert_eq!(batch.counters(), single.counters());
     }
 }

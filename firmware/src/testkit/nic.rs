@@ -181,7 +181,7 @@ impl<C: Capacity, F: Firmware<C>> Nic<C, F> {
             done += k;
             // (short of event room: move the reports on; the engine always takes some after
             // its commands went out, so this ends)
-            if done < n && !self.pump(now_ns, host) && k == 0 {
+            if done < n && !self.pump_short_of_room(now_ns, host) && k == 0 {
                 return;
             }
         }
@@ -203,10 +203,18 @@ impl<C: Capacity, F: Firmware<C>> Nic<C, F> {
                 return n;
             }
             // (short of event room: move the reports on and go on)
-            if !self.pump(now_ns, host) && k == 0 {
+            if !self.pump_short_of_room(now_ns, host) && k == 0 {
                 return n;
             }
         }
+    }
+
+    /// [`Self::pump`] for a stage short of event room mid-way through its packets: out of
+    /// line, so the common path sets nothing up for it.
+    #[cold]
+    #[inline(never)]
+    fn pump_short_of_room(&mut self, now_ns: u64, host: &mut impl FnMut(HostWrite)) -> bool {
+        self.pump(now_ns, host)
     }
 
     /// Both halves' timers due at `now_ns`. Returns whether any acted.

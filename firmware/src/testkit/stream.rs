@@ -99,21 +99,28 @@ fn attrs(cfg: &StreamConfig, dest: u32) -> Option<QpAttrs> {
     Some(QpAttrs::connect(ev, CcProfile::Nscc(nscc), dest).retry(25, 6))
 }
 
-/// Two NICs of a stream and their QPs.
-type Connected<F> = (Nic<TestKit, F>, Nic<TestKit, F>, u32, u32);
-
-/// The two NICs of a stream, connected (A sends, B has the region).
-fn setup<F: Firmware<TestKit>>(
+/// The two NICs of a stream (A sends, B has the region), unconnected.
+fn nics<F: Firmware<TestKit>>(
     cfg: &StreamConfig,
     firmware: &mut impl FnMut() -> Option<F>,
-) -> Option<Connected<F>> {
+) -> Option<[Nic<TestKit, F>; 2]> {
     let dcfg = DatapathConfig {
         mtu_payload: cfg.mtu_payload,
         ack: AckGenConfig::DEFAULT,
         ..DatapathConfig::DEFAULT
     };
-    let mut a = Nic::with_firmware(dcfg, firmware()?);
-    let mut b = Nic::with_firmware(dcfg, firmware()?);
+    Some([
+        Nic::with_firmware(dcfg, firmware()?),
+        Nic::with_firmware(dcfg, firmware()?),
+    ])
+}
+
+/// Connect the stream's NICs: a QP each, B's region; returns the QPs.
+fn connect<F: Firmware<TestKit>>(
+    cfg: &StreamConfig,
+    a: &mut Nic<TestKit, F>,
+    b: &mut Nic<TestKit, F>,
+) -> Option<(u32, u32)> {
     let (qa, qb) = (a.create_qp().ok()?, b.create_qp().ok()?);
     let (aa, ab) = (attrs(cfg, qb)?, attrs(cfg, qa)?);
     b.register_region(MemRegion {
@@ -130,7 +137,7 @@ fn setup<F: Firmware<TestKit>>(
     // The stages' QP contexts follow before anything is posted.
     a.pump(0, &mut |_| {});
     b.pump(0, &mut |_| {});
-    Some((a, b, qa, qb))
+    Some((qa, qb))
 }
 
 /// Run the stream with the engine as each NIC's firmware. Stack use is a few hundred KiB (two
@@ -146,7 +153,12 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
     mut firmware: impl FnMut() -> Option<F>,
 ) -> StreamReport {
     let mut rep = StreamReport::default();
-    let Some((mut a, mut b, qa, qb)) = setup(&cfg, &mut firmware) else {
+    // (connected where they live: a NIC is some 50 KB)
+    let Some([mut a, mut b]) = nics(&cfg, &mut firmware) else {
+        rep.failed = true;
+        return rep;
+    };
+    let Some((qa, qb)) = connect(&cfg, &mut a, &mut b) else {
         rep.failed = true;
         return rep;
     };
@@ -188,8 +200,15 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
             seen_completions = t.completions;
             sq_full = false;
         }
-        // Keep the send queue full.
-        while posted < total_msgs && !sq_full {
+        // Keep the send queue full (as many as it has room for, as a host driver knows its
+        // queue's room: no post to be refused).
+        let mut room = if sq_full || posted >= total_msgs {
+            0
+        } else {
+            a.dp.send_queue_room(qa)
+        };
+        sq_full |= room == 0;
+        while posted < total_msgs && room > 0 {
             let len = if posted + 1 == total_msgs {
                 last_len
             } else {
@@ -209,6 +228,8 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
                 break;
             }
             posted += 1;
+            room -= 1;
+            sq_full |= room == 0;
             (tx_a, in_a) = (true, true);
         }
         let mut progress = false;
@@ -235,44 +256,31 @@ pub fn run_stream_with<F: Firmware<TestKit>>(
             if !cfg.via_repr {
                 if let Some((to, pkts)) = ch.pop_due_run(now) {
                     progress = true;
-                    let nic = if to == 1 {
+                    // (virtual payloads: nothing to place; the stage counts its placements.
+                    // Each NIC's call on its own branch: no NIC chosen at run time.)
+                    if to == 1 {
                         (tx_b, in_b) = (true, true);
-                        &mut b
+                        b.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
                     } else {
                         (tx_a, in_a) = (true, true);
-                        &mut a
-                    };
-                    // (virtual payloads: nothing to place; the stage counts its placements)
-                    nic.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
+                        a.receive(now, pkts, &mut DiscardVerdicts, &mut |w| t.on(w));
+                    }
                     continue;
                 }
                 if ch.is_simple() {
                     break;
                 }
             }
-            let Some(f) = ch.pop_due_ref(now) else {
+            // (one packet at a time: out of line, off the cost stream's path)
+            let Some(to) = receive_one(&mut ch, now, cfg.via_repr, [&mut a, &mut b], &mut t) else {
                 break;
             };
             progress = true;
-            let pkt = if cfg.via_repr {
-                Packet::from_repr(&f.pkt.to_repr(), f.pkt.payload_len, f.pkt.ce)
-            } else {
-                *f.pkt
-            };
-            let to = f.to();
-            let nic = if to == 1 {
+            if to == 1 {
                 (tx_b, in_b) = (true, true);
-                &mut b
             } else {
                 (tx_a, in_a) = (true, true);
-                &mut a
-            };
-            nic.receive(
-                now,
-                core::slice::from_ref(&pkt),
-                &mut DiscardVerdicts,
-                &mut |w| t.on(w),
-            );
+            }
         }
         if core::mem::take(&mut in_a) {
             let (moved, cmds) = pump(&mut a, now, &mut |w| t.on(w));
@@ -361,6 +369,34 @@ impl Tally {
             HostWrite::Other(_) => {}
         }
     }
+}
+
+/// The next packet due at `now` to its NIC (`nics`: A, B), through the wire representation
+/// when `via_repr`. Returns the NIC it went to (0: A, 1: B); `None` when none is due.
+#[inline(never)]
+fn receive_one<F: Firmware<TestKit>>(
+    ch: &mut Channel<CAP, 0>,
+    now: u64,
+    via_repr: bool,
+    nics: [&mut Nic<TestKit, F>; 2],
+    t: &mut Tally,
+) -> Option<u8> {
+    let f = ch.pop_due_ref(now)?;
+    let pkt = if via_repr {
+        Packet::from_repr(&f.pkt.to_repr(), f.pkt.payload_len, f.pkt.ce)
+    } else {
+        *f.pkt
+    };
+    let to = f.to();
+    let [a, b] = nics;
+    let nic = if to == 1 { b } else { a };
+    nic.receive(
+        now,
+        core::slice::from_ref(&pkt),
+        &mut DiscardVerdicts,
+        &mut |w| t.on(w),
+    );
+    Some(to)
 }
 
 /// The earlier of two instants (`None`: never).

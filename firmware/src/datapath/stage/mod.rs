@@ -253,6 +253,15 @@ impl<C: Capacity> Datapath<C> {
         self.regions.deregister(rkey)
     }
 
+    /// Send work requests QP `qpn`'s send queue has room for (0: no such QP), as a host
+    /// driver tracks its queue: a post beyond it is refused (and counted).
+    pub fn send_queue_room(&self, qpn: u32) -> usize {
+        self.qps
+            .as_ref()
+            .get(qpn as usize)
+            .map_or(0, QpContext::send_queue_room)
+    }
+
     /// A send work request the host posted to QP `qpn` (the WQE the host interface fetched).
     ///
     /// # Errors

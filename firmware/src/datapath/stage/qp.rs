@@ -94,6 +94,9 @@ pub trait QpContext {
     /// # Errors
     /// [`PostError`].
     fn post_send(&mut self, wr: SendWr) -> Result<(), PostError>;
+    /// Send work requests the send queue has room for (a post may still be refused for
+    /// another reason: the QP not sending, a bad work request).
+    fn send_queue_room(&self) -> usize;
     /// A receive work request was posted (RTR or RTS).
     ///
     /// # Errors
@@ -536,6 +539,10 @@ impl<
 
     fn post_send(&mut self, wr: SendWr) -> Result<(), PostError> {
         self.tx.post_send(wr)
+    }
+
+    fn send_queue_room(&self) -> usize {
+        self.tx.queue_room()
     }
 
     fn post_recv(&mut self, wr_id: u64) -> Result<(), PostError> {

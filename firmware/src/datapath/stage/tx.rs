@@ -384,6 +384,11 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.sq.len()
     }
 
+    /// Work requests the send queue has room for.
+    pub(crate) fn queue_room(&self) -> usize {
+        self.sq.room()
+    }
+
     /// Post a work request.
     pub(crate) fn post_send(&mut self, wr: SendWr) -> Result<(), PostError> {
         let result = if self.mode != Mode::Live {
