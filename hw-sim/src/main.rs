@@ -503,7 +503,7 @@ fn print_results(outcomes: &[Outcome]) {
 fn print_not_modelled() {
     println!();
     println!("Modelled: the real MRC datapath stage per NIC and, as its firmware, the NIC image's");
-    println!("main loop and engine on 4 cores at 1 GHz, each step charged from guest instructions");
+    println!("main loop and engine on 16 cores at 2 GHz, each step charged from guest instructions");
     println!("measured on the image under QEMU (mrc, mrc-1ev, spray-oblivious; a core's 32-entry");
     println!("CSR ring back-pressures the datapath when full); RoCE RC with go-back-N, DCQCN and");
     println!("PFC (roce-ecmp); PCIe doorbells and DMA for the MRC NICs.");

@@ -63,7 +63,7 @@
 //!   after the doorbell and WQE fetch; a data packet leaves only once its payload read
 //!   completed (latency, bandwidth).
 //! - **Firmware cores** ([`FirmwareConfig`], module `cores`): each shard's firmware is the NIC
-//!   image's main loop (`mrc-nicloop`), run on one of N cores (4 at 1 GHz by default); each
+//!   image's main loop (`mrc-nicloop`), run on one of N cores (16 at 2 GHz by default); each
 //!   step of a loop costs core cycles from the cost table ([`fw_cost`]: guest instructions
 //!   measured on the image under QEMU, times a CPI). Reports wait in a core's 32-entry CSR
 //!   ring while it is busy; a full ring holds them in the stage, which then stops taking

@@ -73,7 +73,7 @@ pub struct Scenario {
     pub retry_cnt: u8,
     /// Host interface (doorbell, DMA) timing of every NIC.
     pub pcie: PcieConfig,
-    /// The firmware cores of every NIC (default: 4 cores at 1 GHz, CPI 1, timed).
+    /// The firmware cores of every NIC (default: 16 cores at 2 GHz, CPI 1, timed).
     pub firmware: FirmwareConfig,
     /// Background load running alongside the workload (excluded from its figures), or none.
     pub background: Option<Background>,

@@ -174,7 +174,7 @@ pub struct NicFile {
     #[serde(default)]
     pub pcie: PcieConfig,
     /// The firmware cores (`[nic.firmware]`: `cores`, `clock_mhz`, `cpi`, `timed`; absent =
-    /// 4 cores at 1 GHz, CPI 1, timed).
+    /// 16 cores at 2 GHz, CPI 1, timed).
     #[serde(default)]
     pub firmware: FirmwareConfig,
     /// EV format of the `mrc` transport: `"srv6"` (uSID source routes, the default), `"udp"`
