@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::core::time::{Duration, Time};
+use crate::core::time::Time;
 use crate::workload::{Flow, FlowResult};
 
 /// One flow on its sending NIC.
@@ -24,7 +24,7 @@ pub(crate) struct FlowSt {
     pub failed: bool,
     /// Still waiting for its `after` flow.
     pub waiting: bool,
-    /// Its work requests are visible to the NIC (doorbell rung and WQEs fetched).
+    /// Released: it joined its connection's queue (the host posts its work requests).
     pub visible: bool,
 }
 
@@ -132,9 +132,9 @@ impl FlowTable {
     }
 
     /// Releases every flow due at or before `now`: the host posts its work requests then (its
-    /// FCT counts from here), and the NIC sees them `post_delay` later (doorbell, WQE fetch),
-    /// when it joins its connection's queue; pushes the connections that got work.
-    pub fn release_due(&mut self, now: Time, post_delay: Duration, touched: &mut Vec<u32>) {
+    /// FCT counts from here; the NIC sees them after the doorbell and WQE fetch) and it joins
+    /// its connection's queue; pushes the connections that got work.
+    pub fn release_due(&mut self, now: Time, touched: &mut Vec<u32>) {
         while let Some(Reverse((t, i))) = self.due.peek().copied() {
             if t > now {
                 break;
@@ -148,10 +148,6 @@ impl FlowTable {
             }
             if f.released.is_none() {
                 f.released = Some(t);
-                if post_delay > Duration::ZERO {
-                    self.due.push(Reverse((t.saturating_add(post_delay), i)));
-                    continue;
-                }
             }
             f.visible = true;
             if let Some(q) = self.queues.get_mut(f.conn as usize) {
