@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! mrc-sim                                  # = mrc-sim run default
-//! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR]
+//! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR] [--nic-svg HOST PATH]
 //!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
 //!             [--no-failure] [--reorder-tx N] [--threads N]
 //! mrc-sim scenarios                        # the built-in scenarios, one line each
@@ -149,6 +149,10 @@ struct RunArgs {
     /// Write throughput.svg and fct_cdf.svg into this directory.
     #[arg(long, value_name = "DIR")]
     svg: Option<PathBuf>,
+    /// Plot the utilisation over time of host HOST's NIC (its PCIe link's directions) into
+    /// the SVG file PATH, a panel per transport running the MRC NIC model.
+    #[arg(long, num_args = 2, value_names = ["HOST", "PATH"])]
+    nic_svg: Option<Vec<String>>,
     /// Write a pcap of the selected packets (one file per transport when several run).
     #[arg(long, value_name = "OUT")]
     pcap: Option<PathBuf>,
@@ -388,8 +392,24 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     };
     let pcap = a.pcap.as_deref().map(|path| PcapRequest { path, filter });
     let base = spec.scenario(spec.file.transports[0]);
+    let nic_svg = match a.nic_svg.as_deref() {
+        Some([host, path]) => {
+            let hosts = base.fabric.shape.hosts();
+            let h: u32 = host.parse().ok().filter(|h| *h < hosts).ok_or_else(|| {
+                format!("--nic-svg: host `{host}` is not a host of this fabric (0..{hosts})")
+            })?;
+            Some((h, PathBuf::from(path)))
+        }
+        _ => None,
+    };
     print_header(&spec, &base);
-    let (outcomes, notes) = output::run_all_threads(&spec, pcap.as_ref(), true, a.threads.max(1))?;
+    let (outcomes, notes) = output::run_all_threads(
+        &spec,
+        pcap.as_ref(),
+        true,
+        a.threads.max(1),
+        nic_svg.as_ref().map(|n| n.0),
+    )?;
     for o in &outcomes {
         match &o.result {
             Ok(r) => eprintln!(
@@ -423,6 +443,10 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
         for f in files {
             println!("svg: {}", f.display());
         }
+    }
+    if let Some((_, path)) = &nic_svg {
+        svg::nic_plot(path, &spec.name, &outcomes)?;
+        println!("svg: {}", path.display());
     }
     print_not_modelled();
     Ok(if outcomes.iter().any(|o| o.result.is_ok()) {

@@ -5,8 +5,7 @@
 //! wire at the earliest time its credits allow and the wire is free, and the transaction
 //! returns when its last TLP arrives. No event is scheduled per TLP.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::config::{FcCredits, PcieConfig, TlpKind};
 use crate::core::time::{Duration, Time, PS_PER_NS};
@@ -56,14 +55,12 @@ impl Wire {
             }
             Some(_) => {}
         }
+        // From the first interval that ends after `at` (they are in order), the first gap
+        // that holds `dur`.
         let mut t = at;
-        let mut i = 0;
+        let mut i = self.busy.partition_point(|b| b.1 <= at);
         while i < self.busy.len() {
             let (s, e) = self.busy[i];
-            if e <= t {
-                i += 1;
-                continue;
-            }
             if t + dur <= s {
                 break;
             }
@@ -98,12 +95,16 @@ impl Wire {
 }
 
 /// One kind of credit a receiver advertises: what is out, and when each part comes back.
+///
+/// Returns are kept in the order the credits were taken, which is their order in time but
+/// for a TLP booked into a gap ahead of others: its credits then come back with the ones
+/// taken before it (a little late, never early).
 #[derive(Debug, Default)]
 struct Pool {
     /// Advertised (0 = infinite).
     limit: u32,
     out: u32,
-    back: BinaryHeap<Reverse<(u64, u32)>>,
+    back: VecDeque<(u64, u32)>,
     /// Time senders waited for these credits (ps).
     stalled: u64,
 }
@@ -123,11 +124,11 @@ impl Pool {
             return at;
         }
         let mut t = at;
-        while let Some(&Reverse((when, k))) = self.back.peek() {
+        while let Some(&(when, k)) = self.back.front() {
             if when > t && self.out + n <= self.limit {
                 break;
             }
-            self.back.pop();
+            self.back.pop_front();
             self.out -= k;
             t = t.max(when);
         }
@@ -141,7 +142,7 @@ impl Pool {
             return;
         }
         self.out += n;
-        self.back.push(Reverse((until, n)));
+        self.back.push_back((until, n));
     }
 }
 
@@ -213,8 +214,9 @@ pub(crate) struct PcieLink {
     pub rx: Direction,
     /// NIC -> host: read requests, payload writes, CQEs and events.
     pub tx: Direction,
-    /// When each outstanding read request's tag comes back (its last completion).
-    tags: BinaryHeap<Reverse<u64>>,
+    /// When each outstanding read request's tag comes back (its last completion), in issue
+    /// order (completions return in order).
+    tags: VecDeque<u64>,
     /// Payload bytes moved by DMA (reads and writes).
     pub dma_bytes: u64,
 }
@@ -234,7 +236,7 @@ impl PcieLink {
                 credits: Credits::new(&cfg.host_credits),
                 ..Direction::default()
             },
-            tags: BinaryHeap::new(),
+            tags: VecDeque::new(),
             dma_bytes: 0,
         }
     }
@@ -299,12 +301,12 @@ impl PcieLink {
         let mut done = at.as_ps();
         let mut t = at.as_ps();
         for (a, n) in requests(addr, len, u32::from(self.cfg.mrrs)) {
-            // A tag: the earliest to come back when all are out.
-            while self.tags.peek().is_some_and(|r| r.0 <= t) {
-                self.tags.pop();
+            // A tag: the oldest request's when all are out.
+            while self.tags.front().is_some_and(|&r| r <= t) {
+                self.tags.pop_front();
             }
             if self.tags.len() >= usize::from(self.cfg.read_tags) {
-                if let Some(Reverse(free)) = self.tags.pop() {
+                if let Some(free) = self.tags.pop_front() {
                     t = t.max(free);
                 }
             }
@@ -317,20 +319,22 @@ impl PcieLink {
                 TlpKind::MemRead,
                 0,
             );
+            // The completer sends them in order, from `completer` after the request arrived.
             let mut last = at_host;
-            let first = at_host + self.completer;
+            let mut next = at_host + self.completer;
             for (_, c) in completions(a, n, u32::from(self.cfg.mps), u32::from(self.cfg.rcb)) {
                 last = Self::send(
                     &self.cfg,
                     self.fs_per_byte,
                     self.latency,
                     &mut self.rx,
-                    first,
+                    next,
                     TlpKind::Completion,
                     c,
                 );
+                next = last - self.latency;
             }
-            self.tags.push(Reverse(last));
+            self.tags.push_back(last);
             done = done.max(last);
         }
         self.dma_bytes += u64::from(len);
@@ -341,16 +345,18 @@ impl PcieLink {
     /// MPS, split on MPS boundaries); returns when the last has reached the host.
     pub fn write(&mut self, at: Time, addr: u64, len: u32) -> Time {
         let mut done = at.as_ps();
+        let mut next = at.as_ps();
         for (_, n) in writes(addr, len, u32::from(self.cfg.mps)) {
             done = Self::send(
                 &self.cfg,
                 self.fs_per_byte,
                 self.latency,
                 &mut self.tx,
-                at.as_ps(),
+                next,
                 TlpKind::MemWrite,
                 n,
             );
+            next = done - self.latency;
         }
         self.dma_bytes += u64::from(len);
         Time::from_ps(done)
