@@ -213,6 +213,8 @@ pub struct Nic {
     dma: pcie::DmaQueue,
     /// Work requests whose WQEs are being fetched.
     hostq: pcie::HostQueues,
+    /// The time of the last input (what [`Nic::poll_finished`] goes by).
+    now: Time,
     /// Scratch: a batch of work requests being posted.
     wr_buf: Vec<SendWr>,
     /// An idle link's read time of a full packet's payload.
@@ -481,6 +483,7 @@ impl Nic {
             link: pcie::PcieLink::new(cfg.pcie),
             dma: pcie::DmaQueue::default(),
             hostq: pcie::HostQueues::new(peers.len()),
+            now: Time::ZERO,
             wr_buf: Vec::new(),
             read_latency: cfg.pcie.packet_delay(cfg.mtu_payload),
             dma_armed: None,
@@ -543,9 +546,10 @@ impl Nic {
     }
 
     /// The next flow that completed (`(id, true)`) or failed (`(id, false)`) since the last
-    /// call (global ids).
+    /// call (global ids), as of the NIC's last input: the host learns of a completion when its
+    /// CQE arrived (an [`ev::DMA`] is due then).
     pub fn poll_finished(&mut self) -> Option<(u32, bool)> {
-        self.flows.finished.pop_front()
+        self.flows.poll_finished(self.now)
     }
 
     /// True when a send completed in error.
@@ -674,12 +678,17 @@ impl Nic {
         self.service(now, fab, s, me);
     }
 
-    /// Arms [`ev::DMA`] for the earliest read still to complete.
+    /// Arms [`ev::DMA`] for the earliest read still to complete, or completion the host has
+    /// yet to see.
     pub(super) fn arm_dma(&mut self, s: &mut Scheduler<'_>, me: ComponentId) {
-        let next = match (self.dma.next_ready(), self.hostq.next_ready()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let next = [
+            self.dma.next_ready(),
+            self.hostq.next_ready(),
+            self.flows.next_finish(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         if let Some(t) = next {
             if self.dma_armed.is_none_or(|a| a > t)
                 && s.at(t, me, ev::DMA, u64::from(self.host)).is_ok()

@@ -253,6 +253,7 @@ impl Nic {
     ) {
         let mut touched = std::mem::take(&mut self.touched);
         touched.clear();
+        self.now = now;
         self.link.prune(now);
         for round in 0..SERVICE_ROUNDS {
             self.drain_inputs(now, fab.topology(), &mut touched, s, me);
