@@ -527,12 +527,11 @@ fn print_results(outcomes: &[Outcome]) {
 fn print_not_modelled() {
     println!();
     println!("Modelled: the real MRC datapath stage and firmware engine per NIC (mrc, mrc-1ev,");
-    println!("spray-oblivious), RoCE RC with go-back-N, DCQCN and PFC (roce-ecmp), PCIe doorbells");
-    println!("and DMA for the MRC NICs.");
-    println!("Not modelled: the datapath's cycle counts, host CPU and memory, the RoCE NIC's");
-    println!("host interface; firmware core time is off unless the scenario sets it; mrc-1ev pins");
-    println!(
-        "each QP to one plane and ECMP hash in the NIC model (the stage still sprays over its"
-    );
-    println!("EVs, which then all name the same path).");
+    println!("spray-oblivious) behind a PCIe link at TLP granularity (doorbells, WQE fetches,");
+    println!("payload reads and writes, CQEs and events; link rate, credits, MPS/MRRS, latency,");
+    println!("host memory latency), RoCE RC with go-back-N, DCQCN and PFC (roce-ecmp).");
+    println!("Not modelled: the datapath's cycle counts, host CPU, host memory bandwidth, the");
+    println!("RoCE NIC's host interface; firmware core time is off unless the scenario sets it;");
+    println!("mrc-1ev pins each QP to one plane and ECMP hash in the NIC model (the stage still");
+    println!("sprays over its EVs, which then all name the same path).");
 }
