@@ -136,6 +136,21 @@ impl Pool {
         t
     }
 
+    /// Whether `n` credits are free at `at` (the credits returned by then are taken back).
+    fn room(&mut self, at: u64, n: u32) -> bool {
+        if self.limit == 0 || n == 0 {
+            return true;
+        }
+        while let Some(&(when, k)) = self.back.front() {
+            if when > at {
+                break;
+            }
+            self.back.pop_front();
+            self.out -= k;
+        }
+        self.out + n <= self.limit
+    }
+
     /// Takes `n` credits until `until`.
     fn take(&mut self, n: u32, until: u64) {
         if self.limit == 0 || n == 0 {
@@ -203,13 +218,86 @@ impl Direction {
     }
 }
 
+/// The link's timing: what a TLP takes on the wire and on the way.
+#[derive(Debug)]
+struct Timing {
+    cfg: PcieConfig,
+    fs_per_byte: u64,
+    /// One-way latency (ps).
+    latency: u64,
+    /// Host memory (ps).
+    completer: u64,
+}
+
+impl Timing {
+    /// Wire time of one TLP of `kind` carrying `data` bytes (ps).
+    fn tlp(&self, kind: TlpKind, data: u32) -> u64 {
+        (u64::from(self.cfg.tlp_overhead(kind) + data) * self.fs_per_byte).div_ceil(1_000)
+    }
+
+    /// Sends one TLP of `kind` carrying `data` payload bytes on `dir` no earlier than `at`;
+    /// returns when it has arrived (ps).
+    fn send(&self, dir: &mut Direction, at: u64, kind: TlpKind, data: u32) -> u64 {
+        let dc = data.div_ceil(CREDIT_BYTES);
+        let (h, d) = dir.credits.pools(kind);
+        let mut t = h.ready(at, 1);
+        if let Some(d) = d {
+            t = d.ready(t, dc);
+        }
+        let dur = self.tlp(kind, data);
+        let start = dir.wire.book(t, dur);
+        let arrive = start + dur + self.latency;
+        // The receiver frees the buffer as the TLP arrives; its UpdateFC takes a latency back.
+        let (h, d) = dir.credits.pools(kind);
+        h.take(1, arrive + self.latency);
+        if let Some(d) = d {
+            d.take(dc, arrive + self.latency);
+        }
+        dir.tlps += 1;
+        dir.payload += u64::from(data);
+        arrive
+    }
+
+    /// Books TLPs of `kind` carrying `sizes` bytes back to back on `dir` from `at` as one
+    /// train, when the receiver's credits take them all at once; `None` (nothing booked) when
+    /// they do not: send them one by one. Returns the train's start and length (ps). Their
+    /// credits come back together, a latency after the last arrived (late by up to the
+    /// train's length for the first ones, never early).
+    fn train(
+        &self,
+        dir: &mut Direction,
+        at: u64,
+        kind: TlpKind,
+        sizes: impl Iterator<Item = u32>,
+    ) -> Option<(u64, u64)> {
+        let (mut k, mut dc, mut dur, mut payload) = (0u32, 0u32, 0u64, 0u64);
+        for s in sizes {
+            k += 1;
+            dc += s.div_ceil(CREDIT_BYTES);
+            dur += self.tlp(kind, s);
+            payload += u64::from(s);
+        }
+        let (h, d) = dir.credits.pools(kind);
+        if k == 0 || !h.room(at, k) || !d.is_none_or(|d| d.room(at, dc)) {
+            return None;
+        }
+        let start = dir.wire.book(at, dur);
+        let back = start + dur + 2 * self.latency;
+        let (h, d) = dir.credits.pools(kind);
+        h.take(k, back);
+        if let Some(d) = d {
+            d.take(dc, back);
+        }
+        dir.tlps += u64::from(k);
+        dir.payload += payload;
+        Some((start, dur))
+    }
+}
+
 /// The NIC's PCIe link. "rx" is host -> NIC, "tx" NIC -> host.
 #[derive(Debug)]
 pub(crate) struct PcieLink {
-    cfg: PcieConfig,
-    fs_per_byte: u64,
-    latency: u64,
-    completer: u64,
+    t: Timing,
     /// Host -> NIC: doorbells, read completions.
     pub rx: Direction,
     /// NIC -> host: read requests, payload writes, CQEs and events.
@@ -224,10 +312,12 @@ pub(crate) struct PcieLink {
 impl PcieLink {
     pub fn new(cfg: PcieConfig) -> PcieLink {
         PcieLink {
-            cfg,
-            fs_per_byte: cfg.fs_per_byte(),
-            latency: cfg.latency_ns * PS_PER_NS,
-            completer: cfg.completer_ns * PS_PER_NS,
+            t: Timing {
+                cfg,
+                fs_per_byte: cfg.fs_per_byte(),
+                latency: cfg.latency_ns * PS_PER_NS,
+                completer: cfg.completer_ns * PS_PER_NS,
+            },
             rx: Direction {
                 credits: Credits::new(&cfg.nic_credits),
                 ..Direction::default()
@@ -247,118 +337,115 @@ impl PcieLink {
         self.tx.wire.prune(now.as_ps());
     }
 
-    /// Sends one TLP of `kind` carrying `data` payload bytes on `dir` no earlier than `at`;
-    /// returns when it has arrived (ps).
-    fn send(
-        cfg: &PcieConfig,
-        fs_per_byte: u64,
-        latency: u64,
-        dir: &mut Direction,
-        at: u64,
-        kind: TlpKind,
-        data: u32,
-    ) -> u64 {
-        let dc = data.div_ceil(CREDIT_BYTES);
-        let (h, d) = dir.credits.pools(kind);
-        let mut t = h.ready(at, 1);
-        if let Some(d) = d {
-            t = d.ready(t, dc);
-        }
-        let bytes = u64::from(cfg.tlp_overhead(kind) + data);
-        let dur = (bytes * fs_per_byte).div_ceil(1_000);
-        let start = dir.wire.book(t, dur);
-        let arrive = start + dur + latency;
-        // The receiver frees the buffer as the TLP arrives; its UpdateFC takes a latency back.
-        let (h, d) = dir.credits.pools(kind);
-        h.take(1, arrive + latency);
-        if let Some(d) = d {
-            d.take(dc, arrive + latency);
-        }
-        dir.tlps += 1;
-        dir.payload += u64::from(data);
-        arrive
-    }
-
     /// The host writes a doorbell (`bytes`, one posted MWr) at `at`; returns when the NIC has
     /// it.
     pub fn doorbell(&mut self, at: Time, bytes: u32) -> Time {
-        let t = Self::send(
-            &self.cfg,
-            self.fs_per_byte,
-            self.latency,
-            &mut self.rx,
-            at.as_ps(),
-            TlpKind::MemWrite,
-            bytes,
-        );
-        Time::from_ps(t)
+        Time::from_ps(
+            self.t
+                .send(&mut self.rx, at.as_ps(), TlpKind::MemWrite, bytes),
+        )
     }
 
     /// The NIC reads `len` bytes at host address `addr` from `at`: MRRS-sized requests
     /// (never crossing 4 KiB) each holding a tag until its last completion, completions of at
     /// most MPS ending on RCB boundaries. Returns when the last completion has arrived.
     pub fn read(&mut self, at: Time, addr: u64, len: u32) -> Time {
+        self.dma_bytes += u64::from(len);
+        if let Some(done) = self.read_train(at.as_ps(), addr, len) {
+            return Time::from_ps(done);
+        }
+        let c = self.t.cfg;
+        let (mrrs, mps, rcb) = (u32::from(c.mrrs), u32::from(c.mps), u32::from(c.rcb));
         let mut done = at.as_ps();
         let mut t = at.as_ps();
-        for (a, n) in requests(addr, len, u32::from(self.cfg.mrrs)) {
+        for (a, n) in requests(addr, len, mrrs) {
             // A tag: the oldest request's when all are out.
             while self.tags.front().is_some_and(|&r| r <= t) {
                 self.tags.pop_front();
             }
-            if self.tags.len() >= usize::from(self.cfg.read_tags) {
+            if self.tags.len() >= usize::from(c.read_tags) {
                 if let Some(free) = self.tags.pop_front() {
                     t = t.max(free);
                 }
             }
-            let at_host = Self::send(
-                &self.cfg,
-                self.fs_per_byte,
-                self.latency,
-                &mut self.tx,
-                t,
-                TlpKind::MemRead,
-                0,
-            );
+            let at_host = self.t.send(&mut self.tx, t, TlpKind::MemRead, 0);
             // The completer sends them in order, from `completer` after the request arrived.
             let mut last = at_host;
-            let mut next = at_host + self.completer;
-            for (_, c) in completions(a, n, u32::from(self.cfg.mps), u32::from(self.cfg.rcb)) {
-                last = Self::send(
-                    &self.cfg,
-                    self.fs_per_byte,
-                    self.latency,
-                    &mut self.rx,
-                    next,
-                    TlpKind::Completion,
-                    c,
-                );
-                next = last - self.latency;
+            let mut next = at_host + self.t.completer;
+            for (_, n) in completions(a, n, mps, rcb) {
+                last = self.t.send(&mut self.rx, next, TlpKind::Completion, n);
+                next = last - self.t.latency;
             }
             self.tags.push_back(last);
             done = done.max(last);
         }
-        self.dma_bytes += u64::from(len);
         Time::from_ps(done)
+    }
+
+    /// [`PcieLink::read`] as two trains when nothing waits (tags and credits to spare, the
+    /// usual case): the requests back to back, then all their completions back to back from
+    /// when the first request was answered. Each request's completions take at least as long
+    /// as a request, so none leaves before its request arrived. `None` (nothing booked) when
+    /// something would wait: the TLPs then go one by one.
+    fn read_train(&mut self, at: u64, addr: u64, len: u32) -> Option<u64> {
+        let c = self.t.cfg;
+        let (mrrs, mps, rcb) = (u32::from(c.mrrs), u32::from(c.mps), u32::from(c.rcb));
+        while self.tags.front().is_some_and(|&r| r <= at) {
+            self.tags.pop_front();
+        }
+        let reqs = || requests(addr, len, mrrs);
+        let n = reqs().count();
+        let rd = self.t.tlp(TlpKind::MemRead, 0);
+        if n == 0
+            || self.tags.len() + n > usize::from(c.read_tags)
+            || c.nic_credits.completion_hdr != 0
+            || c.nic_credits.completion_data != 0
+            || reqs().any(|(a, k)| {
+                completions(a, k, mps, rcb)
+                    .map(|p| self.t.tlp(TlpKind::Completion, p.1))
+                    .sum::<u64>()
+                    < rd
+            })
+        {
+            return None;
+        }
+        let (mstart, _) = self
+            .t
+            .train(&mut self.tx, at, TlpKind::MemRead, reqs().map(|_| 0))?;
+        let first = mstart + rd + self.t.latency + self.t.completer;
+        let all = reqs().flat_map(|(a, k)| completions(a, k, mps, rcb).map(|p| p.1));
+        // (completion credits are infinite: the train is always taken)
+        let (cstart, cdur) = self
+            .t
+            .train(&mut self.rx, first, TlpKind::Completion, all)?;
+        let mut end = cstart;
+        for (a, k) in reqs() {
+            for (_, p) in completions(a, k, mps, rcb) {
+                end += self.t.tlp(TlpKind::Completion, p);
+            }
+            self.tags.push_back(end + self.t.latency);
+        }
+        debug_assert_eq!(end, cstart + cdur);
+        Some(cstart + cdur + self.t.latency)
     }
 
     /// The NIC writes `len` bytes to host address `addr` from `at` (posted MWr TLPs of at most
     /// MPS, split on MPS boundaries); returns when the last has reached the host.
     pub fn write(&mut self, at: Time, addr: u64, len: u32) -> Time {
-        let mut done = at.as_ps();
-        let mut next = at.as_ps();
-        for (_, n) in writes(addr, len, u32::from(self.cfg.mps)) {
-            done = Self::send(
-                &self.cfg,
-                self.fs_per_byte,
-                self.latency,
-                &mut self.tx,
-                next,
-                TlpKind::MemWrite,
-                n,
-            );
-            next = done - self.latency;
-        }
         self.dma_bytes += u64::from(len);
+        let mps = u32::from(self.t.cfg.mps);
+        let at = at.as_ps();
+        let pieces = || writes(addr, len, mps).map(|p| p.1);
+        if let Some((start, dur)) = self.t.train(&mut self.tx, at, TlpKind::MemWrite, pieces()) {
+            return Time::from_ps(start + dur + self.t.latency);
+        }
+        // Out of credit: one by one, each as soon as its credits are back.
+        let mut done = at;
+        let mut next = at;
+        for n in pieces() {
+            done = self.t.send(&mut self.tx, next, TlpKind::MemWrite, n);
+            next = done - self.t.latency;
+        }
         Time::from_ps(done)
     }
 
