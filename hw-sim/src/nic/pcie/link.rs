@@ -218,6 +218,26 @@ impl Direction {
     }
 }
 
+/// TLPs sent back to back: how many, their data credits, wire time and payload.
+#[derive(Clone, Copy, Debug, Default)]
+struct Train {
+    tlps: u32,
+    credits: u32,
+    dur: u64,
+    payload: u64,
+}
+
+impl Train {
+    fn add(&mut self, t: &Timing, kind: TlpKind, data: u32) -> u64 {
+        let d = t.tlp(kind, data);
+        self.tlps += 1;
+        self.credits += data.div_ceil(CREDIT_BYTES);
+        self.dur += d;
+        self.payload += u64::from(data);
+        d
+    }
+}
+
 /// The link's timing: what a TLP takes on the wire and on the way.
 #[derive(Debug)]
 struct Timing {
@@ -270,13 +290,21 @@ impl Timing {
         kind: TlpKind,
         sizes: impl Iterator<Item = u32>,
     ) -> Option<(u64, u64)> {
-        let (mut k, mut dc, mut dur, mut payload) = (0u32, 0u32, 0u64, 0u64);
+        let mut tr = Train::default();
         for s in sizes {
-            k += 1;
-            dc += s.div_ceil(CREDIT_BYTES);
-            dur += self.tlp(kind, s);
-            payload += u64::from(s);
+            tr.add(self, kind, s);
         }
+        self.book(dir, at, kind, &tr)
+    }
+
+    /// [`Timing::train`] of the TLPs summed in `tr`.
+    fn book(&self, dir: &mut Direction, at: u64, kind: TlpKind, tr: &Train) -> Option<(u64, u64)> {
+        let Train {
+            tlps: k,
+            credits: dc,
+            dur,
+            payload,
+        } = *tr;
         let (h, d) = dir.credits.pools(kind);
         if k == 0 || !h.room(at, k) || !d.is_none_or(|d| d.room(at, dc)) {
             return None;
@@ -307,6 +335,8 @@ pub(crate) struct PcieLink {
     tags: VecDeque<u64>,
     /// Payload bytes moved by DMA (reads and writes).
     pub dma_bytes: u64,
+    /// Scratch: where each request's completions end in a read's completion train (ps).
+    ends: Vec<u64>,
 }
 
 impl PcieLink {
@@ -328,6 +358,7 @@ impl PcieLink {
             },
             tags: VecDeque::new(),
             dma_bytes: 0,
+            ends: Vec::new(),
         }
     }
 
@@ -394,38 +425,41 @@ impl PcieLink {
             self.tags.pop_front();
         }
         let reqs = || requests(addr, len, mrrs);
-        let n = reqs().count();
-        let rd = self.t.tlp(TlpKind::MemRead, 0);
+        // A request of 4 bytes or more is answered by completions of at least 16 bytes on the
+        // wire, as long as the 16-byte request.
+        let (mut n, mut short) = (0usize, false);
+        for (_, k) in reqs() {
+            n += 1;
+            short |= k < 4;
+        }
         if n == 0
+            || short
             || self.tags.len() + n > usize::from(c.read_tags)
             || c.nic_credits.completion_hdr != 0
             || c.nic_credits.completion_data != 0
-            || reqs().any(|(a, k)| {
-                completions(a, k, mps, rcb)
-                    .map(|p| self.t.tlp(TlpKind::Completion, p.1))
-                    .sum::<u64>()
-                    < rd
-            })
         {
             return None;
         }
-        let (mstart, _) = self
-            .t
-            .train(&mut self.tx, at, TlpKind::MemRead, reqs().map(|_| 0))?;
+        let mut req = Train::default();
+        let mut cpl = Train::default();
+        self.ends.clear();
+        for (a, k) in reqs() {
+            req.add(&self.t, TlpKind::MemRead, 0);
+            for (_, p) in completions(a, k, mps, rcb) {
+                cpl.add(&self.t, TlpKind::Completion, p);
+            }
+            self.ends.push(cpl.dur);
+        }
+        let rd = self.t.tlp(TlpKind::MemRead, 0);
+        let (mstart, _) = self.t.book(&mut self.tx, at, TlpKind::MemRead, &req)?;
         let first = mstart + rd + self.t.latency + self.t.completer;
-        let all = reqs().flat_map(|(a, k)| completions(a, k, mps, rcb).map(|p| p.1));
         // (completion credits are infinite: the train is always taken)
         let (cstart, cdur) = self
             .t
-            .train(&mut self.rx, first, TlpKind::Completion, all)?;
-        let mut end = cstart;
-        for (a, k) in reqs() {
-            for (_, p) in completions(a, k, mps, rcb) {
-                end += self.t.tlp(TlpKind::Completion, p);
-            }
-            self.tags.push_back(end + self.t.latency);
+            .book(&mut self.rx, first, TlpKind::Completion, &cpl)?;
+        for &e in &self.ends {
+            self.tags.push_back(cstart + e + self.t.latency);
         }
-        debug_assert_eq!(end, cstart + cdur);
         Some(cstart + cdur + self.t.latency)
     }
 
