@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! mrc-sim                                  # = mrc-sim run default
-//! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR]
+//! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR] [--nic-svg HOST PATH]
 //!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
 //!             [--no-failure] [--reorder-tx N] [--threads N]
 //! mrc-sim scenarios                        # the built-in scenarios, one line each
@@ -149,6 +149,10 @@ struct RunArgs {
     /// Write throughput.svg and fct_cdf.svg into this directory.
     #[arg(long, value_name = "DIR")]
     svg: Option<PathBuf>,
+    /// Plot the utilisation over time of host HOST's NIC (its PCIe link's directions and its firmware cores) into
+    /// the SVG file PATH, a panel per transport running the MRC NIC model.
+    #[arg(long, num_args = 2, value_names = ["HOST", "PATH"])]
+    nic_svg: Option<Vec<String>>,
     /// Write a pcap of the selected packets (one file per transport when several run).
     #[arg(long, value_name = "OUT")]
     pcap: Option<PathBuf>,
@@ -388,8 +392,24 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     };
     let pcap = a.pcap.as_deref().map(|path| PcapRequest { path, filter });
     let base = spec.scenario(spec.file.transports[0]);
+    let nic_svg = match a.nic_svg.as_deref() {
+        Some([host, path]) => {
+            let hosts = base.fabric.shape.hosts();
+            let h: u32 = host.parse().ok().filter(|h| *h < hosts).ok_or_else(|| {
+                format!("--nic-svg: host `{host}` is not a host of this fabric (0..{hosts})")
+            })?;
+            Some((h, PathBuf::from(path)))
+        }
+        _ => None,
+    };
     print_header(&spec, &base);
-    let (outcomes, notes) = output::run_all_threads(&spec, pcap.as_ref(), true, a.threads.max(1))?;
+    let (outcomes, notes) = output::run_all_threads(
+        &spec,
+        pcap.as_ref(),
+        true,
+        a.threads.max(1),
+        nic_svg.as_ref().map(|n| n.0),
+    )?;
     for o in &outcomes {
         match &o.result {
             Ok(r) => eprintln!(
@@ -423,6 +443,10 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
         for f in files {
             println!("svg: {}", f.display());
         }
+    }
+    if let Some((_, path)) = &nic_svg {
+        svg::nic_plot(path, &spec.name, &outcomes)?;
+        println!("svg: {}", path.display());
     }
     print_not_modelled();
     Ok(if outcomes.iter().any(|o| o.result.is_ok()) {
@@ -503,11 +527,18 @@ fn print_results(outcomes: &[Outcome]) {
 fn print_not_modelled() {
     println!();
     println!("Modelled: the real MRC datapath stage per NIC and, as its firmware, the NIC image's");
-    println!("main loop and engine on 16 cores at 2 GHz, each step charged from guest instructions");
+    println!(
+        "main loop and engine on 16 cores at 2 GHz, each step charged from guest instructions"
+    );
     println!("measured on the image under QEMU (mrc, mrc-1ev, spray-oblivious; a core's 32-entry");
-    println!("CSR ring back-pressures the datapath when full); RoCE RC with go-back-N, DCQCN and");
-    println!("PFC (roce-ecmp); PCIe doorbells and DMA for the MRC NICs.");
-    println!("Not modelled: the datapath's cycle counts, host CPU and memory, the RoCE NIC's");
-    println!("host interface and firmware; mrc-1ev pins each QP to one plane and ECMP hash in the");
-    println!("NIC model (the stage still sprays over its EVs, which then all name the same path).");
+    println!("CSR ring back-pressures the datapath when full), behind a PCIe link at TLP");
+    println!(
+        "granularity (doorbells, WQE fetches, payload reads and writes, CQEs and events; link"
+    );
+    println!("rate, credits, MPS/MRRS, latency, host memory latency); RoCE RC with go-back-N,");
+    println!("DCQCN and PFC (roce-ecmp).");
+    println!("Not modelled: the datapath's cycle counts, host CPU, host memory bandwidth, the");
+    println!("RoCE NIC's host interface and firmware; mrc-1ev pins each QP to one plane and ECMP");
+    println!("hash in the NIC model (the stage still sprays over its EVs, which then all name the");
+    println!("same path).");
 }

@@ -1,9 +1,11 @@
 //! `transports[].nics`: one report per NIC of a run of the MRC NIC model, none for RoCE, and
-//! figures that follow what the run did (every NIC that sent rang doorbells and read its
-//! payload by DMA; utilisations are fractions).
+//! figures that follow what the run did (every NIC that sent rang doorbells, read its payload
+//! and wrote what it received by DMA, both PCIe directions busy; utilisations are fractions);
+//! the utilisation over time of one NIC, and its SVG.
 
-use mrc_sim::nic::{FirmwareConfig, FirmwareReport, Transport};
-use mrc_sim::run::{run, Scenario};
+use mrc_sim::nic::{FirmwareConfig, FirmwareReport, PcieConfig, Transport};
+use mrc_sim::output::{self, svg, Recorder};
+use mrc_sim::run::{run, run_observed, Scenario};
 use mrc_sim::scenario::ScenarioSpec;
 use mrc_sim::workload::Workload;
 
@@ -19,9 +21,10 @@ fn every_mrc_nic_reports_its_hardware() {
     for (i, n) in r.nics.iter().enumerate() {
         assert_eq!(n.host, i as u32);
         assert!(n.pcie.doorbells > 0, "host {i} sent, so it rang doorbells");
-        // Every payload byte the host sent was read from host memory, retransmissions again.
+        // A permutation: every payload byte the host sent was read from host memory
+        // (retransmissions again), every byte it received written to it.
         assert!(
-            n.pcie.dma_bytes >= bytes_per_host,
+            n.pcie.dma_bytes >= 2 * bytes_per_host,
             "host {i}: {}",
             n.pcie.dma_bytes
         );
@@ -34,7 +37,11 @@ fn every_mrc_nic_reports_its_hardware() {
         }
         assert!(
             n.pcie.pcie_rx_utilisation > 0.0,
-            "host {i}: payload reads take time"
+            "host {i}: read completions take time"
+        );
+        assert!(
+            n.pcie.pcie_tx_utilisation > 0.0,
+            "host {i}: read requests and placed payloads take time"
         );
         // Firmware time is on by default: every NIC's cores ran the main loop on its reports,
         // and no CSR ring ever held more than its entries.
@@ -46,6 +53,89 @@ fn every_mrc_nic_reports_its_hardware() {
             n.firmware.csr_queue_max_depth
         );
     }
+    // Reads of every payload sent and writes of every payload placed, plus WQEs and CQEs.
+    let moved: u64 = r.nics.iter().map(|n| n.pcie.dma_bytes).sum();
+    assert!(
+        moved > r.placed_bytes + bytes_per_host * u64::from(r.hosts),
+        "{moved}"
+    );
+}
+
+#[test]
+fn an_ideal_host_interface_moves_nothing_and_takes_no_time() {
+    let spec = ScenarioSpec::builtin("ev-srv6").unwrap();
+    let sc = Scenario {
+        pcie: PcieConfig::IDEAL,
+        ..spec.scenario(Transport::Mrc)
+    };
+    let r = run(&sc).unwrap();
+    assert_eq!(r.completed, r.flows);
+    for n in &r.nics {
+        assert!(n.pcie.doorbells > 0);
+        assert_eq!(n.pcie.dma_bytes, 0);
+        assert_eq!(n.pcie.pcie_tx_utilisation, 0.0);
+        assert_eq!(n.pcie.pcie_rx_utilisation, 0.0);
+    }
+}
+
+#[test]
+fn one_nic_over_time_adds_up_to_its_report() {
+    let spec = ScenarioSpec::builtin("ev-srv6").unwrap();
+    let sc = spec.scenario(Transport::Mrc);
+    let mut rec = Recorder::new(output::sample_period(sc.ideal()));
+    rec.watch_nic(3);
+    let r = run_observed(&sc, &mut rec).unwrap();
+    let nic = rec.series.nic.as_ref().expect("watched");
+    assert_eq!(nic.host, 3);
+    let names: Vec<&str> = nic.names.iter().map(|n| n.0).collect();
+    assert_eq!(
+        names,
+        ["PCIe NIC->host", "PCIe host->NIC", "firmware cores"]
+    );
+    assert_eq!(nic.samples.len(), rec.series.samples.len());
+    let u = nic.utilisation();
+    for (name, pts) in &u {
+        assert!(pts.iter().all(|p| (0.0..=1.0).contains(&p.1)), "{name}");
+        assert!(pts.iter().any(|p| p.1 > 0.0), "{name}: never busy");
+    }
+    // The last sample's busy time over the run is the report's utilisation.
+    let (end, busy) = nic.samples.last().unwrap();
+    let rep = &r.nics[3].pcie;
+    let whole = end.since_start().as_ps() as f64;
+    assert!((busy[0].as_ps() as f64 / whole - rep.pcie_tx_utilisation).abs() < 1e-9);
+    assert!((busy[1].as_ps() as f64 / whole - rep.pcie_rx_utilisation).abs() < 1e-9);
+    let cores = f64::from(nic.names[2].1);
+    let fw = r.nics[3].firmware.core_utilisation;
+    assert!(
+        (busy[2].as_ps() as f64 / (whole * cores) - fw).abs() < 1e-9,
+        "{fw}"
+    );
+    // And the plot of it.
+    let dir = std::env::temp_dir().join(format!("mrc-sim-nic-svg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("nic.svg");
+    let o = output::Outcome {
+        name: "mrc",
+        result: Ok(r),
+        series: rec.series.clone(),
+        wall_s: 0.0,
+        cost: Default::default(),
+        mode: mrc_sim::run::parallel::Mode::Sequential { reason: None },
+    };
+    svg::nic_plot(&path, "ev-srv6", std::slice::from_ref(&o)).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("<svg"));
+    assert!(
+        text.contains("PCIe host-") && text.contains("PCIe NIC-") && text.contains("firmware"),
+        "legend"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // A host the run has no MRC NIC for is an error, not an empty plot.
+    let none = output::Outcome {
+        series: output::Series::default(),
+        ..o
+    };
+    assert!(svg::nic_plot(&path, "x", &[none]).is_err());
 }
 
 /// With firmware time off the cores report nothing; with one slow core its ring fills, the

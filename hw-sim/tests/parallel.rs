@@ -14,7 +14,7 @@ fn outputs(spec: &ScenarioSpec, threads: usize, tag: &str) -> (String, Vec<u8>, 
         path: &path,
         filter: Filter::default(),
     };
-    let (outcomes, _) = output::run_all_threads(spec, Some(&req), false, threads).unwrap();
+    let (outcomes, _) = output::run_all_threads(spec, Some(&req), false, threads, None).unwrap();
     let modes = outcomes.iter().map(|o| o.mode.to_string()).collect();
     let mut d = json::document(spec, &outcomes);
     d.as_object_mut().unwrap().remove("wall_clock");

@@ -353,7 +353,7 @@ fn diag_all_to_all_counters() {
 }
 
 #[test]
-fn pcie_read_bandwidth_caps_the_nic_and_latency_adds_to_fcts() {
+fn pcie_link_rate_caps_the_nic_and_latency_adds_to_fcts() {
     use mrc_sim::core::Duration;
     use mrc_sim::nic::PcieConfig;
     let w = workloads()[0]; // permutation, 128 KiB per host
@@ -362,9 +362,9 @@ fn pcie_read_bandwidth_caps_the_nic_and_latency_adds_to_fcts() {
         ..tiny(Transport::Mrc, w)
     })
     .unwrap();
-    // Tiny NICs are 2 x 200 Gb/s = 50 GB/s; reads at 10 GB/s take 5x longer than the wire.
+    // Tiny NICs are 2 x 200 Gb/s = 50 GB/s; a Gen6 x1 link carries 7.4 GB/s of TLP bytes.
     let slow = PcieConfig {
-        dma_bytes_per_s: 10_000_000_000,
+        lanes: 1,
         ..PcieConfig::GEN6_X16
     };
     let r = run(&Scenario {
@@ -373,10 +373,10 @@ fn pcie_read_bandwidth_caps_the_nic_and_latency_adds_to_fcts() {
     })
     .unwrap();
     assert_eq!(r.completed, r.flows);
-    let floor = Duration::from_ps(128 * 1024 * 100); // 128 KiB at 10 GB/s = 13.1 us
+    let floor = Duration::from_ps(128 * 1024 * 1_000_000_000_000 / slow.tlp_bytes_per_s());
     assert!(r.fcts[0] >= floor, "{:?} < {floor:?}", r.fcts[0]);
     assert!(r.fcts[0] > ideal_io.fcts[0]);
-    // Latency alone (default Gen6: bandwidth above line rate) still lengthens every flow.
+    // Latency alone (default Gen6 x16: rate above line rate) still lengthens every flow.
     let lat = run(&tiny(Transport::Mrc, w)).unwrap();
     assert!(lat.fcts[0] > ideal_io.fcts[0]);
     assert!(lat.fcts[0] < r.fcts[0]);

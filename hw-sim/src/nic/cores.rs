@@ -165,7 +165,7 @@ pub(crate) struct Core {
     /// Entries at the ring's front the running step took.
     taken: usize,
     /// When the running step ends (`None`: idle).
-    busy_until: Option<Time>,
+    pub(crate) busy_until: Option<Time>,
     /// The running step's commands, written when it ends: (shard, entry).
     out: Vec<(u32, CsrEntry)>,
     /// Shards on this core.

@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::core::time::{Duration, Time};
+use crate::core::time::Time;
 use crate::workload::{Flow, FlowResult};
 
 /// One flow on its sending NIC.
@@ -24,7 +24,7 @@ pub(crate) struct FlowSt {
     pub failed: bool,
     /// Still waiting for its `after` flow.
     pub waiting: bool,
-    /// Its work requests are visible to the NIC (doorbell rung and WQEs fetched).
+    /// Released: it joined its connection's queue (the host posts its work requests).
     pub visible: bool,
 }
 
@@ -66,8 +66,9 @@ pub(crate) struct FlowTable {
     due: BinaryHeap<Reverse<(Time, u32)>>,
     /// Per connection: released flows not fully posted, in release order.
     pub queues: Vec<VecDeque<u32>>,
-    /// Global ids of flows that completed (`true`) or failed (`false`) since the last poll.
-    pub finished: VecDeque<(u32, bool)>,
+    /// Global ids of flows that completed (`true`) or failed (`false`) since the last poll,
+    /// with when the host learns it (a completion: when its CQE arrived), in that order.
+    finished: VecDeque<(Time, u32, bool)>,
 }
 
 impl FlowTable {
@@ -123,7 +124,27 @@ impl FlowTable {
         }
         f.failed = true;
         f.waiting = false;
-        self.finished.push_back((f.flow.id, false));
+        self.finished.push_back((Time::ZERO, f.flow.id, false));
+    }
+
+    /// The next flow that finished by `now`.
+    pub fn poll_finished(&mut self, now: Time) -> Option<(u32, bool)> {
+        if self.finished.front().is_some_and(|f| f.0 <= now) {
+            return self.finished.pop_front().map(|f| (f.1, f.2));
+        }
+        None
+    }
+
+    /// When the host learns of the next finished flow.
+    pub fn next_finish(&self) -> Option<Time> {
+        self.finished.front().map(|f| f.0)
+    }
+
+    /// Flow `id` finished (`ok`) and the host learns it at `at` (kept in order: never before
+    /// one pushed earlier).
+    fn finish(&mut self, at: Time, id: u32, ok: bool) {
+        let at = at.max(self.finished.back().map_or(Time::ZERO, |b| b.0));
+        self.finished.push_back((at, id, ok));
     }
 
     /// When the next flow is due.
@@ -132,9 +153,9 @@ impl FlowTable {
     }
 
     /// Releases every flow due at or before `now`: the host posts its work requests then (its
-    /// FCT counts from here), and the NIC sees them `post_delay` later (doorbell, WQE fetch),
-    /// when it joins its connection's queue; pushes the connections that got work.
-    pub fn release_due(&mut self, now: Time, post_delay: Duration, touched: &mut Vec<u32>) {
+    /// FCT counts from here; the NIC sees them after the doorbell and WQE fetch) and it joins
+    /// its connection's queue; pushes the connections that got work.
+    pub fn release_due(&mut self, now: Time, touched: &mut Vec<u32>) {
         while let Some(Reverse((t, i))) = self.due.peek().copied() {
             if t > now {
                 break;
@@ -148,10 +169,6 @@ impl FlowTable {
             }
             if f.released.is_none() {
                 f.released = Some(t);
-                if post_delay > Duration::ZERO {
-                    self.due.push(Reverse((t.saturating_add(post_delay), i)));
-                    continue;
-                }
             }
             f.visible = true;
             if let Some(q) = self.queues.get_mut(f.conn as usize) {
@@ -172,14 +189,16 @@ impl FlowTable {
         if !ok {
             if !f.failed {
                 f.failed = true;
-                self.finished.push_back((f.flow.id, false));
+                let id = f.flow.id;
+                self.finish(now, id, false);
             }
             return;
         }
         f.acked += u64::from(len);
         if f.acked >= f.flow.bytes && !f.failed {
             f.done = Some(now);
-            self.finished.push_back((f.flow.id, true));
+            let id = f.flow.id;
+            self.finish(now, id, true);
         }
     }
 }

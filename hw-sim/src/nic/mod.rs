@@ -59,9 +59,12 @@
 //!   ACK timeout, tail probe and EV probes) is an event; stale timer events are ignored.
 //! - **Stall**, per QP: the longest time the QP had data outstanding and its cumulative ACK
 //!   point (`una`) did not move ([`Nic::settle`] closes a stall still open when the run ends).
-//! - **Host interface** ([`PcieConfig`]): a released flow's work requests reach the stage
-//!   after the doorbell and WQE fetch; a data packet leaves only once its payload read
-//!   completed (latency, bandwidth).
+//! - **Host interface** ([`PcieConfig`], module `pcie`): a PCIe link at TLP granularity. The
+//!   host rings a doorbell per batch of work requests and the stage sees them once their WQEs
+//!   were fetched; a data packet leaves once its payload read's last completion arrived;
+//!   placed payloads, CQEs and EV events are posted writes to the host, and the host sees a
+//!   completion (and posts again) when its CQE arrived. Link rate, TLP overheads, credits,
+//!   MPS/MRRS/RCB, read tags, latency and host memory latency.
 //! - **Firmware cores** ([`FirmwareConfig`], module `cores`): each shard's firmware is the NIC
 //!   image's main loop (`mrc-nicloop`), run on one of N cores (16 at 2 GHz by default); each
 //!   step of a loop costs core cycles from the cost table ([`fw_cost`]: guest instructions
@@ -69,7 +72,7 @@
 //!   ring while it is busy; a full ring holds them in the stage, which then stops taking
 //!   packets and sending.
 //!
-//! Not modelled (yet): the datapath's cycle counts, host CPU and memory.
+//! Not modelled (yet): the datapath's cycle counts, the host CPU, host memory bandwidth.
 
 mod config;
 mod cores;
@@ -89,7 +92,7 @@ pub mod wire;
 pub use config::{NicConfig, NicCounters, NicError, Transport};
 pub use cores::{Cpi, FirmwareConfig, MAX_CORES};
 pub(crate) use pair::{HostWrite, Pair};
-pub use pcie::PcieConfig;
+pub use pcie::{FcCredits, PcieConfig};
 pub use plan::{Peer, QpPlan};
 pub use report::{BlockReport, FirmwareReport, NicReport, PcieReport};
 pub use setup::cc_base_rtt;
@@ -100,6 +103,7 @@ use side::SideTable;
 
 use mrc_abi::wire::EvFormat;
 pub use mrc_firmware::datapath::packet::Packet as StagePacket;
+use mrc_firmware::datapath::packet::SendWr;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters, QpView, TxCounters};
 use mrc_firmware::datapath::AckGenConfig;
@@ -131,6 +135,9 @@ pub const ACK_COALESCE_NS: u64 = 4_000;
 pub const SIDE_SLOTS: usize = 8192;
 /// A sending QP's initial window, in equal shares of the NIC's loaded bandwidth-delay product.
 const INIT_SHARES: u64 = 8;
+/// Send queue entries per QP (the host's ring and the stage's queue).
+const SEND_QUEUE: usize = <WideShard as mrc_firmware::capacity::Capacity>::SEND_QUEUE;
+const _: () = assert!(<NarrowShard as mrc_firmware::capacity::Capacity>::SEND_QUEUE == SEND_QUEUE);
 /// Full packets per plane the NIC keeps queued at its ports (in total over the planes).
 pub const PUMP_BACKLOG_PKTS: u64 = 2;
 
@@ -146,7 +153,8 @@ pub mod ev {
     pub const PUMP: u32 = 1;
     /// The shards' earliest timer deadline (checked against the armed time).
     pub const TIMER: u32 = 2;
-    /// The head packet's payload read completed: send what is ready.
+    /// A DMA read completed (the head packet's payload, or fetched WQEs): send what is
+    /// ready, post what was fetched.
     pub const DMA: u32 = 3;
     /// A firmware core's step ended, or an engine timer of an idle core is due.
     pub const FIRMWARE: u32 = 4;
@@ -204,7 +212,18 @@ pub struct Nic {
     /// engine, completions and EV events to collect).
     input_shards: Vec<usize>,
     ports: [PortId; MAX_PLANES],
+    /// The host interface.
+    link: pcie::PcieLink,
+    /// Packets waiting for their payload reads.
     dma: pcie::DmaQueue,
+    /// Work requests whose WQEs are being fetched.
+    hostq: pcie::HostQueues,
+    /// The time of the last input (what [`Nic::poll_finished`] goes by).
+    now: Time,
+    /// Scratch: a batch of work requests being posted.
+    wr_buf: Vec<SendWr>,
+    /// An idle link's read time of a full packet's payload.
+    read_latency: Duration,
     dma_armed: Option<Time>,
     /// The firmware cores (firmware time on; module `cores`).
     cores: Vec<Core>,
@@ -319,6 +338,9 @@ impl Nic {
                 "roce-ecmp runs on roce::RoceNic, not the MRC NIC",
             ));
         }
+        cfg.pcie
+            .validate()
+            .map_err(|_| NicError::Config("pcie: a value out of range (PcieConfig::validate)"))?;
         let ecfg = EngineConfig {
             reorder_tx: cfg.reorder_tx,
             // RACK's window: a hole is lost once a packet sent one unloaded fabric RTT after
@@ -465,7 +487,12 @@ impl Nic {
             deadline_dirty: (0..shard_count).collect(),
             input_shards: (0..shard_count).collect(),
             ports: [PortId(0); MAX_PLANES],
+            link: pcie::PcieLink::new(cfg.pcie),
             dma: pcie::DmaQueue::default(),
+            hostq: pcie::HostQueues::new(peers.len()),
+            now: Time::ZERO,
+            wr_buf: Vec::new(),
+            read_latency: cfg.pcie.packet_delay(cfg.mtu_payload),
             dma_armed: None,
             cores: if cfg.firmware.timed {
                 Core::deal(cfg.firmware.cores, shard_count)
@@ -528,9 +555,10 @@ impl Nic {
     }
 
     /// The next flow that completed (`(id, true)`) or failed (`(id, false)`) since the last
-    /// call (global ids).
+    /// call (global ids), as of the NIC's last input: the host learns of a completion when its
+    /// CQE arrived (an [`ev::DMA`] is due then).
     pub fn poll_finished(&mut self) -> Option<(u32, bool)> {
-        self.flows.finished.pop_front()
+        self.flows.poll_finished(self.now)
     }
 
     /// True when a send completed in error.
@@ -642,22 +670,41 @@ impl Nic {
         self.service(now, fab, s, me);
     }
 
-    /// [`ev::DMA`] at `now`: sends the packets whose payload reads completed.
+    /// [`ev::DMA`] at `now`: sends the packets whose payload reads completed and posts the
+    /// work requests whose WQEs arrived.
     pub fn on_dma(&mut self, now: Time, fab: &mut Fabric, s: &mut Scheduler<'_>, me: ComponentId) {
         if self.dma_armed.is_some_and(|a| a <= now) {
             self.dma_armed = None;
         }
+        self.link.prune(now);
         while let Some((shard, tx)) = self.dma.pop_ready(now) {
             self.send(shard, tx, fab, s);
         }
-        if let Some(t) = self.dma.next_ready() {
+        while let Some((qpn, wr)) = self.hostq.pop_ready(now) {
+            self.fetched(now, qpn, wr);
+        }
+        self.arm_dma(s, me);
+        self.service(now, fab, s, me);
+    }
+
+    /// Arms [`ev::DMA`] for the earliest read still to complete, or completion the host has
+    /// yet to see.
+    pub(super) fn arm_dma(&mut self, s: &mut Scheduler<'_>, me: ComponentId) {
+        let next = [
+            self.dma.next_ready(),
+            self.hostq.next_ready(),
+            self.flows.next_finish(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if let Some(t) = next {
             if self.dma_armed.is_none_or(|a| a > t)
                 && s.at(t, me, ev::DMA, u64::from(self.host)).is_ok()
             {
                 self.dma_armed = Some(t);
             }
         }
-        self.service(now, fab, s, me);
     }
 
     fn arm_release(&mut self, s: &mut Scheduler<'_>, me: ComponentId) {

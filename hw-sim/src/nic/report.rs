@@ -46,13 +46,15 @@ pub struct FirmwareReport {
 /// The host interface (PCIe).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct PcieReport {
-    /// NIC -> host direction: busy time over the run.
+    /// NIC -> host direction (read requests, payload writes, CQEs, events): time its wire
+    /// was serialising TLPs over the run.
     pub pcie_tx_utilisation: f64,
-    /// Host -> NIC direction: busy time over the run.
+    /// Host -> NIC direction (doorbells, read completions): the same.
     pub pcie_rx_utilisation: f64,
-    /// Doorbell writes the host made.
+    /// Doorbell writes the host made (one per batch of work requests).
     pub doorbells: u64,
-    /// Bytes the NIC moved by DMA (both directions, payload and descriptors).
+    /// Bytes the NIC moved by DMA, both directions: WQEs and payloads read, payloads, CQEs
+    /// and event records written (TLP payload bytes, without headers).
     pub dma_bytes: u64,
 }
 
@@ -83,7 +85,7 @@ impl Nic {
         NicReport {
             host: self.host,
             firmware: self.firmware_report(span),
-            pcie: self.pcie_report(span),
+            pcie: self.pcie_report(end),
             datapath: Vec::new(),
         }
     }
@@ -105,12 +107,38 @@ impl Nic {
         }
     }
 
-    fn pcie_report(&self, span: Duration) -> PcieReport {
+    fn pcie_report(&self, end: Time) -> PcieReport {
+        let span = end.since_start();
         PcieReport {
-            pcie_tx_utilisation: 0.0,
-            pcie_rx_utilisation: utilisation(self.dma.busy, span, 1),
+            pcie_tx_utilisation: utilisation(self.link.tx.busy_through(end), span, 1),
+            pcie_rx_utilisation: utilisation(self.link.rx.busy_through(end), span, 1),
             doorbells: self.counters.doorbells,
-            dma_bytes: self.dma.moved,
+            dma_bytes: self.link.dma_bytes,
         }
+    }
+
+    /// What this NIC's parts were busy with from time zero to `now`, by name, for plots of
+    /// utilisation over time: `(name, busy time, units)`, the busy time summed over the units
+    /// (a utilisation is busy / (units x time)).
+    pub fn busy_series(&self, now: Time) -> Vec<(&'static str, Duration, u32)> {
+        let mut series = vec![
+            ("PCIe NIC->host", self.link.tx.busy_through(now), 1),
+            ("PCIe host->NIC", self.link.rx.busy_through(now), 1),
+        ];
+        if !self.cores.is_empty() {
+            // A step is charged when it starts: the part of a running step still ahead of
+            // `now` is not busy time yet.
+            let fw = self.cfg.firmware;
+            let busy = self.cores.iter().fold(Duration::ZERO, |sum, c| {
+                let charged = fw.time_of(c.busy_cycles);
+                let ahead = c
+                    .busy_until
+                    .filter(|&u| u > now)
+                    .map_or(Duration::ZERO, |u| u.duration_since(now));
+                sum.saturating_add(charged.saturating_sub(ahead))
+            });
+            series.push(("firmware cores", busy, self.cores.len() as u32));
+        }
+        series
     }
 }

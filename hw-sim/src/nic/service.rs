@@ -11,7 +11,7 @@ use mrc_firmware::engine::CompletionKind;
 
 use super::flows::wr_parts;
 use super::pair::HostWrite;
-use super::{ev_path, ns, place, qpn_in, Nic, StagePacket, Transport, EVS};
+use super::{ev_path, ns, pcie, place, qpn_in, Nic, StagePacket, Transport, EVS};
 use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::Time;
 use crate::fabric::{Ecn, Fabric, Packet, Topology};
@@ -102,8 +102,12 @@ impl Nic {
                 return;
             }
         };
-        if let RxVerdict::Place { len, .. } = verdict {
+        if let RxVerdict::Place { offset, len, .. } = verdict {
             self.counters.placed_bytes += u64::from(len);
+            if !self.cfg.pcie.ideal {
+                // Posted writes to host memory (the transport does not wait for them).
+                self.link.write(now, offset, len);
+            }
         }
         if matches!(p.body, PacketBody::Ack(_) | PacketBody::Nack(_)) {
             // (an answer from the peer ends the loss window after a timeout)
@@ -178,18 +182,23 @@ impl Nic {
     ) {
         let mut touched = std::mem::take(&mut self.touched);
         touched.clear();
+        self.now = now;
+        self.link.prune(now);
         for round in 0..SERVICE_ROUNDS {
             self.drain_inputs(now, fab.topology(), &mut touched, s, me);
             if round == 0 {
-                self.flows
-                    .release_due(now, self.cfg.pcie.post_delay(), &mut touched);
+                self.flows.release_due(now, &mut touched);
             }
-            touched.sort_unstable();
+            // The host posts in the order it created its QPs (their positions): its doorbells
+            // and WQE fetches follow that order, and so do the QPs' first packets (in QPN
+            // order every NIC of an all-to-all began with its lowest peers: an incast).
+            let pos_of = &self.pos_of;
+            touched.sort_unstable_by_key(|&q| (pos_of.get(q as usize).copied(), q));
             touched.dedup();
             for &q in &touched {
                 // An idle QP getting work starts its stall clock now, not at its last ACK.
                 self.track_stall(q as usize, now);
-                self.post(q);
+                self.post(now, q);
             }
             self.stall_dirty.extend_from_slice(&touched);
             touched.clear();
@@ -210,6 +219,7 @@ impl Nic {
         }
         self.arm_release(s, me);
         self.arm_timer(s, me);
+        self.arm_dma(s, me);
     }
 
     /// Moves the entries of every shard that had input, then acts on what the engines wrote
@@ -241,6 +251,8 @@ impl Nic {
             self.input_shards = inputs;
             let mut writes = std::mem::take(&mut self.host_writes);
             for w in writes.drain(..) {
+                // Each is a record written to host memory: the host sees it when it arrived.
+                let seen = self.host_write(now, &w);
                 match w {
                     HostWrite::EvEvent {
                         qpn,
@@ -269,7 +281,8 @@ impl Nic {
                         if !ok {
                             self.counters.completion_errors += 1;
                         }
-                        self.flows.on_completion(flow, len, ok, now);
+                        self.hostq.saw(c.qpn, seen);
+                        self.flows.on_completion(flow, len, ok, seen);
                         touched.push(c.qpn);
                     }
                 }
@@ -286,6 +299,19 @@ impl Nic {
             }
         }
         self.losses = losses;
+    }
+
+    /// Writes `w` to the host (a CQE or an event record, one posted write); returns when the
+    /// host has it.
+    fn host_write(&mut self, now: Time, w: &HostWrite) -> Time {
+        if self.cfg.pcie.ideal {
+            return now;
+        }
+        let bytes = match w {
+            HostWrite::Completion(_) => pcie::CQE_BYTES,
+            HostWrite::EvEvent { .. } => pcie::EVENT_BYTES,
+        };
+        self.link.write(now, 0, bytes)
     }
 
     /// `mrc`: QP `qpn` lost a packet (untrimmed) on EV `ev`, which it retired. The NIC wrote

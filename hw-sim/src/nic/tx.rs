@@ -6,19 +6,22 @@ use mrc_abi::wire::EvFormat;
 use mrc_firmware::datapath::packet::{LocalBuf, PacketBody, SendWr};
 use mrc_firmware::engine::QpState;
 
-use super::flows::wr_id;
+use super::flows::{wr_id, wr_parts};
 use super::{
-    ev, ev_path, ns, place, qpn_in, wire, Nic, StagePacket, Transport, HEADER_BYTES,
-    PUMP_BACKLOG_PKTS, REGION_LEN, REGION_VA, RKEY,
+    ev, ev_path, ns, pcie, place, qpn_in, wire, Nic, StagePacket, Transport, HEADER_BYTES,
+    PUMP_BACKLOG_PKTS, REGION_LEN, REGION_VA, RKEY, SEND_QUEUE,
 };
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
-use crate::core::time::{Duration, Time};
+use crate::core::time::{Duration, Time, PS_PER_S};
 use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, Route, TransportKind};
 
 impl Nic {
-    /// Posts the released messages of QP `qpn` to its stage while its send queue takes them.
-    pub(super) fn post(&mut self, qpn: u32) {
+    /// Posts the released messages of QP `qpn` while its send queue takes them. The host
+    /// writes them into the send queue and rings one doorbell for the batch; the stage sees
+    /// them once the NIC fetched their WQEs ([`Nic::fetched`]). The host's send queue holds
+    /// what the stage holds and what is being fetched.
+    pub(super) fn post(&mut self, now: Time, qpn: u32) {
         let (shard, slot) = place(&self.pos_of, qpn, self.width);
         let (Some(e), Some(conn), Some(queue)) = (
             self.shards.get_mut(shard),
@@ -35,6 +38,15 @@ impl Nic {
             }
             return;
         }
+        let ideal = self.cfg.pcie.ideal;
+        let mut room = if ideal {
+            usize::MAX
+        } else {
+            let held = e.qp(slot).map_or(0, |q| q.sq_queued);
+            SEND_QUEUE.saturating_sub(held + self.hostq.pending(qpn) as usize)
+        };
+        let mut batch = std::mem::take(&mut self.wr_buf);
+        batch.clear();
         // One doorbell write covers the work requests posted together.
         let mut rung = false;
         while let Some(&fi) = queue.front() {
@@ -46,6 +58,9 @@ impl Nic {
                 queue.pop_front();
                 continue;
             }
+            if room == 0 {
+                break;
+            }
             let len = f.msg_len(f.next_msg);
             let wr = SendWr {
                 wr_id: wr_id(fi, f.next_msg),
@@ -56,22 +71,62 @@ impl Nic {
                 imm: None,
                 signaled: true,
             };
-            if e.post_send(slot, wr).is_err() {
-                return; // send queue full: retried after the next completion
+            if ideal {
+                if e.post_send(slot, wr).is_err() {
+                    break; // send queue full: retried after the next completion
+                }
+                if let Some(r) = self.shard_ready.get_mut(shard) {
+                    *r = true;
+                }
+                self.deadline_dirty.push(shard);
+            } else {
+                room -= 1;
+                batch.push(wr);
             }
             if !rung {
                 rung = true;
                 self.counters.doorbells += 1;
             }
-            if let Some(r) = self.shard_ready.get_mut(shard) {
-                *r = true;
-            }
-            self.deadline_dirty.push(shard);
             f.posted += u64::from(len);
             f.next_msg += 1;
             let off = conn.next_va - REGION_VA + u64::from(len);
             conn.next_va = REGION_VA + off % (REGION_LEN / 2);
         }
+        if !batch.is_empty() {
+            // The doorbell (the SQ producer index), then the WQEs, read from the ring (two
+            // reads when the batch wraps).
+            let host_at = self.hostq.host_time(qpn, now);
+            let at = self.link.doorbell(host_at, pcie::DOORBELL_BYTES);
+            let n = batch.len() as u32;
+            let (addr, first) = self.hostq.ring_slot(qpn, n, SEND_QUEUE as u32);
+            let mut done = self.link.read(at, addr, first * pcie::WQE_BYTES);
+            if first < n {
+                let wrapped = addr - addr % (SEND_QUEUE as u64 * u64::from(pcie::WQE_BYTES));
+                done = done.max(self.link.read(at, wrapped, (n - first) * pcie::WQE_BYTES));
+            }
+            self.hostq.push(done, qpn, batch.drain(..));
+        }
+        self.wr_buf = batch;
+    }
+
+    /// A work request of `qpn` whose WQE the NIC fetched at `now`: into its stage.
+    pub(super) fn fetched(&mut self, now: Time, qpn: u32, wr: SendWr) {
+        let (shard, slot) = place(&self.pos_of, qpn, self.width);
+        let Some(e) = self.shards.get_mut(shard) else {
+            return;
+        };
+        if e.post_send(slot, wr).is_err() {
+            // The QP left RTS while its WQE was on the way (the host's queue had room for
+            // it, so nothing else refuses it): its flow fails, as `post` fails a dead QP's.
+            let (flow, _) = wr_parts(wr.wr_id);
+            self.flows.on_completion(flow, 0, false, now);
+            return;
+        }
+        if let Some(r) = self.shard_ready.get_mut(shard) {
+            *r = true;
+        }
+        self.deadline_dirty.push(shard);
+        self.stall_dirty.push(qpn);
     }
 
     /// Pulls packets from the stages while the ports' backlog allows (see the module docs of
@@ -87,10 +142,11 @@ impl Nic {
         let full = u64::from(self.cfg.mtu_payload + HEADER_BYTES);
         // Reads in flight count as backlog beyond what covers the read latency at line rate.
         let nic_bps = self.cfg.port_bps.saturating_mul(planes as u64);
-        let read_cover = if self.cfg.pcie.is_ideal() {
+        let read_cover = if self.cfg.pcie.ideal {
             0
         } else {
-            let bytes = u128::from(nic_bps) * u128::from(self.cfg.pcie.dma_read_ns) / 8_000_000_000;
+            let bytes = u128::from(nic_bps) * u128::from(self.read_latency.as_ps())
+                / (8 * u128::from(PS_PER_S));
             (bytes as u64).div_ceil(full).saturating_add(1) * full
         };
         let limit = PUMP_BACKLOG_PKTS * full * planes as u64;
@@ -208,13 +264,9 @@ impl Nic {
         s: &mut Scheduler<'_>,
         me: ComponentId,
     ) {
-        if tx.payload_len > 0 && !self.cfg.pcie.is_ideal() {
-            let ready = self.dma.push(&self.cfg.pcie, now, k, tx);
-            if self.dma_armed.is_none_or(|a| a > ready)
-                && s.at(ready, me, ev::DMA, u64::from(self.host)).is_ok()
-            {
-                self.dma_armed = Some(ready);
-            }
+        if tx.payload_len > 0 && !self.cfg.pcie.ideal {
+            self.dma.push(&mut self.link, now, k, tx);
+            self.arm_dma(s, me);
         } else {
             self.send(k, tx, fab, s);
         }

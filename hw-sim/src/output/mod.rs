@@ -35,6 +35,49 @@ pub struct Series {
     pub every: Duration,
     /// Samples in time order.
     pub samples: Vec<Sample>,
+    /// One NIC's hardware over time, when asked for ([`Recorder::watch_nic`]): one entry per
+    /// sample.
+    pub nic: Option<NicSeries>,
+}
+
+/// What one NIC's parts were busy with over a run, sampled with the run's [`Series`]: named
+/// series (the PCIe link's two directions; any part the NIC reports through
+/// [`crate::nic::Nic::busy_series`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NicSeries {
+    /// The host.
+    pub host: u32,
+    /// The series' names, and units each (a utilisation is busy / (units x time)).
+    pub names: Vec<(&'static str, u32)>,
+    /// Per sample: its time and each series' busy time from time zero.
+    pub samples: Vec<(Time, Vec<Duration>)>,
+}
+
+impl NicSeries {
+    /// Per series (in [`NicSeries::names`] order): its name and (mid-interval time in us,
+    /// busy fraction 0..=1) between consecutive samples.
+    pub fn utilisation(&self) -> Vec<(&'static str, Vec<(f64, f64)>)> {
+        self.names
+            .iter()
+            .enumerate()
+            .map(|(i, &(name, units))| {
+                let mut prev = (Time::ZERO, Duration::ZERO);
+                let mut pts = Vec::with_capacity(self.samples.len());
+                for (at, busy) in &self.samples {
+                    let b = busy.get(i).copied().unwrap_or(Duration::ZERO);
+                    let dt = at.duration_since(prev.0).as_ps();
+                    if dt > 0 {
+                        let used = b.saturating_sub(prev.1).as_ps() as f64;
+                        let mid_us = (prev.0.as_ps() + dt / 2) as f64 / 1e6;
+                        let whole = dt as f64 * f64::from(units.max(1));
+                        pts.push((mid_us, (used / whole).min(1.0)));
+                    }
+                    prev = (*at, b);
+                }
+                (name, pts)
+            })
+            .collect()
+    }
 }
 
 impl Series {
@@ -92,6 +135,14 @@ pub struct Recorder<'a> {
     stride: u64,
 }
 
+/// The NIC of `host`, if the world has one of the MRC NIC model.
+fn nic_of<'w>(world: &'w WorldView<'_>, host: u32) -> Option<&'w crate::nic::Nic> {
+    world
+        .parts()
+        .iter()
+        .find_map(|w| w.nics.iter().find(|n| n.host() == host))
+}
+
 /// Most samples a [`Series`] keeps. The first half are at the full sampling period; past
 /// that, every other sample of the rest is dropped (and the stride doubles) whenever the
 /// series is full, so a run that hits a long time limit keeps its start in detail and a
@@ -105,12 +156,36 @@ impl<'a> Recorder<'a> {
             series: Series {
                 every,
                 samples: Vec::new(),
+                nic: None,
             },
             pcap: None,
             progress: None,
             ticks: 0,
             stride: 1,
         }
+    }
+
+    /// Also records the utilisation of `host`'s NIC over time ([`Series::nic`]).
+    pub fn watch_nic(&mut self, host: u32) {
+        self.series.nic = Some(NicSeries {
+            host,
+            ..NicSeries::default()
+        });
+    }
+
+    /// Samples the watched NIC at `now` (one entry per kept sample).
+    fn sample_nic(&mut self, now: Time, world: &WorldView<'_>) {
+        let Some(ns) = self.series.nic.as_mut() else {
+            return;
+        };
+        let busy = nic_of(world, ns.host).map(|n| n.busy_series(now));
+        if ns.names.is_empty() {
+            if let Some(b) = &busy {
+                ns.names = b.iter().map(|&(name, _, units)| (name, units)).collect();
+            }
+        }
+        let v = busy.map_or_else(Vec::new, |b| b.into_iter().map(|(_, d, _)| d).collect());
+        ns.samples.push((now, v));
     }
 }
 
@@ -171,12 +246,18 @@ impl Observer for Recorder<'_> {
             self.series
                 .samples
                 .extend(tail.into_iter().skip(phase).step_by(2));
+            if let Some(ns) = self.series.nic.as_mut() {
+                // (one entry per sample: the same ones go)
+                let tail = ns.samples.split_off(head.min(ns.samples.len()));
+                ns.samples.extend(tail.into_iter().skip(phase).step_by(2));
+            }
             self.stride *= 2;
             if !self.ticks.is_multiple_of(self.stride) {
                 return;
             }
         }
         self.series.samples.push(s);
+        self.sample_nic(now, world);
     }
 
     fn on_finish(&mut self, now: Time, world: &WorldView<'_>) {
@@ -185,6 +266,7 @@ impl Observer for Recorder<'_> {
             p.update(now, s.acked_bytes);
         }
         self.series.samples.push(s);
+        self.sample_nic(now, world);
     }
 
     fn tap(&self) -> Tap {
@@ -233,12 +315,13 @@ pub fn run_all(
     pcap: Option<&PcapRequest<'_>>,
     progress: bool,
 ) -> Result<(Vec<Outcome>, Vec<String>), String> {
-    run_all_threads(spec, pcap, progress, 1)
+    run_all_threads(spec, pcap, progress, 1, None)
 }
 
 /// [`run_all`] with each run on up to `threads` threads ([`crate::run::parallel`]): the same
 /// outcomes (a scenario the partitioning cannot take runs sequentially; [`Outcome::mode`]
-/// says so).
+/// says so). With `nic = Some(host)`, each series records that host's NIC
+/// ([`Series::nic`]).
 ///
 /// # Errors
 /// A pcap file that cannot be created or written (naming it).
@@ -247,6 +330,7 @@ pub fn run_all_threads(
     pcap: Option<&PcapRequest<'_>>,
     progress: bool,
     threads: usize,
+    nic: Option<u32>,
 ) -> Result<(Vec<Outcome>, Vec<String>), String> {
     let mut outcomes = Vec::new();
     let mut notes = Vec::new();
@@ -254,6 +338,9 @@ pub fn run_all_threads(
     for &t in &spec.file.transports {
         let sc = spec.scenario(t);
         let mut rec = Recorder::new(sample_period(sc.ideal()));
+        if let Some(h) = nic {
+            rec.watch_nic(h);
+        }
         let file = pcap.map(|p| pcap_path(p.path, t.name(), n));
         let mut cap = match (pcap, &file) {
             (Some(p), Some(f)) => Some(pcap::Capture::create(f, p.filter, t)?),

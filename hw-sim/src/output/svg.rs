@@ -1,5 +1,5 @@
 //! SVG plots (plotters, SVG backend, no fonts needed): goodput over time with the failure
-//! marked, and the FCT CDF, one line per transport that ran.
+//! marked, and the FCT CDF, one line per transport that ran; one NIC's utilisation over time.
 
 use std::path::{Path, PathBuf};
 
@@ -182,6 +182,74 @@ fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String>
         .border_style(BLACK)
         .draw()
         .map_err(|e| err(path, e))?;
+    root.present().map_err(|e| err(path, e))
+}
+
+/// One NIC's hardware over time ([`super::NicSeries`]): a panel per transport that recorded
+/// it, each series' busy fraction per sample interval (the PCIe link's directions, and any
+/// other part the NIC reports). Transports without the MRC NIC model (`roce-ecmp`) have no
+/// panel.
+///
+/// # Errors
+/// A message naming the file that could not be written, or saying no transport recorded the
+/// NIC.
+pub fn nic_plot(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String> {
+    let runs: Vec<(&str, &super::NicSeries)> = outcomes
+        .iter()
+        .filter(|o| o.result.is_ok())
+        .filter_map(|o| o.series.nic.as_ref().map(|n| (o.name, n)))
+        .filter(|(_, n)| !n.names.is_empty())
+        .collect();
+    let Some(host) = runs.first().map(|r| r.1.host) else {
+        return Err(format!(
+            "{}: no transport ran the MRC NIC model on that host (is it below the host count?)",
+            path.display()
+        ));
+    };
+    let rows = runs.len() as u32;
+    let root = SVGBackend::new(path, (900, 80 + 320 * rows)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(path, e))?;
+    let root = root
+        .titled(
+            &format!("{title}: NIC of host {host}, utilisation over time"),
+            ("sans-serif", 20),
+        )
+        .map_err(|e| err(path, e))?;
+    for (area, (name, nic)) in root.split_evenly((runs.len(), 1)).iter().zip(&runs) {
+        let lines = nic.utilisation();
+        let x_max = lines
+            .iter()
+            .flat_map(|(_, v)| v.iter().map(|p| p.0))
+            .fold(1.0f64, f64::max);
+        let mut chart = ChartBuilder::on(area)
+            .caption(*name, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..x_max, 0.0..1.05)
+            .map_err(|e| err(path, e))?;
+        chart
+            .configure_mesh()
+            .x_desc("simulated time (us)")
+            .y_desc("busy fraction")
+            .draw()
+            .map_err(|e| err(path, e))?;
+        for (i, (series, pts)) in lines.iter().enumerate() {
+            let c = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                .map_err(|e| err(path, e))?
+                .label(*series)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(path, e))?;
+    }
     root.present().map_err(|e| err(path, e))
 }
 

@@ -170,7 +170,8 @@ pub struct NicFile {
     pub timeout_exp: u8,
     /// Engine retries before a QP fails.
     pub retry_cnt: u8,
-    /// PCIe / DMA timing (`[nic.pcie]`; absent = PCIe Gen6 x16).
+    /// The host interface, a PCIe link (`[nic.pcie]`: `preset` and overrides, see
+    /// [`PcieConfig`]; absent = PCIe Gen6 x16).
     #[serde(default)]
     pub pcie: PcieConfig,
     /// The firmware cores (`[nic.firmware]`: `cores`, `clock_mhz`, `cpi`, `timed`; absent =
