@@ -504,11 +504,11 @@ fn print_not_modelled() {
     println!();
     println!("Modelled: the real MRC datapath stage and firmware engine per NIC (mrc, mrc-1ev,");
     println!("spray-oblivious), RoCE RC with go-back-N, DCQCN and PFC (roce-ecmp), PCIe doorbells");
-    println!("and DMA for the MRC NICs.");
-    println!("Not modelled: the datapath's cycle counts, host CPU and memory, the RoCE NIC's");
-    println!("host interface; firmware core time is off unless the scenario sets it; mrc-1ev pins");
-    println!(
-        "each QP to one plane and ECMP hash in the NIC model (the stage still sprays over its"
-    );
-    println!("EVs, which then all name the same path).");
+    println!("and DMA for the MRC NICs, their datapath blocks (EV sprayer, header builder, PSN");
+    println!("tracker, CSR event queue) clocked at the RTL's latency and initiation interval.");
+    println!("Not modelled: the datapath's per-packet work without an RTL block (ACK application,");
+    println!("placement), host CPU and memory, the RoCE NIC's host interface; firmware core time");
+    println!("is off unless the scenario sets it; mrc-1ev pins each QP to one plane and ECMP");
+    println!("hash in the NIC model (the stage still sprays over its EVs, which then all name the");
+    println!("same path).");
 }

@@ -139,7 +139,12 @@ mod tests {
         let names = DATAPATH_BLOCKS.map(|b| b.block);
         assert_eq!(
             names,
-            ["ev_sprayer", "hdr_builder", "rx_psn_tracker", "csr_event_queue"]
+            [
+                "ev_sprayer",
+                "hdr_builder",
+                "rx_psn_tracker",
+                "csr_event_queue"
+            ]
         );
         assert!(DATAPATH_BLOCKS
             .iter()

@@ -536,7 +536,11 @@ pub(crate) fn timing_inputs(seed: u64, shape: Shape, n: usize) -> Vec<(Words, Wo
     (0..n)
         .map(|_| {
             let d = gen_shape(&mut rng, shape);
-            (encode(&d, true, true), encode(&d, false, true), frame(&d).len())
+            (
+                encode(&d, true, true),
+                encode(&d, false, true),
+                frame(&d).len(),
+            )
         })
         .collect()
 }

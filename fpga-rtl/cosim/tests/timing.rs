@@ -100,7 +100,12 @@ fn every_block_of_the_table_is_measured() {
         Block::RxTracker,
         Block::CsrQueue,
     ];
-    let names = ["ev_sprayer", "hdr_builder", "rx_psn_tracker", "csr_event_queue"];
+    let names = [
+        "ev_sprayer",
+        "hdr_builder",
+        "rx_psn_tracker",
+        "csr_event_queue",
+    ];
     assert_eq!(measured.len(), DATAPATH_BLOCKS.len());
     for (b, n) in DATAPATH_BLOCKS.iter().zip(names) {
         assert_eq!(b.block, n, "table order / names");

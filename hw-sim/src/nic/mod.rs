@@ -62,13 +62,20 @@
 //! - **Host interface** ([`PcieConfig`]): a released flow's work requests reach the stage
 //!   after the doorbell and WQE fetch; a data packet leaves only once its payload read
 //!   completed (latency, bandwidth).
+//! - **Datapath blocks** (module `dp_clock`): each packet passes the RTL blocks' models in the
+//!   datapath clock domain with the RTL's latency and initiation interval
+//!   (`mrc_abi::device::datapath_timing`): a sent packet the EV sprayer and the header builder
+//!   before its payload read (or its port), a received data packet the PSN tracker before the
+//!   stage, a DP->FW report the CSR event queue; a busy block makes its inputs wait.
 //! - **Firmware cores** ([`FirmwareCost`], off by default): every report the stages make
 //!   occupies one of N cores for a fixed time; the engine takes it, and its commands reach the
 //!   stage, when that time ends.
 //!
-//! Not modelled (yet): the datapath's cycle counts, host CPU and memory.
+//! Not modelled (yet): the datapath's per-packet work that has no RTL block (ACK application,
+//! placement), host CPU and memory.
 
 mod config;
+mod dp_clock;
 mod flows;
 mod pair;
 mod pcie;
@@ -145,6 +152,8 @@ pub mod ev {
     pub const DMA: u32 = 3;
     /// A firmware core finished a report: the engine takes it.
     pub const FIRMWARE: u32 = 4;
+    /// A datapath block's output is due: packets go to their ports or stages.
+    pub const DATAPATH: u32 = 5;
 }
 
 /// One connection (QP) of a NIC.
@@ -216,6 +225,8 @@ pub struct Nic {
     /// Scratch: (QPN, EV, answered) of the losses (`false`) and probe replies (`true`) the last
     /// service saw (`mrc` shares them).
     losses: Vec<(u32, u16, bool)>,
+    /// The datapath's RTL blocks in their clock domain.
+    dp: dp_clock::DpClock,
     /// `spray-oblivious`: the per-packet random route (None for the other transports).
     spray: Option<spray::SpraySelector>,
     counters: NicCounters,
@@ -468,6 +479,7 @@ impl Nic {
             fw_buf: Vec::new(),
             stall_dirty: Vec::new(),
             losses: Vec::new(),
+            dp: dp_clock::DpClock::new(shard_count),
             spray: (cfg.transport == Transport::SprayOblivious)
                 .then(|| spray::SpraySelector::new(cfg.seed, host)),
             counters: NicCounters::default(),

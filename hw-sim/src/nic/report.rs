@@ -74,7 +74,7 @@ impl Nic {
             host: self.host,
             firmware: self.firmware_report(span),
             pcie: self.pcie_report(span),
-            datapath: Vec::new(),
+            datapath: self.dp.report(end),
         }
     }
 

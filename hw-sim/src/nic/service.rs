@@ -86,8 +86,27 @@ impl Nic {
             p.payload_len = pkt.payload.len;
         }
         p.ce = pkt.ecn == Ecn::Ce;
+        // A data packet passes the PSN tracker first (`dp_clock`).
+        if let Some(at) = self.dp.receive(now, &p) {
+            self.hold_rx(at, k, qpn, p, s, me);
+            return;
+        }
+        self.enter_stage(now, k, qpn, &p, s, me);
+        self.service(now, fab, s, me);
+    }
+
+    /// Delivery `p` for QP `qpn` enters shard `k`'s stage (the caller services the NIC).
+    pub(super) fn enter_stage(
+        &mut self,
+        now: Time,
+        k: usize,
+        qpn: u32,
+        p: &StagePacket,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) {
         let verdict = loop {
-            if let Some(v) = self.shards[k].receive(ns(now), &p) {
+            if let Some(v) = self.shards[k].receive(ns(now), p) {
                 break v;
             }
             // Short of event room: the reports move on (to the engine, or to the firmware
@@ -108,7 +127,6 @@ impl Nic {
         self.input_shards.push(k);
         self.deadline_dirty.push(k);
         self.stall_dirty.push(qpn);
-        self.service(now, fab, s, me);
     }
 
     /// [`ev::FIRMWARE`] at `now`: the reports whose core time ended go to their engines.
@@ -194,7 +212,10 @@ impl Nic {
         me: ComponentId,
     ) -> bool {
         if self.cfg.firmware.ns_per_event == 0 {
-            return self.with_writes(k, |e, w| e.pump(ns(now), w));
+            let any = self.with_writes(k, |e, w| e.pump(ns(now), w));
+            // The reports the engine took passed the CSR event queue (`dp_clock`).
+            self.dp.csr_moved(now, k, self.shards[k].moved().0);
+            return any;
         }
         let mut any = self.with_writes(k, |e, w| e.flush_commands(ns(now), w));
         let cost = Duration::from_ns(self.cfg.firmware.ns_per_event);
@@ -205,12 +226,14 @@ impl Nic {
                 break;
             }
             any = true;
+            // The entries reach the cores out of the CSR event queue (`dp_clock`).
+            let at = self.dp.csr_push(now, n as u64);
             for e in &buf[..n] {
                 // The earliest free core takes it (so reports finish in the order they came).
                 let Some(core) = self.fw_free.iter_mut().min() else {
                     break;
                 };
-                let done = (*core).max(now).saturating_add(cost);
+                let done = (*core).max(at).saturating_add(cost);
                 *core = done;
                 self.counters.fw_busy = self.counters.fw_busy.saturating_add(cost);
                 self.fw_q.push_back((done, k, *e));
