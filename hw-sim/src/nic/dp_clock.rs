@@ -117,8 +117,9 @@ pub(crate) struct DpClock {
 }
 
 impl DpClock {
-    /// The blocks of a NIC with `shards` shards, idle at time zero.
-    pub(crate) fn new(shards: usize) -> DpClock {
+    /// The blocks of a NIC, idle at time zero; `csr_seen[k]`: the DP->FW entries shard `k`
+    /// made before (they pass no CSR queue).
+    pub(crate) fn new(csr_seen: Vec<u64>) -> DpClock {
         DpClock {
             clock: ClockDomain::from_hz(DATAPATH_CLOCK_HZ)
                 .expect("the datapath clock is between 1 Hz and 1 THz"),
@@ -126,7 +127,7 @@ impl DpClock {
             hdr: BlockClock::new(HDR_BUILDER),
             rx: BlockClock::new(RX_PSN_TRACKER),
             csr: BlockClock::new(CSR_EVENT_QUEUE),
-            csr_seen: vec![0; shards],
+            csr_seen,
             tx_wait: VecDeque::new(),
             tx_wait_bytes: 0,
             rx_wait: VecDeque::new(),
@@ -322,8 +323,24 @@ mod tests {
     }
 
     #[test]
+    fn only_new_entries_pass_the_csr_queue() {
+        let clock = ClockDomain::from_hz(DATAPATH_CLOCK_HZ).unwrap();
+        let now = clock.edge(10);
+        // Shard 0 made 3 entries at setup; 7 in all now: 4 pass, the last out at 10 + 3 + 1.
+        let mut d = DpClock::new(vec![3, 0]);
+        assert_eq!(d.csr_moved(now, 0, 7), clock.edge(14));
+        assert_eq!(d.csr.busy, 4);
+        // Nothing new: nothing passes.
+        assert_eq!(d.csr_moved(now, 0, 7), now);
+        assert_eq!(d.csr.busy, 4);
+        // No such shard.
+        assert_eq!(d.csr_moved(now, 5, 9), now);
+        assert_eq!(d.csr.busy, 4);
+    }
+
+    #[test]
     fn transmit_and_receive_times_are_block_outputs() {
-        let mut d = DpClock::new(1);
+        let mut d = DpClock::new(vec![0]);
         let clock = ClockDomain::from_hz(DATAPATH_CLOCK_HZ).unwrap();
         let now = Time::from_ns(100);
         let c0 = clock.time_to_cycles_ceil(now);

@@ -431,6 +431,8 @@ impl Nic {
             });
         }
         let shard_count = shards.len();
+        // (the setup's reports passed no CSR queue: the datapath clock starts after them)
+        let csr_seen = shards.iter().map(|e| e.moved().0).collect();
         // Where the NIC's round of turns starts: a seeded position per host, so the NICs do
         // not all begin (and stay in step) on the same QP positions, i.e. the same peers.
         let first_turn = {
@@ -479,7 +481,7 @@ impl Nic {
             fw_buf: Vec::new(),
             stall_dirty: Vec::new(),
             losses: Vec::new(),
-            dp: dp_clock::DpClock::new(shard_count),
+            dp: dp_clock::DpClock::new(csr_seen),
             spray: (cfg.transport == Transport::SprayOblivious)
                 .then(|| spray::SpraySelector::new(cfg.seed, host)),
             counters: NicCounters::default(),

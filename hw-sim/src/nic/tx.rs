@@ -209,16 +209,16 @@ impl Nic {
         s: &mut Scheduler<'_>,
         me: ComponentId,
     ) {
-        let now = self.dp.transmit(now, &tx);
+        let headers_out = self.dp.transmit(now, &tx);
         if tx.payload_len > 0 && !self.cfg.pcie.is_ideal() {
-            let ready = self.dma.push(&self.cfg.pcie, now, k, tx);
+            let ready = self.dma.push(&self.cfg.pcie, headers_out, k, tx);
             if self.dma_armed.is_none_or(|a| a > ready)
                 && s.at(ready, me, ev::DMA, u64::from(self.host)).is_ok()
             {
                 self.dma_armed = Some(ready);
             }
         } else {
-            self.hold_tx(now, k, tx, s, me);
+            self.hold_tx(headers_out, k, tx, s, me);
         }
     }
 
