@@ -1,8 +1,10 @@
 //! `transports[].nics`: one report per NIC of a run of the MRC NIC model, none for RoCE, and
 //! figures that follow what the run did (every NIC that sent rang doorbells, read its payload
-//! and wrote what it received by DMA, both PCIe directions busy; utilisations are fractions);
-//! the utilisation over time of one NIC, and its SVG.
+//! and wrote what it received by DMA, both PCIe directions busy; utilisations are fractions;
+//! every datapath block of the timing table is reported, in pipeline order, busy on every NIC
+//! that sent and received); the utilisation over time of one NIC, and its SVG.
 
+use mrc_abi::device::datapath_timing::DATAPATH_BLOCKS;
 use mrc_sim::nic::{FirmwareConfig, FirmwareReport, PcieConfig, Transport};
 use mrc_sim::output::{self, svg, Recorder};
 use mrc_sim::run::{run, run_observed, Scenario};
@@ -52,7 +54,31 @@ fn every_mrc_nic_reports_its_hardware() {
             "host {i}: CSR queue depth {}",
             n.firmware.csr_queue_max_depth
         );
+        let names: Vec<&str> = n.datapath.iter().map(|b| b.block).collect();
+        let table: Vec<&str> = DATAPATH_BLOCKS.iter().map(|b| b.block).collect();
+        assert_eq!(names, table, "host {i}: every block, in pipeline order");
+        for b in &n.datapath {
+            assert!(
+                b.occupancy > 0.0 && b.occupancy <= 1.0,
+                "host {i}: {} occupancy {} (it sent, received and reported)",
+                b.block,
+                b.occupancy
+            );
+        }
+        // One 64-byte beat per clock: the header builder is busy at least twice as long as the
+        // sprayer (every header is 2..4 beats; the sprayer takes one clock per packet).
+        assert!(
+            n.datapath[1].occupancy >= 2.0 * n.datapath[0].occupancy * 0.999,
+            "host {i}: {:?}",
+            n.datapath
+        );
     }
+    // Packets leave the sprayer back to back whenever a NIC sends several at once: some wait
+    // for the header builder.
+    assert!(
+        r.nics.iter().any(|n| n.datapath[1].backpressure_cycles > 0),
+        "no NIC's header builder ever made a packet wait"
+    );
     // Reads of every payload sent and writes of every payload placed, plus WQEs and CQEs.
     let moved: u64 = r.nics.iter().map(|n| n.pcie.dma_bytes).sum();
     assert!(

@@ -17,10 +17,12 @@
 //! | [`event`] | asynchronous event records |
 //! | [`admin`] | admin queue commands and responses |
 //! | [`csr`] | CSR event queues between the datapath and the firmware cores |
+//! | [`datapath_timing`] | the datapath RTL blocks' latency and initiation interval, and their clock |
 
 pub mod admin;
 pub mod cqe;
 pub mod csr;
+pub mod datapath_timing;
 pub mod doorbell;
 pub mod event;
 pub mod regs;

@@ -528,6 +528,23 @@ pub fn vectors(seed: u64, random: usize) -> (String, String) {
     (din, dout)
 }
 
+/// Descriptors of `shape` for the timing measurement (`crate::timing`), from `seed`; returns
+/// the input words of descriptor `i` (the output always ready) and the header length of each.
+#[cfg(not(no_verilator))]
+pub(crate) fn timing_inputs(seed: u64, shape: Shape, n: usize) -> Vec<(Words, Words, usize)> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let d = gen_shape(&mut rng, shape);
+            (
+                encode(&d, true, true),
+                encode(&d, false, true),
+                frame(&d).len(),
+            )
+        })
+        .collect()
+}
+
 /// Drive the builder for `cycles` clocks.
 #[cfg(not(no_verilator))]
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {

@@ -18,7 +18,11 @@
 //! Without Verilator (`cfg(no_verilator)`) only [`Rng`], the report types, [`hdr::vectors`] and
 //! [`skip_missing`] exist.
 //!
-//! The tests: `tests/cosim.rs` (the co-simulations and planted bugs), `tests/icarus.rs` (the plain
+//! [`timing`] measures each block's latency and initiation interval and holds them to
+//! `mrc_abi::device::datapath_timing`, the table the simulator's NIC is clocked with.
+//!
+//! The tests: `tests/cosim.rs` (the co-simulations and planted bugs), `tests/timing.rs` (the
+//! timing table against the RTL), `tests/icarus.rs` (the plain
 //! SystemVerilog benches of `fpga-rtl/tb/` under Icarus, each also against its planted bug, and
 //! the freshness of `tb/vectors/`), `tests/lint.rs` (Verilator `-Wall`, Yosys read, Icarus compile
 //! of every block).
@@ -36,6 +40,8 @@ pub mod queue;
 pub mod rx;
 #[cfg(not(no_verilator))]
 pub mod sprayer;
+#[cfg(not(no_verilator))]
+pub mod timing;
 
 /// True when the build script found Verilator and linked the models.
 pub const HAVE_VERILATOR: bool = cfg!(not(no_verilator));

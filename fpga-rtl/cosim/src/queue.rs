@@ -95,6 +95,15 @@ fn entry(rng: &mut Rng) -> [u8; ENTRY_BYTES] {
     ev.encode().0
 }
 
+/// Input `i` of the timing measurement (`crate::timing`): a push of a random entry when
+/// `valid`, the consumer always ready.
+pub(crate) fn timing_input(i: usize, valid: bool) -> Words {
+    let data = entry(&mut Rng::new(i as u64));
+    let mut w = Words::default();
+    w.b(valid).bytes_le(&data).b(true).u(0, 5);
+    w
+}
+
 /// Drive the queue for `cycles` clocks; bursts of pushes and stalls make it fill and overflow.
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
     let mut rng = Rng::new(seed);

@@ -88,6 +88,18 @@ fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
     w
 }
 
+/// Input `i` of the timing measurement (`crate::timing`), response always taken: receives of
+/// PSNs `i`, some out of order, with a SACK every 8th command.
+pub(crate) fn timing_input(i: usize, valid: bool) -> Words {
+    let psn = Psn::new((i ^ 1) as u32);
+    let cmd = if i % 8 == 7 {
+        Cmd::Sack(Psn::new(0))
+    } else {
+        Cmd::Receive(psn)
+    };
+    encode(valid.then_some(cmd), true)
+}
+
 /// Drive the tracker for `cycles` clocks.
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
     let mut rng = Rng::new(seed);

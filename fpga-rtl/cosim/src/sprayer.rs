@@ -110,6 +110,25 @@ fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
     w
 }
 
+/// Input `i` of the timing measurement (`crate::timing`), response always taken: EV table
+/// writes of slots 0..8 (usable, planes in turn), then `next_ev` decisions.
+pub(crate) fn timing_input(i: usize, valid: bool) -> Words {
+    let cmd = if i < 8 {
+        Cmd::SetEv(
+            i as u16,
+            EvSlot {
+                usable: true,
+                weight: 1,
+                plane: (i % P) as u8,
+                skip_once: false,
+            },
+        )
+    } else {
+        Cmd::Next
+    };
+    encode(valid.then_some(cmd), true)
+}
+
 /// Drive the sprayer for `cycles` clocks.
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
     let mut rng = Rng::new(seed);

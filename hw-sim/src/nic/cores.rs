@@ -164,6 +164,9 @@ pub(crate) struct Core {
     ring: VecDeque<(u32, CsrEntry)>,
     /// Entries at the ring's front the running step took.
     taken: usize,
+    /// When the newest entry in the ring came out of the CSR event queue (a step starts no
+    /// earlier).
+    ring_ready: Time,
     /// When the running step ends (`None`: idle).
     pub(crate) busy_until: Option<Time>,
     /// The running step's commands, written when it ends: (shard, entry).
@@ -214,7 +217,7 @@ impl Nic {
 
     /// Firmware time on: shard `k`'s reports onto its core's ring, as far as it has room (the
     /// rest stay in the stage, counted), and the core woken. Returns whether any moved.
-    pub(super) fn offer_reports(&mut self, k: usize) -> bool {
+    pub(super) fn offer_reports(&mut self, now: Time, k: usize) -> bool {
         let c = self.core_of(k);
         let core = &mut self.cores[c];
         core.wake = true;
@@ -232,6 +235,13 @@ impl Nic {
         core.ring
             .extend(core.scratch[..n].iter().map(|e| (k as u32, *e)));
         core.ring_max = core.ring_max.max(core.ring.len());
+        // They reach the core out of the datapath's CSR event queue (`dp_clock`).
+        if n > 0 {
+            let at = self.dp.csr_push(now, n as u64);
+            let core = &mut self.cores[c];
+            core.ring_ready = core.ring_ready.max(at);
+        }
+        let core = &mut self.cores[c];
         // Each report held back is counted once: the stage's queue is first in, first out, so
         // the ones still there that were not held at the last offer are new.
         let after = shard.events_pending();
@@ -358,7 +368,8 @@ impl Nic {
         core.taken = taken;
         core.busy_cycles += cycles;
         core.steps += 1;
-        core.busy_until = Some(now.saturating_add(self.cfg.firmware.time_of(cycles)));
+        let begin = now.max(core.ring_ready);
+        core.busy_until = Some(begin.saturating_add(self.cfg.firmware.time_of(cycles)));
         true
     }
 

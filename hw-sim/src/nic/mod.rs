@@ -65,17 +65,24 @@
 //!   placed payloads, CQEs and EV events are posted writes to the host, and the host sees a
 //!   completion (and posts again) when its CQE arrived. Link rate, TLP overheads, credits,
 //!   MPS/MRRS/RCB, read tags, latency and host memory latency.
+//! - **Datapath blocks** (module `dp_clock`): each packet passes the RTL blocks' models in the
+//!   datapath clock domain with the RTL's latency and initiation interval
+//!   (`mrc_abi::device::datapath_timing`): a sent packet the EV sprayer and the header builder
+//!   before its payload read (or its port), a received data packet the PSN tracker before the
+//!   stage, a DP->FW report the CSR event queue; a busy block makes its inputs wait.
 //! - **Firmware cores** ([`FirmwareConfig`], module `cores`): each shard's firmware is the NIC
 //!   image's main loop (`mrc-nicloop`), run on one of N cores (16 at 2 GHz by default); each
 //!   step of a loop costs core cycles from the cost table ([`fw_cost`]: guest instructions
 //!   measured on the image under QEMU, times a CPI). Reports wait in a core's 32-entry CSR
-//!   ring while it is busy; a full ring holds them in the stage, which then stops taking
-//!   packets and sending.
+//!   ring while it is busy (they reach it out of the CSR event queue); a full ring holds them
+//!   in the stage, which then stops taking packets and sending.
 //!
-//! Not modelled (yet): the datapath's cycle counts, the host CPU, host memory bandwidth.
+//! Not modelled (yet): the datapath's per-packet work that has no RTL block (ACK application,
+//! placement), the host CPU, host memory bandwidth.
 
 mod config;
 mod cores;
+mod dp_clock;
 mod flows;
 pub mod fw_cost;
 mod pair;
@@ -158,6 +165,8 @@ pub mod ev {
     pub const DMA: u32 = 3;
     /// A firmware core's step ended, or an engine timer of an idle core is due.
     pub const FIRMWARE: u32 = 4;
+    /// A datapath block's output is due: packets go to their ports or stages.
+    pub const DATAPATH: u32 = 5;
 }
 
 /// One connection (QP) of a NIC.
@@ -237,6 +246,8 @@ pub struct Nic {
     /// Scratch: (QPN, EV, answered) of the losses (`false`) and probe replies (`true`) the last
     /// service saw (`mrc` shares them).
     losses: Vec<(u32, u16, bool)>,
+    /// The datapath's RTL blocks in their clock domain.
+    dp: dp_clock::DpClock,
     /// `spray-oblivious`: the per-packet random route (None for the other transports).
     spray: Option<spray::SpraySelector>,
     counters: NicCounters,
@@ -449,6 +460,8 @@ impl Nic {
             });
         }
         let shard_count = shards.len();
+        // (the setup's reports passed no CSR queue: the datapath clock starts after them)
+        let csr_seen = shards.iter().map(|e| e.moved().0).collect();
         // Where the NIC's round of turns starts: a seeded position per host, so the NICs do
         // not all begin (and stay in step) on the same QP positions, i.e. the same peers.
         let first_turn = {
@@ -504,6 +517,7 @@ impl Nic {
             host_writes: Vec::new(),
             stall_dirty: Vec::new(),
             losses: Vec::new(),
+            dp: dp_clock::DpClock::new(csr_seen),
             spray: (cfg.transport == Transport::SprayOblivious)
                 .then(|| spray::SpraySelector::new(cfg.seed, host)),
             counters: NicCounters::default(),

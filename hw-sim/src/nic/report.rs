@@ -86,7 +86,7 @@ impl Nic {
             host: self.host,
             firmware: self.firmware_report(span),
             pcie: self.pcie_report(end),
-            datapath: Vec::new(),
+            datapath: self.dp.report(end),
         }
     }
 

@@ -91,8 +91,27 @@ impl Nic {
             p.payload_len = pkt.payload.len;
         }
         p.ce = pkt.ecn == Ecn::Ce;
+        // A data packet passes the PSN tracker first (`dp_clock`).
+        if let Some(at) = self.dp.receive(now, &p) {
+            self.hold_rx(at, k, qpn, p, s, me);
+            return;
+        }
+        self.enter_stage(now, k, qpn, &p, s, me);
+        self.service(now, fab, s, me);
+    }
+
+    /// Delivery `p` for QP `qpn` enters shard `k`'s stage (the caller services the NIC).
+    pub(super) fn enter_stage(
+        &mut self,
+        now: Time,
+        k: usize,
+        qpn: u32,
+        p: &StagePacket,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) {
         let verdict = loop {
-            if let Some(v) = self.shards[k].receive(ns(now), &p) {
+            if let Some(v) = self.shards[k].receive(ns(now), p) {
                 break v;
             }
             // Short of event room: the reports move on (to the engine, or to the firmware
@@ -117,7 +136,6 @@ impl Nic {
         self.input_shards.push(k);
         self.deadline_dirty.push(k);
         self.stall_dirty.push(qpn);
-        self.service(now, fab, s, me);
     }
 
     /// Calls `f` on shard `k` with the host-write list, then names the QPs of what it wrote
@@ -150,9 +168,12 @@ impl Nic {
         _me: ComponentId,
     ) -> bool {
         let any = if self.cfg.firmware.timed {
-            self.offer_reports(k)
+            self.offer_reports(now, k)
         } else {
-            self.with_writes(k, |e, w| e.pump(ns(now), w))
+            let any = self.with_writes(k, |e, w| e.pump(ns(now), w));
+            // The reports the engine took passed the CSR event queue (`dp_clock`).
+            self.dp.csr_moved(now, k, self.shards[k].moved().0);
+            any
         };
         // A command (since the last look: timers and firmware cores give some too) is what
         // queues a retransmission; an ACK or NACK lets one go (see `receive`).

@@ -164,7 +164,8 @@ impl Nic {
                     let (d, h) = fab.queue_bytes(*p);
                     d + h
                 })
-                .sum();
+                .sum::<u64>()
+                + self.dp.tx_waiting_bytes();
             if self.dma.bytes > read_cover {
                 return; // the next read completion (ev::DMA) pulls again
             }
@@ -191,7 +192,7 @@ impl Nic {
             // ~10 us for the next burst).
             if let Some(k) = (0..n).find(|&k| self.retx_maybe[k] && self.retransmit_waits(k)) {
                 if let Some(tx) = self.poll_shard(now, k, s, me) {
-                    self.dispatch(now, k, tx, fab, s, me);
+                    self.dispatch(now, k, tx, s, me);
                     continue 'pull;
                 }
             }
@@ -215,7 +216,7 @@ impl Nic {
                     } else {
                         pos
                     };
-                    self.dispatch(now, k, tx, fab, s, me);
+                    self.dispatch(now, k, tx, s, me);
                     continue 'pull;
                 }
                 self.shard_ready[k] = false;
@@ -254,21 +255,22 @@ impl Nic {
         tx
     }
 
-    /// A packet shard `k` gave: to the DMA read queue when it has a payload to read, else out.
+    /// A packet shard `k` gave: through the transmit blocks (`dp_clock`), then to the DMA read
+    /// queue when it has a payload to read, else to its port.
     fn dispatch(
         &mut self,
         now: Time,
         k: usize,
         tx: StagePacket,
-        fab: &mut Fabric,
         s: &mut Scheduler<'_>,
         me: ComponentId,
     ) {
+        let headers_out = self.dp.transmit(now, &tx);
         if tx.payload_len > 0 && !self.cfg.pcie.ideal {
-            self.dma.push(&mut self.link, now, k, tx);
+            self.dma.push(&mut self.link, headers_out, k, tx);
             self.arm_dma(s, me);
         } else {
-            self.send(k, tx, fab, s);
+            self.hold_tx(headers_out, k, tx, s, me);
         }
     }
 

@@ -42,14 +42,18 @@ pub const fn data_overhead_bytes(format: EvFormat) -> u32 {
         + PREAMBLE_IFG_BYTES
 }
 
-/// Link bytes of `tx` (frame + preamble and gap).
-pub fn wire_bytes(tx: &Packet) -> u32 {
-    let frame = ethernet::HEADER_LEN as u32
+/// Header bytes of `tx` (Ethernet to the end of the MRC headers: what the header builder
+/// emits).
+pub fn header_bytes(tx: &Packet) -> u32 {
+    ethernet::HEADER_LEN as u32
         + l3_bytes(tx.ev_format)
         + udp::HEADER_LEN as u32
         + tx.to_repr().header_len() as u32
-        + tx.payload_len
-        + FCS_BYTES;
+}
+
+/// Link bytes of `tx` (frame + preamble and gap).
+pub fn wire_bytes(tx: &Packet) -> u32 {
+    let frame = header_bytes(tx) + tx.payload_len + FCS_BYTES;
     frame.max(MIN_FRAME_BYTES) + PREAMBLE_IFG_BYTES
 }
 

@@ -12,8 +12,9 @@
 //! Built in: [`Scenario::default_for`] (all-to-all), [`Scenario::permutation_for`],
 //! [`Scenario::ring_all_reduce_for`], [`Scenario::tiny`]. The MRC transports (`mrc`, `mrc-1ev`,
 //! `spray-oblivious`) run [`Nic`]s; `roce-ecmp` runs [`RoceNic`]s on the scenario's fabric made
-//! lossless ([`roce::lossless`]: PFC on). Not modelled: the datapath models' cycle counts; for
-//! RoCE also the host interface (PCIe) and firmware cores.
+//! lossless ([`roce::lossless`]: PFC on). The MRC NICs' datapath blocks run at the RTL's cycle
+//! counts (`nic` module docs); not modelled: the datapath's per-packet work without an RTL block
+//! (ACK application, placement); for RoCE the host interface (PCIe) and firmware cores.
 //!
 //! *Ideal* completion = the bytes the busiest NIC must move / the NIC line rate (all planes) +
 //! the unloaded base RTT. *Stall* = the longest time a QP with outstanding data saw no new byte
@@ -534,6 +535,7 @@ impl World {
                         nev::TIMER => nic.on_timer(now, &mut self.fabric, s, NICS),
                         nev::DMA => nic.on_dma(now, &mut self.fabric, s, NICS),
                         nev::FIRMWARE => nic.on_firmware(now, &mut self.fabric, s, NICS),
+                        nev::DATAPATH => nic.on_datapath(now, &mut self.fabric, s, NICS),
                         _ => self.bad_events += 1,
                     }
                 } else if let Some(nic) = self.roce.get_mut(hi) {

@@ -5,6 +5,7 @@ use crate::core::time::{Duration, Time};
 use crate::fabric::{DropCause, FabricTotals};
 use crate::nic::NicReport;
 use crate::workload::{CollectiveResult, FlowResult};
+use mrc_abi::device::datapath_timing::DATAPATH_BLOCKS;
 
 use super::{Scenario, World};
 
@@ -310,6 +311,18 @@ pub fn format_table(reports: &[RunReport]) -> String {
     row("PCIe host->NIC busy (busiest)", &|r| {
         busiest(r, &|n| n.pcie.pcie_rx_utilisation)
     });
+    for (i, b) in DATAPATH_BLOCKS.iter().enumerate() {
+        row(&format!("DP {} busy (busiest)", b.block), &|r| {
+            busiest(r, &|n| n.datapath.get(i).map_or(0.0, |d| d.occupancy))
+        });
+        row(&format!("DP {} wait (cycles, max)", b.block), &|r| {
+            r.nics
+                .iter()
+                .filter_map(|n| n.datapath.get(i).map(|d| d.backpressure_cycles))
+                .max()
+                .map_or_else(|| "-".to_string(), |v| v.to_string())
+        });
+    }
     let w0 = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     let wc = rows
         .iter()
