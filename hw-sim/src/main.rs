@@ -528,15 +528,15 @@ fn print_not_modelled() {
     println!();
     println!("Modelled: the real MRC datapath stage per NIC, its blocks (EV sprayer, header");
     println!("builder, PSN tracker, CSR event queue) clocked at the RTL's latency and initiation");
-    println!("interval, and as its firmware the NIC image's main loop and engine on 16 cores at");
-    println!("2 GHz, each step charged from guest instructions measured on the image under QEMU");
-    println!("(mrc, mrc-1ev, spray-oblivious; a core's 32-entry CSR ring back-pressures the");
-    println!("datapath when full), behind a PCIe link at TLP granularity (doorbells, WQE fetches,");
-    println!("payload reads and writes, CQEs and events; link rate, credits, MPS/MRRS, latency,");
-    println!("host memory latency); RoCE RC with go-back-N, DCQCN and PFC (roce-ecmp).");
+    println!("interval, and as its firmware the NIC image's main loop and engine, on cores (16 at");
+    println!("2 GHz unless [nic.firmware] says otherwise; off in the default run) charged from");
+    println!("guest instructions measured on the image under QEMU (mrc, mrc-1ev, spray-oblivious;");
+    println!("a core's 32-entry CSR ring back-pressures the datapath when full), behind a PCIe");
+    println!("link at TLP granularity (doorbells, WQE fetches, payload reads and writes, CQEs and");
+    println!("events; link rate, credits, MPS/MRRS, latency, host memory latency); RoCE RC with");
+    println!("go-back-N, DCQCN and PFC (roce-ecmp).");
     println!("Not modelled: the datapath's per-packet work without an RTL block (ACK application,");
     println!("placement), host CPU, host memory bandwidth, the RoCE NIC's host interface and");
-    println!("firmware; mrc-1ev pins each QP to one plane and ECMP");
-    println!("hash in the NIC model (the stage still sprays over its EVs, which then all name the");
-    println!("same path).");
+    println!("firmware; mrc-1ev pins each QP to one plane and ECMP hash in the NIC model (the");
+    println!("stage still sprays over its EVs, which then all name the same path).");
 }
