@@ -458,6 +458,11 @@ impl World {
     }
 }
 
+/// Worlds of at least this many hosts (some 30 MB of NIC state) are backed by huge pages once
+/// built ([`crate::core::sys::back_with_huge_pages`]); smaller ones fit the TLB's reach well
+/// enough not to pay for the collapse.
+const HUGE_PAGE_HOSTS: u32 = 256;
+
 /// Stack of the threads that build the NICs.
 const NIC_BUILD_STACK: usize = 64 << 20;
 
@@ -625,6 +630,11 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
     }
     let fabric = Fabric::new(fcfg, FABRIC).map_err(RunError::Fabric)?;
     let hosts = fabric.topology().hosts();
+    if hosts >= HUGE_PAGE_HOSTS {
+        // (one arena when the run is sequential: the NICs built on other threads then share
+        // the main heap with everything the run allocates)
+        crate::core::sys::prepare_heap_for_huge_pages(threads <= 1);
+    }
     let (flows, main_flows) = scenario_flows(sc, hosts)?;
     let plan = QpPlan::for_flows(hosts, &flows);
     let ncfg = NicConfig {
@@ -751,6 +761,11 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
         cur_key: 0,
         outbox: Vec::new(),
     };
+    if hosts >= HUGE_PAGE_HOSTS {
+        // A model this large misses the TLB on most events with 4 KiB pages. (The heap's
+        // untouched room is advised too: what the run allocates later gets huge pages.)
+        crate::core::sys::back_with_huge_pages();
+    }
     // Every NIC starts at t = 0 and re-arms its release event for later flows.
     let mut initial: Vec<(Time, Msg)> = (0..hosts)
         .map(|h| {
