@@ -57,22 +57,39 @@ const TOP_PAD: libc::c_int = 256 << 20;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 32 << 20;
 
+/// The heap's free top beyond which the C allocator gives memory back (glibc's
+/// `M_TRIM_THRESHOLD`): large, so that advised room is not returned and mapped again without
+/// the advice.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TRIM_THRESHOLD: libc::c_int = 1 << 30;
+
 /// Tunes the C allocator (glibc) so that what a large model allocates from now on lands where
-/// [`back_with_huge_pages`] reaches: in the main heap (one arena for every thread when
-/// `one_arena`; each thread's arena otherwise), grown in large steps, with no request below
-/// 32 MiB mapped on its own. Process-wide and permanent; nothing elsewhere, and no result
-/// depends on it.
+/// [`back_with_huge_pages`] reaches, then advises the room it made: the main heap (one arena
+/// for every thread when `one_arena`; each thread's arena otherwise) grows in large steps and
+/// keeps what it frees, no request below 32 MiB is mapped on its own, and the heap is grown and
+/// advised now, before anything is built in it, so that what follows faults in as huge pages
+/// instead of being copied into them later. Process-wide and permanent; nothing elsewhere, and
+/// no result depends on it.
 pub fn prepare_heap_for_huge_pages(one_arena: bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` only sets allocator parameters (it takes the allocator's lock); an
-    // out-of-range value is refused with 0 and changes nothing. Allocations already made are
-    // not affected.
-    unsafe {
-        if one_arena {
-            libc::mallopt(libc::M_ARENA_MAX, 1);
+    {
+        // SAFETY: `mallopt` only sets allocator parameters (it takes the allocator's lock);
+        // an out-of-range value is refused with 0 and changes nothing. Allocations already
+        // made are not affected.
+        unsafe {
+            if one_arena {
+                libc::mallopt(libc::M_ARENA_MAX, 1);
+            }
+            libc::mallopt(libc::M_TOP_PAD, TOP_PAD);
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
         }
-        libc::mallopt(libc::M_TOP_PAD, TOP_PAD);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+        // A request just below the mapping threshold comes from this thread's heap, which
+        // grows by it plus the top pad; freed, it stays as room (never touched: no memory).
+        drop(Vec::<u8>::with_capacity(
+            MMAP_THRESHOLD as usize - (1 << 20),
+        ));
+        advise(false);
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = one_arena;
@@ -85,6 +102,12 @@ pub fn prepare_heap_for_huge_pages(one_arena: bool) {
 /// Returns the bytes the kernel accepted the advice for (0 where it refused, e.g. huge pages off
 /// or an older kernel, and on other systems): an optimisation only, results never depend on it.
 pub fn back_with_huge_pages() -> usize {
+    advise(true)
+}
+
+/// Marks every whole 2 MiB extent of the anonymous read-write mappings `MADV_HUGEPAGE` and,
+/// with `collapse`, collapses it into huge pages now. Returns the bytes marked.
+fn advise(collapse: bool) -> usize {
     #[cfg(target_os = "linux")]
     {
         let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
@@ -94,17 +117,20 @@ pub fn back_with_huge_pages() -> usize {
             .map(|(start, len)| {
                 // SAFETY: `madvise` with MADV_HUGEPAGE or MADV_COLLAPSE changes how the pages
                 // of a mapped range are backed, never their contents (a collapse copies them
-                // into a huge page under the kernel's locks), and fails harmlessly on a range
-                // that is not (or no longer) mapped. The range is 2 MiB aligned and lies in an
-                // anonymous private mapping the kernel listed for this process.
+                // into a huge page under the kernel's locks; an extent with no page present is
+                // left alone), and fails harmlessly on a range that is not (or no longer)
+                // mapped. The range is 2 MiB aligned and lies in an anonymous private mapping
+                // the kernel listed for this process.
                 let advised =
                     unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE) }
                         == 0;
-                if advised {
+                if advised && collapse {
                     // SAFETY: as above.
                     unsafe {
                         libc::madvise(start as *mut libc::c_void, len, MADV_COLLAPSE);
                     }
+                }
+                if advised {
                     len
                 } else {
                     0
@@ -113,7 +139,10 @@ pub fn back_with_huge_pages() -> usize {
             .sum()
     }
     #[cfg(not(target_os = "linux"))]
-    0
+    {
+        let _ = collapse;
+        0
+    }
 }
 
 /// The whole 2 MiB extents `(start, len)` of the anonymous private read-write mappings in the
