@@ -25,6 +25,27 @@ pub fn prefetch<T>(r: &T) {
     }
 }
 
+/// Starts loading the cache lines of the first `bytes` bytes of `*r` (at most its size): for
+/// a large value whose hot fields come first. A hint, like [`prefetch`].
+#[inline(always)]
+pub fn prefetch_prefix<T>(r: &T, bytes: usize) {
+    let first = (r as *const T).cast::<u8>();
+    let size = core::mem::size_of::<T>().min(bytes).max(1);
+    let lines = ((first as usize % LINE) + size).div_ceil(LINE);
+    for i in 0..lines {
+        line(first.wrapping_add(i * LINE));
+    }
+}
+
+/// Starts loading the cache line where `slice` begins (nothing for an empty slice): the start
+/// of a buffer a handler is about to read. A hint, like [`prefetch`].
+#[inline(always)]
+pub fn prefetch_start<T>(slice: &[T]) {
+    if let Some(x) = slice.first() {
+        line((x as *const T).cast::<u8>());
+    }
+}
+
 #[inline(always)]
 fn line(p: *const u8) {
     #[cfg(target_arch = "x86_64")]

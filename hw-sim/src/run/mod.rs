@@ -451,6 +451,29 @@ impl World {
         }
     }
 
+    /// Starts loading the state event `m` names directly: its fabric slot and port, and the
+    /// NIC it is for (returned, for deeper prefetches).
+    #[inline]
+    fn prefetch_direct(&self, m: &Msg) -> Option<&Nic> {
+        if m.target == FABRIC {
+            self.fabric.prefetch(m.kind, m.data);
+        }
+        let n = self.nic_of(m)?;
+        crate::core::sys::prefetch(n);
+        Some(n)
+    }
+
+    /// The NIC event `m` is for, when the event alone tells (a NIC event, a delivery).
+    #[inline]
+    fn nic_of(&self, m: &Msg) -> Option<&Nic> {
+        let host = match m.target {
+            FABRIC => self.fabric.delivery_host(m.kind, m.data),
+            NICS => Some(m.data as u32),
+            _ => None,
+        };
+        self.nics.get(host?.wrapping_sub(self.nic_base) as usize)
+    }
+
     /// The headers of the packet delivered from `slot`.
     #[inline]
     fn take_hdr(&mut self, slot: u32) -> Option<StagePacket> {
@@ -470,19 +493,25 @@ const NIC_BUILD_STACK: usize = 64 << 20;
 pub(crate) const ROOT_SOURCE: u32 = 0;
 
 impl Handler for World {
+    /// The state `next` names directly (fabric slot and port, the NIC), then what the NIC
+    /// reaches through pointers (loaded by [`World::prefetch_later`] an event earlier).
     #[inline]
     fn prefetch(&self, next: &Msg) {
-        use crate::core::sys::prefetch;
-        let host = match next.target {
-            FABRIC => {
-                self.fabric.prefetch(next.kind, next.data);
-                self.fabric.delivery_host(next.kind, next.data)
-            }
-            NICS => Some(next.data as u32),
-            _ => None,
-        };
-        if let Some(n) = host.and_then(|h| self.nics.get(h.wrapping_sub(self.nic_base) as usize)) {
-            prefetch(n);
+        if let Some(n) = self.prefetch_direct(next) {
+            n.prefetch_state();
+        }
+    }
+
+    #[inline]
+    fn prefetch_later(&self, later: &Msg) {
+        self.prefetch_direct(later);
+    }
+
+    /// What `next` names directly is on its way already: only what the NIC reaches.
+    #[inline]
+    fn prefetch_warmed(&self, next: &Msg) {
+        if let Some(n) = self.nic_of(next) {
+            n.prefetch_state();
         }
     }
 
