@@ -457,6 +457,12 @@ impl World {
     fn prefetch_direct(&self, m: &Msg) -> Option<&Nic> {
         if m.target == FABRIC {
             self.fabric.prefetch(m.kind, m.data);
+            if self.fabric.delivery_host(m.kind, m.data).is_some() {
+                // A delivery: the packet's headers wait in the slot's entry (`take_hdr`).
+                if let Some(h) = self.hdrs.get(m.data as u32 as usize) {
+                    crate::core::sys::prefetch(h);
+                }
+            }
         }
         let n = self.nic_of(m)?;
         crate::core::sys::prefetch(n);
