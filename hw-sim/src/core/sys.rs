@@ -184,7 +184,8 @@ fn anonymous_extents(maps: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
         );
         let start = a.checked_next_multiple_of(HUGE_PAGE)?;
         let end = b / HUGE_PAGE * HUGE_PAGE;
-        (end > start).then_some((start, end - start))
+        let len = end.checked_sub(start).filter(|l| *l > 0)?;
+        Some((start, len))
     })
 }
 
