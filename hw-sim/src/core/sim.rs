@@ -255,6 +255,24 @@ pub trait Handler {
     fn prefetch(&self, next: &Msg) {
         let _ = next;
     }
+
+    /// A hint like [`Handler::prefetch`], one event further ahead: `later` is probably the
+    /// event after `next`. The handler may start loading what `later` reaches directly (the
+    /// state its `data` names), so that by the time `later` is `next`, [`Handler::prefetch`]
+    /// can follow pointers out of that state without waiting. Same rules: `&self`, no effect
+    /// on results. Default: nothing.
+    #[inline]
+    fn prefetch_later(&self, later: &Msg) {
+        let _ = later;
+    }
+
+    /// [`Handler::prefetch`] for a `next` that was the `later` of the previous event's
+    /// [`Handler::prefetch_later`]: what that loaded need not be asked for again. Default:
+    /// [`Handler::prefetch`].
+    #[inline]
+    fn prefetch_warmed(&self, next: &Msg) {
+        self.prefetch(next);
+    }
 }
 
 impl<F: FnMut(Time, Event, &mut Scheduler<'_>)> Handler for F {
@@ -406,6 +424,8 @@ impl<H: Handler> Simulator<H> {
     /// handled event's time (it is not moved to `limit`).
     pub fn run(&mut self, limit: Time, max_events: u64) -> RunOutcome {
         let mut budget = max_events;
+        // The event last handed to `prefetch_later`.
+        let mut warmed: Option<Msg> = None;
         loop {
             if budget == 0 {
                 return RunOutcome::EventLimit;
@@ -431,7 +451,15 @@ impl<H: Handler> Simulator<H> {
                 self.stats.trace_hash = fold_event(self.stats.trace_hash, &ev);
             }
             if let Some(next) = self.queue.peek_front() {
-                self.handler.prefetch(next);
+                if warmed == Some(*next) {
+                    self.handler.prefetch_warmed(next);
+                } else {
+                    self.handler.prefetch(next);
+                }
+            }
+            warmed = self.queue.peek_second().copied();
+            if let Some(later) = &warmed {
+                self.handler.prefetch_later(later);
             }
             let src = self.handler.source(&e.payload).min(MAX_SOURCES - 1);
             if src as usize >= self.counters.len() {

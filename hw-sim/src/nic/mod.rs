@@ -635,6 +635,25 @@ impl Nic {
         t
     }
 
+    /// Starts loading the state an input to this NIC reads first, beyond the `Nic` itself:
+    /// the per-shard flags and deadlines, the connections and the first shard's head. Call it
+    /// when the `Nic` is already in cache (it reads the buffers' addresses from it). A hint:
+    /// changes nothing ([`crate::core::Handler::prefetch`]).
+    #[inline]
+    pub fn prefetch_state(&self) {
+        use crate::core::sys::{prefetch_prefix, prefetch_start};
+        prefetch_start(&self.shard_ready);
+        prefetch_start(&self.retx_maybe);
+        prefetch_start(&self.shard_deadline);
+        prefetch_start(&self.cmds_seen);
+        prefetch_start(&self.conns);
+        prefetch_start(&self.pos_of);
+        prefetch_start(&self.qpn_at);
+        if let Some(s) = self.shards.first() {
+            prefetch_prefix(s, 64);
+        }
+    }
+
     /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
     pub fn side_lookup(&self, tag: u64) -> Option<StagePacket> {
         self.side.get(tag)

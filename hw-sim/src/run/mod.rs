@@ -458,12 +458,46 @@ impl World {
         }
     }
 
+    /// Starts loading the state event `m` names directly: its fabric slot and port, and the
+    /// NIC it is for (returned, for deeper prefetches).
+    #[inline]
+    fn prefetch_direct(&self, m: &Msg) -> Option<&Nic> {
+        if m.target == FABRIC {
+            self.fabric.prefetch(m.kind, m.data);
+            if self.fabric.delivery_host(m.kind, m.data).is_some() {
+                // A delivery: the packet's headers wait in the slot's entry (`take_hdr`).
+                if let Some(h) = self.hdrs.get(m.data as u32 as usize) {
+                    crate::core::sys::prefetch(h);
+                }
+            }
+        }
+        let n = self.nic_of(m)?;
+        crate::core::sys::prefetch(n);
+        Some(n)
+    }
+
+    /// The NIC event `m` is for, when the event alone tells (a NIC event, a delivery).
+    #[inline]
+    fn nic_of(&self, m: &Msg) -> Option<&Nic> {
+        let host = match m.target {
+            FABRIC => self.fabric.delivery_host(m.kind, m.data),
+            NICS => Some(m.data as u32),
+            _ => None,
+        };
+        self.nics.get(host?.wrapping_sub(self.nic_base) as usize)
+    }
+
     /// The headers of the packet delivered from `slot`.
     #[inline]
     fn take_hdr(&mut self, slot: u32) -> Option<StagePacket> {
         self.hdrs.get_mut(slot as usize).and_then(Option::take)
     }
 }
+
+/// Worlds of at least this many hosts (some 30 MB of NIC state) are backed by huge pages once
+/// built ([`crate::core::sys::back_with_huge_pages`]); smaller ones fit the TLB's reach well
+/// enough not to pay for the collapse.
+const HUGE_PAGE_HOSTS: u32 = 256;
 
 /// Stack of the threads that build the NICs.
 const NIC_BUILD_STACK: usize = 64 << 20;
@@ -472,19 +506,25 @@ const NIC_BUILD_STACK: usize = 64 << 20;
 pub(crate) const ROOT_SOURCE: u32 = 0;
 
 impl Handler for World {
+    /// The state `next` names directly (fabric slot and port, the NIC), then what the NIC
+    /// reaches through pointers (loaded by [`World::prefetch_later`] an event earlier).
     #[inline]
     fn prefetch(&self, next: &Msg) {
-        use crate::core::sys::prefetch;
-        let host = match next.target {
-            FABRIC => {
-                self.fabric.prefetch(next.kind, next.data);
-                self.fabric.delivery_host(next.kind, next.data)
-            }
-            NICS => Some(next.data as u32),
-            _ => None,
-        };
-        if let Some(n) = host.and_then(|h| self.nics.get(h.wrapping_sub(self.nic_base) as usize)) {
-            prefetch(n);
+        if let Some(n) = self.prefetch_direct(next) {
+            n.prefetch_state();
+        }
+    }
+
+    #[inline]
+    fn prefetch_later(&self, later: &Msg) {
+        self.prefetch_direct(later);
+    }
+
+    /// What `next` names directly is on its way already: only what the NIC reaches.
+    #[inline]
+    fn prefetch_warmed(&self, next: &Msg) {
+        if let Some(n) = self.nic_of(next) {
+            n.prefetch_state();
         }
     }
 
@@ -633,6 +673,11 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
     }
     let fabric = Fabric::new(fcfg, FABRIC).map_err(RunError::Fabric)?;
     let hosts = fabric.topology().hosts();
+    if hosts >= HUGE_PAGE_HOSTS {
+        // (one arena when the run is sequential: the NICs built on other threads then share
+        // the main heap with everything the run allocates)
+        crate::core::sys::prepare_heap_for_huge_pages(threads <= 1);
+    }
     let (flows, main_flows) = scenario_flows(sc, hosts)?;
     let plan = QpPlan::for_flows(hosts, &flows);
     let ncfg = NicConfig {
@@ -759,6 +804,11 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
         cur_key: 0,
         outbox: Vec::new(),
     };
+    if hosts >= HUGE_PAGE_HOSTS {
+        // A model this large misses the TLB on most events with 4 KiB pages. (The heap's
+        // untouched room is advised too: what the run allocates later gets huge pages.)
+        crate::core::sys::back_with_huge_pages();
+    }
     // Every NIC starts at t = 0 and re-arms its release event for later flows.
     let mut initial: Vec<(Time, Msg)> = (0..hosts)
         .map(|h| {
