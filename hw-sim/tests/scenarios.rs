@@ -104,8 +104,8 @@ fn unknown_key() {
 fn firmware_keys() {
     let with = |body: &str| {
         DEFAULT.replace(
-            "retry_cnt = 24",
-            &format!("retry_cnt = 24\n\n[nic.firmware]\n{body}"),
+            "[nic.firmware]\ntimed = false",
+            &format!("[nic.firmware]\n{body}"),
         )
     };
     let e = err(&with("cores = 2\nns_per_event = 500"));
@@ -131,7 +131,8 @@ fn firmware_keys() {
         FirmwareConfig::UNTIMED
     );
     // Absent: the default cores, timed.
-    let spec = ScenarioSpec::parse("s.toml", DEFAULT).unwrap();
+    let absent = DEFAULT.replace("[nic.firmware]\ntimed = false", "");
+    let spec = ScenarioSpec::parse("s.toml", &absent).unwrap();
     assert_eq!(
         spec.scenario(Transport::Mrc).firmware,
         FirmwareConfig::DEFAULT
