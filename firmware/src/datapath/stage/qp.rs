@@ -67,7 +67,6 @@ pub struct DpQp<
 > {
     state: DpState,
     hdr: Hdr,
-    evs: u16,
     sprayer: Sprayer<EVS, P>,
     skips_seen: u64,
     /// EVs whose skip flag firmware set, each at most once (so the list never overflows):
@@ -288,7 +287,6 @@ impl<
                 },
             );
         }
-        self.evs = evs;
         self.skips_seen = 0;
         self.skip_marks.clear();
         self.skips_served = 0;
@@ -325,8 +323,9 @@ impl<
     /// already in `skip_marks` keeps its place: still marked, the flag is the one mark the
     /// sprayer serves once; served and awaiting its report, the report goes out as it is and
     /// the EV is marked again then if its flag is still set (see
-    /// [`Self::report_skips_now`]). Each EV is in the list at most once, so it never
-    /// overflows.
+    /// [`Self::report_skips_now`]; a flag served again before then shares that report, which
+    /// the firmware reads after its last mark either way). Each EV is in the list at most
+    /// once, so it never overflows.
     fn note_mark(&mut self, ev: u16) {
         if !self.skip_marks.contains(&ev) {
             // (fits: at most `EVS` distinct EVs)
@@ -518,7 +517,6 @@ impl<
                 ev_format: EvFormat::Udp,
                 value_base: 0,
             },
-            evs: 0,
             sprayer: Sprayer::new(),
             skips_seen: 0,
             skip_marks: Vec::new(),
