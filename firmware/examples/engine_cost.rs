@@ -20,20 +20,20 @@
 
 use core::mem::size_of;
 
-use mrc_firmware::capacity::Capacity;
+use mrc_firmware::capacity::{Capacity, DpQpOf};
 use mrc_firmware::datapath::stage::Datapath;
-use mrc_firmware::datapath::Sprayer;
 use mrc_firmware::engine::ev_state::EvTable;
 use mrc_firmware::engine::Engine;
 use mrc_firmware::testkit::stream::{run_stream, StreamConfig};
 use mrc_firmware::testkit::TestKit;
 
-/// RAM of one EV: its firmware EV-table entry, its sprayer slot and its delivery counter,
-/// measured as the growth of the structs per EV.
+/// RAM of one EV: its firmware EV-table entry and its datapath state (sprayer slot, delivery
+/// counter, place in the list of skip marks), measured as the growth of the structs per EV.
 fn ram_per_ev_bytes() -> usize {
     (size_of::<EvTable<256>>() - size_of::<EvTable<128>>()) / 128
-        + (size_of::<Sprayer<256, 4>>() - size_of::<Sprayer<128, 4>>()) / 128
-        + size_of::<u16>()
+        + (size_of::<DpQpOf<256, 4, 512, 8, 32, 32>>()
+            - size_of::<DpQpOf<128, 4, 512, 8, 32, 32>>())
+            / 128
 }
 
 fn main() {

@@ -51,11 +51,6 @@ impl CyclePlan {
         let mut r = Rng::new(seed ^ 0xc7c1e);
         let mut sc = Scenario::tiny(Transport::Mrc);
         sc.seed = seed;
-        // Firmware in zero time: with the firmware cores timed, seed 24 livelocks in the
-        // datapath (a stage whose skip marks overflow reports SkipServed for every EV at each
-        // look, 53,329 reports from one NIC, filling its ring and its buffer so that it hardly
-        // sends). The datapath's overflow report must be fixed before this lane runs timed.
-        sc.firmware = mrc_sim::nic::FirmwareConfig::UNTIMED;
         sc.failure = None;
         sc.fabric.seed = seed;
         sc.fabric.planes = r.pick(&[1u32, 2, 4]);

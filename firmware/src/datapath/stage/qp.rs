@@ -52,8 +52,9 @@ pub struct QpView {
     pub sprayer: SprayerCounters,
 }
 
-/// Skip-once flags tracked individually; beyond that a served skip scans the whole table.
-const SKIP_MARKS: usize = 16;
+/// Served skips one look reports at most (a poll's event room counts them: 2 + this); more
+/// wait for the next look.
+const SKIP_REPORTS: usize = 16;
 
 /// The datapath's state of one QP; sizes as in [`crate::capacity::Capacity`].
 pub struct DpQp<
@@ -66,14 +67,13 @@ pub struct DpQp<
 > {
     state: DpState,
     hdr: Hdr,
-    evs: u16,
     sprayer: Sprayer<EVS, P>,
     skips_seen: u64,
-    /// EVs whose skip flag firmware set: the first `skips_served` in the order the sprayer
-    /// served them (awaiting their report), the rest still marked, in marking order.
-    skip_marks: Vec<u16, SKIP_MARKS>,
+    /// EVs whose skip flag firmware set, each at most once (so the list never overflows):
+    /// the first `skips_served` in the order the sprayer served them (awaiting their
+    /// report), the rest still marked, in marking order.
+    skip_marks: Vec<u16, EVS>,
     skips_served: usize,
-    skip_overflow: bool,
     credits: [u16; EVS],
     tx: TxSide<WIN, SQ>,
     rx: RxSide<WORDS, RQ>,
@@ -141,7 +141,7 @@ pub trait QpContext {
         let _ = (now_ns, pkts, verdicts, at, regions, ctrl);
         (0, None)
     }
-    /// The next data packet into `out` (room for 2 + `SKIP_MARKS` events is the caller's).
+    /// The next data packet into `out` (room for 2 + `SKIP_REPORTS` events is the caller's).
     ///
     /// # Errors
     /// Why none can leave now.
@@ -156,7 +156,7 @@ pub trait QpContext {
     /// `TxSide::poll_new_run` for where a run ends). `(0, None)`: nothing changed, poll one
     /// packet with [`Self::poll_data`]; `(k, Some(stall))`: `k` packets (possibly none), then
     /// the attempt at the next failed as [`Self::poll_data`] would have (counted). `min_room`:
-    /// the event room a poll needs (2 + `SKIP_MARKS`); the caller checked it before the first
+    /// the event room a poll needs (2 + `SKIP_REPORTS`); the caller checked it before the first
     /// packet, the run keeps it before each. `stall_after`: the caller would poll this QP
     /// again after the run (see `TxSide::poll_new_run`): the run reports that poll's stall.
     /// A context without runs sends none.
@@ -290,11 +290,9 @@ impl<
                 },
             );
         }
-        self.evs = evs;
         self.skips_seen = 0;
         self.skip_marks.clear();
         self.skips_served = 0;
-        self.skip_overflow = false;
         self.credits = [0; EVS];
     }
 
@@ -314,27 +312,49 @@ impl<
                     skip_once: false,
                 },
             );
+            if state != EvState::Skip {
+                // (the new slot has no skip flag: a mark still waiting is gone, unserved)
+                self.unmark(ev);
+            }
         }
-        if state == EvState::Skip
-            && self.sprayer.mark_skip(ev).is_ok()
-            && self.skip_marks.push(ev).is_err()
-        {
-            self.skip_overflow = true;
+        if state == EvState::Skip && self.sprayer.mark_skip(ev).is_ok() {
+            self.note_mark(ev);
+        }
+    }
+
+    /// Firmware set `ev`'s skip flag (`ev` is below `EVS`: the sprayer took it). An EV
+    /// already in `skip_marks` keeps its place: still marked, the flag is the one mark the
+    /// sprayer serves once; served and awaiting its report, the report goes out as it is and
+    /// the EV is marked again then if its flag is still set (see
+    /// [`Self::report_skips_now`]; a flag served again before then shares that report, which
+    /// the firmware reads after its last mark either way). Each EV is in the list at most
+    /// once, so it never overflows.
+    fn note_mark(&mut self, ev: u16) {
+        if !self.skip_marks.contains(&ev) {
+            // (fits: at most `EVS` distinct EVs)
+            let _ = self.skip_marks.push(ev);
+        }
+    }
+
+    /// `ev`'s skip flag was cleared without being served: it leaves the marked part of
+    /// `skip_marks` (nothing is reported for it).
+    fn unmark(&mut self, ev: u16) {
+        let marked = self.skip_marks.get(self.skips_served..).unwrap_or_default();
+        if let Some(k) = marked.iter().position(|&i| i == ev) {
+            let _ = self.skip_marks.remove(self.skips_served + k);
         }
     }
 
     /// Skip flags the sprayer served since the last look move to the served part of
     /// `skip_marks`, in the order served (run after every pick that is not reported at once,
-    /// so the reports keep that order however picks and reports interleave).
+    /// so the reports keep that order however picks and reports interleave; flags one pick
+    /// serves are in marking order).
     fn note_served(&mut self) {
         let skips = self.sprayer.counters().skips;
         if skips == self.skips_seen {
             return;
         }
         self.skips_seen = skips;
-        if self.skip_overflow {
-            return;
-        }
         let mut j = self.skips_served;
         while let Some(&i) = self.skip_marks.get(j) {
             if !self.sprayer.ev(i).is_some_and(|s| s.skip_once) {
@@ -347,15 +367,13 @@ impl<
         }
     }
 
-    /// Report each EV whose skip flag the sprayer served, in the order served.
+    /// Report each EV whose skip flag the sprayer served, in the order served: at most
+    /// [`SKIP_REPORTS`] and the room in `events`; the rest wait for the next look.
     #[inline(always)]
     fn report_skips(&mut self, events: &mut Events) {
         // (the common case, looked at inline: no skip served since the last look, none
-        // waiting, no overflow to recover from)
-        if self.sprayer.counters().skips == self.skips_seen
-            && !self.skip_overflow
-            && self.skips_served == 0
-        {
+        // waiting)
+        if self.sprayer.counters().skips == self.skips_seen && self.skips_served == 0 {
             return;
         }
         self.report_skips_now(events);
@@ -365,36 +383,32 @@ impl<
     #[inline(never)]
     fn report_skips_now(&mut self, events: &mut Events) {
         self.note_served();
+        let n = self.skips_served.min(SKIP_REPORTS).min(events.room());
+        if n == 0 {
+            return;
+        }
         let qpn = self.hdr.qpn;
-        if self.skip_overflow {
-            self.skip_overflow = false;
-            self.skip_marks.clear();
-            self.skips_served = 0;
-            for i in 0..self.evs {
-                match self.sprayer.ev(i) {
-                    Some(s) if s.skip_once => {
-                        self.skip_overflow |= self.skip_marks.push(i).is_err();
-                    }
-                    // (an EV never marked reports nothing: the firmware ignores a served
-                    // skip for an EV not in SKIP)
-                    Some(_) if events.room() > 0 => {
-                        events.push(CsrEvent::SkipServed(SkipServed::new(qpn, i)));
-                    }
-                    _ => {}
-                }
-            }
-            return;
-        }
-        if self.skips_served == 0 {
-            return;
-        }
-        for &i in self.skip_marks.iter().take(self.skips_served) {
+        for &i in self.skip_marks.iter().take(n) {
             events.push(CsrEvent::SkipServed(SkipServed::new(qpn, i)));
         }
-        let served = self.skips_served;
-        self.skip_marks.rotate_left(served);
-        self.skip_marks.truncate(self.skip_marks.len() - served);
-        self.skips_served = 0;
+        self.skips_served -= n;
+        // The reported EVs move to the end, where an EV marked again while its report
+        // waited stays, marked, when its flag is still set (the others leave).
+        self.skip_marks.rotate_left(n);
+        let len = self.skip_marks.len();
+        let mut keep = len - n;
+        for k in len - n..len {
+            let Some(&i) = self.skip_marks.get(k) else {
+                break;
+            };
+            if self.sprayer.ev(i).is_some_and(|s| s.skip_once) {
+                if let Some(slot) = self.skip_marks.get_mut(keep) {
+                    *slot = i;
+                }
+                keep += 1;
+            }
+        }
+        self.skip_marks.truncate(keep);
     }
 
     fn rx_live(&self) -> bool {
@@ -506,12 +520,10 @@ impl<
                 ev_format: EvFormat::Udp,
                 value_base: 0,
             },
-            evs: 0,
             sprayer: Sprayer::new(),
             skips_seen: 0,
             skip_marks: Vec::new(),
             skips_served: 0,
-            skip_overflow: false,
             credits: [0; EVS],
             tx: TxSide::OFF,
             rx: RxSide::OFF,
