@@ -11,9 +11,10 @@
 //! - [`fabric`]: multi-plane Clos fabrics of switches and links (SRv6 uSID and ECMP forwarding,
 //!   ECN, trimming, PFC, loss, corruption, failures with reconvergence delay), data-oriented
 //!   for scale.
-//! - [`nic`]: the NIC model: the MRC datapath stage and firmware engine per NIC over the fabric
-//!   (EV-to-route mapping, port pacing, both halves' timers as events, PCIe timing, optional firmware core time), and a RoCE RC
-//!   model for the `roce-ecmp` baseline.
+//! - [`nic`]: the NIC model: per NIC the MRC datapath stage, its blocks clocked at the RTL's
+//!   latency and initiation interval, and as its firmware the NIC image's main loop on timed
+//!   cores, behind a PCIe link at TLP granularity, over the fabric (EV-to-route mapping, port
+//!   pacing, both halves' timers as events); and a RoCE RC model for the `roce-ecmp` baseline.
 //! - [`nic_host`]: the simulated device `mrc-driver` runs against (register map, admin queue,
 //!   rings, firmware update), over an in-memory loopback or over lossy multipath channels with
 //!   the MRC datapath stage and engine on every NIC.
