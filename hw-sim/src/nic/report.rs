@@ -81,20 +81,21 @@ pub(crate) fn utilisation(busy: Duration, span: Duration, cores: u64) -> f64 {
 impl Nic {
     /// What this NIC's hardware did from time zero to `end`.
     pub fn report(&self, end: Time) -> NicReport {
-        let span = end.since_start();
         NicReport {
             host: self.host,
-            firmware: self.firmware_report(span),
+            firmware: self.firmware_report(end),
             pcie: self.pcie_report(end),
             datapath: self.dp.report(end),
         }
     }
 
-    fn firmware_report(&self, span: Duration) -> FirmwareReport {
-        let fw = self.cfg.firmware;
-        let busy: u64 = self.cores.iter().map(|c| c.busy_cycles).sum();
+    fn firmware_report(&self, end: Time) -> FirmwareReport {
         FirmwareReport {
-            core_utilisation: utilisation(fw.time_of(busy), span, self.cores.len() as u64),
+            core_utilisation: utilisation(
+                self.cores_busy_through(end),
+                end.since_start(),
+                self.cores.len() as u64,
+            ),
             csr_queue_max_depth: self
                 .cores
                 .iter()
@@ -126,19 +127,24 @@ impl Nic {
             ("PCIe host->NIC", self.link.rx.busy_through(now), 1),
         ];
         if !self.cores.is_empty() {
-            // A step is charged when it starts: the part of a running step still ahead of
-            // `now` is not busy time yet.
-            let fw = self.cfg.firmware;
-            let busy = self.cores.iter().fold(Duration::ZERO, |sum, c| {
-                let charged = fw.time_of(c.busy_cycles);
-                let ahead = c
-                    .busy_until
-                    .filter(|&u| u > now)
-                    .map_or(Duration::ZERO, |u| u.duration_since(now));
-                sum.saturating_add(charged.saturating_sub(ahead))
-            });
+            let busy = self.cores_busy_through(now);
             series.push(("firmware cores", busy, self.cores.len() as u32));
         }
         series
+    }
+
+    /// The firmware cores' busy time from time zero to `now`, summed over the cores. A step
+    /// is charged when it starts: the part of a running step still ahead of `now` is not
+    /// busy time yet.
+    fn cores_busy_through(&self, now: Time) -> Duration {
+        let fw = self.cfg.firmware;
+        self.cores.iter().fold(Duration::ZERO, |sum, c| {
+            let charged = fw.time_of(c.busy_cycles);
+            let ahead = c
+                .busy_until
+                .filter(|&u| u > now)
+                .map_or(Duration::ZERO, |u| u.duration_since(now));
+            sum.saturating_add(charged.saturating_sub(ahead))
+        })
     }
 }
