@@ -22,6 +22,53 @@ fn err(path: &Path, e: impl std::fmt::Display) -> String {
     format!("{}: cannot draw: {e}", path.display())
 }
 
+/// A chart whose axes both carry `f64` (linear or logarithmic).
+type Chart<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
+
+/// Draws `pts` as a labelled line in `style`, with its legend entry.
+fn line<X, Y>(
+    chart: &mut Chart<'_, '_, X, Y>,
+    path: &Path,
+    name: &str,
+    pts: impl IntoIterator<Item = (f64, f64)>,
+    style: ShapeStyle,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(pts, style))
+        .map_err(|e| err(path, e))?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+    Ok(())
+}
+
+/// The `i`-th series' colour, two pixels wide.
+fn nth_style(i: usize) -> ShapeStyle {
+    COLORS[i % COLORS.len()].stroke_width(2)
+}
+
+/// Draws the legend box at `pos`.
+fn legend<'a, 'b: 'a, X, Y>(
+    chart: &mut Chart<'a, 'b, X, Y>,
+    path: &Path,
+    pos: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(path, e))
+}
+
 /// Writes `throughput.svg` and `fct_cdf.svg` into `dir` (created if needed); returns the paths.
 ///
 /// # Errors
@@ -97,27 +144,20 @@ fn throughput(
     if let Some(f) = failure_at {
         let x = f.as_ps() as f64 / 1e6;
         if x <= x_max {
-            chart
-                .draw_series(LineSeries::new([(x, 0.0), (x, y_max)], BLACK.mix(0.5)))
-                .map_err(|e| err(path, e))?
-                .label("link failure")
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK.mix(0.5)));
+            let style = BLACK.mix(0.5).into();
+            line(
+                &mut chart,
+                path,
+                "link failure",
+                [(x, 0.0), (x, y_max)],
+                style,
+            )?;
         }
     }
     for (i, (name, pts)) in lines.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-            .map_err(|e| err(path, e))?
-            .label(*name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+        line(&mut chart, path, name, pts.iter().copied(), nth_style(i))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(path, e))?;
+    legend(&mut chart, path, SeriesLabelPosition::MiddleRight)?;
     root.present().map_err(|e| err(path, e))
 }
 
@@ -160,7 +200,6 @@ fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String>
         .draw()
         .map_err(|e| err(path, e))?;
     for (i, (name, pts)) in lines.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
         // A step function: each flow adds 1/n at its FCT.
         let mut steps = Vec::with_capacity(pts.len() * 2 + 1);
         let mut prev = 0.0;
@@ -169,19 +208,9 @@ fn fct_cdf(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), String>
             steps.push((x, y));
             prev = y;
         }
-        chart
-            .draw_series(LineSeries::new(steps, c.stroke_width(2)))
-            .map_err(|e| err(path, e))?
-            .label(*name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+        line(&mut chart, path, name, steps, nth_style(i))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(path, e))?;
+    legend(&mut chart, path, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(|e| err(path, e))
 }
 
@@ -235,20 +264,9 @@ pub fn nic_plot(path: &Path, title: &str, outcomes: &[Outcome]) -> Result<(), St
             .draw()
             .map_err(|e| err(path, e))?;
         for (i, (series, pts)) in lines.iter().enumerate() {
-            let c = COLORS[i % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(|e| err(path, e))?
-                .label(*series)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+            line(&mut chart, path, series, pts.iter().copied(), nth_style(i))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(path, e))?;
+        legend(&mut chart, path, SeriesLabelPosition::LowerRight)?;
     }
     root.present().map_err(|e| err(path, e))
 }
@@ -340,23 +358,13 @@ pub fn bench_plot(path: &Path, rows: &[super::bench::Row]) -> Result<(), String>
             .draw()
             .map_err(|e| err(path, e))?;
         for (i, ((name, _), p)) in series.iter().zip(&pts).enumerate() {
+            line(&mut chart, path, name, p.iter().copied(), nth_style(i))?;
             let c = COLORS[i % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(p.iter().copied(), c.stroke_width(2)))
-                .map_err(|e| err(path, e))?
-                .label(*name)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
             chart
                 .draw_series(p.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
                 .map_err(|e| err(path, e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(path, e))?;
+        legend(&mut chart, path, SeriesLabelPosition::UpperLeft)?;
     }
     root.present().map_err(|e| err(path, e))
 }
