@@ -18,6 +18,7 @@
 //! | [`admin`] | admin queue commands and responses |
 //! | [`csr`] | CSR event queues between the datapath and the firmware cores |
 //! | [`datapath_timing`] | the datapath RTL blocks' latency and initiation interval, and their clock |
+//! | [`flash`] | the NIC's QSPI flash and its controller (image slots, boot record) |
 
 pub mod admin;
 pub mod cqe;
@@ -25,6 +26,7 @@ pub mod csr;
 pub mod datapath_timing;
 pub mod doorbell;
 pub mod event;
+pub mod flash;
 pub mod regs;
 pub mod version;
 pub mod wqe;

@@ -6,6 +6,8 @@
 //! - [`cmis`]: transceiver management over I2C per CMIS 5 (module identity, module state,
 //!   per-lane flags); a lost module or link is a [`cmis::PortEvent::Down`].
 //! - [`leds`]: one link LED per port through `embedded_hal::digital::OutputPin`.
+//! - [`flash`]: the QSPI flash controller (erase sectors, program pages) behind a register
+//!   trait, for the image's firmware updates and the probe-rs flash algorithm.
 //! - [`crash`]: the crash record kept across reset (panic location, reason, last events).
 //! - [`logring`]: the byte ring the host reads logs from.
 //!
@@ -17,6 +19,7 @@
 
 pub mod cmis;
 pub mod crash;
+pub mod flash;
 pub mod leds;
 pub mod logring;
 

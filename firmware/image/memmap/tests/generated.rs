@@ -87,3 +87,56 @@ fn hal_consts_name_the_registers() {
     );
     assert!(qemu.contains("pub const MTIME_HZ: u64 = 10000000;"));
 }
+
+#[test]
+fn flash_regions_lie_in_the_flash_device() {
+    use mrc_abi::device::flash::{FLASH_BASE, FLASH_BYTES, SECTOR_BYTES};
+    let nic = map();
+    let nic = nic.get("nic").unwrap();
+    let nvm: Vec<_> = nic
+        .region
+        .iter()
+        .filter(|r| r.kind == mrc_memmap::Kind::Nvm)
+        .collect();
+    assert!(!nvm.is_empty());
+    for r in nvm {
+        let (start, end) = (
+            u64::from(FLASH_BASE),
+            u64::from(FLASH_BASE) + u64::from(FLASH_BYTES),
+        );
+        assert!(
+            r.origin >= start && r.origin + r.length <= end,
+            "{} outside the flash",
+            r.name
+        );
+        assert_eq!(
+            r.origin % u64::from(SECTOR_BYTES),
+            0,
+            "{} not sector-aligned",
+            r.name
+        );
+        assert_eq!(
+            r.length % u64::from(SECTOR_BYTES),
+            0,
+            "{} not whole sectors",
+            r.name
+        );
+    }
+    let ctrl = &nic.registers["FLASH_CTRL_BASE"];
+    let csr = nic.region.iter().find(|r| r.name == ctrl.region).unwrap();
+    assert!(
+        ctrl.offset + u64::from(mrc_abi::device::flash::reg::BLOCK_BYTES) <= csr.length,
+        "the flash controller's block must fit its region"
+    );
+    let next = nic
+        .registers
+        .values()
+        .filter(|r| r.region == ctrl.region && r.offset > ctrl.offset)
+        .map(|r| r.offset)
+        .min()
+        .unwrap();
+    assert!(
+        ctrl.offset + u64::from(mrc_abi::device::flash::reg::BLOCK_BYTES) <= next,
+        "the flash controller's block overlaps the next register"
+    );
+}
