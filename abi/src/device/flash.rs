@@ -134,7 +134,7 @@ impl ErrCause {
             cmd::ERASE_SECTOR => {
                 if offset >= FLASH_BYTES {
                     Some(Self::OutOfRange)
-                } else if offset % SECTOR_BYTES != 0 {
+                } else if !offset.is_multiple_of(SECTOR_BYTES) {
                     Some(Self::Unaligned)
                 } else {
                     None

@@ -188,7 +188,7 @@ mod tests {
         let mut log = Log::default();
         let mut f = Flash::new(&mut log);
         f.program_page(0x1_0003, &[1, 2, 3, 4, 5]).unwrap();
-        drop(f);
+        f.release();
         assert_eq!(
             log.writes,
             [
@@ -208,7 +208,7 @@ mod tests {
         let mut f = Flash::new(&mut log);
         let data = [0xa5u8; 600];
         f.program(PAGE_BYTES - 10, &data).unwrap();
-        drop(f);
+        f.release();
         let pages: Vec<(u32, u32)> = log
             .writes
             .windows(2)
@@ -246,7 +246,7 @@ mod tests {
             f.erase_range(FLASH_BYTES - 4, 8),
             Err(Error::Refused(ErrCause::OutOfRange))
         );
-        drop(f);
+        f.release();
         assert_eq!(log.writes, [(reg::STATUS, status::ERROR)]);
     }
 
@@ -260,7 +260,7 @@ mod tests {
         };
         let mut f = Flash::new(&mut log);
         assert_eq!(f.erase_sector(0), Err(Error::Device(ErrCause::Busy)));
-        drop(f);
+        f.release();
         assert_eq!(log.busy_reads, 0);
         // The error is cleared after it was read.
         assert_eq!(log.writes.last(), Some(&(reg::STATUS, status::ERROR)));
@@ -273,7 +273,7 @@ mod tests {
         let mut log = Log::default();
         let mut f = Flash::new(&mut log);
         f.erase_range(SECTOR_BYTES - 1, 2).unwrap();
-        drop(f);
+        f.release();
         let sectors: Vec<u32> = log
             .writes
             .iter()
