@@ -61,7 +61,8 @@ firmware:
 fw-test:
     cd firmware/image && CARGO_TARGET_DIR=target cargo test --target x86_64-unknown-linux-gnu -p mrc-nic-board -p mrc-memmap -p mrc-nicloop
 
-# Regenerate the linker scripts and probe-rs chip description from firmware/memory-map.toml.
+# Regenerate the linker scripts and probe-rs chip description (with the flash algorithm built from
+# firmware/flash-algo) from firmware/memory-map.toml.
 fw-gen:
     cd firmware/image && CARGO_TARGET_DIR=target UPDATE_GENERATED=1 cargo test --target x86_64-unknown-linux-gnu -p mrc-memmap --test generated
 
@@ -86,9 +87,19 @@ fw-cost:
     mkdir -p target
     qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native,arg=mrc-nic,arg=fw-cost -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-fw-cost.defmt 2> target/fw-cost.json || status=$?; cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-fw-cost.defmt; cat target/fw-cost.json; exit ${status:-0}
 
-# Flash the NIC image with probe-rs (chip description generated from firmware/memory-map.toml).
-flash: firmware
-    probe-rs download --chip-description-path firmware/image/mrc-nic.chip.yaml --chip MRC-NIC {{image}}
+# The probe-rs flash algorithm for the NIC's QSPI flash (listed in mrc-nic.chip.yaml; `just
+# fw-gen` rebuilds it and rewrites the chip description).
+flash-algo:
+    cd firmware/flash-algo && cargo build --release
+
+# Write the NIC image into flash slot A on hardware (a probe on the NIC core's JTAG): the ELF
+# flattened and signed into a slot image (mrc-fw-pack, TEST-ONLY key unless you pass your own
+# `--seed-file` by hand), then downloaded by probe-rs through the chip description's flash
+# algorithm at the slot's address (FLASH_SLOT_A in firmware/memory-map.toml).
+flash VERSION="1": firmware
+    mkdir -p target
+    cargo run -q -p mrc-fw-update --features std --bin mrc-fw-pack -- {{image}} target/mrc-nic-slot-a.bin --version {{VERSION}}
+    probe-rs download --chip-description-path firmware/image/mrc-nic.chip.yaml --chip MRC-NIC --binary-format bin --base-address 0x60000000 target/mrc-nic-slot-a.bin
 
 # Section sizes of the NIC image (budget: .text <= 128 KiB) and the self-test's guest
 # instructions per delivered data packet (minstret under -icount shift=0).

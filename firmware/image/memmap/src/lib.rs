@@ -5,7 +5,8 @@
 //!   `.noinit` section at the fixed `NOINIT` origin, kept across reset);
 //! - [`rust_consts`]: the region origins, register addresses and timer rate as Rust consts for
 //!   the image's `hal` (included from `OUT_DIR`);
-//! - [`chip_yaml`]: the probe-rs chip description (`MRC-NIC`) of the `nic` target.
+//! - [`chip_yaml`]: the probe-rs chip description (`MRC-NIC`) of the `nic` target, with the
+//!   flash algorithm ([`flash_algo`]) built from `firmware/flash-algo`.
 //!
 //! The image's `build.rs` calls these; the committed copies (`memory-nic.x`, `memory-qemu.x`,
 //! `mrc-nic.chip.yaml`) are checked against them by this crate's tests, which rewrite them when
@@ -22,6 +23,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
+
+pub mod flash_algo;
+pub use flash_algo::FlashAlgorithm;
 
 /// The whole map.
 #[derive(Debug, Deserialize)]
@@ -45,6 +49,21 @@ pub struct Chip {
     pub hart_id: u32,
     /// JTAG TAP index.
     pub jtag_tap: u32,
+    /// The probe-rs flash algorithm for the NIC's flash (`firmware/flash-algo`).
+    pub flash_algorithm: FlashAlgorithmPlacement,
+}
+
+/// Where probe-rs runs the flash algorithm.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlashAlgorithmPlacement {
+    /// Its name in the chip description.
+    pub name: String,
+    /// Where its code is linked and loaded (probe-rs puts its 8-byte breakpoint header just
+    /// below, so this must lie at least 8 bytes into an executable RAM region).
+    pub load_address: u64,
+    /// Bytes of stack probe-rs gives it.
+    pub stack_size: u32,
 }
 
 /// One build target (NIC core or QEMU).
@@ -268,7 +287,7 @@ pub fn rust_consts(map: &MemoryMap, name: &str) -> Result<String, String> {
 ///
 /// # Errors
 /// No `nic` target.
-pub fn chip_yaml(map: &MemoryMap) -> Result<String, String> {
+pub fn chip_yaml(map: &MemoryMap, algo: &FlashAlgorithm) -> Result<String, String> {
     let t = map.get("nic")?;
     let c = &map.chip;
     let mut s = format!(
@@ -309,7 +328,8 @@ pub fn chip_yaml(map: &MemoryMap) -> Result<String, String> {
         )
         .ok();
     }
-    s.push_str("flash_algorithms: []\n");
+    writeln!(s, "  flash_algorithms:\n  - {}", c.flash_algorithm.name).ok();
+    s.push_str(&algo.yaml(&c.flash_algorithm, &c.core));
     Ok(s)
 }
 
@@ -317,10 +337,13 @@ pub fn chip_yaml(map: &MemoryMap) -> Result<String, String> {
 ///
 /// # Errors
 /// As the generators.
-pub fn committed_files(map: &MemoryMap) -> Result<Vec<(&'static str, String)>, String> {
+pub fn committed_files(
+    map: &MemoryMap,
+    algo: &FlashAlgorithm,
+) -> Result<Vec<(&'static str, String)>, String> {
     Ok(vec![
         ("memory-nic.x", linker_script(map, "nic")?),
         ("memory-qemu.x", linker_script(map, "qemu")?),
-        ("mrc-nic.chip.yaml", chip_yaml(map)?),
+        ("mrc-nic.chip.yaml", chip_yaml(map, algo)?),
     ])
 }

@@ -11,11 +11,21 @@ fn map() -> mrc_memmap::MemoryMap {
     mrc_memmap::MemoryMap::parse(&text).unwrap()
 }
 
+/// The flash algorithm, built from `firmware/flash-algo` (once per test binary).
+fn algorithm() -> &'static mrc_memmap::FlashAlgorithm {
+    static ALGO: std::sync::OnceLock<mrc_memmap::FlashAlgorithm> = std::sync::OnceLock::new();
+    ALGO.get_or_init(|| {
+        let elf = mrc_memmap::flash_algo::build(&image_dir().join("..")).unwrap();
+        let bytes = std::fs::read(&elf).unwrap();
+        mrc_memmap::FlashAlgorithm::from_elf(&bytes, &map().chip.flash_algorithm).unwrap()
+    })
+}
+
 #[test]
 fn committed_files_are_up_to_date() {
     let update = std::env::var_os("UPDATE_GENERATED").is_some();
     let mut stale = Vec::new();
-    for (name, text) in mrc_memmap::committed_files(&map()).unwrap() {
+    for (name, text) in mrc_memmap::committed_files(&map(), algorithm()).unwrap() {
         let path = image_dir().join(name);
         if update {
             std::fs::write(&path, &text).unwrap();
@@ -46,6 +56,63 @@ fn chip_description_loads_in_probe_rs() {
     assert_eq!(boot.len(), 1, "exactly one boot region");
     assert_eq!(boot[0].range.start, 0);
     assert!(chip.memory_map.iter().any(|r| r.as_nvm_region().is_some()));
+    // The flash algorithm: listed by the variant, covering every NVM region, entry points
+    // inside its code, loaded in an executable RAM region past probe-rs's 8-byte header.
+    assert_eq!(chip.flash_algorithms, ["mrc-nic-qspi"]);
+    let algo = &family.flash_algorithms[0];
+    assert_eq!(algo.name, "mrc-nic-qspi");
+    assert_eq!(algo.instructions, algorithm().instructions);
+    let len = algo.instructions.len() as u64;
+    for pc in [
+        algo.pc_init.unwrap(),
+        algo.pc_uninit.unwrap(),
+        algo.pc_program_page,
+        algo.pc_erase_sector,
+    ] {
+        assert!(pc < len, "entry {pc:#x} outside the code");
+    }
+    let load = algo.load_address.unwrap();
+    let ram = chip
+        .memory_map
+        .iter()
+        .filter_map(|r| r.as_ram_region())
+        .find(|r| r.range.contains(&(load - 8)) && r.range.contains(&(load + len)))
+        .expect("the algorithm's load address lies in one RAM region");
+    assert!(ram.access().execute);
+    for nvm in chip.memory_map.iter().filter_map(|r| r.as_nvm_region()) {
+        let a = &algo.flash_properties.address_range;
+        assert!(
+            a.start <= nvm.range.start && nvm.range.end <= a.end,
+            "{:?} not covered",
+            nvm.name
+        );
+    }
+}
+
+#[test]
+fn the_algorithm_is_refused_when_linked_elsewhere_or_holding_a_path() {
+    let map = map();
+    let elf =
+        std::fs::read(mrc_memmap::flash_algo::build(&image_dir().join("..")).unwrap()).unwrap();
+    let mut moved = mrc_memmap::FlashAlgorithmPlacement {
+        ..map.chip.flash_algorithm.clone()
+    };
+    moved.load_address += 4;
+    let e = mrc_memmap::FlashAlgorithm::from_elf(&elf, &moved).unwrap_err();
+    assert!(e.contains("linked at"), "{e}");
+    assert!(
+        mrc_memmap::FlashAlgorithm::from_elf(b"not an elf", &map.chip.flash_algorithm).is_err()
+    );
+    // A source path planted in the code is caught.
+    let code = &algorithm().instructions;
+    let at = elf
+        .windows(code.len())
+        .position(|w| w == &code[..])
+        .unwrap();
+    let mut planted = elf.clone();
+    planted[at + 16..at + 27].copy_from_slice(b"src/main.rs");
+    let e = mrc_memmap::FlashAlgorithm::from_elf(&planted, &map.chip.flash_algorithm).unwrap_err();
+    assert!(e.contains("source path"), "{e}");
 }
 
 #[test]
