@@ -72,7 +72,7 @@ fw-gen:
 qemu:
     cd firmware/image && CARGO_TARGET_DIR=target/qemu cargo build --release --features qemu
     mkdir -p target
-    qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-qemu.defmt
+    firmware/image/qemu-run {{qemu_image}} > target/mrc-nic-qemu.defmt
     cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-qemu.defmt
 
 # Firmware cost on the emulated core: the self-test's one-way stream (50,000 data packets, 256
@@ -85,7 +85,7 @@ qemu:
 fw-cost:
     cd firmware/image && CARGO_TARGET_DIR=target/qemu cargo build --release --features qemu
     mkdir -p target
-    qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native,arg=mrc-nic,arg=fw-cost -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-fw-cost.defmt 2> target/fw-cost.json || status=$?; cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-fw-cost.defmt; cat target/fw-cost.json; exit ${status:-0}
+    firmware/image/qemu-run {{qemu_image}} fw-cost > target/mrc-nic-fw-cost.defmt 2> target/fw-cost.json || status=$?; cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-fw-cost.defmt; cat target/fw-cost.json; exit ${status:-0}
 
 # The probe-rs flash algorithm for the NIC's QSPI flash (listed in mrc-nic.chip.yaml; `just
 # fw-gen` rebuilds it and rewrites the chip description).

@@ -80,25 +80,9 @@ fn measure() -> Value {
     );
     let elf = image_dir().join("target/qemu/riscv32imac-unknown-none-elf/release/mrc-nic");
     let err = std::env::temp_dir().join(format!("mrc-fw-cost-{}.json", std::process::id()));
-    let mut qemu = Command::new("qemu-system-riscv32")
-        .args([
-            "-machine",
-            "virt",
-            "-bios",
-            "none",
-            "-display",
-            "none",
-            "-serial",
-            "null",
-            "-monitor",
-            "none",
-            "-semihosting-config",
-            "enable=on,target=native,arg=mrc-nic,arg=fw-cost",
-            "-icount",
-            "shift=0",
-            "-kernel",
-        ])
+    let mut qemu = Command::new(image_dir().join("qemu-run"))
         .arg(&elf)
+        .arg("fw-cost")
         .stdin(Stdio::null())
         // (the defmt log on stdout is not needed here: `just fw-cost` decodes it)
         .stdout(Stdio::null())

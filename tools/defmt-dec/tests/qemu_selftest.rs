@@ -52,22 +52,8 @@ fn qemu_self_test_passes() {
     assert!(build.success(), "image build failed");
     let elf = image_dir().join("target/qemu/riscv32imac-unknown-none-elf/release/mrc-nic");
     let out = Command::new("timeout")
-        .args([
-            "300",
-            "qemu-system-riscv32",
-            "-machine",
-            "virt",
-            "-bios",
-            "none",
-        ])
-        .args(["-display", "none", "-serial", "null", "-monitor", "none"])
-        .args([
-            "-semihosting-config",
-            "enable=on,target=native",
-            "-icount",
-            "shift=0",
-        ])
-        .arg("-kernel")
+        .arg("300")
+        .arg(image_dir().join("qemu-run"))
         .arg(&elf)
         .output()
         .expect("run qemu");
