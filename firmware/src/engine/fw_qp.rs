@@ -112,8 +112,8 @@ pub struct FwQpCounters {
     pub imm_completions: u64,
     /// Reports for a QP in a state that does not take them (late after ERROR or RESET).
     pub events_ignored: u64,
-    /// Work requests sent with no room to await them (a bug: the datapath holds at most as
-    /// many).
+    /// Work requests sent with no room to await them, none at the queue's front being due
+    /// (a datapath bug: it holds at most as many unacknowledged).
     pub awaiting_overflow: u64,
 }
 
@@ -324,6 +324,58 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
                 .awaiting
                 .front()
                 .is_some_and(|a| self.una.distance_from(a.end) >= 0),
+        }
+    }
+
+    /// The next completion due, taken off its queue (work requests sent unsignaled leave
+    /// their queue without one); `None` when none is due.
+    fn take_completion(&mut self) -> Option<Completion> {
+        while self.completions_waiting() {
+            let qpn = self.qpn;
+            if let Some(a) = self.awaiting.pop_front() {
+                if self.state != QpState::Error {
+                    if !a.signaled {
+                        continue;
+                    }
+                    return Some(Completion {
+                        qpn,
+                        wr_id: a.wr_id,
+                        kind: CompletionKind::Send,
+                        status: Ok(()),
+                    });
+                }
+                return Some(Completion {
+                    qpn,
+                    wr_id: a.wr_id,
+                    kind: CompletionKind::Send,
+                    status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
+                });
+            }
+            let wr_id = self.recv_flushed.pop_front()?;
+            return Some(Completion {
+                qpn,
+                wr_id,
+                kind: CompletionKind::Recv,
+                status: Err(self.recv_cause.take().unwrap_or(CompletionError::Flushed)),
+            });
+        }
+        None
+    }
+
+    /// Room in a full queue of work requests awaiting completion for one more: the due ones
+    /// at its front complete now rather than at the next poll. The datapath frees a send
+    /// queue slot when the ACK that covers its work request arrives and reports that ACK
+    /// before anything sent from the slot, so by then the front is due; but the lazy pass
+    /// that completes it runs only when the commands are polled, and a burst of reports (or
+    /// a loop short of FW->DP room) can bring the next `TxDone` first. Needs room for one
+    /// command (the caller's [`EVENT_CMDS`]).
+    fn make_awaiting_room(&mut self, cmds: &mut Cmds) {
+        while self.awaiting.is_full() && cmds.room() > 0 {
+            let Some(c) = self.take_completion() else {
+                return;
+            };
+            let e = self.complete(c);
+            cmds.push_entry(e);
         }
     }
 
@@ -551,6 +603,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     end: d.end_psn(),
                     signaled: d.flags & csr::TXD_SIGNALED != 0,
                 };
+                self.make_awaiting_room(cmds);
                 if self.awaiting.push_back(a).is_err() {
                     self.counters.awaiting_overflow += 1;
                 }
@@ -606,6 +659,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                         end: self.una,
                         signaled: f.flags & csr::FLUSH_SIGNALED != 0,
                     };
+                    self.make_awaiting_room(cmds);
                     if self.awaiting.push_back(a).is_err() {
                         self.counters.awaiting_overflow += 1;
                     }
@@ -745,35 +799,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 self.cwnd_sent,
             )));
         }
-        while cmds.room() > 0 && self.completions_waiting() {
-            let c = if let Some(a) = self.awaiting.front().copied() {
-                self.awaiting.pop_front();
-                if self.state != QpState::Error {
-                    if !a.signaled {
-                        continue;
-                    }
-                    Completion {
-                        qpn,
-                        wr_id: a.wr_id,
-                        kind: CompletionKind::Send,
-                        status: Ok(()),
-                    }
-                } else {
-                    Completion {
-                        qpn,
-                        wr_id: a.wr_id,
-                        kind: CompletionKind::Send,
-                        status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
-                    }
-                }
-            } else if let Some(wr_id) = self.recv_flushed.pop_front() {
-                Completion {
-                    qpn,
-                    wr_id,
-                    kind: CompletionKind::Recv,
-                    status: Err(self.recv_cause.take().unwrap_or(CompletionError::Flushed)),
-                }
-            } else {
+        while cmds.room() > 0 {
+            let Some(c) = self.take_completion() else {
                 break;
             };
             let e = self.complete(c);
