@@ -2,7 +2,8 @@
 //! faster than the firmware completes: a send queue's worth of `TxDone`s, the ACK that
 //! covers them and the `TxDone` of a work request posted into a slot that ACK freed, all
 //! taken in one batch before any command is polled (a firmware core's step takes up to a
-//! ring's worth of reports before it writes its commands).
+//! ring's worth of reports before it writes its commands). And completions (and windows)
+//! ahead of a burst of EV changes, whichever QP has them.
 
 use mrc_abi::device::csr::{self, AckSummary, CsrEntry, CsrEvent, TxDone};
 use mrc_abi::wire::EvFormat;
@@ -41,27 +42,37 @@ fn attrs() -> QpAttrs {
     }
 }
 
-/// An engine with QP 0 in RTS and its setup commands polled.
-fn engine() -> Box<Engine<TestKit>> {
+/// An engine with QPs `0..qps` in RTS and its setup commands polled.
+fn engine_of(qps: usize) -> Box<Engine<TestKit>> {
     let mut e = Box::new(Engine::<TestKit>::new(EngineConfig::default()).unwrap());
-    let q = e.create_qp().unwrap();
-    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        e.modify_qp(q, s, &attrs(), 0).unwrap();
+    for _ in 0..qps {
+        let q = e.create_qp().unwrap();
+        for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            e.modify_qp(q, s, &attrs(), 0).unwrap();
+        }
     }
     let mut buf = [CsrEntry::ZERO; 64];
     while e.poll_commands(&mut buf) > 0 {}
     e
 }
 
-/// Work request `i` (one packet, PSN `i`) sent.
-fn tx_done(i: u64) -> CsrEntry {
-    CsrEvent::TxDone(TxDone::new(0, i, Psn::new(i as u32 + 1), csr::TXD_SIGNALED)).encode()
+fn engine() -> Box<Engine<TestKit>> {
+    engine_of(1)
 }
 
-/// The ACK that makes `una` the oldest unacknowledged PSN.
-fn ack(una: u32) -> CsrEntry {
+/// Work request `i` of QP `qpn` (one packet, PSN `i`) sent.
+fn tx_done_on(qpn: u32, i: u64) -> CsrEntry {
+    CsrEvent::TxDone(TxDone::new(qpn, i, Psn::new(i as u32 + 1), csr::TXD_SIGNALED)).encode()
+}
+
+fn tx_done(i: u64) -> CsrEntry {
+    tx_done_on(0, i)
+}
+
+/// The ACK that makes `una` QP `qpn`'s oldest unacknowledged PSN.
+fn ack_on(qpn: u32, una: u32) -> CsrEntry {
     CsrEvent::AckSummary(AckSummary::new(
-        0,
+        qpn,
         Psn::new(una),
         csr::ACK_PROGRESS,
         una * 256,
@@ -72,6 +83,10 @@ fn ack(una: u32) -> CsrEntry {
         0,
     ))
     .encode()
+}
+
+fn ack(una: u32) -> CsrEntry {
+    ack_on(0, una)
 }
 
 /// The send completions in the engine's commands, polled until none is left.
@@ -112,4 +127,37 @@ fn a_send_queue_of_reports_past_the_acknowledged_ones_loses_no_completion() {
         "in posting order, each once"
     );
     assert_eq!(e.qp(0).unwrap().counters.completions, SQ as u64 + 1);
+}
+
+#[test]
+fn completions_go_before_a_burst_of_ev_changes_of_any_qp() {
+    let mut e = engine_of(2);
+    // QP 0: a route shared by a dozen of its EVs lost a packet elsewhere (2 commands each).
+    for ev in 0..12 {
+        e.handle_shared_loss(1_000, 0, ev).unwrap();
+    }
+    // QP 1: a work request sent and acknowledged.
+    assert_eq!(e.handle_events(2_000, &[tx_done_on(1, 7), ack_on(1, 8)]), 2);
+    let mut buf = [CsrEntry::ZERO; 4];
+    let n = e.poll_commands(&mut buf);
+    assert_eq!(n, 4);
+    let first: Vec<_> = buf[..n].iter().filter_map(Completion::from_entry).collect();
+    assert_eq!(first.len(), 1, "the completion is in the first poll: {:?}", &buf[..n]);
+    assert_eq!((first[0].qpn, first[0].wr_id), (1, 7));
+    // The EV changes all follow, none lost.
+    let mut updates = buf[..n]
+        .iter()
+        .filter(|c| c.kind_code() == csr::CsrKind::EvUpdate as u8)
+        .count();
+    loop {
+        let m = e.poll_commands(&mut buf);
+        if m == 0 {
+            break;
+        }
+        updates += buf[..m]
+            .iter()
+            .filter(|c| c.kind_code() == csr::CsrKind::EvUpdate as u8)
+            .count();
+    }
+    assert_eq!(updates, 12);
 }

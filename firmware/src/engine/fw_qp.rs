@@ -208,8 +208,12 @@ pub trait QpContext {
     /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
-    /// The lazy commands (EV writes, plane weights, window, completions) into `out`, as its
-    /// room allows. Returns whether some are left (as [`Self::lazy_pending`]).
+    /// The lazy commands the host and the datapath wait on, the window and the completions
+    /// due, into `out` as its room allows.
+    fn poll_urgent(&mut self, out: &mut Out<'_>);
+    /// The lazy commands (the window and completions first, then EV writes and plane
+    /// weights) into `out`, as its room allows. Returns whether some are left (as
+    /// [`Self::lazy_pending`]).
     fn poll_lazy(&mut self, out: &mut Out<'_>) -> bool;
     /// Whether [`Self::poll_lazy`] has something to write.
     fn lazy_pending(&self) -> bool;
@@ -759,8 +763,28 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         true
     }
 
+    fn poll_urgent(&mut self, cmds: &mut Out<'_>) {
+        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && cmds.room() > 0 {
+            self.cwnd_sent = self.cc.cwnd_bytes();
+            cmds.push(CsrEvent::WindowUpdate(WindowUpdate::new(
+                self.qpn,
+                self.cwnd_sent,
+            )));
+        }
+        while cmds.room() > 0 {
+            let Some(c) = self.take_completion() else {
+                break;
+            };
+            let e = self.complete(c);
+            cmds.push_entry(e);
+        }
+    }
+
     fn poll_lazy(&mut self, cmds: &mut Out<'_>) -> bool {
         let qpn = self.qpn;
+        // First what the host (completions) and the sprayer's window wait on: a burst of EV
+        // changes (a shared loss or recovery moves dozens of EVs at once) must not hold them.
+        self.poll_urgent(cmds);
         // EV state changes: the sprayer's entry and the host's event.
         let mut changed = false;
         while cmds.room() >= 2 {
@@ -791,20 +815,6 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     self.weights_pending = true;
                 }
             }
-        }
-        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && cmds.room() > 0 {
-            self.cwnd_sent = self.cc.cwnd_bytes();
-            cmds.push(CsrEvent::WindowUpdate(WindowUpdate::new(
-                qpn,
-                self.cwnd_sent,
-            )));
-        }
-        while cmds.room() > 0 {
-            let Some(c) = self.take_completion() else {
-                break;
-            };
-            let e = self.complete(c);
-            cmds.push_entry(e);
         }
         // (with room for two more entries every step above ran dry: nothing is left)
         cmds.room() < 2 && self.lazy_pending()
