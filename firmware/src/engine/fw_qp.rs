@@ -112,8 +112,8 @@ pub struct FwQpCounters {
     pub imm_completions: u64,
     /// Reports for a QP in a state that does not take them (late after ERROR or RESET).
     pub events_ignored: u64,
-    /// Work requests sent with no room to await them (a bug: the datapath holds at most as
-    /// many).
+    /// Work requests sent with no room to await them, none at the queue's front being due
+    /// (a datapath bug: it holds at most as many unacknowledged).
     pub awaiting_overflow: u64,
 }
 
@@ -208,8 +208,12 @@ pub trait QpContext {
     /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
-    /// The lazy commands (EV writes, plane weights, window, completions) into `out`, as its
-    /// room allows. Returns whether some are left (as [`Self::lazy_pending`]).
+    /// The lazy commands the host and the datapath wait on, the window and the completions
+    /// due, into `out` as its room allows.
+    fn poll_urgent(&mut self, out: &mut Out<'_>);
+    /// The lazy commands (the window and completions first, then EV writes and plane
+    /// weights) into `out`, as its room allows. Returns whether some are left (as
+    /// [`Self::lazy_pending`]).
     fn poll_lazy(&mut self, out: &mut Out<'_>) -> bool;
     /// Whether [`Self::poll_lazy`] has something to write.
     fn lazy_pending(&self) -> bool;
@@ -324,6 +328,58 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
                 .awaiting
                 .front()
                 .is_some_and(|a| self.una.distance_from(a.end) >= 0),
+        }
+    }
+
+    /// The next completion due, taken off its queue (work requests sent unsignaled leave
+    /// their queue without one); `None` when none is due.
+    fn take_completion(&mut self) -> Option<Completion> {
+        while self.completions_waiting() {
+            let qpn = self.qpn;
+            if let Some(a) = self.awaiting.pop_front() {
+                if self.state != QpState::Error {
+                    if !a.signaled {
+                        continue;
+                    }
+                    return Some(Completion {
+                        qpn,
+                        wr_id: a.wr_id,
+                        kind: CompletionKind::Send,
+                        status: Ok(()),
+                    });
+                }
+                return Some(Completion {
+                    qpn,
+                    wr_id: a.wr_id,
+                    kind: CompletionKind::Send,
+                    status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
+                });
+            }
+            let wr_id = self.recv_flushed.pop_front()?;
+            return Some(Completion {
+                qpn,
+                wr_id,
+                kind: CompletionKind::Recv,
+                status: Err(self.recv_cause.take().unwrap_or(CompletionError::Flushed)),
+            });
+        }
+        None
+    }
+
+    /// Room in a full queue of work requests awaiting completion for one more: the due ones
+    /// at its front complete now rather than at the next poll. The datapath frees a send
+    /// queue slot when the ACK that covers its work request arrives and reports that ACK
+    /// before anything sent from the slot, so by then the front is due; but the lazy pass
+    /// that completes it runs only when the commands are polled, and a burst of reports (or
+    /// a loop short of FW->DP room) can bring the next `TxDone` first. Needs room for one
+    /// command (the caller's [`EVENT_CMDS`]).
+    fn make_awaiting_room(&mut self, cmds: &mut Cmds) {
+        while self.awaiting.is_full() && cmds.room() > 0 {
+            let Some(c) = self.take_completion() else {
+                return;
+            };
+            let e = self.complete(c);
+            cmds.push_entry(e);
         }
     }
 
@@ -551,6 +607,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     end: d.end_psn(),
                     signaled: d.flags & csr::TXD_SIGNALED != 0,
                 };
+                self.make_awaiting_room(cmds);
                 if self.awaiting.push_back(a).is_err() {
                     self.counters.awaiting_overflow += 1;
                 }
@@ -606,6 +663,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                         end: self.una,
                         signaled: f.flags & csr::FLUSH_SIGNALED != 0,
                     };
+                    self.make_awaiting_room(cmds);
                     if self.awaiting.push_back(a).is_err() {
                         self.counters.awaiting_overflow += 1;
                     }
@@ -705,8 +763,28 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         true
     }
 
+    fn poll_urgent(&mut self, cmds: &mut Out<'_>) {
+        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && cmds.room() > 0 {
+            self.cwnd_sent = self.cc.cwnd_bytes();
+            cmds.push(CsrEvent::WindowUpdate(WindowUpdate::new(
+                self.qpn,
+                self.cwnd_sent,
+            )));
+        }
+        while cmds.room() > 0 {
+            let Some(c) = self.take_completion() else {
+                break;
+            };
+            let e = self.complete(c);
+            cmds.push_entry(e);
+        }
+    }
+
     fn poll_lazy(&mut self, cmds: &mut Out<'_>) -> bool {
         let qpn = self.qpn;
+        // First what the host (completions) and the sprayer's window wait on: a burst of EV
+        // changes (a shared loss or recovery moves dozens of EVs at once) must not hold them.
+        self.poll_urgent(cmds);
         // EV state changes: the sprayer's entry and the host's event.
         let mut changed = false;
         while cmds.room() >= 2 {
@@ -737,47 +815,6 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     self.weights_pending = true;
                 }
             }
-        }
-        if self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent && cmds.room() > 0 {
-            self.cwnd_sent = self.cc.cwnd_bytes();
-            cmds.push(CsrEvent::WindowUpdate(WindowUpdate::new(
-                qpn,
-                self.cwnd_sent,
-            )));
-        }
-        while cmds.room() > 0 && self.completions_waiting() {
-            let c = if let Some(a) = self.awaiting.front().copied() {
-                self.awaiting.pop_front();
-                if self.state != QpState::Error {
-                    if !a.signaled {
-                        continue;
-                    }
-                    Completion {
-                        qpn,
-                        wr_id: a.wr_id,
-                        kind: CompletionKind::Send,
-                        status: Ok(()),
-                    }
-                } else {
-                    Completion {
-                        qpn,
-                        wr_id: a.wr_id,
-                        kind: CompletionKind::Send,
-                        status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
-                    }
-                }
-            } else if let Some(wr_id) = self.recv_flushed.pop_front() {
-                Completion {
-                    qpn,
-                    wr_id,
-                    kind: CompletionKind::Recv,
-                    status: Err(self.recv_cause.take().unwrap_or(CompletionError::Flushed)),
-                }
-            } else {
-                break;
-            };
-            let e = self.complete(c);
-            cmds.push_entry(e);
         }
         // (with room for two more entries every step above ran dry: nothing is left)
         cmds.room() < 2 && self.lazy_pending()

@@ -381,10 +381,17 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// The lazy commands of the QPs marked dirty into `out` after its first `n` entries, as
-    /// room allows; returns the entries written in all. A QP stays marked while it has lazy
-    /// commands left.
+    /// room allows; returns the entries written in all. Every QP's window and completions go
+    /// before any QP's EV writes (one QP's burst of EV changes would otherwise hold the
+    /// completions of the QPs after it for as many polls as it takes). A QP stays marked
+    /// while it has lazy commands left.
     fn poll_lazy(&mut self, out: &mut [CsrEntry], n: usize) -> usize {
         let mut out = Out::new(out, n);
+        for (q, d) in self.qps.as_mut().iter_mut().zip(self.dirty.as_ref().iter()) {
+            if *d {
+                q.poll_urgent(&mut out);
+            }
+        }
         let mut left = false;
         for (q, d) in self
             .qps
