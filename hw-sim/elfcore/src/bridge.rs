@@ -98,12 +98,9 @@ impl ElfCore {
                 why: format!("the datapath holds {n} reports, the ring {held}"),
             });
         }
-        let mut producer = self.device().events.producer;
-        for e in &buf[held..n] {
-            self.write_mem(ev.addr(producer), &e.0)?;
-            producer = producer.wrapping_add(1);
-        }
-        self.device_mut().events.producer = producer;
+        let producer = self.device().events.producer;
+        self.write_entries(ev, producer, &buf[held..n])?;
+        self.device_mut().events.producer = producer.wrapping_add((n - held) as u32);
         let ev_consumer = self.device().events.consumer;
 
         // Admin commands into the command ring while it has room.
@@ -151,11 +148,7 @@ impl ElfCore {
             });
         }
         buf.resize((written as usize).max(buf.len()), CsrEntry::ZERO);
-        for k in 0..written {
-            let mut e = [0u8; ENTRY_BYTES];
-            self.read_mem(orders_now.addr(tx_before.wrapping_add(k)), &mut e)?;
-            buf[k as usize] = CsrEntry(e);
-        }
+        self.read_entries(orders_now, tx_before, &mut buf[..written as usize])?;
         let pushed = dp.push_orders(&buf[..written as usize]);
         self.bridge.orders_refused += (written as usize - pushed.min(written as usize)) as u64;
 
@@ -178,6 +171,56 @@ impl ElfCore {
         }
         self.scratch = buf;
         Ok(run)
+    }
+
+    /// Writes `entries` into `ring` from index `at` on: one guest-memory write per
+    /// contiguous run of slots.
+    fn write_entries(&mut self, ring: Ring, at: u32, entries: &[CsrEntry]) -> Result<(), ElfError> {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        let mut done = 0;
+        while done < entries.len() {
+            let i = at.wrapping_add(done as u32);
+            let room = (ring.entries - (i & (ring.entries - 1))) as usize;
+            let k = room.min(entries.len() - done);
+            bytes.clear();
+            for e in &entries[done..done + k] {
+                bytes.extend_from_slice(&e.0);
+            }
+            let r = self.write_mem(ring.addr(i), &bytes);
+            if r.is_err() {
+                self.bytes = bytes;
+                return r;
+            }
+            done += k;
+        }
+        self.bytes = bytes;
+        Ok(())
+    }
+
+    /// Reads `out.len()` entries of `ring` from index `at` on, as [`Self::write_entries`].
+    fn read_entries(&mut self, ring: Ring, at: u32, out: &mut [CsrEntry]) -> Result<(), ElfError> {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        let mut done = 0;
+        while done < out.len() {
+            let i = at.wrapping_add(done as u32);
+            let room = (ring.entries - (i & (ring.entries - 1))) as usize;
+            let k = room.min(out.len() - done);
+            bytes.resize(k * ENTRY_BYTES, 0);
+            let r = self.read_mem(ring.addr(i), &mut bytes);
+            if r.is_err() {
+                self.bytes = bytes;
+                return r;
+            }
+            for (o, c) in out[done..done + k]
+                .iter_mut()
+                .zip(bytes.chunks_exact(ENTRY_BYTES))
+            {
+                o.0.copy_from_slice(c);
+            }
+            done += k;
+        }
+        self.bytes = bytes;
+        Ok(())
     }
 
     /// What the bridge could not pass on.

@@ -56,6 +56,9 @@ pub(crate) struct State {
     /// The image's code as loaded, from `text_base`.
     text: Vec<u8>,
     text_base: u32,
+    /// Per halfword of `text`: the size of the block last seen starting there and its
+    /// instructions (a block is counted once, then looked up).
+    blocks: Vec<(u32, u32)>,
     /// Instructions retired since power-on.
     retired: u64,
     /// The running run stops once `retired` would pass this.
@@ -64,20 +67,27 @@ pub(crate) struct State {
 
 impl State {
     /// Instructions in the block `[addr, addr + size)`.
-    fn count(&self, addr: u64, size: u32) -> u64 {
+    #[inline]
+    fn count(&mut self, addr: u64, size: u32) -> u64 {
         let start = addr.wrapping_sub(u64::from(self.text_base)) as usize;
+        if let Some(&(sz, n)) = self.blocks.get(start / 2) {
+            if sz == size {
+                return u64::from(n);
+            }
+        }
         let end = start.saturating_add(size as usize);
         let Some(code) = self.text.get(start..end) else {
             // (outside the image's code: 4-byte instructions assumed)
             return u64::from(size.div_ceil(4));
         };
-        let mut n = 0;
+        let mut n = 0u32;
         let mut p = 0;
         while p < code.len() {
             p += if code[p] & 3 == 3 { 4 } else { 2 };
             n += 1;
         }
-        n
+        self.blocks[start / 2] = (size, n);
+        u64::from(n)
     }
 }
 
@@ -93,6 +103,7 @@ pub struct ElfCore {
     runs: u64,
     /// Entries on their way between the datapath and the guest (module `bridge`).
     pub(crate) scratch: Vec<mrc_abi::device::csr::CsrEntry>,
+    pub(crate) bytes: Vec<u8>,
     pub(crate) bridge: crate::bridge::BridgeCounters,
 }
 
@@ -129,6 +140,7 @@ impl ElfCore {
         }
         let state = State {
             dev: Device::new(map.regs),
+            blocks: vec![(u32::MAX, 0); text.len() / 2],
             text,
             text_base: map.itcm.origin,
             retired: 0,
@@ -200,6 +212,7 @@ impl ElfCore {
             boot_instructions: 0,
             runs: 0,
             scratch: Vec::new(),
+            bytes: Vec::new(),
             bridge: Default::default(),
         };
         let boot = core.go(0, true)?;

@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 mod bridge;
+pub mod build;
 mod core;
 pub mod device;
 pub mod image;
