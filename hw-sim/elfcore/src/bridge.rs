@@ -14,6 +14,10 @@
 //! - **Admin**: commands the datapath's host interface fetched ([`Datapath::pop_admin`]) go
 //!   into the guest's command ring while it has room; replies the guest published go back
 //!   ([`Datapath::push_admin_reply`]), and the reply ring is empty again for the next run.
+//! - **Reset**: an iteration that ends in a reset (watchdog, `SW_RESET`) is read out as
+//!   above, then the core boots again and its `hal` sets the rings up anew: the datapath's
+//!   unconsumed reports go into the new DP->FW ring, admin commands the guest had not taken
+//!   are lost (counted).
 
 use mrc_abi::device::admin::AdminResp;
 use mrc_abi::device::csr::{CsrEntry, ENTRY_BYTES};
@@ -33,6 +37,8 @@ pub struct BridgeCounters {
     pub replies_refused: u64,
     /// Admin replies the guest wrote that do not decode (unknown status, reserved bits).
     pub bad_replies: u64,
+    /// Admin commands in the guest's ring, not taken, when it reset (no reply will come).
+    pub admin_lost_at_reset: u64,
 }
 
 /// A checked ring: entries and where its memory is.
@@ -115,13 +121,26 @@ impl ElfCore {
         // FW->DP: the room the datapath has; the reply ring emptied.
         self.ring(Queue::Orders)?;
         let tx_before = self.device().orders.producer;
-        let taken = dp.orders_taken();
-        self.device_mut().orders.consumer = taken;
+        // (the guest's indices restart at 0 when it resets: `orders_base` is the datapath's
+        // count then; entries from before a reset the datapath has not taken yet count as
+        // taken, so the guest may find more room than the datapath has: a refusal is counted)
+        let base = match self.orders_base {
+            Some(b) => b,
+            None => {
+                let b = dp
+                    .orders_written()
+                    .wrapping_sub(self.device().orders.producer);
+                self.orders_base = Some(b);
+                b
+            }
+        };
+        let since = dp.orders_taken().wrapping_sub(base);
+        self.device_mut().orders.consumer = if (since as i32) < 0 { 0 } else { since };
         let resp = self.ring(Queue::AdminResp)?;
         let resp_before = self.device().admin_resp.producer;
         self.device_mut().admin_resp.consumer = resp_before;
 
-        let run = self.run(now_ns)?;
+        let mut run = self.iterate(now_ns)?;
 
         // The reports the guest consumed.
         let consumed = self.device().events.consumer.wrapping_sub(ev_consumer);
@@ -170,6 +189,12 @@ impl ElfCore {
             }
         }
         self.scratch = buf;
+        if self.pending_reset.is_some() {
+            // Commands the guest never took are lost with its rings (the host's admin
+            // command times out, as on a NIC whose core resets).
+            self.bridge.admin_lost_at_reset += u64::from(self.device().admin_cmd.used());
+        }
+        run.boot = self.finish_reset(now_ns)?;
         Ok(run)
     }
 

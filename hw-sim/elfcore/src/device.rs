@@ -107,8 +107,11 @@ pub enum Stop {
     Iteration,
     /// The guest wrote `SW_RESET` (its crash path: a panic or a trap).
     SoftwareReset,
-    /// The run reached its instruction limit without reaching the next iteration (a hung
-    /// loop; the watchdog's business).
+    /// The iteration ran longer than the watchdog's period without a kick: the watchdog bit
+    /// (the core resets).
+    Watchdog,
+    /// The run reached its instruction limit without reaching the next iteration and with no
+    /// watchdog to bite (a hung core, stopped for good).
     InstructionLimit,
 }
 

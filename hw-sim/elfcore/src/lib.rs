@@ -6,7 +6,10 @@
 //! whose MMIO the simulated NIC serves:
 //!
 //! - the timer (`MTIME`, in ns: each main-loop iteration reads the time the simulator runs it
-//!   at), the watchdog's registers, `RESET_CAUSE` and `SW_RESET` ([`device`]);
+//!   at), the watchdog (an iteration longer than its period at the core's instruction rate
+//!   bites), `RESET_CAUSE` and `SW_RESET` ([`device`]); a reset reloads the image into a
+//!   fresh CPU with the RAM kept (the `NOINIT` crash record and log ring survive,
+//!   [`ElfCore::crash_record`]) and boots it again;
 //! - the four queues of the image's `hal`: DP->FW events and FW->DP commands (the mrc-abi CSR
 //!   entries the native firmware level passes), admin commands and replies, bridged to any
 //!   [`mrc_nicloop::Datapath`] ([`ElfCore::step`], module `bridge`).
@@ -31,14 +34,14 @@ pub mod device;
 pub mod image;
 pub mod map;
 
-pub use crate::core::{CoreConfig, ElfCore, Run};
+pub use crate::core::{CoreConfig, CrashInfo, ElfCore, Run};
 pub use bridge::BridgeCounters;
 pub use device::{Queue, Stop};
 pub use image::NicImage;
 pub use map::NicMap;
 
 /// Why the core could not be built or run.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ElfError {
     /// The compiled-in memory map lacks what the core needs.
     #[error("NIC memory map: {0}")]
@@ -63,9 +66,15 @@ pub enum ElfError {
         /// Where.
         pc: u32,
     },
-    /// An earlier run ended the core's life (a reset, a hang, a fault).
-    #[error("the NIC core no longer runs: {0:?}")]
-    Dead(Stop),
+    /// A run hit the instruction limit with no watchdog running.
+    #[error("the NIC core hung: {instructions} instructions without reaching the next iteration")]
+    Hung {
+        /// The limit.
+        instructions: u64,
+    },
+    /// The boot after power-on or a reset did not reach the main loop.
+    #[error("the NIC core's boot ended in {0:?} before the main loop")]
+    BootFailed(Stop),
     /// The guest set a queue up so that the device cannot serve it.
     #[error("queue {queue:?}: {why}")]
     Ring {
