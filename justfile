@@ -86,6 +86,11 @@ fw-cost:
     mkdir -p target
     qemu-system-riscv32 -machine virt -bios none -display none -serial null -monitor none -semihosting-config enable=on,target=native,arg=mrc-nic,arg=fw-cost -icount shift=0 -kernel {{qemu_image}} > target/mrc-nic-fw-cost.defmt 2> target/fw-cost.json || status=$?; cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-fw-cost.defmt; cat target/fw-cost.json; exit ${status:-0}
 
+# Speed of the `elf` firmware level (the NIC ELF on the emulated core, hw-sim/elfcore): guest
+# instructions per second against the native main loop on the same two-NIC stream, medians.
+elf-speed:
+    cargo run --release -q -p mrc-elfcore --example elf_speed
+
 # Flash the NIC image with probe-rs (chip description generated from firmware/memory-map.toml).
 flash: firmware
     probe-rs download --chip-description-path firmware/image/mrc-nic.chip.yaml --chip MRC-NIC {{image}}
