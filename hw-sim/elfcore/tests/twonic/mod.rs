@@ -6,12 +6,8 @@
 #[path = "../../../../firmware/image/nicloop/tests/common/mod.rs"]
 mod common;
 
-use common::{ModelDp, Wire, MTU, REGION_VA};
-use mrc_abi::device::admin::body::*;
-use mrc_abi::device::admin::{
-    AdminCommand, AdminReply, AdminStatus, QpModify, QpState, ACCESS_LOCAL_WRITE,
-    ACCESS_REMOTE_WRITE,
-};
+use common::*;
+use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus};
 use mrc_abi::device::csr::{CsrEntry, CsrEvent};
 use mrc_elfcore::{CoreConfig, ElfCore, Stop};
 use mrc_firmware::datapath::packet::{LocalBuf, Packet, PacketBody, SendWr};
@@ -83,12 +79,7 @@ impl<F: Firmware> Nic<F> {
     fn ok(&mut self, c: AdminCommand) -> [u64; 3] {
         self.next_id += 1;
         let id = self.next_id;
-        let cmd = c.encode(id, 0);
-        let mut raw = [0u8; 64];
-        raw[0] = cmd.opcode;
-        raw[1] = cmd.flags;
-        raw[2..4].copy_from_slice(&cmd.command_id.get().to_le_bytes());
-        raw[8..].copy_from_slice(&cmd.body);
+        let raw = encode(&c, id);
         self.dp.admin.push_back(raw);
         for _ in 0..4 {
             self.step(0);
@@ -105,56 +96,16 @@ impl<F: Firmware> Nic<F> {
 
 pub fn objects<F: Firmware>(n: &mut Nic<F>) -> (u32, u32, u32) {
     let pd = n.ok(AdminCommand::AllocPd)[0] as u32;
-    let cq = n.ok(AdminCommand::CreateCq(CreateCq {
-        log2_entries: 6,
-        rsvd: 0,
-        irq_vector: 1.into(),
-        rsvd2: 0.into(),
-        base: 0x1_0000.into(),
-    }))[0] as u32;
-    let qp = n.ok(AdminCommand::CreateQp(CreateQp {
-        pd: pd.into(),
-        send_cq: cq.into(),
-        recv_cq: cq.into(),
-        sq_log2: 4,
-        rq_log2: 4,
-        rsvd: 0.into(),
-        sq_base: 0x2_0000.into(),
-        rq_base: 0x3_0000.into(),
-    }))[0] as u32;
+    let cq = n.ok(create_cq())[0] as u32;
+    let qp = n.ok(create_qp(pd, cq))[0] as u32;
     (pd, cq, qp)
 }
 
+/// QP `qp` through INIT, RTR and RTS towards `peer` at `gid` (default EV and CC profiles).
 pub fn connect<F: Firmware>(n: &mut Nic<F>, qp: u32, peer: u32, gid: [u8; 16]) {
-    n.ok(AdminCommand::ModifyQp(QpModify::Init(QpInit {
-        qpn: qp.into(),
-        to_state: QpState::Init as u8,
-        dscp: 26,
-        hint_flags: 0.into(),
-        ev_profile: 0.into(),
-        cc_profile: 0.into(),
-    })));
-    n.ok(AdminCommand::ModifyQp(QpModify::Rtr(QpRtr {
-        qpn: qp.into(),
-        to_state: QpState::Rtr as u8,
-        flags: 0,
-        responder_mpr: 1.into(),
-        dest_qpn: peer.into(),
-        max_wimm: 8.into(),
-        rsvd: 0.into(),
-        rq_psn: 0.into(),
-        remote_addr: gid,
-    })));
-    n.ok(AdminCommand::ModifyQp(QpModify::Rts(QpRts {
-        qpn: qp.into(),
-        to_state: QpState::Rts as u8,
-        retry_count: 7,
-        requester_mpr: 1.into(),
-        max_wimm: 8.into(),
-        ack_timeout_exp: 6,
-        rsvd: 0,
-        sq_psn: 0.into(),
-    })));
+    n.ok(init(qp, 0));
+    n.ok(rtr(qp, peer, gid, 1, 8));
+    n.ok(rts(qp, 1, 7));
 }
 
 /// Messages A writes to B.
@@ -197,13 +148,7 @@ pub fn run<F: Firmware>(a: F, b: F, messages: u64, rounds: u64, poll: u64) -> (O
     let (gid_a, gid_b) = (a.gid, b.gid);
     connect(&mut a, qp_a, qp_b, gid_b);
     connect(&mut b, qp_b, qp_a, gid_a);
-    let mr = b.ok(AdminCommand::RegMr(RegMr {
-        pd: pd_b.into(),
-        access: (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE).into(),
-        va: REGION_VA.into(),
-        iova: 0x5000_0000.into(),
-        length: (1u64 << 20).into(),
-    }));
+    let mr = b.ok(reg_mr(pd_b));
     let rkey = mr[1] as u32;
     let mut wires = [Wire::default(), Wire::default()];
     let mut posted = 0;
