@@ -87,6 +87,11 @@ fw-cost:
     mkdir -p target
     firmware/image/qemu-run {{qemu_image}} fw-cost > target/mrc-nic-fw-cost.defmt 2> target/fw-cost.json || status=$?; cargo run -q -p mrc-defmt-dec -- {{qemu_image}} target/mrc-nic-fw-cost.defmt; cat target/fw-cost.json; exit ${status:-0}
 
+# Speed of the `elf` firmware level (the NIC ELF on the emulated core, hw-sim/elfcore): guest
+# instructions per second against the native main loop on the same two-NIC stream, medians.
+elf-speed:
+    cargo run --release -q -p mrc-elfcore --example elf_speed
+
 # The probe-rs flash algorithm for the NIC's QSPI flash (listed in mrc-nic.chip.yaml; `just
 # fw-gen` rebuilds it and rewrites the chip description).
 flash-algo:

@@ -201,6 +201,32 @@ impl CrashRecord {
         b
     }
 
+    /// The record from its 160 bytes as the host reads them from `NOINIT` (the inverse of
+    /// [`CrashRecord::to_bytes`]; [`CrashRecord::read`] then checks it).
+    pub fn from_bytes(b: &[u8; 160]) -> CrashRecord {
+        let w = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let h = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        let mut file = [0u8; FILE_LEN];
+        file.copy_from_slice(&b[24..88]);
+        let mut events = [0u32; TRACE_LEN];
+        for (i, e) in events.iter_mut().enumerate() {
+            *e = w(92 + 4 * i);
+        }
+        CrashRecord {
+            magic: w(0),
+            version: h(4),
+            reason: h(6),
+            boot_count: w(8),
+            line_or_cause: w(12),
+            mepc: w(16),
+            file_len: w(20),
+            file,
+            events_total: w(88),
+            events,
+            crc: w(156),
+        }
+    }
+
     /// The crash, if the record is intact (magic, version, CRC, reason, path all valid). RAM
     /// after power-on holds garbage, so anything else is "no record".
     pub fn read(&self) -> Option<Crash<'_>> {
@@ -270,6 +296,11 @@ mod tests {
         assert_eq!(ev.0[0], event(EventKind::Heartbeat, 4));
         assert_eq!(ev.1, 16);
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        // The host's copy of the bytes reads back the same; a flipped bit is no record.
+        let mut bytes = r.to_bytes();
+        assert_eq!(CrashRecord::from_bytes(&bytes), r);
+        bytes[30] ^= 1;
+        assert!(CrashRecord::from_bytes(&bytes).read().is_none());
     }
 
     #[test]

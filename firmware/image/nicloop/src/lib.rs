@@ -457,10 +457,20 @@ impl<C: Capacity> NicLoop<C> {
         // 1. Events in.
         let n = dp.peek_events(&mut self.buf).min(BUDGET);
         if n > 0 {
-            let taken = match admin.as_deref_mut() {
-                Some(a) => fw.events_admin(now_ns, &mut self.buf[..n], a),
-                None => fw.events(now_ns, &self.buf[..n]),
+            // (the planted bug: of several entries, the last is consumed without the engine
+            // ever seeing it)
+            let offered = if cfg!(feature = "planted-bug") && n > 1 {
+                n - 1
+            } else {
+                n
             };
+            let mut taken = match admin.as_deref_mut() {
+                Some(a) => fw.events_admin(now_ns, &mut self.buf[..offered], a),
+                None => fw.events(now_ns, &self.buf[..offered]),
+            };
+            if taken == offered {
+                taken = n;
+            }
             dp.consume_events(taken);
             moved |= taken > 0;
         }

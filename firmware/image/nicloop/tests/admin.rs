@@ -12,10 +12,7 @@ mod common;
 
 use common::*;
 use mrc_abi::device::admin::body::*;
-use mrc_abi::device::admin::{
-    AdminCommand, AdminReply, AdminStatus, QpModify, QpState, ACCESS_LOCAL_WRITE,
-    ACCESS_REMOTE_WRITE, EVENT_MASK_EV_BAD,
-};
+use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus, QpState, EVENT_MASK_EV_BAD};
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
 use mrc_abi::device::csr::{CsrEvent, LossEntry, PostCqe, WimmPlaced, LOSS_REORDER, QP_RESET};
 use mrc_abi::device::event::Event;
@@ -125,82 +122,6 @@ impl Nic {
     }
 }
 
-/// The 64 bytes of command `c` (as the driver writes them into the admin ring).
-fn encode(c: &AdminCommand, id: u16) -> [u8; 64] {
-    let cmd = c.encode(id, 0);
-    let mut out = [0u8; 64];
-    out[0] = cmd.opcode;
-    out[1] = cmd.flags;
-    out[2..4].copy_from_slice(&cmd.command_id.get().to_le_bytes());
-    out[8..].copy_from_slice(&cmd.body);
-    out
-}
-
-fn id(v: u32) -> ObjectId {
-    ObjectId { id: v.into() }
-}
-
-fn create_qp(pd: u32, cq: u32) -> AdminCommand {
-    AdminCommand::CreateQp(CreateQp {
-        pd: pd.into(),
-        send_cq: cq.into(),
-        recv_cq: cq.into(),
-        sq_log2: 4,
-        rq_log2: 4,
-        rsvd: 0.into(),
-        sq_base: 0x2_0000.into(),
-        rq_base: 0x3_0000.into(),
-    })
-}
-
-fn init(qpn: u32, ev_profile: u32) -> AdminCommand {
-    AdminCommand::ModifyQp(QpModify::Init(QpInit {
-        qpn: qpn.into(),
-        to_state: QpState::Init as u8,
-        dscp: 26,
-        hint_flags: 0.into(),
-        ev_profile: ev_profile.into(),
-        cc_profile: 0.into(),
-    }))
-}
-
-fn rtr(qpn: u32, dest: u32, remote: [u8; 16], mpr: u16, wimm: u16) -> AdminCommand {
-    AdminCommand::ModifyQp(QpModify::Rtr(QpRtr {
-        qpn: qpn.into(),
-        to_state: QpState::Rtr as u8,
-        flags: 0,
-        responder_mpr: mpr.into(),
-        dest_qpn: dest.into(),
-        max_wimm: wimm.into(),
-        rsvd: 0.into(),
-        rq_psn: 0.into(),
-        remote_addr: remote,
-    }))
-}
-
-fn rts(qpn: u32, mpr: u16, retry: u8) -> AdminCommand {
-    AdminCommand::ModifyQp(QpModify::Rts(QpRts {
-        qpn: qpn.into(),
-        to_state: QpState::Rts as u8,
-        retry_count: retry,
-        requester_mpr: mpr.into(),
-        max_wimm: 8.into(),
-        ack_timeout_exp: 6,
-        rsvd: 0,
-        sq_psn: 0.into(),
-    }))
-}
-
-fn reg_mr(pd: u32) -> AdminCommand {
-    AdminCommand::RegMr(RegMr {
-        pd: pd.into(),
-        access: (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE).into(),
-        va: REGION_VA.into(),
-        iova: 0x5000_0000.into(),
-        length: (1u64 << 20).into(),
-    })
-}
-
 /// Byte offset of a body field in the 64-byte command (the syndrome of attribute errors).
 macro_rules! at {
     ($t:ty, $f:ident) => {
@@ -211,13 +132,7 @@ macro_rules! at {
 /// PD, CQ and QP of one NIC: (pd, cqn, qpn).
 fn objects(n: &mut Nic) -> (u32, u32, u32) {
     let pd = n.ok(AdminCommand::AllocPd)[0] as u32;
-    let cq = n.ok(AdminCommand::CreateCq(CreateCq {
-        log2_entries: 6,
-        rsvd: 0,
-        irq_vector: 1.into(),
-        rsvd2: 0.into(),
-        base: 0x1_0000.into(),
-    }))[0] as u32;
+    let cq = n.ok(create_cq())[0] as u32;
     let qp = n.ok(create_qp(pd, cq))[0] as u32;
     (pd, cq, qp)
 }

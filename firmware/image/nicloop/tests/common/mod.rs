@@ -1,11 +1,14 @@
 //! The datapath model (`mrc_firmware::datapath::stage::Datapath`) standing in for the NIC's
-//! datapath hardware behind the rings the loop sees (the loop's `Datapath` trait), and a wire
-//! between two of them.
+//! datapath hardware behind the rings the loop sees (the loop's `Datapath` trait), a wire
+//! between two of them, and the admin commands a host driver sends to set a NIC up.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
 
-use mrc_abi::device::admin::AdminReply;
+use mrc_abi::device::admin::body::{CreateCq, CreateQp, ObjectId, QpInit, QpRtr, QpRts, RegMr};
+use mrc_abi::device::admin::{
+    AdminCommand, AdminReply, QpModify, QpState, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE,
+};
 use mrc_abi::device::csr::{CsrEntry, CsrEvent};
 use mrc_firmware::datapath::packet::{Packet, PacketBody, RxVerdict};
 use mrc_firmware::datapath::stage::{Datapath as Stage, DatapathConfig};
@@ -213,4 +216,97 @@ impl Wire {
     pub fn placed_bytes(&self) -> u64 {
         self.placed.iter().map(|p| u64::from(p.2)).sum()
     }
+}
+
+/// The 64 bytes of command `c` (as the driver writes them into the admin ring).
+pub fn encode(c: &AdminCommand, id: u16) -> [u8; 64] {
+    let cmd = c.encode(id, 0);
+    let mut out = [0u8; 64];
+    out[0] = cmd.opcode;
+    out[1] = cmd.flags;
+    out[2..4].copy_from_slice(&cmd.command_id.get().to_le_bytes());
+    out[8..].copy_from_slice(&cmd.body);
+    out
+}
+
+/// An object id body.
+pub fn id(v: u32) -> ObjectId {
+    ObjectId { id: v.into() }
+}
+
+/// A 64-entry CQ.
+pub fn create_cq() -> AdminCommand {
+    AdminCommand::CreateCq(CreateCq {
+        log2_entries: 6,
+        rsvd: 0,
+        irq_vector: 1.into(),
+        rsvd2: 0.into(),
+        base: 0x1_0000.into(),
+    })
+}
+
+/// A QP of 16-entry queues on PD `pd`, both queues completing on CQ `cq`.
+pub fn create_qp(pd: u32, cq: u32) -> AdminCommand {
+    AdminCommand::CreateQp(CreateQp {
+        pd: pd.into(),
+        send_cq: cq.into(),
+        recv_cq: cq.into(),
+        sq_log2: 4,
+        rq_log2: 4,
+        rsvd: 0.into(),
+        sq_base: 0x2_0000.into(),
+        rq_base: 0x3_0000.into(),
+    })
+}
+
+/// RESET -> INIT with EV profile `ev_profile` and the default CC profile.
+pub fn init(qpn: u32, ev_profile: u32) -> AdminCommand {
+    AdminCommand::ModifyQp(QpModify::Init(QpInit {
+        qpn: qpn.into(),
+        to_state: QpState::Init as u8,
+        dscp: 26,
+        hint_flags: 0.into(),
+        ev_profile: ev_profile.into(),
+        cc_profile: 0.into(),
+    }))
+}
+
+/// INIT -> RTR towards QP `dest` at GID `remote`.
+pub fn rtr(qpn: u32, dest: u32, remote: [u8; 16], mpr: u16, wimm: u16) -> AdminCommand {
+    AdminCommand::ModifyQp(QpModify::Rtr(QpRtr {
+        qpn: qpn.into(),
+        to_state: QpState::Rtr as u8,
+        flags: 0,
+        responder_mpr: mpr.into(),
+        dest_qpn: dest.into(),
+        max_wimm: wimm.into(),
+        rsvd: 0.into(),
+        rq_psn: 0.into(),
+        remote_addr: remote,
+    }))
+}
+
+/// RTR -> RTS.
+pub fn rts(qpn: u32, mpr: u16, retry: u8) -> AdminCommand {
+    AdminCommand::ModifyQp(QpModify::Rts(QpRts {
+        qpn: qpn.into(),
+        to_state: QpState::Rts as u8,
+        retry_count: retry,
+        requester_mpr: mpr.into(),
+        max_wimm: 8.into(),
+        ack_timeout_exp: 6,
+        rsvd: 0,
+        sq_psn: 0.into(),
+    }))
+}
+
+/// A 1 MiB region at [`REGION_VA`], locally and remotely writable.
+pub fn reg_mr(pd: u32) -> AdminCommand {
+    AdminCommand::RegMr(RegMr {
+        pd: pd.into(),
+        access: (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE).into(),
+        va: REGION_VA.into(),
+        iova: 0x5000_0000.into(),
+        length: (1u64 << 20).into(),
+    })
 }
