@@ -7,8 +7,6 @@
 //! same scenario and seed give the same report, JSON and pcap bit for bit, on one thread or
 //! several ([`run::parallel`]).
 //!
-//! - [`board`]: the NIC board's peripherals behind the firmware core's MMIO (the QSPI flash
-//!   and its controller).
 //! - [`core`]: the discrete-event core (integer time, event queue, clock domains, seeded RNG).
 //! - [`fabric`]: multi-plane Clos fabrics of switches and links (SRv6 uSID and ECMP forwarding,
 //!   ECN, trimming, PFC, loss, corruption, failures with reconvergence delay), data-oriented
@@ -36,7 +34,6 @@
 //! ```
 #![deny(unsafe_code)]
 
-pub mod board;
 pub mod core;
 pub mod fabric;
 pub mod nic;

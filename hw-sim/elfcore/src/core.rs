@@ -277,6 +277,17 @@ impl ElfCore {
     pub fn boot(elf: &[u8], cfg: CoreConfig) -> Result<ElfCore, ElfError> {
         let map = NicMap::nic()?;
         let image = NicImage::parse(elf, &map)?;
+        Self::boot_image(image, cfg)
+    }
+
+    /// Loads an image already laid out in memory (the boot ROM's copy of a flash slot,
+    /// [`crate::bootrom`]) into a fresh core at power-on and runs its boot up to the main
+    /// loop's first timer read.
+    ///
+    /// # Errors
+    /// As [`ElfCore::boot`].
+    pub fn boot_image(image: NicImage, cfg: CoreConfig) -> Result<ElfCore, ElfError> {
+        let map = NicMap::nic()?;
         let mut text = vec![0u8; map.itcm.len as usize];
         for s in &image.segments {
             if map.itcm.holds(s.addr, s.bytes.len() as u32) {

@@ -82,6 +82,33 @@ impl NicImage {
         }
         Ok(NicImage { entry, segments })
     }
+
+    /// A flat image (`body` linked at `load`, starting at `entry`: a flash slot's image as
+    /// `mrc-fw-pack` lays it out), checked against the NIC memory as [`NicImage::parse`]
+    /// checks an ELF.
+    ///
+    /// # Errors
+    /// The body or the entry lies outside the core's memories.
+    pub fn flat(load: u32, entry: u32, body: &[u8], map: &NicMap) -> Result<NicImage, ElfError> {
+        let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
+        if !(map.itcm.holds(load, len) || map.dtcm.holds(load, len)) {
+            return Err(ElfError::Elf(format!(
+                "image body [{load:#x}, +{len:#x}) lies outside the ITCM and the DTCM"
+            )));
+        }
+        if !map.itcm.holds(entry, 2) {
+            return Err(ElfError::Elf(format!(
+                "entry {entry:#x} is outside the ITCM"
+            )));
+        }
+        Ok(NicImage {
+            entry,
+            segments: vec![Segment {
+                addr: load,
+                bytes: body.to_vec(),
+            }],
+        })
+    }
 }
 
 #[cfg(test)]

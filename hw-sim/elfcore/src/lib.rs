@@ -27,12 +27,15 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod board;
+pub mod bootrom;
 mod bridge;
 pub mod build;
 mod core;
 pub mod device;
 pub mod image;
 pub mod map;
+pub mod probe;
 
 pub use crate::core::{CoreConfig, CrashInfo, ElfCore, Run};
 pub use bridge::BridgeCounters;

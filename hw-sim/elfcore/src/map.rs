@@ -37,6 +37,12 @@ pub struct NicMap {
     pub noinit: Span,
     /// The datapath CSR window.
     pub csr: Span,
+    /// Flash image slot A (memory-mapped flash).
+    pub slot_a: Span,
+    /// Flash image slot B.
+    pub slot_b: Span,
+    /// The flash sector holding the boot record.
+    pub boot_control: Span,
     /// Register offsets in the CSR window.
     pub regs: Regs,
     /// Timer ticks per second.
@@ -68,6 +74,8 @@ pub struct Regs {
     pub admin_cmdq: u32,
     /// `ADMIN_RESPQ_BASE`: admin replies out (32-byte entries).
     pub admin_respq: u32,
+    /// The QSPI flash controller's block (`mrc_abi::device::flash::reg`).
+    pub flash_ctrl: u32,
 }
 
 impl NicMap {
@@ -108,6 +116,9 @@ impl NicMap {
             dtcm: span("DTCM", Kind::Ram)?,
             noinit: span("NOINIT", Kind::Noinit)?,
             csr,
+            slot_a: span("FLASH_SLOT_A", Kind::Nvm)?,
+            slot_b: span("FLASH_SLOT_B", Kind::Nvm)?,
+            boot_control: span("FLASH_BOOT_CONTROL", Kind::Nvm)?,
             regs: Regs {
                 mtime: reg("MTIME")?,
                 wdt_kick: reg("WDT_KICK")?,
@@ -120,6 +131,7 @@ impl NicMap {
                 gpio: reg("GPIO_BASE")?,
                 admin_cmdq: reg("ADMIN_CMDQ_BASE")?,
                 admin_respq: reg("ADMIN_RESPQ_BASE")?,
+                flash_ctrl: reg("FLASH_CTRL_BASE")?,
             },
             mtime_hz: t.mtime_hz,
         };

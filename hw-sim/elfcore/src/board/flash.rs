@@ -1,4 +1,4 @@
-//! The simulated QSPI NOR flash and its controller, register for register as
+//! The QSPI NOR flash and its controller, register for register as
 //! `mrc_abi::device::flash` describes them.
 //!
 //! Behaviour (the contract the NIC image and the probe-rs flash algorithm are tested against):
@@ -13,6 +13,10 @@
 //!   needed a bit set are counted in [`FlashCounters::unerased_programs`].
 //! - An access to an offset that is not a register (or not 4-byte aligned) reads 0, writes
 //!   nothing, and is counted in [`FlashCounters::bad_accesses`].
+
+use mrc_fw_update::slots::Slot;
+use mrc_fw_update::update::{SlotStorage, StorageError};
+use mrc_nic_board::flash::Flash;
 
 use mrc_abi::device::flash::{
     cmd, reg, status, ErrCause, ERASED, FLASH_BYTES, PAGE_BYTES, PAGE_PROGRAM_TYPICAL_US,
@@ -194,6 +198,105 @@ impl FlashDevice {
                 self.busy_until_ns = now_ns + self.timing.program_page_ns;
             }
         }
+    }
+}
+
+/// The controller as a driver on the core reaches it: each register access costs `step_ns`
+/// of the core's time (which the device's BUSY is measured in).
+pub struct ControllerPort<'a> {
+    /// The device.
+    pub dev: &'a mut FlashDevice,
+    /// The core's time now, advanced by each access.
+    pub now_ns: u64,
+    /// Time per register access.
+    pub step_ns: u64,
+}
+
+impl mrc_nic_board::flash::Regs for ControllerPort<'_> {
+    fn read(&mut self, offset: u32) -> u32 {
+        self.now_ns += self.step_ns;
+        self.dev.read_reg(self.now_ns, offset)
+    }
+    fn write(&mut self, offset: u32, value: u32) {
+        self.now_ns += self.step_ns;
+        self.dev.write_reg(self.now_ns, offset, value);
+    }
+}
+
+/// The A/B image slots of the flash as `mrc_fw_update`'s storage: reads from the mapped
+/// window, erases and writes through the controller with the NIC's own driver (at 1 ns per
+/// register access, the device's BUSY waited out).
+pub struct FlashSlots<'a> {
+    dev: &'a mut FlashDevice,
+    /// Flash offsets of slot A and slot B, and the slot size.
+    slots: [u32; 2],
+    len: u32,
+    now_ns: u64,
+}
+
+impl<'a> FlashSlots<'a> {
+    /// The slots of `map` on `dev`.
+    pub fn new(dev: &'a mut FlashDevice, map: &crate::NicMap) -> FlashSlots<'a> {
+        let off = |s: crate::map::Span| s.origin - mrc_abi::device::flash::FLASH_BASE;
+        FlashSlots {
+            dev,
+            slots: [off(map.slot_a), off(map.slot_b)],
+            len: map.slot_a.len.min(map.slot_b.len),
+            now_ns: 0,
+        }
+    }
+
+    fn span(&self, slot: Slot, offset: u32, len: usize) -> Result<u32, StorageError> {
+        let len32 = u32::try_from(len).unwrap_or(u32::MAX);
+        if u64::from(offset) + u64::from(len32) > u64::from(self.len) {
+            return Err(StorageError::OutOfBounds { offset, len: len32 });
+        }
+        Ok(self.slots[slot as usize] + offset)
+    }
+
+    /// Runs `op` with the NIC's driver on the controller, the device's time carried over.
+    fn with_driver<T>(&mut self, op: impl FnOnce(&mut Flash<ControllerPort<'_>>) -> T) -> T {
+        let mut f = Flash::new(ControllerPort {
+            dev: self.dev,
+            now_ns: self.now_ns,
+            step_ns: 1,
+        });
+        let r = op(&mut f);
+        self.now_ns = f.release().now_ns;
+        r
+    }
+}
+
+fn device_error(e: mrc_nic_board::flash::Error) -> StorageError {
+    StorageError::Device { code: e.code() }
+}
+
+impl SlotStorage for FlashSlots<'_> {
+    fn capacity(&self) -> u32 {
+        self.len
+    }
+    fn erase(&mut self, slot: Slot) -> Result<(), StorageError> {
+        let at = self.span(slot, 0, self.len as usize)?;
+        let len = self.len;
+        self.with_driver(|f| f.erase_range(at, len))
+            .map_err(device_error)
+    }
+    fn write(&mut self, slot: Slot, offset: u32, data: &[u8]) -> Result<(), StorageError> {
+        let at = self.span(slot, offset, data.len())?;
+        self.with_driver(|f| f.program(at, data))
+            .map_err(device_error)
+    }
+    fn read(&self, slot: Slot, offset: u32, buf: &mut [u8]) -> Result<(), StorageError> {
+        let at = self.span(slot, offset, buf.len())?;
+        let src = self
+            .dev
+            .read(at, buf.len())
+            .ok_or(StorageError::OutOfBounds {
+                offset,
+                len: buf.len() as u32,
+            })?;
+        buf.copy_from_slice(src);
+        Ok(())
     }
 }
 

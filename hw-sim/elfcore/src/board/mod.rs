@@ -1,0 +1,6 @@
+//! The NIC board's devices behind the core's buses, for the levels that run the image's (or a
+//! flash loader's) own code against them.
+//!
+//! - [`flash`]: the QSPI NOR flash and its controller (`mrc_abi::device::flash`).
+
+pub mod flash;
