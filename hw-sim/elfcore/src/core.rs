@@ -7,7 +7,16 @@
 //! instructions in it (RISC-V instructions are 2 or 4 bytes, told apart by their low two
 //! bits; counted over the image's code as loaded). A block the core does not execute because
 //! a stop is pending is not counted, so the count is exact at every stop: the guest's
-//! register accesses stop the core only between blocks (module `device`).
+//! register accesses stop the core only between blocks (module `device`). A trap in the middle
+//! of a block counts the whole block (the crash path alone). Code the guest itself writes into
+//! the ITCM is not counted as written (the image never does); code the simulator writes
+//! ([`ElfCore::write_mem`]) is.
+//!
+//! # Traps
+//! Unicorn does not take guest exceptions itself: it hands them to a hook, which takes them as
+//! a machine-mode core does (`take_trap`), so the image's trap handler runs. Accesses
+//! outside the mapped memories (the flash slots, unmapped addresses) stop the emulation instead
+//! ([`ElfError::Fault`]), where a NIC core would trap with an access fault.
 
 use unicorn_engine::{Arch, Mode, Prot, RegisterRISCV, Unicorn};
 
