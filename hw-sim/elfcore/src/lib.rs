@@ -21,9 +21,14 @@
 //! The CPU is the Unicorn engine's (QEMU's TCG, only its RISC-V target built). Unicorn is
 //! GPL-2.0: a binary linking this crate is distributed under the GPL-2.0.
 //!
-//! Not served yet: the I2C controller and its CMIS transceivers, the GPIO LEDs, the flash
-//! slots (reads of their addresses fault the core; register accesses in the CSR window that
-//! name no register are answered 0 and counted, [`device::DeviceCounters`]).
+//! The board around the core: the QSPI flash and its controller ([`board::flash`]), the boot
+//! ROM that picks a slot by the boot record and checks its image before the core runs it
+//! ([`bootrom`], [`ElfCore::boot_image`]), and a debug probe running the chip description's
+//! flash algorithm as probe-rs does ([`probe`]).
+//!
+//! Not served to the running image yet: the I2C controller and its CMIS transceivers, the GPIO
+//! LEDs, the flash (reads of its addresses fault the core; register accesses in the CSR window
+//! that name no register are answered 0 and counted, [`device::DeviceCounters`]).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
