@@ -222,6 +222,27 @@ fn new_engine(
         ),
     )
     .map_err(engine("map the CSR window"))?;
+    // The flash's read window (QSPI memory-mapped reads); writes are not a flash operation:
+    // counted and ignored.
+    uc.mmio_map(
+        u64::from(mrc_abi::device::flash::FLASH_BASE),
+        u64::from(mrc_abi::device::flash::FLASH_BYTES),
+        Some(|uc: &mut Unicorn<'_, State>, off: u64, size: usize| {
+            let d = &mut uc.get_data_mut().dev;
+            let mut b = [0u8; 8];
+            let n = size.min(8);
+            if let Some(src) = d.flash.read(off as u32, n) {
+                b[..n].copy_from_slice(src);
+            }
+            u64::from_le_bytes(b)
+        }),
+        Some(
+            |uc: &mut Unicorn<'_, State>, _off: u64, _size: usize, _v: u64| {
+                uc.get_data_mut().dev.counters.unknown_writes += 1;
+            },
+        ),
+    )
+    .map_err(engine("map the flash window"))?;
     uc.add_block_hook(1, 0, |uc: &mut Unicorn<'_, State>, addr: u64, size: u32| {
         let s = uc.get_data_mut();
         if s.dev.stop.is_some() {
@@ -361,6 +382,7 @@ impl ElfCore {
         let old = self.uc.get_data_mut();
         let mut dev = Device::new(self.map.regs);
         dev.counters = old.dev.counters;
+        dev.keep_flash(&mut old.dev);
         dev.reset_cause = match cause {
             Stop::Watchdog => crate::device::RESET_CAUSE_WATCHDOG,
             _ => crate::device::RESET_CAUSE_SOFTWARE,

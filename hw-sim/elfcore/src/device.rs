@@ -16,6 +16,7 @@
 
 use mrc_abi::device::csr::CsrQueueRegs;
 
+use crate::board::flash::{FlashDevice, FlashTiming, ACCESS_NS};
 use crate::map::Regs;
 
 /// The key a watchdog kick must write (the image's `WDT_KICK_KEY`).
@@ -148,6 +149,12 @@ pub struct Device {
     pub admin_cmd: QueueRegs,
     /// Admin replies.
     pub admin_resp: QueueRegs,
+    /// The QSPI flash behind its controller (`FLASH_CTRL_BASE`) and the mapped read window;
+    /// kept across core resets.
+    pub flash: FlashDevice,
+    /// The flash's time: the iteration's time, advanced [`ACCESS_NS`] per controller access
+    /// (a driver polling BUSY within one iteration sees the command finish).
+    flash_clock_ns: u64,
     /// Counters.
     pub counters: DeviceCounters,
     /// Read-pattern state of the timer (see the module docs).
@@ -180,6 +187,8 @@ impl Device {
             orders: QueueRegs::default(),
             admin_cmd: QueueRegs::default(),
             admin_resp: QueueRegs::default(),
+            flash: FlashDevice::new(FlashTiming::TYPICAL),
+            flash_clock_ns: 0,
             counters: DeviceCounters::default(),
             // (the boot's first timer read is the top of the first iteration)
             time: TimeRead::Served,
@@ -216,6 +225,23 @@ impl Device {
             Queue::AdminCmd => &mut self.admin_cmd,
             Queue::AdminResp => &mut self.admin_resp,
         }
+    }
+
+    /// The flash controller's register at window offset `off`, with the flash's time for an
+    /// access to it now.
+    fn flash_at(&mut self, off: u32) -> Option<(u32, u64)> {
+        let o = off.checked_sub(self.regs.flash_ctrl)?;
+        if o >= mrc_abi::device::flash::reg::BLOCK_BYTES {
+            return None;
+        }
+        self.flash_clock_ns = self.flash_clock_ns.max(self.now_ns) + ACCESS_NS;
+        Some((o, self.flash_clock_ns))
+    }
+
+    /// Carries the flash (and its time) over from the device before a core reset.
+    pub(crate) fn keep_flash(&mut self, old: &mut Device) {
+        self.flash = std::mem::replace(&mut old.flash, FlashDevice::new(FlashTiming::INSTANT));
+        self.flash_clock_ns = old.flash_clock_ns;
     }
 
     fn queue_at(&mut self, off: u32) -> Option<(&mut QueueRegs, u32)> {
@@ -263,6 +289,9 @@ impl Device {
             if let Some(v) = q.read(o) {
                 return v;
             }
+        }
+        if let Some((o, t)) = self.flash_at(off) {
+            return self.flash.read_reg(t, o);
         }
         self.counters.unknown_reads += 1;
         0
@@ -317,6 +346,10 @@ impl Device {
             if q.write(o, v) {
                 return;
             }
+        }
+        if let Some((o, t)) = self.flash_at(off) {
+            self.flash.write_reg(t, o, v);
+            return;
         }
         self.counters.unknown_writes += 1;
     }
@@ -404,5 +437,30 @@ mod tests {
         );
         d.write(r.sw_reset, 4, 1);
         assert_eq!(d.stop, Some(Stop::SoftwareReset));
+    }
+
+    #[test]
+    fn the_flash_controller_answers_in_its_block_and_time_passes_per_access() {
+        use mrc_abi::device::flash::{cmd, reg, status};
+        let mut d = dev();
+        let base = d.regs.flash_ctrl;
+        d.write(base + reg::ADDR, 4, 0);
+        d.write(base + reg::CMD, 4, cmd::ERASE_SECTOR);
+        // The iteration's time stands still; the driver's polls move the flash's time on.
+        let mut polls = 0u64;
+        while d.read(base + reg::STATUS, 4) & status::BUSY != 0 {
+            polls += 1;
+        }
+        let erase = FlashTiming::TYPICAL.erase_sector_ns;
+        assert!(polls * ACCESS_NS >= erase - ACCESS_NS && polls * ACCESS_NS <= erase + ACCESS_NS);
+        assert_eq!(d.read(base + reg::ERASES, 4), 1);
+        assert_eq!(d.read(base + reg::STATUS, 4), 0);
+        // Just past the block is no register.
+        assert_eq!(d.read(base + reg::BLOCK_BYTES, 4), 0);
+        assert_eq!(d.counters.unknown_reads, 1);
+        // A core reset keeps the flash.
+        let mut after = dev();
+        after.keep_flash(&mut d);
+        assert_eq!(after.flash.counters().erases, 1);
     }
 }

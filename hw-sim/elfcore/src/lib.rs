@@ -26,9 +26,10 @@
 //! ([`bootrom`], [`ElfCore::boot_image`]), and a debug probe running the chip description's
 //! flash algorithm as probe-rs does ([`probe`]).
 //!
-//! Not served to the running image yet: the I2C controller and its CMIS transceivers, the GPIO
-//! LEDs, the flash (reads of its addresses fault the core; register accesses in the CSR window
-//! that name no register are answered 0 and counted, [`device::DeviceCounters`]).
+//! The running image sees the flash too: its read window and its controller in the CSR window
+//! ([`device::Device::flash`], kept across core resets). Not served yet: the I2C controller
+//! and its CMIS transceivers, the GPIO LEDs (register accesses in the CSR window that name no
+//! register are answered 0 and counted, [`device::DeviceCounters`]).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

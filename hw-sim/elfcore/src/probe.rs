@@ -21,12 +21,10 @@
 
 use unicorn_engine::{Arch, Mode, Prot, RegisterRISCV, Unicorn};
 
-use crate::board::flash::FlashDevice;
+use crate::board::flash::{FlashDevice, ACCESS_NS};
 use crate::map::NicMap;
 use crate::ElfError;
 
-/// Device time per controller register access (an uncached read across the core's bus).
-pub const ACCESS_NS: u64 = 100;
 /// The probe-rs header before the code: two `ebreak`s.
 const EBREAK: u32 = 0x0010_0073;
 /// Instructions one call may run before it counts as hung.

@@ -23,6 +23,10 @@ use mrc_abi::device::flash::{
     SECTOR_BYTES, SECTOR_ERASE_TYPICAL_US,
 };
 
+/// Device time per controller register access (an uncached read or write across the core's
+/// bus): BUSY waits are bus reads, so a polling driver sees time pass.
+pub const ACCESS_NS: u64 = 100;
+
 /// How long commands keep the controller busy, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlashTiming {
