@@ -420,6 +420,21 @@ impl<H: Handler> Simulator<H> {
         }
     }
 
+    /// The handler and a scheduler at the current time (source 0) together, for an owner that
+    /// gives the handler input from outside the event loop (a driver ringing a doorbell).
+    pub fn handler_and_scheduler(&mut self) -> (&mut H, Scheduler<'_>) {
+        (
+            &mut self.handler,
+            Scheduler {
+                queue: &mut self.queue,
+                now: self.now,
+                stats: &mut self.stats,
+                source_key: 0,
+                counter: &mut self.counters[0],
+            },
+        )
+    }
+
     /// Handles events with `time <= limit`, at most `max_events` of them. `now` ends at the last
     /// handled event's time (it is not moved to `limit`).
     pub fn run(&mut self, limit: Time, max_events: u64) -> RunOutcome {
