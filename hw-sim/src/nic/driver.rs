@@ -117,10 +117,13 @@ pub(crate) struct DriverPort {
     by_dev: Vec<u32>,
     /// Reports on their way to host memory, in arrival order.
     out: VecDeque<(Time, DriverEvent)>,
-    /// Send work requests handed to the NIC and not completed.
-    outstanding: u64,
+    /// Per QP position: send work requests handed to the NIC and not completed (a QP
+    /// destroyed or reset drops its own without completions).
+    outstanding: Vec<u32>,
     /// Shards whose engine took an admin change since the last settle.
     dirty: Vec<usize>,
+    /// The NIC's component id (for loopback deliveries), as of the last input.
+    me: ComponentId,
 }
 
 impl DriverPort {
@@ -129,8 +132,9 @@ impl DriverPort {
             open: vec![false; qps],
             by_dev: Vec::new(),
             out: VecDeque::new(),
-            outstanding: 0,
+            outstanding: vec![0; qps],
             dirty: Vec::new(),
+            me: ComponentId(0),
         }
     }
 
@@ -157,7 +161,9 @@ impl DriverPort {
         let e = match w {
             HostWrite::Completion(c) => {
                 if c.kind == CompletionKind::Send {
-                    self.outstanding = self.outstanding.saturating_sub(1);
+                    if let Some(o) = self.outstanding.get_mut(c.qpn as usize) {
+                        *o = o.saturating_sub(1);
+                    }
                 }
                 DriverEvent::Completion(c)
             }
@@ -235,6 +241,18 @@ impl DriverEngine<'_> {
         }
     }
 
+    /// QP `qpn` dropped its work requests without completions.
+    fn forget(&mut self, qpn: u32) {
+        if let Some(o) = self
+            .nic
+            .driver
+            .as_mut()
+            .and_then(|d| d.outstanding.get_mut(qpn as usize))
+        {
+            *o = 0;
+        }
+    }
+
     fn every_shard(&mut self) {
         for k in 0..self.nic.shards.len() {
             self.dirty(k);
@@ -274,6 +292,9 @@ impl QpEngine for DriverEngine<'_> {
             .get_mut(k)
             .ok_or(QpError::UnknownQp { qpn })?;
         e.modify_qp(slot, to, attrs, now_ns)?;
+        if to == QpState::Reset {
+            self.forget(qpn);
+        }
         self.dirty(k);
         Ok(())
     }
@@ -288,6 +309,7 @@ impl QpEngine for DriverEngine<'_> {
         if let Some(c) = self.nic.conns.get_mut(qpn as usize) {
             *c = Conn::new(&cfg, host, NONE);
         }
+        self.forget(qpn);
         if let Some(d) = self.nic.driver.as_mut() {
             if let Some(o) = d.open.get_mut(qpn as usize) {
                 *o = false;
@@ -400,7 +422,10 @@ impl Nic {
         me: ComponentId,
     ) {
         let mut dirty = match self.driver.as_mut() {
-            Some(d) => std::mem::take(&mut d.dirty),
+            Some(d) => {
+                d.me = me;
+                std::mem::take(&mut d.dirty)
+            }
             None => return,
         };
         dirty.sort_unstable();
@@ -438,6 +463,28 @@ impl Nic {
         }
     }
 
+    /// Packet `tx` of a QP connected to this NIC goes into its own receive path (through the
+    /// PSN tracker, as a delivery would; module `dp_clock`).
+    pub(super) fn loop_back(&mut self, mut tx: StagePacket, s: &mut Scheduler<'_>) {
+        let Some(d) = self.driver.as_ref() else {
+            return;
+        };
+        let me = d.me;
+        let qpn = d.nic_qpn(tx.dest_qpn);
+        let (k, slot) = place(&self.pos_of, qpn, self.width);
+        if k >= self.shards.len() {
+            self.counters.unknown_qpn += 1;
+            return;
+        }
+        self.counters.tx_packets += 1;
+        self.counters.tx_payload_bytes += u64::from(tx.payload_len);
+        self.counters.rx_packets += 1;
+        tx.dest_qpn = slot;
+        let now = s.now();
+        let at = self.dp.receive(now, &tx).unwrap_or(now);
+        self.hold_rx(at, k, qpn, tx, s, me);
+    }
+
     /// Send work requests QP `qpn` takes now: what its send queue holds beyond those in the
     /// stage and those being fetched (0 unless the QP is in RTS).
     pub fn driver_room(&self, qpn: u32) -> usize {
@@ -468,10 +515,13 @@ impl Nic {
         let Some(d) = self.driver.as_mut() else {
             return 0;
         };
+        d.me = me;
         if n == 0 {
             return 0;
         }
-        d.outstanding += n as u64;
+        if let Some(o) = d.outstanding.get_mut(qpn as usize) {
+            *o += n as u32;
+        }
         self.counters.doorbells += 1;
         if self.cfg.pcie.ideal {
             for wr in &wrs[..n] {
@@ -508,6 +558,17 @@ impl Nic {
             .is_some_and(|e| e.post_recv(slot, wr_id).is_ok())
     }
 
+    /// The region in slot `slot` of QP `qpn`'s stage (what a [`DriverEvent::Placed`] names).
+    pub fn driver_region(&self, qpn: u32, slot: u16) -> Option<MemRegion> {
+        let (k, _) = place(&self.pos_of, qpn, self.width);
+        self.shards.get(k)?.region(slot)
+    }
+
+    /// Reports on their way to host memory (due or not).
+    pub fn driver_reports(&self) -> usize {
+        self.driver.as_ref().map_or(0, |d| d.out.len())
+    }
+
     /// The next report that reached host memory by `now`.
     pub fn driver_poll(&mut self, now: Time) -> Option<DriverEvent> {
         let d = self.driver.as_mut()?;
@@ -525,10 +586,10 @@ impl Nic {
     pub fn driver_idle(&self) -> bool {
         self.driver
             .as_ref()
-            .is_none_or(|d| d.outstanding == 0 && d.out.is_empty())
+            .is_none_or(|d| d.outstanding.iter().all(|o| *o == 0) && d.out.is_empty())
             && self.hostq.next_ready().is_none()
             && self.dma.bytes == 0
-            && self.dp.tx_waiting_bytes() == 0
+            && self.dp.next_due().is_none()
             && self.shards.iter().all(|e| !e.has_reports())
             && self.cores.iter().all(|c| c.busy_until.is_none())
     }

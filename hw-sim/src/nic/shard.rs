@@ -143,6 +143,10 @@ impl Shard {
     pub(crate) fn post_recv(&mut self, slot: u32, wr_id: u64) -> Result<(), PostError> {
         on!(self, e => e.dp.post_recv(slot, wr_id))
     }
+    /// The region in the stage's slot `slot`.
+    pub(crate) fn region(&self, slot: u16) -> Option<MemRegion> {
+        on!(self, e => e.dp.regions().region(slot))
+    }
     pub(crate) fn destroy_qp(&mut self, slot: u32) -> Result<(), QpError> {
         on!(self, e => e.fw_mut().destroy_qp(slot))
     }

@@ -300,6 +300,12 @@ impl Nic {
         };
         let dst = conn.peer;
         tx.src_qpn = qpn;
+        if dst == self.host {
+            // A QP connected to its own NIC (the driver's host only): the NIC loops it back
+            // into its receive path (never onto the fabric, which has no route to itself).
+            self.loop_back(tx, s);
+            return;
+        }
         let len = tx.payload_len;
         let (plane, route) = match self.cfg.transport {
             Transport::Mrc if self.cfg.mrc_ev_format != EvFormat::Srv6 => (
