@@ -42,7 +42,7 @@ use super::state::RKEY_BIT;
 use super::World;
 use crate::core::sim::Simulator;
 use crate::core::time::{Time, PS_PER_NS};
-use crate::fabric::Fabric;
+use crate::fabric::{Fabric, FabricTotals, Fault};
 use crate::nic::{DriverEngine, DriverEvent, Nic, Transport, SHARD_QPS};
 use crate::run::{Scenario, World as Net, FABRIC};
 
@@ -82,6 +82,8 @@ pub struct ClosCounters {
     pub ev_events: u64,
     /// Send WQEs handed to the NICs.
     pub posted: u64,
+    /// The fabric's totals (packets injected, delivered, dropped by cause, in flight).
+    pub fabric: FabricTotals,
 }
 
 /// The NICs on their fabric.
@@ -151,6 +153,35 @@ impl Clos {
         w.host_input(h, &mut s, |nic, fab, s, me| {
             nic.driver_settle(s.now(), fab, s, me)
         });
+    }
+
+    /// The totals, the fabric's as of now.
+    pub fn counters(&self) -> ClosCounters {
+        ClosCounters {
+            fabric: self.sim.handler().fabric.totals(),
+            ..self.counters
+        }
+    }
+
+    /// A cable event: NIC `i`'s link to `plane` goes down (queued and in-flight packets are
+    /// lost) or comes back, now.
+    pub fn cable(&mut self, i: usize, plane: u8, up: bool) {
+        let h = self.hosts[i];
+        let (w, mut s) = self.sim.handler_and_scheduler();
+        let fab = &w.fabric;
+        if u32::from(plane) >= fab.topology().planes() {
+            return;
+        }
+        let port = fab.topology().host_port(h, u32::from(plane));
+        if let Some(l) = fab.port_link(port) {
+            let f = if up {
+                Fault::LinkUp(l)
+            } else {
+                Fault::LinkDown(l)
+            };
+            let now = s.now();
+            let _ = fab.schedule_fault(&mut s, now, f);
+        }
     }
 
     /// The NICs are idle and the fabric empty.
@@ -552,6 +583,13 @@ impl World {
             c.settle(i);
         }
         self.flush(i, qpn, now);
+    }
+
+    /// A cable of NIC `i` to `plane` was pulled (`up == false`) or plugged back.
+    pub(crate) fn clos_cable(&mut self, i: usize, plane: u8, up: bool) {
+        if let Some(c) = self.clos.as_mut() {
+            c.cable(i, plane, up);
+        }
     }
 
     /// NIC `i`'s port on `plane` became (non-)operational: its engines learn it.

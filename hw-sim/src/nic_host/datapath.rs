@@ -354,6 +354,11 @@ impl World {
         let was = n.port_admin[p] && n.port_link[p];
         n.port_link[p] = up;
         n.publish_port(p);
+        if self.clos.is_some() {
+            let plane = self.nics[i].port_plane(p);
+            self.clos_cable(i, plane, up);
+        }
+        let n = &mut self.nics[i];
         let oper = n.port_admin[p] && up;
         if oper != was {
             let plane = n.port_plane(p);

@@ -21,11 +21,17 @@
 //!   event is posted.
 //! - [`SimNic::surprise_remove`]: every later MMIO read returns all ones, writes are dropped.
 //!
-//! Two delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
-//! above); [`SimHost::with_fabric`] runs the real MRC datapath stage and firmware engine on
-//! every NIC and carries packets
-//! between NICs over seeded lossy multipath channels with plane outages and cable pulls
-//! (`fabric` module), in virtual time that each doorbell advances until the fabric is idle.
+//! Three delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
+//! above); [`SimHost::on_clos`] puts every NIC's device side on the simulator's NIC model
+//! ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC image's main loop on timed
+//! cores, PCIe at TLP granularity) on a multi-plane Clos fabric ([`crate::fabric`]), in
+//! virtual time that each doorbell advances until the NICs are idle and the fabric empty
+//! (`clos` module; a cable pull, [`SimNic::set_link`], takes the NIC's link to that plane
+//! down); [`SimHost::with_fabric`] runs the datapath stage and firmware engine on every NIC
+//! and carries packets between NICs over the firmware test kit's seeded lossy multipath
+//! channels with scheduled fault windows (`fabric` and `faults` modules), in virtual time that
+//! each doorbell advances until the channels are idle. The fault windows, slow DMA, frame
+//! corruption and injected frames exist in that mode only.
 //!
 //! Defaults (documented device behaviour): EV profile 0 and CC profile 0 mean the device
 //! defaults (an AUTO UDP profile of `max_evs_per_qp` EVs and the default NSCC parameters).
@@ -285,7 +291,7 @@ impl SimHost {
 
     /// Clos-mode totals (`None` in the other modes).
     pub fn clos_counters(&self) -> Option<ClosCounters> {
-        lock(&self.world).clos.as_ref().map(|c| c.counters)
+        lock(&self.world).clos.as_ref().map(|c| c.counters())
     }
 
     /// Fabric mode: plane `plane` fails at `down_ns` and comes back at `up_ns` (virtual
