@@ -1,5 +1,7 @@
-//! Whole-API tests against the simulated NIC host interface (two NICs in loopback), using only
-//! the public API the way an OCP MRC application and controller would.
+//! Whole-API tests against the simulated NIC host interface, using only the public API the way
+//! an OCP MRC application and controller would. The two NICs are the simulator's NIC model
+//! (datapath stage, the NIC image's main loop on its cores, PCIe) on different leaves of a
+//! 4-plane Clos fabric (`SimHost::clos_pair`).
 
 use std::net::TcpListener;
 use std::thread;
@@ -143,7 +145,7 @@ fn pattern(seed: u8, len: usize) -> Vec<u8> {
 
 #[test]
 fn two_apps_write_and_write_imm_over_tcp_exchange() {
-    let host = SimHost::loopback_pair().unwrap();
+    let host = SimHost::clos_pair().unwrap();
     let (ca, aa) = open(&host.nics()[0]);
     let (cb, ab) = open(&host.nics()[1]);
     let (eva, cca) = controller_setup(&ca);
@@ -273,11 +275,15 @@ fn two_apps_write_and_write_imm_over_tcp_exchange() {
     let mut p = [0u8; 4];
     a.mr.read(10, &mut p).unwrap();
     assert_eq!(&p, b"pong");
+    // Every byte crossed the fabric and was placed by the receiving NIC's stage.
+    let c = host.clos_counters().expect("Clos mode");
+    assert_eq!(c.place_failed, 0);
+    assert_eq!(c.bytes_placed, 4096 + 4000 + 64 + 64 + 4096 + 4);
 }
 
 #[test]
 fn controller_ops_events_and_probes() {
-    let host = SimHost::loopback_pair().unwrap();
+    let host = SimHost::clos_pair().unwrap();
     let (c, a) = open(&host.nics()[0]);
     assert!(matches!(
         Controller::new(&a),
@@ -398,7 +404,7 @@ fn controller_ops_events_and_probes() {
 
 #[test]
 fn misuse_is_a_typed_error() {
-    let host = SimHost::loopback_pair().unwrap();
+    let host = SimHost::clos_pair().unwrap();
     let (_c, a) = open(&host.nics()[0]);
     let pd = a.alloc_pd().unwrap();
     let mr = pd.reg_mr(4096, Access::ALL).unwrap();
@@ -412,6 +418,16 @@ fn misuse_is_a_typed_error() {
     ));
     let cq = a.create_cq(16, None).unwrap();
     let mut qp = pd
+        .create_qp(&QpInitAttr {
+            send_cq: &cq,
+            recv_cq: &cq,
+            sq_depth: 4,
+            rq_depth: 4,
+            hint: QpHint::default(),
+        })
+        .unwrap();
+    // The responder of `qp`'s writes: another QP of the same NIC (the NIC loops them back).
+    let mut peer = pd
         .create_qp(&QpInitAttr {
             send_cq: &cq,
             recv_cq: &cq,
@@ -473,6 +489,12 @@ fn misuse_is_a_typed_error() {
         })
     ));
     qp.modify_rtr(&RtrAttr {
+        dest_qpn: peer.qpn(),
+        ..rtr
+    })
+    .unwrap();
+    peer.modify_init(&InitAttr::default()).unwrap();
+    peer.modify_rtr(&RtrAttr {
         dest_qpn: qp.qpn(),
         ..rtr
     })
@@ -564,7 +586,7 @@ fn misuse_is_a_typed_error() {
 
 #[test]
 fn surprise_removal_fails_every_object_without_hanging() {
-    let host = SimHost::loopback_pair().unwrap();
+    let host = SimHost::clos_pair().unwrap();
     let nic = &host.nics()[0];
     let (c, a) = open(nic);
     let pd = a.alloc_pd().unwrap();
@@ -610,7 +632,7 @@ fn surprise_removal_fails_every_object_without_hanging() {
 
 #[test]
 fn completion_channel_fires_on_armed_cq() {
-    let host = SimHost::loopback_pair().unwrap();
+    let host = SimHost::clos_pair().unwrap();
     let (_c, a) = open(&host.nics()[0]);
     let ch = a.create_comp_channel().unwrap();
     let _fd = ch.fd().unwrap();
@@ -644,7 +666,7 @@ fn completion_channel_fires_on_armed_cq() {
 /// are typed errors.
 #[test]
 fn user_memory_registration_uses_the_applications_own_bytes() {
-    let host = SimHost::loopback_pair().unwrap();
+    let host = SimHost::clos_pair().unwrap();
     let (_ca, aa) = open(&host.nics()[0]);
     let (_cb, ab) = open(&host.nics()[1]);
     let mut a = app(aa, 0, 0);

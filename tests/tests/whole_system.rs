@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use mrc_driver::api::connect::{exchange_client, exchange_server, ConnInfo};
 use mrc_driver::api::*;
+use mrc_sim::fabric::DropCause;
 use mrc_sim::nic_host::{ChannelConfig, FabricConfig, SimHost, SimNicConfig};
 use mrc_tests::hosts::{self, Endpoint, EvPlan, HostApp, Msg};
 
@@ -356,10 +357,18 @@ fn ring_campaign() {
 /// Two hosts, a blackholed EV and 2 % loss; a cable of host 0 is pulled between two batches
 /// and plugged back in before the third.
 fn cable_pull(cfg: FabricConfig) {
-    let seed = cfg.seed;
     let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), cfg).expect("host");
-    let mut a = host_app(&host, 0);
-    let mut b = host_app(&host, 1);
+    pull_a_cable_between_batches(&host, cfg.seed);
+    let c = host.fabric_counters().expect("fabric mode");
+    assert!(c.channel.blackholed > 0, "{c:?}");
+}
+
+/// 60 messages from host 0 to host 1 in three batches; host 0's cable to plane 2 is pulled
+/// after the first and plugged back before the third. Every message arrives once, with
+/// every byte; one PORT_DOWN and one PORT_UP.
+fn pull_a_cable_between_batches(host: &SimHost, seed: u64) {
+    let mut a = host_app(host, 0);
+    let mut b = host_app(host, 1);
     let (of_a, of_b) = exchange((&b, 0), (&a, 0));
     connect(&mut a, 0, &of_b);
     connect(&mut b, 0, &of_a);
@@ -377,8 +386,30 @@ fn cable_pull(cfg: FabricConfig) {
     check(seed, (&mut a, 0), (&mut b, 0), &msgs, &src);
     let (down, up) = port_events(&a);
     assert_eq!((down, up), (1, 1), "one cable pull, one plug");
-    let c = host.fabric_counters().expect("fabric mode");
-    assert!(c.channel.blackholed > 0, "{c:?}");
+}
+
+/// The cable pull on the Clos fabric (`SimHost::clos_pair`: the simulator's NIC model on two
+/// leaves of a 4-plane leaf-spine). Host 0's engines retire the plane's EVs at PORT_DOWN, so it
+/// sends nothing into the pulled cable; host 1 learns of it only by losses, so its packets
+/// toward host 0 on that plane die at the last leaf (the uSID route's port is down), and
+/// every message still arrives.
+#[test]
+fn cable_pull_on_the_clos_fabric() {
+    let host = SimHost::clos_pair().expect("host");
+    pull_a_cable_between_batches(&host, 5);
+    let c = host.clos_counters().expect("Clos mode");
+    assert_eq!(c.place_failed, 0);
+    assert!(c.fabric.delivered > 0 && c.fabric.conserved(), "{c:?}");
+    assert_eq!(c.fabric.dropped(DropCause::LinkDown), 0, "{c:?}");
+    assert!(
+        c.fabric.dropped(DropCause::UsidPortDown) > 0,
+        "the pull reached the fabric"
+    );
+    assert_eq!(
+        c.fabric.dropped_total(),
+        c.fabric.dropped(DropCause::UsidPortDown),
+        "{c:?}"
+    );
 }
 
 fn blackhole_and_loss(seed: u64) -> FabricConfig {

@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn update_reboot_rollback_reboot_runs_the_old_image_again() {
-        let host = SimHost::loopback_pair().unwrap();
+        let host = SimHost::clos_pair().unwrap();
         let nic = host.nic(0).unwrap();
         let cfg = DeviceConfig::default();
         let body = vec![0x5a; 70_000];

@@ -1,5 +1,6 @@
 //! mrcctl: inspect and drive MRC NICs, real (`--dev BDF`, through VFIO) or simulated
-//! (`--sim default`: two NICs of `mrc_sim::nic_host` in loopback).
+//! (`--sim default`: two NICs of `mrc_sim::nic_host` on a 4-plane Clos fabric, the simulator's NIC
+//! model behind each).
 //!
 //! Every failure prints one clear line on stderr naming the device and exits with code 2;
 //! `--json` prints only JSON on stdout.
@@ -183,7 +184,7 @@ fn open(cli: &Cli) -> Result<Target, Fail> {
     match (&cli.sim, &cli.dev) {
         (Some(_), Some(_)) => Err(Fail("give either --sim or --dev, not both".into())),
         (Some(s), None) if s == "default" => {
-            let host = SimHost::loopback_pair()?;
+            let host = SimHost::clos_pair()?;
             let a = Context::from_backend(
                 host.nics()[0].backend(),
                 &DeviceConfig::default(),

@@ -64,7 +64,22 @@ fn side(ctx: &Context, qps: u32, buf: usize) -> Result<Side, Fail> {
     })
 }
 
-fn connect(a: &mut Side, b: &mut Side, ga: [u8; 16], gb: [u8; 16]) -> Result<(), Fail> {
+/// Window (units of 128 PSNs) and Write-with-Immediate depth the QPs ask for, within what both
+/// devices hold (QUERY_LIMITS).
+const MPR: u32 = 8;
+const MAX_WIMM: u32 = 64;
+
+fn connect(
+    a: &mut Side,
+    b: &mut Side,
+    (ga, gb): ([u8; 16], [u8; 16]),
+    limits: [&mrc_driver::device::Limits; 2],
+) -> Result<(), Fail> {
+    let mpr = limits.iter().fold(MPR, |m, l| m.min(l.max_mpr)).max(1) as u16;
+    let wimm = limits
+        .iter()
+        .fold(MAX_WIMM, |m, l| m.min(l.max_wimm).min(l.max_wimm_dest))
+        .max(1) as u16;
     for (qa, qb) in a.qps.iter_mut().zip(b.qps.iter_mut()) {
         let (na, nb) = (qa.qpn(), qb.qpn());
         for (q, peer, gid) in [(&mut *qa, nb, gb), (&mut *qb, na, ga)] {
@@ -72,14 +87,14 @@ fn connect(a: &mut Side, b: &mut Side, ga: [u8; 16], gb: [u8; 16]) -> Result<(),
                 dest_qpn: peer,
                 remote_addr: gid,
                 rq_psn: 0,
-                responder_mpr: 8,
-                max_wimm: 64,
+                responder_mpr: mpr,
+                max_wimm: wimm,
                 dynamic_mpr: false,
             })?;
             q.modify_rts(&RtsAttr {
                 sq_psn: 0,
-                requester_mpr: 8,
-                max_wimm: 64,
+                requester_mpr: mpr,
+                max_wimm: wimm,
                 retry_count: 7,
                 ack_timeout_exp: 14,
             })?;
@@ -101,7 +116,12 @@ fn setup(t: &Target, args: &PerfArgs) -> Result<(Side, Side, usize), Fail> {
     let app_a = Context::from_device(t.ctl.device(), Role::Application);
     let mut a = side(&app_a, args.qps, max)?;
     let mut b = side(&t.peer, args.qps, max)?;
-    connect(&mut a, &mut b, app_a.gid(), t.peer.gid())?;
+    connect(
+        &mut a,
+        &mut b,
+        (app_a.gid(), t.peer.gid()),
+        [&app_a.attrs().table_limits, &t.peer.attrs().table_limits],
+    )?;
     Ok((a, b, max))
 }
 

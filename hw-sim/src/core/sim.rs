@@ -411,13 +411,22 @@ impl<H: Handler> Simulator<H> {
     /// A scheduler at the current time, for the owner to seed events through the same API the
     /// handler uses (source 0).
     pub fn scheduler(&mut self) -> Scheduler<'_> {
-        Scheduler {
-            queue: &mut self.queue,
-            now: self.now,
-            stats: &mut self.stats,
-            source_key: 0,
-            counter: &mut self.counters[0],
-        }
+        self.handler_and_scheduler().1
+    }
+
+    /// The handler and a scheduler at the current time (source 0) together, for an owner that
+    /// gives the handler input from outside the event loop (a driver ringing a doorbell).
+    pub fn handler_and_scheduler(&mut self) -> (&mut H, Scheduler<'_>) {
+        (
+            &mut self.handler,
+            Scheduler {
+                queue: &mut self.queue,
+                now: self.now,
+                stats: &mut self.stats,
+                source_key: 0,
+                counter: &mut self.counters[0],
+            },
+        )
     }
 
     /// Handles events with `time <= limit`, at most `max_events` of them. `now` ends at the last

@@ -191,7 +191,7 @@ impl DpClock {
             .collect()
     }
 
-    fn next_due(&self) -> Option<Time> {
+    pub(super) fn next_due(&self) -> Option<Time> {
         let tx = self.tx_wait.front().map(|w| w.0);
         let rx = self.rx_wait.front().map(|w| w.0);
         match (tx, rx) {

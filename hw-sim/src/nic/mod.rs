@@ -83,6 +83,7 @@
 mod config;
 mod cores;
 mod dp_clock;
+mod driver;
 mod flows;
 pub mod fw_cost;
 mod pair;
@@ -98,12 +99,13 @@ pub mod wire;
 
 pub use config::{NicConfig, NicCounters, NicError, Transport};
 pub use cores::{Cpi, FirmwareConfig, MAX_CORES};
+pub use driver::{DriverEngine, DriverEvent};
 pub(crate) use pair::{HostWrite, Pair};
 pub use pcie::{FcCredits, PcieConfig};
 pub use plan::{Peer, QpPlan};
 pub use report::{BlockReport, FirmwareReport, NicReport, PcieReport};
 pub use setup::cc_base_rtt;
-use setup::{add_datapath, add_engine, add_tx, qp_attrs};
+use setup::{add_datapath, add_engine, add_tx, qp_attrs, shard_configs};
 use shard::Shard;
 pub use shard::{NarrowShard, WideShard, EVS, MAX_PLANES, NARROW_QPS, SHARD_QPS, WIN};
 use side::SideTable;
@@ -112,15 +114,13 @@ use mrc_abi::wire::EvFormat;
 pub use mrc_firmware::datapath::packet::Packet as StagePacket;
 use mrc_firmware::datapath::packet::SendWr;
 use mrc_firmware::datapath::placement::{Access, MemRegion};
-use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters, QpView, TxCounters};
-use mrc_firmware::datapath::AckGenConfig;
-use mrc_firmware::engine::cc::NsccParams;
+use mrc_firmware::datapath::stage::{DatapathCounters, QpView, TxCounters};
 use mrc_firmware::engine::ev_state::EvStats;
-use mrc_firmware::engine::{EngineConfig, EngineCounters, FwQpView, QpState};
+use mrc_firmware::engine::{EngineCounters, FwQpView, QpState};
 
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
-use crate::core::time::{Duration, Time, PS_PER_NS, PS_PER_S};
+use crate::core::time::{Duration, Time, PS_PER_NS};
 use crate::fabric::{Fabric, PortId};
 use crate::workload::{Flow, FlowResult};
 use cores::Core;
@@ -182,6 +182,26 @@ struct Conn {
     last_una: u32,
     last_progress: Time,
     max_stall: Duration,
+}
+
+impl Conn {
+    /// `host`'s connection toward `peer`: its seeded flow hash and path base.
+    fn new(cfg: &NicConfig, host: u32, peer: u32) -> Conn {
+        let mut h = cfg.seed ^ (u64::from(host) << 32) ^ u64::from(peer);
+        // The same for both ends: an ACK, sent on the EV of the packet it answers, takes
+        // the spine that packet took.
+        let mut pair =
+            cfg.seed ^ 0x7061_7468 ^ (u64::from(host.min(peer)) << 32) ^ u64::from(host.max(peer));
+        Conn {
+            peer,
+            flow_hash: splitmix64(&mut h),
+            path_base: (splitmix64(&mut pair) >> 32) as u32,
+            next_va: REGION_VA,
+            last_una: 0,
+            last_progress: Time::ZERO,
+            max_stall: Duration::ZERO,
+        }
+    }
 }
 
 /// One host's NIC.
@@ -251,6 +271,9 @@ pub struct Nic {
     /// `spray-oblivious`: the per-packet random route (None for the other transports).
     spray: Option<spray::SpraySelector>,
     counters: NicCounters,
+    /// The host is the driver (module `driver`), not the flow table: `None` for a NIC of a
+    /// scenario's workload.
+    driver: Option<Box<driver::DriverPort>>,
 }
 
 fn ns(t: Time) -> u64 {
@@ -352,41 +375,7 @@ impl Nic {
         cfg.pcie
             .validate()
             .map_err(|_| NicError::Config("pcie: a value out of range (PcieConfig::validate)"))?;
-        let ecfg = EngineConfig {
-            reorder_tx: cfg.reorder_tx,
-            // RACK's window: a hole is lost once a packet sent one unloaded fabric RTT after
-            // it arrived. Spraying's reordering is the paths' queueing skew, a good part of an
-            // RTT on a loaded fabric: a shorter window infers spurious losses by the thousand.
-            reorder_ns: u32::try_from(cfg.base_rtt.as_ps() / PS_PER_NS).unwrap_or(u32::MAX),
-            ..EngineConfig::default()
-        };
-        let dcfg = DatapathConfig {
-            mtu_payload: cfg.mtu_payload,
-            ack: AckGenConfig {
-                coalesce_pkts: ACK_COALESCE_PKTS,
-                coalesce_ns: ACK_COALESCE_NS,
-                ack_on_gap: true,
-            },
-            ..DatapathConfig::default()
-        };
-        let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes));
-        // NSCC's base RTT is the fabric's unloaded RTT: its queueing delay is the samples'
-        // excess over it. See `cc_base_rtt`.
-        let rtt_ns = (cfg.base_rtt.as_ps() / PS_PER_NS).max(1);
-        let mut nscc = NsccParams::for_link(nic_bps, rtt_ns, cfg.mtu_payload)
-            .map_err(|_| NicError::Engine("NSCC parameters"))?;
-        // Each sending QP starts with its share of the NIC's bandwidth-delay product (it may
-        // grow to the whole): 63 QPs of an all-to-all each starting at the full BDP put 63
-        // BDPs into the fabric at once (a permutation, one sending QP, is unchanged).
-        // The window must cover what an ACK really takes on an idle fabric (coalescing and the
-        // NIC's port backlog on top of the fabric RTT, `cc_base_rtt`), or a lone QP cannot
-        // fill its link; NSCC's delay target stays on the fabric RTT.
-        let loaded_bdp = u64::try_from(
-            u128::from(nic_bps) * u128::from(cc_base_rtt(&cfg).as_ps()) / 8 / u128::from(PS_PER_S),
-        )
-        .unwrap_or(u64::MAX);
-        nscc.init_cwnd_bytes = nscc.init_cwnd_bytes.max(loaded_bdp);
-        nscc.max_cwnd_bytes = nscc.max_cwnd_bytes.max(loaded_bdp.saturating_mul(3) / 2);
+        let (dcfg, ecfg, mut nscc) = shard_configs(&cfg)?;
         let mut senders: Vec<u32> = flows.iter().map(|f| f.dst).collect();
         senders.sort_unstable();
         senders.dedup();
@@ -441,24 +430,7 @@ impl Nic {
         for e in &mut shards {
             e.pump(0, &mut writes);
         }
-        for p in peers {
-            let mut h = cfg.seed ^ (u64::from(host) << 32) ^ u64::from(p.host);
-            // The same for both ends: an ACK, sent on the EV of the packet it answers, takes
-            // the spine that packet took.
-            let mut pair = cfg.seed
-                ^ 0x7061_7468
-                ^ (u64::from(host.min(p.host)) << 32)
-                ^ u64::from(host.max(p.host));
-            conns.push(Conn {
-                peer: p.host,
-                flow_hash: splitmix64(&mut h),
-                path_base: (splitmix64(&mut pair) >> 32) as u32,
-                next_va: REGION_VA,
-                last_una: 0,
-                last_progress: Time::ZERO,
-                max_stall: Duration::ZERO,
-            });
-        }
+        conns.extend(peers.iter().map(|p| Conn::new(&cfg, host, p.host)));
         let shard_count = shards.len();
         // (the setup's reports passed no CSR queue: the datapath clock starts after them)
         let csr_seen = shards.iter().map(|e| e.moved().0).collect();
@@ -521,6 +493,7 @@ impl Nic {
             spray: (cfg.transport == Transport::SprayOblivious)
                 .then(|| spray::SpraySelector::new(cfg.seed, host)),
             counters: NicCounters::default(),
+            driver: None,
         })
     }
 
@@ -727,6 +700,9 @@ impl Nic {
             self.dma.next_ready(),
             self.hostq.next_ready(),
             self.flows.next_finish(),
+            self.driver
+                .as_ref()
+                .and_then(|d| d.next_due_after(self.now)),
         ]
         .into_iter()
         .flatten()

@@ -209,10 +209,11 @@ impl<C: Capacity> Pair<C> {
         }
     }
 
-    /// Whether the stage has reports for the firmware (a pump's carried ones included).
+    /// Whether the stage has reports for the firmware (a pump's carried ones included, and
+    /// those a QP keeps until they are polled: an immediate whose every PSN was placed).
     #[inline]
     pub(crate) fn has_reports(&self) -> bool {
-        self.carry_len > 0 || self.dp.events_pending() > 0
+        self.carry_len > 0 || self.dp.has_events()
     }
 
     /// The stage's reports, oldest first, into the front of `out` (for a firmware core's CSR

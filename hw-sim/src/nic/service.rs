@@ -76,7 +76,11 @@ impl Nic {
             self.counters.bad_payload += 1;
             return;
         }
-        let qpn = p.dest_qpn;
+        // (the driver's QPs: the wire carries the device QPN the applications exchanged)
+        let qpn = match &self.driver {
+            Some(d) => d.nic_qpn(p.dest_qpn),
+            None => p.dest_qpn,
+        };
         let (k, slot) = place(&self.pos_of, qpn, self.width);
         if k >= self.shards.len() {
             self.counters.unknown_qpn += 1;
@@ -121,11 +125,20 @@ impl Nic {
                 return;
             }
         };
-        if let RxVerdict::Place { offset, len, .. } = verdict {
+        if let RxVerdict::Place {
+            slot, offset, len, ..
+        } = verdict
+        {
             self.counters.placed_bytes += u64::from(len);
-            if !self.cfg.pcie.ideal {
-                // Posted writes to host memory (the transport does not wait for them).
-                self.link.write(now, offset, len);
+            // Posted writes to host memory (the transport does not wait for them).
+            let seen = if self.cfg.pcie.ideal {
+                now
+            } else {
+                self.link.write(now, offset, len)
+            };
+            if let Some(d) = self.driver.as_mut() {
+                let src_host = self.conns.get(qpn as usize).map_or(u32::MAX, |c| c.peer);
+                d.placed(seen, qpn, src_host, p, slot, offset, len);
             }
         }
         if matches!(p.body, PacketBody::Ack(_) | PacketBody::Nack(_)) {
@@ -274,6 +287,17 @@ impl Nic {
             for w in writes.drain(..) {
                 // Each is a record written to host memory: the host sees it when it arrived.
                 let seen = self.host_write(now, &w);
+                if let Some(d) = self.driver.as_mut() {
+                    // The driver's host: the device side writes the CQE or event record.
+                    d.wrote(seen, w);
+                    if let HostWrite::Completion(c) = w {
+                        self.hostq.saw(c.qpn, seen);
+                        if c.status.is_err() {
+                            self.counters.completion_errors += 1;
+                        }
+                        continue;
+                    }
+                }
                 match w {
                     HostWrite::EvEvent {
                         qpn,

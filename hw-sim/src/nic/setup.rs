@@ -1,14 +1,16 @@
 //! Shard setup helpers: QP attributes, counter sums, the congestion-control RTT.
 
-use mrc_firmware::datapath::stage::{DatapathCounters, TxCounters};
+use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters, TxCounters};
+use mrc_firmware::datapath::AckGenConfig;
 use mrc_firmware::engine::cc::NsccParams;
 use mrc_firmware::engine::ev_state::EvConfig;
-use mrc_firmware::engine::{CcProfile, EngineCounters, EvProfile, QpAttrs};
+use mrc_firmware::engine::{CcProfile, EngineConfig, EngineCounters, EvProfile, QpAttrs};
 
 use super::{
-    NicConfig, Transport, ACK_COALESCE_NS, ACK_COALESCE_PKTS, EVS, HEADER_BYTES, PUMP_BACKLOG_PKTS,
+    NicConfig, NicError, Transport, ACK_COALESCE_NS, ACK_COALESCE_PKTS, EVS, HEADER_BYTES,
+    PUMP_BACKLOG_PKTS,
 };
-use crate::core::time::{Duration, PS_PER_S};
+use crate::core::time::{Duration, PS_PER_NS, PS_PER_S};
 
 /// `t.f += c.f` for each field `f` of the sums and `t.m = max(t.m, c.m)` for each of the
 /// maxima; every field of `$T` must be named (a new counter fails the build here).
@@ -58,6 +60,53 @@ pub fn cc_base_rtt(cfg: &NicConfig) -> Duration {
     cfg.base_rtt
         .saturating_add(coalesce)
         .saturating_add(backlog)
+}
+
+/// The stage's and the engine's configuration of every shard of a NIC with `cfg`, and the
+/// NSCC parameters of a QP that has the whole NIC to itself (its initial window the NIC's
+/// loaded bandwidth-delay product).
+///
+/// # Errors
+/// [`NicError::Engine`] when the link yields no valid NSCC parameters.
+pub(crate) fn shard_configs(
+    cfg: &NicConfig,
+) -> Result<(DatapathConfig, EngineConfig, NsccParams), NicError> {
+    let ecfg = EngineConfig {
+        reorder_tx: cfg.reorder_tx,
+        // RACK's window: a hole is lost once a packet sent one unloaded fabric RTT after
+        // it arrived. Spraying's reordering is the paths' queueing skew, a good part of an
+        // RTT on a loaded fabric: a shorter window infers spurious losses by the thousand.
+        reorder_ns: u32::try_from(cfg.base_rtt.as_ps() / PS_PER_NS).unwrap_or(u32::MAX),
+        ..EngineConfig::default()
+    };
+    let dcfg = DatapathConfig {
+        mtu_payload: cfg.mtu_payload,
+        ack: AckGenConfig {
+            coalesce_pkts: ACK_COALESCE_PKTS,
+            coalesce_ns: ACK_COALESCE_NS,
+            ack_on_gap: true,
+        },
+        ..DatapathConfig::default()
+    };
+    let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes));
+    // NSCC's base RTT is the fabric's unloaded RTT: its queueing delay is the samples'
+    // excess over it. See `cc_base_rtt`.
+    let rtt_ns = (cfg.base_rtt.as_ps() / PS_PER_NS).max(1);
+    let mut nscc = NsccParams::for_link(nic_bps, rtt_ns, cfg.mtu_payload)
+        .map_err(|_| NicError::Engine("NSCC parameters"))?;
+    // Each sending QP starts with its share of the NIC's bandwidth-delay product (it may
+    // grow to the whole; `Nic::new` divides it): 63 QPs of an all-to-all each starting at the
+    // full BDP put 63 BDPs into the fabric at once (a permutation, one sending QP, is
+    // unchanged). The window must cover what an ACK really takes on an idle fabric
+    // (coalescing and the NIC's port backlog on top of the fabric RTT, `cc_base_rtt`), or a
+    // lone QP cannot fill its link; NSCC's delay target stays on the fabric RTT.
+    let loaded_bdp = u64::try_from(
+        u128::from(nic_bps) * u128::from(cc_base_rtt(cfg).as_ps()) / 8 / u128::from(PS_PER_S),
+    )
+    .unwrap_or(u64::MAX);
+    nscc.init_cwnd_bytes = nscc.init_cwnd_bytes.max(loaded_bdp);
+    nscc.max_cwnd_bytes = nscc.max_cwnd_bytes.max(loaded_bdp.saturating_mul(3) / 2);
+    Ok((dcfg, ecfg, nscc))
 }
 
 pub(crate) fn qp_attrs(cfg: &NicConfig, nscc: NsccParams, dest: u32) -> QpAttrs {

@@ -139,6 +139,45 @@ impl Shard {
     pub(crate) fn post_send(&mut self, slot: u32, wr: SendWr) -> Result<(), PostError> {
         on!(self, e => e.dp.post_send(slot, wr))
     }
+    /// A receive work request for QP `slot` (its `wr_id` comes back in the completion).
+    pub(crate) fn post_recv(&mut self, slot: u32, wr_id: u64) -> Result<(), PostError> {
+        on!(self, e => e.dp.post_recv(slot, wr_id))
+    }
+    /// The region in the stage's slot `slot`.
+    pub(crate) fn region(&self, slot: u16) -> Option<MemRegion> {
+        on!(self, e => e.dp.regions().region(slot))
+    }
+    pub(crate) fn destroy_qp(&mut self, slot: u32) -> Result<(), QpError> {
+        on!(self, e => e.fw_mut().destroy_qp(slot))
+    }
+    pub(crate) fn deregister_region(&mut self, rkey: u32) {
+        on!(self, e => { let _ = e.dp.deregister_region(rkey); })
+    }
+    /// Denies (`allow == false`) or allows EV `ev` of QP `slot` (the engine's min-active guard
+    /// may refuse a denial).
+    pub(crate) fn set_ev_allowed(&mut self, now_ns: u64, slot: u32, ev: u16, allow: bool) {
+        on!(self, e => { let _ = e.fw_mut().set_ev_allowed(now_ns, slot, ev, allow); })
+    }
+    /// The NIC's port on `plane` became (non-)operational.
+    pub(crate) fn plane(&mut self, now_ns: u64, plane: u8, up: bool) {
+        on!(self, e => if up {
+            e.fw_mut().handle_plane_up(now_ns, plane);
+        } else {
+            e.fw_mut().handle_plane_down(now_ns, plane);
+        })
+    }
+    /// Moves the engine's pending commands into the stage at once (no firmware time: the
+    /// admin path's QP contexts and region writes); host writes go to `host`.
+    pub(crate) fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) {
+        let mut buf = [CsrEntry::ZERO; 16];
+        loop {
+            let n = self.fw_commands(&mut buf);
+            if n == 0 {
+                return;
+            }
+            self.dp_commands(now_ns, &buf[..n], host);
+        }
+    }
     #[inline]
     pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
         on!(self, e => e.poll_timeout())

@@ -93,20 +93,26 @@ impl Nic {
             conn.next_va = REGION_VA + off % (REGION_LEN / 2);
         }
         if !batch.is_empty() {
-            // The doorbell (the SQ producer index), then the WQEs, read from the ring (two
-            // reads when the batch wraps).
-            let host_at = self.hostq.host_time(qpn, now);
-            let at = self.link.doorbell(host_at, pcie::DOORBELL_BYTES);
-            let n = batch.len() as u32;
-            let (addr, first) = self.hostq.ring_slot(qpn, n, SEND_QUEUE as u32);
-            let mut done = self.link.read(at, addr, first * pcie::WQE_BYTES);
-            if first < n {
-                let wrapped = addr - addr % (SEND_QUEUE as u64 * u64::from(pcie::WQE_BYTES));
-                done = done.max(self.link.read(at, wrapped, (n - first) * pcie::WQE_BYTES));
-            }
-            self.hostq.push(done, qpn, batch.drain(..));
+            self.ring(now, qpn, &mut batch);
         }
         self.wr_buf = batch;
+    }
+
+    /// The host rang QP `qpn`'s send doorbell for `batch` (its new WQEs in ring order, taken
+    /// out): the doorbell write (the SQ producer index), then the WQEs read from the ring (two
+    /// reads when the batch wraps); the stage sees them when the reads completed
+    /// ([`Nic::fetched`]).
+    pub(super) fn ring(&mut self, now: Time, qpn: u32, batch: &mut Vec<SendWr>) {
+        let host_at = self.hostq.host_time(qpn, now);
+        let at = self.link.doorbell(host_at, pcie::DOORBELL_BYTES);
+        let n = batch.len() as u32;
+        let (addr, first) = self.hostq.ring_slot(qpn, n, SEND_QUEUE as u32);
+        let mut done = self.link.read(at, addr, first * pcie::WQE_BYTES);
+        if first < n {
+            let wrapped = addr - addr % (SEND_QUEUE as u64 * u64::from(pcie::WQE_BYTES));
+            done = done.max(self.link.read(at, wrapped, (n - first) * pcie::WQE_BYTES));
+        }
+        self.hostq.push(done, qpn, batch.drain(..));
     }
 
     /// A work request of `qpn` whose WQE the NIC fetched at `now`: into its stage.
@@ -116,6 +122,11 @@ impl Nic {
             return;
         };
         if e.post_send(slot, wr).is_err() {
+            if let Some(d) = self.driver.as_mut() {
+                // (the driver's host posts only what the send queue has room for)
+                d.refused(now, qpn, wr.wr_id);
+                return;
+            }
             // The QP left RTS while its WQE was on the way (the host's queue had room for
             // it, so nothing else refuses it): its flow fails, as `post` fails a dead QP's.
             let (flow, _) = wr_parts(wr.wr_id);
@@ -289,6 +300,12 @@ impl Nic {
         };
         let dst = conn.peer;
         tx.src_qpn = qpn;
+        if dst == self.host {
+            // A QP connected to its own NIC (the driver's host only): the NIC loops it back
+            // into its receive path (never onto the fabric, which has no route to itself).
+            self.loop_back(tx, s);
+            return;
+        }
         let len = tx.payload_len;
         let (plane, route) = match self.cfg.transport {
             Transport::Mrc if self.cfg.mrc_ev_format != EvFormat::Srv6 => (

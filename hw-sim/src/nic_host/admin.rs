@@ -147,6 +147,9 @@ impl World {
         if self.fabric.is_some() && !self.nics[i].hold_doorbells && !self.fabric_idle() {
             self.pump();
         }
+        if self.clos.is_some() && !self.nics[i].hold_doorbells {
+            self.clos_pump();
+        }
     }
 
     /// One command: firmware update commands go to [`World::fw_execute`], every other one to
@@ -184,13 +187,34 @@ impl World {
             fw_version,
             now_ns: now,
         };
-        let mut cx = Ctx {
-            params,
-            env: &mut env,
-            engine: &mut NoEngine,
-            now_ns: now,
+        let done = match self.clos.as_mut() {
+            // Clos mode: the NIC model's engines are behind the device tables.
+            Some(c) => {
+                let mut engine = c.engine(i);
+                let mut cx = Ctx {
+                    params,
+                    env: &mut env,
+                    engine: &mut engine,
+                    now_ns: now,
+                };
+                t.execute(cmd, &mut cx)
+            }
+            None => {
+                let mut cx = Ctx {
+                    params,
+                    env: &mut env,
+                    engine: &mut NoEngine,
+                    now_ns: now,
+                };
+                t.execute(cmd, &mut cx)
+            }
         };
-        let done = t.execute(cmd, &mut cx);
+        if self.clos.is_some() {
+            self.clos_bind(i);
+            if let Some(c) = self.clos.as_mut() {
+                c.settle(i);
+            }
+        }
         if let Some(qpn) = done.entered_error {
             self.flush(i, qpn, now);
         }

@@ -46,7 +46,9 @@ impl World {
                 o if o == RQ_PRODUCER_OFFSET as u64 => {
                     if let Some(q) = self.nics[i].t.qps.get_mut(&page) {
                         q.rq_prod = value;
-                        if self.fabric.is_some() && !self.nics[i].hold_doorbells {
+                        if self.clos.is_some() && !self.nics[i].hold_doorbells {
+                            self.clos_pump();
+                        } else if self.fabric.is_some() && !self.nics[i].hold_doorbells {
                             self.pump();
                         }
                     }
@@ -115,6 +117,7 @@ impl World {
             return;
         }
         match state {
+            QpState::Rts if self.clos.is_some() => self.clos_pump(),
             QpState::Rts if self.fabric.is_some() => self.pump(),
             QpState::Rts => self.run_sq(i, qpn),
             QpState::Error => self.flush(i, qpn, self.now_ns),
@@ -128,6 +131,10 @@ impl World {
     pub(crate) fn hold_doorbells(&mut self, i: usize, hold: bool) {
         self.nics[i].hold_doorbells = hold;
         if hold {
+            return;
+        }
+        if self.clos.is_some() {
+            self.clos_pump();
             return;
         }
         if self.fabric.is_some() {
@@ -347,6 +354,11 @@ impl World {
         let was = n.port_admin[p] && n.port_link[p];
         n.port_link[p] = up;
         n.publish_port(p);
+        if self.clos.is_some() {
+            let plane = self.nics[i].port_plane(p);
+            self.clos_cable(i, plane, up);
+        }
+        let n = &mut self.nics[i];
         let oper = n.port_admin[p] && up;
         if oper != was {
             let plane = n.port_plane(p);
@@ -360,7 +372,11 @@ impl World {
                 Event::PortDown { port, plane }
             };
             n.post_event(ev, now);
-            self.engine_plane(i, plane, oper);
+            if self.clos.is_some() {
+                self.clos_plane(i, plane, oper);
+            } else {
+                self.engine_plane(i, plane, oper);
+            }
         }
     }
 }

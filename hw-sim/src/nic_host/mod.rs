@@ -21,16 +21,23 @@
 //!   event is posted.
 //! - [`SimNic::surprise_remove`]: every later MMIO read returns all ones, writes are dropped.
 //!
-//! Two delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
-//! above); [`SimHost::with_fabric`] runs the real MRC datapath stage and firmware engine on
-//! every NIC and carries packets
-//! between NICs over seeded lossy multipath channels with plane outages and cable pulls
-//! (`fabric` module), in virtual time that each doorbell advances until the fabric is idle.
+//! Three delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
+//! above); [`SimHost::on_clos`] puts every NIC's device side on the simulator's NIC model
+//! ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC image's main loop on timed
+//! cores, PCIe at TLP granularity) on a multi-plane Clos fabric ([`crate::fabric`]), in
+//! virtual time that each doorbell advances until the NICs are idle and the fabric empty
+//! (`clos` module; a cable pull, [`SimNic::set_link`], takes the NIC's link to that plane
+//! down); [`SimHost::with_fabric`] runs the datapath stage and firmware engine on every NIC
+//! and carries packets between NICs over the firmware test kit's seeded lossy multipath
+//! channels with scheduled fault windows (`fabric` and `faults` modules), in virtual time that
+//! each doorbell advances until the channels are idle. The fault windows, slow DMA, frame
+//! corruption and injected frames exist in that mode only.
 //!
 //! Defaults (documented device behaviour): EV profile 0 and CC profile 0 mean the device
 //! defaults (an AUTO UDP profile of `max_evs_per_qp` EVs and the default NSCC parameters).
 
 mod admin;
+mod clos;
 mod datapath;
 mod fabric;
 mod faults;
@@ -46,6 +53,7 @@ use mrc_driver::device::{default_gid, SharedBackend};
 use mrc_driver::sys::twin::{MmioWrite, Twin, TwinConfig};
 use mrc_driver::sys::{Backend, Bdf};
 
+pub use clos::{ClosConfig, ClosCounters};
 pub use fabric::{FabricConfig, FabricCounters, HostProfile, FABRIC_MTU};
 pub use faults::{RxOutcome, WindowKind, STALL_BACKLOG};
 pub use mrc_firmware::datapath::stage::DatapathCounters;
@@ -101,6 +109,8 @@ pub(crate) struct World {
     pub fw: Vec<firmware::FwNic>,
     /// Fabric mode: engines and channels (`None`: in-memory loopback).
     pub fabric: Option<Box<fabric::Fabric>>,
+    /// Clos mode: the NIC model on a Clos fabric (module `clos`).
+    pub clos: Option<Box<clos::Clos>>,
 }
 
 fn lock(m: &Mutex<World>) -> MutexGuard<'_, World> {
@@ -130,6 +140,8 @@ impl std::fmt::Debug for SimNic {
 pub enum SimError {
     /// The twin backend failed.
     Sys(mrc_driver::sys::Error),
+    /// The Clos fabric or a NIC model could not be built.
+    Clos(String),
     /// The parameters describe no valid register map.
     BadParams {
         /// The NIC.
@@ -141,6 +153,7 @@ impl std::fmt::Display for SimError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SimError::Sys(e) => write!(f, "{e}"),
+            SimError::Clos(e) => write!(f, "Clos fabric: {e}"),
             SimError::BadParams { bdf } => {
                 write!(
                     f,
@@ -155,7 +168,7 @@ impl std::error::Error for SimError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             SimError::Sys(e) => Some(e),
-            SimError::BadParams { .. } => None,
+            SimError::BadParams { .. } | SimError::Clos(_) => None,
         }
     }
 }
@@ -177,6 +190,7 @@ impl SimHost {
             now_ns: 0,
             fw: Vec::new(),
             fabric: None,
+            clos: None,
         }));
         let mut nics = Vec::new();
         for (index, cfg) in cfgs.iter().enumerate() {
@@ -245,6 +259,41 @@ impl SimHost {
         Ok(host)
     }
 
+    /// A host whose NICs are the simulator's NIC model (datapath stage and the NIC image's
+    /// main loop, PCIe, firmware cores) on a multi-plane Clos fabric, in virtual time (see the
+    /// `clos` module docs for the contract).
+    ///
+    /// # Errors
+    /// As [`SimHost::new`], or the fabric or a NIC model could not be built.
+    pub fn on_clos(cfgs: &[SimNicConfig], clos: ClosConfig) -> Result<SimHost, SimError> {
+        let host = SimHost::new(cfgs)?;
+        let qps = cfgs
+            .iter()
+            .map(|c| c.params.max_qps.min(c.params.doorbell_pages) as usize)
+            .max()
+            .unwrap_or(0);
+        let c = clos::Clos::new(clos, cfgs.len(), qps).map_err(SimError::Clos)?;
+        lock(&host.world).clos = Some(Box::new(c));
+        Ok(host)
+    }
+
+    /// Two default NICs (`0000:00:04.0` and `0000:00:05.0`) on different leaves of the default
+    /// Clos fabric ([`ClosConfig::default`]).
+    ///
+    /// # Errors
+    /// As [`SimHost::on_clos`].
+    pub fn clos_pair() -> Result<SimHost, SimError> {
+        SimHost::on_clos(
+            &[SimNicConfig::numbered(4), SimNicConfig::numbered(5)],
+            ClosConfig::default(),
+        )
+    }
+
+    /// Clos-mode totals (`None` in the other modes).
+    pub fn clos_counters(&self) -> Option<ClosCounters> {
+        lock(&self.world).clos.as_ref().map(|c| c.counters())
+    }
+
     /// Fabric mode: plane `plane` fails at `down_ns` and comes back at `up_ns` (virtual
     /// time): every NIC's port on it goes down (PORT_DOWN events, the engines retire its EVs)
     /// and every packet on it is dropped meanwhile.
@@ -309,13 +358,22 @@ impl SimHost {
     /// Fabric mode: runs until nothing is in flight (doorbells do this on their own; call it
     /// to let timers and outage edges play out).
     pub fn run(&self) {
-        lock(&self.world).pump();
+        let mut w = lock(&self.world);
+        if w.clos.is_some() {
+            w.clos_pump();
+        } else {
+            w.pump();
+        }
     }
 
     /// Fabric mode: advances virtual time to at least `t_ns`, applying outage edges, then
     /// runs until idle.
     pub fn advance_to(&self, t_ns: u64) {
         let mut w = lock(&self.world);
+        if w.clos.is_some() {
+            w.clos_advance(t_ns);
+            return;
+        }
         w.now_ns = w.now_ns.max(t_ns);
         w.pump();
     }

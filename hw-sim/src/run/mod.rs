@@ -39,8 +39,10 @@ use crate::nic::{
 use crate::workload::{Background, Flow, FlowResult, Workload, WorkloadError};
 use mrc_abi::wire::EvFormat;
 
-const FABRIC: ComponentId = ComponentId(0);
-const NICS: ComponentId = ComponentId(1);
+/// The fabric's component id in a [`World`].
+pub const FABRIC: ComponentId = ComponentId(0);
+/// The NICs' component id in a [`World`] (an event's `data` names the host).
+pub const NICS: ComponentId = ComponentId(1);
 
 /// A T0-T1 link failure on plane 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,6 +177,24 @@ impl Scenario {
         });
         s.firmware = FirmwareConfig::DEFAULT;
         s
+    }
+
+    /// The configuration of every MRC NIC of the scenario.
+    pub fn nic_config(&self) -> NicConfig {
+        NicConfig {
+            transport: self.transport,
+            mrc_ev_format: self.mrc_ev_format,
+            planes: self.fabric.planes.min(255) as u8,
+            port_bps: self.fabric.host_link_bps,
+            mtu_payload: self.mtu_payload,
+            base_rtt: self.base_rtt(),
+            reorder_tx: self.reorder_tx,
+            timeout_exp: self.timeout_exp,
+            retry_cnt: self.retry_cnt,
+            seed: self.seed,
+            pcie: self.pcie,
+            firmware: self.firmware,
+        }
     }
 
     /// NIC line rate: all planes.
@@ -312,6 +332,62 @@ pub struct World {
 }
 
 impl World {
+    /// A world of `nics` on `fabric` (NIC `i` is host `i`, one per host) with no workload:
+    /// the NICs' hosts are outside the event loop (the driver's NICs, [`Nic::for_driver`]),
+    /// their input goes through [`World::host_input`].
+    pub fn for_driver(fabric: Fabric, nics: Vec<Nic>) -> World {
+        let all_hosts = fabric.topology().hosts();
+        let mut fabric = fabric;
+        fabric.track_staging();
+        World {
+            fabric,
+            nics,
+            roce: Vec::new(),
+            bad_events: 0,
+            flows: Vec::new(),
+            main_flows: 0,
+            main_finished: 0,
+            local: Vec::new(),
+            dep_start: Vec::new(),
+            dep_list: Vec::new(),
+            drain: Vec::new(),
+            done: Vec::new(),
+            nic_base: 0,
+            all_hosts,
+            hdrs: Vec::new(),
+            tap: Tap::Off,
+            tapped: Vec::new(),
+            cur_key: 0,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// The driver's NICs have nothing left to do and no packet is in the fabric
+    /// ([`Nic::driver_idle`]).
+    pub fn driver_quiet(&self) -> bool {
+        self.fabric.totals().in_flight == 0
+            && self.fabric.deliveries_pending() == 0
+            && self.nics.iter().all(Nic::driver_idle)
+    }
+
+    /// Input to host `host`'s NIC from outside the event loop (`s` is the simulator's own
+    /// scheduler, [`Simulator::handler_and_scheduler`]): `f` gets the NIC, the fabric, the
+    /// scheduler and the NICs' component id; the packets it sent then enter the fabric as an
+    /// event's would. `None` when there is no such NIC.
+    pub fn host_input<R>(
+        &mut self,
+        host: u32,
+        s: &mut Scheduler<'_>,
+        f: impl FnOnce(&mut Nic, &mut Fabric, &mut Scheduler<'_>, ComponentId) -> R,
+    ) -> Option<R> {
+        let nic = self
+            .nics
+            .get_mut(host.wrapping_sub(self.nic_base) as usize)?;
+        let r = f(nic, &mut self.fabric, s, NICS);
+        self.after_event(s.now());
+        Some(r)
+    }
+
     /// True when every flow of the workload proper completed or failed.
     pub fn main_done(&self) -> bool {
         self.main_finished >= self.main_flows
@@ -680,20 +756,7 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
     }
     let (flows, main_flows) = scenario_flows(sc, hosts)?;
     let plan = QpPlan::for_flows(hosts, &flows);
-    let ncfg = NicConfig {
-        transport: sc.transport,
-        mrc_ev_format: sc.mrc_ev_format,
-        planes: sc.fabric.planes.min(255) as u8,
-        port_bps: sc.fabric.host_link_bps,
-        mtu_payload: sc.mtu_payload,
-        base_rtt: sc.base_rtt(),
-        reorder_tx: sc.reorder_tx,
-        timeout_exp: sc.timeout_exp,
-        retry_cnt: sc.retry_cnt,
-        seed: sc.seed,
-        pcie: sc.pcie,
-        firmware: sc.firmware,
-    };
+    let ncfg = sc.nic_config();
     // Per host: its flows (in id order) and whether each is background.
     let mut per_host: Vec<(Vec<Flow>, Vec<bool>)> = vec![(Vec::new(), Vec::new()); hosts as usize];
     let mut local = vec![0u32; flows.len()];

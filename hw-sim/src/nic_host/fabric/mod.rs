@@ -166,15 +166,16 @@ pub struct FabricCounters {
     pub ev_denials: u64,
 }
 
-/// A send handed to the stage.
-struct Pending {
-    qpn: u32,
-    wr_id: u64,
-    index: u32,
-    opcode: CqeOpcode,
-    byte_len: u32,
-    signaled: bool,
-    data: Vec<u8>,
+/// A send handed to the stage (its device QPN, the driver's `wr_id`, its ring index, the CQE
+/// it completes with, and its gathered bytes).
+pub(super) struct Pending {
+    pub(super) qpn: u32,
+    pub(super) wr_id: u64,
+    pub(super) index: u32,
+    pub(super) opcode: CqeOpcode,
+    pub(super) byte_len: u32,
+    pub(super) signaled: bool,
+    pub(super) data: Vec<u8>,
 }
 
 /// The stage and engine of one NIC.
@@ -220,7 +221,7 @@ impl NicEngine {
 }
 
 /// Bound of [`NicEngine::msg_bytes`].
-const MSG_BYTES_CAP: usize = 4096;
+pub(super) const MSG_BYTES_CAP: usize = 4096;
 
 /// The fabric of a host: NICs (stage + engine), channels, outages.
 pub(crate) struct Fabric {
@@ -365,7 +366,7 @@ fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T 
     }
 }
 
-fn status_of(e: CompletionError) -> (CqeStatus, u32) {
+pub(super) fn status_of(e: CompletionError) -> (CqeStatus, u32) {
     match e {
         CompletionError::RetryExceeded => (CqeStatus::RetryExceeded, 0),
         CompletionError::Flushed => (CqeStatus::WrFlushed, 0),
@@ -716,7 +717,14 @@ fn port_up(nics: &[NicState], i: usize, plane: u8) -> bool {
         .any(|p| n.port_link[p] && n.port_admin[p])
 }
 
-fn cqe(wr_id: u64, status: CqeStatus, opcode: CqeOpcode, len: u32, qpn: u32, index: u32) -> Cqe {
+pub(super) fn cqe(
+    wr_id: u64,
+    status: CqeStatus,
+    opcode: CqeOpcode,
+    len: u32,
+    qpn: u32,
+    index: u32,
+) -> Cqe {
     Cqe {
         wr_id,
         status,

@@ -1,0 +1,603 @@
+//! Clos mode: every simulated NIC's device side (this module's [`super::SimNic`]: register
+//! map, admin executor, rings, event queue) sits on the simulator's one NIC model
+//! ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC image's main loop in
+//! shards, the PCIe link at TLP granularity, the datapath clock, the firmware cores) on a
+//! multi-plane Clos fabric ([`crate::fabric`]), in the simulator's virtual time. The contract
+//! between the two halves is in [`crate::nic`]'s `driver` module docs; what this side does:
+//!
+//! - **Admin**: commands run the executor with the NIC's engines behind it
+//!   ([`crate::nic::DriverEngine`]): QP attributes, EV and CC profiles, regions, EV denials
+//!   and port state reach the engines as the driver set them. After each command every device
+//!   QP with an engine QP is bound to it and to the host of its remote address.
+//! - **Doorbells**: a send doorbell reads the new WQEs, checks and gathers their local bytes
+//!   (a fault completes the WQE in error and moves the QP to ERROR, as loopback mode does),
+//!   keeps the bytes under a handle and posts the work requests, as many as the NIC's send
+//!   queue takes; a receive doorbell posts the receive WQEs. Then the fabric runs
+//!   ([`World::clos_pump`]) event by event until every NIC is idle and the fabric empty, or
+//!   the step budget of virtual time ran out; work left in the rings is posted as
+//!   completions make room.
+//! - **Reports**: a completion becomes a CQE when its write reached host memory (an
+//!   unsignalled send's is suppressed; an error status moves the QP to ERROR with a QP_FATAL
+//!   event and flushes what the NIC was not given); a placement copies the sender's bytes into
+//!   the region's memory through the MR's translation; a Write-with-Immediate's receive CQE
+//!   reports the bytes its message placed.
+//!
+//! NIC `i` of the host sits on fabric host `i * (hosts / nics)`, so two NICs are on different
+//! leaves and their packets cross the spines.
+
+use std::collections::BTreeMap;
+
+use mrc_abi::device::admin::QpState as DevQpState;
+use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
+use mrc_abi::device::event::Event;
+use mrc_abi::device::wqe::{RecvWqe, SEND_SIGNALED};
+use mrc_driver::sys::Iova;
+use mrc_driver::zerocopy::FromBytes;
+use mrc_firmware::admin::QpEngine;
+use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
+use mrc_firmware::engine::{CompletionKind, QpAttrs, QpState as EngineState};
+
+use super::fabric::{cqe, status_of, Pending, MSG_BYTES_CAP};
+use super::state::RKEY_BIT;
+use super::World;
+use crate::core::sim::Simulator;
+use crate::core::time::{Time, PS_PER_NS};
+use crate::fabric::{Fabric, FabricTotals, Fault};
+use crate::nic::{DriverEngine, DriverEvent, Nic, Transport, SHARD_QPS};
+use crate::run::{Scenario, World as Net, FABRIC};
+
+/// Clos-mode settings of a [`super::SimHost`].
+#[derive(Clone, Copy, Debug)]
+pub struct ClosConfig {
+    /// The fabric, the NICs' PCIe and firmware timing and the seed (its workload, failure and
+    /// time limit are not used).
+    pub scenario: Scenario,
+    /// Most virtual time one doorbell may run the fabric before returning.
+    pub step_budget_ns: u64,
+}
+
+impl Default for ClosConfig {
+    /// The tiny leaf-spine (8 hosts, radix 4) with 4 planes of 200 Gb/s, as the simulated NIC
+    /// has 4 ports on 4 planes; no failure.
+    fn default() -> Self {
+        let mut scenario = Scenario::tiny(Transport::Mrc);
+        scenario.failure = None;
+        scenario.fabric.planes = 4;
+        ClosConfig {
+            scenario,
+            step_budget_ns: 2_000_000_000,
+        }
+    }
+}
+
+/// Clos-mode totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClosCounters {
+    /// Payload bytes written into registered memory.
+    pub bytes_placed: u64,
+    /// Placements whose bytes could not be written (region or MR gone, DMA refused, the
+    /// sender's bytes gone).
+    pub place_failed: u64,
+    /// EV state events the engines wrote for the host.
+    pub ev_events: u64,
+    /// Send WQEs handed to the NICs.
+    pub posted: u64,
+    /// The fabric's totals (packets injected, delivered, dropped by cause, in flight).
+    pub fabric: FabricTotals,
+}
+
+/// The NICs on their fabric.
+pub(crate) struct Clos {
+    cfg: ClosConfig,
+    sim: Simulator<Net>,
+    /// Per NIC: its fabric host.
+    hosts: Vec<u32>,
+    /// Per NIC: sends on the NIC by handle.
+    sends: Vec<BTreeMap<u32, Pending>>,
+    next_handle: Vec<u32>,
+    /// Per NIC: bytes placed per (NIC QPN, message sequence number): a receive completion's
+    /// length (at most [`MSG_BYTES_CAP`] entries, oldest dropped first).
+    msg_bytes: Vec<BTreeMap<(u32, u16), u32>>,
+    pub counters: ClosCounters,
+}
+
+impl Clos {
+    /// `nics` NICs of room for `qps` QPs each on the fabric of `cfg`.
+    pub fn new(cfg: ClosConfig, nics: usize, qps: usize) -> Result<Clos, String> {
+        let sc = cfg.scenario;
+        let mut fcfg = sc.fabric;
+        fcfg.seed = sc.seed;
+        let fabric = Fabric::new(fcfg, FABRIC).map_err(|e| format!("fabric: {e:?}"))?;
+        let all = fabric.topology().hosts();
+        if nics == 0 || nics > all as usize {
+            return Err(format!("{nics} NICs on a fabric of {all} hosts"));
+        }
+        let stride = all / nics as u32;
+        let hosts: Vec<u32> = (0..nics as u32).map(|i| i * stride).collect();
+        let ncfg = sc.nic_config();
+        let mut net = Vec::with_capacity(all as usize);
+        for h in 0..all {
+            let room = if hosts.contains(&h) { qps } else { SHARD_QPS };
+            net.push(Nic::for_driver(h, ncfg, room).map_err(|e| format!("NIC {h}: {e:?}"))?);
+        }
+        Ok(Clos {
+            cfg,
+            sim: Simulator::new(Net::for_driver(fabric, net)),
+            hosts,
+            sends: (0..nics).map(|_| BTreeMap::new()).collect(),
+            next_handle: vec![0; nics],
+            msg_bytes: (0..nics).map(|_| BTreeMap::new()).collect(),
+            counters: ClosCounters::default(),
+        })
+    }
+
+    /// Virtual time, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.sim.now().as_ps() / PS_PER_NS
+    }
+
+    fn nic(&mut self, i: usize) -> &mut Nic {
+        let h = self.hosts[i] as usize;
+        &mut self.sim.handler_mut().nics[h]
+    }
+
+    /// NIC `i`'s engines, for the admin executor.
+    pub fn engine(&mut self, i: usize) -> DriverEngine<'_> {
+        self.nic(i).driver_engine()
+    }
+
+    /// NIC `i` takes what the admin executor changed.
+    pub fn settle(&mut self, i: usize) {
+        let h = self.hosts[i];
+        let (w, mut s) = self.sim.handler_and_scheduler();
+        w.host_input(h, &mut s, |nic, fab, s, me| {
+            nic.driver_settle(s.now(), fab, s, me)
+        });
+    }
+
+    /// The totals, the fabric's as of now.
+    pub fn counters(&self) -> ClosCounters {
+        ClosCounters {
+            fabric: self.sim.handler().fabric.totals(),
+            ..self.counters
+        }
+    }
+
+    /// A cable event: NIC `i`'s link to `plane` goes down (queued and in-flight packets are
+    /// lost) or comes back, now.
+    pub fn cable(&mut self, i: usize, plane: u8, up: bool) {
+        let h = self.hosts[i];
+        let (w, mut s) = self.sim.handler_and_scheduler();
+        let fab = &w.fabric;
+        if u32::from(plane) >= fab.topology().planes() {
+            return;
+        }
+        let port = fab.topology().host_port(h, u32::from(plane));
+        if let Some(l) = fab.port_link(port) {
+            let f = if up {
+                Fault::LinkUp(l)
+            } else {
+                Fault::LinkDown(l)
+            };
+            let now = s.now();
+            let _ = fab.schedule_fault(&mut s, now, f);
+        }
+    }
+
+    /// The NICs are idle and the fabric empty.
+    pub fn quiet(&self) -> bool {
+        self.sim.handler().driver_quiet()
+    }
+}
+
+/// The NIC QPN behind a device QP (its engine slot, 0 = none).
+fn engine_qpn(q: &super::state::Qp) -> Option<u32> {
+    q.engine_slot.checked_sub(1)
+}
+
+impl World {
+    /// Binds every device QP of NIC `i` that has an engine QP to it and to its peer's host.
+    pub(crate) fn clos_bind(&mut self, i: usize) {
+        let Some(c) = self.clos.as_mut() else { return };
+        let binds: Vec<(u32, u32, u32)> = self.nics[i]
+            .t
+            .qps
+            .iter()
+            .filter_map(|(&dev, q)| {
+                let peer = self
+                    .nics
+                    .iter()
+                    .position(|n| n.gid == q.remote_addr)
+                    .map_or(u32::MAX, |d| c.hosts[d]);
+                Some((dev, engine_qpn(q)?, peer))
+            })
+            .collect();
+        let nic = c.nic(i);
+        for (dev, q, peer) in binds {
+            nic.driver_bind(dev, q, peer);
+        }
+    }
+
+    /// Posts the ring entries of every NIC, runs the fabric until it is quiet (or the step
+    /// budget ran out), turning the NICs' reports into CQEs and placed bytes as they arrive.
+    pub(crate) fn clos_pump(&mut self) {
+        let Some(c) = self.clos.as_ref() else { return };
+        let end = c.now_ns().saturating_add(c.cfg.step_budget_ns);
+        self.clos_run(end, true);
+    }
+
+    /// Like [`World::clos_pump`], but runs to `t_ns` whether or not the fabric is quiet.
+    pub(crate) fn clos_advance(&mut self, t_ns: u64) {
+        self.clos_run(t_ns, false);
+    }
+
+    fn clos_run(&mut self, end_ns: u64, until_quiet: bool) {
+        let end = Time::from_ns(end_ns);
+        loop {
+            let mut fed = false;
+            for i in 0..self.nics.len() {
+                fed |= self.clos_feed(i);
+            }
+            let Some(c) = self.clos.as_mut() else { return };
+            if until_quiet && !fed && c.quiet() {
+                break;
+            }
+            let Some(t) = c.sim.next_event_time().filter(|t| *t <= end) else {
+                if !until_quiet {
+                    c.sim.run_until(end);
+                }
+                break;
+            };
+            c.sim.run_until(t);
+            self.now_ns = self.now_ns.max(c.now_ns());
+            for i in 0..self.nics.len() {
+                self.clos_drain(i);
+            }
+        }
+        if let Some(c) = self.clos.as_ref() {
+            self.now_ns = self.now_ns.max(c.now_ns());
+        }
+        for i in 0..self.nics.len() {
+            self.clos_drain(i);
+        }
+    }
+
+    /// Hands NIC `i`'s new ring entries to its NIC model. True if any went.
+    fn clos_feed(&mut self, i: usize) -> bool {
+        if self.nics[i].hold_doorbells {
+            return false;
+        }
+        let mut any = false;
+        let qpns: Vec<u32> = self.nics[i].t.qps.keys().copied().collect();
+        for qpn in qpns {
+            any |= self.clos_feed_recvs(i, qpn);
+            any |= self.clos_feed_sends(i, qpn);
+        }
+        any
+    }
+
+    fn clos_feed_recvs(&mut self, i: usize, qpn: u32) -> bool {
+        let mut any = false;
+        loop {
+            let Some(q) = self.nics[i].t.qps.get(&qpn).copied() else {
+                return any;
+            };
+            let Some(e) = engine_qpn(&q) else { return any };
+            if !matches!(q.state, DevQpState::Rtr | DevQpState::Rts) || q.rq_cons == q.rq_prod {
+                return any;
+            }
+            let Some(c) = self.clos.as_mut() else {
+                return any;
+            };
+            if !c.nic(i).driver_post_recv(e, u64::from(q.rq_cons)) {
+                return any;
+            }
+            if let Some(p) = self.nics[i].t.qps.get_mut(&qpn) {
+                p.rq_cons = p.rq_cons.wrapping_add(1);
+            }
+            any = true;
+        }
+    }
+
+    fn clos_feed_sends(&mut self, i: usize, qpn: u32) -> bool {
+        let Some(q) = self.nics[i].t.qps.get(&qpn).copied() else {
+            return false;
+        };
+        let Some(e) = engine_qpn(&q) else {
+            return false;
+        };
+        if q.state != DevQpState::Rts || q.sq_cons == q.sq_prod {
+            return false;
+        }
+        let Some(room) = self.clos.as_mut().map(|c| c.nic(i).driver_room(e)) else {
+            return false;
+        };
+        let now = self.now_ns;
+        let mut batch = Vec::new();
+        let mut index = q.sq_cons;
+        while index != q.sq_prod && batch.len() < room {
+            let (wr_id, req) = self.nics[i].read_send_wqe(&q, index);
+            let gathered = match &req {
+                Some(r) => self.nics[i].gather(&q, r),
+                None => Err((CqeStatus::LocalQpOperation, 0)),
+            };
+            self.nics[i].counters.send_wqes += 1;
+            let (r, data) = match (req, gathered) {
+                (Some(r), Ok(d)) => (r, d),
+                (_, res) => {
+                    let (status, syndrome) = res.err().unwrap_or((CqeStatus::LocalQpOperation, 0));
+                    if let Some(p) = self.nics[i].t.qps.get_mut(&qpn) {
+                        p.sq_cons = index.wrapping_add(1);
+                    }
+                    self.clos_post(i, e, &batch);
+                    let mut c = cqe(wr_id, status, CqeOpcode::Write, 0, qpn, index);
+                    c.syndrome = syndrome;
+                    self.nics[i].post_cqe(q.send_cq, &c, now);
+                    self.clos_error(i, qpn, status, syndrome);
+                    return true;
+                }
+            };
+            let Some(c) = self.clos.as_mut() else {
+                return false;
+            };
+            let handle = c.next_handle[i];
+            c.next_handle[i] = handle.wrapping_add(1);
+            batch.push(SendWr {
+                wr_id: u64::from(handle),
+                local: LocalBuf { handle, offset: 0 },
+                remote_va: r.remote_va,
+                rkey: r.rkey,
+                len: data.len() as u32,
+                imm: r.imm,
+                signaled: true,
+            });
+            c.sends[i].insert(
+                handle,
+                Pending {
+                    qpn,
+                    wr_id,
+                    index,
+                    opcode: if r.imm.is_some() {
+                        CqeOpcode::WriteImm
+                    } else {
+                        CqeOpcode::Write
+                    },
+                    byte_len: data.len() as u32,
+                    signaled: r.flags & SEND_SIGNALED != 0,
+                    data,
+                },
+            );
+            index = index.wrapping_add(1);
+        }
+        if let Some(p) = self.nics[i].t.qps.get_mut(&qpn) {
+            p.sq_cons = index;
+        }
+        self.clos_post(i, e, &batch);
+        !batch.is_empty()
+    }
+
+    /// One doorbell's work requests of NIC QP `e` on NIC `i`.
+    fn clos_post(&mut self, i: usize, e: u32, batch: &[SendWr]) {
+        let Some(c) = self.clos.as_mut() else { return };
+        if batch.is_empty() {
+            return;
+        }
+        c.counters.posted += batch.len() as u64;
+        let h = c.hosts[i];
+        let (w, mut s) = c.sim.handler_and_scheduler();
+        w.host_input(h, &mut s, |nic, fab, s, me| {
+            nic.driver_post(s.now(), e, batch, fab, s, me)
+        });
+    }
+
+    /// Acts on what reached NIC `i`'s host memory by now; then a QP whose engine QP failed on
+    /// its own (a responder's fatal error: bad rkey, range, missing receive) enters ERROR.
+    fn clos_drain(&mut self, i: usize) {
+        self.clos_reports(i);
+        let Some(c) = self.clos.as_mut() else { return };
+        let nic = c.nic(i);
+        if nic.driver_reports() > 0 {
+            // (an error completion on its way names the cause first)
+            return;
+        }
+        let failed: Vec<u32> = self.nics[i]
+            .t
+            .qps
+            .iter()
+            .filter(|(_, q)| !matches!(q.state, DevQpState::Error | DevQpState::Reset))
+            .filter(|(_, q)| {
+                engine_qpn(q).and_then(|e| nic.fw_qp(e)).map(|v| v.state)
+                    == Some(EngineState::Error)
+            })
+            .map(|(&d, _)| d)
+            .collect();
+        for dev in failed {
+            self.clos_error(i, dev, CqeStatus::LocalQpOperation, 0);
+        }
+    }
+
+    fn clos_reports(&mut self, i: usize) {
+        let now = self.now_ns;
+        loop {
+            let Some(c) = self.clos.as_mut() else { return };
+            let at = c.sim.now();
+            let Some(e) = c.nic(i).driver_poll(at) else {
+                return;
+            };
+            match e {
+                DriverEvent::EvEvent { .. } => c.counters.ev_events += 1,
+                DriverEvent::Placed {
+                    qpn,
+                    src_host,
+                    local,
+                    msn,
+                    slot,
+                    offset,
+                    len,
+                } => self.clos_place(i, qpn, src_host, local, msn, slot, offset, len),
+                DriverEvent::Completion(done) => {
+                    let Some(dev) = self.nics[i]
+                        .t
+                        .qps
+                        .iter()
+                        .find(|(_, q)| engine_qpn(q) == Some(done.qpn))
+                        .map(|(&d, _)| d)
+                    else {
+                        continue;
+                    };
+                    let Some(q) = self.nics[i].t.qps.get(&dev).copied() else {
+                        continue;
+                    };
+                    let status = match done.status {
+                        Ok(()) => (CqeStatus::Success, 0),
+                        Err(err) => status_of(err),
+                    };
+                    match done.kind {
+                        CompletionKind::Send => {
+                            let Some(c) = self.clos.as_mut() else { return };
+                            let Some(p) = c.sends[i].remove(&(done.wr_id as u32)) else {
+                                continue;
+                            };
+                            if status.0 == CqeStatus::Success && !p.signaled {
+                                continue;
+                            }
+                            let mut e = cqe(p.wr_id, status.0, p.opcode, p.byte_len, dev, p.index);
+                            e.syndrome = status.1;
+                            self.nics[i].post_cqe(q.send_cq, &e, now);
+                        }
+                        CompletionKind::RecvImm { .. } | CompletionKind::Recv => {
+                            let (imm, byte_len) = match done.kind {
+                                CompletionKind::RecvImm { imm, msn } => {
+                                    let Some(c) = self.clos.as_mut() else { return };
+                                    let m = &mut c.msg_bytes[i];
+                                    let len = m.remove(&(done.qpn, msn)).unwrap_or(0);
+                                    // Earlier messages of this QP are complete too.
+                                    m.retain(|k, _| {
+                                        k.0 != done.qpn || (msn.wrapping_sub(k.1) as i16) < 0
+                                    });
+                                    (imm, len)
+                                }
+                                _ => (0, 0),
+                            };
+                            let index = done.wr_id as u32;
+                            let slot = u64::from(index & ((1 << q.rq_log2) - 1));
+                            let n = &mut self.nics[i];
+                            let mut raw = [0u8; 32];
+                            let wr_id = n
+                                .dev
+                                .dma_read(Iova(q.rq_base + slot * 32), &mut raw)
+                                .ok()
+                                .and_then(|()| RecvWqe::read_from_bytes(&raw).ok())
+                                .and_then(|w| w.decode().ok())
+                                .unwrap_or(0);
+                            let mut e = cqe(
+                                wr_id,
+                                status.0,
+                                CqeOpcode::RecvWriteImm,
+                                byte_len,
+                                dev,
+                                index,
+                            );
+                            e.imm = Some(imm);
+                            e.syndrome = status.1;
+                            n.post_cqe(q.recv_cq, &e, now);
+                            if let Some(p) = n.t.qps.get_mut(&dev) {
+                                p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
+                            }
+                        }
+                    }
+                    if status.0 != CqeStatus::Success && status.0 != CqeStatus::WrFlushed {
+                        self.clos_error(i, dev, status.0, status.1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the bytes a placement at NIC `i` names into the region's memory.
+    #[allow(clippy::too_many_arguments)]
+    fn clos_place(
+        &mut self,
+        i: usize,
+        qpn: u32,
+        src_host: u32,
+        local: LocalBuf,
+        msn: u16,
+        slot: u16,
+        offset: u64,
+        len: u32,
+    ) {
+        let Some(c) = self.clos.as_mut() else { return };
+        let m = &mut c.msg_bytes[i];
+        *m.entry((qpn, msn)).or_default() += len;
+        if m.len() > MSG_BYTES_CAP {
+            m.pop_first();
+        }
+        let region = c.nic(i).driver_region(qpn, slot);
+        let src = c.hosts.iter().position(|h| *h == src_host);
+        let bytes = src
+            .and_then(|s| c.sends[s].get(&local.handle))
+            .and_then(|p| {
+                let from = usize::try_from(local.offset).ok()?;
+                p.data.get(from..from.checked_add(len as usize)?)
+            });
+        let n = &mut self.nics[i];
+        let target = region.and_then(|r| {
+            n.t.mrs
+                .get(&(r.rkey & !RKEY_BIT))
+                .and_then(|mr| mr.translate(r.base_va.wrapping_add(offset), u64::from(len)))
+        });
+        match (target, bytes) {
+            (Some(iova), Some(b)) if n.dev.dma_write(Iova(iova), b).is_ok() => {
+                n.counters.bytes_placed += u64::from(len);
+                c.counters.bytes_placed += u64::from(len);
+            }
+            _ => c.counters.place_failed += 1,
+        }
+    }
+
+    /// Device QP `qpn` of NIC `i` enters ERROR: a QP_FATAL event, its engine QP to ERROR (the
+    /// NIC flushes what it holds), and the ring entries the NIC was not given flushed.
+    pub(crate) fn clos_error(&mut self, i: usize, qpn: u32, status: CqeStatus, syndrome: u32) {
+        let now = self.now_ns;
+        let n = &mut self.nics[i];
+        let e = match n.t.qps.get_mut(&qpn) {
+            Some(p) if p.state != DevQpState::Error => {
+                p.state = DevQpState::Error;
+                engine_qpn(p)
+            }
+            _ => return,
+        };
+        n.post_event(
+            Event::QpFatal {
+                qpn,
+                status: status as u8,
+                syndrome,
+            },
+            now,
+        );
+        if let (Some(c), Some(e)) = (self.clos.as_mut(), e) {
+            let _ = c
+                .engine(i)
+                .modify_qp(e, EngineState::Error, &QpAttrs::default(), now);
+            c.settle(i);
+        }
+        self.flush(i, qpn, now);
+    }
+
+    /// A cable of NIC `i` to `plane` was pulled (`up == false`) or plugged back.
+    pub(crate) fn clos_cable(&mut self, i: usize, plane: u8, up: bool) {
+        if let Some(c) = self.clos.as_mut() {
+            c.cable(i, plane, up);
+        }
+    }
+
+    /// NIC `i`'s port on `plane` became (non-)operational: its engines learn it.
+    pub(crate) fn clos_plane(&mut self, i: usize, plane: u8, up: bool) {
+        let now = self.now_ns;
+        if let Some(c) = self.clos.as_mut() {
+            c.engine(i).plane(now, plane, up);
+            c.settle(i);
+        }
+    }
+}
