@@ -54,6 +54,15 @@ fn chip_algorithm() -> FlashAlgorithm {
     }
 }
 
+/// The NIC image as `just flash` packs it: flattened, signed with the test key.
+fn slot_image(elf: &[u8]) -> Vec<u8> {
+    let (load, entry, body) = flatten_elf(elf).unwrap();
+    let mut meta = ImageMeta::new(0x0200_0000, 1);
+    meta.load_addr = load;
+    meta.entry = entry;
+    pack_image(&body, &meta, &test_key::SEED)
+}
+
 fn policy() -> UpdatePolicy {
     UpdatePolicy {
         abi_major: 1,
@@ -67,11 +76,7 @@ fn the_flash_algorithm_writes_the_image_and_the_core_boots_it() {
         return;
     };
     let map = NicMap::nic().unwrap();
-    let (load, entry, body) = flatten_elf(&elf).unwrap();
-    let mut meta = ImageMeta::new(0x0200_0000, 1);
-    meta.load_addr = load;
-    meta.entry = entry;
-    let slot_image = pack_image(&body, &meta, &test_key::SEED);
+    let slot_image = slot_image(&elf);
     let algo = chip_algorithm();
     assert_eq!(algo.page_size, PAGE_BYTES);
     assert_eq!(algo.sector_size, SECTOR_BYTES);
@@ -118,11 +123,7 @@ fn a_slot_image_spoiled_after_flashing_is_refused_at_boot() {
         return;
     };
     let map = NicMap::nic().unwrap();
-    let (load, entry, body) = flatten_elf(&elf).unwrap();
-    let mut meta = ImageMeta::new(0x0200_0000, 1);
-    meta.load_addr = load;
-    meta.entry = entry;
-    let slot_image = pack_image(&body, &meta, &test_key::SEED);
+    let slot_image = slot_image(&elf);
     let mut probe = FlashLoader::new(chip_algorithm(), FlashDevice::new(TIMING), &map).unwrap();
     probe
         .erase(map.slot_a.origin, slot_image.len() as u32)

@@ -1,25 +1,7 @@
 //! The device driven by the NIC's own flash driver (`mrc_nic_board::flash`), and raw.
 
 use super::*;
-use mrc_nic_board::flash::{Flash, Regs};
-
-/// The driver's view of the device: every register access costs `step_ns` of core time.
-struct Port<'a> {
-    dev: &'a mut FlashDevice,
-    now_ns: u64,
-    step_ns: u64,
-}
-
-impl Regs for &mut Port<'_> {
-    fn read(&mut self, offset: u32) -> u32 {
-        self.now_ns += self.step_ns;
-        self.dev.read_reg(self.now_ns, offset)
-    }
-    fn write(&mut self, offset: u32, value: u32) {
-        self.now_ns += self.step_ns;
-        self.dev.write_reg(self.now_ns, offset, value);
-    }
-}
+use mrc_nic_board::flash::Flash;
 
 fn pattern(n: usize, seed: u32) -> Vec<u8> {
     (0..n as u32)
@@ -32,16 +14,15 @@ fn driver_erases_programs_and_the_window_reads_it_back() {
     let mut dev = FlashDevice::new(FlashTiming::TYPICAL);
     let data = pattern(5000, 7);
     let at = 0x10_0000 + 100; // slot B, not page-aligned
-    let mut port = Port {
+    let port = ControllerPort {
         dev: &mut dev,
         now_ns: 0,
         step_ns: 10,
     };
-    let mut f = Flash::new(&mut port);
+    let mut f = Flash::new(port);
     f.erase_range(at, data.len() as u32).unwrap();
     f.program(at, &data).unwrap();
-    f.release();
-    let elapsed = port.now_ns;
+    let elapsed = f.release().now_ns;
     assert_eq!(dev.read(at, data.len()).unwrap(), &data[..]);
     // The bytes around it are still erased.
     assert_eq!(dev.read(at - 100, 100).unwrap(), &[ERASED; 100][..]);
@@ -60,12 +41,12 @@ fn driver_erases_programs_and_the_window_reads_it_back() {
 #[test]
 fn programming_only_clears_bits() {
     let mut dev = FlashDevice::new(FlashTiming::INSTANT);
-    let mut port = Port {
+    let port = ControllerPort {
         dev: &mut dev,
         now_ns: 0,
         step_ns: 1,
     };
-    let mut f = Flash::new(&mut port);
+    let mut f = Flash::new(port);
     f.program(0, &[0xf0, 0x0f]).unwrap();
     f.program(0, &[0x3c, 0x0f]).unwrap();
     f.release();
@@ -130,15 +111,14 @@ fn the_driver_waits_out_a_command_it_did_not_start_and_clears_a_stale_error() {
     let mut dev = FlashDevice::new(FlashTiming::TYPICAL);
     dev.write_reg(0, reg::ADDR, 0);
     dev.write_reg(0, reg::CMD, cmd::ERASE_SECTOR);
-    let mut port = Port {
+    let port = ControllerPort {
         dev: &mut dev,
         now_ns: 0,
         step_ns: 1000,
     };
-    let mut f = Flash::new(&mut port);
+    let mut f = Flash::new(port);
     f.program(SECTOR_BYTES, &[1, 2, 3]).unwrap();
-    f.release();
-    assert!(port.now_ns >= FlashTiming::TYPICAL.erase_sector_ns);
+    assert!(f.release().now_ns >= FlashTiming::TYPICAL.erase_sector_ns);
     assert_eq!(
         dev.counters().refused,
         0,
@@ -148,12 +128,12 @@ fn the_driver_waits_out_a_command_it_did_not_start_and_clears_a_stale_error() {
     dev.write_reg(0, reg::CMD, 9);
     assert_eq!(dev.counters().refused, 1);
     let now = FlashTiming::TYPICAL.erase_sector_ns * 2;
-    let mut port = Port {
+    let port = ControllerPort {
         dev: &mut dev,
         now_ns: now,
         step_ns: 1,
     };
-    let mut f = Flash::new(&mut port);
+    let mut f = Flash::new(port);
     assert_eq!(f.erase_sector(0), Ok(()));
     f.release();
     assert_eq!(dev.read(SECTOR_BYTES, 3).unwrap(), &[1, 2, 3]);
