@@ -62,7 +62,13 @@ fn engine() -> Box<Engine<TestKit>> {
 
 /// Work request `i` of QP `qpn` (one packet, PSN `i`) sent.
 fn tx_done_on(qpn: u32, i: u64) -> CsrEntry {
-    CsrEvent::TxDone(TxDone::new(qpn, i, Psn::new(i as u32 + 1), csr::TXD_SIGNALED)).encode()
+    CsrEvent::TxDone(TxDone::new(
+        qpn,
+        i,
+        Psn::new(i as u32 + 1),
+        csr::TXD_SIGNALED,
+    ))
+    .encode()
 }
 
 fn tx_done(i: u64) -> CsrEntry {
@@ -142,7 +148,12 @@ fn completions_go_before_a_burst_of_ev_changes_of_any_qp() {
     let n = e.poll_commands(&mut buf);
     assert_eq!(n, 4);
     let first: Vec<_> = buf[..n].iter().filter_map(Completion::from_entry).collect();
-    assert_eq!(first.len(), 1, "the completion is in the first poll: {:?}", &buf[..n]);
+    assert_eq!(
+        first.len(),
+        1,
+        "the completion is in the first poll: {:?}",
+        &buf[..n]
+    );
     assert_eq!((first[0].qpn, first[0].wr_id), (1, 7));
     // The EV changes all follow, none lost.
     let mut updates = buf[..n]

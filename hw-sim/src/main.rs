@@ -529,7 +529,7 @@ fn print_not_modelled() {
     println!("Modelled: the real MRC datapath stage per NIC, its blocks (EV sprayer, header");
     println!("builder, PSN tracker, CSR event queue) clocked at the RTL's latency and initiation");
     println!("interval, and as its firmware the NIC image's main loop and engine, on cores (16 at");
-    println!("2 GHz unless [nic.firmware] says otherwise; off in the default run) charged from");
+    println!("2 GHz unless [nic.firmware] says otherwise) charged from");
     println!("guest instructions measured on the image under QEMU (mrc, mrc-1ev, spray-oblivious;");
     println!("a core's 32-entry CSR ring back-pressures the datapath when full), behind a PCIe");
     println!("link at TLP granularity (doorbells, WQE fetches, payload reads and writes, CQEs and");

@@ -20,10 +20,13 @@
 //!
 //!   The step costs the table's instructions for each entry taken (by kind), each timer fired,
 //!   each command written and each engine's timer check, times the CPI, in cycles of the core
-//!   clock. Its entries leave the ring and its commands reach the stages (with the completions
-//!   and EV events for the host) when that time has passed; the next step follows at once if
-//!   there is work (entries waiting, commands left over, a timer due), else the core idles
-//!   until a report comes or a timer is due. An idle core's polling is not busy time.
+//!   clock, charged in that order: its entries leave the ring when the events phase ends (the
+//!   loop consumes them then), and its commands reach their stages (with the completions and
+//!   EV events for the host) [`mrc_nicloop::PUBLISH_ENTRIES`] at a time, each group when the
+//!   loop has made it, as the loop publishes them. The next step follows at once when the
+//!   step ends if there is work (entries waiting, commands left over, a timer due), else the
+//!   core idles until a report comes or a timer is due. An idle core's polling is not busy
+//!   time.
 //! - **Not charged**: the NIC's setup calls into the engines (QPs created and connected) and
 //!   the route knowledge the NIC shares between its QPs (`Nic::share_route`); their commands
 //!   leave with the next step, charged as commands.
@@ -32,7 +35,7 @@
 //! commands move at once, no cores): a study of the transport alone.
 
 use mrc_abi::device::csr::CsrEntry;
-use mrc_nicloop::{BUDGET, RING_ENTRIES};
+use mrc_nicloop::{BUDGET, PUBLISH_ENTRIES, RING_ENTRIES};
 use std::collections::VecDeque;
 
 use super::{fw_cost, ns, Nic};
@@ -164,13 +167,19 @@ pub(crate) struct Core {
     ring: VecDeque<(u32, CsrEntry)>,
     /// Entries at the ring's front the running step took.
     taken: usize,
+    /// When they leave the ring: the end of the step's events phase (`None`: none taken, or
+    /// gone).
+    consumed_at: Option<Time>,
     /// When the newest entry in the ring came out of the CSR event queue (a step starts no
     /// earlier).
     ring_ready: Time,
     /// When the running step ends (`None`: idle).
     pub(crate) busy_until: Option<Time>,
-    /// The running step's commands, written when it ends: (shard, entry).
-    out: Vec<(u32, CsrEntry)>,
+    /// The running step's commands, each published at its group's point in the step: (when,
+    /// shard, entry), in the order the loop made them.
+    out: Vec<(Time, u32, CsrEntry)>,
+    /// Commands of `out` written so far.
+    sent: usize,
     /// Shards on this core.
     shards: Vec<u32>,
     /// Scratch: entries on their way (a ring's worth).
@@ -191,6 +200,14 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// The running step's next point: its entries leave the ring, its next command is
+    /// written, or it ends.
+    fn next_point(&self) -> Option<Time> {
+        let busy = self.busy_until?;
+        let next = self.out.get(self.sent).map_or(busy, |o| o.0);
+        Some(self.consumed_at.map_or(next, |t| t.min(next)))
+    }
+
     /// `cores` idle cores with shards `0..shards` dealt round-robin.
     pub(crate) fn deal(cores: u8, shards: usize) -> Vec<Core> {
         let n = usize::from(cores.max(1));
@@ -266,8 +283,14 @@ impl Nic {
             if core.armed.is_some_and(|a| a <= now) {
                 core.armed = None;
             }
+            if core.consumed_at.is_some_and(|t| t <= now) {
+                self.release_taken(c);
+            }
+            self.write_due(c, now);
+            let core = &mut self.cores[c];
             if core.busy_until.is_some_and(|t| t <= now) {
-                self.end_step(c, now);
+                // (every command was due by then)
+                core.busy_until = None;
             }
             // (an engine timer may be due)
             self.cores[c].wake = true;
@@ -289,7 +312,7 @@ impl Nic {
                 let floor = Time::from_ps(now.as_ps() + 1);
                 at = self.core_deadline(c).map(|t| t.max(floor));
             }
-            if let Some(t) = self.cores[c].busy_until {
+            if let Some(t) = self.cores[c].next_point() {
                 at = Some(t);
             }
             let Some(t) = at else { continue };
@@ -321,6 +344,10 @@ impl Nic {
     /// anything (and so occupies the core).
     fn start_step(&mut self, c: usize, now: Time) -> bool {
         let t = ns(now);
+        let fw = self.cfg.firmware;
+        let begin = now.max(self.cores[c].ring_ready);
+        // The time the step reaches after `instr` instructions.
+        let at = |instr: u64| begin.saturating_add(fw.time_of(fw.cpi.cycles(instr)));
         let mut instr: u64 = 0;
         let mut buf = std::mem::take(&mut self.cores[c].scratch);
         // 1. Events in, a run of one shard's entries at a time.
@@ -343,52 +370,82 @@ impl Nic {
                 break; // (short of command room: the rest, in order, next step)
             }
         }
+        let consumed = at(instr);
         // 2. Timers and 3. commands out, engine by engine.
         let mut fired = 0;
         let mut out = std::mem::take(&mut self.cores[c].out);
         for i in 0..self.cores[c].shards.len() {
             let k = self.cores[c].shards[i];
             let shard = &mut self.shards[k as usize];
+            instr += u64::from(fw_cost::TIMER_CHECK);
             let f = shard.fw_timers(t);
             fired += f;
             instr += f * u64::from(fw_cost::TIMER_FIRED);
-            let room = RING_ENTRIES - out.len();
-            let m = shard.fw_commands(&mut buf[..room]);
-            out.extend(buf[..m].iter().map(|e| (k, *e)));
-            instr += u64::from(fw_cost::TIMER_CHECK);
+            // (made and published a group at a time, as the loop does)
+            while out.len() < RING_ENTRIES {
+                let room = (RING_ENTRIES - out.len()).min(PUBLISH_ENTRIES);
+                let m = shard.fw_commands(&mut buf[..room]);
+                if m == 0 {
+                    break;
+                }
+                instr += m as u64 * u64::from(fw_cost::COMMAND);
+                let when = at(instr);
+                out.extend(buf[..m].iter().map(|e| (when, k, *e)));
+            }
         }
-        instr += out.len() as u64 * u64::from(fw_cost::COMMAND);
         let core = &mut self.cores[c];
         core.out = out;
+        core.sent = 0;
         core.scratch = buf;
         if taken == 0 && fired == 0 && core.out.is_empty() {
             return false;
         }
-        let cycles = self.cfg.firmware.cpi.cycles(instr);
+        let cycles = fw.cpi.cycles(instr);
         core.taken = taken;
+        core.consumed_at = (taken > 0).then_some(consumed);
         core.busy_cycles += cycles;
         core.steps += 1;
-        let begin = now.max(core.ring_ready);
-        core.busy_until = Some(begin.saturating_add(self.cfg.firmware.time_of(cycles)));
+        core.busy_until = Some(at(instr));
         true
     }
 
-    /// The end of core `c`'s step at `now`: its entries leave the ring, its commands reach
-    /// the stages, and the stages' held reports move up.
-    fn end_step(&mut self, c: usize, now: Time) {
+    /// The running step of core `c` has taken its entries: they leave the ring, and the
+    /// reports the stages held move up (the service that follows moves the entries of its
+    /// input shards).
+    fn release_taken(&mut self, c: usize) {
         let core = &mut self.cores[c];
-        core.busy_until = None;
         core.ring.drain(..core.taken);
         core.taken = 0;
+        core.consumed_at = None;
+        core.wake = true;
+        for i in 0..self.cores[c].shards.len() {
+            let k = self.cores[c].shards[i] as usize;
+            if self.shards[k].events_pending() > 0 {
+                self.shard_ready[k] = true;
+                self.input_shards.push(k);
+            }
+        }
+    }
+
+    /// The running step's commands due by `now` reach their stages (with the completions and
+    /// EV events for the host), in order.
+    fn write_due(&mut self, c: usize, now: Time) {
+        let core = &mut self.cores[c];
+        let from = core.sent;
+        let upto = from + core.out[from..].iter().take_while(|o| o.0 <= now).count();
+        if upto == from {
+            return;
+        }
+        core.sent = upto;
         core.wake = true;
         let out = std::mem::take(&mut core.out);
         let mut cmds = std::mem::take(&mut core.scratch);
-        let mut i = 0;
-        while i < out.len() {
-            let k = out[i].0;
+        let mut i = from;
+        while i < upto {
+            let k = out[i].1;
             let mut run = 0;
-            while i + run < out.len() && out[i + run].0 == k {
-                cmds[run] = out[i + run].1;
+            while i + run < upto && out[i + run].1 == k {
+                cmds[run] = out[i + run].2;
                 run += 1;
             }
             i += run;
@@ -400,18 +457,12 @@ impl Nic {
             self.input_shards.push(k);
             self.deadline_dirty.push(k);
         }
-        let mut out = out;
-        out.clear();
-        self.cores[c].out = out;
-        self.cores[c].scratch = cmds;
-        // Reports the stages held move up now that the ring has room (the service that follows
-        // moves the entries of its input shards).
-        for i in 0..self.cores[c].shards.len() {
-            let k = self.cores[c].shards[i] as usize;
-            if self.shards[k].events_pending() > 0 {
-                self.shard_ready[k] = true;
-                self.input_shards.push(k);
-            }
+        let core = &mut self.cores[c];
+        core.out = out;
+        core.scratch = cmds;
+        if core.sent == core.out.len() {
+            core.out.clear();
+            core.sent = 0;
         }
     }
 }

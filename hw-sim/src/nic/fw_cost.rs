@@ -58,17 +58,17 @@ const fn u(kind: CsrKind, name: &'static str) -> EventCost {
 }
 
 /// Charge of a DP->FW kind fw-cost does not measure: the loss event's, the dearest measured.
-pub const UNMEASURED_EVENT: u32 = 941;
+pub const UNMEASURED_EVENT: u32 = 944;
 
 /// Guest instructions per DP->FW entry, by kind (`just fw-cost`, `events.*.instructions_per_event`).
 pub const EVENTS: [EventCost; 13] = [
-    m(CsrKind::AckSummary, "ack_summary", 595),
-    m(CsrKind::Loss, "loss", 941),
+    m(CsrKind::AckSummary, "ack_summary", 598),
+    m(CsrKind::Loss, "loss", 944),
     u(CsrKind::Nack, "nack"),
-    m(CsrKind::TxStart, "tx_start", 373),
-    m(CsrKind::TxDone, "tx_done", 258),
+    m(CsrKind::TxStart, "tx_start", 375),
+    m(CsrKind::TxDone, "tx_done", 280),
     u(CsrKind::WimmPlaced, "wimm_placed"),
-    m(CsrKind::ProbeReply, "probe_reply", 420),
+    m(CsrKind::ProbeReply, "probe_reply", 421),
     u(CsrKind::PortEvent, "port_event"),
     u(CsrKind::RxDrops, "rx_drops"),
     u(CsrKind::RxFatal, "rx_fatal"),
@@ -82,7 +82,7 @@ pub const EVENTS: [EventCost; 13] = [
 pub const TIMER_FIRED: u32 = 1396;
 
 /// Guest instructions per FW->DP entry the loop writes (`commands.instructions_per_command`).
-pub const COMMAND: u32 = 145;
+pub const COMMAND: u32 = 183;
 
 /// Guest instructions of a step's timer check of one engine that finds nothing due
 /// (`timer.instructions_per_idle_call`): every step checks each engine on its core.

@@ -92,7 +92,8 @@ impl Scenario {
     /// The default run's scenario for `transport`: 64 hosts, 4 planes of 200 Gb/s (800G NICs),
     /// a leaf-spine per plane (radix 16: 8 leaves, 8 spines), 0.5 us links, an all-to-all
     /// (every host writes 256 KiB to every other host, 15.75 MiB per NIC, in 64 KiB
-    /// messages), leaf 0 - spine 0 of plane 0 failing at 40 us.
+    /// messages), leaf 0 - spine 0 of plane 0 failing at 40 us; the firmware on the default
+    /// cores ([`FirmwareConfig::DEFAULT`]: 16 at 2 GHz, timed).
     pub fn default_for(transport: Transport) -> Scenario {
         let mut fabric = FabricConfig::htsim_reference(Shape::LeafSpine {
             hosts: 64,
@@ -122,9 +123,7 @@ impl Scenario {
             timeout_exp: 7,
             retry_cnt: 24,
             pcie: PcieConfig::default(),
-            // In zero time: on timed cores this run has a tail on some seeds (see
-            // `scenarios/default.toml`).
-            firmware: FirmwareConfig::UNTIMED,
+            firmware: FirmwareConfig::DEFAULT,
             background: None,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),
@@ -143,7 +142,6 @@ impl Scenario {
                 bytes_per_host: 16 << 20,
                 msg_bytes: 256 << 10,
             },
-            firmware: FirmwareConfig::DEFAULT,
             ..Scenario::default_for(transport)
         }
     }
@@ -157,7 +155,6 @@ impl Scenario {
                 slices: 4,
                 msg_bytes: 64 << 10,
             },
-            firmware: FirmwareConfig::DEFAULT,
             ..Scenario::default_for(transport)
         }
     }
@@ -175,7 +172,6 @@ impl Scenario {
             at: Time::from_us(5),
             t1_link: 0,
         });
-        s.firmware = FirmwareConfig::DEFAULT;
         s
     }
 

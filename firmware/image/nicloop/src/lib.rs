@@ -23,8 +23,9 @@
 //! 2. **Timers.** [`Engine::handle_timeout`] when [`Engine::poll_timeout`] is due.
 //! 3. **Commands out.** At most as many FW->DP entries as the ring has room for
 //!    ([`Datapath::orders_room`]): first what the loop made itself (host events of admin
-//!    commands, region table writes, QP-fatal events), then [`Engine::poll_commands`]. The
-//!    rest waits in the engine, so no command is ever dropped for lack of room.
+//!    commands, region table writes, QP-fatal events), then [`Engine::poll_commands`],
+//!    made and published [`PUBLISH_ENTRIES`] at a time. The rest waits in the engine, so no
+//!    command is ever dropped for lack of room.
 //!
 //! [`NicLoop::step_admin`] does the same with the NIC's admin tables ([`NicAdmin`]) and first
 //! executes admin commands ([`Datapath::pop_admin`], the 64-byte mrc-abi `AdminCmd`s the host
@@ -130,6 +131,14 @@ pub const RING_ENTRIES: usize = 32;
 
 /// CSR entries moved each way per step: a ring's worth.
 pub const BUDGET: usize = RING_ENTRIES;
+
+/// FW->DP entries the loop publishes together (moves the ring's producer index once for):
+/// step 3 makes its commands this many at a time and publishes each group as soon as it is
+/// made, so the datapath starts on the first commands of a long step (a completion, a
+/// retransmission order) while the loop still makes the rest. Two, because the engine writes
+/// an EV change as a pair (the sprayer's entry and the host's event) and a group of one would
+/// never hold it.
+pub const PUBLISH_ENTRIES: usize = 2;
 
 /// Admin commands executed per step.
 pub const ADMIN_BUDGET: usize = 8;
@@ -476,12 +485,17 @@ impl<C: Capacity> NicLoop<C> {
         }
         // 2. Timers.
         moved |= fw.timeout(now_ns);
-        // 3. Commands out.
+        // 3. Commands out, published a group at a time as they are made.
         if fw.commands_pending() {
-            let room = dp.orders_room().min(BUDGET);
-            let m = fw.commands(&mut self.buf[..room], admin);
-            if m > 0 {
+            let mut room = dp.orders_room().min(BUDGET);
+            while room > 0 {
+                let k = room.min(PUBLISH_ENTRIES);
+                let m = fw.commands(&mut self.buf[..k], admin.as_deref_mut());
+                if m == 0 {
+                    break;
+                }
                 moved = true;
+                room -= m;
                 let w = dp.push_orders(&self.buf[..m]).min(m);
                 fw.counters.commands += w as u64;
                 fw.counters.commands_lost += (m - w) as u64;
@@ -492,7 +506,7 @@ impl<C: Capacity> NicLoop<C> {
                     }
                 }
             }
-            if m == room && fw.commands_pending() {
+            if room == 0 && fw.commands_pending() {
                 fw.counters.commands_held += 1;
             }
         }
