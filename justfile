@@ -90,7 +90,13 @@ fw-cost:
 # Speed of the `elf` firmware level (the NIC ELF on the emulated core, hw-sim/elfcore): guest
 # instructions per second against the native main loop on the same two-NIC stream, medians.
 elf-speed:
-    cargo run --release -q -p mrc-elfcore --example elf_speed
+    cd hw-sim/elfcore && CARGO_TARGET_DIR=../../target cargo run --release -q --example elf_speed
+
+# Tests of the `elf` firmware level (hw-sim/elfcore, its own workspace: it builds the Unicorn
+# engine, which needs cmake and libclang): the ELF against the native loop, resets, the flash
+# algorithm and the boot ROM.
+elf-test:
+    cd hw-sim/elfcore && CARGO_TARGET_DIR=../../target cargo test
 
 # The probe-rs flash algorithm for the NIC's QSPI flash (listed in mrc-nic.chip.yaml; `just
 # fw-gen` rebuilds it and rewrites the chip description).
