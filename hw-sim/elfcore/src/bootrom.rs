@@ -50,9 +50,15 @@ pub enum BootError {
         /// Why it was refused.
         error: UpdateError,
     },
-    /// The image does not fit the core's memories.
-    #[error(transparent)]
-    Layout(#[from] crate::ElfError),
+    /// The last slot the record chose held a checked image that does not fit the core's
+    /// memories (it is now marked invalid), and no other slot is bootable.
+    #[error("slot {slot:?}: {error}")]
+    Layout {
+        /// The last slot tried.
+        slot: Slot,
+        /// Where the image does not fit.
+        error: crate::ElfError,
+    },
     /// The boot record could not be written back.
     #[error("writing the boot record: {0:?}")]
     Record(mrc_nic_board::flash::Error),
@@ -77,17 +83,14 @@ pub fn boot(
         .and_then(|b| BootControl::from_bytes(b.try_into().ok()?).ok())
         .unwrap_or_else(|| BootControl::factory(factory_version, max_trial_boots));
     // The refusal of the last slot tried, told when nothing else can boot.
-    let mut refused: Option<(Slot, UpdateError)> = None;
+    let mut refused: Option<BootError> = None;
     loop {
         let (slot, trial) = match record.select_boot() {
             BootDecision::Boot { slot, trial } => (slot, trial),
             BootDecision::RolledBack { to, .. } => (to, false),
             BootDecision::NoBootableImage => {
                 write_record(flash, record_at, &record)?;
-                return Err(match refused {
-                    Some((slot, error)) => BootError::BadImage { slot, error },
-                    None => BootError::NoBootableImage,
-                });
+                return Err(refused.unwrap_or(BootError::NoBootableImage));
             }
         };
         write_record(flash, record_at, &record)?;
@@ -101,34 +104,36 @@ pub fn boot(
                     record,
                 })
             }
-            Err(error) => {
+            Err(why) => {
                 // Never run an image that fails the check; the record stops choosing it.
                 record.mark_invalid(slot);
-                refused = Some((slot, error));
+                refused = Some(why);
             }
         }
     }
 }
 
-/// The checked image of `slot`, laid out where it is linked.
+/// The checked image of `slot`, laid out where it is linked; a refusal names the slot.
 fn load(
     flash: &mut FlashDevice,
     map: &NicMap,
     slot: Slot,
     policy: &UpdatePolicy,
-) -> Result<NicImage, UpdateError> {
+) -> Result<NicImage, BootError> {
+    let bad = |error| BootError::BadImage { slot, error };
     let slots = FlashSlots::new(flash, map);
     let mut hbuf = [0u8; HEADER_LEN];
-    slots.read(slot, 0, &mut hbuf)?;
-    let header = ImageHeader::parse(&hbuf).map_err(UpdateError::Header)?;
-    let len = header.image_len();
-    verify_slot(&slots, slot, len.min(slots.capacity()), policy)?;
+    slots.read(slot, 0, &mut hbuf).map_err(|e| bad(e.into()))?;
+    let len = ImageHeader::parse(&hbuf)
+        .map_err(|e| bad(UpdateError::Header(e)))?
+        .image_len();
+    let header = verify_slot(&slots, slot, len.min(slots.capacity()), policy).map_err(bad)?;
     let mut body = vec![0u8; header.body_len as usize];
-    slots.read(slot, HEADER_LEN as u32, &mut body)?;
-    NicImage::flat(header.load_addr, header.entry, &body, map).map_err(|_| UpdateError::TooLarge {
-        len,
-        capacity: map.itcm.len,
-    })
+    slots
+        .read(slot, HEADER_LEN as u32, &mut body)
+        .map_err(|e| bad(e.into()))?;
+    NicImage::flat(header.load_addr, header.entry, &body, map)
+        .map_err(|error| BootError::Layout { slot, error })
 }
 
 fn write_record(flash: &mut FlashDevice, at: u32, record: &BootControl) -> Result<(), BootError> {
