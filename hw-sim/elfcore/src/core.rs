@@ -163,8 +163,32 @@ impl core::fmt::Debug for ElfCore {
     }
 }
 
-fn engine(what: &'static str) -> impl Fn(unicorn_engine::uc_error) -> ElfError {
+pub(crate) fn engine(what: &'static str) -> impl Fn(unicorn_engine::uc_error) -> ElfError {
     move |e| ElfError::Engine(format!("{what}: {e:?}"))
+}
+
+/// A riscv32 engine holding `data` with the core's memories mapped: the ITCM (rwx) and the
+/// DTCM with the NOINIT block after it as one RAM, with `dtcm` access.
+pub(crate) fn open_engine<D>(
+    map: &NicMap,
+    data: D,
+    dtcm: Prot,
+) -> Result<Unicorn<'static, D>, ElfError> {
+    let mut uc = Unicorn::new_with_data(Arch::RISCV, Mode::RISCV32, data)
+        .map_err(engine("open the RISC-V engine"))?;
+    uc.mem_map(
+        u64::from(map.itcm.origin),
+        u64::from(map.itcm.len),
+        Prot::ALL,
+    )
+    .map_err(engine("map the ITCM"))?;
+    uc.mem_map(
+        u64::from(map.dtcm.origin),
+        u64::from(map.dtcm.len + map.noinit.len),
+        dtcm,
+    )
+    .map_err(engine("map the DTCM"))?;
+    Ok(uc)
 }
 
 /// A fresh engine: the NIC's memories mapped, `ram` (DTCM + NOINIT, kept across a reset) and
@@ -175,21 +199,7 @@ fn new_engine(
     state: State,
     ram: Option<&[u8]>,
 ) -> Result<Unicorn<'static, State>, ElfError> {
-    let mut uc = Unicorn::new_with_data(Arch::RISCV, Mode::RISCV32, state)
-        .map_err(engine("open the RISC-V engine"))?;
-    uc.mem_map(
-        u64::from(map.itcm.origin),
-        u64::from(map.itcm.len),
-        Prot::ALL,
-    )
-    .map_err(engine("map the ITCM"))?;
-    // The DTCM and the NOINIT block after it: one RAM.
-    uc.mem_map(
-        u64::from(map.dtcm.origin),
-        u64::from(map.dtcm.len + map.noinit.len),
-        Prot::READ | Prot::WRITE,
-    )
-    .map_err(engine("map the DTCM"))?;
+    let mut uc = open_engine(map, state, Prot::READ | Prot::WRITE)?;
     if let Some(ram) = ram {
         uc.mem_write(u64::from(map.dtcm.origin), ram)
             .map_err(engine("restore the RAM"))?;

@@ -176,8 +176,14 @@ enum TimeRead {
 }
 
 impl Device {
-    /// The window after power-on, waiting for the boot's first timer read.
+    /// The window after power-on, waiting for the boot's first timer read, with an erased
+    /// flash of the part's typical timing.
     pub fn new(regs: Regs) -> Device {
+        Self::with_flash(regs, FlashDevice::new(FlashTiming::TYPICAL))
+    }
+
+    /// [`Device::new`] with `flash` behind the controller.
+    pub fn with_flash(regs: Regs, flash: FlashDevice) -> Device {
         Device {
             regs,
             now_ns: 0,
@@ -187,7 +193,7 @@ impl Device {
             orders: QueueRegs::default(),
             admin_cmd: QueueRegs::default(),
             admin_resp: QueueRegs::default(),
-            flash: FlashDevice::new(FlashTiming::TYPICAL),
+            flash,
             flash_clock_ns: 0,
             counters: DeviceCounters::default(),
             // (the boot's first timer read is the top of the first iteration)
@@ -236,6 +242,12 @@ impl Device {
         }
         self.flash_clock_ns = self.flash_clock_ns.max(self.now_ns) + ACCESS_NS;
         Some((o, self.flash_clock_ns))
+    }
+
+    /// The flash's time now: the controller accesses so far, at [`ACCESS_NS`] each, on top of
+    /// the iterations' times.
+    pub fn flash_time_ns(&self) -> u64 {
+        self.flash_clock_ns
     }
 
     /// Carries the flash (and its time) over from the device before a core reset.

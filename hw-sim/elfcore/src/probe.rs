@@ -14,14 +14,17 @@
 //!   `Init(address, 0, 2)`, per page the page copied into a buffer and `ProgramPage(address,
 //!   page_size, buffer)`, `UnInit(2)`.
 //!
-//! The core sees the DTCM (where the algorithm runs), the ITCM, and the CSR window with the
-//! flash controller ([`FlashDevice`]) at its place in the memory map; every other CSR register
-//! reads 0 and is counted ([`FlashLoader::stray_accesses`]). Each controller access takes
-//! [`ACCESS_NS`] of the device's time (BUSY waits are bus reads).
+//! The core sees the ITCM, the DTCM (where the algorithm runs) and the CSR window as the
+//! running image sees it ([`Device`], with the [`FlashDevice`] behind its controller: each
+//! controller access takes `ACCESS_NS` of the flash's time, so BUSY waits see time pass); an
+//! access to a register other than the flash controller's is counted
+//! ([`FlashLoader::stray_accesses`]).
 
-use unicorn_engine::{Arch, Mode, Prot, RegisterRISCV, Unicorn};
+use unicorn_engine::{Prot, RegisterRISCV, Unicorn};
 
-use crate::board::flash::{FlashDevice, ACCESS_NS};
+use crate::board::flash::{FlashDevice, FlashTiming};
+use crate::core::{engine, open_engine};
+use crate::device::Device;
 use crate::map::NicMap;
 use crate::ElfError;
 
@@ -75,10 +78,7 @@ pub enum ProbeError {
 }
 
 struct State {
-    flash: FlashDevice,
-    ctrl: u64,
-    now_ns: u64,
-    stray: u64,
+    dev: Device,
     trapped: Option<u32>,
 }
 
@@ -89,10 +89,6 @@ pub struct FlashLoader {
     header: u64,
     buffer: u64,
     stack_top: u64,
-}
-
-fn engine(what: &'static str) -> impl Fn(unicorn_engine::uc_error) -> ElfError {
-    move |e| ElfError::Engine(format!("{what}: {e:?}"))
 }
 
 impl FlashLoader {
@@ -116,54 +112,27 @@ impl FlashLoader {
             u64::from(map.dtcm.origin),
             u64::from(map.dtcm.origin) + u64::from(map.dtcm.len),
         );
+        // (the algorithm, its buffers and stack stay in the DTCM, as probe-rs places them in
+        // the RAM region holding the load address; the NOINIT block after it is left alone)
         if header < start || stack_top > end {
             return Err(ElfError::Map(format!(
                 "the algorithm, its buffers and stack [{header:#x}, {stack_top:#x}) do not fit the DTCM"
             )));
         }
         let state = State {
-            flash,
-            ctrl: u64::from(map.regs.flash_ctrl),
-            now_ns: 0,
-            stray: 0,
+            dev: Device::with_flash(map.regs, flash),
             trapped: None,
         };
-        let mut uc = Unicorn::new_with_data(Arch::RISCV, Mode::RISCV32, state)
-            .map_err(engine("open the RISC-V engine"))?;
-        uc.mem_map(
-            u64::from(map.itcm.origin),
-            u64::from(map.itcm.len),
-            Prot::ALL,
-        )
-        .map_err(engine("map the ITCM"))?;
-        uc.mem_map(start, end - start, Prot::ALL)
-            .map_err(engine("map the DTCM"))?;
+        let mut uc = open_engine(map, state, Prot::ALL)?;
         uc.mmio_map(
             u64::from(map.csr.origin),
             u64::from(map.csr.len),
-            Some(|uc: &mut Unicorn<'_, State>, off: u64, _size: usize| {
-                let s = uc.get_data_mut();
-                match off.checked_sub(s.ctrl) {
-                    Some(o) if o < u64::from(mrc_abi::device::flash::reg::BLOCK_BYTES) => {
-                        s.now_ns += ACCESS_NS;
-                        u64::from(s.flash.read_reg(s.now_ns, o as u32))
-                    }
-                    _ => {
-                        s.stray += 1;
-                        0
-                    }
-                }
+            Some(|uc: &mut Unicorn<'_, State>, off: u64, size: usize| {
+                u64::from(uc.get_data_mut().dev.read(off as u32, size))
             }),
             Some(
-                |uc: &mut Unicorn<'_, State>, off: u64, _size: usize, v: u64| {
-                    let s = uc.get_data_mut();
-                    match off.checked_sub(s.ctrl) {
-                        Some(o) if o < u64::from(mrc_abi::device::flash::reg::BLOCK_BYTES) => {
-                            s.now_ns += ACCESS_NS;
-                            s.flash.write_reg(s.now_ns, o as u32, v as u32);
-                        }
-                        _ => s.stray += 1,
-                    }
+                |uc: &mut Unicorn<'_, State>, off: u64, size: usize, v: u64| {
+                    uc.get_data_mut().dev.write(off as u32, size, v as u32);
                 },
             ),
         )
@@ -246,15 +215,14 @@ impl FlashLoader {
     /// # Errors
     /// The first call that failed.
     pub fn erase(&mut self, address: u32, len: u32) -> Result<(), ProbeError> {
-        let a = self.algo.clone();
-        self.checked("Init", a.pc_init, &[address, 0, 1])?;
-        let first = address - address % a.sector_size;
+        self.checked("Init", self.algo.pc_init, &[address, 0, 1])?;
+        let first = address - address % self.algo.sector_size;
         let mut s = first;
         while s < address.saturating_add(len) {
-            self.checked("EraseSector", a.pc_erase_sector, &[s])?;
-            s += a.sector_size;
+            self.checked("EraseSector", self.algo.pc_erase_sector, &[s])?;
+            s += self.algo.sector_size;
         }
-        self.checked("UnInit", a.pc_uninit, &[1])
+        self.checked("UnInit", self.algo.pc_uninit, &[1])
     }
 
     /// Programs `data` at `address` (page-aligned), page by page through the buffer in RAM, as
@@ -263,10 +231,9 @@ impl FlashLoader {
     /// # Errors
     /// The first call that failed.
     pub fn program(&mut self, address: u32, data: &[u8]) -> Result<(), ProbeError> {
-        let a = self.algo.clone();
-        self.checked("Init", a.pc_init, &[address, 0, 2])?;
-        for (i, page) in data.chunks(a.page_size as usize).enumerate() {
-            let mut buf = vec![mrc_abi::device::flash::ERASED; a.page_size as usize];
+        self.checked("Init", self.algo.pc_init, &[address, 0, 2])?;
+        for (i, page) in data.chunks(self.algo.page_size as usize).enumerate() {
+            let mut buf = vec![mrc_abi::device::flash::ERASED; self.algo.page_size as usize];
             buf[..page.len()].copy_from_slice(page);
             self.uc
                 .mem_write(self.buffer, &buf)
@@ -274,14 +241,14 @@ impl FlashLoader {
                     function: "ProgramPage",
                     error: engine("fill the page buffer")(e),
                 })?;
-            let at = address + (i as u32) * a.page_size;
+            let at = address + (i as u32) * self.algo.page_size;
             self.checked(
                 "ProgramPage",
-                a.pc_program_page,
-                &[at, a.page_size, self.buffer as u32],
+                self.algo.pc_program_page,
+                &[at, self.algo.page_size, self.buffer as u32],
             )?;
         }
-        self.checked("UnInit", a.pc_uninit, &[2])
+        self.checked("UnInit", self.algo.pc_uninit, &[2])
     }
 
     /// Calls `EraseSector` alone (after `Init` for erasing), for callers probing the
@@ -290,33 +257,33 @@ impl FlashLoader {
     /// # Errors
     /// `Init` failed or the core did not return.
     pub fn erase_sector_raw(&mut self, address: u32) -> Result<u32, ProbeError> {
-        let a = self.algo.clone();
-        self.checked("Init", a.pc_init, &[address, 0, 1])?;
-        let code = self.call("EraseSector", a.pc_erase_sector, &[address])?;
-        self.checked("UnInit", a.pc_uninit, &[1])?;
+        self.checked("Init", self.algo.pc_init, &[address, 0, 1])?;
+        let code = self.call("EraseSector", self.algo.pc_erase_sector, &[address])?;
+        self.checked("UnInit", self.algo.pc_uninit, &[1])?;
         Ok(code)
     }
 
     /// The flash behind the controller.
     pub fn flash(&self) -> &FlashDevice {
-        &self.uc.get_data().flash
+        &self.uc.get_data().dev.flash
     }
 
     /// Takes the flash out (the board, after flashing).
     pub fn into_flash(mut self) -> FlashDevice {
         std::mem::replace(
-            &mut self.uc.get_data_mut().flash,
-            FlashDevice::new(crate::board::flash::FlashTiming::INSTANT),
+            &mut self.uc.get_data_mut().dev.flash,
+            FlashDevice::new(FlashTiming::INSTANT),
         )
     }
 
     /// Accesses to CSR registers other than the flash controller's.
     pub fn stray_accesses(&self) -> u64 {
-        self.uc.get_data().stray
+        let c = &self.uc.get_data().dev.counters;
+        c.unknown_reads + c.unknown_writes
     }
 
-    /// The device time the calls so far took, in ns.
+    /// The flash's time the calls so far took, in ns.
     pub fn device_time_ns(&self) -> u64 {
-        self.uc.get_data().now_ns
+        self.uc.get_data().dev.flash_time_ns()
     }
 }
