@@ -11,35 +11,26 @@ use mrc_abi::Psn;
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::{
-    CcProfile, Completion, CompletionKind, Engine, EngineConfig, EvProfile, QpAttrs, QpHint,
-    QpState,
+    CcProfile, Completion, CompletionKind, Engine, EngineConfig, EvProfile, QpAttrs, QpState,
 };
 use mrc_firmware::testkit::TestKit;
 
 const SQ: usize = TestKit::SEND_QUEUE;
 
 fn attrs() -> QpAttrs {
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
+    QpAttrs::connect(
+        EvProfile {
             table: EvConfig::new(16, 2),
             format: EvFormat::Udp,
             value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Fixed {
+        },
+        CcProfile::Fixed {
             cwnd_bytes: 1 << 20,
-        }),
-        dest_qpn: Some(1),
-        rq_psn: Some(Psn::new(0)),
-        responder_mpr: Some(2),
-        dynamic_mpr: None,
-        responder_max_wimm: Some(2),
-        sq_psn: Some(Psn::new(0)),
-        requester_mpr: Some(2),
-        requester_max_wimm: Some(2),
-        retry_cnt: Some(7),
-        timeout: Some(10),
-    }
+        },
+        1,
+    )
+    .window(2, 2)
+    .retry(7, 10)
 }
 
 /// An engine with QPs `0..qps` in RTS and its setup commands polled.

@@ -16,7 +16,7 @@ use mrc_firmware::datapath::placement::{Access, MemRegion};
 use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters, QpView};
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::{
-    CcProfile, EngineConfig, EngineCounters, EvProfile, FwQpView, QpAttrs, QpHint, QpState,
+    CcProfile, EngineConfig, EngineCounters, EvProfile, FwQpView, QpAttrs, QpState,
 };
 use mrc_firmware::testkit::{HostWrite, Nic, TestKit};
 use proptest::prelude::*;
@@ -48,27 +48,20 @@ impl Rng {
 }
 
 fn attrs(dest: u32, cwnd_pkts: u64) -> QpAttrs {
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
+    QpAttrs::connect(
+        EvProfile {
             table: EvConfig::new(16, 2),
             format: EvFormat::Udp,
             value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Fixed {
+        },
+        CcProfile::Fixed {
             cwnd_bytes: cwnd_pkts * u64::from(MTU),
-        }),
-        dest_qpn: Some(dest),
-        rq_psn: Some(Psn::new(100)),
-        responder_mpr: Some(2),
-        dynamic_mpr: None,
-        responder_max_wimm: Some(4),
-        sq_psn: Some(Psn::new(100)),
-        requester_mpr: Some(2),
-        requester_max_wimm: Some(4),
-        retry_cnt: Some(25),
-        timeout: Some(5),
-    }
+        },
+        dest,
+    )
+    .psns(Psn::new(100), Psn::new(100))
+    .window(2, 4)
+    .retry(25, 5)
 }
 
 fn nic() -> Box<Nic<TestKit>> {

@@ -9,7 +9,7 @@ use mrc_firmware::datapath::stage::{DatapathConfig, PostError, TX_BURST_PKTS};
 use mrc_firmware::engine::ev_state::{EvConfig, EvState};
 use mrc_firmware::engine::{
     Attr, CcProfile, Completion, CompletionError, CompletionKind, EngineConfig, EvProfile, QpAttrs,
-    QpError, QpHint, QpState,
+    QpError, QpState,
 };
 use mrc_firmware::testkit::{HostWrite, Nic, TestKit};
 
@@ -17,27 +17,20 @@ const VA: u64 = 0x8000_0000;
 const RKEY: u32 = 0x55;
 
 fn attrs(dest: u32, retry_cnt: u8) -> QpAttrs {
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
+    QpAttrs::connect(
+        EvProfile {
             table: EvConfig::new(16, 2),
             format: EvFormat::Udp,
             value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Fixed {
+        },
+        CcProfile::Fixed {
             cwnd_bytes: 1 << 20,
-        }),
-        dest_qpn: Some(dest),
-        rq_psn: Some(Psn::new(100)),
-        responder_mpr: Some(2),
-        dynamic_mpr: None,
-        responder_max_wimm: Some(2),
-        sq_psn: Some(Psn::new(100)),
-        requester_mpr: Some(2),
-        requester_max_wimm: Some(2),
-        retry_cnt: Some(retry_cnt),
-        timeout: Some(3),
-    }
+        },
+        dest,
+    )
+    .psns(Psn::new(100), Psn::new(100))
+    .window(2, 2)
+    .retry(retry_cnt, 3)
 }
 
 fn nic() -> Box<Nic<TestKit>> {

@@ -38,7 +38,7 @@ use crate::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
 use crate::datapath::placement::{Access, MemRegion};
 use crate::datapath::stage::DatapathConfig;
 use crate::engine::ev_state::EvConfig;
-use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpHint, QpState};
+use crate::engine::qp::{CcProfile, EvProfile, QpAttrs, QpState};
 use crate::engine::{CompletionKind, EngineConfig};
 
 const REGION_VA: u64 = 0x1000_0000;
@@ -354,27 +354,20 @@ const BAD: u64 = 1 << 62;
 fn attrs(dest: u32) -> QpAttrs {
     let mut table = EvConfig::new(64, 4);
     table.probe_base_ns = 5_000;
-    QpAttrs {
-        hint: Some(QpHint::default()),
-        ev_profile: Some(EvProfile {
+    QpAttrs::connect(
+        EvProfile {
             table,
             format: EvFormat::Udp,
             value_base: 0xC000,
-        }),
-        cc_profile: Some(CcProfile::Fixed {
+        },
+        CcProfile::Fixed {
             cwnd_bytes: 64 * 1024,
-        }),
-        dest_qpn: Some(dest),
-        rq_psn: Some(Psn::new(0x00ff_fff0)),
-        responder_mpr: Some(2),
-        dynamic_mpr: None,
-        responder_max_wimm: Some(4),
-        sq_psn: Some(Psn::new(0x00ff_fff0)),
-        requester_mpr: Some(2),
-        requester_max_wimm: Some(4),
-        retry_cnt: Some(3),
-        timeout: Some(4),
-    }
+        },
+        dest,
+    )
+    .psns(Psn::new(0x00ff_fff0), Psn::new(0x00ff_fff0))
+    .window(2, 4)
+    .retry(3, 4)
 }
 
 /// What a NIC wrote for its host during one call.
