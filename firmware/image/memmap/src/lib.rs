@@ -146,6 +146,19 @@ impl MemoryMap {
         Ok(map)
     }
 
+    /// The map for a build script whose package sits next to `firmware/memory-map.toml`'s
+    /// directory (`firmware/image`, `firmware/flash-algo`): read from `../memory-map.toml`,
+    /// with cargo told to rerun the script when the map changes.
+    ///
+    /// # Panics
+    /// The map cannot be read or parsed (the build fails with the file and the reason).
+    pub fn for_build_script() -> Self {
+        let path = "../memory-map.toml";
+        println!("cargo:rerun-if-changed={path}");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        Self::parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
     /// The target `name`.
     ///
     /// # Errors
