@@ -77,25 +77,8 @@ pub enum DriverEvent {
     /// A work request completed (`qpn` the NIC QPN; a send's `wr_id` is the handle it was
     /// posted with, a receive's the `wr_id` of [`Nic::driver_post_recv`]).
     Completion(Completion),
-    /// A payload was placed: `len` bytes at byte `offset` of registered region `slot`, for
-    /// message `msn` of QP `qpn`, from offset `local.offset` of the send `local.handle` of host
-    /// `src_host`.
-    Placed {
-        /// NIC QPN of the receiving QP.
-        qpn: u32,
-        /// The sending host.
-        src_host: u32,
-        /// The sender's local buffer of the bytes.
-        local: LocalBuf,
-        /// Message sequence number.
-        msn: u16,
-        /// Region slot of the stage.
-        slot: u16,
-        /// Byte offset in the region.
-        offset: u64,
-        /// Bytes.
-        len: u32,
-    },
+    /// A payload was placed ([`Placement`]).
+    Placed(Placement),
     /// EV `ev` of QP `qpn` moved to `new` for `reason`.
     EvEvent {
         /// NIC QPN.
@@ -107,6 +90,26 @@ pub enum DriverEvent {
         /// Why.
         reason: EvReason,
     },
+}
+
+/// A placed payload: `len` bytes at byte `offset` of registered region `slot`, for message
+/// `msn` of QP `qpn`, from offset `local.offset` of the send `local.handle` of host `src_host`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// NIC QPN of the receiving QP.
+    pub qpn: u32,
+    /// The sending host.
+    pub src_host: u32,
+    /// The sender's local buffer of the bytes.
+    pub local: LocalBuf,
+    /// Message sequence number.
+    pub msn: u16,
+    /// Region slot of the stage.
+    pub slot: u16,
+    /// Byte offset in the region.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u32,
 }
 
 /// The driver-host state of a [`Nic`].
@@ -215,7 +218,7 @@ impl DriverPort {
         };
         self.push(
             seen,
-            DriverEvent::Placed {
+            DriverEvent::Placed(Placement {
                 qpn,
                 src_host,
                 local,
@@ -223,7 +226,7 @@ impl DriverPort {
                 slot,
                 offset,
                 len,
-            },
+            }),
         );
     }
 }

@@ -99,7 +99,7 @@ pub mod wire;
 
 pub use config::{NicConfig, NicCounters, NicError, Transport};
 pub use cores::{Cpi, FirmwareConfig, MAX_CORES};
-pub use driver::{DriverEngine, DriverEvent};
+pub use driver::{DriverEngine, DriverEvent, Placement};
 pub(crate) use pair::{HostWrite, Pair};
 pub use pcie::{FcCredits, PcieConfig};
 pub use plan::{Peer, QpPlan};

@@ -43,7 +43,7 @@ use super::World;
 use crate::core::sim::Simulator;
 use crate::core::time::{Time, PS_PER_NS};
 use crate::fabric::{Fabric, FabricTotals, Fault};
-use crate::nic::{DriverEngine, DriverEvent, Nic, Transport, SHARD_QPS};
+use crate::nic::{DriverEngine, DriverEvent, Nic, Placement, Transport, SHARD_QPS};
 use crate::run::{Scenario, World as Net, FABRIC};
 
 /// Clos-mode settings of a [`super::SimHost`].
@@ -426,15 +426,7 @@ impl World {
             };
             match e {
                 DriverEvent::EvEvent { .. } => c.counters.ev_events += 1,
-                DriverEvent::Placed {
-                    qpn,
-                    src_host,
-                    local,
-                    msn,
-                    slot,
-                    offset,
-                    len,
-                } => self.clos_place(i, qpn, src_host, local, msn, slot, offset, len),
+                DriverEvent::Placed(p) => self.clos_place(i, p),
                 DriverEvent::Completion(done) => {
                     let Some(dev) = self.nics[i]
                         .t
@@ -515,18 +507,16 @@ impl World {
     }
 
     /// Writes the bytes a placement at NIC `i` names into the region's memory.
-    #[allow(clippy::too_many_arguments)]
-    fn clos_place(
-        &mut self,
-        i: usize,
-        qpn: u32,
-        src_host: u32,
-        local: LocalBuf,
-        msn: u16,
-        slot: u16,
-        offset: u64,
-        len: u32,
-    ) {
+    fn clos_place(&mut self, i: usize, p: Placement) {
+        let Placement {
+            qpn,
+            src_host,
+            local,
+            msn,
+            slot,
+            offset,
+            len,
+        } = p;
         let Some(c) = self.clos.as_mut() else { return };
         let m = &mut c.msg_bytes[i];
         *m.entry((qpn, msn)).or_default() += len;

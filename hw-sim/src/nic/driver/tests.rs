@@ -116,14 +116,14 @@ fn the_driver_s_writes_cross_the_clos_fabric() {
     let mut recv = None;
     for &(h, t, e) in &got {
         match e {
-            DriverEvent::Placed {
+            DriverEvent::Placed(Placement {
                 qpn,
                 src_host,
                 local,
                 offset,
                 len,
                 ..
-            } => {
+            }) => {
                 assert_eq!((h, qpn, src_host), (5, q5, 0));
                 let i = local.handle as usize;
                 assert_eq!(BASE_VA + offset, vas[i] + local.offset);
