@@ -1,7 +1,7 @@
 //! Isolation and hostile input, one test per rule, through the whole system (driver <->
-//! simulated NICs running the real engine). Raw frames come from outside the fabric
+//! the simulator's NIC models on a Clos fabric). Raw frames come from outside the fabric
 //! (`SimHost::inject_frame`): each is parsed as a NIC parses a received frame, checked, and
-//! handed to the engine. A genuine frame built the same way is placed (the control that shows
+//! handed to the QP's datapath stage. A genuine frame built the same way is placed (the control that shows
 //! each hostile variant differs from it in one thing only).
 //!
 //! Covered elsewhere, not repeated here: a wrong rkey (`whole_system.rs`
@@ -22,7 +22,7 @@ use mrc_abi::Psn;
 use mrc_driver::api::*;
 use mrc_driver::device::DeviceConfig;
 use mrc_firmware::datapath::packet::{DropReason, RxVerdict};
-use mrc_sim::nic_host::{FabricConfig, RxOutcome, SimHost, SimNicConfig};
+use mrc_sim::nic_host::{InjectCounters, RxOutcome, SimHost, SimNicConfig};
 use mrc_tests::swarm::harness::{self, App, Conn};
 use mrc_tests::swarm::plan::{ConnPlan, Plan};
 
@@ -54,8 +54,7 @@ fn pair() -> Pair {
         every: 1,
         region: REGION,
     };
-    let host =
-        SimHost::with_fabric(&harness::nic_configs(&plan), FabricConfig::default()).expect("host");
+    let host = SimHost::on_clos(&harness::nic_configs(&plan), plan.clos()).expect("host");
     let apps: Vec<App> = (0..2)
         .map(|i| harness::host_app(&plan, &host, i).expect("app"))
         .collect();
@@ -100,8 +99,8 @@ impl Pair {
         got.iter().all(|b| *b == 0)
     }
 
-    fn counters(&self) -> mrc_sim::nic_host::FabricCounters {
-        self.host.fabric_counters().expect("fabric mode")
+    fn counters(&self) -> InjectCounters {
+        self.host.clos_counters().expect("Clos mode").injected
     }
 }
 
@@ -343,7 +342,7 @@ fn wr_outside_registered_memory_completes_with_error() {
     let mut got = vec![0u8; REGION as usize];
     resp.mr.read(0, &mut got).expect("read");
     assert!(got.iter().all(|b| *b == 0), "nothing was sent");
-    assert_eq!(host.fabric_counters().expect("fabric").channel.sent, 0);
+    assert_eq!(host.clos_counters().expect("Clos").fabric.injected, 0);
 }
 
 /// Two processes on one NIC: A may write anything anywhere in the doorbell page of its own QP;

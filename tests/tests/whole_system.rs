@@ -1,5 +1,6 @@
-//! Whole-system tests: several simulated hosts whose NICs run the real MRC engine over seeded
-//! lossy multipath channels (`SimHost::with_fabric`), driven only through the driver's public
+//! Whole-system tests: several simulated hosts whose NICs are the simulator's NIC model (the
+//! datapath stage and the NIC image's main loop on timed cores, PCIe) on a seeded lossy
+//! 4-plane Clos fabric (`SimHost::on_clos`), driven only through the driver's public
 //! API the way an OCP MRC application and controller would: the controller installs EV and CC
 //! profiles, applications create CQs and QPs, exchange connection data over TCP, pre-post
 //! receives and move data with Write and Write-with-Immediate while links and planes fail.
@@ -15,7 +16,7 @@ use std::time::Duration;
 use mrc_driver::api::connect::{exchange_client, exchange_server, ConnInfo};
 use mrc_driver::api::*;
 use mrc_sim::fabric::DropCause;
-use mrc_sim::nic_host::{ChannelConfig, FabricConfig, SimHost, SimNicConfig};
+use mrc_sim::nic_host::{ClosConfig, ClosCounters, SimHost, SimNicConfig, WindowKind};
 use mrc_tests::hosts::{self, Endpoint, EvPlan, HostApp, Msg};
 
 const BUF: usize = 256 * 1024;
@@ -161,8 +162,21 @@ fn poll_all(cq: &mut CompletionQueue, want: usize) -> Vec<WorkCompletion> {
 }
 
 /// Checks what connection `fc` of `from` sent to connection `tc` of `to`: completions on both
-/// sides and every byte.
+/// sides and every byte of the destination area.
 fn check(seed: u64, from: (&mut App, usize), to: (&mut App, usize), msgs: &[Msg], src: &[u8]) {
+    check_area(seed, from, to, msgs, src, BUF / 2..BUF);
+}
+
+/// [`check`] when the messages' destination is `area` of `to`'s region (zeros wherever they
+/// did not write).
+fn check_area(
+    seed: u64,
+    from: (&mut App, usize),
+    to: (&mut App, usize),
+    msgs: &[Msg],
+    src: &[u8],
+    area: std::ops::Range<usize>,
+) {
     let ((from, fc), (to, tc)) = (from, to);
     let signaled: Vec<u64> = msgs
         .iter()
@@ -202,10 +216,9 @@ fn check(seed: u64, from: (&mut App, usize), to: (&mut App, usize), msgs: &[Msg]
     // Every byte of every message, and nothing outside them.
     let mut dst = vec![0u8; BUF];
     to.mr.read(0, &mut dst).expect("read");
-    let half = BUF / 2;
-    let mut expect = dst[..half].to_vec();
-    expect.resize(BUF, 0);
-    let mut end = half;
+    let mut expect = dst.clone();
+    expect[area.clone()].fill(0);
+    let mut end = area.start;
     for m in msgs {
         let mut at = m.remote_off as usize;
         for &(o, l) in &m.pieces {
@@ -215,7 +228,7 @@ fn check(seed: u64, from: (&mut App, usize), to: (&mut App, usize), msgs: &[Msg]
         }
         end = end.max(m.remote_off as usize + m.len() as usize);
     }
-    if let Some(i) = (half..BUF).find(|&i| dst[i] != expect[i]) {
+    if let Some(i) = area.clone().find(|&i| dst[i] != expect[i]) {
         panic!(
             "seed {seed}: destination byte {i} is {:#x}, expected {:#x} (messages end at {end})",
             dst[i], expect[i]
@@ -229,21 +242,21 @@ fn check(seed: u64, from: (&mut App, usize), to: (&mut App, usize), msgs: &[Msg]
     );
 }
 
-fn lossy(seed: u64) -> FabricConfig {
-    FabricConfig {
-        seed,
-        channel: ChannelConfig {
-            latency_ns: 1_500,
-            loss_ppm: 10_000,
-            dup_ppm: 5_000,
-            trim_ppm: 10_000,
-            reorder_ppm: 50_000,
-            reorder_extra_ns: 2_000,
-            ce_ppm: 20_000,
-            ..ChannelConfig::default()
-        },
-        ..FabricConfig::default()
-    }
+/// The default Clos of the simulated host ([`ClosConfig::default`]: the tiny leaf-spine, 4
+/// planes of 200 Gb/s) with `seed`, every link losing `loss_ppm` of its packets at random.
+fn lossy(seed: u64, loss_ppm: u32) -> ClosConfig {
+    let mut c = ClosConfig::default();
+    c.scenario.seed = seed;
+    c.scenario.fabric.loss_ppm = loss_ppm;
+    c
+}
+
+/// Retransmissions the NICs' datapath stages sent.
+fn retransmits(host: &SimHost) -> u64 {
+    (0..host.nics().len())
+        .filter_map(|i| host.datapath_counters(i))
+        .map(|d| d.retransmits_sent)
+        .sum()
 }
 
 fn port_events(a: &App) -> (usize, usize) {
@@ -258,12 +271,12 @@ fn port_events(a: &App) -> (usize, usize) {
     (down, up)
 }
 
-/// Three hosts in a ring (0 -> 1 -> 2 -> 0), lossy reordering channels, and plane 1 failing
-/// shortly after the first doorbell and coming back later. Each host has two connections:
+/// Three hosts in a ring (0 -> 1 -> 2 -> 0) on three leaves, 0.5 % loss on every link, and
+/// plane 1 lost shortly after the first doorbell and back later. Each host has two connections:
 /// 0 sends to the next host, 1 receives from the previous one.
 fn ring_with_plane_failure(seed: u64) {
     let cfgs = [4, 5, 6].map(SimNicConfig::numbered);
-    let host = SimHost::with_fabric(&cfgs, lossy(seed)).expect("host");
+    let host = SimHost::on_clos(&cfgs, lossy(seed, 5_000)).expect("host");
     let mut apps: Vec<App> = (0..3).map(|i| host_app(&host, i)).collect();
     for a in apps.iter_mut() {
         assert_eq!(add_conn(a), 1);
@@ -295,19 +308,15 @@ fn ring_with_plane_failure(seed: u64) {
         pre_post_recvs(&mut apps[(i + 1) % 3], 1, load);
     }
     let t0 = host.now_ns();
-    host.schedule_plane_outage(1, t0 + 3_000, t0 + 400_000);
+    host.schedule_plane_outage(1, t0 + 1_500, t0 + 400_000);
     // All three hosts transmit at once: the NICs hold their doorbells while the applications
     // post, and run together once released.
-    for n in host.nics() {
-        n.hold_doorbells(true);
-    }
+    host.hold_doorbells(true);
     for (i, load) in loads.iter().enumerate() {
         let peer = peer_of_sender[i];
         post(&mut apps[i], 0, &peer, load, 8);
     }
-    for n in host.nics() {
-        n.hold_doorbells(false);
-    }
+    host.hold_doorbells(false);
     host.advance_to(t0 + 400_001);
     for (i, load) in loads.iter().enumerate() {
         let to = (i + 1) % 3;
@@ -320,16 +329,17 @@ fn ring_with_plane_failure(seed: u64) {
         };
         check(seed, (a, 0), (b, 1), load, &sources[i]);
     }
-    let c = host.fabric_counters().expect("fabric mode");
+    let c = host.clos_counters().expect("Clos mode");
     eprintln!("seed {seed}: {c:?} end {} ns", host.now_ns());
     assert!(
-        c.plane_dropped > 0,
+        c.fabric.dropped(DropCause::LinkDown) + c.fabric.dropped(DropCause::UsidPortDown) > 0,
         "seed {seed}: the outage hit traffic: {c:?}"
     );
     assert!(
-        c.channel.lost > 0 && c.retransmits > 0,
+        c.fabric.dropped(DropCause::RandomLoss) > 0 && retransmits(&host) > 0,
         "seed {seed}: {c:?}"
     );
+    assert!(c.fabric.conserved() && c.place_failed == 0, "{c:?}");
     for a in &apps {
         let (down, up) = port_events(a);
         assert!(
@@ -354,13 +364,24 @@ fn ring_campaign() {
     }
 }
 
-/// Two hosts, a blackholed EV and 2 % loss; a cable of host 0 is pulled between two batches
-/// and plugged back in before the third.
-fn cable_pull(cfg: FabricConfig) {
-    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), cfg).expect("host");
-    pull_a_cable_between_batches(&host, cfg.seed);
-    let c = host.fabric_counters().expect("fabric mode");
-    assert!(c.channel.blackholed > 0, "{c:?}");
+/// Two hosts on the Clos of `cfg`, with host 0's leaf-spine link to spine 0 on plane 0
+/// dropping everything for the whole run; a cable of host 0 is pulled between two batches and
+/// plugged back in before the third. Returns the totals.
+fn cable_pull(cfg: ClosConfig) -> ClosCounters {
+    let host = SimHost::on_clos(&[4, 5].map(SimNicConfig::numbered), cfg).expect("host");
+    host.schedule_window(
+        WindowKind::LinkBlackhole {
+            plane: 0,
+            leaf: 0,
+            spine: 0,
+        },
+        0,
+        u64::MAX,
+    );
+    pull_a_cable_between_batches(&host, cfg.scenario.seed);
+    let c = host.clos_counters().expect("Clos mode");
+    assert!(c.fabric.conserved() && c.place_failed == 0, "{c:?}");
+    c
 }
 
 /// 60 messages from host 0 to host 1 in three batches; host 0's cable to plane 2 is pulled
@@ -412,39 +433,102 @@ fn cable_pull_on_the_clos_fabric() {
     );
 }
 
-fn blackhole_and_loss(seed: u64) -> FabricConfig {
-    let mut cfg = lossy(seed);
-    cfg.channel.loss_ppm = 20_000;
-    cfg.channel.blackhole_ev = Some(5);
-    cfg
-}
-
 #[test]
-fn cable_pull_and_blackholed_ev_between_batches() {
-    cable_pull(blackhole_and_loss(7));
+fn cable_pull_and_blackholed_link_between_batches() {
+    let c = cable_pull(lossy(7, 5_000));
+    assert!(
+        c.fabric.dropped(DropCause::RandomLoss) > 0,
+        "the blackholed link and the loss dropped packets: {c:?}"
+    );
 }
 
-/// The checker above is not vacuous: with the datapath's planted bug (a last-hop trim NACK taken
-/// as an ACK) and frequent trims, it fails.
+/// Two hosts sending to a third at once over the Clos with small switch queues (8 KiB of
+/// data: an incast that trims at the receiver's leaf, the last hop), with or without the
+/// datapath's planted bug. Checks every byte and completion.
+fn incast_with_last_hop_trims(planted_bug: bool) -> ClosCounters {
+    let seed = 11;
+    let mut cfg = lossy(seed, 0);
+    cfg.scenario.fabric.queue.limit_bytes = 8_192;
+    cfg.planted_bug = planted_bug;
+    let host = SimHost::on_clos(&[4, 5, 6].map(SimNicConfig::numbered), cfg).expect("host");
+    let mut apps: Vec<App> = (0..3).map(|i| host_app(&host, i)).collect();
+    assert_eq!(add_conn(&mut apps[1]), 1);
+    // Host 0 -> host 1 (connection 0), host 2 -> host 1 (connection 1).
+    let (of_a, of_b0) = exchange((&apps[1], 0), (&apps[0], 0));
+    let (of_c, of_b1) = exchange((&apps[1], 1), (&apps[2], 0));
+    connect(&mut apps[0], 0, &of_b0);
+    connect(&mut apps[1], 0, &of_a);
+    connect(&mut apps[2], 0, &of_b1);
+    connect(&mut apps[1], 1, &of_c);
+    let src: Vec<Vec<u8>> = [0, 2]
+        .iter()
+        .map(|&i| fill(&apps[i].mr, 40 + i as u64))
+        .collect();
+    let mut rng = Rng(seed);
+    // Host 0's messages land in the first half of host 1's destination area, host 2's (the
+    // same messages) in the second.
+    let quarter = BUF / 4;
+    let early = workload(&mut rng, 3, 16, 7_000);
+    assert!(early
+        .iter()
+        .all(|m| (m.remote_off + m.len()) as usize <= 3 * quarter));
+    let late: Vec<Msg> = early
+        .iter()
+        .map(|m| Msg {
+            remote_off: m.remote_off + quarter as u64,
+            ..m.clone()
+        })
+        .collect();
+    pre_post_recvs(&mut apps[1], 0, &early);
+    pre_post_recvs(&mut apps[1], 1, &late);
+    host.hold_doorbells(true);
+    post(&mut apps[0], 0, &of_b0, &early, 6);
+    post(&mut apps[2], 0, &of_b1, &late, 6);
+    host.hold_doorbells(false);
+    host.run();
+    let (x, y) = apps.split_at_mut(1);
+    let (b, c) = y.split_at_mut(1);
+    let half = BUF / 2;
+    check_area(
+        seed,
+        (&mut x[0], 0),
+        (&mut b[0], 0),
+        &early,
+        &src[0],
+        half..3 * quarter,
+    );
+    check_area(
+        seed,
+        (&mut c[0], 0),
+        (&mut b[0], 1),
+        &late,
+        &src[1],
+        3 * quarter..BUF,
+    );
+    let k = host.clos_counters().expect("Clos mode");
+    assert!(k.fabric.conserved(), "{k:?}");
+    k
+}
+
+/// The checker above is not vacuous: with the datapath's planted bug (a last-hop trim NACK
+/// taken as an ACK) the incast's trims make it fail; the same run without the bug passes, and
+/// its trims happened at the last hop.
 #[test]
 fn planted_datapath_bug_is_caught() {
-    let mut cfg = blackhole_and_loss(7);
-    cfg.channel.trim_ppm = 100_000;
-    cfg.channel.trim_last_hop_ppm = 1_000_000;
-    cfg.planted_bug = true;
-    let caught = std::panic::catch_unwind(|| cable_pull(cfg));
+    let caught = std::panic::catch_unwind(|| incast_with_last_hop_trims(true));
     assert!(caught.is_err(), "the planted bug went unnoticed");
-    // The same channel without the bug passes.
-    cfg.planted_bug = false;
-    cable_pull(cfg);
+    let c = incast_with_last_hop_trims(false);
+    assert!(
+        c.last_hop_trims > 0,
+        "the incast trimmed at the last hop: {c:?}"
+    );
 }
 
 /// A write with a wrong rkey is NACKed by the peer's engine: the requester sees a
 /// REMOTE_ACCESS completion, its QP goes to ERROR, and the next request is flushed.
 #[test]
 fn bad_rkey_is_a_remote_access_error_through_the_engine() {
-    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), FabricConfig::default())
-        .expect("host");
+    let host = SimHost::clos_pair().expect("host");
     let mut a = host_app(&host, 0);
     let mut b = host_app(&host, 1);
     let (of_a, of_b) = exchange((&b, 0), (&a, 0));
@@ -480,8 +564,7 @@ fn bad_rkey_is_a_remote_access_error_through_the_engine() {
 /// else would ever drive the fabric when both programs only spin on memory).
 #[test]
 fn write_posted_before_the_peer_is_ready_completes_once_it_is() {
-    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), FabricConfig::default())
-        .expect("host");
+    let host = SimHost::clos_pair().expect("host");
     let mut a = host_app(&host, 0);
     let mut b = host_app(&host, 1);
     let (of_a, of_b) = exchange((&b, 0), (&a, 0));
@@ -519,8 +602,7 @@ fn write_posted_before_the_peer_is_ready_completes_once_it_is() {
 /// first thing due), so once the peer is ready the write completes.
 #[test]
 fn write_waiting_on_a_backoff_longer_than_the_step_budget_completes() {
-    let host = SimHost::with_fabric(&[4, 5].map(SimNicConfig::numbered), FabricConfig::default())
-        .expect("host");
+    let host = SimHost::clos_pair().expect("host");
     let mut a = host_app(&host, 0);
     let mut b = host_app(&host, 1);
     let (of_a, of_b) = exchange((&b, 0), (&a, 0));

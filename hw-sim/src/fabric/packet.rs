@@ -229,6 +229,9 @@ pub mod flags {
     pub const CORRUPT: u8 = 1 << 1;
     /// Goes through the priority (header) queue, like a trimmed header (ACKs, NACKs...).
     pub const PRIORITY: u8 = 1 << 2;
+    /// Trimmed by the last hop (the switch port toward the destination host): the MRH's
+    /// trimmed-last-hop bit, which tells the receiver the congestion is its own incast.
+    pub const TRIMMED_LAST_HOP: u8 = 1 << 3;
 }
 
 /// Packet metadata (`Copy`, ~64 bytes). The fabric stores these in a slab; nothing is
@@ -262,6 +265,12 @@ impl Packet {
     #[inline]
     pub fn is_trimmed(&self) -> bool {
         self.flags & flags::TRIMMED != 0
+    }
+
+    /// True when the last hop trimmed it ([`flags::TRIMMED_LAST_HOP`]).
+    #[inline]
+    pub fn is_trimmed_last_hop(&self) -> bool {
+        self.flags & flags::TRIMMED_LAST_HOP != 0
     }
 
     /// True when a link damaged it.

@@ -93,6 +93,10 @@ pub struct NicConfig {
     pub pcie: PcieConfig,
     /// The firmware cores (module `cores`).
     pub firmware: FirmwareConfig,
+    /// Test only: the datapath stages carry the planted bug
+    /// ([`mrc_firmware::datapath::stage::DatapathConfig::planted_bug`]: a last-hop trim NACK
+    /// taken as the packet's ACK), so a checker can be shown to catch it.
+    pub planted_bug: bool,
 }
 
 /// Per-NIC counters of the model itself (the engine has its own).

@@ -46,7 +46,7 @@ use std::collections::VecDeque;
 
 use mrc_firmware::admin::QpEngine;
 use mrc_firmware::capacity::Capacity;
-use mrc_firmware::datapath::packet::{LocalBuf, PacketBody, SendWr};
+use mrc_firmware::datapath::packet::{LocalBuf, PacketBody, RxVerdict, SendWr};
 use mrc_firmware::datapath::placement::MemRegion;
 use mrc_firmware::engine::ev_state::{EvReason, EvState};
 use mrc_firmware::engine::{
@@ -486,6 +486,40 @@ impl Nic {
         let now = s.now();
         let at = self.dp.receive(now, &tx).unwrap_or(now);
         self.hold_rx(at, k, qpn, tx, s, me);
+    }
+
+    /// A packet from outside the fabric (a raw frame the device side parsed and checked:
+    /// addressed to this NIC, from the device QP's peer) for device QP `dev_qpn`: it enters
+    /// the QP's stage now, past the datapath clock (hostile-input tests want the verdict, not
+    /// its timing), and the NIC is serviced. A placement of its payload names `local` as its
+    /// bytes. `None` when no QP is bound to `dev_qpn` or the stage refused it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn driver_inject(
+        &mut self,
+        now: Time,
+        dev_qpn: u32,
+        mut pkt: StagePacket,
+        local: LocalBuf,
+        fab: &mut Fabric,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) -> Option<RxVerdict> {
+        let d = self.driver.as_mut()?;
+        d.me = me;
+        let qpn = d.nic_qpn(dev_qpn);
+        let (k, slot) = place(&self.pos_of, qpn, self.width);
+        if k >= self.shards.len() {
+            self.counters.unknown_qpn += 1;
+            return None;
+        }
+        self.counters.rx_packets += 1;
+        pkt.dest_qpn = slot;
+        if let PacketBody::Write { local: l, .. } = &mut pkt.body {
+            *l = local;
+        }
+        let verdict = self.enter_stage(now, k, qpn, &pkt, s, me);
+        self.service(now, fab, s, me);
+        verdict
     }
 
     /// Send work requests QP `qpn` takes now: what its send queue holds beyond those in the

@@ -100,7 +100,7 @@ pub mod wire;
 pub use config::{NicConfig, NicCounters, NicError, Transport};
 pub use cores::{Cpi, FirmwareConfig, MAX_CORES};
 pub use driver::{DriverEngine, DriverEvent, Placement};
-pub(crate) use pair::{HostWrite, Pair};
+pub(crate) use pair::HostWrite;
 pub use pcie::{FcCredits, PcieConfig};
 pub use plan::{Peer, QpPlan};
 pub use report::{BlockReport, FirmwareReport, NicReport, PcieReport};
@@ -636,6 +636,12 @@ impl Nic {
     /// fabric delivers a packet at most once).
     pub fn side_take(&mut self, tag: u64) -> Option<StagePacket> {
         self.side.take(tag)
+    }
+
+    /// Slow DMA: host memory answers this NIC's reads (WQE fetches, payload reads) `extra_ns`
+    /// later than its PCIe configuration says; 0 restores it.
+    pub fn set_host_delay(&mut self, extra_ns: u64) {
+        self.link.set_host_delay(extra_ns);
     }
 
     /// When the first flow is due (the run schedules [`ev::START`] then).

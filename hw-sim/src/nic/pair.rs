@@ -268,15 +268,6 @@ impl<C: Capacity> Pair<C> {
         }
     }
 
-    /// [`Pair::poll_timeout`] without the cached engine deadline (for a caller that only
-    /// reads).
-    pub(crate) fn next_deadline(&self) -> Option<u64> {
-        match (self.dp.poll_timeout(), self.fw.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
     /// The earlier of both halves' next deadlines (may be early, never late).
     pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
         match (self.dp.poll_timeout(), self.poll_fw_deadline()) {

@@ -90,7 +90,11 @@ impl Nic {
         // fabric's marks travel on the packet.
         p.dest_qpn = slot;
         if trimmed {
-            p.trim_to(TrimMark::Trimmed);
+            p.trim_to(if pkt.is_trimmed_last_hop() {
+                TrimMark::TrimmedLastHop
+            } else {
+                TrimMark::Trimmed
+            });
         } else {
             p.payload_len = pkt.payload.len;
         }
@@ -105,6 +109,7 @@ impl Nic {
     }
 
     /// Delivery `p` for QP `qpn` enters shard `k`'s stage (the caller services the NIC).
+    /// Returns the stage's verdict (`None`: refused, counted in `rx_refused`).
     pub(super) fn enter_stage(
         &mut self,
         now: Time,
@@ -113,7 +118,7 @@ impl Nic {
         p: &StagePacket,
         s: &mut Scheduler<'_>,
         me: ComponentId,
-    ) {
+    ) -> Option<RxVerdict> {
         let verdict = loop {
             if let Some(v) = self.shards[k].receive(ns(now), p) {
                 break v;
@@ -122,7 +127,7 @@ impl Nic {
             // cores' queue), then the stage takes the packet.
             if !self.drain_shard(now, k, s, me) {
                 self.counters.rx_refused += 1;
-                return;
+                return None;
             }
         };
         if let RxVerdict::Place {
@@ -149,6 +154,7 @@ impl Nic {
         self.input_shards.push(k);
         self.deadline_dirty.push(k);
         self.stall_dirty.push(qpn);
+        Some(verdict)
     }
 
     /// Calls `f` on shard `k` with the host-write list, then names the QPs of what it wrote

@@ -33,10 +33,10 @@ pub const WIN: usize = 512;
 
 mrc_firmware::capacity! {
     /// The wide shard: [`SHARD_QPS`] QPs, 256 EVs over up to 8 planes, a 512-PSN window,
-    /// 32-entry send and receive queues, 4 regions.
+    /// 32-entry send and receive queues, 16 regions.
     pub struct WideShard {
         qps: 4, evs: 256, planes: 8, window_psns: 512, send_queue: 32, recv_queue: 32,
-        regions: 4,
+        regions: 16,
     }
 }
 
@@ -44,7 +44,7 @@ mrc_firmware::capacity! {
     /// The narrow shard: [`NARROW_QPS`] QPs, otherwise as [`WideShard`].
     pub struct NarrowShard {
         qps: 2, evs: 256, planes: 8, window_psns: 512, send_queue: 32, recv_queue: 32,
-        regions: 4,
+        regions: 16,
     }
 }
 

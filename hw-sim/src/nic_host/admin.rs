@@ -3,9 +3,8 @@
 //! the simulator's device services ([`SimEnv`]: IOMMU probes through the twin's DMA, the event
 //! queue, port registers, firmware update, the loopback EV probe model).
 //!
-//! The simulator passes no engine to the executor ([`NoEngine`]): in fabric mode the engines
-//! mirror the device tables lazily (see the `fabric` module), with the fixed attributes of
-//! `FabricConfig`.
+//! In Clos mode the executor drives the NIC model's engines ([`crate::nic::DriverEngine`]);
+//! in loopback mode there is no engine behind it ([`NoEngine`]).
 
 use mrc_abi::device::admin::{AdminCmd, AdminCommand, AdminReply, AdminStatus, CMD_IRQ};
 use mrc_abi::device::event::Event;
@@ -113,7 +112,13 @@ impl World {
                 let cmd = AdminCmd::read_from_bytes(&raw).ok();
                 match cmd.map(|c| (c.command_id.get(), c.decode())) {
                     Some((id, Ok(c))) => {
-                        self.now_ns += 1_000;
+                        // A command takes 1 us of virtual time (in Clos mode the NICs and
+                        // the fabric run meanwhile: one clock).
+                        if self.clos.is_some() {
+                            self.clos_advance(self.now_ns + 1_000);
+                        } else {
+                            self.now_ns += 1_000;
+                        }
                         let reply = self.execute(i, id, c);
                         if raw[1] & CMD_IRQ != 0 {
                             let v = self.nics[i].reg(ADMIN + Q_IRQ);
@@ -144,9 +149,6 @@ impl World {
         // e.g. retransmissions into a peer QP not yet ready) resumes here: a command such as
         // the peer's RTR may be what it waits for, and programs that only spin on memory
         // would otherwise never move virtual time again.
-        if self.fabric.is_some() && !self.nics[i].hold_doorbells && !self.fabric_idle() {
-            self.pump();
-        }
         if self.clos.is_some() && !self.nics[i].hold_doorbells {
             self.clos_pump();
         }

@@ -28,16 +28,17 @@
 use std::collections::BTreeMap;
 
 use mrc_abi::device::admin::QpState as DevQpState;
-use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
+use mrc_abi::device::cqe::{Completion as Cqe, CqeOpcode, CqeStatus};
 use mrc_abi::device::event::Event;
 use mrc_abi::device::wqe::{RecvWqe, SEND_SIGNALED};
+use mrc_abi::wire::NackReason;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
 use mrc_firmware::admin::QpEngine;
 use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
-use mrc_firmware::engine::{CompletionKind, QpAttrs, QpState as EngineState};
+use mrc_firmware::engine::{CompletionError, CompletionKind, QpAttrs, QpState as EngineState};
 
-use super::fabric::{cqe, status_of, Pending, MSG_BYTES_CAP};
+use super::faults::{InjectCounters, Windows, INJECTED};
 use super::state::RKEY_BIT;
 use super::World;
 use crate::core::sim::Simulator;
@@ -54,6 +55,9 @@ pub struct ClosConfig {
     pub scenario: Scenario,
     /// Most virtual time one doorbell may run the fabric before returning.
     pub step_budget_ns: u64,
+    /// Test only: the NICs' datapath stages carry the planted bug
+    /// ([`crate::nic::NicConfig::planted_bug`]).
+    pub planted_bug: bool,
 }
 
 impl Default for ClosConfig {
@@ -66,6 +70,7 @@ impl Default for ClosConfig {
         ClosConfig {
             scenario,
             step_budget_ns: 2_000_000_000,
+            planted_bug: false,
         }
     }
 }
@@ -82,16 +87,36 @@ pub struct ClosCounters {
     pub ev_events: u64,
     /// Send WQEs handed to the NICs.
     pub posted: u64,
+    /// Frames injected from outside ([`super::SimHost::inject_frame`]), by fate.
+    pub injected: InjectCounters,
+    /// Packets the switches trimmed (their payload cut, the headers forwarded).
+    pub trims: u64,
+    /// Of those, trimmed at the last hop (a leaf's port toward a host).
+    pub last_hop_trims: u64,
     /// The fabric's totals (packets injected, delivered, dropped by cause, in flight).
     pub fabric: FabricTotals,
 }
 
+/// A send handed to the NIC (its device QPN, the driver's `wr_id`, its ring index, the CQE
+/// it completes with, and its gathered bytes).
+struct Pending {
+    wr_id: u64,
+    index: u32,
+    opcode: CqeOpcode,
+    byte_len: u32,
+    signaled: bool,
+    data: Vec<u8>,
+}
+
+/// Bound of [`Clos::msg_bytes`] per NIC.
+const MSG_BYTES_CAP: usize = 4096;
+
 /// The NICs on their fabric.
 pub(crate) struct Clos {
     cfg: ClosConfig,
-    sim: Simulator<Net>,
+    pub(super) sim: Simulator<Net>,
     /// Per NIC: its fabric host.
-    hosts: Vec<u32>,
+    pub(super) hosts: Vec<u32>,
     /// Per NIC: sends on the NIC by handle.
     sends: Vec<BTreeMap<u32, Pending>>,
     next_handle: Vec<u32>,
@@ -99,6 +124,14 @@ pub(crate) struct Clos {
     /// length (at most [`MSG_BYTES_CAP`] entries, oldest dropped first).
     msg_bytes: Vec<BTreeMap<(u32, u16), u32>>,
     pub counters: ClosCounters,
+    /// Scheduled fault windows (module `faults`).
+    pub(super) windows: Windows,
+    /// Random loss and corruption (ppm) of every link now.
+    pub(super) impairment: (u32, u32),
+    /// Payloads of injected frames by handle ([`INJECTED`] set).
+    pub(super) injected: BTreeMap<u32, Vec<u8>>,
+    pub(super) next_injected: u32,
+    pub(super) injected_counters: InjectCounters,
 }
 
 impl Clos {
@@ -114,7 +147,8 @@ impl Clos {
         }
         let stride = all / nics as u32;
         let hosts: Vec<u32> = (0..nics as u32).map(|i| i * stride).collect();
-        let ncfg = sc.nic_config();
+        let mut ncfg = sc.nic_config();
+        ncfg.planted_bug = cfg.planted_bug;
         let mut net = Vec::with_capacity(all as usize);
         for h in 0..all {
             let room = if hosts.contains(&h) { qps } else { SHARD_QPS };
@@ -128,6 +162,11 @@ impl Clos {
             next_handle: vec![0; nics],
             msg_bytes: (0..nics).map(|_| BTreeMap::new()).collect(),
             counters: ClosCounters::default(),
+            windows: Windows::default(),
+            impairment: (fcfg.loss_ppm, fcfg.corrupt_ppm),
+            injected: BTreeMap::new(),
+            next_injected: 0,
+            injected_counters: InjectCounters::default(),
         })
     }
 
@@ -157,16 +196,45 @@ impl Clos {
 
     /// The totals, the fabric's as of now.
     pub fn counters(&self) -> ClosCounters {
+        let fab = &self.sim.handler().fabric;
+        let topo = fab.topology();
+        let last_hop_trims = (0..topo.hosts())
+            .flat_map(|h| (0..topo.planes()).map(move |p| (h, p)))
+            .filter_map(|(h, p)| fab.port_link(topo.host_port(h, p)))
+            .filter_map(|l| fab.link_counters(l))
+            .map(|(_, leaf)| leaf.trims)
+            .sum();
         ClosCounters {
-            fabric: self.sim.handler().fabric.totals(),
+            fabric: fab.totals(),
+            injected: self.injected_counters,
+            trims: fab.sum_counters().trims,
+            last_hop_trims,
             ..self.counters
+        }
+    }
+
+    /// NIC `i`'s model (its datapath, engine and PCIe counters).
+    pub fn nic_ref(&self, i: usize) -> &Nic {
+        &self.sim.handler().nics[self.hosts[i] as usize]
+    }
+
+    /// Slow DMA on NIC `i` ([`Nic::set_host_delay`]).
+    pub fn set_host_delay(&mut self, i: usize, extra_ns: u64) {
+        if i < self.hosts.len() {
+            self.nic(i).set_host_delay(extra_ns);
         }
     }
 
     /// A cable event: NIC `i`'s link to `plane` goes down (queued and in-flight packets are
     /// lost) or comes back, now.
     pub fn cable(&mut self, i: usize, plane: u8, up: bool) {
-        let h = self.hosts[i];
+        if let Some(&h) = self.hosts.get(i) {
+            self.cable_host(h, plane, up);
+        }
+    }
+
+    /// Fabric host `h`'s link to `plane` goes down or comes back, now.
+    pub(super) fn cable_host(&mut self, h: u32, plane: u8, up: bool) {
         let (w, mut s) = self.sim.handler_and_scheduler();
         let fab = &w.fabric;
         if u32::from(plane) >= fab.topology().planes() {
@@ -220,9 +288,17 @@ impl World {
 
     /// Posts the ring entries of every NIC, runs the fabric until it is quiet (or the step
     /// budget ran out), turning the NICs' reports into CQEs and placed bytes as they arrive.
+    ///
+    /// The budget counts from the first thing due when that is later than now (a
+    /// retransmission whose exponential backoff is longer than one budget is still reached).
     pub(crate) fn clos_pump(&mut self) {
         let Some(c) = self.clos.as_ref() else { return };
-        let end = c.now_ns().saturating_add(c.cfg.step_budget_ns);
+        let first = c
+            .sim
+            .next_event_time()
+            .map_or(0, |t| t.as_ps() / PS_PER_NS)
+            .max(c.now_ns());
+        let end = first.saturating_add(c.cfg.step_budget_ns);
         self.clos_run(end, true);
     }
 
@@ -242,7 +318,13 @@ impl World {
             if until_quiet && !fed && c.quiet() {
                 break;
             }
-            let Some(t) = c.sim.next_event_time().filter(|t| *t <= end) else {
+            // The next thing due: an event, or a window edge (applied at its exact time).
+            let edge = c.windows.next_edge().map(Time::from_ns);
+            let next = match (c.sim.next_event_time(), edge) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let Some(t) = next.filter(|t| *t <= end) else {
                 if !until_quiet {
                     c.sim.run_until(end);
                 }
@@ -252,6 +334,9 @@ impl World {
             self.now_ns = self.now_ns.max(c.now_ns());
             for i in 0..self.nics.len() {
                 self.clos_drain(i);
+            }
+            if edge == Some(t) {
+                self.apply_edges(t.as_ps() / PS_PER_NS);
             }
         }
         if let Some(c) = self.clos.as_ref() {
@@ -340,7 +425,7 @@ impl World {
             let Some(c) = self.clos.as_mut() else {
                 return false;
             };
-            let handle = c.next_handle[i];
+            let handle = c.next_handle[i] & !INJECTED;
             c.next_handle[i] = handle.wrapping_add(1);
             batch.push(SendWr {
                 wr_id: u64::from(handle),
@@ -354,7 +439,6 @@ impl World {
             c.sends[i].insert(
                 handle,
                 Pending {
-                    qpn,
                     wr_id,
                     index,
                     opcode: if r.imm.is_some() {
@@ -524,13 +608,17 @@ impl World {
             m.pop_first();
         }
         let region = c.nic(i).driver_region(qpn, slot);
-        let src = c.hosts.iter().position(|h| *h == src_host);
-        let bytes = src
-            .and_then(|s| c.sends[s].get(&local.handle))
-            .and_then(|p| {
-                let from = usize::try_from(local.offset).ok()?;
-                p.data.get(from..from.checked_add(len as usize)?)
-            });
+        let data = if local.handle & INJECTED != 0 {
+            c.injected.get(&local.handle)
+        } else {
+            let src = c.hosts.iter().position(|h| *h == src_host);
+            src.and_then(|s| c.sends[s].get(&local.handle))
+                .map(|p| &p.data)
+        };
+        let bytes = data.and_then(|d| {
+            let from = usize::try_from(local.offset).ok()?;
+            d.get(from..from.checked_add(len as usize)?)
+        });
         let n = &mut self.nics[i];
         let target = region.and_then(|r| {
             n.t.mrs
@@ -589,5 +677,38 @@ impl World {
             c.engine(i).plane(now, plane, up);
             c.settle(i);
         }
+    }
+}
+
+/// The CQE status and syndrome of an engine completion error.
+fn status_of(e: CompletionError) -> (CqeStatus, u32) {
+    match e {
+        CompletionError::RetryExceeded => (CqeStatus::RetryExceeded, 0),
+        CompletionError::Flushed => (CqeStatus::WrFlushed, 0),
+        CompletionError::LocalQpError(r) => (CqeStatus::LocalQpOperation, r as u32),
+        CompletionError::RemoteNack(r) => (
+            match r {
+                NackReason::RemoteAccess => CqeStatus::RemoteAccess,
+                NackReason::Length => CqeStatus::RemoteLength,
+                NackReason::NoRecvBuffer => CqeStatus::RemoteNoRecvBuffer,
+                _ => CqeStatus::RemoteInvalidRequest,
+            },
+            r as u32,
+        ),
+    }
+}
+
+/// A CQE with no immediate and no syndrome.
+fn cqe(wr_id: u64, status: CqeStatus, opcode: CqeOpcode, len: u32, qpn: u32, index: u32) -> Cqe {
+    Cqe {
+        wr_id,
+        status,
+        opcode,
+        byte_len: len,
+        imm: None,
+        qpn,
+        wqe_index: index as u16,
+        solicited: false,
+        syndrome: 0,
     }
 }

@@ -48,8 +48,6 @@ impl World {
                         q.rq_prod = value;
                         if self.clos.is_some() && !self.nics[i].hold_doorbells {
                             self.clos_pump();
-                        } else if self.fabric.is_some() && !self.nics[i].hold_doorbells {
-                            self.pump();
                         }
                     }
                 }
@@ -118,12 +116,25 @@ impl World {
         }
         match state {
             QpState::Rts if self.clos.is_some() => self.clos_pump(),
-            QpState::Rts if self.fabric.is_some() => self.pump(),
             QpState::Rts => self.run_sq(i, qpn),
             QpState::Error => self.flush(i, qpn, self.now_ns),
             // Other states keep the WQEs until the QP reaches RTS (or is reset).
             _ => {}
         }
+    }
+
+    /// Holds (`true`) or releases the send doorbells of every NIC; released together.
+    pub(crate) fn hold_all_doorbells(&mut self, hold: bool) {
+        if hold || self.clos.is_none() {
+            for i in 0..self.nics.len() {
+                self.hold_doorbells(i, hold);
+            }
+            return;
+        }
+        for n in self.nics.iter_mut() {
+            n.hold_doorbells = false;
+        }
+        self.clos_pump();
     }
 
     /// Holds (`true`) or releases send doorbells of NIC `i`; releasing executes every WQE
@@ -135,10 +146,6 @@ impl World {
         }
         if self.clos.is_some() {
             self.clos_pump();
-            return;
-        }
-        if self.fabric.is_some() {
-            self.pump();
             return;
         }
         let qpns: Vec<u32> = self.nics[i].t.qps.keys().copied().collect();
@@ -374,8 +381,6 @@ impl World {
             n.post_event(ev, now);
             if self.clos.is_some() {
                 self.clos_plane(i, plane, oper);
-            } else {
-                self.engine_plane(i, plane, oper);
             }
         }
     }

@@ -1,40 +1,37 @@
-//! Fault knobs of fabric mode beyond the channel's own (loss, duplication, trimming,
-//! reordering, a blackholed EV): scheduled windows in virtual time (a plane lost, a cable
-//! pulled, a switch that stays up but silently drops the EVs routed through it, a stalled
-//! firmware core), slow DMA, bit corruption on the wire, and raw frames injected from outside
-//! (hostile input).
+//! Faults of Clos mode beyond the scenario's own (random loss and corruption on every link,
+//! `ClosConfig::scenario.fabric`): windows in virtual time on the fabric and the NICs (a
+//! plane lost, a cable pulled, a spine or a leaf-spine link that stays up but silently drops
+//! everything), slow DMA, and raw frames injected from outside (hostile input).
 //!
 //! Contracts:
-//! - A window `[from_ns, to_ns)` starts and ends at its edges; edges are applied at the first
-//!   pump step at or after them, and the pump jumps virtual time to the next edge.
-//! - A stalled firmware core stops its whole NIC in this model (the datapath stage waits with
-//!   it): no transmit, no receive processing, no timers, no completions, no WQE hand-off.
-//!   Packets that arrive for it wait in a bounded receive backlog ([`STALL_BACKLOG`] packets,
-//!   as a CSR event queue would) and are processed in arrival order when the stall ends;
-//!   overflow is dropped and counted.
-//! - Slow DMA: each batch of send WQEs is handed to the stage `dma_delay_ns` after the
-//!   doorbell that made it visible, and each completion reaches the CQ `dma_delay_ns` after the
-//!   engine produced it (order kept).
-//! - Corruption flips one random bit of the frame (every byte after the Ethernet header) as it
-//!   crosses the wire; the receiver parses the frame with `mrc_abi::wire::Frame::parse` (UDP
-//!   checksum included) and drops what fails, counted. A flip the checksum does not cover
-//!   (IPv6 traffic class, flow label, hop limit) is delivered and counted as undetected.
-//! - An injected frame is parsed like a received one, must be addressed to the NIC, and its
-//!   source address must be the QP's peer; anything else is dropped and counted.
+//! - A window `[from_ns, to_ns)` starts and ends exactly at its edges: the pump stops the
+//!   simulator at each edge and applies it before anything later happens. Edges at the same
+//!   time apply in the order they were scheduled (a window's start before its end).
+//! - A lost plane takes every host's link to it down (packets queued or on the wire are
+//!   lost, later ones die at the first hop that is down) and every NIC's port on it
+//!   (PORT_DOWN events; the engines retire the plane's EVs). A cable pull does the same for
+//!   one port. A window's end brings the port back even if another window on it is still
+//!   open.
+//! - A blackholing spine or link is up for routing and for its neighbours; it drops every
+//!   packet it receives, and nobody is told (the fabric counts them).
+//! - Slow DMA: host memory answers the NIC's reads later ([`crate::nic::Nic::set_host_delay`]).
+//! - [`super::SimHost::stop_faults`] ends every open window now, cancels pending ones, makes
+//!   DMA fast and every link clean.
+//! - An injected frame is parsed as the NIC's parser does (`mrc_abi::wire::Frame::parse`,
+//!   UDP checksum included), must be addressed to the NIC, name a device QP it has, and come
+//!   from that QP's peer; anything else is dropped and counted ([`InjectCounters`]). A frame
+//!   that passes enters the QP's datapath stage; a placement writes the frame's own payload.
 
-use std::collections::VecDeque;
-use std::net::Ipv6Addr;
+use std::collections::BTreeMap;
 
-use mrc_abi::wire::{
-    EthernetAddress, EthernetRepr, Frame, Ipv6Repr, MrcRepr, UdpRepr, IP_PROTO_UDP,
-};
-use mrc_firmware::engine::rng::Rng;
-use mrc_firmware::engine::Completion;
+use mrc_abi::wire::Frame;
+use mrc_firmware::datapath::packet::{LocalBuf, Packet, RxVerdict};
 
-/// Packets a stalled core's receive backlog holds.
-pub const STALL_BACKLOG: usize = 2048;
+use super::World;
+use crate::core::time::Time;
+use crate::fabric::{Fault, LinkId, PortOwner};
 
-/// What became of a received frame.
+/// What became of a frame injected from outside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RxOutcome {
     /// Not a valid MRC frame (length, next header, checksum, MRC headers): dropped, counted.
@@ -46,189 +43,311 @@ pub enum RxOutcome {
     /// The source address is not the destination QP's peer: dropped, counted.
     Spoofed,
     /// The datapath stage's verdict (its own drops are in its counters).
-    Engine(mrc_firmware::datapath::packet::RxVerdict),
-    /// The host is not in fabric mode.
-    NoFabric,
-    /// The stage would not take it even after its reports moved on (a model bug; counted).
+    Engine(RxVerdict),
+    /// The host is not on a fabric (loopback mode).
+    NotOnFabric,
+    /// The stage would not take it even after its reports moved on (counted by the NIC
+    /// model as `rx_refused`).
     Refused,
+}
+
+/// Injected frames dropped before the datapath, by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InjectCounters {
+    /// [`RxOutcome::Malformed`].
+    pub malformed: u64,
+    /// [`RxOutcome::Misaddressed`].
+    pub misaddressed: u64,
+    /// [`RxOutcome::UnknownQp`].
+    pub unknown_qp: u64,
+    /// [`RxOutcome::Spoofed`].
+    pub spoofed: u64,
+    /// Frames that reached a datapath stage.
+    pub to_stage: u64,
 }
 
 /// What a scheduled window does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowKind {
-    /// Every NIC's port on the plane goes down and the plane drops everything.
+    /// Plane `p` lost: every host's link to it and every NIC's port on it down.
     Plane(u8),
-    /// One NIC's port loses its link (a cable pull).
-    Port { nic: usize, port: u8 },
-    /// A switch of `plane` that stays up but silently drops every packet of the EVs routed
-    /// through it: EV index `e` with `(e / planes) % spines == spine`. Nobody is told.
-    SwitchBlackhole { plane: u8, spines: u16, spine: u16 },
-    /// NIC `nic`'s firmware core runs nothing.
-    Stall { nic: usize },
+    /// NIC `nic`'s port `port` loses its link (a cable pull).
+    Port {
+        /// The host's NIC (index in the [`super::SimHost`]).
+        nic: usize,
+        /// Its port.
+        port: u8,
+    },
+    /// Spine `spine` (tier-1 switch index) of `plane` stays up but drops everything.
+    SwitchBlackhole {
+        /// Plane.
+        plane: u8,
+        /// Spine index in the plane.
+        spine: u16,
+    },
+    /// The link between leaf `leaf` and spine `spine` of `plane` stays up but drops every
+    /// packet in both directions (a gray link at 100 %).
+    LinkBlackhole {
+        /// Plane.
+        plane: u8,
+        /// Leaf (tier-0 switch) index in the plane.
+        leaf: u16,
+        /// Spine index in the plane.
+        spine: u16,
+    },
 }
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Window {
-    pub kind: WindowKind,
-    pub from_ns: u64,
-    pub to_ns: u64,
-    /// 0 pending, 1 active, 2 over.
-    pub state: u8,
+/// Scheduled window edges.
+#[derive(Debug, Default)]
+pub(crate) struct Windows {
+    /// `(time ns, window number, 0 start / 1 end)` -> the window.
+    edges: BTreeMap<(u64, u64, u8), WindowKind>,
+    /// Windows started and not ended, by number.
+    open: BTreeMap<u64, WindowKind>,
+    next: u64,
 }
 
-/// A received packet ready for the stage (or waiting for a stalled core).
-#[derive(Clone, Debug)]
-pub(crate) struct RxPacket {
-    pub src_gid: [u8; 16],
-    pub repr: MrcRepr,
-    pub payload: Vec<u8>,
-    pub ce: bool,
-}
-
-/// Fault state of a fabric.
-pub(crate) struct Faults {
-    pub windows: Vec<Window>,
-    pub dma_delay_ns: Vec<u64>,
-    /// Per NIC: packets waiting for a stalled core.
-    pub backlog: Vec<VecDeque<RxPacket>>,
-    /// Per NIC: engine completions on their way to the CQ `(due_ns, completion)`.
-    pub cqe_q: Vec<VecDeque<(u64, Completion)>>,
-    /// Per NIC and QP: when the pending WQE batch reaches the stage.
-    pub fetch_due: std::collections::BTreeMap<(usize, u32), u64>,
-    pub rng: Rng,
-    pub corrupt_ppm: u32,
-}
-
-impl Faults {
-    pub fn new(nics: usize, seed: u64, corrupt_ppm: u32) -> Faults {
-        Faults {
-            windows: Vec::new(),
-            dma_delay_ns: vec![0; nics],
-            backlog: (0..nics).map(|_| VecDeque::new()).collect(),
-            cqe_q: (0..nics).map(|_| VecDeque::new()).collect(),
-            fetch_due: std::collections::BTreeMap::new(),
-            rng: Rng::new(seed ^ 0xc0ff_ee00_dead_beef),
-            corrupt_ppm,
-        }
-    }
-
+impl Windows {
     pub fn schedule(&mut self, kind: WindowKind, from_ns: u64, to_ns: u64) {
-        self.windows.push(Window {
-            kind,
-            from_ns,
-            to_ns: to_ns.max(from_ns),
-            state: 0,
-        });
+        let n = self.next;
+        self.next += 1;
+        self.edges.insert((from_ns, n, 0), kind);
+        self.edges.insert((to_ns.max(from_ns), n, 1), kind);
     }
 
-    fn active(&self, f: impl Fn(&WindowKind) -> bool) -> bool {
-        self.windows.iter().any(|w| w.state == 1 && f(&w.kind))
-    }
-
-    pub fn plane_dead(&self, plane: u8) -> bool {
-        self.active(|k| *k == WindowKind::Plane(plane))
-    }
-
-    pub fn stalled(&self, nic: usize) -> bool {
-        self.active(|k| *k == WindowKind::Stall { nic })
-    }
-
-    /// A switch blackholes EV `ev` on `plane` of a NIC with `planes` planes.
-    pub fn switch_drops(&self, plane: u8, ev: u16, planes: u16) -> bool {
-        self.active(|k| match *k {
-            WindowKind::SwitchBlackhole {
-                plane: p,
-                spines,
-                spine,
-            } => p == plane && (ev / planes.max(1)) % spines.max(1) == spine,
-            _ => false,
-        })
-    }
-
-    /// The next pending edge.
+    /// The next edge's time.
     pub fn next_edge(&self) -> Option<u64> {
-        self.windows
-            .iter()
-            .filter_map(|w| match w.state {
-                0 => Some(w.from_ns),
-                1 => Some(w.to_ns),
-                _ => None,
-            })
-            .min()
+        self.edges.keys().next().map(|k| k.0)
     }
 
-    /// Edges due at `now_ns`, in schedule order: `(kind, starts)`.
-    pub fn take_edges(&mut self, now_ns: u64) -> Vec<(WindowKind, bool)> {
-        let mut out = Vec::new();
-        for w in self.windows.iter_mut() {
-            if w.state == 0 && now_ns >= w.from_ns {
-                w.state = 1;
-                out.push((w.kind, true));
+    /// The next edge due at `now_ns`: `(kind, starts)`.
+    fn take_due(&mut self, now_ns: u64) -> Option<(WindowKind, bool)> {
+        let (&(at, n, end), _) = self.edges.iter().next()?;
+        if at > now_ns {
+            return None;
+        }
+        let kind = self.edges.remove(&(at, n, end))?;
+        if end == 0 {
+            self.open.insert(n, kind);
+        } else {
+            self.open.remove(&n);
+        }
+        Some((kind, end == 0))
+    }
+
+    /// Cancels every pending edge; returns the open windows (to be ended).
+    fn stop(&mut self) -> Vec<WindowKind> {
+        self.edges.clear();
+        std::mem::take(&mut self.open).into_values().collect()
+    }
+}
+
+/// Bit of a [`LocalBuf`] handle that names an injected frame's payload rather than a send.
+pub(crate) const INJECTED: u32 = 1 << 31;
+/// Injected payloads kept for their placements (oldest forgotten first).
+const INJECTED_KEPT: usize = 4096;
+
+impl World {
+    /// Schedules a window (Clos mode; nothing otherwise).
+    pub(crate) fn schedule_window(&mut self, kind: WindowKind, from_ns: u64, to_ns: u64) {
+        if let Some(c) = self.clos.as_mut() {
+            c.windows.schedule(kind, from_ns, to_ns);
+        }
+    }
+
+    /// Applies every window edge due at `now_ns`.
+    pub(crate) fn apply_edges(&mut self, now_ns: u64) {
+        while let Some((kind, starts)) = self.clos.as_mut().and_then(|c| c.windows.take_due(now_ns))
+        {
+            self.apply_window(kind, starts);
+        }
+    }
+
+    fn apply_window(&mut self, kind: WindowKind, starts: bool) {
+        let up = !starts;
+        match kind {
+            WindowKind::Port { nic, port } => {
+                if nic < self.nics.len() {
+                    self.set_link(nic, port, up);
+                }
             }
-            if w.state == 1 && now_ns >= w.to_ns {
-                w.state = 2;
-                out.push((w.kind, false));
+            WindowKind::Plane(plane) => {
+                for i in 0..self.nics.len() {
+                    let ports: Vec<u8> = (0..self.nics[i].port_link.len())
+                        .filter(|&p| self.nics[i].port_plane(p) == plane)
+                        .map(|p| p as u8)
+                        .collect();
+                    for p in ports {
+                        self.set_link(i, p, up);
+                    }
+                }
+                if let Some(c) = self.clos.as_mut() {
+                    c.plane_hosts(plane, up);
+                }
+            }
+            WindowKind::SwitchBlackhole { plane, spine } => {
+                if let Some(c) = self.clos.as_mut() {
+                    c.blackhole_spine(plane, spine, starts);
+                }
+            }
+            WindowKind::LinkBlackhole { plane, leaf, spine } => {
+                if let Some(c) = self.clos.as_mut() {
+                    c.blackhole_link(plane, leaf, spine, starts);
+                }
             }
         }
+    }
+
+    /// Every fault stops now (see the module docs).
+    pub(crate) fn stop_faults(&mut self) {
+        let Some(c) = self.clos.as_mut() else { return };
+        let open = c.windows.stop();
+        c.clean_links();
+        for i in 0..self.nics.len() {
+            c.set_host_delay(i, 0);
+        }
+        for kind in open {
+            self.apply_window(kind, false);
+        }
+    }
+
+    /// A raw frame for NIC `to` from outside the fabric (see the module docs); the fabric
+    /// then runs until quiet.
+    pub(crate) fn inject(&mut self, to: usize, bytes: &[u8]) -> RxOutcome {
+        if self.clos.is_none() || to >= self.nics.len() {
+            return RxOutcome::NotOnFabric;
+        }
+        let out = self.inject_checked(to, bytes);
+        self.clos_pump();
         out
     }
 
-    /// Nothing waits in a backlog or on its way to a CQ.
-    pub fn idle(&self) -> bool {
-        self.backlog.iter().all(VecDeque::is_empty) && self.cqe_q.iter().all(VecDeque::is_empty)
-    }
-
-    /// The earliest time something queued here becomes due.
-    pub fn next_due(&self) -> Option<u64> {
-        self.cqe_q
-            .iter()
-            .filter_map(|q| q.front().map(|c| c.0))
-            .chain(self.fetch_due.values().copied())
-            .min()
-    }
-
-    /// The packet as it arrives after crossing a wire that may flip one bit: `None` when the
-    /// receiver's parse rejects it, `Some(undetected)` with the parsed packet otherwise.
-    pub fn maybe_corrupt(&mut self, p: &mut RxPacket, dst_gid: [u8; 16]) -> Option<bool> {
-        if self.corrupt_ppm == 0 || !self.rng.chance_ppm(self.corrupt_ppm) {
-            return Some(false);
-        }
-        let mut buf = vec![0u8; 256 + p.payload.len()];
-        let Ok(len) = build_frame(p, dst_gid).emit(&mut buf) else {
-            return None;
+    fn inject_checked(&mut self, to: usize, bytes: &[u8]) -> RxOutcome {
+        let n = &self.nics[to];
+        let Some(c) = self.clos.as_mut() else {
+            return RxOutcome::NotOnFabric;
         };
-        let bits = (len - 14) as u64 * 8;
-        let bit = 14 * 8 + self.rng.below(bits) as usize;
-        buf[bit / 8] ^= 1 << (bit % 8);
-        let f = Frame::parse(&buf[..len]).ok()?;
-        p.src_gid = f.encap.transport().src.octets();
-        p.repr = f.mrc;
-        p.payload = f.payload.to_vec();
-        Some(true)
+        let k = &mut c.injected_counters;
+        let Ok(f) = Frame::parse(bytes) else {
+            k.malformed += 1;
+            return RxOutcome::Malformed;
+        };
+        let t = f.encap.transport();
+        if n.gid != t.dst.octets() {
+            k.misaddressed += 1;
+            return RxOutcome::Misaddressed;
+        }
+        let dev_qpn = f.mrc.bth.dest_qp;
+        let Some(q) = n.t.qps.get(&dev_qpn) else {
+            k.unknown_qp += 1;
+            return RxOutcome::UnknownQp;
+        };
+        if q.remote_addr != t.src.octets() {
+            k.spoofed += 1;
+            return RxOutcome::Spoofed;
+        }
+        k.to_stage += 1;
+        let pkt = Packet::from_repr(&f.mrc, f.payload.len() as u32, t.traffic_class & 3 == 3);
+        match c.inject(to, dev_qpn, pkt, f.payload.to_vec()) {
+            Some(v) => RxOutcome::Engine(v),
+            None => RxOutcome::Refused,
+        }
     }
 }
 
-/// The frame of `p` from its source to `dst_gid` (UDP EV format, plain IPv6).
-pub(crate) fn build_frame(p: &RxPacket, dst_gid: [u8; 16]) -> Frame<'_> {
-    let src_port = p
-        .repr
-        .evx
-        .map_or(0xC000, |e| 0xC000 | (e.ev_index & 0x3fff));
-    Frame {
-        eth: EthernetRepr {
-            dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            src: EthernetAddress([2, 0, 0, 0, 0, 1]),
-        },
-        encap: mrc_abi::wire::Encap::Plain(Ipv6Repr {
-            src: Ipv6Addr::from(p.src_gid),
-            dst: Ipv6Addr::from(dst_gid),
-            next_header: IP_PROTO_UDP,
-            hop_limit: 64,
-            traffic_class: if p.ce { 3 } else { 2 },
-            flow_label: 0,
-        }),
-        udp: UdpRepr { src_port },
-        mrc: p.repr,
-        payload: &p.payload,
+impl super::clos::Clos {
+    /// Every fabric host that is not one of the driver's NICs loses (or gets back) its link
+    /// to `plane`.
+    fn plane_hosts(&mut self, plane: u8, up: bool) {
+        let all = self.sim.handler().fabric.topology().hosts();
+        let others: Vec<u32> = (0..all).filter(|h| !self.hosts.contains(h)).collect();
+        for h in others {
+            self.cable_host(h, plane, up);
+        }
+    }
+
+    /// Spine `spine` of `plane` starts (`on`) or stops blackholing, now.
+    fn blackhole_spine(&mut self, plane: u8, spine: u16, on: bool) {
+        let (w, mut s) = self.sim.handler_and_scheduler();
+        let Some(sw) = w
+            .fabric
+            .topology()
+            .switch(u32::from(plane), 1, u32::from(spine))
+        else {
+            return;
+        };
+        let f = if on {
+            Fault::Blackhole(sw)
+        } else {
+            Fault::Restore(sw)
+        };
+        let now = s.now();
+        let _ = w.fabric.schedule_fault(&mut s, now, f);
+    }
+
+    /// The link between leaf `leaf` and spine `spine` of `plane` starts (`on`) or stops
+    /// dropping everything.
+    fn blackhole_link(&mut self, plane: u8, leaf: u16, spine: u16, on: bool) {
+        let (loss, corrupt) = self.impairment;
+        let fab = &mut self.sim.handler_mut().fabric;
+        let topo = fab.topology();
+        let (Some(l), Some(sp)) = (
+            topo.switch(u32::from(plane), 0, u32::from(leaf)),
+            topo.switch(u32::from(plane), 1, u32::from(spine)),
+        ) else {
+            return;
+        };
+        let owner = |p| match topo.port_owner(p) {
+            PortOwner::Switch { switch, .. } => Some(switch),
+            PortOwner::Host { .. } => None,
+        };
+        let mut found = None;
+        let mut id = 0u32;
+        topo.for_each_link(|spec| {
+            if spec.tier == 1 && owner(spec.a) == Some(l) && owner(spec.b) == Some(sp) {
+                found = Some(LinkId(id));
+            }
+            id += 1;
+        });
+        if let Some(link) = found {
+            if on {
+                fab.set_link_impairment(link, 1_000_000, 0);
+            } else {
+                fab.set_link_impairment(link, loss, corrupt);
+            }
+        }
+    }
+
+    /// No more random loss or corruption on any link.
+    fn clean_links(&mut self) {
+        self.impairment = (0, 0);
+        let fab = &mut self.sim.handler_mut().fabric;
+        for l in 0..fab.links() {
+            fab.set_link_impairment(LinkId(l), 0, 0);
+        }
+    }
+
+    /// A packet from outside for device QP `dev_qpn` of NIC `i` with its payload bytes.
+    fn inject(
+        &mut self,
+        i: usize,
+        dev_qpn: u32,
+        pkt: Packet,
+        payload: Vec<u8>,
+    ) -> Option<RxVerdict> {
+        let handle = INJECTED | (self.next_injected & !INJECTED);
+        self.next_injected = self.next_injected.wrapping_add(1);
+        self.injected.insert(handle, payload);
+        if self.injected.len() > INJECTED_KEPT {
+            self.injected.pop_first();
+        }
+        let h = self.hosts[i];
+        let local = LocalBuf { handle, offset: 0 };
+        let (w, mut s) = self.sim.handler_and_scheduler();
+        w.host_input(h, &mut s, |nic, fab, s, me| {
+            let now: Time = s.now();
+            nic.driver_inject(now, dev_qpn, pkt, local, fab, s, me)
+        })
+        .flatten()
     }
 }

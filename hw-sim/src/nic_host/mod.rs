@@ -21,17 +21,14 @@
 //!   event is posted.
 //! - [`SimNic::surprise_remove`]: every later MMIO read returns all ones, writes are dropped.
 //!
-//! Three delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
-//! above); [`SimHost::on_clos`] puts every NIC's device side on the simulator's NIC model
-//! ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC image's main loop on timed
-//! cores, PCIe at TLP granularity) on a multi-plane Clos fabric ([`crate::fabric`]), in
-//! virtual time that each doorbell advances until the NICs are idle and the fabric empty
-//! (`clos` module; a cable pull, [`SimNic::set_link`], takes the NIC's link to that plane
-//! down); [`SimHost::with_fabric`] runs the datapath stage and firmware engine on every NIC
-//! and carries packets between NICs over the firmware test kit's seeded lossy multipath
-//! channels with scheduled fault windows (`fabric` and `faults` modules), in virtual time that
-//! each doorbell advances until the channels are idle. The fault windows, slow DMA, frame
-//! corruption and injected frames exist in that mode only.
+//! Two delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
+//! above; the driver benchmarks' mode); [`SimHost::on_clos`] puts every NIC's device side on
+//! the simulator's NIC model ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC
+//! image's main loop on timed cores, PCIe at TLP granularity) on a multi-plane Clos fabric
+//! ([`crate::fabric`]), in virtual time that each doorbell advances until the NICs are idle
+//! and the fabric empty (`clos` module). Fault windows (planes, cables, blackholing spines and
+//! links), slow DMA and injected frames are in the `faults` module; a cable pull,
+//! [`SimNic::set_link`], takes the NIC's link to that plane down.
 //!
 //! Defaults (documented device behaviour): EV profile 0 and CC profile 0 mean the device
 //! defaults (an AUTO UDP profile of `max_evs_per_qp` EVs and the default NSCC parameters).
@@ -39,7 +36,6 @@
 mod admin;
 mod clos;
 mod datapath;
-mod fabric;
 mod faults;
 pub mod firmware;
 mod state;
@@ -54,11 +50,9 @@ use mrc_driver::sys::twin::{MmioWrite, Twin, TwinConfig};
 use mrc_driver::sys::{Backend, Bdf};
 
 pub use clos::{ClosConfig, ClosCounters};
-pub use fabric::{FabricConfig, FabricCounters, HostProfile, FABRIC_MTU};
-pub use faults::{RxOutcome, WindowKind, STALL_BACKLOG};
+pub use faults::{InjectCounters, RxOutcome, WindowKind};
 pub use mrc_firmware::datapath::stage::DatapathCounters;
 pub use mrc_firmware::engine::EngineCounters;
-pub use mrc_firmware::testkit::ChannelConfig;
 pub use state::NicCounters;
 use state::NicState;
 
@@ -94,8 +88,8 @@ impl SimNicConfig {
     }
 }
 
-/// Several simulated NICs that can reach each other (in-memory loopback, or the engine over a
-/// simulated multipath fabric).
+/// Several simulated NICs that can reach each other (in-memory loopback, or the NIC model on a
+/// Clos fabric).
 pub struct SimHost {
     nics: Vec<SimNic>,
     world: Arc<Mutex<World>>,
@@ -107,8 +101,6 @@ pub(crate) struct World {
     pub now_ns: u64,
     /// Per NIC: flash, boot record and update session (kept across device resets).
     pub fw: Vec<firmware::FwNic>,
-    /// Fabric mode: engines and channels (`None`: in-memory loopback).
-    pub fabric: Option<Box<fabric::Fabric>>,
     /// Clos mode: the NIC model on a Clos fabric (module `clos`).
     pub clos: Option<Box<clos::Clos>>,
 }
@@ -189,7 +181,6 @@ impl SimHost {
             nics: Vec::new(),
             now_ns: 0,
             fw: Vec::new(),
-            fabric: None,
             clos: None,
         }));
         let mut nics = Vec::new();
@@ -248,17 +239,6 @@ impl SimHost {
         Ok(SimHost { nics, world })
     }
 
-    /// A host whose NICs run the real MRC stage and engine and reach each other over seeded lossy
-    /// multipath channels (see the `fabric` module docs for the contract).
-    ///
-    /// # Errors
-    /// As [`SimHost::new`].
-    pub fn with_fabric(cfgs: &[SimNicConfig], fabric: FabricConfig) -> Result<SimHost, SimError> {
-        let host = SimHost::new(cfgs)?;
-        lock(&host.world).fabric = Some(Box::new(fabric::Fabric::new(fabric, cfgs.len())));
-        Ok(host)
-    }
-
     /// A host whose NICs are the simulator's NIC model (datapath stage and the NIC image's
     /// main loop, PCIe, firmware cores) on a multi-plane Clos fabric, in virtual time (see the
     /// `clos` module docs for the contract).
@@ -294,104 +274,85 @@ impl SimHost {
         lock(&self.world).clos.as_ref().map(|c| c.counters())
     }
 
-    /// Fabric mode: plane `plane` fails at `down_ns` and comes back at `up_ns` (virtual
-    /// time): every NIC's port on it goes down (PORT_DOWN events, the engines retire its EVs)
-    /// and every packet on it is dropped meanwhile.
+    /// Clos mode: plane `plane` is lost from `down_ns` to `up_ns` (virtual time; a
+    /// [`WindowKind::Plane`] window).
     pub fn schedule_plane_outage(&self, plane: u8, down_ns: u64, up_ns: u64) {
-        if let Some(f) = lock(&self.world).fabric.as_mut() {
-            f.schedule_outage(plane, down_ns, up_ns);
-        }
+        self.schedule_window(WindowKind::Plane(plane), down_ns, up_ns);
     }
 
-    /// Fabric mode: a fault window `[from_ns, to_ns)` in virtual time (see the `faults`
-    /// module docs for what each kind does).
+    /// Clos mode: a fault window `[from_ns, to_ns)` in virtual time (see the `faults` module
+    /// docs for what each kind does).
     pub fn schedule_window(&self, kind: WindowKind, from_ns: u64, to_ns: u64) {
-        if let Some(f) = lock(&self.world).fabric.as_mut() {
-            f.faults.schedule(kind, from_ns, to_ns);
-        }
+        lock(&self.world).schedule_window(kind, from_ns, to_ns);
     }
 
-    /// Fabric mode: every fault stops now (windows end, DMA is fast, no corruption, channels
-    /// become fault-free as soon as they are empty); the liveness phase of a test follows.
+    /// Clos mode: every fault stops now (open windows end, pending ones never start, DMA is
+    /// fast, every link clean); the liveness phase of a test follows.
     pub fn stop_faults(&self) {
-        let mut w = lock(&self.world);
-        let now = w.now_ns;
-        if let Some(f) = w.fabric.as_mut() {
-            f.stop_faults(now);
-        }
+        lock(&self.world).stop_faults();
     }
 
-    /// Fabric mode: slow DMA on NIC `nic` (WQE fetch and CQE write each take `ns` longer).
+    /// Clos mode: slow DMA on NIC `nic` (host memory answers its reads `ns` later).
     pub fn set_dma_delay(&self, nic: usize, ns: u64) {
-        if let Some(f) = lock(&self.world).fabric.as_mut() {
-            if let Some(d) = f.faults.dma_delay_ns.get_mut(nic) {
-                *d = ns;
-            }
+        if let Some(c) = lock(&self.world).clos.as_mut() {
+            c.set_host_delay(nic, ns);
         }
     }
 
-    /// Fabric mode: a raw frame arrives at NIC `nic` from outside (hostile input); the fabric
-    /// then runs until idle. Returns what became of it.
+    /// Clos mode: a raw frame arrives at NIC `nic` from outside (hostile input); the fabric
+    /// then runs until quiet. Returns what became of it.
     pub fn inject_frame(&self, nic: usize, frame: &[u8]) -> RxOutcome {
         lock(&self.world).inject(nic, frame)
     }
 
-    /// Fabric mode: the counters of NIC `nic`'s firmware engine.
+    /// Clos mode: the counters of NIC `nic`'s firmware engines (all shards).
     pub fn engine_counters(&self, nic: usize) -> Option<EngineCounters> {
         let w = lock(&self.world);
-        w.fabric
-            .as_ref()
-            .and_then(|f| f.engines.get(nic))
-            .map(|e| e.engine_counters())
+        let c = w.clos.as_ref()?;
+        (nic < w.nics.len()).then(|| c.nic_ref(nic).engine_counters())
     }
 
-    /// Fabric mode: the counters of NIC `nic`'s datapath stage (received packets and their
-    /// drops, packets sent, ...).
+    /// Clos mode: the counters of NIC `nic`'s datapath stages (received packets and their
+    /// drops, packets sent, retransmissions, ...).
     pub fn datapath_counters(&self, nic: usize) -> Option<DatapathCounters> {
         let w = lock(&self.world);
-        w.fabric
-            .as_ref()
-            .and_then(|f| f.engines.get(nic))
-            .map(|e| e.datapath_counters())
+        let c = w.clos.as_ref()?;
+        (nic < w.nics.len()).then(|| c.nic_ref(nic).datapath_counters())
     }
 
-    /// Fabric mode: runs until nothing is in flight (doorbells do this on their own; call it
-    /// to let timers and outage edges play out).
+    /// Clos mode: the counters of NIC `nic`'s model (packets on its ports, PCIe, firmware).
+    pub fn model_counters(&self, nic: usize) -> Option<crate::nic::NicCounters> {
+        let w = lock(&self.world);
+        let c = w.clos.as_ref()?;
+        (nic < w.nics.len()).then(|| c.nic_ref(nic).counters())
+    }
+
+    /// Clos mode: runs until the NICs are idle and the fabric empty, or the step budget ran
+    /// out (doorbells do this on their own; call it to let timers and edges play out).
     pub fn run(&self) {
-        let mut w = lock(&self.world);
-        if w.clos.is_some() {
-            w.clos_pump();
-        } else {
-            w.pump();
-        }
+        lock(&self.world).clos_pump();
     }
 
-    /// Fabric mode: advances virtual time to at least `t_ns`, applying outage edges, then
-    /// runs until idle.
+    /// Clos mode: advances virtual time to at least `t_ns`, applying window edges on the way.
     pub fn advance_to(&self, t_ns: u64) {
         let mut w = lock(&self.world);
         if w.clos.is_some() {
             w.clos_advance(t_ns);
-            return;
+        } else {
+            w.now_ns = w.now_ns.max(t_ns);
         }
-        w.now_ns = w.now_ns.max(t_ns);
-        w.pump();
     }
 
-    /// Fabric mode: no packet in flight or waiting, no send outstanding (engine timers, such
-    /// as probes, may still be armed).
+    /// Clos mode: the NICs are idle (no send outstanding, nothing on its way to the host)
+    /// and the fabric is empty (engine timers, such as probes, may still be armed). Always
+    /// true in loopback mode.
     pub fn idle(&self) -> bool {
-        lock(&self.world).fabric_idle()
+        lock(&self.world).clos.as_ref().is_none_or(|c| c.quiet())
     }
 
     /// Virtual time, ns.
     pub fn now_ns(&self) -> u64 {
         lock(&self.world).now_ns
-    }
-
-    /// Fabric totals (`None` in loopback mode).
-    pub fn fabric_counters(&self) -> Option<FabricCounters> {
-        lock(&self.world).fabric.as_ref().map(|f| f.counters())
     }
 
     /// Two default NICs (`0000:00:04.0` and `0000:00:05.0`) in loopback: the `default`
@@ -401,6 +362,13 @@ impl SimHost {
     /// As [`SimHost::new`].
     pub fn loopback_pair() -> Result<SimHost, SimError> {
         SimHost::new(&[SimNicConfig::numbered(4), SimNicConfig::numbered(5)])
+    }
+
+    /// Holds (`true`) or releases the send doorbells of every NIC at once (see
+    /// [`SimNic::hold_doorbells`]): released together, what they were given meanwhile starts
+    /// at the same virtual time.
+    pub fn hold_doorbells(&self, hold: bool) {
+        lock(&self.world).hold_all_doorbells(hold);
     }
 
     /// The NICs.

@@ -190,6 +190,7 @@ impl Scenario {
             seed: self.seed,
             pcie: self.pcie,
             firmware: self.firmware,
+            planted_bug: false,
         }
     }
 

@@ -63,6 +63,7 @@
 mod device;
 pub mod scenario;
 
+use crate::fabric::DropCause;
 use std::fmt;
 use std::io;
 use std::os::unix::fs::FileTypeExt;
@@ -81,7 +82,7 @@ use vfio_bindings::bindings::vfio as vb;
 use vfio_user::{IrqInfo, Server, ServerRegion};
 
 use crate::nic_host::{
-    DatapathCounters, EngineCounters, FabricCounters, NicCounters, SimHost, SimNic,
+    ClosCounters, DatapathCounters, EngineCounters, NicCounters, SimHost, SimNic,
 };
 use device::NicSession;
 
@@ -271,12 +272,12 @@ pub struct ServeStats {
     /// Per NIC: the device model's counters, summed over every reset (clients reset the NIC
     /// when they open it, and the server resets it when they leave).
     pub device: Vec<NicCounters>,
-    /// Per NIC: the MRC engine's counters (fabric mode).
+    /// Per NIC: the MRC engines' counters (Clos mode).
     pub engine: Vec<Option<EngineCounters>>,
-    /// Per NIC: the MRC datapath stage's counters (fabric mode).
+    /// Per NIC: the MRC datapath stages' counters (Clos mode).
     pub datapath: Vec<Option<DatapathCounters>>,
-    /// Fabric totals (fabric mode).
-    pub fabric: Option<FabricCounters>,
+    /// Fabric totals (Clos mode).
+    pub fabric: Option<ClosCounters>,
     /// State-changing device requests applied (BAR and config writes, resets).
     pub applied: u64,
     /// FNV-1a digest of those requests in applied order, addresses left out.
@@ -286,6 +287,15 @@ pub struct ServeStats {
 }
 
 impl ServeStats {
+    /// Retransmissions the NICs' datapath stages sent.
+    pub fn retransmits(&self) -> u64 {
+        self.datapath
+            .iter()
+            .flatten()
+            .map(|d| d.retransmits_sent)
+            .sum()
+    }
+
     /// The summary as JSON (counters by name; the digest as a hex string).
     pub fn to_json(&self) -> serde_json::Value {
         let nics: Vec<serde_json::Value> = (0..self.nics.len())
@@ -326,9 +336,10 @@ impl ServeStats {
             "requests_applied": self.applied,
             "request_digest": format!("{:016x}", self.digest),
             "fabric": self.fabric.map(|f| serde_json::json!({
-                "sent": f.channel.sent, "delivered": f.channel.delivered, "lost": f.channel.lost,
-                "switch_blackholed": f.switch_blackholed, "plane_dropped": f.plane_dropped,
-                "retransmits": f.retransmits, "ev_events": f.ev_events,
+                "sent": f.fabric.injected, "delivered": f.fabric.delivered,
+                "dropped": f.fabric.dropped_total(),
+                "dropped_on_links": f.fabric.dropped(DropCause::RandomLoss),
+                "retransmits": self.retransmits(), "ev_events": f.ev_events,
                 "bytes_placed": f.bytes_placed,
             })),
             "nics": nics,
@@ -349,8 +360,9 @@ impl fmt::Display for ServeStats {
         if let Some(c) = &self.fabric {
             writeln!(
                 f,
-                "fabric: {} packets sent, {} delivered, {} silently dropped by the failed link, {} retransmissions, {} EV events",
-                c.channel.sent, c.channel.delivered, c.switch_blackholed, c.retransmits, c.ev_events
+                "fabric: {} packets sent, {} delivered, {} silently dropped on links, {} retransmissions, {} EV events",
+                c.fabric.injected, c.fabric.delivered, c.fabric.dropped(DropCause::RandomLoss),
+                self.retransmits(), c.ev_events
             )?;
         }
         for (i, s) in self.nics.iter().enumerate() {
@@ -574,7 +586,7 @@ impl Served {
             engine: (0..self.nics.len())
                 .map(|i| self.host.engine_counters(i))
                 .collect(),
-            fabric: self.host.fabric_counters(),
+            fabric: self.host.clos_counters(),
             applied: applied.count,
             digest: applied.digest,
             now_ns: self.host.now_ns(),

@@ -1,6 +1,6 @@
 //! The built-in hosts `mrc-sim serve` can serve.
 
-use crate::nic_host::{FabricConfig, SimError, SimHost, SimNicConfig, WindowKind};
+use crate::nic_host::{ClosConfig, SimError, SimHost, SimNicConfig, WindowKind};
 
 /// A built-in serving scenario.
 pub struct ServeScenario {
@@ -28,10 +28,10 @@ pub const PAIR_FAILURE_NS: u64 = 1_000_000;
 pub const SCENARIOS: &[ServeScenario] = &[
     ServeScenario {
         name: "pair",
-        description: "two hosts (NICs 0000:00:04.0 and 0000:00:05.0), 4 planes, the real MRC \
-                      engine on each NIC over seeded multipath channels; at 1 ms of virtual time \
-                      the leaf-spine link to spine 1 of 4 on plane 0 fails (its EVs are silently \
-                      dropped, nobody is told) and stays down",
+        description: "two hosts (NICs 0000:00:04.0 and 0000:00:05.0) on two leaves of a \
+                      4-plane leaf-spine, each NIC the simulator's full NIC model; at 1 ms of \
+                      virtual time the link from the first NIC's leaf to spine 1 on plane 0 \
+                      starts dropping every packet (nobody is told) and stays that way",
         build: pair,
     },
     ServeScenario {
@@ -47,21 +47,17 @@ pub fn find(name: &str) -> Option<&'static ServeScenario> {
     SCENARIOS.iter().find(|s| s.name == name)
 }
 
-/// `pair`: until NICs sit on the Clos fabric model, the failing leaf-spine link is the nearest
-/// fault the NIC host's fabric has: a switch window that silently drops the EVs routed through
-/// one spine of one plane (`WindowKind::SwitchBlackhole`), from [`PAIR_FAILURE_NS`] on.
+/// `pair`: [`SimHost::on_clos`] with the default Clos ([`ClosConfig::default`]) seeded, and a
+/// [`WindowKind::LinkBlackhole`] on plane 0 between leaf 0 and spine 1 from
+/// [`PAIR_FAILURE_NS`] on.
 fn pair(seed: u64) -> Result<SimHost, SimError> {
-    let host = SimHost::with_fabric(
-        &[SimNicConfig::numbered(4), SimNicConfig::numbered(5)],
-        FabricConfig {
-            seed,
-            ..FabricConfig::default()
-        },
-    )?;
+    let mut cfg = ClosConfig::default();
+    cfg.scenario.seed = seed;
+    let host = SimHost::on_clos(&[SimNicConfig::numbered(4), SimNicConfig::numbered(5)], cfg)?;
     host.schedule_window(
-        WindowKind::SwitchBlackhole {
+        WindowKind::LinkBlackhole {
             plane: 0,
-            spines: 4,
+            leaf: 0,
             spine: 1,
         },
         PAIR_FAILURE_NS,

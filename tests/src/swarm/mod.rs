@@ -1,7 +1,7 @@
 //! Swarm testing of the whole system (TigerBeetle VOPR style): each seed draws a topology, a
 //! workload through the driver's public API and a random subset of fault kinds
-//! ([`plan::Plan::draw`]), runs it on simulated hosts whose NICs run the real MRC engine
-//! (`mrc_sim::nic_host::SimHost::with_fabric`), and checks:
+//! ([`plan::Plan::draw`]), runs it on simulated hosts whose NICs are the simulator's NIC model
+//! on a multi-plane leaf-spine (`mrc_sim::nic_host::SimHost::on_clos`), and checks:
 //!
 //! - **Safety, after every tick and at the end** ([`check`]): every completion succeeds, is
 //!   the next one expected in posting order, and arrives once; a completion means the bytes of
@@ -13,9 +13,9 @@
 //!   [`LIVENESS_BOUND_NS`] of virtual time.
 //! - **At the end**: every destination region is byte-exact (messages where they were sent,
 //!   zeros elsewhere); every send WQE retired; payload bytes placed equal the bytes posted
-//!   (exactly once); the counters add up (each channel's packets sent plus duplicated equal
-//!   delivered plus dropped by cause; packets handed to engines equal the engines' received
-//!   packets; bytes placed by the fabric equal the NICs' counters).
+//!   (exactly once); the counters add up (the fabric's packets injected equal delivered plus
+//!   dropped by cause plus in flight; packets the fabric delivered equal the packets the NIC
+//!   models received; bytes placed by the device side equal the NICs' counters).
 //!
 //! A failing seed is reported with the one command that replays it ([`replay_command`]).
 
@@ -28,7 +28,8 @@ pub mod rng;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use mrc_sim::nic_host::{FabricConfig, FabricCounters, SimHost, WindowKind};
+use mrc_sim::fabric::DropCause;
+use mrc_sim::nic_host::{ClosCounters, SimHost, WindowKind};
 
 use check::Progress;
 use plan::{Fault, Plan};
@@ -50,7 +51,9 @@ pub struct Report {
     pub completions: u64,
     /// Virtual time from the end of faults to the last completion, ns.
     pub liveness_ns: u64,
-    pub counters: FabricCounters,
+    /// Retransmissions the NICs' datapath stages sent.
+    pub retransmits: u64,
+    pub counters: ClosCounters,
 }
 
 /// The command that replays `seed`.
@@ -94,16 +97,8 @@ pub fn run_seed(seed: u64, planted_bug: bool) -> Result<Report, String> {
 }
 
 fn run_inner(plan: &Plan) -> Result<Report, String> {
-    let cfg = FabricConfig {
-        seed: plan.seed,
-        channel: plan.channel(),
-        step_budget_ns: plan.tick_ns,
-        planted_bug: plan.planted_bug,
-        corrupt_ppm: plan.corrupt_ppm(),
-        ..FabricConfig::default()
-    };
-    let host =
-        SimHost::with_fabric(&harness::nic_configs(plan), cfg).map_err(|e| format!("host: {e}"))?;
+    let host = SimHost::on_clos(&harness::nic_configs(plan), plan.clos())
+        .map_err(|e| format!("host: {e}"))?;
     let apps = (0..plan.hosts)
         .map(|i| harness::host_app(plan, &host, i))
         .collect::<Result<Vec<_>, _>>()?;
@@ -134,22 +129,27 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
             }
             Fault::SwitchBlackhole {
                 plane,
-                spines,
                 spine,
                 from,
                 to,
+                ..
             } => host.schedule_window(
                 WindowKind::SwitchBlackhole {
                     plane: *plane,
-                    spines: *spines,
                     spine: *spine,
                 },
                 t0 + from,
                 t0 + to,
             ),
-            Fault::StalledCore { nic, from, to } => {
-                host.schedule_window(WindowKind::Stall { nic: *nic }, t0 + from, t0 + to)
-            }
+            Fault::LinkBlackhole { plane, leaf, spine } => host.schedule_window(
+                WindowKind::LinkBlackhole {
+                    plane: *plane,
+                    leaf: *leaf,
+                    spine: *spine,
+                },
+                t0,
+                t0 + plan.fault_phase_ns,
+            ),
             Fault::SlowDma { nic, ns } => host.set_dma_delay(*nic, *ns),
             _ => {}
         }
@@ -207,7 +207,7 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
         tick += 1;
     }
 
-    // Faults stop: denied EVs allowed again, windows end, channels become clean.
+    // Faults stop: denied EVs allowed again, windows end, links become clean.
     for f in &plan.faults {
         if let Fault::EvDenial { host: h, evs, .. } = f {
             let a = &apps[*h];
@@ -233,7 +233,7 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
                 "liveness: {missing} completions still missing {} ns after faults stopped \
                  (bound {LIVENESS_BOUND_NS} ns); {:?}",
                 now - t_stop,
-                host.fabric_counters()
+                host.clos_counters()
             ));
         }
         // Event by event (each run covers at most one tick of virtual time); an idle fabric
@@ -250,7 +250,7 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
             return Err(format!(
                 "the fabric is not idle {} ns after faults stopped: {:?}",
                 host.now_ns() - t_stop,
-                host.fabric_counters()
+                host.clos_counters()
             ));
         }
         host.advance_to(host.now_ns() + plan.tick_ns);
@@ -264,9 +264,13 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
             check::region_exact(c, &conns[k]).map_err(|e| format!("connection {k}: {e}"))?;
     }
     let counters = host
-        .fabric_counters()
-        .ok_or_else(|| "no fabric".to_string())?;
+        .clos_counters()
+        .ok_or_else(|| "not on the Clos".to_string())?;
     counters_add_up(&host, plan, &counters, total)?;
+    let retransmits = (0..plan.hosts)
+        .filter_map(|i| host.datapath_counters(i))
+        .map(|d| d.retransmits_sent)
+        .sum();
     Ok(Report {
         seed: plan.seed,
         faults: plan.faults.iter().map(Fault::kind).collect(),
@@ -275,6 +279,7 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
         messages: plan.conns.iter().map(|c| c.msgs.len() as u64).sum(),
         completions,
         liveness_ns: t_done - t_stop,
+        retransmits,
         counters,
     })
 }
@@ -298,7 +303,7 @@ fn safety(
     for a in apps {
         while let Ok(Some(_)) = a.ctl.poll_event() {}
     }
-    let placed = host.fabric_counters().map_or(0, |c| c.bytes_placed);
+    let placed = host.clos_counters().map_or(0, |c| c.bytes_placed);
     if placed > total {
         return Err(format!(
             "{placed} payload bytes placed for {total} posted: something was placed twice"
@@ -310,39 +315,41 @@ fn safety(
 fn counters_add_up(
     host: &SimHost,
     plan: &Plan,
-    c: &FabricCounters,
+    c: &ClosCounters,
     total: u64,
 ) -> Result<(), String> {
-    let ch = &c.channel;
-    let out = ch.delivered + ch.lost + ch.blackholed + ch.plane_dropped + ch.overflow;
-    if ch.sent + ch.duplicated != out {
+    let f = &c.fabric;
+    if !f.conserved() {
         return Err(format!(
-            "channel counters do not add up: sent {} + duplicated {} != delivered + dropped \
-             {out}: {ch:?}",
-            ch.sent, ch.duplicated
+            "fabric counters do not add up: injected {} != delivered {} + dropped {} + in \
+             flight {}: {f:?}",
+            f.injected,
+            f.delivered,
+            f.dropped_total(),
+            f.in_flight
         ));
     }
-    if c.bytes_placed != total {
+    if c.bytes_placed != total || c.place_failed != 0 {
         return Err(format!(
-            "{} payload bytes placed for {total} posted (exactly once)",
-            c.bytes_placed
+            "{} payload bytes placed for {total} posted (exactly once), {} placements failed",
+            c.bytes_placed, c.place_failed
         ));
     }
     let nic_placed: u64 = host.nics().iter().map(|n| n.counters().bytes_placed).sum();
     if nic_placed != c.bytes_placed {
         return Err(format!(
-            "NIC counters placed {nic_placed} bytes, the fabric {}",
+            "NIC counters placed {nic_placed} bytes, the device side {}",
             c.bytes_placed
         ));
     }
     let rx: u64 = (0..plan.hosts)
-        .filter_map(|i| host.datapath_counters(i))
-        .map(|e| e.rx_packets)
+        .filter_map(|i| host.model_counters(i))
+        .map(|n| n.rx_packets)
         .sum();
-    if rx != c.to_engine {
+    if rx != f.delivered {
         return Err(format!(
-            "datapath stages received {rx} packets, the fabric handed them {}",
-            c.to_engine
+            "the NIC models received {rx} packets, the fabric delivered {}",
+            f.delivered
         ));
     }
     let cqes_dropped: u64 = host.nics().iter().map(|n| n.counters().cqes_dropped).sum();
@@ -363,7 +370,12 @@ pub struct Totals {
     pub messages: u64,
     pub completions: u64,
     pub max_liveness_ns: u64,
-    pub counters: FabricCounters,
+    pub retransmits: u64,
+    pub placed: u64,
+    pub ev_events: u64,
+    pub trims: u64,
+    pub last_hop_trims: u64,
+    pub fabric: mrc_sim::fabric::FabricTotals,
 }
 
 impl Totals {
@@ -377,28 +389,24 @@ impl Totals {
         self.messages += r.messages;
         self.completions += r.completions;
         self.max_liveness_ns = self.max_liveness_ns.max(r.liveness_ns);
-        let (a, b) = (&mut self.counters, &r.counters);
-        a.channel.sent += b.channel.sent;
-        a.channel.lost += b.channel.lost;
-        a.channel.duplicated += b.channel.duplicated;
-        a.channel.trimmed += b.channel.trimmed;
-        a.channel.reordered += b.channel.reordered;
-        a.channel.blackholed += b.channel.blackholed;
-        a.channel.plane_dropped += b.channel.plane_dropped;
-        a.plane_dropped += b.plane_dropped;
-        a.retransmits += b.retransmits;
-        a.switch_blackholed += b.switch_blackholed;
-        a.corrupt_dropped += b.corrupt_dropped;
-        a.corrupt_undetected += b.corrupt_undetected;
-        a.stall_backlogged += b.stall_backlogged;
-        a.stall_backlog_dropped += b.stall_backlog_dropped;
-        a.ev_denials += b.ev_denials;
-        a.ev_events += b.ev_events;
+        self.retransmits += r.retransmits;
+        self.placed += r.counters.bytes_placed;
+        self.ev_events += r.counters.ev_events;
+        self.trims += r.counters.trims;
+        self.last_hop_trims += r.counters.last_hop_trims;
+        let (a, b) = (&mut self.fabric, &r.counters.fabric);
+        a.injected += b.injected;
+        a.delivered += b.delivered;
+        a.delivered_bytes += b.delivered_bytes;
+        for (x, y) in a.drops.iter_mut().zip(b.drops) {
+            *x += y;
+        }
+        a.in_flight += b.in_flight;
     }
 
     /// The summary `just swarm` prints.
     pub fn summary(&self, secs: f64) -> String {
-        let c = &self.counters;
+        let f = &self.fabric;
         let mut s = format!(
             "swarm: {} seeds, {} failed{}, {:.1} s ({:.1} ms per seed)\n",
             self.seeds,
@@ -416,32 +424,26 @@ impl Totals {
             s += &format!(" {k} {v},");
         }
         s.pop();
+        s += "\n  fabric drops by cause:";
+        for cause in DropCause::ALL {
+            s += &format!(" {cause:?} {},", f.dropped(cause));
+        }
+        s.pop();
         s += &format!(
-            "\n  injected: {} packets lost, {} duplicated, {} trimmed, {} reordered, {} \
-             blackholed (EV) + {} (switch), {} dropped by plane/port outages, {} corrupted \
-             ({} caught by the receiver), {} waited for a stalled core, {} EV denials\n",
-            c.channel.lost,
-            c.channel.duplicated,
-            c.channel.trimmed,
-            c.channel.reordered,
-            c.channel.blackholed,
-            c.switch_blackholed,
-            c.channel.plane_dropped + c.plane_dropped,
-            c.corrupt_dropped + c.corrupt_undetected,
-            c.corrupt_dropped,
-            c.stall_backlogged,
-            c.ev_denials
+            "; {} trimmed ({} at the last hop)",
+            self.trims, self.last_hop_trims
         );
         s += &format!(
-            "  checked: {} messages, {} completions, {} payload bytes placed exactly once, {} \
-             destination bytes compared; {} packets sent, {} retransmissions; slowest \
-             recovery after faults stopped {} us (bound {} ms)",
+            "\n  checked: {} messages, {} completions, {} payload bytes placed exactly once, {} \
+             destination bytes compared; {} packets into the fabric, {} retransmissions, {} EV \
+             events; slowest recovery after faults stopped {} us (bound {} ms)",
             self.messages,
             self.completions,
             self.payload_bytes,
             self.region_bytes,
-            c.channel.sent,
-            c.retransmits,
+            f.injected,
+            self.retransmits,
+            self.ev_events,
             self.max_liveness_ns / 1_000,
             LIVENESS_BOUND_NS / 1_000_000
         );

@@ -4,7 +4,9 @@
 //! random intensities and times, instead of every fault at once, so that runs differ in kind
 //! and not only in detail.
 
-use mrc_sim::nic_host::ChannelConfig;
+use mrc_sim::core::time::Duration;
+use mrc_sim::fabric::Shape;
+use mrc_sim::nic_host::ClosConfig;
 
 use super::rng::Rng;
 pub use crate::hosts::Msg;
@@ -42,22 +44,18 @@ pub enum Fault {
         from: u64,
         to: u64,
     },
-    /// One EV index silently dropped for the whole fault phase.
-    EvBlackhole(u16),
-    /// Gray loss on every channel, ppm.
+    /// The link between leaf `leaf` and spine `spine` of `plane` silently drops everything
+    /// for the whole fault phase.
+    LinkBlackhole { plane: u8, leaf: u16, spine: u16 },
+    /// Gray loss on every link, ppm.
     GrayLoss(u32),
-    /// One bit flipped on the wire, ppm of packets.
+    /// Packets damaged on a link (dropped by the receiving node's FCS check), ppm per link.
     Corruption(u32),
-    /// Reordering, ppm, with up to `extra_ns` more delay.
-    Reordering { ppm: u32, extra_ns: u64 },
-    /// Duplication, ppm.
-    Duplication(u32),
-    /// Trimming of data packets, ppm (and the share trimmed at the last hop).
-    Trimming { ppm: u32, last_hop_ppm: u32 },
-    /// Slow DMA on `nic` (WQE fetch and CQE writes each `ns` later).
+    /// Switch data queues of `bytes` only: congestion trims (and drops headers when the
+    /// header queue is full too), at the last hop under incast.
+    SmallQueues { bytes: u64 },
+    /// Slow DMA on `nic` (host memory answers its reads `ns` later).
     SlowDma { nic: usize, ns: u64 },
-    /// `nic`'s firmware core runs nothing in `[from, to)`.
-    StalledCore { nic: usize, from: u64, to: u64 },
     /// The controller of host `host` denies `evs` of its EV profile at tick `at` and allows
     /// them again at tick `until`.
     EvDenial {
@@ -76,14 +74,11 @@ impl Fault {
             Fault::LinkFlap { .. } => "link down/up",
             Fault::PlaneLost { .. } => "plane lost",
             Fault::SwitchBlackhole { .. } => "blackholing switch",
-            Fault::EvBlackhole(_) => "blackholed EV",
+            Fault::LinkBlackhole { .. } => "blackholed link",
             Fault::GrayLoss(_) => "gray loss",
             Fault::Corruption(_) => "corruption",
-            Fault::Reordering { .. } => "reordering",
-            Fault::Duplication(_) => "duplication",
-            Fault::Trimming { .. } => "trimming",
+            Fault::SmallQueues { .. } => "small queues",
             Fault::SlowDma { .. } => "slow DMA",
-            Fault::StalledCore { .. } => "stalled core",
             Fault::EvDenial { .. } => "EV denial",
         }
     }
@@ -97,7 +92,7 @@ pub struct Plan {
     pub planes: u8,
     /// EVs per QP (the controller's EV profile).
     pub evs: u16,
-    /// Spines per plane of the planned Clos.
+    /// Spines per plane of the Clos (each host on its own leaf of `spines` hosts).
     pub spines: u16,
     pub conns: Vec<ConnPlan>,
     /// Virtual time per tick (and the most one doorbell runs the fabric).
@@ -105,47 +100,38 @@ pub struct Plan {
     /// The fault phase: twice the time the workload takes to post, ns after it starts.
     /// Windows start in its first half; whatever is still open at its end is ended then.
     pub fault_phase_ns: u64,
+    /// Propagation delay of every link.
     pub latency_ns: u64,
     pub faults: Vec<Fault>,
     pub planted_bug: bool,
 }
 
 impl Plan {
-    /// The channel of the fault phase.
-    pub fn channel(&self) -> ChannelConfig {
-        let mut c = ChannelConfig {
-            latency_ns: self.latency_ns,
-            trim_last_hop_ppm: 0,
-            ..ChannelConfig::default()
+    /// The simulated host's fabric: a leaf-spine of `spines` spines per plane whose leaves
+    /// have `spines` hosts each, one NIC of the plan per leaf (`SimHost::on_clos` spreads them
+    /// evenly), with the link impairments and queue limits of the fault mix.
+    pub fn clos(&self) -> ClosConfig {
+        let mut c = ClosConfig::default();
+        let s = &mut c.scenario;
+        s.seed = self.seed;
+        let radix = 2 * u32::from(self.spines);
+        s.fabric.shape = Shape::LeafSpine {
+            hosts: self.hosts as u32 * u32::from(self.spines),
+            radix,
         };
+        s.fabric.planes = u32::from(self.planes);
+        s.fabric.propagation = Duration::from_ns(self.latency_ns);
         for f in &self.faults {
             match *f {
-                Fault::EvBlackhole(ev) => c.blackhole_ev = Some(ev),
-                Fault::GrayLoss(p) => c.loss_ppm = p,
-                Fault::Reordering { ppm, extra_ns } => {
-                    c.reorder_ppm = ppm;
-                    c.reorder_extra_ns = extra_ns;
-                }
-                Fault::Duplication(p) => c.dup_ppm = p,
-                Fault::Trimming { ppm, last_hop_ppm } => {
-                    c.trim_ppm = ppm;
-                    c.trim_last_hop_ppm = last_hop_ppm;
-                }
+                Fault::GrayLoss(p) => s.fabric.loss_ppm = p,
+                Fault::Corruption(p) => s.fabric.corrupt_ppm = p,
+                Fault::SmallQueues { bytes } => s.fabric.queue.limit_bytes = bytes,
                 _ => {}
             }
         }
+        c.step_budget_ns = self.tick_ns;
+        c.planted_bug = self.planted_bug;
         c
-    }
-
-    /// Corruption, ppm.
-    pub fn corrupt_ppm(&self) -> u32 {
-        self.faults
-            .iter()
-            .map(|f| match f {
-                Fault::Corruption(p) => *p,
-                _ => 0,
-            })
-            .sum()
     }
 
     /// Payload bytes of the workload.
@@ -158,10 +144,11 @@ impl Plan {
         let mut r = Rng::new(seed);
         let hosts = r.range(2, 6) as usize;
         let planes = r.pick(&[1u8, 2, 2, 4, 4]);
-        let spines = r.pick(&[2u16, 4, 8]);
+        // (a spine has a port per leaf: at least one spine per two hosts' leaves)
+        let spines = r.pick(&[2u16, 4, 8]).max(hosts.div_ceil(2) as u16);
         let evs = r.pick(&[16u16, 32, 64, 128]).max(u16::from(planes) * 4);
         let tick_ns = r.pick(&[2_000u64, 5_000, 10_000, 20_000]);
-        let latency_ns = r.range(500, 3_000);
+        let latency_ns = r.range(100, 1_000);
         let nconns = r.range(1, 10) as usize;
         let conns = (0..nconns)
             .map(|k| {
@@ -218,41 +205,27 @@ impl Plan {
             });
         }
         if on(&mut r) {
-            faults.push(Fault::EvBlackhole(r.below(u64::from(evs)) as u16));
-        }
-        if on(&mut r) {
-            faults.push(Fault::GrayLoss(r.range(1_000, 50_000) as u32));
-        }
-        if on(&mut r) {
-            faults.push(Fault::Corruption(r.range(1_000, 20_000) as u32));
-        }
-        if on(&mut r) {
-            faults.push(Fault::Reordering {
-                ppm: r.range(10_000, 300_000) as u32,
-                extra_ns: r.range(500, 20_000),
+            faults.push(Fault::LinkBlackhole {
+                plane: r.below(u64::from(planes)) as u8,
+                leaf: r.below(hosts as u64) as u16,
+                spine: r.below(u64::from(spines)) as u16,
             });
         }
         if on(&mut r) {
-            faults.push(Fault::Duplication(r.range(1_000, 30_000) as u32));
+            faults.push(Fault::GrayLoss(r.range(300, 12_000) as u32));
         }
         if on(&mut r) {
-            faults.push(Fault::Trimming {
-                ppm: r.range(1_000, 50_000) as u32,
-                last_hop_ppm: r.range(0, 1_000_000) as u32,
+            faults.push(Fault::Corruption(r.range(300, 5_000) as u32));
+        }
+        if on(&mut r) {
+            faults.push(Fault::SmallQueues {
+                bytes: r.pick(&[5_000u64, 6_000, 8_192]),
             });
         }
         if on(&mut r) {
             faults.push(Fault::SlowDma {
                 nic: r.below(hosts as u64) as usize,
                 ns: r.range(500, 50_000),
-            });
-        }
-        if on(&mut r) {
-            let from = t(&mut r);
-            faults.push(Fault::StalledCore {
-                nic: r.below(hosts as u64) as usize,
-                from,
-                to: from + r.range(1_000, phase / 4),
             });
         }
         if on(&mut r) {

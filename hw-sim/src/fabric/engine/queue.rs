@@ -21,6 +21,9 @@ impl Fabric {
                 Some(t) if is_switch && policy.trim => {
                     pkt.size_bytes = pkt.size_bytes.min(t);
                     pkt.flags |= flags::TRIMMED;
+                    if port.last_hop {
+                        pkt.flags |= flags::TRIMMED_LAST_HOP;
+                    }
                     prio = true;
                     self.counters[ep as usize].trims += 1;
                 }

@@ -362,6 +362,12 @@ impl PcieLink {
         }
     }
 
+    /// Host memory answers reads `extra_ns` later than the configured completer time (slow
+    /// DMA: a congested root complex or IOMMU); 0 restores it. Reads issued from now on see it.
+    pub fn set_host_delay(&mut self, extra_ns: u64) {
+        self.t.completer = (self.t.cfg.completer_ns + extra_ns) * PS_PER_NS;
+    }
+
     /// Forgets what ended before `now` (call with the simulation's time, never decreasing).
     pub fn prune(&mut self, now: Time) {
         self.rx.wire.prune(now.as_ps());
