@@ -5,6 +5,7 @@ use mrc_abi::wire::Segment;
 
 use super::DpQp;
 use crate::datapath::ack_gen::{RxPacket, TrimMark};
+use crate::datapath::blocks::Blocks;
 use crate::datapath::packet::{Packet, PacketBody, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::stage::events::Ctrl;
@@ -35,6 +36,7 @@ impl<
         at: usize,
         regions: &mut R,
         ctrl: &mut Ctrl,
+        blocks: &mut dyn Blocks,
     ) -> (usize, Option<u64>) {
         if !self.rx_live() {
             return (0, None);
@@ -127,7 +129,7 @@ impl<
             .rx
             .accept_write_run(now_ns, first.psn, offset, n, &last_rx, trigger, gap);
         if let Some(e) = ack {
-            let p = self.ack_packet(now_ns, &e, last.tx_ts_ns);
+            let p = self.ack_packet(now_ns, &e, last.tx_ts_ns, blocks);
             ctrl.push(p);
         }
         // The deadline the quiet packets leave (the trigger's ACK closes it: none after).
