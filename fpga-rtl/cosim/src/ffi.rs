@@ -28,13 +28,19 @@ pub struct Rtl {
 impl Rtl {
     /// Instantiate and reset a model.
     pub fn new(block: Block, bug: bool, vcd: Option<&Path>) -> Self {
+        Self::with_id(block as i32, bug, vcd)
+    }
+
+    /// Instantiate and reset model `id` of the shim (`Block as i32`, or a simulator instance:
+    /// [`crate::sim`]).
+    pub(crate) fn with_id(id: i32, bug: bool, vcd: Option<&Path>) -> Self {
         let path = vcd.map(|p| {
             std::ffi::CString::new(p.to_string_lossy().as_bytes()).expect("VCD path without NUL")
         });
         let ptr = path.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-        // SAFETY: the shim copies nothing from `ptr` beyond the call; block is 0..=3.
-        let handle = unsafe { c::mrc_rtl_new(block as i32, i32::from(bug), ptr) };
-        assert!(!handle.is_null(), "no model for {block:?}");
+        // SAFETY: the shim copies nothing from `ptr` beyond the call; an unknown id gives null.
+        let handle = unsafe { c::mrc_rtl_new(id, i32::from(bug), ptr) };
+        assert!(!handle.is_null(), "no model {id}");
         Rtl { handle }
     }
 
