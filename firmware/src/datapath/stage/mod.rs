@@ -232,6 +232,14 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
         self.fast = on && self.blocks.models_only();
     }
 
+    /// The blocks become `blocks`. Give a stand-in before the first command: it takes the
+    /// blocks from their reset state, as the QP contexts' first commands set them up. The
+    /// fast paths go off unless every block is its model.
+    pub fn set_blocks(&mut self, blocks: B) {
+        self.fast = self.fast && blocks.models_only();
+        self.blocks = blocks;
+    }
+
     /// The blocks' implementation.
     pub fn blocks(&self) -> &B {
         &self.blocks
