@@ -15,8 +15,10 @@ const BLOCKS: [&str; 4] = [
 ];
 
 /// The blocks again at the simulator's parameters (`mrc_rtl_cosim::sim`: the NIC of `mrc-sim`
-/// has 8 planes): (top module, class prefix tag `V<block>_<tag>`, parameter override).
-const SIM_BLOCKS: [(&str, &str, &str); 1] = [("ev_sprayer", "p8", "P=8")];
+/// has 8 planes): (top module, class prefix tag `V<block>_<tag>`, parameter override, the
+/// define of the planted-bug variant).
+const SIM_BLOCKS: [(&str, &str, &str, &str); 1] =
+    [("ev_sprayer", "p8", "P=8", "PLANTED_BUG_PLANE")];
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_verilator)");
@@ -57,14 +59,17 @@ fn main() {
         .define("VM_SC", "0")
         .include(root.join("include"))
         .include(root.join("include").join("vltstd"));
-    let cosim = BLOCKS.iter().map(|b| (*b, String::new(), None));
+    let cosim = BLOCKS
+        .iter()
+        .map(|b| (*b, String::new(), None, "PLANTED_BUG"));
     let sim = SIM_BLOCKS
         .iter()
-        .map(|(b, tag, param)| (*b, format!("_{tag}"), Some(*param)));
-    for (block, tag, param) in cosim.chain(sim) {
+        .map(|(b, tag, param, bug)| (*b, format!("_{tag}"), Some(*param), *bug));
+    for (block, tag, param, bug_define) in cosim.chain(sim) {
         for bug in [false, true] {
             let prefix = format!("V{block}{tag}{}", if bug { "_bug" } else { "" });
             let mdir = out.join(&prefix);
+            let bug = bug.then_some(bug_define);
             verilate(&verilator, &pkg, &rtl, block, &prefix, &mdir, bug, param);
             build.include(&mdir);
             for entry in std::fs::read_dir(&mdir).expect("verilator output") {
@@ -95,7 +100,7 @@ fn verilate(
     top: &str,
     prefix: &str,
     mdir: &Path,
-    bug: bool,
+    bug: Option<&str>,
     param: Option<&str>,
 ) {
     let _ = std::fs::remove_dir_all(mdir);
@@ -115,8 +120,8 @@ fn verilate(
     .arg(format!("-I{}", rtl.display()))
     .arg(pkg)
     .arg(rtl.join(format!("{top}.sv")));
-    if bug {
-        cmd.arg("-DPLANTED_BUG");
+    if let Some(define) = bug {
+        cmd.arg(format!("-D{define}"));
     }
     if let Some(p) = param {
         cmd.arg(format!("-G{p}"));

@@ -56,6 +56,12 @@ impl Rtl {
     }
 }
 
+// SAFETY: an `Rtl` owns its model instance alone (made in `new`, freed once in `drop`) and every
+// call into it takes `&mut self`, so it is never used from two threads at once; the instance
+// has its own `VerilatedContext` and keeps no pointer to the thread that made it, so it may
+// move to another thread (the simulator builds its NICs on worker threads).
+unsafe impl Send for Rtl {}
+
 impl Drop for Rtl {
     fn drop(&mut self) {
         // SAFETY: the handle came from mrc_rtl_new and is freed once.

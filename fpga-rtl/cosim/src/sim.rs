@@ -12,6 +12,11 @@
 //! ([`RtlStats::differ`], with the first one described) while the run goes on with the RTL's
 //! answer.
 //!
+//! The planted-bug variant of the simulator's sprayer is built with `-DPLANTED_BUG_PLANE` (the
+//! plane cursor skips plane 1 after a pick on plane 0), not the co-simulation's
+//! `-DPLANTED_BUG` (skip-once flags never cleared): skip-once flags come only from persistent
+//! ECN, which the small differential scenario never has, so that bug would go unexercised.
+//!
 //! Without Verilator at build time, [`RtlBlocks::new`] returns [`Unavailable`].
 
 use std::fmt;
@@ -238,7 +243,7 @@ mod tests {
     }
 
     /// The sprayer instance answers as the model over a table of 8 planes, skip flags
-    /// included; its planted-bug variant differs once a skip flag is served.
+    /// included; its planted-bug variant (plane cursor) differs.
     #[test]
     fn the_sim_sprayer_answers_as_the_model_and_its_planted_bug_differs() {
         for bug in [false, true] {
