@@ -526,6 +526,14 @@ fn print_header(spec: &ScenarioSpec, base: &Scenario) {
         "  engine: 256 EVs, NSCC, loss inferred after {} later transmissions are SACKed, ACK timeout 1.024 us * 2^{}",
         base.reorder_tx, base.timeout_exp
     );
+    if base.datapath.level == DatapathLevel::Rtl {
+        println!(
+            "  datapath: rtl: every EV decision and EV table write by the Verilator-built ev_sprayer, one per QP context{}",
+            base.datapath
+                .planted_bug
+                .map_or(String::new(), |b| format!(" (planted bug: {b:?})"))
+        );
+    }
     if let Some(fl) = base.failure {
         println!(
             "  failure: T0-T1 link {} of plane 0 goes down at {} us (ECMP reconverges after {} ms; source routes never reroute)",

@@ -38,6 +38,7 @@ template <std::size_t N> void put(const VlWide<N>& src, uint32_t*& p, int) {
 struct Base {
   virtual ~Base() {}
   virtual void step(const uint32_t* in, uint32_t* out) = 0;
+  virtual void step_after(const uint32_t* in, uint32_t* out) = 0;
 };
 
 template <class M, class IO> struct Model : Base {
@@ -80,6 +81,19 @@ template <class M, class IO> struct Model : Base {
     top->eval();
     if (vcd) vcd->dump(t + 1);
     t += 2;
+  }
+  // As step, but the outputs are read after the rising edge (a registered response to the
+  // input taken at that edge is already there).
+  void step_after(const uint32_t* in, uint32_t* out) override {
+    IO::inputs(*top, in);
+    top->clk = 0;
+    top->eval();
+    if (vcd) vcd->dump(t);
+    top->clk = 1;
+    top->eval();
+    if (vcd) vcd->dump(t + 1);
+    t += 2;
+    IO::outputs(*top, out);
   }
 };
 
@@ -163,6 +177,7 @@ void* mrc_rtl_new(int block, int bug, const char* vcd_path) {
   }
 }
 void mrc_rtl_step(void* h, const uint32_t* in, uint32_t* out) { static_cast<Base*>(h)->step(in, out); }
+void mrc_rtl_step_after(void* h, const uint32_t* in, uint32_t* out) { static_cast<Base*>(h)->step_after(in, out); }
 void mrc_rtl_free(void* h) { delete static_cast<Base*>(h); }
 }
 

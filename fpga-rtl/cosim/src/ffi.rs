@@ -13,6 +13,7 @@ mod c {
     extern "C" {
         pub fn mrc_rtl_new(block: c_int, bug: c_int, vcd: *const c_char) -> *mut c_void;
         pub fn mrc_rtl_step(h: *mut c_void, input: *const u32, output: *mut u32);
+        pub fn mrc_rtl_step_after(h: *mut c_void, input: *const u32, output: *mut u32);
         pub fn mrc_rtl_free(h: *mut c_void);
     }
 }
@@ -46,12 +47,27 @@ impl Rtl {
 
     /// One clock: drive `input`, return the outputs seen before the rising edge.
     pub fn step(&mut self, input: &Words) -> Out {
+        self.clock(input, false)
+    }
+
+    /// One clock: drive `input`, return the outputs after the rising edge (what the next
+    /// clock starts from: a registered response to the input taken at this edge).
+    pub fn step_after(&mut self, input: &Words) -> Out {
+        self.clock(input, true)
+    }
+
+    fn clock(&mut self, input: &Words, after: bool) -> Out {
         let mut out = [0u32; PORT_WORDS];
         assert!(input.0.len() <= PORT_WORDS);
         let mut buf = [0u32; PORT_WORDS];
         buf[..input.0.len()].copy_from_slice(&input.0);
+        let step = if after {
+            c::mrc_rtl_step_after
+        } else {
+            c::mrc_rtl_step
+        };
         // SAFETY: both arrays hold PORT_WORDS words, more than any block reads or writes.
-        unsafe { c::mrc_rtl_step(self.handle, buf.as_ptr(), out.as_mut_ptr()) };
+        unsafe { step(self.handle, buf.as_ptr(), out.as_mut_ptr()) };
         Out { w: out, pos: 0 }
     }
 }

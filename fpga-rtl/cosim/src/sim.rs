@@ -6,8 +6,9 @@
 //! |---|---|---|
 //! | `ev_sprayer` | one per QP context of the stage (the RTL block holds one QP's EV table; a NIC swaps contexts in and out of it, which costs no time here) | N = 256, P = 8 (the simulated NIC's 8 planes at most) |
 //!
-//! One stage transaction is one command accepted by the block and its response taken (two
-//! clocks here: the block's latency is one). The model runs beside the block as the stage's
+//! One stage transaction is one clock of the block: its command accepted at the edge (the
+//! previous response taken in the same clock) and its registered response read after the edge
+//! (the block's latency is one clock; the simulator's timing of it is `dp_clock`'s). The model runs beside the block as the stage's
 //! shadow; every response is compared with the model's and a difference is counted
 //! ([`RtlStats::differ`], with the first one described) while the run goes on with the RTL's
 //! answer.
@@ -129,25 +130,26 @@ impl RtlBlocks {
         })
     }
 
-    /// One command through QP `qp`'s block: offered until accepted, then its response taken.
+    /// One command through QP `qp`'s block: offered with the response port ready (so the
+    /// block, `cmd_ready = !rsp_valid || rsp_ready`, takes it at the edge); the response is the
+    /// registered one after that edge.
     #[cfg(not(no_verilator))]
     fn sprayer_transact(&mut self, qp: u32, cmd: SprayerCmd) -> Option<crate::sprayer::Rsp> {
         use crate::sprayer::{decode, encode};
-        // (an idle block takes a command at once and answers at the next clock: a few
-        // clocks more mean a broken block, reported as no response)
-        const CLOCKS_MAX: u64 = 8;
+        // (a block whose response port is ready takes a command in every clock: a few clocks
+        // more mean a broken block, reported as no response)
+        const CLOCKS_MAX: u64 = 4;
         let rtl = self.sprayer_rtl(qp);
-        let mut offered = Some(cmd);
+        let input = encode(Some(cmd), true);
         let mut clocks = 0;
         let mut rsp = None;
         while clocks < CLOCKS_MAX && rsp.is_none() {
-            let (cmd_ready, rsp_valid, r) = decode(rtl.step(&encode(offered, true)));
+            // (`rsp_ready` high at the edge takes any earlier response, so a valid response
+            // after the edge is this command's)
+            let (_, rsp_valid, r) = decode(rtl.step_after(&input));
             clocks += 1;
-            if rsp_valid && offered.is_none() {
+            if rsp_valid {
                 rsp = Some(r);
-            }
-            if cmd_ready {
-                offered = None;
             }
         }
         self.stats.sprayer_cycles += clocks;
