@@ -36,7 +36,7 @@ use mrc_abi::device::csr::{
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
-pub use qp::{DpQp, DpState, QpContext, QpView};
+pub use qp::{DpQp, DpState, QpContext, QpView, RxShared};
 pub use rx::RxCounters;
 pub use tx::{PostError, Reorder, Stall, TxCounters, TLP_REORDER_WINDOWS};
 
@@ -431,15 +431,12 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             let mut note = None;
             let v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
                 Some(qp) if qp.state() != DpState::Reset => {
-                    let v = qp.handle_packet(
-                        now_ns,
-                        pkt,
-                        &self.cfg,
-                        &mut self.regions,
-                        &mut self.ctrl,
-                        &mut self.events,
-                        &mut self.blocks,
-                    );
+                    let shared = RxShared {
+                        regions: &mut self.regions,
+                        ctrl: &mut self.ctrl,
+                        blocks: &mut self.blocks,
+                    };
+                    let v = qp.handle_packet(now_ns, pkt, &self.cfg, shared, &mut self.events);
                     // (only a write moves the coalescing deadline or leaves reports: an
                     // ACK, NACK or probe touches the send side and the control queue)
                     if matches!(pkt.body, PacketBody::Write { .. }) {
@@ -491,9 +488,11 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             pkts,
             verdicts,
             at,
-            &mut self.regions,
-            &mut self.ctrl,
-            &mut self.blocks,
+            RxShared {
+                regions: &mut self.regions,
+                ctrl: &mut self.ctrl,
+                blocks: &mut self.blocks,
+            },
         );
         if k == 0 {
             return 0;

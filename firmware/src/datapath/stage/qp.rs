@@ -80,6 +80,14 @@ pub struct DpQp<
     rx: RxSide<WORDS, RQ>,
 }
 
+/// The NIC-wide parts a received packet may touch beside its QP: the region table, the control
+/// packet queue and the block ports.
+pub struct RxShared<'a, R> {
+    pub regions: &'a mut R,
+    pub ctrl: &'a mut Ctrl,
+    pub blocks: &'a mut dyn Blocks,
+}
+
 /// What the stage does with one QP context, at any size (implemented by [`DpQp`]). The
 /// methods take the shared NIC resources they need (configuration, regions, control queue,
 /// event queue) as arguments.
@@ -119,10 +127,8 @@ pub trait QpContext {
         now_ns: u64,
         pkt: &Packet,
         cfg: &DatapathConfig,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
         events: &mut Events,
-        blocks: &mut dyn Blocks,
     ) -> RxVerdict;
     /// A run of received writes at the front of `pkts` taken at once, each answered in
     /// `verdicts` (from index `at` on): the verdicts, state, counters, control packets and
@@ -138,11 +144,9 @@ pub trait QpContext {
         pkts: &[Packet],
         verdicts: &mut V,
         at: usize,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
-        blocks: &mut dyn Blocks,
+        shared: RxShared<'_, R>,
     ) -> (usize, Option<u64>) {
-        let _ = (now_ns, pkts, verdicts, at, regions, ctrl, blocks);
+        let _ = (now_ns, pkts, verdicts, at, shared);
         (0, None)
     }
     /// The next data packet into `out` (room for 2 + `SKIP_REPORTS` events is the caller's).
@@ -452,17 +456,19 @@ impl<
         events.push(CsrEvent::RxFatal(RxFatal::new(self.hdr.qpn, psn, reason)));
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn rx_write<R: Regions>(
         &mut self,
         now_ns: u64,
         pkt: &Packet,
         cfg: &DatapathConfig,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
         events: &mut Events,
-        blocks: &mut dyn Blocks,
     ) -> RxVerdict {
+        let RxShared {
+            regions,
+            ctrl,
+            blocks,
+        } = shared;
         let PacketBody::Write { segment, reth, .. } = &pkt.body else {
             return RxVerdict::Dropped(DropReason::Unexpected);
         };
@@ -692,15 +698,11 @@ impl<
         now_ns: u64,
         pkt: &Packet,
         cfg: &DatapathConfig,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
         events: &mut Events,
-        blocks: &mut dyn Blocks,
     ) -> RxVerdict {
         match &pkt.body {
-            PacketBody::Write { .. } => {
-                self.rx_write(now_ns, pkt, cfg, regions, ctrl, events, blocks)
-            }
+            PacketBody::Write { .. } => self.rx_write(now_ns, pkt, cfg, shared, events),
             PacketBody::Ack(a) => {
                 if self.state != DpState::Rts {
                     return RxVerdict::Dropped(DropReason::QpNotReady);
@@ -743,7 +745,7 @@ impl<
                     pkt.tx_ts_ns,
                     PacketBody::ProbeReply(*p),
                 );
-                ctrl.push(reply);
+                shared.ctrl.push(reply);
                 RxVerdict::Consumed
             }
             PacketBody::ProbeReply(p) => {
@@ -793,11 +795,9 @@ impl<
         pkts: &[Packet],
         verdicts: &mut V,
         at: usize,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
-        blocks: &mut dyn Blocks,
+        shared: RxShared<'_, R>,
     ) -> (usize, Option<u64>) {
-        self.write_run(now_ns, pkts, verdicts, at, regions, ctrl, blocks)
+        self.write_run(now_ns, pkts, verdicts, at, shared)
     }
 
     fn poll_data_run(

@@ -3,12 +3,10 @@
 
 use mrc_abi::wire::Segment;
 
-use super::DpQp;
+use super::{DpQp, RxShared};
 use crate::datapath::ack_gen::{RxPacket, TrimMark};
-use crate::datapath::blocks::Blocks;
 use crate::datapath::packet::{Packet, PacketBody, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
-use crate::datapath::stage::events::Ctrl;
 
 impl<
         const EVS: usize,
@@ -34,10 +32,13 @@ impl<
         pkts: &[Packet],
         verdicts: &mut V,
         at: usize,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
-        blocks: &mut dyn Blocks,
+        shared: RxShared<'_, R>,
     ) -> (usize, Option<u64>) {
+        let RxShared {
+            regions,
+            ctrl,
+            blocks,
+        } = shared;
         if !self.rx_live() {
             return (0, None);
         }
