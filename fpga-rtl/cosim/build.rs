@@ -6,13 +6,19 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// (top module, C++ class prefix)
+/// The blocks at their co-simulation parameters (class prefix `V<block>`).
 const BLOCKS: [&str; 4] = [
     "ev_sprayer",
     "rx_psn_tracker",
     "csr_event_queue",
     "hdr_builder",
 ];
+
+/// The blocks again at the simulator's parameters (`mrc_rtl_cosim::sim`: the NIC of `mrc-sim`
+/// has 8 planes): (top module, class prefix tag `V<block>_<tag>`, parameter override, the
+/// define of the planted-bug variant).
+const SIM_BLOCKS: [(&str, &str, &str, &str); 1] =
+    [("ev_sprayer", "p8", "P=8", "PLANTED_BUG_PLANE")];
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_verilator)");
@@ -53,11 +59,18 @@ fn main() {
         .define("VM_SC", "0")
         .include(root.join("include"))
         .include(root.join("include").join("vltstd"));
-    for block in BLOCKS {
+    let cosim = BLOCKS
+        .iter()
+        .map(|b| (*b, String::new(), None, "PLANTED_BUG"));
+    let sim = SIM_BLOCKS
+        .iter()
+        .map(|(b, tag, param, bug)| (*b, format!("_{tag}"), Some(*param), *bug));
+    for (block, tag, param, bug_define) in cosim.chain(sim) {
         for bug in [false, true] {
-            let prefix = format!("V{block}{}", if bug { "_bug" } else { "" });
+            let prefix = format!("V{block}{tag}{}", if bug { "_bug" } else { "" });
             let mdir = out.join(&prefix);
-            verilate(&verilator, &pkg, &rtl, block, &prefix, &mdir, bug);
+            let bug = bug.then_some(bug_define);
+            verilate(&verilator, &pkg, &rtl, block, &prefix, &mdir, bug, param);
             build.include(&mdir);
             for entry in std::fs::read_dir(&mdir).expect("verilator output") {
                 let path = entry.expect("dir entry").path();
@@ -79,6 +92,7 @@ fn main() {
     println!("cargo:rustc-link-lib=pthread");
 }
 
+#[allow(clippy::too_many_arguments)]
 fn verilate(
     verilator: &str,
     pkg: &Path,
@@ -86,7 +100,8 @@ fn verilate(
     top: &str,
     prefix: &str,
     mdir: &Path,
-    bug: bool,
+    bug: Option<&str>,
+    param: Option<&str>,
 ) {
     let _ = std::fs::remove_dir_all(mdir);
     let mut cmd = Command::new(verilator);
@@ -105,8 +120,11 @@ fn verilate(
     .arg(format!("-I{}", rtl.display()))
     .arg(pkg)
     .arg(rtl.join(format!("{top}.sv")));
-    if bug {
-        cmd.arg("-DPLANTED_BUG");
+    if let Some(define) = bug {
+        cmd.arg(format!("-D{define}"));
+    }
+    if let Some(p) = param {
+        cmd.arg(format!("-G{p}"));
     }
     let status = cmd.status().expect("run verilator");
     assert!(status.success(), "verilator failed on {top} ({prefix})");

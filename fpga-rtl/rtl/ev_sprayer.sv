@@ -31,6 +31,9 @@
 // written bit (memories have no reset).
 //
 // PLANTED_BUG (co-simulation only): skip-once flags are never cleared.
+// PLANTED_BUG_PLANE (the simulator's differential test only): after a pick on plane 0 the plane
+// cursor moves two planes on, so plane 1 is passed over once per plane round (a load-balance
+// bug every run exercises; skip-once flags need persistent ECN, which a small run never has).
 `default_nettype none
 `include "mrc_compat.svh"
 module ev_sprayer #(
@@ -158,7 +161,11 @@ module ev_sprayer #(
     plane_ok = max_pw != 4'd0;
     psel = p0_found ? p0 : p1;
     pround_n = p0_found ? plane_round_q : pr1;
+`ifdef PLANTED_BUG_PLANE
+    pcursor_n = (PW + 1)'(psel) + (PW + 1)'(psel == '0 ? 2 : 1);
+`else
     pcursor_n = (PW + 1)'(psel) + 1'b1;
+`endif
   end
 
   // ---- EV pick on plane psel: 4 passes in parallel

@@ -28,7 +28,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use mrc_sim::nic::{Transport, HEADER_BYTES};
+use mrc_sim::nic::{DatapathLevel, RtlReport, Transport, HEADER_BYTES};
 use mrc_sim::output::{self, bench, json, pcap::Filter, svg, Outcome, PcapRequest};
 use mrc_sim::run::{format_table, Scenario};
 use mrc_sim::scenario::{self, ScenarioSpec};
@@ -169,10 +169,22 @@ struct RunArgs {
     /// The engine's loss-inference reorder threshold (1..=63), overriding the scenario's.
     #[arg(long, value_name = "N")]
     reorder_tx: Option<u32>,
+    /// What runs the NICs' datapath blocks: `model` (the Rust models) or `rtl` (the
+    /// Verilator-built RTL; needs a build with `--features rtl`), overriding the scenario's
+    /// `[nic.datapath] level`.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_datapath)]
+    datapath: Option<DatapathLevel>,
     /// Run each transport partitioned over N threads (same results as 1; scenarios that
     /// cannot be partitioned run on one thread and say why).
     #[arg(long, value_name = "N", default_value_t = 1)]
     threads: usize,
+}
+
+fn parse_datapath(s: &str) -> Result<DatapathLevel, String> {
+    [DatapathLevel::Model, DatapathLevel::Rtl]
+        .into_iter()
+        .find(|l| l.name() == s)
+        .ok_or_else(|| format!("unknown datapath level `{s}` (one of: model, rtl)"))
 }
 
 fn parse_transport(s: &str) -> Result<Transport, String> {
@@ -375,6 +387,9 @@ fn spec_of(a: &RunArgs) -> Result<ScenarioSpec, String> {
     if let Some(r) = a.reorder_tx {
         spec.file.nic.reorder_tx = r;
     }
+    if let Some(l) = a.datapath {
+        spec.file.nic.datapath.level = l;
+    }
     spec.file.validate().map_err(|(key, why)| {
         format!(
             "{} (with the command-line options): {key}: {why}",
@@ -428,6 +443,7 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
         }
     }
     print_results(&outcomes);
+    print_rtl(&outcomes);
     for n in &notes {
         println!("pcap: {n}");
     }
@@ -454,6 +470,33 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// At the `rtl` datapath level: what the RTL blocks did, per transport.
+fn print_rtl(outcomes: &[Outcome]) {
+    for o in outcomes {
+        let Ok(r) = &o.result else { continue };
+        let mut t = RtlReport::default();
+        let mut any = false;
+        for n in &r.nics {
+            if let Some(x) = &n.rtl {
+                t.add(x);
+                any = true;
+            }
+        }
+        if !any {
+            continue;
+        }
+        println!(
+            "rtl {}: {} ev_sprayer transactions over {} clocks in {} instances; {} RTL answers differed from the models{}",
+            o.name,
+            t.sprayer_transactions,
+            t.sprayer_cycles,
+            t.sprayer_instances,
+            t.differ,
+            t.first_difference.map_or(String::new(), |d| format!(" (first: {d})")),
+        );
+    }
 }
 
 fn print_header(spec: &ScenarioSpec, base: &Scenario) {
@@ -483,6 +526,14 @@ fn print_header(spec: &ScenarioSpec, base: &Scenario) {
         "  engine: 256 EVs, NSCC, loss inferred after {} later transmissions are SACKed, ACK timeout 1.024 us * 2^{}",
         base.reorder_tx, base.timeout_exp
     );
+    if base.datapath.level == DatapathLevel::Rtl {
+        println!(
+            "  datapath: rtl: every EV decision and EV table write by the Verilator-built ev_sprayer, one per QP context{}",
+            base.datapath
+                .planted_bug
+                .map_or(String::new(), |b| format!(" (planted bug: {b:?})"))
+        );
+    }
     if let Some(fl) = base.failure {
         println!(
             "  failure: T0-T1 link {} of plane 0 goes down at {} us (ECMP reconverges after {} ms; source routes never reroute)",

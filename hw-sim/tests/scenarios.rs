@@ -1,7 +1,7 @@
 //! Scenario files: the built-ins, validation errors (exact messages), the default's one source,
 //! and the observed run agreeing with the plain one.
 
-use mrc_sim::nic::{FirmwareConfig, Transport};
+use mrc_sim::nic::{DatapathLevel, DatapathLevelConfig, FirmwareConfig, RtlBlock, Transport};
 use mrc_sim::output::{self, json};
 use mrc_sim::run::{run, run_observed, Scenario};
 use mrc_sim::scenario::{ScenarioSpec, BUILTIN};
@@ -135,6 +135,39 @@ fn firmware_keys() {
     );
 }
 
+/// `[nic.datapath]`: the level, and a planted bug only at the `rtl` level.
+#[test]
+fn datapath_keys() {
+    let with = |body: &str| format!("{DEFAULT}\n[nic.datapath]\n{body}\n");
+    let spec = ScenarioSpec::parse("s.toml", &with("level = \"rtl\"")).unwrap();
+    assert_eq!(
+        spec.scenario(Transport::Mrc).datapath,
+        DatapathLevelConfig::at(DatapathLevel::Rtl)
+    );
+    let spec = ScenarioSpec::parse(
+        "s.toml",
+        &with("level = \"rtl\"\nplanted_bug = \"ev_sprayer\""),
+    )
+    .unwrap();
+    assert_eq!(
+        spec.scenario(Transport::Mrc).datapath.planted_bug,
+        Some(RtlBlock::EvSprayer)
+    );
+    let e = err(&with("planted_bug = \"ev_sprayer\""));
+    assert!(
+        e.contains("nic.datapath.planted_bug") && e.contains("level = \"rtl\""),
+        "{e}"
+    );
+    assert!(err(&with("level = \"gates\"")).contains("gates"));
+    assert!(err(&with("planted_bug = \"hdr\"")).contains("hdr"));
+    // Absent: the models.
+    let spec = ScenarioSpec::parse("s.toml", DEFAULT).unwrap();
+    assert_eq!(
+        spec.scenario(Transport::Mrc).datapath,
+        DatapathLevelConfig::default()
+    );
+}
+
 #[test]
 fn bad_values() {
     assert_eq!(
@@ -203,7 +236,7 @@ fn empty_and_missing_files() {
     assert_eq!(
         ScenarioSpec::resolve("nope").unwrap_err().to_string(),
         "nope: no such scenario: not a .toml path and not a built-in name (default, \
-         permutation-1024, tiny, ev-srv6, ev-udp, ev-stev)"
+         permutation-1024, tiny, hil-small, ev-srv6, ev-udp, ev-stev)"
     );
 }
 

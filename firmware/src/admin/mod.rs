@@ -522,7 +522,9 @@ pub trait RegionTable {
     fn mtu_payload(&self) -> u32;
 }
 
-impl<C: crate::capacity::Capacity> RegionTable for crate::datapath::stage::Datapath<C> {
+impl<C: crate::capacity::Capacity, B: crate::datapath::blocks::Blocks> RegionTable
+    for crate::datapath::stage::Datapath<C, B>
+{
     fn register_region(&mut self, region: MemRegion) -> bool {
         crate::datapath::stage::Datapath::register_region(self, region).is_ok()
     }

@@ -83,6 +83,7 @@
 //! ```
 
 pub mod ack_gen;
+pub mod blocks;
 pub mod packet;
 pub mod placement;
 pub mod rx_bitmap;

@@ -7,6 +7,8 @@
 #include "verilated_vcd_c.h"
 #include "Vev_sprayer.h"
 #include "Vev_sprayer_bug.h"
+#include "Vev_sprayer_p8.h"
+#include "Vev_sprayer_p8_bug.h"
 #include "Vrx_psn_tracker.h"
 #include "Vrx_psn_tracker_bug.h"
 #include "Vcsr_event_queue.h"
@@ -36,6 +38,7 @@ template <std::size_t N> void put(const VlWide<N>& src, uint32_t*& p, int) {
 struct Base {
   virtual ~Base() {}
   virtual void step(const uint32_t* in, uint32_t* out) = 0;
+  virtual void step_after(const uint32_t* in, uint32_t* out) = 0;
 };
 
 template <class M, class IO> struct Model : Base {
@@ -78,6 +81,19 @@ template <class M, class IO> struct Model : Base {
     top->eval();
     if (vcd) vcd->dump(t + 1);
     t += 2;
+  }
+  // As step, but the outputs are read after the rising edge (a registered response to the
+  // input taken at that edge is already there).
+  void step_after(const uint32_t* in, uint32_t* out) override {
+    IO::inputs(*top, in);
+    top->clk = 0;
+    top->eval();
+    if (vcd) vcd->dump(t);
+    top->clk = 1;
+    top->eval();
+    if (vcd) vcd->dump(t + 1);
+    t += 2;
+    IO::outputs(*top, out);
   }
 };
 
@@ -143,7 +159,8 @@ template <class M, class IO> Base* make(const char* vcd) { return new Model<M, I
 }  // namespace
 
 extern "C" {
-// block: 0 sprayer, 1 rx tracker, 2 CSR queue, 3 header builder; bug: planted-bug variant.
+// block: 0 sprayer, 1 rx tracker, 2 CSR queue, 3 header builder (co-simulation parameters),
+// 4 sprayer with P = 8 (the simulator's); bug: planted-bug variant.
 void* mrc_rtl_new(int block, int bug, const char* vcd_path) {
   switch (block * 2 + (bug ? 1 : 0)) {
     case 0: return make<Vev_sprayer, SprayerIO>(vcd_path);
@@ -154,10 +171,13 @@ void* mrc_rtl_new(int block, int bug, const char* vcd_path) {
     case 5: return make<Vcsr_event_queue_bug, QueueIO>(vcd_path);
     case 6: return make<Vhdr_builder, HdrIO>(vcd_path);
     case 7: return make<Vhdr_builder_bug, HdrIO>(vcd_path);
+    case 8: return make<Vev_sprayer_p8, SprayerIO>(vcd_path);
+    case 9: return make<Vev_sprayer_p8_bug, SprayerIO>(vcd_path);
     default: return nullptr;
   }
 }
 void mrc_rtl_step(void* h, const uint32_t* in, uint32_t* out) { static_cast<Base*>(h)->step(in, out); }
+void mrc_rtl_step_after(void* h, const uint32_t* in, uint32_t* out) { static_cast<Base*>(h)->step_after(in, out); }
 void mrc_rtl_free(void* h) { delete static_cast<Base*>(h); }
 }
 

@@ -15,8 +15,10 @@
 //! | `csr_event_queue` | [`queue::RingModel`] (ABI ring arithmetic) | one push or pop |
 //! | `hdr_builder` | `mrc_abi::wire::Frame::emit` | one descriptor -> the header beats |
 //!
-//! Without Verilator (`cfg(no_verilator)`) only [`Rng`], the report types, [`hdr::vectors`] and
-//! [`skip_missing`] exist.
+//! Without Verilator (`cfg(no_verilator)`) only [`Rng`], the report types, [`hdr::vectors`],
+//! [`skip_missing`] and [`sim`] (whose constructor then says why it cannot run) exist.
+//!
+//! [`sim`] puts the blocks into the simulator's datapath stage (`mrc-sim --datapath rtl`).
 //!
 //! [`timing`] measures each block's latency and initiation interval and holds them to
 //! `mrc_abi::device::datapath_timing`, the table the simulator's NIC is clocked with.
@@ -38,6 +40,7 @@ pub mod hdr;
 pub mod queue;
 #[cfg(not(no_verilator))]
 pub mod rx;
+pub mod sim;
 #[cfg(not(no_verilator))]
 pub mod sprayer;
 #[cfg(not(no_verilator))]

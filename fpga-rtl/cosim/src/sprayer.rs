@@ -1,6 +1,7 @@
 //! `ev_sprayer.sv` against `Sprayer<256, 4>`.
 
 use crate::{mismatch, Mismatch, Report, Rng, Rtl, Words};
+use mrc_firmware::datapath::blocks::SprayerCmd as Cmd;
 use mrc_firmware::datapath::{EvPick, EvSlot, Sprayer, SprayerCounters, SprayerError};
 use std::collections::VecDeque;
 
@@ -9,33 +10,25 @@ pub const N: usize = 256;
 /// Planes of the RTL instance (parameter P).
 pub const P: usize = 4;
 
-/// One command of the sprayer's command stream.
-#[derive(Debug, Clone, Copy)]
-enum Cmd {
-    Next,
-    SetEv(u16, EvSlot),
-    SetUsable(u16, bool),
-    MarkSkip(u16),
-    PlaneWeight(u8, u8),
-}
-
+/// One response as the RTL gives it (`rsp_err` code, 32-bit counters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rsp {
-    pick: Option<EvPick>,
-    err: u8,
-    counters: [u32; 4],
+pub(crate) struct Rsp {
+    pub pick: Option<EvPick>,
+    pub err: u8,
+    pub counters: [u32; 4],
 }
 
-fn err_code(r: Result<(), SprayerError>) -> u8 {
+pub(crate) fn err_code(r: Option<SprayerError>) -> u8 {
     match r {
-        Ok(()) => 0,
-        Err(SprayerError::IndexOutOfRange { .. }) => 1,
-        Err(SprayerError::BadWeight { .. }) => 2,
-        Err(SprayerError::BadPlane { .. }) => 3,
+        None => 0,
+        Some(SprayerError::IndexOutOfRange { .. }) => 1,
+        Some(SprayerError::BadWeight { .. }) => 2,
+        Some(SprayerError::BadPlane { .. }) => 3,
     }
 }
 
-fn counters(c: SprayerCounters) -> [u32; 4] {
+/// The low 32 bits of each counter (the RTL's counters are 32-bit).
+pub(crate) fn counters(c: SprayerCounters) -> [u32; 4] {
     [
         c.picks as u32,
         c.no_usable as u32,
@@ -76,21 +69,16 @@ fn gen(rng: &mut Rng, issued: u64) -> Cmd {
 }
 
 fn apply(m: &mut Sprayer<N, P>, c: Cmd) -> Rsp {
-    let (pick, err) = match c {
-        Cmd::Next => (m.next_ev(), 0),
-        Cmd::SetEv(i, s) => (None, err_code(m.set_ev(i, s))),
-        Cmd::SetUsable(i, u) => (None, err_code(m.set_usable(i, u))),
-        Cmd::MarkSkip(i) => (None, err_code(m.mark_skip(i))),
-        Cmd::PlaneWeight(p, w) => (None, err_code(m.set_plane_weight(p, w))),
-    };
+    let r = m.apply(c);
     Rsp {
-        pick,
-        err,
-        counters: counters(m.counters()),
+        pick: r.pick,
+        err: err_code(r.err),
+        counters: counters(r.counters),
     }
 }
 
-fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
+/// The input words of one clock: command `c` offered (`None`: `cmd_valid` low), `rsp_ready`.
+pub(crate) fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
     let (op, idx, usable, weight, plane, skip) = match c.unwrap_or(Cmd::Next) {
         Cmd::Next => (0, 0, false, 0, 0, false),
         Cmd::SetEv(i, s) => (1, i, s.usable, s.weight, s.plane, s.skip_once),
@@ -129,6 +117,28 @@ pub(crate) fn timing_input(i: usize, valid: bool) -> Words {
     encode(valid.then_some(cmd), true)
 }
 
+/// One clock's outputs: `cmd_ready`, `rsp_valid` and the response ports.
+pub(crate) fn decode(mut o: crate::Out) -> (bool, bool, Rsp) {
+    let cmd_ready = o.b();
+    let rsp_valid = o.b();
+    let found = o.b();
+    let index = o.u(16) as u16;
+    let plane = o.u(8) as u8;
+    let err = o.u(2) as u8;
+    let counters = [
+        o.u(32) as u32,
+        o.u(32) as u32,
+        o.u(32) as u32,
+        o.u(32) as u32,
+    ];
+    let rsp = Rsp {
+        pick: found.then_some(EvPick { index, plane }),
+        err,
+        counters,
+    };
+    (cmd_ready, rsp_valid, rsp)
+}
+
 /// Drive the sprayer for `cycles` clocks.
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
     let mut rng = Rng::new(seed);
@@ -141,19 +151,7 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             pending = Some(gen(&mut rng, issued));
         }
         let rsp_ready = rng.chance(75);
-        let mut o = rtl.step(&encode(pending, rsp_ready));
-        let cmd_ready = o.b();
-        let rsp_valid = o.b();
-        let found = o.b();
-        let index = o.u(16) as u16;
-        let plane = o.u(8) as u8;
-        let err = o.u(2) as u8;
-        let cnt = [
-            o.u(32) as u32,
-            o.u(32) as u32,
-            o.u(32) as u32,
-            o.u(32) as u32,
-        ];
+        let (cmd_ready, rsp_valid, got) = decode(rtl.step(&encode(pending, rsp_ready)));
         if rsp_valid && rsp_ready {
             let Some((cmd, want)) = expect.pop_front() else {
                 return Err(mismatch(
@@ -161,11 +159,6 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
                     compared,
                     "response without a command".into(),
                 ));
-            };
-            let got = Rsp {
-                pick: found.then_some(EvPick { index, plane }),
-                err,
-                counters: cnt,
             };
             if got != want {
                 return Err(mismatch(

@@ -96,7 +96,78 @@ pub struct NicConfig {
     /// Test only: the datapath stages carry the planted bug
     /// ([`mrc_firmware::datapath::stage::DatapathConfig::planted_bug`]: a last-hop trim NACK
     /// taken as the packet's ACK), so a checker can be shown to catch it.
-    pub planted_bug: bool,
+    pub stage_planted_bug: bool,
+    /// What runs the datapath stage's blocks (`[nic.datapath]`, module `blocks`).
+    pub datapath: DatapathLevelConfig,
+}
+
+/// What answers the datapath stage's hardware blocks (`[nic.datapath] level`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatapathLevel {
+    /// The Rust reference models, clocked with the RTL's latencies and intervals.
+    #[default]
+    Model,
+    /// The Verilator-built RTL blocks (`mrc-rtl-cosim`; needs mrc-sim built with the `rtl`
+    /// feature and Verilator).
+    Rtl,
+}
+
+impl DatapathLevel {
+    /// The level's name (`model`, `rtl`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DatapathLevel::Model => "model",
+            DatapathLevel::Rtl => "rtl",
+        }
+    }
+}
+
+/// An RTL block by its module name (`[nic.datapath] planted_bug`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtlBlock {
+    /// `ev_sprayer.sv`.
+    EvSprayer,
+}
+
+/// `[nic.datapath]`: the datapath level, and for checking the differential tests a planted
+/// bug.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatapathLevelConfig {
+    /// `"model"` (the default) or `"rtl"`.
+    #[serde(default)]
+    pub level: DatapathLevel,
+    /// Test only, `rtl` level only: this block is its planted-bug variant (the RTL
+    /// co-simulation's `-DPLANTED_BUG` build), so a differential test can show that it
+    /// catches a broken block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planted_bug: Option<RtlBlock>,
+}
+
+impl DatapathLevelConfig {
+    /// The datapath at `level`, no planted bug.
+    pub const fn at(level: DatapathLevel) -> Self {
+        DatapathLevelConfig {
+            level,
+            planted_bug: None,
+        }
+    }
+
+    /// The key and reason of a bad setting.
+    ///
+    /// # Errors
+    /// A planted bug at the model level (it has no RTL block to plant it in).
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.planted_bug.is_some() && self.level != DatapathLevel::Rtl {
+            return Err((
+                "planted_bug",
+                "a planted bug is an RTL block's: it needs level = \"rtl\"",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Per-NIC counters of the model itself (the engine has its own).

@@ -383,6 +383,9 @@ impl Nic {
             .map(|_| Shard::new(SHARD_QPS, dcfg, ecfg))
             .collect::<Result<_, _>>()
             .map_err(|_| NicError::Engine("engine config"))?;
+        for s in &mut nic.shards {
+            s.set_blocks(super::blocks::SimBlocks::new(&cfg.datapath)?);
+        }
         nic.pos_of = (0..n as u32).collect();
         nic.qpn_at = nic.pos_of.clone();
         nic.conns = (0..n).map(|_| Conn::new(&cfg, host, NONE)).collect();

@@ -80,6 +80,7 @@
 //! Not modelled (yet): the datapath's per-packet work that has no RTL block (ACK application,
 //! placement), the host CPU, host memory bandwidth.
 
+mod blocks;
 mod config;
 mod cores;
 mod dp_clock;
@@ -97,7 +98,10 @@ mod side;
 mod tx;
 pub mod wire;
 
-pub use config::{NicConfig, NicCounters, NicError, Transport};
+pub use blocks::RtlReport;
+pub use config::{
+    DatapathLevel, DatapathLevelConfig, NicConfig, NicCounters, NicError, RtlBlock, Transport,
+};
 pub use cores::{Cpi, FirmwareConfig, MAX_CORES};
 pub use driver::{DriverEngine, DriverEvent, Placement};
 pub(crate) use pair::HostWrite;
@@ -405,6 +409,7 @@ impl Nic {
             if shard == shards.len() {
                 let mut e =
                     Shard::new(width, dcfg, ecfg).map_err(|_| NicError::Engine("engine config"))?;
+                e.set_blocks(blocks::SimBlocks::new(&cfg.datapath)?);
                 e.register_region(MemRegion {
                     rkey: RKEY,
                     base_va: REGION_VA,
@@ -583,6 +588,15 @@ impl Nic {
         let mut t = DatapathCounters::default();
         for s in &self.shards {
             add_datapath(&mut t, &s.counters().0);
+        }
+        t
+    }
+
+    /// What the RTL blocks did, summed over the shards (all zero at the model level).
+    pub fn rtl_report(&self) -> RtlReport {
+        let mut t = RtlReport::default();
+        for s in &self.shards {
+            t.add(&s.rtl_report());
         }
         t
     }

@@ -17,6 +17,8 @@ use mrc_abi::device::csr::{CsrEntry, CsrEvent};
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::datapath::packet::{Packet, RxVerdict};
 use mrc_firmware::datapath::stage::{Datapath, DatapathConfig};
+
+use super::blocks::SimBlocks;
 use mrc_firmware::engine::ev_state::{EvReason, EvState};
 use mrc_firmware::engine::{Completion, Engine, EngineConfig, EngineError};
 use mrc_nicloop::{LoopConfig, NicLoop};
@@ -42,7 +44,7 @@ const TIMER_CALLS: usize = 64;
 
 /// One datapath stage and its firmware main loop.
 pub(crate) struct Pair<C: Capacity> {
-    pub(crate) dp: Box<Datapath<C>>,
+    pub(crate) dp: Box<Datapath<C, SimBlocks>>,
     /// The main loop around the engine (changed only through [`Pair::fw_mut`] and the methods
     /// here, which keep `fw_deadline` current).
     fw: Box<NicLoop<C>>,
@@ -74,7 +76,7 @@ impl<C: Capacity> Pair<C> {
         Ok(Pair {
             // (each boxed on its own: a stage and a loop are built by value, and every
             // struct around them would be another copy on the way to the heap)
-            dp: Box::new(Datapath::new(dp)),
+            dp: Box::new(Datapath::with_blocks(dp, SimBlocks::Model)),
             fw: Box::new(NicLoop::new(lcfg)?),
             fw_deadline: None,
             fw_stale: true,
@@ -278,7 +280,11 @@ impl<C: Capacity> Pair<C> {
 }
 
 /// What the engine wrote for the host, out of the stage into `host` (through `buf`).
-fn drain_host<C: Capacity>(dp: &mut Datapath<C>, buf: &mut [CsrEntry], host: &mut Vec<HostWrite>) {
+fn drain_host<C: Capacity>(
+    dp: &mut Datapath<C, SimBlocks>,
+    buf: &mut [CsrEntry],
+    host: &mut Vec<HostWrite>,
+) {
     loop {
         let n = dp.poll_host_writes(buf);
         if n == 0 {

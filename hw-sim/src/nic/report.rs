@@ -22,6 +22,9 @@ pub struct NicReport {
     pub pcie: PcieReport,
     /// Its datapath blocks, in pipeline order.
     pub datapath: Vec<BlockReport>,
+    /// At the `rtl` datapath level, what its RTL blocks did (absent at the `model` level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtl: Option<super::RtlReport>,
 }
 
 /// The firmware cores and the CSR queues between them and the datapath (all zero with
@@ -86,6 +89,7 @@ impl Nic {
             firmware: self.firmware_report(end),
             pcie: self.pcie_report(end),
             datapath: self.dp.report(end),
+            rtl: (self.cfg.datapath.level == super::DatapathLevel::Rtl).then(|| self.rtl_report()),
         }
     }
 

@@ -86,7 +86,7 @@ pub(crate) fn shard_configs(
             coalesce_ns: ACK_COALESCE_NS,
             ack_on_gap: true,
         },
-        planted_bug: cfg.planted_bug,
+        planted_bug: cfg.stage_planted_bug,
     };
     let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes));
     // NSCC's base RTT is the fabric's unloaded RTT: its queueing delay is the samples'

@@ -56,7 +56,7 @@ pub struct ClosConfig {
     /// Most virtual time one doorbell may run the fabric before returning.
     pub step_budget_ns: u64,
     /// Test only: the NICs' datapath stages carry the planted bug
-    /// ([`crate::nic::NicConfig::planted_bug`]).
+    /// ([`crate::nic::NicConfig::stage_planted_bug`]).
     pub planted_bug: bool,
 }
 
@@ -148,7 +148,7 @@ impl Clos {
         let stride = all / nics as u32;
         let hosts: Vec<u32> = (0..nics as u32).map(|i| i * stride).collect();
         let mut ncfg = sc.nic_config();
-        ncfg.planted_bug = cfg.planted_bug;
+        ncfg.stage_planted_bug = cfg.planted_bug;
         let mut net = Vec::with_capacity(all as usize);
         for h in 0..all {
             let room = if hosts.contains(&h) { qps } else { SHARD_QPS };

@@ -33,8 +33,8 @@ use crate::fabric::{
 };
 use crate::nic::roce::{self, RoceConfig, RoceError, RoceNic};
 use crate::nic::{
-    ev as nev, FirmwareConfig, Nic, NicConfig, NicError, PcieConfig, QpPlan, Transport,
-    HEADER_BYTES,
+    ev as nev, DatapathLevel, DatapathLevelConfig, FirmwareConfig, Nic, NicConfig, NicError,
+    PcieConfig, QpPlan, Transport, HEADER_BYTES,
 };
 use crate::workload::{Background, Flow, FlowResult, Workload, WorkloadError};
 use mrc_abi::wire::EvFormat;
@@ -78,6 +78,8 @@ pub struct Scenario {
     pub pcie: PcieConfig,
     /// The firmware cores of every NIC (default: 16 cores at 2 GHz, CPI 1, timed).
     pub firmware: FirmwareConfig,
+    /// What runs every MRC NIC's datapath blocks (default: the models).
+    pub datapath: DatapathLevelConfig,
     /// Background load running alongside the workload (excluded from its figures), or none.
     pub background: Option<Background>,
     /// A link failure, or none.
@@ -124,6 +126,7 @@ impl Scenario {
             retry_cnt: 24,
             pcie: PcieConfig::default(),
             firmware: FirmwareConfig::DEFAULT,
+            datapath: DatapathLevelConfig::at(DatapathLevel::Model),
             background: None,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),
@@ -190,7 +193,8 @@ impl Scenario {
             seed: self.seed,
             pcie: self.pcie,
             firmware: self.firmware,
-            planted_bug: false,
+            stage_planted_bug: false,
+            datapath: self.datapath,
         }
     }
 

@@ -13,7 +13,7 @@ use crate::core::time::{Duration, Time};
 use crate::fabric::{
     ClassPolicy, EcnConfig, FabricConfig, PfcConfig, QueueConfig, Shape, TransportKind,
 };
-use crate::nic::{FirmwareConfig, PcieConfig, Transport, HEADER_BYTES};
+use crate::nic::{DatapathLevelConfig, FirmwareConfig, PcieConfig, Transport, HEADER_BYTES};
 use crate::run::{LinkFailure, Scenario};
 use crate::workload::{Background, Workload};
 
@@ -178,11 +178,19 @@ pub struct NicFile {
     /// 16 cores at 2 GHz, CPI 1, timed).
     #[serde(default)]
     pub firmware: FirmwareConfig,
+    /// What runs the datapath blocks (`[nic.datapath]`: `level = "model"` (the default) or
+    /// `"rtl"`, the Verilator-built RTL; see `nic::DatapathLevelConfig`).
+    #[serde(default, skip_serializing_if = "is_default_datapath")]
+    pub datapath: DatapathLevelConfig,
     /// EV format of the `mrc` transport: `"srv6"` (uSID source routes, the default), `"udp"`
     /// (EV in the UDP source port) or `"stev"` (flow label + source port); the last two are
     /// hashed by the switches (ECMP).
     #[serde(default, skip_serializing_if = "EvFormatFile::is_default")]
     pub ev_format: EvFormatFile,
+}
+
+fn is_default_datapath(d: &DatapathLevelConfig) -> bool {
+    *d == DatapathLevelConfig::default()
 }
 
 /// `nic.ev_format`: an EV format by its name ([`EvFormat::name`]).
@@ -300,6 +308,7 @@ impl ScenarioFile {
             seed: self.seed,
             pcie: self.nic.pcie,
             firmware: self.nic.firmware,
+            datapath: self.nic.datapath,
             background: self.background,
         }
     }

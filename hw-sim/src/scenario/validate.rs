@@ -72,6 +72,9 @@ impl ScenarioFile {
         if let Err((key, why)) = n.firmware.check() {
             return bad(&format!("nic.firmware.{key}"), why);
         }
+        if let Err((key, why)) = n.datapath.check() {
+            return bad(&format!("nic.datapath.{key}"), why);
+        }
         self.validate_workload()?;
         if let Some(f) = self.failure {
             if f.at_us >= self.time_limit_us {

@@ -36,13 +36,14 @@ use mrc_abi::device::csr::{
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
-pub use qp::{DpQp, DpState, QpContext, QpView};
+pub use qp::{DpQp, DpState, QpContext, QpView, RxShared};
 pub use rx::RxCounters;
 pub use tx::{PostError, Reorder, Stall, TxCounters, TLP_REORDER_WINDOWS};
 
 use crate::capacity::{Capacity, Slots};
 use crate::csr_queue::CsrQueue;
 use crate::datapath::ack_gen::AckGenConfig;
+use crate::datapath::blocks::{Blocks, ModelBlocks};
 use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Access, MemRegion, Regions, RegisterError};
 
@@ -147,8 +148,9 @@ pub struct DatapathCounters {
     pub timeouts_fired: u64,
 }
 
-/// The datapath stage of one NIC with the capacities `C`. See the module docs.
-pub struct Datapath<C: Capacity> {
+/// The datapath stage of one NIC with the capacities `C`, its hardware blocks answered by `B`
+/// (the models unless a stand-in is given: [`crate::datapath::blocks`]). See the module docs.
+pub struct Datapath<C: Capacity, B: Blocks = ModelBlocks> {
     cfg: DatapathConfig,
     qps: C::PerQp<C::DpQp>,
     regions: C::Regions,
@@ -166,6 +168,7 @@ pub struct Datapath<C: Capacity> {
     /// ([`Self::set_fast_paths`]).
     fast: bool,
     counters: DatapathCounters,
+    blocks: B,
     _c: PhantomData<C>,
 }
 
@@ -186,8 +189,17 @@ const TX_EVENTS: usize = 2 + 16;
 const RX_EVENTS: usize = tx::ACK_EVENTS + 1;
 
 impl<C: Capacity> Datapath<C> {
-    /// A stage with no QP context and no region.
+    /// A stage with no QP context and no region, every block its model.
     pub fn new(cfg: DatapathConfig) -> Self {
+        Self::with_blocks(cfg, ModelBlocks)
+    }
+}
+
+impl<C: Capacity, B: Blocks> Datapath<C, B> {
+    /// A stage with no QP context and no region whose blocks `blocks` answers. The fast
+    /// paths ([`Self::set_fast_paths`]) are off unless every block is its model.
+    pub fn with_blocks(cfg: DatapathConfig, blocks: B) -> Self {
+        let fast = blocks.models_only();
         Datapath {
             cfg,
             qps: C::PerQp::<C::DpQp>::build(|i| C::DpQp::new(i as u32)),
@@ -199,8 +211,9 @@ impl<C: Capacity> Datapath<C> {
             tx_burst: 0,
             ack_deadline: None,
             reports: false,
-            fast: true,
+            fast,
             counters: DatapathCounters::default(),
+            blocks,
             _c: PhantomData,
         }
     }
@@ -213,9 +226,28 @@ impl<C: Capacity> Datapath<C> {
     /// Turn the fast paths on (the default) or off. The fast paths take runs of packets at
     /// once (a run of new packets of one work request on transmit, a run of in-order writes
     /// on receive) with exactly the packets, verdicts, reports and counters of the one-at-a-
-    /// time paths; off, every packet takes the general path. For equivalence tests.
+    /// time paths; off, every packet takes the general path. For equivalence tests. They
+    /// stay off while a block has a stand-in (a run's picks bypass the block ports).
     pub fn set_fast_paths(&mut self, on: bool) {
-        self.fast = on;
+        self.fast = on && self.blocks.models_only();
+    }
+
+    /// The blocks become `blocks`. Give a stand-in before the first command: it takes the
+    /// blocks from their reset state, as the QP contexts' first commands set them up. The
+    /// fast paths go off unless every block is its model.
+    pub fn set_blocks(&mut self, blocks: B) {
+        self.fast = self.fast && blocks.models_only();
+        self.blocks = blocks;
+    }
+
+    /// The blocks' implementation.
+    pub fn blocks(&self) -> &B {
+        &self.blocks
+    }
+
+    /// The blocks' implementation, to change it (e.g. a stand-in's settings).
+    pub fn blocks_mut(&mut self) -> &mut B {
+        &mut self.blocks
     }
 
     /// Counters.
@@ -331,7 +363,13 @@ impl<C: Capacity> Datapath<C> {
                     let qpn = cmd.qpn().unwrap_or(u32::MAX);
                     match self.qps.as_mut().get_mut(qpn as usize) {
                         Some(qp) => {
-                            qp.handle_command(now_ns, &cmd, &self.cfg, &mut self.ctrl);
+                            qp.handle_command(
+                                now_ns,
+                                &cmd,
+                                &self.cfg,
+                                &mut self.ctrl,
+                                &mut self.blocks,
+                            );
                             if matches!(cmd, CsrEvent::QpState(_)) {
                                 self.reports = true;
                             }
@@ -393,14 +431,12 @@ impl<C: Capacity> Datapath<C> {
             let mut note = None;
             let v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
                 Some(qp) if qp.state() != DpState::Reset => {
-                    let v = qp.handle_packet(
-                        now_ns,
-                        pkt,
-                        &self.cfg,
-                        &mut self.regions,
-                        &mut self.ctrl,
-                        &mut self.events,
-                    );
+                    let shared = RxShared {
+                        regions: &mut self.regions,
+                        ctrl: &mut self.ctrl,
+                        blocks: &mut self.blocks,
+                    };
+                    let v = qp.handle_packet(now_ns, pkt, &self.cfg, shared, &mut self.events);
                     // (only a write moves the coalescing deadline or leaves reports: an
                     // ACK, NACK or probe touches the send side and the control queue)
                     if matches!(pkt.body, PacketBody::Write { .. }) {
@@ -452,8 +488,11 @@ impl<C: Capacity> Datapath<C> {
             pkts,
             verdicts,
             at,
-            &mut self.regions,
-            &mut self.ctrl,
+            RxShared {
+                regions: &mut self.regions,
+                ctrl: &mut self.ctrl,
+                blocks: &mut self.blocks,
+            },
         );
         if k == 0 {
             return 0;
@@ -567,7 +606,10 @@ impl<C: Capacity> Datapath<C> {
             if !qp.has_retransmit() {
                 continue;
             }
-            if qp.poll_data(now_ns, &mut self.events, out).is_err() {
+            if qp
+                .poll_data(now_ns, &mut self.events, out, &mut self.blocks)
+                .is_err()
+            {
                 held = true;
                 continue;
             }
@@ -596,7 +638,11 @@ impl<C: Capacity> Datapath<C> {
                 continue;
             }
             let Some(qp) = qps.get_mut(i) else { continue };
-            if !qp.wants_to_send() || qp.poll_data(now_ns, &mut self.events, out).is_err() {
+            if !qp.wants_to_send()
+                || qp
+                    .poll_data(now_ns, &mut self.events, out, &mut self.blocks)
+                    .is_err()
+            {
                 continue;
             }
             self.took_turn(i, k == 0, 1);
@@ -791,7 +837,7 @@ impl<C: Capacity> Datapath<C> {
         let mut next: Option<u64> = None;
         for qp in self.qps.as_mut() {
             if qp.ack_deadline_ns().is_some_and(|d| d <= now_ns) {
-                any |= qp.handle_timeout(now_ns, &mut self.ctrl);
+                any |= qp.handle_timeout(now_ns, &mut self.ctrl, &mut self.blocks);
             }
             if let Some(d) = qp.ack_deadline_ns() {
                 next = Some(next.map_or(d, |a| a.min(d)));

@@ -12,6 +12,7 @@ use super::rx::{RxCounters, RxSide, WriteResult};
 use super::tx::{Credits, PostError, Reorder, Stall, TxCounters, TxSide};
 use super::{DatapathConfig, Hdr};
 use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
+use crate::datapath::blocks::{Blocks, SprayerCmd, SprayerPort};
 use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
@@ -79,6 +80,14 @@ pub struct DpQp<
     rx: RxSide<WORDS, RQ>,
 }
 
+/// The NIC-wide parts a received packet may touch beside its QP: the region table, the control
+/// packet queue and the block ports.
+pub struct RxShared<'a, R> {
+    pub regions: &'a mut R,
+    pub ctrl: &'a mut Ctrl,
+    pub blocks: &'a mut dyn Blocks,
+}
+
 /// What the stage does with one QP context, at any size (implemented by [`DpQp`]). The
 /// methods take the shared NIC resources they need (configuration, regions, control queue,
 /// event queue) as arguments.
@@ -109,6 +118,7 @@ pub trait QpContext {
         cmd: &CsrEvent,
         cfg: &DatapathConfig,
         ctrl: &mut Ctrl,
+        blocks: &mut dyn Blocks,
     );
     /// One received packet addressed to this QP. Room for `tx::ACK_EVENTS` events is
     /// the caller's to check.
@@ -117,8 +127,7 @@ pub trait QpContext {
         now_ns: u64,
         pkt: &Packet,
         cfg: &DatapathConfig,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
         events: &mut Events,
     ) -> RxVerdict;
     /// A run of received writes at the front of `pkts` taken at once, each answered in
@@ -135,10 +144,9 @@ pub trait QpContext {
         pkts: &[Packet],
         verdicts: &mut V,
         at: usize,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
     ) -> (usize, Option<u64>) {
-        let _ = (now_ns, pkts, verdicts, at, regions, ctrl);
+        let _ = (now_ns, pkts, verdicts, at, shared);
         (0, None)
     }
     /// The next data packet into `out` (room for 2 + `SKIP_REPORTS` events is the caller's).
@@ -150,6 +158,7 @@ pub trait QpContext {
         now_ns: u64,
         events: &mut Events,
         out: &mut Packet,
+        blocks: &mut dyn Blocks,
     ) -> Result<(), Stall>;
     /// New data packets in a run, into the front of `out`: the packets and effects of as many
     /// [`Self::poll_data`] calls, each of which would have sent a new packet (see
@@ -178,7 +187,7 @@ pub trait QpContext {
     /// When the coalesced ACK is due.
     fn ack_deadline_ns(&self) -> Option<u64>;
     /// The coalescing timer fired: the ACK, if one is due, into `ctrl`.
-    fn handle_timeout(&mut self, now_ns: u64, ctrl: &mut Ctrl) -> bool;
+    fn handle_timeout(&mut self, now_ns: u64, ctrl: &mut Ctrl, blocks: &mut dyn Blocks) -> bool;
     /// Plane `plane` went down.
     fn plane_down(&mut self, plane: u8);
     /// Reports waiting outside any input (flushed work requests, placed immediates) while
@@ -202,8 +211,9 @@ impl<
     /// every ACK of a message-sized burst would take the plane of its last packet). The
     /// acknowledged packet's EV (echoed in the body for the sender's per-EV feedback) is the
     /// fallback when no EV is usable.
-    fn ack_travel_ev(&mut self, ev: u16, plane: u8) -> EvxRepr {
-        let (ev_index, plane) = match self.sprayer.has_usable().then(|| self.sprayer.next_ev()) {
+    fn ack_travel_ev(&mut self, ev: u16, plane: u8, blocks: &mut dyn Blocks) -> EvxRepr {
+        let mut port = self.sprayer_port(blocks);
+        let (ev_index, plane) = match port.has_usable().then(|| port.next_ev()) {
             Some(Some(pick)) => (pick.index, pick.plane),
             _ => (ev, plane),
         };
@@ -265,22 +275,38 @@ impl<
     }
 
     /// The packet for an ACK generator output on an EV of its own.
-    fn ack_packet(&mut self, now_ns: u64, e: &AckEvent, echo: u32) -> Packet {
+    fn ack_packet(
+        &mut self,
+        now_ns: u64,
+        e: &AckEvent,
+        echo: u32,
+        blocks: &mut dyn Blocks,
+    ) -> Packet {
         let (ev, plane) = match e {
             AckEvent::Ack(a) => (a.ev_index, a.plane),
             AckEvent::Nack(n) => (n.ev_index, n.plane),
         };
-        let evx = self.ack_travel_ev(ev, plane);
+        let evx = self.ack_travel_ev(ev, plane, blocks);
         self.ack_packet_on(now_ns, e, echo, evx)
     }
 
+    /// This QP's sprayer behind the stage's block port.
+    fn sprayer_port<'a>(&'a mut self, blocks: &'a mut dyn Blocks) -> SprayerPort<'a, EVS, P> {
+        SprayerPort {
+            model: &mut self.sprayer,
+            blocks,
+            qp: self.hdr.qpn,
+        }
+    }
+
     /// A fresh EV table: `evs` EVs, EV `i` usable on plane `i % planes`.
-    fn init_evs(&mut self, evs: u16, planes: u8) {
+    fn init_evs(&mut self, evs: u16, planes: u8, blocks: &mut dyn Blocks) {
         let evs = evs.min(EVS as u16);
         let planes = planes.clamp(1, P as u8);
-        self.sprayer = Sprayer::new();
+        let mut port = self.sprayer_port(blocks);
+        port.reset();
         for i in 0..evs {
-            let _ = self.sprayer.set_ev(
+            let _ = port.write(SprayerCmd::SetEv(
                 i,
                 EvSlot {
                     usable: true,
@@ -288,7 +314,7 @@ impl<
                     plane: (i % u16::from(planes)) as u8,
                     skip_once: false,
                 },
-            );
+            ));
         }
         self.skips_seen = 0;
         self.skip_marks.clear();
@@ -297,13 +323,14 @@ impl<
     }
 
     /// The firmware wrote EV `ev`'s state and plane.
-    fn write_ev(&mut self, ev: u16, state: EvState, plane: u8) {
+    fn write_ev(&mut self, ev: u16, state: EvState, plane: u8, blocks: &mut dyn Blocks) {
         let usable = matches!(state, EvState::Good | EvState::Skip);
-        let same_plane = self.sprayer.ev(ev).is_some_and(|s| s.plane == plane);
+        let mut port = self.sprayer_port(blocks);
+        let same_plane = port.ev(ev).is_some_and(|s| s.plane == plane);
         if same_plane {
-            let _ = self.sprayer.set_usable(ev, usable);
+            let _ = port.write(SprayerCmd::SetUsable(ev, usable));
         } else {
-            let _ = self.sprayer.set_ev(
+            let _ = port.write(SprayerCmd::SetEv(
                 ev,
                 EvSlot {
                     usable,
@@ -311,13 +338,18 @@ impl<
                     plane,
                     skip_once: false,
                 },
-            );
+            ));
             if state != EvState::Skip {
                 // (the new slot has no skip flag: a mark still waiting is gone, unserved)
                 self.unmark(ev);
             }
         }
-        if state == EvState::Skip && self.sprayer.mark_skip(ev).is_ok() {
+        if state == EvState::Skip
+            && self
+                .sprayer_port(blocks)
+                .write(SprayerCmd::MarkSkip(ev))
+                .is_ok()
+        {
             self.note_mark(ev);
         }
     }
@@ -429,10 +461,14 @@ impl<
         now_ns: u64,
         pkt: &Packet,
         cfg: &DatapathConfig,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
         events: &mut Events,
     ) -> RxVerdict {
+        let RxShared {
+            regions,
+            ctrl,
+            blocks,
+        } = shared;
         let PacketBody::Write { segment, reth, .. } = &pkt.body else {
             return RxVerdict::Dropped(DropReason::Unexpected);
         };
@@ -478,7 +514,7 @@ impl<
             &mut event,
         );
         if let Some(e) = event {
-            let p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns);
+            let p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns, blocks);
             ctrl.push(p);
         }
         match result {
@@ -567,12 +603,13 @@ impl<
         cmd: &CsrEvent,
         cfg: &DatapathConfig,
         ctrl: &mut Ctrl,
+        blocks: &mut dyn Blocks,
     ) {
         match cmd {
             CsrEvent::QpInit(c) => {
                 self.hdr.ev_format = EvFormat::from_code(c.ev_format).unwrap_or(EvFormat::Udp);
                 self.hdr.value_base = c.value_base.get();
-                self.init_evs(c.evs.get(), c.planes);
+                self.init_evs(c.evs.get(), c.planes, blocks);
                 self.tx.reset();
                 self.rx.reset();
                 self.state = DpState::Init;
@@ -611,6 +648,7 @@ impl<
             CsrEvent::QpState(c) => match c.state {
                 csr::QP_RESET => {
                     *self = Self::new(self.hdr.qpn);
+                    blocks.sprayer_reset(self.hdr.qpn);
                 }
                 _ => {
                     self.state = DpState::Error;
@@ -620,10 +658,12 @@ impl<
             },
             CsrEvent::EvUpdate(c) => {
                 let state = EvState::from_u8(c.state).unwrap_or(EvState::Denied);
-                self.write_ev(c.ev.get(), state, c.plane);
+                self.write_ev(c.ev.get(), state, c.plane, blocks);
             }
             CsrEvent::PlaneWeight(c) => {
-                let _ = self.sprayer.set_plane_weight(c.plane, c.weight);
+                let _ = self
+                    .sprayer_port(blocks)
+                    .write(SprayerCmd::PlaneWeight(c.plane, c.weight));
             }
             CsrEvent::WindowUpdate(c) => self.tx.set_cwnd(u64::from(c.cwnd_bytes.get())),
             CsrEvent::Retransmit(c) => {
@@ -658,12 +698,11 @@ impl<
         now_ns: u64,
         pkt: &Packet,
         cfg: &DatapathConfig,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
         events: &mut Events,
     ) -> RxVerdict {
         match &pkt.body {
-            PacketBody::Write { .. } => self.rx_write(now_ns, pkt, cfg, regions, ctrl, events),
+            PacketBody::Write { .. } => self.rx_write(now_ns, pkt, cfg, shared, events),
             PacketBody::Ack(a) => {
                 if self.state != DpState::Rts {
                     return RxVerdict::Dropped(DropReason::QpNotReady);
@@ -706,7 +745,7 @@ impl<
                     pkt.tx_ts_ns,
                     PacketBody::ProbeReply(*p),
                 );
-                ctrl.push(reply);
+                shared.ctrl.push(reply);
                 RxVerdict::Consumed
             }
             PacketBody::ProbeReply(p) => {
@@ -735,13 +774,17 @@ impl<
         now_ns: u64,
         events: &mut Events,
         out: &mut Packet,
+        blocks: &mut dyn Blocks,
     ) -> Result<(), Stall> {
         if self.state != DpState::Rts {
             return Err(Stall::Idle);
         }
-        let r = self
-            .tx
-            .poll(now_ns, &self.hdr, &mut self.sprayer, events, out);
+        let mut port = SprayerPort {
+            model: &mut self.sprayer,
+            blocks,
+            qp: self.hdr.qpn,
+        };
+        let r = self.tx.poll(now_ns, &self.hdr, &mut port, events, out);
         self.report_skips(events);
         r
     }
@@ -752,10 +795,9 @@ impl<
         pkts: &[Packet],
         verdicts: &mut V,
         at: usize,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
     ) -> (usize, Option<u64>) {
-        self.write_run(now_ns, pkts, verdicts, at, regions, ctrl)
+        self.write_run(now_ns, pkts, verdicts, at, shared)
     }
 
     fn poll_data_run(
@@ -800,13 +842,13 @@ impl<
         }
     }
 
-    fn handle_timeout(&mut self, now_ns: u64, ctrl: &mut Ctrl) -> bool {
+    fn handle_timeout(&mut self, now_ns: u64, ctrl: &mut Ctrl, blocks: &mut dyn Blocks) -> bool {
         if !self.rx_live() {
             return false;
         }
         match self.rx.handle_timeout(now_ns) {
             Some(e) => {
-                let p = self.ack_packet(now_ns, &e, 0);
+                let p = self.ack_packet(now_ns, &e, 0, blocks);
                 ctrl.push(p);
                 true
             }

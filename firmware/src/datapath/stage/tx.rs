@@ -48,9 +48,10 @@ use mrc_abi::Psn;
 use super::events::Events;
 use super::Hdr;
 use crate::datapath::ack_gen::TrimMark;
+use crate::datapath::blocks::SprayerPort;
 use crate::datapath::packet::{LocalBuf, Packet, PacketBody, SendWr};
 use crate::datapath::segmenter::WriteRequest;
-use crate::datapath::sprayer::{EvPick, Sprayer};
+use crate::datapath::sprayer::EvPick;
 use crate::ring::Ring;
 
 mod ack;
@@ -481,7 +482,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         &mut self,
         now_ns: u64,
         hdr: &Hdr,
-        sprayer: &mut Sprayer<E, P>,
+        sprayer: &mut SprayerPort<'_, E, P>,
         events: &mut Events,
         out: &mut Packet,
     ) -> Result<(), Stall> {
@@ -513,7 +514,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// The sprayer's next EV, picked once more when it is `avoid`.
     #[inline]
     fn pick<const E: usize, const P: usize>(
-        sprayer: &mut Sprayer<E, P>,
+        sprayer: &mut SprayerPort<'_, E, P>,
         avoid: Option<u16>,
     ) -> Option<EvPick> {
         let p = sprayer.next_ev()?;
@@ -529,7 +530,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         &mut self,
         now_ns: u64,
         hdr: &Hdr,
-        sprayer: &mut Sprayer<E, P>,
+        sprayer: &mut SprayerPort<'_, E, P>,
         out: &mut Packet,
     ) -> Result<bool, Stall> {
         while let Some(&psn) = self.retx.front() {
@@ -594,7 +595,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         &mut self,
         now_ns: u64,
         hdr: &Hdr,
-        sprayer: &mut Sprayer<E, P>,
+        sprayer: &mut SprayerPort<'_, E, P>,
         events: &mut Events,
         out: &mut Packet,
     ) -> Result<(), Stall> {

@@ -3,11 +3,10 @@
 
 use mrc_abi::wire::Segment;
 
-use super::DpQp;
+use super::{DpQp, RxShared};
 use crate::datapath::ack_gen::{RxPacket, TrimMark};
 use crate::datapath::packet::{Packet, PacketBody, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
-use crate::datapath::stage::events::Ctrl;
 
 impl<
         const EVS: usize,
@@ -33,9 +32,13 @@ impl<
         pkts: &[Packet],
         verdicts: &mut V,
         at: usize,
-        regions: &mut R,
-        ctrl: &mut Ctrl,
+        shared: RxShared<'_, R>,
     ) -> (usize, Option<u64>) {
+        let RxShared {
+            regions,
+            ctrl,
+            blocks,
+        } = shared;
         if !self.rx_live() {
             return (0, None);
         }
@@ -127,7 +130,7 @@ impl<
             .rx
             .accept_write_run(now_ns, first.psn, offset, n, &last_rx, trigger, gap);
         if let Some(e) = ack {
-            let p = self.ack_packet(now_ns, &e, last.tx_ts_ns);
+            let p = self.ack_packet(now_ns, &e, last.tx_ts_ns, blocks);
             ctrl.push(p);
         }
         // The deadline the quiet packets leave (the trigger's ACK closes it: none after).

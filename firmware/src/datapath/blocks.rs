@@ -1,0 +1,218 @@
+//! The stage's hardware blocks as pluggable ports: which implementation answers each block's
+//! transactions.
+//!
+//! The stage ([`super::stage::Datapath`]) always runs the reference models of this crate. A
+//! [`Blocks`] implementation may stand in for a block: the stage hands it every transaction
+//! of that block together with the model's answer, and goes on with the answer it returns.
+//! [`ModelBlocks`] returns the model's answer (the default, and what the NIC image and every
+//! test of this crate use); the RTL co-simulation crate (`mrc-rtl-cosim`) returns the answer of
+//! the Verilator-built RTL block, so a simulated NIC's packets are decided by the RTL.
+//!
+//! The model keeps running beside a stand-in as the block's *shadow*: the stage reads state
+//! the RTL has no read port for (an EV slot's skip flag, whether any EV is usable) from it.
+//! With a correct stand-in the two never differ; a stand-in whose answer differs steers the
+//! run (that is what a differential test between the levels catches).
+//!
+//! One transaction here is one transaction of the RTL block's command stream (the
+//! `ev_sprayer` conventions of `fpga-rtl/README.md`).
+//!
+//! | block | transaction | model |
+//! |---|---|---|
+//! | EV sprayer | [`SprayerCmd`] -> [`SprayerRsp`], per QP | [`Sprayer::apply`] |
+
+use super::sprayer::{EvPick, EvSlot, Sprayer, SprayerCounters, SprayerError};
+
+/// One command of the EV sprayer's command stream (`ev_sprayer.sv`'s `cmd_op`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SprayerCmd {
+    /// `OP_NEXT`: the EV of the next packet ([`Sprayer::next_ev`]).
+    Next,
+    /// `OP_SET_EV`: write a slot ([`Sprayer::set_ev`]).
+    SetEv(u16, EvSlot),
+    /// `OP_SET_USABLE` ([`Sprayer::set_usable`]).
+    SetUsable(u16, bool),
+    /// `OP_MARK_SKIP` ([`Sprayer::mark_skip`]).
+    MarkSkip(u16),
+    /// `OP_PLANE_WEIGHT`: plane, weight ([`Sprayer::set_plane_weight`]).
+    PlaneWeight(u8, u8),
+}
+
+/// The sprayer's response to one [`SprayerCmd`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SprayerRsp {
+    /// The pick of a [`SprayerCmd::Next`] (`None` for writes, and when no EV is usable).
+    pub pick: Option<EvPick>,
+    /// The refusal of a write.
+    pub err: Option<SprayerError>,
+    /// The counters after the command.
+    pub counters: SprayerCounters,
+}
+
+impl<const N: usize, const P: usize> Sprayer<N, P> {
+    /// One transaction of the sprayer's command stream: the model's answer to `cmd`.
+    pub fn apply(&mut self, cmd: SprayerCmd) -> SprayerRsp {
+        let (pick, r) = match cmd {
+            SprayerCmd::Next => (self.next_ev(), Ok(())),
+            SprayerCmd::SetEv(i, s) => (None, self.set_ev(i, s)),
+            SprayerCmd::SetUsable(i, u) => (None, self.set_usable(i, u)),
+            SprayerCmd::MarkSkip(i) => (None, self.mark_skip(i)),
+            SprayerCmd::PlaneWeight(p, w) => (None, self.set_plane_weight(p, w)),
+        };
+        SprayerRsp {
+            pick,
+            err: r.err(),
+            counters: self.counters(),
+        }
+    }
+}
+
+/// Which implementation answers the stage's block transactions. Every method has the model's
+/// behaviour as its default. See the module docs.
+pub trait Blocks {
+    /// Whether every answer is the model's (no stand-in). Only then may the stage take runs of
+    /// packets at once (`Datapath::set_fast_paths`): a run's picks bypass the transaction
+    /// interface.
+    fn models_only(&self) -> bool {
+        true
+    }
+
+    /// QP context `qp`'s sprayer was reset (a new EV table): a stand-in resets its block.
+    fn sprayer_reset(&mut self, qp: u32) {
+        let _ = qp;
+    }
+
+    /// QP context `qp`'s sprayer took `cmd`, to which the model answered `model`: the answer
+    /// the stage goes on with.
+    fn sprayer(&mut self, qp: u32, cmd: SprayerCmd, model: &SprayerRsp) -> SprayerRsp {
+        let _ = (qp, cmd);
+        *model
+    }
+}
+
+/// Every block is its model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelBlocks;
+
+impl Blocks for ModelBlocks {}
+
+/// One QP's sprayer as the stage drives it: every transaction through the model and then the
+/// [`Blocks`] port; reads from the model (the shadow, see the module docs).
+pub(crate) struct SprayerPort<'a, const N: usize, const P: usize> {
+    pub model: &'a mut Sprayer<N, P>,
+    pub blocks: &'a mut dyn Blocks,
+    pub qp: u32,
+}
+
+impl<const N: usize, const P: usize> SprayerPort<'_, N, P> {
+    fn transact(&mut self, cmd: SprayerCmd) -> SprayerRsp {
+        let model = self.model.apply(cmd);
+        self.blocks.sprayer(self.qp, cmd, &model)
+    }
+
+    /// A fresh, empty table (the block's reset).
+    pub fn reset(&mut self) {
+        *self.model = Sprayer::new();
+        self.blocks.sprayer_reset(self.qp);
+    }
+
+    /// [`Sprayer::next_ev`] through the port.
+    pub fn next_ev(&mut self) -> Option<EvPick> {
+        self.transact(SprayerCmd::Next).pick
+    }
+
+    /// A write through the port.
+    pub fn write(&mut self, cmd: SprayerCmd) -> Result<(), SprayerError> {
+        self.transact(cmd).err.map_or(Ok(()), Err)
+    }
+
+    /// [`Sprayer::ev`] (the shadow's slot).
+    pub fn ev(&self, index: u16) -> Option<EvSlot> {
+        self.model.ev(index)
+    }
+
+    /// [`Sprayer::has_usable`] (the shadow's).
+    pub fn has_usable(&self) -> bool {
+        self.model.has_usable()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in that answers every pick with EV 1 and counts what it saw.
+    #[derive(Default)]
+    struct AlwaysOne {
+        seen: usize,
+        resets: usize,
+    }
+
+    impl Blocks for AlwaysOne {
+        fn models_only(&self) -> bool {
+            false
+        }
+        fn sprayer_reset(&mut self, _qp: u32) {
+            self.resets += 1;
+        }
+        fn sprayer(&mut self, _qp: u32, cmd: SprayerCmd, model: &SprayerRsp) -> SprayerRsp {
+            self.seen += 1;
+            let mut r = *model;
+            if cmd == SprayerCmd::Next {
+                r.pick = Some(EvPick { index: 1, plane: 1 });
+            }
+            r
+        }
+    }
+
+    fn slot(plane: u8) -> EvSlot {
+        EvSlot {
+            usable: true,
+            weight: 1,
+            plane,
+            skip_once: false,
+        }
+    }
+
+    #[test]
+    fn the_port_answers_with_the_stand_in_and_the_model_shadows() {
+        let mut model: Sprayer<4, 2> = Sprayer::new();
+        let mut b = AlwaysOne::default();
+        let mut port = SprayerPort {
+            model: &mut model,
+            blocks: &mut b,
+            qp: 0,
+        };
+        port.reset();
+        port.write(SprayerCmd::SetEv(0, slot(0))).unwrap();
+        port.write(SprayerCmd::SetEv(1, slot(1))).unwrap();
+        assert_eq!(
+            port.write(SprayerCmd::SetEv(9, slot(0))),
+            Err(SprayerError::IndexOutOfRange { index: 9 })
+        );
+        // The model would pick EV 0 first; the stand-in's answer wins.
+        assert_eq!(port.next_ev(), Some(EvPick { index: 1, plane: 1 }));
+        assert!(port.has_usable() && port.ev(0).is_some());
+        assert_eq!((b.seen, b.resets), (4, 1));
+        assert_eq!(model.counters().picks, 1);
+    }
+
+    #[test]
+    fn model_blocks_answer_as_the_model() {
+        let mut a: Sprayer<4, 2> = Sprayer::new();
+        let mut b: Sprayer<4, 2> = Sprayer::new();
+        let mut m = ModelBlocks;
+        let mut port = SprayerPort {
+            model: &mut a,
+            blocks: &mut m,
+            qp: 3,
+        };
+        for (i, p) in [(0, 0), (1, 1), (2, 0)] {
+            port.write(SprayerCmd::SetEv(i, slot(p))).unwrap();
+            b.set_ev(i, slot(p)).unwrap();
+        }
+        for _ in 0..10 {
+            assert_eq!(port.next_ev(), b.next_ev());
+        }
+        assert!(ModelBlocks.models_only());
+    }
+}
