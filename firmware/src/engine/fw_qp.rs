@@ -211,9 +211,9 @@ pub trait QpContext {
     /// The lazy commands the host and the datapath wait on, the window and the completions
     /// due, into `out` as its room allows.
     fn poll_urgent(&mut self, out: &mut Out<'_>);
-    /// The lazy commands (the window and completions first, then EV writes and plane
-    /// weights) into `out`, as its room allows. Returns whether some are left (as
-    /// [`Self::lazy_pending`]).
+    /// The other lazy commands, EV writes and plane weights, into `out` as its room allows;
+    /// called after [`Self::poll_urgent`] (which it does not repeat). Returns whether lazy
+    /// commands of either kind are left (as [`Self::lazy_pending`]).
     fn poll_lazy(&mut self, out: &mut Out<'_>) -> bool;
     /// Whether [`Self::poll_lazy`] has something to write.
     fn lazy_pending(&self) -> bool;
@@ -782,9 +782,9 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
 
     fn poll_lazy(&mut self, cmds: &mut Out<'_>) -> bool {
         let qpn = self.qpn;
-        // First what the host (completions) and the sprayer's window wait on: a burst of EV
-        // changes (a shared loss or recovery moves dozens of EVs at once) must not hold them.
-        self.poll_urgent(cmds);
+        // (what the host and the sprayer's window wait on went first, in `poll_urgent`: a
+        // burst of EV changes, a shared loss or recovery moving dozens of EVs at once, must
+        // not hold them)
         // EV state changes: the sprayer's entry and the host's event.
         let mut changed = false;
         while cmds.room() >= 2 {

@@ -384,7 +384,9 @@ impl<C: Capacity> Engine<C> {
     /// room allows; returns the entries written in all. Every QP's window and completions go
     /// before any QP's EV writes (one QP's burst of EV changes would otherwise hold the
     /// completions of the QPs after it for as many polls as it takes). A QP stays marked
-    /// while it has lazy commands left.
+    /// while it has lazy commands left (with room left after the first pass every QP's
+    /// window and completions are written; without, the second writes nothing but finds
+    /// out what is left).
     fn poll_lazy(&mut self, out: &mut [CsrEntry], n: usize) -> usize {
         let mut out = Out::new(out, n);
         for (q, d) in self.qps.as_mut().iter_mut().zip(self.dirty.as_ref().iter()) {
