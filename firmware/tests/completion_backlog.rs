@@ -3,7 +3,8 @@
 //! covers them and the `TxDone` of a work request posted into a slot that ACK freed, all
 //! taken in one batch before any command is polled (a firmware core's step takes up to a
 //! ring's worth of reports before it writes its commands). And completions (and windows)
-//! ahead of a burst of EV changes, whichever QP has them.
+//! ahead of a burst of EV changes, whichever QP has them, and every QP's EV table writes
+//! ahead of the host's EV events.
 
 use mrc_abi::device::csr::{self, AckSummary, CsrEntry, CsrEvent, TxDone};
 use mrc_abi::wire::EvFormat;
@@ -162,4 +163,61 @@ fn completions_go_before_a_burst_of_ev_changes_of_any_qp() {
             .count();
     }
     assert_eq!(updates, 12);
+}
+
+#[test]
+fn every_qps_ev_table_writes_go_before_the_host_hears_of_any_change() {
+    let mut e = engine_of(2);
+    // A route both QPs' EVs name lost a packet: 12 EVs of each retire at once.
+    for qpn in 0..2 {
+        for ev in 0..12 {
+            e.handle_shared_loss(1_000, qpn, ev).unwrap();
+        }
+    }
+    // Polled a few entries at a time, as a loop short of ring room does.
+    let mut all = Vec::new();
+    let mut buf = [CsrEntry::ZERO; 5];
+    loop {
+        let m = e.poll_commands(&mut buf);
+        if m == 0 {
+            break;
+        }
+        all.extend(buf[..m].iter().map(|c| c.decode().unwrap()));
+    }
+    let updates: Vec<(u32, u16)> = all
+        .iter()
+        .filter_map(|c| match c {
+            CsrEvent::EvUpdate(u) => Some((u.qpn.get(), u.ev.get())),
+            _ => None,
+        })
+        .collect();
+    let events: Vec<(u32, u16)> = all
+        .iter()
+        .filter_map(|c| match c {
+            CsrEvent::EvEvent(v) => Some((v.qpn.get(), v.ev.get())),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(u32, u16)> = (0..2)
+        .flat_map(|q| (0..12).map(move |ev| (q, ev)))
+        .collect();
+    assert_eq!(
+        updates, expected,
+        "each change written to the sprayer once, in order"
+    );
+    assert_eq!(events, expected, "each change reported once, in order");
+    let last_update = all
+        .iter()
+        .rposition(|c| matches!(c, CsrEvent::EvUpdate(_) | CsrEvent::PlaneWeight(_)))
+        .unwrap();
+    let first_event = all
+        .iter()
+        .position(|c| matches!(c, CsrEvent::EvEvent(_)))
+        .unwrap();
+    assert!(
+        last_update < first_event,
+        "every sprayer write before the first host event: {:?}",
+        all.iter().map(|c| c.kind()).collect::<Vec<_>>()
+    );
+    assert!(!e.commands_pending());
 }

@@ -31,7 +31,8 @@
 //!   every EV is not any one EV's fault and retires none as gray.
 //!
 //! Every state change queues an [`EvEvent`] for [`EvTable::poll_event`]; a full queue drops the
-//! event and counts it. [`EvTable::usable_mask`] / [`EvTable::for_each_usable`] give what the
+//! event and counts it. [`EvTable::poll_update`] hands out the same changes ahead of it, each
+//! once, for a consumer that acts on a change (the sprayer's entry) before it reports it. [`EvTable::usable_mask`] / [`EvTable::for_each_usable`] give what the
 //! datapath sprayer table is written from; [`EvTable::plane_capacity`] counts `Good` EVs per
 //! plane for capacity-weighted plane balance. Bad indices are errors and counted, never panics.
 
@@ -394,6 +395,8 @@ pub struct EvTable<const N: usize> {
     pub(in crate::engine) planes_down: u8,
     pub(in crate::engine) next_probe_id: u32,
     pub(in crate::engine) events: Deque<EvEvent, N>,
+    /// Events at the front of `events` that [`EvTable::poll_update`] has handed out.
+    pub(in crate::engine) updated: u16,
     pub(in crate::engine) counters: EvCounters,
 }
 

@@ -3,8 +3,10 @@
 //!
 //! It runs on the datapath's reports (`mrc_abi::device::csr` DP->FW entries) and answers with
 //! commands: at once for what an event decides (a retransmission order, a state change), and
-//! lazily for state it keeps in sync ([`QpContext::poll_lazy`]: EV table writes and plane
-//! weights, the congestion window, completions), so a burst of events costs one write of each.
+//! lazily for state it keeps in sync ([`QpContext::poll_urgent`]: the congestion window and
+//! completions; [`QpContext::poll_sprayer`]: EV table writes and plane weights;
+//! [`QpContext::poll_ev_events`]: EV events for the host), so a burst of events costs one write
+//! of each.
 
 use mrc_abi::device::csr::{
     self, CsrEntry, CsrEvent, CsrKind, EvEventEntry, EvUpdate, PlaneWeight, QpInitCtx, QpRtrCtx,
@@ -211,11 +213,16 @@ pub trait QpContext {
     /// The lazy commands the host and the datapath wait on, the window and the completions
     /// due, into `out` as its room allows.
     fn poll_urgent(&mut self, out: &mut Out<'_>);
-    /// The lazy commands (the window and completions first, then EV writes and plane
-    /// weights) into `out`, as its room allows. Returns whether some are left (as
-    /// [`Self::lazy_pending`]).
-    fn poll_lazy(&mut self, out: &mut Out<'_>) -> bool;
-    /// Whether [`Self::poll_lazy`] has something to write.
+    /// The lazy commands for the sprayer, the EV table entries that changed and then the
+    /// plane weights, into `out` as its room allows.
+    fn poll_sprayer(&mut self, out: &mut Out<'_>);
+    /// The EV state changes [`Self::poll_sprayer`] wrote, as events for the host, into `out`
+    /// as its room allows.
+    fn poll_ev_events(&mut self, out: &mut Out<'_>);
+    /// Whether [`Self::poll_sprayer`] or [`Self::poll_ev_events`] has something to write.
+    fn ev_pending(&self) -> bool;
+    /// Whether lazy commands wait: [`Self::poll_urgent`], [`Self::poll_sprayer`] or
+    /// [`Self::poll_ev_events`] has something to write.
     fn lazy_pending(&self) -> bool;
     /// Plane `plane` went down (every EV on it retires).
     fn plane_down(&mut self, plane: u8);
@@ -780,27 +787,21 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         }
     }
 
-    fn poll_lazy(&mut self, cmds: &mut Out<'_>) -> bool {
+    fn poll_sprayer(&mut self, cmds: &mut Out<'_>) {
         let qpn = self.qpn;
-        // First what the host (completions) and the sprayer's window wait on: a burst of EV
-        // changes (a shared loss or recovery moves dozens of EVs at once) must not hold them.
-        self.poll_urgent(cmds);
-        // EV state changes: the sprayer's entry and the host's event.
+        // The EV table entries first, for every change before any is reported to the host:
+        // a shared loss retires dozens of EVs at once, and the sprayer should leave them all
+        // as soon as it can.
         let mut changed = false;
-        while cmds.room() >= 2 {
-            let Some(e) = self.ev.poll_event() else { break };
+        while cmds.room() > 0 {
+            let Some(e) = self.ev.poll_update() else {
+                break;
+            };
             changed = true;
             let plane = self.ev.stats(e.ev).map_or(0, |s| s.plane);
             cmds.push(CsrEvent::EvUpdate(EvUpdate::new(qpn, e.ev, e.new, plane)));
-            cmds.push(CsrEvent::EvEvent(EvEventEntry::new(
-                qpn,
-                e.ev,
-                e.old,
-                e.new,
-                e.reason.code(),
-            )));
         }
-        if changed || self.ev.has_events() || self.weights_pending {
+        if changed || self.ev.has_updates() || self.weights_pending {
             let w = self.plane_weights();
             self.weights_pending = false;
             for (p, (&new, old)) in w.iter().zip(self.weights.iter_mut()).enumerate() {
@@ -816,8 +817,26 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 }
             }
         }
-        // (with room for two more entries every step above ran dry: nothing is left)
-        cmds.room() < 2 && self.lazy_pending()
+    }
+
+    fn poll_ev_events(&mut self, cmds: &mut Out<'_>) {
+        while cmds.room() > 0 {
+            let Some(e) = self.ev.poll_updated_event() else {
+                break;
+            };
+            cmds.push(CsrEvent::EvEvent(EvEventEntry::new(
+                self.qpn,
+                e.ev,
+                e.old,
+                e.new,
+                e.reason.code(),
+            )));
+        }
+    }
+
+    #[inline]
+    fn ev_pending(&self) -> bool {
+        self.ev.has_events() || self.weights_pending
     }
 
     fn lazy_pending(&self) -> bool {
@@ -879,5 +898,5 @@ fn unreachable_table() -> ! {
     panic!("EV table capacity refuses its default configuration")
 }
 
-/// Keep the `EvState` import for the docs of `poll_lazy`.
+/// Keep the `EvState` import for the docs of `poll_sprayer`.
 const _: Option<EvState> = None;

@@ -381,29 +381,53 @@ impl<C: Capacity> Engine<C> {
     }
 
     /// The lazy commands of the QPs marked dirty into `out` after its first `n` entries, as
-    /// room allows; returns the entries written in all. Every QP's window and completions go
-    /// before any QP's EV writes (one QP's burst of EV changes would otherwise hold the
-    /// completions of the QPs after it for as many polls as it takes). A QP stays marked
-    /// while it has lazy commands left.
+    /// room allows; returns the entries written in all. Three passes over the dirty QPs, most
+    /// urgent first: every QP's window and completions (one QP's burst of EV changes would
+    /// otherwise hold the completions of the QPs after it for as many polls as it takes),
+    /// then every QP's EV table writes and plane weights (a shared loss retires EVs of many
+    /// QPs at once: the sprayers leave them all before the host hears of any), then the EV
+    /// events for the host. A QP stays marked while it has lazy commands left.
     fn poll_lazy(&mut self, out: &mut [CsrEntry], n: usize) -> usize {
         let mut out = Out::new(out, n);
-        for (q, d) in self.qps.as_mut().iter_mut().zip(self.dirty.as_ref().iter()) {
-            if *d {
-                q.poll_urgent(&mut out);
-            }
-        }
+        // (with room left after a QP's last pass, every pass ran dry for it: room only
+        // shrinks, and each pass stops only when dry or out of room)
         let mut left = false;
+        let mut ev_work = false;
         for (q, d) in self
             .qps
             .as_mut()
             .iter_mut()
             .zip(self.dirty.as_mut().iter_mut())
         {
-            if !*d {
-                continue;
+            if *d {
+                q.poll_urgent(&mut out);
+                if q.ev_pending() {
+                    ev_work = true;
+                } else {
+                    *d = out.room() == 0 && q.lazy_pending();
+                    left |= *d;
+                }
             }
-            *d = q.poll_lazy(&mut out);
-            left |= *d;
+        }
+        if ev_work {
+            for (q, d) in self.qps.as_mut().iter_mut().zip(self.dirty.as_ref().iter()) {
+                if *d {
+                    q.poll_sprayer(&mut out);
+                }
+            }
+            left = false;
+            for (q, d) in self
+                .qps
+                .as_mut()
+                .iter_mut()
+                .zip(self.dirty.as_mut().iter_mut())
+            {
+                if *d {
+                    q.poll_ev_events(&mut out);
+                    *d = out.room() == 0 && q.lazy_pending();
+                    left |= *d;
+                }
+            }
         }
         self.any_dirty = left;
         out.written()

@@ -82,7 +82,7 @@ pub const EVENTS: [EventCost; 13] = [
 pub const TIMER_FIRED: u32 = 1396;
 
 /// Guest instructions per FW->DP entry the loop writes (`commands.instructions_per_command`).
-pub const COMMAND: u32 = 183;
+pub const COMMAND: u32 = 156;
 
 /// Guest instructions of a step's timer check of one engine that finds nothing due
 /// (`timer.instructions_per_idle_call`): every step checks each engine on its core.

@@ -35,18 +35,25 @@ impl<C: Capacity> Fw<C> {
         let Some(rest) = out.get_mut(n..).filter(|r| !r.is_empty()) else {
             return n;
         };
-        let k = self.engine.poll_commands(rest);
         let Some(admin) = admin else {
-            return n + k;
+            return n + self.engine.poll_commands(rest);
         };
-        let mut w = 0;
-        for r in 0..k {
-            if let Some(e) = self.for_host(rest[r], admin) {
-                rest[w] = e;
-                w += 1;
+        // (an engine entry the host interface does not take, e.g. an EV event the QP's profile
+        // masks, leaves nothing: polled again until something is left or nothing waits, so
+        // that 0 means no command waits and the step does not stop short)
+        loop {
+            let k = self.engine.poll_commands(rest);
+            let mut w = 0;
+            for r in 0..k {
+                if let Some(e) = self.for_host(rest[r], admin) {
+                    rest[w] = e;
+                    w += 1;
+                }
+            }
+            if n + w > 0 || k == 0 {
+                return n + w;
             }
         }
-        n + w
     }
 
     /// An engine command as the datapath and the host interface take it with the admin

@@ -135,9 +135,9 @@ pub const BUDGET: usize = RING_ENTRIES;
 /// FW->DP entries the loop publishes together (moves the ring's producer index once for):
 /// step 3 makes its commands this many at a time and publishes each group as soon as it is
 /// made, so the datapath starts on the first commands of a long step (a completion, a
-/// retransmission order) while the loop still makes the rest. Two, because the engine writes
-/// an EV change as a pair (the sprayer's entry and the host's event) and a group of one would
-/// never hold it.
+/// retransmission order) while the loop still makes the rest. Every engine command is one
+/// entry (an EV change's sprayer entry and host event are written in separate passes), so a
+/// group of any size holds them; two moves the producer index once per two commands.
 pub const PUBLISH_ENTRIES: usize = 2;
 
 /// Admin commands executed per step.

@@ -40,6 +40,7 @@ impl<const N: usize> EvTable<N> {
             planes_down: 0,
             next_probe_id: 0,
             events: Deque::new(),
+            updated: 0,
             counters: EvCounters::default(),
         };
         t.place_evs();
@@ -108,6 +109,7 @@ impl<const N: usize> EvTable<N> {
         self.planes_down = 0;
         self.next_probe_id = 0;
         self.events.clear();
+        self.updated = 0;
         self.counters = EvCounters::default();
         self.place_evs();
         Ok(())
@@ -182,7 +184,37 @@ impl<const N: usize> EvTable<N> {
 
     /// The next state change, oldest first.
     pub fn poll_event(&mut self) -> Option<EvEvent> {
+        self.updated = self.updated.saturating_sub(1);
         self.events.pop_front()
+    }
+
+    /// The oldest state change [`Self::poll_update`] handed out, taken off the queue (`None`
+    /// when there is none: the changes after it wait for their update first).
+    pub fn poll_updated_event(&mut self) -> Option<EvEvent> {
+        if self.updated == 0 {
+            return None;
+        }
+        self.poll_event()
+    }
+
+    /// The oldest state change not handed out by this call yet; it stays queued for
+    /// [`Self::poll_event`] (so a burst of changes can all reach the sprayer before any is
+    /// reported to the host).
+    pub fn poll_update(&mut self) -> Option<EvEvent> {
+        let i = usize::from(self.updated);
+        let (a, b) = self.events.as_slices();
+        let e = match a.get(i) {
+            Some(e) => *e,
+            None => *b.get(i - a.len())?,
+        };
+        self.updated += 1;
+        Some(e)
+    }
+
+    /// Whether a state change waits for [`Self::poll_update`].
+    #[inline]
+    pub fn has_updates(&self) -> bool {
+        usize::from(self.updated) < self.events.len()
     }
 
     /// The `Good` EVs: what the datapath sprayer table is written from.
