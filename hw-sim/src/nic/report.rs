@@ -41,6 +41,14 @@ pub struct FirmwareReport {
     pub rx_refused: u64,
     /// Main-loop steps the cores ran.
     pub core_steps: u64,
+    /// Who ran the main loop: `native` or `elf` ([`super::FirmwareLevel::name`]).
+    pub firmware_level: &'static str,
+    /// `elf`: instructions the NIC's emulated cores retired, boots included (`null` at the
+    /// native level, whose cost table is not executed).
+    pub guest_instructions: Option<u64>,
+    /// Main-loop iterations that failed (an emulated core faulted, hung or parked; its
+    /// shard's firmware ran no more).
+    pub firmware_faults: u64,
 }
 
 /// The host interface (PCIe).
@@ -105,6 +113,9 @@ impl Nic {
             csr_backpressure: self.counters.csr_held,
             rx_refused: self.counters.rx_refused,
             core_steps: self.cores.iter().map(|c| c.steps).sum(),
+            firmware_level: self.cfg.firmware.level.name(),
+            guest_instructions: self.guest_instructions(),
+            firmware_faults: self.counters.fw_faults,
         }
     }
 
