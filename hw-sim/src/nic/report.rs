@@ -25,8 +25,8 @@ pub struct NicReport {
 }
 
 /// The firmware cores and the CSR queues between them and the datapath (all zero with
-/// firmware time off).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+/// firmware time off; the default's level is `native`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct FirmwareReport {
     /// Busy core cycles over the cores' cycles (cores x run).
     pub core_utilisation: f64,
@@ -49,6 +49,21 @@ pub struct FirmwareReport {
     /// Main-loop iterations that failed (an emulated core faulted, hung or parked; its
     /// shard's firmware ran no more).
     pub firmware_faults: u64,
+}
+
+impl Default for FirmwareReport {
+    fn default() -> Self {
+        FirmwareReport {
+            core_utilisation: 0.0,
+            csr_queue_max_depth: 0,
+            csr_backpressure: 0,
+            rx_refused: 0,
+            core_steps: 0,
+            firmware_level: super::FirmwareLevel::Native.name(),
+            guest_instructions: None,
+            firmware_faults: 0,
+        }
+    }
 }
 
 /// The host interface (PCIe).
