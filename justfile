@@ -97,6 +97,20 @@ elf-speed:
 # algorithm and the boot ROM.
 elf-test:
     cd hw-sim/elfcore && CARGO_TARGET_DIR=../../target cargo test
+    just elf-hil-test
+
+# The elf level inside the simulator (mrc-sim's `elf` feature): the `hil` scenario run with the
+# image's main loop compiled in and with the ELF on emulated cores must deliver the same bytes
+# and completions, and a bug planted in the ELF's main loop must be caught.
+elf-hil-test:
+    cargo test --release -p mrc-sim --features elf --test hil_elf -- --nocapture
+
+# Hardware-in-the-loop: the `hil` scenario (8 hosts, 4 planes, all-to-all, a link failure) at
+# every firmware x datapath level (mrc_sim::hil::LEVELS; the elf level builds
+# the Unicorn engine: cmake, libclang), a table, and target/hil.json. Fails if two levels
+# deliver different bytes or completions.
+hil:
+    cargo run --release -q -p mrc-sim --features elf,rtl --example hil -- target/hil.json
 
 # The probe-rs flash algorithm for the NIC's QSPI flash (listed in mrc-nic.chip.yaml; `just
 # fw-gen` rebuilds it and rewrites the chip description).

@@ -36,6 +36,7 @@
 
 pub mod core;
 pub mod fabric;
+pub mod hil;
 pub mod nic;
 pub mod nic_host;
 pub mod output;

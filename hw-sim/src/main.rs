@@ -5,7 +5,7 @@
 //! mrc-sim                                  # = mrc-sim run default
 //! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR] [--nic-svg HOST PATH]
 //!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
-//!             [--no-failure] [--reorder-tx N] [--threads N]
+//!             [--no-failure] [--reorder-tx N] [--threads N] [--firmware native|elf [--elf PATH]]
 //! mrc-sim scenarios                        # the built-in scenarios, one line each
 //! mrc-sim serve pair --socket-dir DIR [--seed N] [--once [--json OUT]] [-v]
 //!                                          # the scenario's NICs as vfio-user devices
@@ -28,7 +28,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use mrc_sim::nic::{DatapathLevel, RtlReport, Transport, HEADER_BYTES};
+use mrc_sim::nic::{DatapathLevel, FirmwareLevel, RtlReport, Transport, HEADER_BYTES};
 use mrc_sim::output::{self, bench, json, pcap::Filter, svg, Outcome, PcapRequest};
 use mrc_sim::run::{format_table, Scenario};
 use mrc_sim::scenario::{self, ScenarioSpec};
@@ -178,6 +178,23 @@ struct RunArgs {
     /// cannot be partitioned run on one thread and say why).
     #[arg(long, value_name = "N", default_value_t = 1)]
     threads: usize,
+    /// Who runs each NIC core's main loop, overriding [nic.firmware] level: native (compiled
+    /// in) or elf (the mrc-nic ELF on an emulated core; needs the `elf` cargo feature).
+    #[arg(long, value_name = "LEVEL", value_parser = parse_firmware)]
+    firmware: Option<FirmwareLevel>,
+    /// The mrc-nic ELF the elf level runs (default: the image built from this source tree).
+    #[arg(long, value_name = "PATH")]
+    elf: Option<PathBuf>,
+}
+
+fn parse_firmware(s: &str) -> Result<FirmwareLevel, String> {
+    match s {
+        "native" => Ok(FirmwareLevel::Native),
+        "elf" => Ok(FirmwareLevel::Elf),
+        _ => Err(format!(
+            "unknown firmware level `{s}` (one of: native, elf)"
+        )),
+    }
 }
 
 fn parse_datapath(s: &str) -> Result<DatapathLevel, String> {
@@ -389,6 +406,21 @@ fn spec_of(a: &RunArgs) -> Result<ScenarioSpec, String> {
     }
     if let Some(l) = a.datapath {
         spec.file.nic.datapath.level = l;
+    }
+    if let Some(level) = a.firmware {
+        spec.file.nic.firmware.level = level;
+    }
+    if spec.file.nic.firmware.level == FirmwareLevel::Elf && !cfg!(feature = "elf") {
+        return Err(format!(
+            "{}: the elf firmware level needs mrc-sim built with its `elf` cargo feature \
+             (cargo run --release --features elf -- run ...; it builds the GPL-2.0 Unicorn \
+             engine with cmake)",
+            spec.origin
+        ));
+    }
+    if let Some(p) = &a.elf {
+        // (kept for the rest of the process: every NIC of every run reads it)
+        spec.file.nic.firmware.elf = Some(Box::leak(p.clone().into_boxed_path()));
     }
     spec.file.validate().map_err(|(key, why)| {
         format!(

@@ -154,6 +154,8 @@ fn json_has_the_schema_fields_and_is_deterministic() {
                 "csr_backpressure",
                 "rx_refused",
                 "core_steps",
+                "firmware_level",
+                "firmware_faults",
                 "pcie_tx_utilisation",
                 "pcie_rx_utilisation",
                 "doorbells",

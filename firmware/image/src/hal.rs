@@ -100,6 +100,16 @@ pub fn watchdog_kick() {
     }
 }
 
+/// Tells the core's wake timer (`WAKE_AT`) the main loop's next timer deadline in ns
+/// (`u64::MAX`: none armed), low word first. An idle core may sleep until then or until new
+/// work arrives; the simulator runs the loop's next iteration then. The caller writes it only
+/// when it changed.
+#[cfg(not(feature = "qemu"))]
+pub fn set_wake(deadline_ns: u64) {
+    write32(map::WAKE_AT, deadline_ns as u32);
+    write32(map::WAKE_AT + 4, (deadline_ns >> 32) as u32);
+}
+
 #[cfg(feature = "qemu")]
 #[riscv_rt::core_interrupt(riscv::interrupt::Interrupt::MachineTimer)]
 fn watchdog_bite() -> ! {

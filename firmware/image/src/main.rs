@@ -5,7 +5,8 @@
 //! (`hal::NicDatapath::init`), then loop: read the timer once, kick the watchdog, and run one
 //! [`mrc_nicloop::NicLoop::step_admin`] at that `now` (admin commands into the shared admin
 //! executor, DP->FW CSR entries into the MRC engine, its timeouts, its commands and the loop's
-//! host writes out through the FW->DP ring). Packets never reach the core: the datapath does
+//! host writes out through the FW->DP ring), then tell the wake timer (`WAKE_AT`) the loop's
+//! next timer deadline when it changed. Packets never reach the core: the datapath does
 //! every packet's work. With the `qemu` feature the image runs the [`selftest`] instead (or,
 //! given the semihosting argument `fw-cost`, only the firmware cost measurement, [`fwcost`])
 //! and exits QEMU with its verdict.
@@ -63,10 +64,17 @@ fn main() -> ! {
     {
         let (lp, admin) = hal::nic_loop();
         let mut dp = hal::NicDatapath::init();
+        // (what `WAKE_AT` holds; 0 until the first write, which no deadline equals at boot)
+        let mut wake = 0;
         loop {
             let now_ns = hal::now_ns();
             hal::watchdog_kick();
             lp.step_admin(now_ns, &mut dp, admin);
+            let next = lp.poll_timeout().unwrap_or(u64::MAX);
+            if next != wake {
+                wake = next;
+                hal::set_wake(next);
+            }
         }
     }
 }

@@ -145,6 +145,7 @@ impl Shard {
         match self {
             Shard::Wide(p) => p.dp.set_blocks(b),
             Shard::Narrow(p) => p.dp.set_blocks(b),
+            Shard::Image(i) => i.dp.set_blocks(b),
         }
     }
 
@@ -153,6 +154,7 @@ impl Shard {
         match self {
             Shard::Wide(p) => p.dp.blocks().report(),
             Shard::Narrow(p) => p.dp.blocks().report(),
+            Shard::Image(i) => i.dp.blocks().report(),
         }
     }
 }

@@ -210,6 +210,11 @@ pub struct NicCounters {
     pub csr_held: u64,
     /// Doorbell writes: each time the host posted work requests to a QP.
     pub doorbells: u64,
+    /// Main-loop iterations that failed (the `elf` core faulted, hung or parked: its shard's
+    /// firmware runs no more; [`crate::nic::Nic::firmware_fault`] says why).
+    pub fw_faults: u64,
+    /// CQEs of the image's shape that named no QP or work request of their shard (dropped).
+    pub bad_cqes: u64,
 }
 
 /// Why a NIC could not be set up.
@@ -219,6 +224,8 @@ pub enum NicError {
     Engine(&'static str),
     /// A configuration value out of range.
     Config(&'static str),
+    /// The NIC's firmware could not start, or refused its setup (the image's shape).
+    Firmware(&'static str),
 }
 
 impl core::fmt::Display for NicError {
@@ -226,6 +233,7 @@ impl core::fmt::Display for NicError {
         match self {
             NicError::Engine(w) => write!(f, "engine refused {w}"),
             NicError::Config(w) => write!(f, "nic config: {w}"),
+            NicError::Firmware(w) => write!(f, "nic firmware: {w}"),
         }
     }
 }

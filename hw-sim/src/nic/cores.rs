@@ -93,6 +93,43 @@ impl From<Cpi> for f64 {
     }
 }
 
+/// Who executes each NIC core's main loop (`[nic.firmware] level`, `mrc-sim run --firmware`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FirmwareLevel {
+    /// The image's main loop compiled into the simulator, each step charged from the cost
+    /// table.
+    #[default]
+    Native,
+    /// The `mrc-nic` ELF on an emulated riscv32imac core (cargo feature `elf`), each
+    /// iteration charged its retired instructions times the CPI. Runs the image's shape.
+    Elf,
+}
+
+impl FirmwareLevel {
+    /// The report name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FirmwareLevel::Native => "native",
+            FirmwareLevel::Elf => "elf",
+        }
+    }
+}
+
+/// What a NIC's shards are (`[nic.firmware] shape`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NicShape {
+    /// The simulator's shards ([`super::SHARD_QPS`] QPs of 256 EVs on up to 8 planes each),
+    /// set up by calls into their engines, sharing route knowledge between QPs; shard `k`
+    /// runs on core `k % cores`.
+    Sim,
+    /// The NIC image's: each shard is what one core running the image owns (its
+    /// [`mrc_nicloop::QPS`] QPs, capacities and 4 ports), set up through its admin ring, one
+    /// core per shard (`cores` is not used). See module `image` for its limits.
+    Image,
+}
+
 /// The firmware cores of every NIC (`[nic.firmware]` in a scenario file).
 ///
 /// The default is a DPU-class core complex: 16 cores at 2 GHz with one cycle per instruction
@@ -115,6 +152,14 @@ pub struct FirmwareConfig {
     pub cpi: Cpi,
     /// `false`: the firmware runs in zero time (no cores, no CSR queue limits).
     pub timed: bool,
+    /// Who executes the main loop.
+    pub level: FirmwareLevel,
+    /// The shards' shape; absent: `image` at the `elf` level, else `sim`.
+    pub shape: Option<NicShape>,
+    /// The `mrc-nic` ELF the `elf` level runs (absent: the image built from this source
+    /// tree, `just firmware`; `mrc-sim run --elf`).
+    #[serde(skip)]
+    pub elf: Option<&'static std::path::Path>,
 }
 
 impl FirmwareConfig {
@@ -124,6 +169,9 @@ impl FirmwareConfig {
         clock_mhz: 2000,
         cpi: Cpi(1000),
         timed: true,
+        level: FirmwareLevel::Native,
+        shape: None,
+        elf: None,
     };
 
     /// The firmware in zero time.
@@ -143,7 +191,32 @@ impl FirmwareConfig {
         if !(1..=10_000).contains(&self.clock_mhz) {
             return Err(("clock_mhz", "must be 1..=10000".into()));
         }
+        if self.level == FirmwareLevel::Elf && self.shape == Some(NicShape::Sim) {
+            return Err((
+                "shape",
+                "the elf level runs the NIC image, which has the image's shape (\"image\")".into(),
+            ));
+        }
+        if self.shape() == NicShape::Image && !self.timed {
+            return Err((
+                "timed",
+                "the image's shape runs its main loop on timed cores (timed = true)".into(),
+            ));
+        }
         Ok(())
+    }
+
+    /// The shards' shape (see [`FirmwareConfig::shape`]).
+    pub fn shape(&self) -> NicShape {
+        self.shape.unwrap_or(match self.level {
+            FirmwareLevel::Elf => NicShape::Image,
+            FirmwareLevel::Native => NicShape::Sim,
+        })
+    }
+
+    /// Instructions a core retires per second (its clock over its CPI).
+    pub fn instructions_per_s(&self) -> u64 {
+        u64::from(self.clock_mhz) * 1_000_000_000 / u64::from(self.cpi.0.max(1))
     }
 
     /// Core time of `cycles`.
@@ -343,6 +416,11 @@ impl Nic {
     /// A step of idle core `c` at `now` (see the module docs). Returns whether it did
     /// anything (and so occupies the core).
     fn start_step(&mut self, c: usize, now: Time) -> bool {
+        if let Some(&k) = self.cores[c].shards.first() {
+            if matches!(self.shards[k as usize], super::Shard::Image(_)) {
+                return self.start_image_step(c, now);
+            }
+        }
         let t = ns(now);
         let fw = self.cfg.firmware;
         let begin = now.max(self.cores[c].ring_ready);
@@ -406,6 +484,69 @@ impl Nic {
         core.busy_cycles += cycles;
         core.steps += 1;
         core.busy_until = Some(at(instr));
+        true
+    }
+
+    /// A main-loop iteration of idle core `c`, whose one shard is an image shard (module
+    /// `image`), at `now`, if it has work: entries on its ring, its loop's timer due, or
+    /// commands the last iteration had no ring room for. The iteration runs whole at its
+    /// start; what it did lands at its points in core time: its entries leave the ring when
+    /// it had consumed them, each publication's FW->DP entries reach the stage when it
+    /// published them, the core is busy until its last instruction (cycles = instructions x
+    /// CPI). Returns whether it ran.
+    fn start_image_step(&mut self, c: usize, now: Time) -> bool {
+        let t = ns(now);
+        let fw = self.cfg.firmware;
+        let k = self.cores[c].shards[0] as usize;
+        let begin = now.max(self.cores[c].ring_ready);
+        let at = |instr: u64| begin.saturating_add(fw.time_of(fw.cpi.cycles(instr)));
+        let core = &mut self.cores[c];
+        let n = core.ring.len().min(BUDGET);
+        let mut buf = std::mem::take(&mut core.scratch);
+        for (b, e) in buf.iter_mut().zip(core.ring.iter().take(n)) {
+            *b = e.1;
+        }
+        let super::Shard::Image(img) = &mut self.shards[k] else {
+            self.cores[c].scratch = buf;
+            return false;
+        };
+        let due = img.fw_deadline().is_some_and(|d| d <= t);
+        if img.fault.is_some() || (n == 0 && !due && !img.more) {
+            self.cores[c].scratch = buf;
+            return false;
+        }
+        let mut it = std::mem::take(&mut self.iteration);
+        let r = img.iterate(t, &buf[..n], &mut it);
+        let core = &mut self.cores[c];
+        core.scratch = buf;
+        let Ok(consumed) = r else {
+            // (the shard's firmware is dead: its QPs stall, the run reports it)
+            self.counters.fw_faults += 1;
+            self.iteration = it;
+            return false;
+        };
+        let orders = img.orders();
+        core.out.clear();
+        core.sent = 0;
+        let mut g = 0;
+        for (i, e) in orders.iter().enumerate() {
+            while g + 1 < it.published.len() && it.published[g].0 as usize <= i {
+                g += 1;
+            }
+            let when = it.published.get(g).map_or(it.instructions, |p| p.1);
+            core.out.push((at(when), k as u32, *e));
+        }
+        let instructions = it.instructions;
+        let consumed_at = it.consumed_at;
+        self.iteration = it;
+        if instructions == 0 && consumed == 0 && core.out.is_empty() {
+            return false;
+        }
+        core.taken = consumed;
+        core.consumed_at = (consumed > 0).then(|| at(consumed_at));
+        core.busy_cycles += fw.cpi.cycles(instructions);
+        core.steps += 1;
+        core.busy_until = Some(at(instructions));
         true
     }
 

@@ -87,6 +87,7 @@ mod dp_clock;
 mod driver;
 mod flows;
 pub mod fw_cost;
+pub mod image;
 mod pair;
 mod pcie;
 mod plan;
@@ -102,7 +103,7 @@ pub use blocks::RtlReport;
 pub use config::{
     DatapathLevel, DatapathLevelConfig, NicConfig, NicCounters, NicError, RtlBlock, Transport,
 };
-pub use cores::{Cpi, FirmwareConfig, MAX_CORES};
+pub use cores::{Cpi, FirmwareConfig, FirmwareLevel, NicShape, MAX_CORES};
 pub use driver::{DriverEngine, DriverEvent, Placement};
 pub(crate) use pair::HostWrite;
 pub use pcie::{FcCredits, PcieConfig};
@@ -275,6 +276,10 @@ pub struct Nic {
     /// `spray-oblivious`: the per-packet random route (None for the other transports).
     spray: Option<spray::SpraySelector>,
     counters: NicCounters,
+    /// The rkey of the region every shard registered (its QPs' peers write with it).
+    rkey: u32,
+    /// Scratch of an image shard's iteration (module `cores`).
+    iteration: image::Iteration,
     /// The host is the driver (module `driver`), not the flow table: `None` for a NIC of a
     /// scenario's workload.
     driver: Option<Box<driver::DriverPort>>,
@@ -390,7 +395,13 @@ impl Nic {
             / senders.len().max(1) as u64)
             .min(nscc.init_cwnd_bytes)
             .max(nscc.min_cwnd_bytes);
-        let width = if peers.len() <= NARROW_QPS {
+        let image = cfg.firmware.shape() == NicShape::Image;
+        if image {
+            image::check(&cfg)?;
+        }
+        let width = if image {
+            image::IMAGE_QPS
+        } else if peers.len() <= NARROW_QPS {
             NARROW_QPS
         } else {
             SHARD_QPS
@@ -403,7 +414,11 @@ impl Nic {
         // were idle and the rest took an incast for the first ~15 us. Created in the order of
         // the shifted workload, each NIC begins toward its own peers.
         let (pos_of, qpn_at) = positions(peers, flows);
-        for (pos, &qpn) in qpn_at.iter().enumerate() {
+        let mut rkey = RKEY;
+        if image {
+            (shards, rkey) = image::shards(&cfg, dcfg, peers, &qpn_at)?;
+        }
+        for (pos, &qpn) in qpn_at.iter().enumerate().filter(|_| !image) {
             let p = &peers[qpn as usize];
             let (shard, slot) = shard_of(pos as u32, width);
             if shard == shards.len() {
@@ -484,12 +499,21 @@ impl Nic {
             wr_buf: Vec::new(),
             read_latency: cfg.pcie.packet_delay(cfg.mtu_payload),
             dma_armed: None,
-            cores: if cfg.firmware.timed {
+            rkey,
+            iteration: image::Iteration::default(),
+            cores: if image {
+                // (one core per shard: each runs the image's loop)
+                Core::deal(shard_count.clamp(1, 255) as u8, shard_count)
+            } else if cfg.firmware.timed {
                 Core::deal(cfg.firmware.cores, shard_count)
             } else {
                 Vec::new()
             },
-            cores_len: usize::from(cfg.firmware.cores.max(1)),
+            cores_len: if image {
+                shard_count.max(1)
+            } else {
+                usize::from(cfg.firmware.cores.max(1))
+            },
             touched: Vec::new(),
             host_writes: Vec::new(),
             stall_dirty: Vec::new(),
@@ -579,8 +603,43 @@ impl Nic {
             let (ev, cmd) = s.moved();
             c.fw_events += ev;
             c.fw_commands += cmd;
+            if let Shard::Image(i) = s {
+                c.ev_state_changes += i.ev_events;
+                c.bad_cqes += i.bad_cqes;
+            }
         }
         c
+    }
+
+    /// Send queue entries per QP (the shape's).
+    fn send_queue(&self) -> usize {
+        if self.cfg.firmware.shape() == NicShape::Image {
+            image::IMAGE_SEND_QUEUE
+        } else {
+            SEND_QUEUE
+        }
+    }
+
+    /// Instructions the NIC's emulated cores retired since power-on (`None` unless its
+    /// firmware level is `elf`).
+    pub fn guest_instructions(&self) -> Option<u64> {
+        let mut sum = None;
+        for s in &self.shards {
+            if let Shard::Image(i) = s {
+                if let Some(n) = i.guest_instructions() {
+                    *sum.get_or_insert(0) += n;
+                }
+            }
+        }
+        sum
+    }
+
+    /// Why a shard's firmware stopped for good, if one did (the `elf` core faulted).
+    pub fn firmware_fault(&self) -> Option<String> {
+        self.shards.iter().find_map(|s| match s {
+            Shard::Image(i) => i.fault.as_ref().map(|f| f.0.clone()),
+            _ => None,
+        })
     }
 
     /// The datapath stages' counters, summed over the shards.

@@ -28,8 +28,8 @@ pub struct NicReport {
 }
 
 /// The firmware cores and the CSR queues between them and the datapath (all zero with
-/// firmware time off).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+/// firmware time off; the default's level is `native`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct FirmwareReport {
     /// Busy core cycles over the cores' cycles (cores x run).
     pub core_utilisation: f64,
@@ -44,6 +44,29 @@ pub struct FirmwareReport {
     pub rx_refused: u64,
     /// Main-loop steps the cores ran.
     pub core_steps: u64,
+    /// Who ran the main loop: `native` or `elf` ([`super::FirmwareLevel::name`]).
+    pub firmware_level: &'static str,
+    /// `elf`: instructions the NIC's emulated cores retired, boots included (`null` at the
+    /// native level, whose cost table is not executed).
+    pub guest_instructions: Option<u64>,
+    /// Main-loop iterations that failed (an emulated core faulted, hung or parked; its
+    /// shard's firmware ran no more).
+    pub firmware_faults: u64,
+}
+
+impl Default for FirmwareReport {
+    fn default() -> Self {
+        FirmwareReport {
+            core_utilisation: 0.0,
+            csr_queue_max_depth: 0,
+            csr_backpressure: 0,
+            rx_refused: 0,
+            core_steps: 0,
+            firmware_level: super::FirmwareLevel::Native.name(),
+            guest_instructions: None,
+            firmware_faults: 0,
+        }
+    }
 }
 
 /// The host interface (PCIe).
@@ -109,6 +132,9 @@ impl Nic {
             csr_backpressure: self.counters.csr_held,
             rx_refused: self.counters.rx_refused,
             core_steps: self.cores.iter().map(|c| c.steps).sum(),
+            firmware_level: self.cfg.firmware.level.name(),
+            guest_instructions: self.guest_instructions(),
+            firmware_faults: self.counters.fw_faults,
         }
     }
 

@@ -381,6 +381,11 @@ impl Nic {
     /// that name it come back (the engine's `handle_shared_recovery`); EVs retired by a shared
     /// loss leave the probing of their route to the EV that lost the packet.
     fn share_route(&mut self, now: Time, topo: &Topology, qpn: u32, ev: u16, up: bool) {
+        // The image's shape: the knowledge goes into the engines by calls the image has no
+        // form for (no CSR entry, no admin command); its QPs learn from their own losses.
+        if self.cfg.firmware.shape() == super::NicShape::Image {
+            return;
+        }
         if self.cfg.ev_format() != EvFormat::Srv6 {
             // ECMP formats: the NIC does not know which path a hashed EV takes.
             return;

@@ -7,7 +7,10 @@
 //!
 //! A shard stands for one datapath pipeline and the firmware main loop that owns its QPs: a
 //! [`Pair`] (module `pair`); its loop runs on one of the NIC's firmware cores (module
-//! `cores`).
+//! `cores`). A NIC of the image's shape has shards of a third kind, [`ImageShard`] (module
+//! `image`): the image's capacities, set up through the admin ring, the loop run natively or
+//! as the ELF; the calls into an engine below (QP setup, route sharing, driver operations)
+//! have no form there and answer as refused (the NIC never makes them for that shape).
 
 use mrc_abi::device::csr::CsrEntry;
 use mrc_firmware::datapath::packet::{Packet, RxVerdict, SendWr};
@@ -18,6 +21,7 @@ use mrc_firmware::engine::{
     EngineConfig, EngineCounters, EngineError, FwQpView, QpAttrs, QpError, QpState,
 };
 
+use super::image::ImageShard;
 use super::pair::{HostWrite, Pair};
 
 /// QPs per shard of a NIC with more than [`NARROW_QPS`] connections.
@@ -59,17 +63,23 @@ const _: () = {
 pub(crate) enum Shard {
     Wide(Pair<WideShard>),
     Narrow(Pair<NarrowShard>),
+    Image(Box<ImageShard>),
 }
 
-/// `$body` with `$e` bound to the shard's pair, whichever its width.
+/// `$body` with `$e` bound to the shard's pair, whichever its width; `$img` for an image
+/// shard `$i`.
 macro_rules! on {
-    ($s:expr, $e:ident => $body:expr) => {
+    ($s:expr, $e:ident => $body:expr, $i:ident => $img:expr) => {
         match $s {
             Shard::Wide($e) => $body,
             Shard::Narrow($e) => $body,
+            Shard::Image($i) => $img,
         }
     };
 }
+
+/// What an engine call answers for an image shard (no such input reaches an image).
+const NO_ENGINE: QpError = QpError::UnknownQp { qpn: u32::MAX };
 
 impl Shard {
     /// A new shard of `width` QPs ([`NARROW_QPS`] or [`SHARD_QPS`]).
@@ -98,28 +108,30 @@ impl Shard {
     /// The datapath's view of QP `slot`.
     #[inline]
     pub(crate) fn qp(&self, slot: u32) -> Option<QpView> {
-        on!(self, e => e.dp.qp(slot))
+        on!(self, e => e.dp.qp(slot), i => i.qp(slot))
     }
     /// The firmware's view of QP `slot`.
     pub(crate) fn fw_qp(&self, slot: u32) -> Option<FwQpView> {
-        on!(self, e => e.fw().qp(slot))
+        on!(self, e => e.fw().qp(slot), _i => None)
     }
     /// EV `ev` of QP `slot`, as the firmware keeps it.
     pub(crate) fn ev_stats(&self, slot: u32, ev: u16) -> Option<EvStats> {
-        on!(self, e => e.fw().ev_stats(slot, ev))
+        on!(self, e => e.fw().ev_stats(slot, ev), _i => None)
     }
     pub(crate) fn counters(&self) -> (DatapathCounters, EngineCounters) {
-        on!(self, e => (e.dp.counters(), e.fw().counters()))
+        on!(self, e => (e.dp.counters(), e.fw().counters()),
+            i => (i.dp.counters(), i.engine_counters().unwrap_or_default()))
     }
     /// CSR entries moved: (DP->FW events, FW->DP commands).
     pub(crate) fn moved(&self) -> (u64, u64) {
-        on!(self, e => (e.events_moved, e.commands_moved))
+        on!(self, e => (e.events_moved, e.commands_moved), i => (i.events_moved, i.commands_moved))
     }
     pub(crate) fn register_region(&mut self, r: MemRegion) -> Result<u16, RegisterError> {
-        on!(self, e => e.dp.register_region(r))
+        on!(self, e => e.dp.register_region(r),
+            _i => Err(RegisterError::TableFull))
     }
     pub(crate) fn create_qp(&mut self) -> Result<u32, QpError> {
-        on!(self, e => e.fw_mut().create_qp())
+        on!(self, e => e.fw_mut().create_qp(), _i => Err(NO_ENGINE))
     }
     /// Moves QP `slot` to `state` (the stage's context follows at the next pump).
     pub(crate) fn modify_qp(
@@ -129,34 +141,34 @@ impl Shard {
         attrs: &QpAttrs,
         now_ns: u64,
     ) -> Result<(), QpError> {
-        on!(self, e => e.fw_mut().modify_qp(slot, state, attrs, now_ns))
+        on!(self, e => e.fw_mut().modify_qp(slot, state, attrs, now_ns), _i => Err(NO_ENGINE))
     }
     #[inline]
     pub(crate) fn qp_state(&self, slot: u32) -> Option<QpState> {
-        on!(self, e => e.fw().qp_state(slot))
+        on!(self, e => e.fw().qp_state(slot), i => i.qp_state(slot))
     }
     #[inline]
     pub(crate) fn post_send(&mut self, slot: u32, wr: SendWr) -> Result<(), PostError> {
-        on!(self, e => e.dp.post_send(slot, wr))
+        on!(self, e => e.dp.post_send(slot, wr), i => i.post_send(slot, wr))
     }
     /// A receive work request for QP `slot` (its `wr_id` comes back in the completion).
     pub(crate) fn post_recv(&mut self, slot: u32, wr_id: u64) -> Result<(), PostError> {
-        on!(self, e => e.dp.post_recv(slot, wr_id))
+        on!(self, e => e.dp.post_recv(slot, wr_id), _i => Err(PostError::NotSending))
     }
     /// The region in the stage's slot `slot`.
     pub(crate) fn region(&self, slot: u16) -> Option<MemRegion> {
-        on!(self, e => e.dp.regions().region(slot))
+        on!(self, e => e.dp.regions().region(slot), i => i.dp.regions().region(slot))
     }
     pub(crate) fn destroy_qp(&mut self, slot: u32) -> Result<(), QpError> {
-        on!(self, e => e.fw_mut().destroy_qp(slot))
+        on!(self, e => e.fw_mut().destroy_qp(slot), _i => Err(NO_ENGINE))
     }
     pub(crate) fn deregister_region(&mut self, rkey: u32) {
-        on!(self, e => { let _ = e.dp.deregister_region(rkey); })
+        on!(self, e => { let _ = e.dp.deregister_region(rkey); }, _i => {})
     }
     /// Denies (`allow == false`) or allows EV `ev` of QP `slot` (the engine's min-active guard
     /// may refuse a denial).
     pub(crate) fn set_ev_allowed(&mut self, now_ns: u64, slot: u32, ev: u16, allow: bool) {
-        on!(self, e => { let _ = e.fw_mut().set_ev_allowed(now_ns, slot, ev, allow); })
+        on!(self, e => { let _ = e.fw_mut().set_ev_allowed(now_ns, slot, ev, allow); }, _i => {})
     }
     /// The NIC's port on `plane` became (non-)operational.
     pub(crate) fn plane(&mut self, now_ns: u64, plane: u8, up: bool) {
@@ -164,7 +176,7 @@ impl Shard {
             e.fw_mut().handle_plane_up(now_ns, plane);
         } else {
             e.fw_mut().handle_plane_down(now_ns, plane);
-        })
+        }, _i => {})
     }
     /// Moves the engine's pending commands into the stage at once (no firmware time: the
     /// admin path's QP contexts and region writes); host writes go to `host`.
@@ -180,64 +192,69 @@ impl Shard {
     }
     #[inline]
     pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
-        on!(self, e => e.poll_timeout())
+        on!(self, e => e.poll_timeout(), i => {
+            match (i.dp.poll_timeout(), i.fw_deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        })
     }
     /// Both halves' timers due at `now_ns` (the engine's commands reach the stage).
     #[inline]
     pub(crate) fn handle_timeout(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) {
-        on!(self, e => e.handle_timeout(now_ns, host))
+        on!(self, e => e.handle_timeout(now_ns, host), i => { i.dp.handle_timeout(now_ns); })
     }
     /// A received packet (its `dest_qpn` the slot) into the stage; `None` when the stage's
     /// event queue is short of room (move its reports on, then try again).
     #[inline]
     pub(crate) fn receive(&mut self, now_ns: u64, pkt: &Packet) -> Option<RxVerdict> {
-        on!(self, e => e.receive(now_ns, pkt))
+        on!(self, e => e.receive(now_ns, pkt), i => i.receive(now_ns, pkt))
     }
     /// The next packet the stage sends (its `src_qpn` the slot); `None` when nothing can
     /// leave, or the stage's event queue is short of room ([`Shard::events_pending`]).
     #[inline]
     pub(crate) fn transmit(&mut self, now_ns: u64) -> Option<Packet> {
-        on!(self, e => e.transmit(now_ns))
+        on!(self, e => e.transmit(now_ns), i => i.transmit(now_ns))
     }
     /// Reports waiting in the stage.
     #[inline]
     pub(crate) fn events_pending(&self) -> usize {
-        on!(self, e => e.dp.events_pending())
+        on!(self, e => e.dp.events_pending(), i => i.dp.events_pending())
     }
     /// Whether the stage has reports for the firmware.
     #[inline]
     pub(crate) fn has_reports(&self) -> bool {
-        on!(self, e => e.has_reports())
+        on!(self, e => e.has_reports(), i => i.dp.has_events())
     }
     #[inline]
     pub(crate) fn has_retransmit(&self) -> bool {
-        on!(self, e => e.dp.has_retransmit())
+        on!(self, e => e.dp.has_retransmit(), i => i.dp.has_retransmit())
     }
     /// Moves entries both ways until both halves are quiet (no firmware time). Returns whether
     /// any moved.
     #[inline]
     pub(crate) fn pump(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
-        on!(self, e => e.pump(now_ns, host))
+        on!(self, e => e.pump(now_ns, host), _i => false)
     }
     /// The stage's reports, for the firmware cores' queue. Returns how many.
     #[inline]
     pub(crate) fn take_events(&mut self, out: &mut [CsrEntry]) -> usize {
-        on!(self, e => e.take_events(out))
+        on!(self, e => e.take_events(out), i => i.dp.poll_events(out))
     }
     /// Core step, 1: entries into the loop. Returns how many it took.
     #[inline]
     pub(crate) fn fw_take(&mut self, now_ns: u64, ev: &[CsrEntry]) -> usize {
-        on!(self, e => e.fw_take(now_ns, ev))
+        on!(self, e => e.fw_take(now_ns, ev), _i => 0)
     }
     /// Core step, 2: the loop's due timers. Returns how many fired.
     #[inline]
     pub(crate) fn fw_timers(&mut self, now_ns: u64) -> u64 {
-        on!(self, e => e.fw_timers(now_ns))
+        on!(self, e => e.fw_timers(now_ns), _i => 0)
     }
     /// Core step, 3: the loop's commands into `out`. Returns how many.
     #[inline]
     pub(crate) fn fw_commands(&mut self, out: &mut [CsrEntry]) -> usize {
-        on!(self, e => e.fw_commands(out))
+        on!(self, e => e.fw_commands(out), _i => 0)
     }
     /// A core step's commands into the stage (host writes to `host`).
     pub(crate) fn dp_commands(
@@ -246,22 +263,22 @@ impl Shard {
         cmds: &[CsrEntry],
         host: &mut Vec<HostWrite>,
     ) {
-        on!(self, e => e.dp_commands(now_ns, cmds, host))
+        on!(self, e => e.dp_commands(now_ns, cmds, host), i => i.deliver(now_ns, cmds, host))
     }
     /// The loop's next timer deadline.
     #[inline]
     pub(crate) fn poll_fw_deadline(&mut self) -> Option<u64> {
-        on!(self, e => e.poll_fw_deadline())
+        on!(self, e => e.poll_fw_deadline(), i => i.fw_deadline())
     }
     /// The stage's next timer deadline.
     #[inline]
     pub(crate) fn dp_deadline(&self) -> Option<u64> {
-        on!(self, e => e.dp.poll_timeout())
+        on!(self, e => e.dp.poll_timeout(), i => i.dp.poll_timeout())
     }
     /// The stage's timers due at `now_ns` (not the loop's).
     #[inline]
     pub(crate) fn dp_timeout(&mut self, now_ns: u64) {
-        on!(self, e => e.dp_timeout(now_ns))
+        on!(self, e => e.dp_timeout(now_ns), i => { i.dp.handle_timeout(now_ns); })
     }
     pub(crate) fn handle_shared_loss(
         &mut self,
@@ -269,7 +286,7 @@ impl Shard {
         slot: u32,
         ev: u16,
     ) -> Result<(), QpError> {
-        on!(self, e => e.fw_mut().handle_shared_loss(now_ns, slot, ev))
+        on!(self, e => e.fw_mut().handle_shared_loss(now_ns, slot, ev), _i => Err(NO_ENGINE))
     }
     pub(crate) fn handle_shared_recovery(
         &mut self,
@@ -277,6 +294,6 @@ impl Shard {
         slot: u32,
         ev: u16,
     ) -> Result<(), QpError> {
-        on!(self, e => e.fw_mut().handle_shared_recovery(now_ns, slot, ev))
+        on!(self, e => e.fw_mut().handle_shared_recovery(now_ns, slot, ev), _i => Err(NO_ENGINE))
     }
 }

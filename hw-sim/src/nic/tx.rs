@@ -9,7 +9,7 @@ use mrc_firmware::engine::QpState;
 use super::flows::{wr_id, wr_parts};
 use super::{
     ev, ev_path, ns, pcie, place, qpn_in, wire, Nic, StagePacket, Transport, HEADER_BYTES,
-    PUMP_BACKLOG_PKTS, REGION_LEN, REGION_VA, RKEY, SEND_QUEUE,
+    PUMP_BACKLOG_PKTS, REGION_LEN, REGION_VA, SEND_QUEUE,
 };
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
@@ -22,6 +22,7 @@ impl Nic {
     /// them once the NIC fetched their WQEs ([`Nic::fetched`]). The host's send queue holds
     /// what the stage holds and what is being fetched.
     pub(super) fn post(&mut self, now: Time, qpn: u32) {
+        let send_queue = self.send_queue();
         let (shard, slot) = place(&self.pos_of, qpn, self.width);
         let (Some(e), Some(conn), Some(queue)) = (
             self.shards.get_mut(shard),
@@ -43,7 +44,7 @@ impl Nic {
             usize::MAX
         } else {
             let held = e.qp(slot).map_or(0, |q| q.sq_queued);
-            SEND_QUEUE.saturating_sub(held + self.hostq.pending(qpn) as usize)
+            send_queue.saturating_sub(held + self.hostq.pending(qpn) as usize)
         };
         let mut batch = std::mem::take(&mut self.wr_buf);
         batch.clear();
@@ -66,7 +67,7 @@ impl Nic {
                 wr_id: wr_id(fi, f.next_msg),
                 local: LocalBuf::default(),
                 remote_va: conn.next_va,
-                rkey: RKEY,
+                rkey: self.rkey,
                 len,
                 imm: None,
                 signaled: true,
@@ -213,7 +214,7 @@ impl Nic {
             let m = self.conns.len().max(1);
             for i in 0..m {
                 let pos = (self.tx_rr + i) % m;
-                let k = pos / super::SHARD_QPS;
+                let k = pos / self.width;
                 if k >= n || !self.shard_ready[k] {
                     continue;
                 }

@@ -174,8 +174,9 @@ pub struct NicFile {
     /// [`PcieConfig`]; absent = PCIe Gen6 x16).
     #[serde(default)]
     pub pcie: PcieConfig,
-    /// The firmware cores (`[nic.firmware]`: `cores`, `clock_mhz`, `cpi`, `timed`; absent =
-    /// 16 cores at 2 GHz, CPI 1, timed).
+    /// The firmware cores (`[nic.firmware]`: `cores`, `clock_mhz`, `cpi`, `timed`, `level`
+    /// (`"native"` or `"elf"`), `shape` (`"sim"` or `"image"`); absent = 16 cores at 2 GHz,
+    /// CPI 1, timed, native, the simulator's shape).
     #[serde(default)]
     pub firmware: FirmwareConfig,
     /// What runs the datapath blocks (`[nic.datapath]`: `level = "model"` (the default) or

@@ -53,6 +53,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("ev-srv6", include_str!("../../scenarios/ev-srv6.toml")),
     ("ev-udp", include_str!("../../scenarios/ev-udp.toml")),
     ("ev-stev", include_str!("../../scenarios/ev-stev.toml")),
+    ("hil", include_str!("../../scenarios/hil.toml")),
 ];
 
 /// A scenario, loaded and validated.

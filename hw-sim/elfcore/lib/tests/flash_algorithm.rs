@@ -31,7 +31,8 @@ const TIMING: FlashTiming = FlashTiming {
 
 /// The algorithm as the committed chip description lists it, read with probe-rs's own types.
 fn chip_algorithm() -> FlashAlgorithm {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/image/mrc-nic.chip.yaml");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../firmware/image/mrc-nic.chip.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let family: probe_rs_target::ChipFamily = yaml_serde::from_str(&text).unwrap();
     let name = &family.variants[0].flash_algorithms[0];

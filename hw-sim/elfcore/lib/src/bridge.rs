@@ -41,6 +41,18 @@ pub struct BridgeCounters {
     pub admin_lost_at_reset: u64,
 }
 
+/// When, within the last [`ElfCore::step`], the guest moved its queue indices, in
+/// instructions retired since the iteration began (exact to the translated block the write
+/// is in): the simulator times each CSR crossing by them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepTiming {
+    /// FW->DP publications: (entries published in this step so far, instructions then).
+    pub published: Vec<(u32, u64)>,
+    /// DP->FW: the instructions when the guest last moved its consumer index (`None`: it
+    /// consumed nothing).
+    pub consumed_at: Option<u64>,
+}
+
 /// A checked ring: entries and where its memory is.
 #[derive(Clone, Copy, Debug)]
 struct Ring {
@@ -141,6 +153,19 @@ impl ElfCore {
         self.device_mut().admin_resp.consumer = resp_before;
 
         let mut run = self.iterate(now_ns)?;
+
+        // When the guest moved its indices.
+        let mut timing = std::mem::take(&mut self.timing);
+        timing.published.clear();
+        timing.consumed_at = None;
+        for &(q, v, at) in &self.device().marks {
+            match q {
+                Queue::Orders => timing.published.push((v.wrapping_sub(tx_before), at)),
+                Queue::Events if v != ev_consumer => timing.consumed_at = Some(at),
+                _ => {}
+            }
+        }
+        self.timing = timing;
 
         // The reports the guest consumed.
         let consumed = self.device().events.consumer.wrapping_sub(ev_consumer);
@@ -246,6 +271,12 @@ impl ElfCore {
         }
         self.bytes = bytes;
         Ok(())
+    }
+
+    /// When the last [`ElfCore::step`] published its FW->DP entries and consumed its DP->FW
+    /// entries.
+    pub fn step_timing(&self) -> &StepTiming {
+        &self.timing
     }
 
     /// What the bridge could not pass on.

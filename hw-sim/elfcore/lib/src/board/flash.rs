@@ -67,7 +67,9 @@ pub struct FlashCounters {
 /// The flash device and its controller.
 #[derive(Clone)]
 pub struct FlashDevice {
-    array: Vec<u8>,
+    /// The array, made (erased) at its first use: a device nobody reads past the window's
+    /// small accesses or writes costs no memory (the simulator has one per NIC core).
+    array: std::cell::OnceCell<Vec<u8>>,
     timing: FlashTiming,
     busy_until_ns: u64,
     addr: u32,
@@ -81,7 +83,7 @@ impl FlashDevice {
     /// An erased device with `timing`.
     pub fn new(timing: FlashTiming) -> FlashDevice {
         FlashDevice {
-            array: vec![ERASED; FLASH_BYTES as usize],
+            array: std::cell::OnceCell::new(),
             timing,
             busy_until_ns: 0,
             addr: 0,
@@ -94,13 +96,26 @@ impl FlashDevice {
 
     /// The whole array as the mapped read window shows it (offset 0 = `FLASH_BASE`).
     pub fn contents(&self) -> &[u8] {
-        &self.array
+        self.array
+            .get_or_init(|| vec![ERASED; FLASH_BYTES as usize])
+    }
+
+    /// The array, to change.
+    fn array_mut(&mut self) -> &mut [u8] {
+        self.contents();
+        self.array.get_mut().map_or(&mut [], |a| a.as_mut_slice())
     }
 
     /// `len` bytes of the mapped window at `offset`, or `None` past the device's end.
     pub fn read(&self, offset: u32, len: usize) -> Option<&[u8]> {
+        /// What an untouched device answers a small read with.
+        static ERASED_BYTES: [u8; 64] = [ERASED; 64];
         let start = offset as usize;
-        self.array.get(start..start.checked_add(len)?)
+        let end = start.checked_add(len)?;
+        if self.array.get().is_none() && len <= ERASED_BYTES.len() {
+            return (end <= FLASH_BYTES as usize).then(|| &ERASED_BYTES[..len]);
+        }
+        self.contents().get(start..end)
     }
 
     /// What the device did so far.
@@ -186,18 +201,21 @@ impl FlashDevice {
         let at = self.addr as usize;
         match command {
             cmd::ERASE_SECTOR => {
-                self.array[at..at + SECTOR_BYTES as usize].fill(ERASED);
+                self.array_mut()[at..at + SECTOR_BYTES as usize].fill(ERASED);
                 self.counters.erases += 1;
                 self.busy_until_ns = now_ns + self.timing.erase_sector_ns;
             }
             _ => {
                 let n = self.len as usize;
-                for (cell, &b) in self.array[at..at + n].iter_mut().zip(&self.buf[..n]) {
+                let buf = self.buf;
+                let mut unerased = 0;
+                for (cell, &b) in self.array_mut()[at..at + n].iter_mut().zip(&buf[..n]) {
                     if b & !*cell != 0 {
-                        self.counters.unerased_programs += 1;
+                        unerased += 1;
                     }
                     *cell &= b;
                 }
+                self.counters.unerased_programs += unerased;
                 self.counters.programs += 1;
                 self.busy_until_ns = now_ns + self.timing.program_page_ns;
             }

@@ -161,6 +161,17 @@ pub struct Device {
     time: TimeRead,
     /// The run must stop (set by an access; the core stops at its next block).
     pub(crate) stop: Option<Stop>,
+    /// `WAKE_AT`: the main loop's next timer deadline, ns (`u64::MAX`: none).
+    pub wake_at_ns: u64,
+    /// The low word of `WAKE_AT` written, waiting for its high word.
+    wake_lo: u32,
+    /// The running iteration's queue index writes, in order: (queue, the index written, the
+    /// instructions the core had retired then since the run began), so the simulator can
+    /// time each publication (FW->DP producer) and consumption (DP->FW consumer) within the
+    /// iteration.
+    pub marks: Vec<(Queue, u32, u64)>,
+    /// Instructions retired when the run began (the MMIO hook's base for `marks`).
+    pub(crate) run_base: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,6 +210,10 @@ impl Device {
             // (the boot's first timer read is the top of the first iteration)
             time: TimeRead::Served,
             stop: None,
+            wake_at_ns: u64::MAX,
+            wake_lo: 0,
+            marks: Vec::new(),
+            run_base: 0,
         }
     }
 
@@ -206,6 +221,7 @@ impl Device {
     pub(crate) fn begin_run(&mut self, now_ns: u64, from_boot: bool) {
         self.now_ns = now_ns;
         self.stop = None;
+        self.marks.clear();
         self.time = if from_boot {
             TimeRead::Served
         } else {
@@ -297,6 +313,12 @@ impl Device {
         if off == r.reset_cause {
             return self.reset_cause;
         }
+        if off == r.wake_at {
+            return self.wake_at_ns as u32;
+        }
+        if off == r.wake_at + 4 {
+            return (self.wake_at_ns >> 32) as u32;
+        }
         if let Some((q, o)) = self.queue_at(off) {
             if let Some(v) = q.read(o) {
                 return v;
@@ -332,10 +354,32 @@ impl Device {
 
     /// A guest write of `size` bytes of `v` at window offset `off`.
     pub fn write(&mut self, off: u32, size: usize, v: u32) {
+        self.write_at(off, size, v, 0);
+    }
+
+    /// [`Device::write`] with the instructions the core retired so far (for [`Device::marks`]).
+    pub(crate) fn write_at(&mut self, off: u32, size: usize, v: u32, retired: u64) {
         if size != 4 {
             self.counters.odd_width += 1;
         }
         let r = self.regs;
+        if off == r.wake_at {
+            self.wake_lo = v;
+            return;
+        }
+        if off == r.wake_at + 4 {
+            self.wake_at_ns = (u64::from(v) << 32) | u64::from(self.wake_lo);
+            return;
+        }
+        const PRODUCER: u32 = core::mem::offset_of!(CsrQueueRegs, producer) as u32;
+        const CONSUMER: u32 = core::mem::offset_of!(CsrQueueRegs, consumer) as u32;
+        if off == r.evq_tx + PRODUCER {
+            let at = retired.saturating_sub(self.run_base);
+            self.marks.push((Queue::Orders, v, at));
+        } else if off == r.evq_rx + CONSUMER {
+            let at = retired.saturating_sub(self.run_base);
+            self.marks.push((Queue::Events, v, at));
+        }
         if off == r.wdt_kick {
             if v == WDT_KICK_KEY {
                 self.counters.kicks += 1;

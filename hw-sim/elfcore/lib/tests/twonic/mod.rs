@@ -3,7 +3,7 @@
 //! the harness of the differential test and of the `elf_speed` example.
 #![allow(dead_code)]
 
-#[path = "../../../../firmware/image/nicloop/tests/common/mod.rs"]
+#[path = "../../../../../firmware/image/nicloop/tests/common/mod.rs"]
 mod common;
 
 use common::*;

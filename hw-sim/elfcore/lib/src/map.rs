@@ -6,7 +6,7 @@ use mrc_memmap::{Kind, MemoryMap};
 use crate::ElfError;
 
 /// The memory map's text, compiled in.
-const MAP_TOML: &str = include_str!("../../../firmware/memory-map.toml");
+const MAP_TOML: &str = include_str!("../../../../firmware/memory-map.toml");
 
 /// A region: origin and length in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +62,8 @@ pub struct Regs {
     pub reset_cause: u32,
     /// `SW_RESET`: 1 resets the core.
     pub sw_reset: u32,
+    /// `WAKE_AT`: the main loop's next timer deadline (low word, high word at +4).
+    pub wake_at: u32,
     /// `EVQ_RX_BASE`: the DP->FW queue registers (`CsrQueueRegs`).
     pub evq_rx: u32,
     /// `EVQ_TX_BASE`: the FW->DP queue registers.
@@ -125,6 +127,7 @@ impl NicMap {
                 wdt_timeout_ns: reg("WDT_TIMEOUT_NS")?,
                 reset_cause: reg("RESET_CAUSE")?,
                 sw_reset: reg("SW_RESET")?,
+                wake_at: reg("WAKE_AT")?,
                 evq_rx: reg("EVQ_RX_BASE")?,
                 evq_tx: reg("EVQ_TX_BASE")?,
                 i2c: reg("I2C_BASE")?,

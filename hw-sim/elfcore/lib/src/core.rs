@@ -150,6 +150,8 @@ pub struct ElfCore {
     pub(crate) bridge: crate::bridge::BridgeCounters,
     /// The datapath's FW->DP count when the guest last reset its indices (module `bridge`).
     pub(crate) orders_base: Option<u32>,
+    /// The last [`ElfCore::step`]'s timing (module `bridge`).
+    pub(crate) timing: crate::bridge::StepTiming,
 }
 
 impl core::fmt::Debug for ElfCore {
@@ -222,9 +224,11 @@ fn new_engine(
         }),
         Some(
             |uc: &mut Unicorn<'_, State>, off: u64, size: usize, v: u64| {
-                let d = &mut uc.get_data_mut().dev;
+                let s = uc.get_data_mut();
+                let retired = s.retired;
+                let d = &mut s.dev;
                 let was = d.stop;
-                d.write(off as u32, size, v as u32);
+                d.write_at(off as u32, size, v as u32, retired);
                 if was.is_none() && d.stop.is_some() {
                     let _ = uc.emu_stop();
                 }
@@ -362,6 +366,7 @@ impl ElfCore {
             bytes: Vec::new(),
             bridge: Default::default(),
             orders_base: None,
+            timing: Default::default(),
         };
         core.boot_run(0)?;
         Ok(core)
@@ -455,6 +460,7 @@ impl ElfCore {
             let rate = u128::from(self.cfg.instructions_per_s);
             let s = self.uc.get_data_mut();
             s.dev.begin_run(now_ns, from_boot);
+            s.dev.run_base = s.retired;
             let wdt = u128::from(s.dev.wdt_timeout_ns);
             // The watchdog's period in instructions at the core's rate (once started).
             let bite = (wdt * rate / 1_000_000_000).min(u128::from(u64::MAX)) as u64;
@@ -554,6 +560,14 @@ impl ElfCore {
     /// Main-loop iterations run.
     pub fn runs(&self) -> u64 {
         self.runs
+    }
+
+    /// The main loop's next timer deadline as the image last told its wake timer
+    /// (`WAKE_AT`), in ns; `None` when it has none armed. An idle core needs no iteration
+    /// before then unless new work arrives.
+    pub fn wake_at_ns(&self) -> Option<u64> {
+        let t = self.uc.get_data().dev.wake_at_ns;
+        (t != u64::MAX).then_some(t)
     }
 
     /// The CSR window.

@@ -42,9 +42,10 @@ pub mod device;
 pub mod image;
 pub mod map;
 pub mod probe;
+mod send;
 
 pub use crate::core::{CoreConfig, CrashInfo, ElfCore, Run};
-pub use bridge::BridgeCounters;
+pub use bridge::{BridgeCounters, StepTiming};
 pub use device::{Queue, Stop};
 pub use image::NicImage;
 pub use map::NicMap;

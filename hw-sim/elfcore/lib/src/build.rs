@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// The image's directory in this source tree.
 pub fn image_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/image")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../firmware/image")
 }
 
 /// A command run in the image's directory with its own toolchain file in charge.
