@@ -198,7 +198,7 @@ rtl:
     cargo test -p mrc-rtl-cosim -- --nocapture
 
 # The rtl datapath level (the Verilator-built blocks inside the simulated NICs): the differential
-# test (hil-small at model and rtl, a planted ev_sprayer bug caught), then SCENARIO's mrc run at
+# test (hil at model and rtl, a planted ev_sprayer bug caught), then SCENARIO's mrc run at
 # both levels: same results, and data packets per CPU second of each (same run, same machine;
 # the default scenario, 64 hosts, takes ~40 s at rtl).
 rtl-sim scenario="default":

@@ -1,19 +1,22 @@
 //! The `rtl` datapath level against the `model` level (feature `rtl`: `cargo test -p mrc-sim
 //! --release --features rtl --test rtl_level`, `just rtl-sim`, and `.ci/run`).
 //!
-//! The built-in `hil-small` scenario (8 hosts, 2 planes, all-to-all, a link failure) must give
+//! The built-in `hil` scenario (8 hosts, 4 planes, all-to-all, a link failure), run with the
+//! simulator's own NIC shape (`[nic.firmware] shape = "sim"`, the shape of every other
+//! scenario; `just hil` runs the image's shape at every level), must give
 //! the same run, report for report (every flow's acknowledged bytes and completion time, every
 //! counter, every NIC's hardware figures), whether the Rust models or the Verilator-built RTL
 //! decide its packets; and an RTL block with a planted bug must make the run differ.
 #![cfg(feature = "rtl")]
 
-use mrc_sim::nic::{DatapathLevel, DatapathLevelConfig, RtlBlock, RtlReport, Transport};
+use mrc_sim::nic::{DatapathLevel, DatapathLevelConfig, NicShape, RtlBlock, RtlReport, Transport};
 use mrc_sim::run::{run, RunReport, Scenario};
 use mrc_sim::scenario::ScenarioSpec;
 
 fn scenario(datapath: DatapathLevelConfig) -> Scenario {
-    let spec = ScenarioSpec::resolve("hil-small").expect("the built-in hil-small");
+    let spec = ScenarioSpec::resolve("hil").expect("the built-in hil");
     let mut sc = spec.scenario(Transport::Mrc);
+    sc.firmware.shape = Some(NicShape::Sim);
     sc.datapath = datapath;
     sc
 }
@@ -36,11 +39,11 @@ fn run_at(datapath: DatapathLevelConfig) -> Option<(RunReport, RtlReport)> {
     if mrc_rtl_cosim::skip_missing("verilator", mrc_rtl_cosim::HAVE_VERILATOR) {
         return None;
     }
-    Some(split(run(&scenario(datapath)).expect("hil-small runs")))
+    Some(split(run(&scenario(datapath)).expect("hil runs")))
 }
 
 #[test]
-fn hil_small_is_the_same_run_at_the_model_and_rtl_levels() {
+fn hil_is_the_same_run_at_the_model_and_rtl_levels() {
     let Some((model, none)) = run_at(DatapathLevelConfig::at(DatapathLevel::Model)) else {
         return;
     };
@@ -66,7 +69,7 @@ fn hil_small_is_the_same_run_at_the_model_and_rtl_levels() {
     );
     let bytes = |r: &RunReport| r.flow_results.iter().map(|f| f.acked_bytes).sum::<u64>();
     println!(
-        "hil-small: {} flows, {} B delivered, completion {:?}, {} data packets, {} retransmits, \
+        "hil: {} flows, {} B delivered, completion {:?}, {} data packets, {} retransmits, \
          {} sprayer transactions through the RTL: identical at model and rtl",
         model.completed,
         bytes(&model),

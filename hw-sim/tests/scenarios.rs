@@ -236,7 +236,7 @@ fn empty_and_missing_files() {
     assert_eq!(
         ScenarioSpec::resolve("nope").unwrap_err().to_string(),
         "nope: no such scenario: not a .toml path and not a built-in name (default, \
-         permutation-1024, tiny, hil-small, ev-srv6, ev-udp, ev-stev, hil)"
+         permutation-1024, tiny, ev-srv6, ev-udp, ev-stev, hil)"
     );
 }
 

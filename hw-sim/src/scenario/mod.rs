@@ -49,7 +49,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../scenarios/permutation-1024.toml"),
     ),
     ("tiny", include_str!("../../scenarios/tiny.toml")),
-    ("hil-small", include_str!("../../scenarios/hil-small.toml")),
     ("ev-srv6", include_str!("../../scenarios/ev-srv6.toml")),
     ("ev-udp", include_str!("../../scenarios/ev-udp.toml")),
     ("ev-stev", include_str!("../../scenarios/ev-stev.toml")),
