@@ -419,6 +419,15 @@ fn spec_of(a: &RunArgs) -> Result<ScenarioSpec, String> {
         ));
     }
     if let Some(p) = &a.elf {
+        if spec.file.nic.firmware.level != FirmwareLevel::Elf {
+            return Err(format!(
+                "{}: --elf {} names the image of the elf firmware level, but the firmware \
+                 level is {} (add --firmware elf)",
+                spec.origin,
+                p.display(),
+                spec.file.nic.firmware.level.name()
+            ));
+        }
         // (kept for the rest of the process: every NIC of every run reads it)
         spec.file.nic.firmware.elf = Some(Box::leak(p.clone().into_boxed_path()));
     }

@@ -94,6 +94,12 @@ fn errors_exit_2_with_a_message_and_no_panic() {
             "nic.reorder_tx: must be 1..=63".into(),
         ),
         (
+            vec!["run", "hil", "--elf", "/tmp/mrc-nic"],
+            "names the image of the elf firmware level, but the firmware level is native \
+             (add --firmware elf)"
+                .into(),
+        ),
+        (
             vec!["bogus"],
             "mrc-sim: error: bogus: no such scenario".into(),
         ),
