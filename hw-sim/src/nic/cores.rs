@@ -305,6 +305,22 @@ impl Nic {
         k % self.cores_len
     }
 
+    /// Whether shard `k`'s core is in the middle of a step (it may hold commands of the
+    /// shard's engine it has not published yet); if so the core is told to look at its shards
+    /// again when the step ends. False when the firmware runs in zero time.
+    pub(super) fn core_mid_step(&mut self, k: usize) -> bool {
+        if self.cores.is_empty() {
+            return false;
+        }
+        let c = self.core_of(k);
+        let core = &mut self.cores[c];
+        if core.busy_until.is_some() {
+            core.wake = true;
+            return true;
+        }
+        false
+    }
+
     /// Firmware time on: shard `k`'s reports onto its core's ring, as far as it has room (the
     /// rest stay in the stage, counted), and the core woken. Returns whether any moved.
     pub(super) fn offer_reports(&mut self, now: Time, k: usize) -> bool {

@@ -13,7 +13,9 @@
 //!   the driver set (MPR, max WIMM, retry count, timeout, EV and CC profiles); REG_MR /
 //!   DEREG_MR of remotely writable regions reach every shard's stage; DENY_EV and port state
 //!   reach the engines. The engine's commands (QP contexts, EV tables) reach the stages at the
-//!   next [`Nic::driver_settle`], at once: the admin path costs no firmware time.
+//!   next [`Nic::driver_settle`], at once (the admin path costs no firmware time), unless the
+//!   shard's core is in the middle of a step: then they follow its unpublished commands from
+//!   its next step, so an engine's completions reach the host in the order it made them.
 //! - **Binding**: packets carry the device QPN the applications exchanged (the BTH
 //!   destination QP), so the device side binds each device QPN to its NIC QPN and to the peer
 //!   host its remote address names ([`Nic::driver_bind`]); a delivery's device QPN is
@@ -440,7 +442,12 @@ impl Nic {
             if k >= self.shards.len() {
                 continue;
             }
-            self.with_writes(k, |e, w| e.flush_commands(ns(now), w));
+            // A core in the middle of a step may hold this engine's earlier commands
+            // (completions among them) unpublished: the new ones follow them from its next
+            // step, never overtake them.
+            if !self.core_mid_step(k) {
+                self.with_writes(k, |e, w| e.flush_commands(ns(now), w));
+            }
             self.shard_ready[k] = true;
             self.retx_maybe[k] = true;
             self.input_shards.push(k);
