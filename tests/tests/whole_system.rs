@@ -524,6 +524,41 @@ fn planted_datapath_bug_is_caught() {
     );
 }
 
+/// A stalled firmware core (`WindowKind::Stall`) holds the sender's completions until the
+/// stall ends: the datapath sends and the peer places and ACKs, but the sender's firmware takes
+/// no report, so no completion is written; when its cores run again every completion arrives,
+/// in order, with every byte in place.
+#[test]
+fn a_stalled_firmware_core_holds_completions_until_it_runs_again() {
+    let mut cfg = lossy(3, 0);
+    cfg.step_budget_ns = 20_000;
+    let host = SimHost::on_clos(&[4, 5].map(SimNicConfig::numbered), cfg).expect("host");
+    let mut a = host_app(&host, 0);
+    let mut b = host_app(&host, 1);
+    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
+    connect(&mut a, 0, &of_b);
+    connect(&mut b, 0, &of_a);
+    let src = fill(&a.mr, 31);
+    let mut rng = Rng(31);
+    let msgs = workload(&mut rng, 4, 10, 3_000);
+    pre_post_recvs(&mut b, 0, &msgs);
+    let t0 = host.now_ns();
+    host.schedule_window(WindowKind::Stall { nic: 0 }, t0, t0 + 200_000);
+    post(&mut a, 0, &of_b, &msgs, 10);
+    host.advance_to(t0 + 150_000);
+    let mut wc = [WorkCompletion::default(); 16];
+    assert_eq!(
+        a.conns[0].scq.poll(&mut wc).expect("poll"),
+        0,
+        "no send completion while the sender's cores are stalled"
+    );
+    let placed = host.clos_counters().expect("Clos").bytes_placed;
+    assert!(placed > 0, "the datapath still sent and the peer placed");
+    host.advance_to(t0 + 200_001);
+    host.run();
+    check(3, (&mut a, 0), (&mut b, 0), &msgs, &src);
+}
+
 /// A write with a wrong rkey is NACKed by the peer's engine: the requester sees a
 /// REMOTE_ACCESS completion, its QP goes to ERROR, and the next request is flushed.
 #[test]

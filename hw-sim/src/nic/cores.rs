@@ -270,6 +270,9 @@ pub(crate) struct Core {
     pub(crate) steps: u64,
     /// Most entries in the ring at once.
     pub(crate) ring_max: usize,
+    /// The core runs nothing (a hung or halted core, fault injection) while `now` is before
+    /// this: its ring fills and back-pressures the stages as when it is busy.
+    stalled_until: Time,
 }
 
 impl Core {
@@ -358,6 +361,24 @@ impl Nic {
         n > 0
     }
 
+    /// Fault injection: every firmware core stops (`stalled`: it finishes the step it is in
+    /// and starts no other) or runs again, now. A NIC whose firmware runs in zero time has no
+    /// core to stall.
+    pub fn stall_firmware(
+        &mut self,
+        stalled: bool,
+        now: Time,
+        fab: &mut crate::fabric::Fabric,
+        s: &mut Scheduler<'_>,
+        me: ComponentId,
+    ) {
+        for core in &mut self.cores {
+            core.stalled_until = if stalled { Time::MAX } else { now };
+            core.wake = true;
+        }
+        self.service(now, fab, s, me);
+    }
+
     /// [`super::ev::FIRMWARE`] at `now`: the steps whose core time ended write their commands,
     /// then the NIC services what follows (the cores run again at its end).
     pub fn on_firmware(
@@ -395,7 +416,10 @@ impl Nic {
                 continue;
             }
             let mut at = None;
-            if self.cores[c].busy_until.is_none() && !self.start_step(c, now) {
+            let stalled = now < self.cores[c].stalled_until;
+            if stalled && self.cores[c].busy_until.is_none() {
+                at = Some(self.cores[c].stalled_until).filter(|t| *t != Time::MAX);
+            } else if self.cores[c].busy_until.is_none() && !self.start_step(c, now) {
                 // Nothing to do now: wake at the earliest timer (after now: a deadline may be
                 // early, and one that found nothing due is not asked for again at once).
                 let floor = Time::from_ps(now.as_ps() + 1);

@@ -14,6 +14,8 @@
 //!   open.
 //! - A blackholing spine or link is up for routing and for its neighbours; it drops every
 //!   packet it receives, and nobody is told (the fabric counts them).
+//! - A stalled NIC's firmware cores run nothing: reports wait in their CSR rings, a full ring
+//!   stops the datapath stage taking packets and sending (back-pressure, counted).
 //! - Slow DMA: host memory answers the NIC's reads later ([`crate::nic::Nic::set_host_delay`]).
 //! - [`super::SimHost::stop_faults`] ends every open window now, cancels pending ones, makes
 //!   DMA fast and every link clean.
@@ -84,6 +86,13 @@ pub enum WindowKind {
         plane: u8,
         /// Spine index in the plane.
         spine: u16,
+    },
+    /// NIC `nic`'s firmware cores stop (each finishes its step and starts no other): their
+    /// CSR rings fill and back-pressure the datapath, as a hung core does
+    /// ([`crate::nic::Nic::stall_firmware`]).
+    Stall {
+        /// The host's NIC.
+        nic: usize,
     },
     /// The link between leaf `leaf` and spine `spine` of `plane` stays up but drops every
     /// packet in both directions (a gray link at 100 %).
@@ -185,6 +194,11 @@ impl World {
                     c.plane_hosts(plane, up);
                 }
             }
+            WindowKind::Stall { nic } => {
+                if let Some(c) = self.clos.as_mut() {
+                    c.stall(nic, starts);
+                }
+            }
             WindowKind::SwitchBlackhole { plane, spine } => {
                 if let Some(c) = self.clos.as_mut() {
                     c.blackhole_spine(plane, spine, starts);
@@ -264,6 +278,15 @@ impl super::clos::Clos {
         for h in others {
             self.cable_host(h, plane, up);
         }
+    }
+
+    /// NIC `i`'s firmware cores stop (`stalled`) or run again, now.
+    fn stall(&mut self, i: usize, stalled: bool) {
+        let Some(&h) = self.hosts.get(i) else { return };
+        let (w, mut s) = self.sim.handler_and_scheduler();
+        w.host_input(h, &mut s, |nic, fab, s, me| {
+            nic.stall_firmware(stalled, s.now(), fab, s, me)
+        });
     }
 
     /// Spine `spine` of `plane` starts (`on`) or stops blackholing, now.

@@ -151,6 +151,9 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
                 t0 + plan.fault_phase_ns,
             ),
             Fault::SlowDma { nic, ns } => host.set_dma_delay(*nic, *ns),
+            Fault::StalledCore { nic, from, to } => {
+                host.schedule_window(WindowKind::Stall { nic: *nic }, t0 + from, t0 + to)
+            }
             _ => {}
         }
     }

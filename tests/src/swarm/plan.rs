@@ -56,6 +56,8 @@ pub enum Fault {
     SmallQueues { bytes: u64 },
     /// Slow DMA on `nic` (host memory answers its reads `ns` later).
     SlowDma { nic: usize, ns: u64 },
+    /// `nic`'s firmware cores run nothing in `[from, to)`.
+    StalledCore { nic: usize, from: u64, to: u64 },
     /// The controller of host `host` denies `evs` of its EV profile at tick `at` and allows
     /// them again at tick `until`.
     EvDenial {
@@ -79,6 +81,7 @@ impl Fault {
             Fault::Corruption(_) => "corruption",
             Fault::SmallQueues { .. } => "small queues",
             Fault::SlowDma { .. } => "slow DMA",
+            Fault::StalledCore { .. } => "stalled core",
             Fault::EvDenial { .. } => "EV denial",
         }
     }
@@ -226,6 +229,14 @@ impl Plan {
             faults.push(Fault::SlowDma {
                 nic: r.below(hosts as u64) as usize,
                 ns: r.range(500, 50_000),
+            });
+        }
+        if on(&mut r) {
+            let from = t(&mut r);
+            faults.push(Fault::StalledCore {
+                nic: r.below(hosts as u64) as usize,
+                from,
+                to: from + r.range(1_000, phase / 4),
             });
         }
         if on(&mut r) {
