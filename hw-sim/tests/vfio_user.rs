@@ -47,6 +47,8 @@ fn serve(name: &str, seed: u64, tag: &str) -> (Served, TempDir) {
 struct App {
     ctx: Context,
     buf: Vec<u8>,
+    /// Where the MR starts in `buf`.
+    at: usize,
     mr: MemoryRegion,
     chan: CompletionChannel,
     scq: CompletionQueue,
@@ -58,9 +60,12 @@ struct App {
 fn app(path: &Path, len: usize) -> App {
     let ctx = Context::open_vfio_user(path, Role::Application).expect("open");
     let pd = ctx.alloc_pd().expect("pd");
-    // Unaligned on purpose: registrations cover whole pages around it.
-    let mut buf = vec![0u8; len + 100];
-    let p = buf.as_mut_ptr().wrapping_add(100);
+    // Unaligned on purpose (registrations cover whole pages around it), by the same 100 bytes
+    // past a page boundary in every run: the NIC's DMA timing depends on where in a page the
+    // bytes are (TLPs split at boundaries), and a heap address would differ from run to run.
+    let mut buf = vec![0u8; len + 4096 + 100];
+    let at = buf.as_ptr().align_offset(4096) + 100;
+    let p = buf.as_mut_ptr().wrapping_add(at);
     // SAFETY: `buf` lives in the `App` beside `mr` (dropped after it, field order) and is only
     // read after completions say the NIC's writes are done.
     let mr = unsafe { pd.reg_user_mr(p, len, Access::ALL) }.expect("reg_user_mr");
@@ -85,6 +90,7 @@ fn app(path: &Path, len: usize) -> App {
     App {
         ctx,
         buf,
+        at,
         mr,
         chan,
         scq,
@@ -128,11 +134,11 @@ impl App {
     }
     /// The registered bytes (after a completion).
     fn bytes(&self) -> &[u8] {
-        &self.buf[100..100 + self.mr.len()]
+        &self.buf[self.at..self.at + self.mr.len()]
     }
     fn fill(&mut self, seed: u8) {
         let n = self.mr.len();
-        for (i, b) in self.buf[100..100 + n].iter_mut().enumerate() {
+        for (i, b) in self.buf[self.at..self.at + n].iter_mut().enumerate() {
             *b = (i as u8).wrapping_mul(31).wrapping_add(seed);
         }
     }
