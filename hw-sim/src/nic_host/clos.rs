@@ -28,8 +28,7 @@
 use std::collections::BTreeMap;
 
 use mrc_abi::device::admin::QpState as DevQpState;
-use mrc_abi::device::cqe::{Completion as Cqe, CqeOpcode, CqeStatus};
-use mrc_abi::device::event::Event;
+use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::wqe::{RecvWqe, SEND_SIGNALED};
 use mrc_abi::wire::NackReason;
 use mrc_driver::sys::Iova;
@@ -38,6 +37,7 @@ use mrc_firmware::admin::QpEngine;
 use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
 use mrc_firmware::engine::{CompletionError, CompletionKind, QpAttrs, QpState as EngineState};
 
+use super::datapath::completion;
 use super::faults::{InjectCounters, Windows, INJECTED};
 use super::state::RKEY_BIT;
 use super::World;
@@ -415,7 +415,7 @@ impl World {
                         p.sq_cons = index.wrapping_add(1);
                     }
                     self.clos_post(i, e, &batch);
-                    let mut c = cqe(wr_id, status, CqeOpcode::Write, 0, qpn, index);
+                    let mut c = completion(wr_id, status, CqeOpcode::Write, 0, qpn, index);
                     c.syndrome = syndrome;
                     self.nics[i].post_cqe(q.send_cq, &c, now);
                     self.clos_error(i, qpn, status, syndrome);
@@ -537,7 +537,8 @@ impl World {
                             if status.0 == CqeStatus::Success && !p.signaled {
                                 continue;
                             }
-                            let mut e = cqe(p.wr_id, status.0, p.opcode, p.byte_len, dev, p.index);
+                            let mut e =
+                                completion(p.wr_id, status.0, p.opcode, p.byte_len, dev, p.index);
                             e.syndrome = status.1;
                             self.nics[i].post_cqe(q.send_cq, &e, now);
                         }
@@ -566,7 +567,7 @@ impl World {
                                 .and_then(|()| RecvWqe::read_from_bytes(&raw).ok())
                                 .and_then(|w| w.decode().ok())
                                 .unwrap_or(0);
-                            let mut e = cqe(
+                            let mut e = completion(
                                 wr_id,
                                 status.0,
                                 CqeOpcode::RecvWriteImm,
@@ -639,21 +640,10 @@ impl World {
     pub(crate) fn clos_error(&mut self, i: usize, qpn: u32, status: CqeStatus, syndrome: u32) {
         let now = self.now_ns;
         let n = &mut self.nics[i];
-        let e = match n.t.qps.get_mut(&qpn) {
-            Some(p) if p.state != DevQpState::Error => {
-                p.state = DevQpState::Error;
-                engine_qpn(p)
-            }
-            _ => return,
-        };
-        n.post_event(
-            Event::QpFatal {
-                qpn,
-                status: status as u8,
-                syndrome,
-            },
-            now,
-        );
+        let e = n.t.qps.get(&qpn).and_then(engine_qpn);
+        if !n.enter_error(qpn, status, syndrome, now) {
+            return;
+        }
         if let (Some(c), Some(e)) = (self.clos.as_mut(), e) {
             let _ = c
                 .engine(i)
@@ -695,20 +685,5 @@ fn status_of(e: CompletionError) -> (CqeStatus, u32) {
             },
             r as u32,
         ),
-    }
-}
-
-/// A CQE with no immediate and no syndrome.
-fn cqe(wr_id: u64, status: CqeStatus, opcode: CqeOpcode, len: u32, qpn: u32, index: u32) -> Cqe {
-    Cqe {
-        wr_id,
-        status,
-        opcode,
-        byte_len: len,
-        imm: None,
-        qpn,
-        wqe_index: index as u16,
-        solicited: false,
-        syndrome: 0,
     }
 }

@@ -203,17 +203,7 @@ impl World {
                     let mut c = completion(wr_id, status, opcode, byte_len, qpn, index);
                     c.syndrome = syndrome;
                     n.post_cqe(q.send_cq, &c, now);
-                    if let Some(qp) = n.t.qps.get_mut(&qpn) {
-                        qp.state = QpState::Error;
-                    }
-                    n.post_event(
-                        Event::QpFatal {
-                            qpn,
-                            status: status as u8,
-                            syndrome,
-                        },
-                        now,
-                    );
+                    n.enter_error(qpn, status, syndrome, now);
                     self.flush(i, qpn, now);
                     return;
                 }
@@ -386,7 +376,8 @@ impl World {
     }
 }
 
-fn completion(
+/// A CQE with no immediate and no syndrome (both modes' one builder).
+pub(super) fn completion(
     wr_id: u64,
     status: CqeStatus,
     opcode: CqeOpcode,

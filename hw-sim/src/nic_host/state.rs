@@ -188,6 +188,27 @@ impl NicState {
         post_event(&self.dev, &mut self.counters, event, now_ns);
     }
 
+    /// Device QP `qpn` enters ERROR for `status` (a QP_FATAL event names it and `syndrome`).
+    /// False (nothing done) when there is no such QP or it already is in ERROR; the caller
+    /// flushes its pending work.
+    pub fn enter_error(&mut self, qpn: u32, status: CqeStatus, syndrome: u32, now_ns: u64) -> bool {
+        match self.t.qps.get_mut(&qpn) {
+            Some(p) if p.state != mrc_abi::device::admin::QpState::Error => {
+                p.state = mrc_abi::device::admin::QpState::Error;
+            }
+            _ => return false,
+        }
+        self.post_event(
+            Event::QpFatal {
+                qpn,
+                status: status as u8,
+                syndrome,
+            },
+            now_ns,
+        );
+        true
+    }
+
     /// Writes a CQE to `cqn`, raising its vector when armed; a full CQ drops it and posts a
     /// CQ error event.
     pub fn post_cqe(&mut self, cqn: u32, c: &Completion, now_ns: u64) {
