@@ -7,7 +7,6 @@
 //! ahead of the host's EV events.
 
 use mrc_abi::device::csr::{self, AckSummary, CsrEntry, CsrEvent, TxDone};
-use mrc_abi::wire::EvFormat;
 use mrc_abi::Psn;
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::engine::ev_state::EvConfig;
@@ -20,11 +19,7 @@ const SQ: usize = TestKit::SEND_QUEUE;
 
 fn attrs() -> QpAttrs {
     QpAttrs::connect(
-        EvProfile {
-            table: EvConfig::new(16, 2),
-            format: EvFormat::Udp,
-            value_base: 0xC000,
-        },
+        EvProfile::udp(EvConfig::new(16, 2)),
         CcProfile::Fixed {
             cwnd_bytes: 1 << 20,
         },

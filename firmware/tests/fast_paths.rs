@@ -8,7 +8,6 @@
 
 use std::collections::VecDeque;
 
-use mrc_abi::wire::EvFormat;
 use mrc_abi::Psn;
 use mrc_firmware::datapath::ack_gen::TrimMark;
 use mrc_firmware::datapath::packet::{LocalBuf, Packet, RxVerdict, SendWr};
@@ -49,11 +48,7 @@ impl Rng {
 
 fn attrs(dest: u32, cwnd_pkts: u64) -> QpAttrs {
     QpAttrs::connect(
-        EvProfile {
-            table: EvConfig::new(16, 2),
-            format: EvFormat::Udp,
-            value_base: 0xC000,
-        },
+        EvProfile::udp(EvConfig::new(16, 2)),
         CcProfile::Fixed {
             cwnd_bytes: cwnd_pkts * u64::from(MTU),
         },

@@ -1,7 +1,7 @@
 //! The NIC's rules one at a time, on two connected NICs (datapath stage and firmware engine
 //! each, through the test kit's `Nic`) with a hand-driven wire.
 
-use mrc_abi::wire::{EvFormat, NackReason};
+use mrc_abi::wire::NackReason;
 use mrc_abi::Psn;
 use mrc_firmware::datapath::packet::{DropReason, LocalBuf, Packet, PacketBody, RxVerdict, SendWr};
 use mrc_firmware::datapath::placement::{Access, MemRegion};
@@ -18,11 +18,7 @@ const RKEY: u32 = 0x55;
 
 fn attrs(dest: u32, retry_cnt: u8) -> QpAttrs {
     QpAttrs::connect(
-        EvProfile {
-            table: EvConfig::new(16, 2),
-            format: EvFormat::Udp,
-            value_base: 0xC000,
-        },
+        EvProfile::udp(EvConfig::new(16, 2)),
         CcProfile::Fixed {
             cwnd_bytes: 1 << 20,
         },

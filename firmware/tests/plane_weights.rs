@@ -1,7 +1,6 @@
 //! Plane weights follow the EV table even when the command buffer fills with EV updates.
 
 use mrc_abi::device::csr::{CsrEntry, CsrEvent};
-use mrc_abi::wire::EvFormat;
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::{CcProfile, Engine, EngineConfig, EvProfile, QpAttrs, QpState};
 use mrc_firmware::testkit::TestKit;
@@ -23,11 +22,7 @@ fn poll_all(fw: &mut Engine<TestKit>, len: usize) -> Vec<Vec<CsrEvent>> {
 fn a_weight_change_is_written_when_ev_updates_filled_the_buffer() {
     let mut fw = Engine::<TestKit>::new(EngineConfig::default()).unwrap();
     let q = fw.create_qp().unwrap();
-    let ev = EvProfile {
-        table: EvConfig::new(64, 2),
-        format: EvFormat::Udp,
-        value_base: 0xC000,
-    };
+    let ev = EvProfile::udp(EvConfig::new(64, 2));
     let attrs = QpAttrs::connect(
         ev,
         CcProfile::Fixed {

@@ -125,6 +125,18 @@ pub struct EvProfile {
     pub value_base: u32,
 }
 
+impl EvProfile {
+    /// `table`'s EVs carried in the UDP source port: EV index `i` is port `0xC000 + i` (the
+    /// start of the dynamic port range).
+    pub const fn udp(table: EvConfig) -> EvProfile {
+        EvProfile {
+            table,
+            format: EvFormat::Udp,
+            value_base: 0xC000,
+        }
+    }
+}
+
 /// The CC profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -383,11 +395,7 @@ mod tests {
     use super::*;
 
     fn ev() -> EvProfile {
-        EvProfile {
-            table: EvConfig::new(16, 2),
-            format: EvFormat::Udp,
-            value_base: 0xC000,
-        }
+        EvProfile::udp(EvConfig::new(16, 2))
     }
 
     #[test]
