@@ -71,28 +71,19 @@ template <class M, class IO> struct Model : Base {
     if (vcd) vcd->dump(t + 1);
     t += 2;
   }
+  // The outputs settled on `in` before the rising edge, then the edge.
   void step(const uint32_t* in, uint32_t* out) override {
     IO::inputs(*top, in);
     top->clk = 0;
     top->eval();
     IO::outputs(*top, out);
-    if (vcd) vcd->dump(t);
-    top->clk = 1;
-    top->eval();
-    if (vcd) vcd->dump(t + 1);
-    t += 2;
+    tick();
   }
   // As step, but the outputs are read after the rising edge (a registered response to the
   // input taken at that edge is already there).
   void step_after(const uint32_t* in, uint32_t* out) override {
     IO::inputs(*top, in);
-    top->clk = 0;
-    top->eval();
-    if (vcd) vcd->dump(t);
-    top->clk = 1;
-    top->eval();
-    if (vcd) vcd->dump(t + 1);
-    t += 2;
+    tick();
     IO::outputs(*top, out);
   }
 };
