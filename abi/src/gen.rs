@@ -37,6 +37,7 @@ const REGISTER_LAYOUTS: &[&str] = &[
     "FwBlock",
     "DoorbellPage",
     "CsrQueueRegs",
+    "I2cRegs",
 ];
 
 const SV_KEYWORDS: &[&str] = &[

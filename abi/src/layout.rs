@@ -299,6 +299,9 @@ mod tests {
         check!("csr_kind", CsrKind, |v: u32| u8::try_from(v)
             .ok()
             .and_then(CsrKind::from_u8));
+        check!("i2c_err", crate::device::i2c::ErrCause, |v: u32| {
+            crate::device::i2c::ErrCause::from_u32(v)
+        });
         let cq: BTreeSet<_> = [
             ("OVERFLOW", CqErrorReason::Overflow),
             ("ACCESS_ERROR", CqErrorReason::AccessError),

@@ -377,6 +377,36 @@ package mrc_abi_pkg;
     CSR_KIND_REGION_WRITE = 8'h91 // FW->DP registered-region table write.
   } csr_kind_e;
 
+  // i2c
+  localparam logic [31:0] I2C_DATA_BYTES = 32'h00000020; // I2C controller: bytes one command moves at most.
+  localparam logic [31:0] I2C_MAX_PORTS = 32'h00000008; // I2C controller: ports (module cages) it reaches.
+
+  // i2c_cmd
+  localparam logic [31:0] I2C_CMD_WRITE = 32'h00000001; // Op (bits 1:0): write the buffer's first len bytes.
+  localparam logic [31:0] I2C_CMD_READ = 32'h00000002; // Op (bits 1:0): read len bytes into the buffer.
+  localparam logic [31:0] I2C_CMD_START = 32'h00000100; // Send a (repeated) START and the address byte first.
+  localparam logic [31:0] I2C_CMD_STOP = 32'h00000200; // End the transfer with a STOP.
+  localparam logic [31:0] I2C_CMD_MORE = 32'h00000400; // Read: acknowledge the last byte (the next command reads on).
+  localparam logic [31:0] I2C_CMD_LEN_SHIFT = 32'h00000010; // Bit position of the byte count (8 bits).
+
+  // i2c_status
+  localparam logic [31:0] I2C_STATUS_BUSY = 32'h00000001; // A command is running.
+  localparam logic [31:0] I2C_STATUS_ERROR = 32'h00000002; // The last command failed (write 1 to clear).
+  localparam logic [31:0] I2C_STATUS_IN_TRANSFER = 32'h00000004; // A transfer is open (START sent, no STOP yet).
+
+  // i2c_modules
+  localparam logic [31:0] I2C_MODULES_PRESENT_SHIFT = 32'h00000000; // Bit p: a module is seated in port p (ModPrsL low).
+  localparam logic [31:0] I2C_MODULES_INTERRUPT_SHIFT = 32'h00000008; // Bit 8 + p: port p's module asserts IntL.
+
+  // Why an I2C controller command failed (I2cRegs.err_cause).
+  typedef enum logic [7:0] {
+    I2C_ERR_ADDRESS_NACK = 8'h1, // No target acknowledged the address byte.
+    I2C_ERR_DATA_NACK = 8'h2, // A written data byte was not acknowledged.
+    I2C_ERR_ARBITRATION_LOST = 8'h3, // Another master drove the bus.
+    I2C_ERR_BUSY = 8'h4, // A command arrived while another was running.
+    I2C_ERR_BAD_COMMAND = 8'h5 // Malformed command, or out of its transfer.
+  } i2c_err_e;
+
   // ---- register blocks, descriptors, admin bodies and CSR entries (little-endian)
 
   // BlockHeader (8 bytes, little-endian): The common header of every register block.
@@ -1168,6 +1198,33 @@ package mrc_abi_pkg;
     logic [7:0] op; // `REGION_ADD` or `REGION_REMOVE`.
     logic [7:0] kind; // `CsrKind` code.
   } region_write_t;
+
+  // I2cRegs (96 bytes, little-endian): The I2C controller's registers (`I2C_BASE` in the NIC memory map), 96 bytes.
+  localparam logic [31:0] I2C_REGS_BYTES = 32'd96;
+  localparam logic [31:0] I2C_REGS_CMD_OFF = 32'h0;
+  localparam logic [31:0] I2C_REGS_ADDR_OFF = 32'h4;
+  localparam logic [31:0] I2C_REGS_STATUS_OFF = 32'h8;
+  localparam logic [31:0] I2C_REGS_ERR_CAUSE_OFF = 32'hC;
+  localparam logic [31:0] I2C_REGS_PORT_SELECT_OFF = 32'h10;
+  localparam logic [31:0] I2C_REGS_MODULES_OFF = 32'h14;
+  localparam logic [31:0] I2C_REGS_BUS_KHZ_OFF = 32'h18;
+  localparam logic [31:0] I2C_REGS_COMMANDS_OFF = 32'h1C;
+  localparam logic [31:0] I2C_REGS_NACKS_OFF = 32'h20;
+  localparam logic [31:0] I2C_REGS_RSVD_OFF = 32'h24;
+  localparam logic [31:0] I2C_REGS_DATA_OFF = 32'h40;
+  typedef struct packed {
+    logic [255:0] data; // RW: the data buffer, `DATA_BYTES` bytes (byte 0 in the low byte of word 0).
+    logic [223:0] rsvd; // Reserved: writes ignored, reads 0.
+    logic [31:0] nacks; // RO: commands that ended in an address or data NACK since reset.
+    logic [31:0] commands; // RO: commands completed since reset (failed ones included).
+    logic [31:0] bus_khz; // RO: bus clock, kHz.
+    logic [31:0] modules; // RO: module pins: bit p = a module is seated in port p (`ModPrsL` low), bit 8 + p = port p's module asserts its interrupt (`IntL` low).
+    logic [31:0] port_select; // RW: the port whose module is on the bus (`ModSelL`); changing it between the commands of a transfer is refused.
+    logic [31:0] err_cause; // RO: why the last command failed (`ErrCause` code; 0 = none).
+    logic [31:0] status; // RW: `status` bits; write `status::ERROR` to clear the error.
+    logic [31:0] addr; // RW: 7-bit target address of the transfer.
+    logic [31:0] cmd; // WO: start a command: op in bits 1:0 (`cmd::WRITE`, `cmd::READ`), flags (`cmd::START`, `cmd::STOP`, `cmd::MORE`), byte count in bits 23:16.
+  } i2c_regs_t;
 
   // ---- wire headers (abi/WIRE.md, big-endian)
 

@@ -19,6 +19,7 @@
 //! | [`csr`] | CSR event queues between the datapath and the firmware cores |
 //! | [`datapath_timing`] | the datapath RTL blocks' latency and initiation interval, and their clock |
 //! | [`flash`] | the NIC's QSPI flash and its controller (image slots, boot record) |
+//! | [`i2c`] | the transceiver management I2C controller and the module pins |
 
 pub mod admin;
 pub mod cqe;
@@ -27,6 +28,7 @@ pub mod datapath_timing;
 pub mod doorbell;
 pub mod event;
 pub mod flash;
+pub mod i2c;
 pub mod regs;
 pub mod version;
 pub mod wqe;

@@ -7,7 +7,7 @@ use crate::device::admin::{
 use crate::device::cqe::{self, CqeOpcode, CqeStatus};
 use crate::device::event::{CqErrorReason, EventKind, FwEventCode};
 use crate::device::regs::{self, defaults, BlockType};
-use crate::device::{csr, doorbell, version, wqe, EvFormat, EvState};
+use crate::device::{csr, doorbell, i2c, version, wqe, EvFormat, EvState};
 
 macro_rules! c {
     ($g:literal, $n:literal, $v:expr, $d:literal) => {
@@ -41,6 +41,7 @@ pub const ENUMS: &[EnumGroup] = &[
     EnumGroup { group: "ev_profile_state", width_bits: 8, doc: "EV profile states." },
     EnumGroup { group: "fw_update_state", width_bits: 8, doc: "Firmware update states." },
     EnumGroup { group: "csr_kind", width_bits: 8, doc: "CSR queue entry kinds." },
+    EnumGroup { group: "i2c_err", width_bits: 8, doc: "Why an I2C controller command failed (I2cRegs.err_cause)." },
 ];
 
 /// Every named constant.
@@ -305,4 +306,22 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_kind", "QP_RTS", csr::CsrKind::QpRts, "FW->DP QP context at RTS."),
     c!("csr_kind", "QP_STATE", csr::CsrKind::QpState, "FW->DP QP to RESET or ERROR."),
     c!("csr_kind", "REGION_WRITE", csr::CsrKind::RegionWrite, "FW->DP registered-region table write."),
+    c!("i2c", "DATA_BYTES", i2c::DATA_BYTES, "I2C controller: bytes one command moves at most."),
+    c!("i2c", "MAX_PORTS", i2c::MAX_PORTS, "I2C controller: ports (module cages) it reaches."),
+    c!("i2c_cmd", "WRITE", i2c::cmd::WRITE, "Op (bits 1:0): write the buffer's first len bytes."),
+    c!("i2c_cmd", "READ", i2c::cmd::READ, "Op (bits 1:0): read len bytes into the buffer."),
+    c!("i2c_cmd", "START", i2c::cmd::START, "Send a (repeated) START and the address byte first."),
+    c!("i2c_cmd", "STOP", i2c::cmd::STOP, "End the transfer with a STOP."),
+    c!("i2c_cmd", "MORE", i2c::cmd::MORE, "Read: acknowledge the last byte (the next command reads on)."),
+    c!("i2c_cmd", "LEN_SHIFT", i2c::cmd::LEN_SHIFT, "Bit position of the byte count (8 bits)."),
+    c!("i2c_status", "BUSY", i2c::status::BUSY, "A command is running."),
+    c!("i2c_status", "ERROR", i2c::status::ERROR, "The last command failed (write 1 to clear)."),
+    c!("i2c_status", "IN_TRANSFER", i2c::status::IN_TRANSFER, "A transfer is open (START sent, no STOP yet)."),
+    c!("i2c_modules", "PRESENT_SHIFT", i2c::modules::present(0).trailing_zeros(), "Bit p: a module is seated in port p (ModPrsL low)."),
+    c!("i2c_modules", "INTERRUPT_SHIFT", i2c::modules::interrupt(0).trailing_zeros(), "Bit 8 + p: port p's module asserts IntL."),
+    c!("i2c_err", "ADDRESS_NACK", i2c::ErrCause::AddressNack, "No target acknowledged the address byte."),
+    c!("i2c_err", "DATA_NACK", i2c::ErrCause::DataNack, "A written data byte was not acknowledged."),
+    c!("i2c_err", "ARBITRATION_LOST", i2c::ErrCause::ArbitrationLost, "Another master drove the bus."),
+    c!("i2c_err", "BUSY", i2c::ErrCause::Busy, "A command arrived while another was running."),
+    c!("i2c_err", "BAD_COMMAND", i2c::ErrCause::BadCommand, "Malformed command, or out of its transfer."),
 ];

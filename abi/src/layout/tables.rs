@@ -70,6 +70,7 @@ pub const LAYOUTS: &[Layout] = &[
     csr::QpRtsCtx::LAYOUT,
     csr::QpStateEntry::LAYOUT,
     csr::RegionWrite::LAYOUT,
+    crate::device::i2c::I2cRegs::LAYOUT,
 ];
 
 /// The register blocks of BAR0.
