@@ -504,6 +504,38 @@ pub trait QpEngine {
     }
 }
 
+/// Port `p`'s operational state (admin state up and link up) was `was` before its admin
+/// state (SET_PORT_ADMIN_STATE) or its link (a transceiver's report, the datapath's) changed
+/// in `env`: when it is different now, post PORT_UP or PORT_DOWN and give the engine the
+/// plane's state (up while any port on it is operational; down retires the plane's EVs). The
+/// one path of both changes.
+pub fn port_changed<E: AdminEnv + ?Sized, G: QpEngine + ?Sized>(
+    env: &mut E,
+    engine: &mut G,
+    now_ns: u64,
+    p: usize,
+    was: bool,
+) {
+    let oper = env.port_admin(p) && env.port_link(p);
+    if oper == was {
+        return;
+    }
+    let plane = env.port_plane(p);
+    let port = p as u8;
+    env.post_event(if oper {
+        Event::PortUp {
+            port,
+            plane,
+            speed_mbps: env.port_speed_mbps(),
+        }
+    } else {
+        Event::PortDown { port, plane }
+    });
+    let plane_up = (0..env.num_ports())
+        .any(|k| env.port_plane(k) == plane && env.port_admin(k) && env.port_link(k));
+    engine.plane(now_ns, plane, plane_up);
+}
+
 /// No engine behind the device tables.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoEngine;
@@ -1273,29 +1305,7 @@ impl<
         if cx.env.port_admin(p) != up {
             let was = cx.env.port_admin(p) && cx.env.port_link(p);
             cx.env.set_port_admin(p, up);
-            let oper = up && cx.env.port_link(p);
-            if oper != was {
-                let plane = cx.env.port_plane(p);
-                let ev = if oper {
-                    Event::PortUp {
-                        port: b.port,
-                        plane,
-                        speed_mbps: cx.env.port_speed_mbps(),
-                    }
-                } else {
-                    Event::PortDown {
-                        port: b.port,
-                        plane,
-                    }
-                };
-                cx.env.post_event(ev);
-                // The plane's state for the engine: up when any port on it is operational.
-                let n = cx.env.num_ports();
-                let plane_up = (0..n).any(|k| {
-                    cx.env.port_plane(k) == plane && cx.env.port_admin(k) && cx.env.port_link(k)
-                });
-                cx.engine.plane(cx.now_ns, plane, plane_up);
-            }
+            port_changed(cx.env, cx.engine, cx.now_ns, p, was);
         }
         OK
     }

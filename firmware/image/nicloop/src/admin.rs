@@ -16,10 +16,10 @@ use crate::{
 };
 
 /// The NIC's device services for the executor.
-struct LoopEnv<'a> {
-    out: &'a mut CsrQueue<LOOP_QUEUE>,
-    ports: &'a mut Ports,
-    counters: &'a mut LoopCounters,
+pub(crate) struct LoopEnv<'a> {
+    pub(crate) out: &'a mut CsrQueue<LOOP_QUEUE>,
+    pub(crate) ports: &'a mut Ports,
+    pub(crate) counters: &'a mut LoopCounters,
 }
 
 impl AdminEnv for LoopEnv<'_> {
@@ -66,9 +66,9 @@ impl AdminEnv for LoopEnv<'_> {
 
 /// The datapath's region table as the loop writes it: through a FW->DP `RegionWrite` (at most
 /// one per command).
-struct RegionCommand {
-    region: Option<RegionWrite>,
-    mtu_payload: u32,
+pub(crate) struct RegionCommand {
+    pub(crate) region: Option<RegionWrite>,
+    pub(crate) mtu_payload: u32,
 }
 
 impl RegionTable for RegionCommand {

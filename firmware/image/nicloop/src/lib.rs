@@ -80,6 +80,7 @@ mod admin;
 mod commands;
 mod events;
 mod in_place;
+mod ports;
 mod qpn;
 #[cfg(feature = "testkit")]
 mod testkit;
@@ -273,6 +274,10 @@ pub struct LoopCounters {
     pub admin_replies_lost: u64,
     /// Region table writes (REG_MR / DEREG_MR of remotely writable regions).
     pub region_writes: u64,
+    /// Link changes the firmware learned itself ([`NicLoop::set_port_link`]).
+    pub link_changes: u64,
+    /// [`NicLoop::set_port_link`] calls naming a port the NIC does not have (ignored).
+    pub bad_link_ports: u64,
 }
 
 /// Operational state of the NIC's ports as the admin commands see it: admin state

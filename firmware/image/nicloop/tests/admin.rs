@@ -22,7 +22,7 @@ use mrc_firmware::capacity::Capacity;
 use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
 use mrc_firmware::datapath::stage::DpState;
 use mrc_firmware::engine::QpState as EngineState;
-use mrc_nicloop::{LoopConfig, NicAdmin, NicCapacity, NicLoop, FW_VERSION};
+use mrc_nicloop::{LoopConfig, NicAdmin, NicCapacity, NicLoop, EVS, FW_VERSION};
 
 struct Nic {
     lp: Box<NicLoop>,
@@ -494,6 +494,68 @@ fn port_admin_state_reaches_host_and_engine_and_a_failed_write_fails_the_qp() {
         .expect("QP_FATAL");
     assert!(fatal_at > cqe_at, "QP_FATAL after the CQE");
     assert_eq!(a.lp.counters().qp_fatal, 1);
+}
+
+/// A link change the firmware learns itself (its transceiver monitor) takes the admin state's
+/// path: PORT_DOWN for the host, the plane down in the engine (its EVs retired, a `PlaneDown`
+/// for the datapath), QUERY_PORT's link bit; and back up. An admin-down port's link changes
+/// tell the host nothing (its operational state stays down).
+#[test]
+fn a_link_change_from_the_transceiver_monitor_takes_the_admin_port_path() {
+    let mut nics = [Nic::new(1), Nic::new(2)];
+    let _ = connected(&mut nics);
+    let a = &mut nics[0];
+    assert!(a.lp.set_port_link(5_000, 2, false));
+    assert!(!a.lp.set_port_link(5_000, 2, false), "no change, no event");
+    a.step(5_000);
+    assert!(a.events().contains(&Event::PortDown { port: 2, plane: 2 }));
+    assert_eq!(a.lp.engine().counters().plane_downs, 1);
+    assert!(a
+        .dp
+        .written()
+        .iter()
+        .any(|e| matches!(e, CsrEvent::PlaneDown(p) if p.plane == 2)));
+    let evs: Vec<_> = (0..EVS as u16)
+        .filter_map(|ev| a.lp.engine().ev_stats(0, ev))
+        .map(|s| (s.plane, s.state))
+        .collect();
+    let on_plane = |p: u8| evs.iter().filter(move |(pl, _)| *pl == p);
+    assert!(on_plane(2).count() > 0 && on_plane(1).count() > 0);
+    assert!(on_plane(2).all(|(_, s)| *s == EvState::AssumedBad));
+    assert!(on_plane(1).all(|(_, s)| *s != EvState::AssumedBad));
+    assert_eq!(a.ok(AdminCommand::QueryPort(id(2)))[0], 1 << 32);
+    // Back up: PORT_UP with the speed, the plane up in the engine.
+    assert!(a.lp.set_port_link(9_000, 2, true));
+    a.step(9_000);
+    assert!(a.events().iter().any(|e| matches!(
+        e,
+        Event::PortUp {
+            port: 2,
+            plane: 2,
+            ..
+        }
+    )));
+    assert_eq!(a.lp.engine().counters().plane_ups, 1);
+    // Admin down, then the link goes: no second PORT_DOWN.
+    a.ok(AdminCommand::SetPortAdminState(PortAdmin {
+        port: 3,
+        up: 0,
+        rsvd: 0.into(),
+    }));
+    let downs = |a: &Nic| {
+        a.events()
+            .iter()
+            .filter(|e| matches!(e, Event::PortDown { .. }))
+            .count()
+    };
+    let before = downs(a);
+    assert!(a.lp.set_port_link(10_000, 3, false));
+    a.step(10_000);
+    assert_eq!(downs(a), before);
+    // A port the NIC does not have: counted, nothing changes.
+    assert!(!a.lp.set_port_link(10_000, 9, false));
+    let c = a.lp.counters();
+    assert_eq!((c.link_changes, c.bad_link_ports), (3, 1));
 }
 
 /// Entries on the DP->FW ring carry device QPNs: one for a QP the tables do not have is
