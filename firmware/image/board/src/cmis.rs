@@ -307,6 +307,21 @@ impl<I2C: I2c> Transceiver<I2C> {
         Ok(())
     }
 
+    /// The cage says no module is seated (its presence pin): the link is down for
+    /// [`DownReason::ModuleLost`] without a transfer on the bus. An event when the link was
+    /// not already down (or its state was unknown).
+    pub fn lost(&mut self) -> Option<PortEvent> {
+        if self.up == Some(false) {
+            return None;
+        }
+        self.up = Some(false);
+        self.counters.downs = self.counters.downs.saturating_add(1);
+        Some(PortEvent::Down {
+            port: self.port,
+            reason: DownReason::ModuleLost,
+        })
+    }
+
     /// Poll the module; an event when the link changed since the last poll (the first poll
     /// always reports).
     pub fn poll(&mut self, delay: &mut impl DelayNs) -> Option<PortEvent> {

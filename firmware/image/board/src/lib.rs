@@ -5,6 +5,10 @@
 //!
 //! - [`cmis`]: transceiver management over I2C per CMIS 5 (module identity, module state,
 //!   per-lane flags); a lost module or link is a [`cmis::PortEvent::Down`].
+//! - [`monitor`]: every port's transceiver watched from the main loop: the cage pins at a
+//!   fixed period, I2C only when they say something changed.
+//! - `cmis_model` (feature `model`): a CMIS module as an I2C target with its cage pins, for
+//!   simulators and host tests.
 //! - [`leds`]: one link LED per port through `embedded_hal::digital::OutputPin`.
 //! - [`flash`]: the QSPI flash controller (erase sectors, program pages) behind a register
 //!   trait, for the image's firmware updates and the probe-rs flash algorithm.
@@ -18,10 +22,13 @@
 #![warn(missing_docs)]
 
 pub mod cmis;
+#[cfg(feature = "model")]
+pub mod cmis_model;
 pub mod crash;
 pub mod flash;
 pub mod leds;
 pub mod logring;
+pub mod monitor;
 
 /// The block at the origin of the `NOINIT` region: crash record, then log ring.
 #[derive(Clone, Debug)]
