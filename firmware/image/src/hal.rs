@@ -333,6 +333,8 @@ fn exception(trap: &riscv_rt::TrapFrame) -> ! {
 
 #[cfg(not(feature = "qemu"))]
 pub use csr_rings::NicDatapath;
+#[cfg(not(feature = "qemu"))]
+pub use i2c::{CagePins, I2cPort, SpinDelay};
 
 /// The loop's configuration on the NIC (checked when the loop is built at boot).
 const LOOP_CONFIG: mrc_nicloop::LoopConfig = mrc_nicloop::LoopConfig::DEFAULT;
@@ -672,6 +674,191 @@ mod csr_rings {
             self.resp_producer = self.resp_producer.wrapping_add(1);
             write32(map::ADMIN_RESPQ_BASE + PRODUCER, self.resp_producer);
             true
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Transceiver management (NIC only): the I2C controller and cage pins of mrc-abi
+// `device::i2c` at I2C_BASE, behind `embedded_hal::i2c::I2c` one port at a time.
+
+#[cfg(not(feature = "qemu"))]
+mod i2c {
+    use embedded_hal::i2c::{ErrorKind, ErrorType, I2c, NoAcknowledgeSource, Operation};
+    use mrc_abi::device::i2c::{cmd, reg, status, ErrCause, DATA_BYTES};
+    use mrc_nic_board::monitor::{ModulePins, Pins};
+
+    use super::{map, read32, write32};
+
+    /// Status reads a command may take before the controller counts as wedged (a command
+    /// is at most 1 + 9 + 9 * 32 + 1 bit times: under 3.2 ms at 100 kHz, far fewer reads).
+    const BUSY_READS: u32 = 1 << 20;
+
+    /// Why a transfer failed: the controller's cause, or a controller that never went idle.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct I2cError(Option<ErrCause>);
+
+    impl embedded_hal::i2c::Error for I2cError {
+        fn kind(&self) -> ErrorKind {
+            match self.0 {
+                Some(ErrCause::AddressNack) => {
+                    ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address)
+                }
+                Some(ErrCause::DataNack) => ErrorKind::NoAcknowledge(NoAcknowledgeSource::Data),
+                Some(ErrCause::ArbitrationLost) => ErrorKind::ArbitrationLoss,
+                None => ErrorKind::Bus,
+                Some(ErrCause::Busy | ErrCause::BadCommand) => ErrorKind::Other,
+            }
+        }
+    }
+
+    fn wait_idle() -> Result<u32, I2cError> {
+        for _ in 0..BUSY_READS {
+            let s = read32(map::I2C_BASE + reg::STATUS as usize);
+            if s & status::BUSY == 0 {
+                return Ok(s);
+            }
+        }
+        Err(I2cError(None))
+    }
+
+    /// One command; its error (the controller closed the transfer with a STOP then).
+    fn command(word: u32) -> Result<(), I2cError> {
+        write32(map::I2C_BASE + reg::CMD as usize, word);
+        let s = wait_idle()?;
+        if s & status::ERROR != 0 {
+            let cause = ErrCause::from_u32(read32(map::I2C_BASE + reg::ERR_CAUSE as usize));
+            write32(map::I2C_BASE + reg::STATUS as usize, status::ERROR);
+            return Err(I2cError(cause.or(Some(ErrCause::BadCommand))));
+        }
+        Ok(())
+    }
+
+    /// Port `port`'s module on the shared bus: every transaction selects the port first
+    /// (`ModSelL`), so one handle per port drives the one controller.
+    #[derive(Clone, Copy, Debug)]
+    pub struct I2cPort {
+        port: u8,
+    }
+
+    impl I2cPort {
+        /// The handle of port `port`.
+        pub const fn new(port: u8) -> Self {
+            I2cPort { port }
+        }
+    }
+
+    impl ErrorType for I2cPort {
+        type Error = I2cError;
+    }
+
+    impl I2c for I2cPort {
+        /// embedded-hal's contract: a START and the address before the first operation, a
+        /// repeated START where the direction changes, adjacent operations of one direction
+        /// merged, a STOP at the end; each operation goes out in commands of at most the
+        /// controller's buffer. An empty operation is refused before the bus is touched (a
+        /// command moves 1 to 32 bytes).
+        fn transaction(
+            &mut self,
+            address: u8,
+            operations: &mut [Operation<'_>],
+        ) -> Result<(), Self::Error> {
+            if operations.iter().any(|o| match o {
+                Operation::Read(b) => b.is_empty(),
+                Operation::Write(b) => b.is_empty(),
+            }) {
+                return Err(I2cError(Some(ErrCause::BadCommand)));
+            }
+            let s = wait_idle()?;
+            if s & status::IN_TRANSFER != 0 {
+                // A transfer left open (never by this driver): refused, not joined.
+                return Err(I2cError(Some(ErrCause::Busy)));
+            }
+            write32(
+                map::I2C_BASE + reg::PORT_SELECT as usize,
+                u32::from(self.port),
+            );
+            write32(map::I2C_BASE + reg::ADDR as usize, u32::from(address));
+            let n = operations.len();
+            let mut last_read: Option<bool> = None;
+            for i in 0..n {
+                let next_read = operations
+                    .get(i + 1)
+                    .map(|o| matches!(o, Operation::Read(_)));
+                let (reading, len) = match &operations[i] {
+                    Operation::Read(b) => (true, b.len()),
+                    Operation::Write(b) => (false, b.len()),
+                };
+                let mut start = last_read != Some(reading);
+                last_read = Some(reading);
+                let mut off = 0;
+                loop {
+                    let k = (len - off).min(DATA_BYTES as usize);
+                    let end_of_op = off + k == len;
+                    let stop = end_of_op && i + 1 == n;
+                    let more = reading && !stop && (!end_of_op || next_read == Some(true));
+                    let mut word =
+                        if reading { cmd::READ } else { cmd::WRITE } | cmd::len(k as u32);
+                    if start {
+                        word |= cmd::START;
+                    }
+                    if stop {
+                        word |= cmd::STOP;
+                    }
+                    if more {
+                        word |= cmd::MORE;
+                    }
+                    if let Operation::Write(b) = &operations[i] {
+                        for (w, chunk) in b[off..off + k].chunks(4).enumerate() {
+                            let mut v = [0u8; 4];
+                            v[..chunk.len()].copy_from_slice(chunk);
+                            write32(
+                                map::I2C_BASE + reg::DATA as usize + 4 * w,
+                                u32::from_le_bytes(v),
+                            );
+                        }
+                    }
+                    command(word)?;
+                    if let Operation::Read(b) = &mut operations[i] {
+                        for (w, chunk) in b[off..off + k].chunks_mut(4).enumerate() {
+                            let v =
+                                read32(map::I2C_BASE + reg::DATA as usize + 4 * w).to_le_bytes();
+                            chunk.copy_from_slice(&v[..chunk.len()]);
+                        }
+                    }
+                    start = false;
+                    off += k;
+                    if end_of_op {
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// The cage pins of every port: one register read.
+    pub struct CagePins;
+
+    impl ModulePins for CagePins {
+        fn pins(&mut self) -> Pins {
+            let v = read32(map::I2C_BASE + reg::MODULES as usize);
+            Pins {
+                present: v as u8,
+                interrupt: (v >> 8) as u8,
+            }
+        }
+    }
+
+    /// A pause by spinning the core (the driver's retry pause): never reads the timer, which
+    /// the main loop reads once per iteration.
+    pub struct SpinDelay;
+
+    impl embedded_hal::delay::DelayNs for SpinDelay {
+        fn delay_ns(&mut self, ns: u32) {
+            // At the timer's 1 GHz, a cycle per ns: the pause is at least `ns` on a core
+            // clocked at most that fast.
+            riscv::asm::delay(ns);
         }
     }
 }
