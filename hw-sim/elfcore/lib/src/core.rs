@@ -398,6 +398,7 @@ impl ElfCore {
         let mut dev = Device::new(self.map.regs);
         dev.counters = old.dev.counters;
         dev.keep_flash(&mut old.dev);
+        dev.i2c.keep_modules(&mut old.dev.i2c);
         dev.reset_cause = match cause {
             Stop::Watchdog => crate::device::RESET_CAUSE_WATCHDOG,
             _ => crate::device::RESET_CAUSE_SOFTWARE,

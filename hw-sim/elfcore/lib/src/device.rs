@@ -1,6 +1,6 @@
-//! The NIC's CSR window as the emulated core sees it: timer, watchdog, reset, and the four
+//! The NIC's CSR window as the emulated core sees it: timer, watchdog, reset, the four
 //! queue register blocks (mrc-abi `CsrQueueRegs`: DP->FW events, FW->DP commands, admin
-//! commands, admin replies). Plain state: the core's MMIO callbacks and the simulated NIC's
+//! commands, admin replies), the flash controller and the transceivers' I2C controller. Plain state: the core's MMIO callbacks and the simulated NIC's
 //! side both go through it.
 //!
 //! # The timer and the main loop's iterations
@@ -17,6 +17,7 @@
 use mrc_abi::device::csr::CsrQueueRegs;
 
 use crate::board::flash::{FlashDevice, FlashTiming, ACCESS_NS};
+use crate::board::i2c::I2cController;
 use crate::map::Regs;
 
 /// The key a watchdog kick must write (the image's `WDT_KICK_KEY`).
@@ -155,6 +156,9 @@ pub struct Device {
     /// The flash's time: the iteration's time, advanced [`ACCESS_NS`] per controller access
     /// (a driver polling BUSY within one iteration sees the command finish).
     flash_clock_ns: u64,
+    /// The transceiver management I2C controller and the module in each port's cage
+    /// (`I2C_BASE`); the modules are kept across core resets.
+    pub i2c: I2cController,
     /// Counters.
     pub counters: DeviceCounters,
     /// Read-pattern state of the timer (see the module docs).
@@ -206,6 +210,7 @@ impl Device {
             admin_resp: QueueRegs::default(),
             flash,
             flash_clock_ns: 0,
+            i2c: I2cController::new(mrc_nicloop::PORTS),
             counters: DeviceCounters::default(),
             // (the boot's first timer read is the top of the first iteration)
             time: TimeRead::Served,
@@ -272,6 +277,12 @@ impl Device {
         self.flash_clock_ns = old.flash_clock_ns;
     }
 
+    /// The I2C controller's block offset of window offset `off`.
+    fn i2c_at(&self, off: u32) -> Option<u32> {
+        let o = off.checked_sub(self.regs.i2c)?;
+        (o < mrc_abi::device::i2c::reg::BLOCK_BYTES).then_some(o)
+    }
+
     fn queue_at(&mut self, off: u32) -> Option<(&mut QueueRegs, u32)> {
         const BLOCK: u32 = core::mem::size_of::<CsrQueueRegs>() as u32;
         let r = self.regs;
@@ -326,6 +337,12 @@ impl Device {
         }
         if let Some((o, t)) = self.flash_at(off) {
             return self.flash.read_reg(t, o);
+        }
+        if let Some(v) = self
+            .i2c_at(off)
+            .and_then(|o| self.i2c.read_reg(self.now_ns, o))
+        {
+            return v;
         }
         self.counters.unknown_reads += 1;
         0
@@ -406,6 +423,11 @@ impl Device {
         if let Some((o, t)) = self.flash_at(off) {
             self.flash.write_reg(t, o, v);
             return;
+        }
+        if let Some(o) = self.i2c_at(off) {
+            if self.i2c.write_reg(self.now_ns, o, v) {
+                return;
+            }
         }
         self.counters.unknown_writes += 1;
     }

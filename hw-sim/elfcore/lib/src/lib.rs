@@ -27,9 +27,11 @@
 //! flash algorithm as probe-rs does ([`probe`]).
 //!
 //! The running image sees the flash too: its read window and its controller in the CSR window
-//! ([`device::Device::flash`], kept across core resets). Not served yet: the I2C controller
-//! and its CMIS transceivers, the GPIO LEDs (register accesses in the CSR window that name no
-//! register are answered 0 and counted, [`device::DeviceCounters`]).
+//! ([`device::Device::flash`], kept across core resets), and the transceivers: the I2C
+//! controller with a CMIS module in each port's cage ([`board::i2c`],
+//! [`device::Device::i2c`]), which the simulator pulls, seats again or gives loss of signal.
+//! Not served yet: the GPIO LEDs (register accesses in the CSR window that name no register
+//! are answered 0 and counted, [`device::DeviceCounters`]).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -2,5 +2,8 @@
 //! flash loader's) own code against them.
 //!
 //! - [`flash`]: the QSPI NOR flash and its controller (`mrc_abi::device::flash`).
+//! - [`i2c`]: the transceiver management I2C controller and a CMIS module in each port's
+//!   cage (`mrc_abi::device::i2c`).
 
 pub mod flash;
+pub mod i2c;

@@ -6,6 +6,8 @@
 #[path = "../../../../../firmware/image/nicloop/tests/common/mod.rs"]
 mod common;
 
+/// The harness's payload bytes per packet.
+pub use common::MTU;
 use common::*;
 use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus};
 use mrc_abi::device::csr::{CsrEntry, CsrEvent};
@@ -141,6 +143,21 @@ pub fn lossy(p: &Packet, n: u64, from_a: bool) -> bool {
 /// `poll`-th round in any case (its timers): `poll` = 1 runs it every round, as a core that
 /// polls; more stands for a core woken by work with a periodic timer check.
 pub fn run<F: Firmware>(a: F, b: F, messages: u64, rounds: u64, poll: u64) -> (Outcome, [F; 2]) {
+    run_with(a, b, messages, rounds, poll, |_, _| {}, |_, _| false)
+}
+
+/// [`run`] with `at_round(k, a's firmware)` called before each round `k`'s iterations (the
+/// test changes A's board) and `cut(packet, from_a)` losing packets besides the lossy
+/// wires' (a pulled transceiver's plane).
+pub fn run_with<F: Firmware>(
+    a: F,
+    b: F,
+    messages: u64,
+    rounds: u64,
+    poll: u64,
+    mut at_round: impl FnMut(u64, &mut F),
+    mut cut: impl FnMut(&Packet, bool) -> bool,
+) -> (Outcome, [F; 2]) {
     let mut a = Nic::new(a, 1);
     let mut b = Nic::new(b, 2);
     let (_, _, qp_a) = objects(&mut a);
@@ -172,6 +189,7 @@ pub fn run<F: Firmware>(a: F, b: F, messages: u64, rounds: u64, poll: u64) -> (O
             }
             posted += 1;
         }
+        at_round(k, &mut a.fw);
         for (n, m) in [&mut a, &mut b].into_iter().zip(&mut marks) {
             n.dp.hw(now);
             if k % poll == 0 || !n.dp.events.is_empty() || !n.dp.admin.is_empty() {
@@ -179,8 +197,13 @@ pub fn run<F: Firmware>(a: F, b: F, messages: u64, rounds: u64, poll: u64) -> (O
             }
             m.push(n.dp.log.len());
         }
-        wires[0].carry(now, &mut a.dp, &mut b.dp, |p, n| lossy(p, n, true));
+        wires[0].carry(now, &mut a.dp, &mut b.dp, |p, n| {
+            cut(p, true) || lossy(p, n, true)
+        });
         wires[1].carry(now, &mut b.dp, &mut a.dp, |p, _| {
+            if cut(p, false) {
+                return true;
+            }
             b_sent += 1;
             lossy(p, b_sent, false)
         });
