@@ -109,6 +109,9 @@ pub struct HilRun {
     pub placed_bytes: u64,
     /// Guest instructions the emulated cores retired (`None` at the native level).
     pub guest_instructions: Option<u64>,
+    /// With a transceiver event: from the event to the last QP moving again, us
+    /// (`RunReport::port_recovery`).
+    pub port_recovery_us: Option<f64>,
 }
 
 /// Runs [`SCENARIO`] at `level` (`elf`: the ELF at `elf`, or the image built from this tree).
@@ -116,6 +119,19 @@ pub struct HilRun {
 /// # Errors
 /// The level is unavailable in this build, or the scenario could not run.
 pub fn run_level(level: &Level, elf: Option<&'static Path>) -> Result<HilRun, String> {
+    run_level_with(level, elf, None)
+}
+
+/// [`run_level`] with `transceiver` added to the scenario (a port's module pulled or going
+/// dark mid-run).
+///
+/// # Errors
+/// As [`run_level`]; the event is checked with the scenario.
+pub fn run_level_with(
+    level: &Level,
+    elf: Option<&'static Path>,
+    transceiver: Option<crate::scenario::TransceiverFile>,
+) -> Result<HilRun, String> {
     if let Some(why) = level.unavailable() {
         return Err(format!(
             "{}/{}: {why}",
@@ -127,6 +143,7 @@ pub fn run_level(level: &Level, elf: Option<&'static Path>) -> Result<HilRun, St
     spec.file.nic.firmware.level = level.firmware;
     spec.file.nic.firmware.elf = elf;
     spec.file.nic.datapath.level = level.datapath;
+    spec.file.transceiver = transceiver;
     spec.file
         .validate()
         .map_err(|(key, why)| format!("{SCENARIO}: {key}: {why}"))?;
@@ -165,6 +182,7 @@ pub fn run_level(level: &Level, elf: Option<&'static Path>) -> Result<HilRun, St
         outcome,
         placed_bytes: r.placed_bytes,
         guest_instructions: guest,
+        port_recovery_us: r.port_recovery.map(|d| d.as_ps() as f64 / 1e6),
     })
 }
 

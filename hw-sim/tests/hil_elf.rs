@@ -9,8 +9,10 @@
 //! riscv32imac target it prints `SKIPPED: ...` and passes, unless `CI` is set.
 #![cfg(feature = "elf")]
 
-use mrc_sim::hil::{differences, run_level, HilRun, Level, LEVELS};
+use mrc_sim::hil::{differences, run_level, run_level_with, HilRun, Level, LEVELS};
 use mrc_sim::nic::{DatapathLevel, FirmwareLevel};
+use mrc_sim::run::TransceiverEvent;
+use mrc_sim::scenario::TransceiverFile;
 
 fn level(firmware: FirmwareLevel) -> &'static Level {
     LEVELS
@@ -76,4 +78,59 @@ fn the_differential_catches_a_bug_planted_in_the_elf_main_loop() {
     let d = differences(&want, &got);
     assert!(d.is_some(), "the planted bug went unseen");
     println!("the planted bug: {}", d.unwrap_or_default());
+}
+
+/// A transceiver pulled mid-run (host 0, port 1, at 2 us, while every host sends):
+/// at both firmware levels the image's port monitor finds the empty cage, the port goes down
+/// through the loop's port path and the plane's EVs retire; every flow still completes with
+/// every byte delivered, the two levels deliver the same bytes and give the same completions,
+/// and the run reports the time from the pull to the last QP moving again. A module going
+/// dark (LOS, read over I2C at the elf level) does the same.
+#[test]
+fn a_pulled_or_dark_transceiver_is_survived_and_its_recovery_reported_at_both_levels() {
+    let test = "a_pulled_or_dark_transceiver_is_survived_and_its_recovery_reported_at_both_levels";
+    let Some(elf) = image(test, None) else { return };
+    let plain = native();
+    for event in [TransceiverEvent::Pull, TransceiverEvent::Los] {
+        let t = TransceiverFile {
+            at_us: 2,
+            nic: 0,
+            port: 1,
+            event,
+        };
+        let want = run_level_with(level(FirmwareLevel::Native), None, Some(t)).expect("native");
+        let got = run_level_with(level(FirmwareLevel::Elf), Some(elf), Some(t)).expect("elf");
+        for r in [&want, &got] {
+            assert!(
+                r.outcome.iter().all(|f| f.completed && !f.failed),
+                "{event:?}: every flow completed at {}",
+                r.row.firmware
+            );
+            assert_eq!(
+                r.row.delivered_bytes, plain.row.delivered_bytes,
+                "{event:?}: every byte delivered"
+            );
+            let rec = r.port_recovery_us.expect("the recovery is reported");
+            assert!(
+                rec > 0.0 && rec < r.row.completion_us,
+                "{event:?}: {rec} us"
+            );
+            assert!(
+                r.row.completion_us > plain.row.completion_us,
+                "{event:?}: the cut plane cost time"
+            );
+        }
+        if let Some(d) = differences(&want, &got) {
+            panic!("{event:?}: {d}");
+        }
+        println!(
+            "{event:?} at 2 us: last QP moving again after {:.2} us (native), {:.2} us (elf); \
+             completion {:.2} us / {:.2} us (no event: {:.2} us)",
+            want.port_recovery_us.unwrap_or(0.0),
+            got.port_recovery_us.unwrap_or(0.0),
+            want.row.completion_us,
+            got.row.completion_us,
+            plain.row.completion_us
+        );
+    }
 }

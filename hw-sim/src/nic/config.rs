@@ -99,6 +99,9 @@ pub struct NicConfig {
     pub stage_planted_bug: bool,
     /// What runs the datapath stage's blocks (`[nic.datapath]`, module `blocks`).
     pub datapath: DatapathLevelConfig,
+    /// The time of a port event of the run (a transceiver pulled or dark): each QP notes the
+    /// end of its longest una stall ending after it ([`crate::nic::Nic::recovered_at`]).
+    pub stall_mark: Option<crate::core::time::Time>,
 }
 
 /// What answers the datapath stage's hardware blocks (`[nic.datapath] level`).

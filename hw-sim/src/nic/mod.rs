@@ -172,6 +172,8 @@ pub mod ev {
     pub const FIRMWARE: u32 = 4;
     /// A datapath block's output is due: packets go to their ports or stages.
     pub const DATAPATH: u32 = 5;
+    /// A port's transceiver is pulled or goes dark (`data`: host, port << 32, pull << 40).
+    pub const TRANSCEIVER: u32 = 6;
 }
 
 /// One connection (QP) of a NIC.
@@ -187,6 +189,9 @@ struct Conn {
     last_una: u32,
     last_progress: Time,
     max_stall: Duration,
+    /// The longest una stall ending after the run's stall mark (the port event) and when it
+    /// ended.
+    mark_stall: Option<(Duration, Time)>,
 }
 
 impl Conn {
@@ -205,6 +210,7 @@ impl Conn {
             last_una: 0,
             last_progress: Time::ZERO,
             max_stall: Duration::ZERO,
+            mark_stall: None,
         }
     }
 }
@@ -591,6 +597,17 @@ impl Nic {
             .unwrap_or(Duration::ZERO)
     }
 
+    /// When the last of its QPs moved again after the run's port event
+    /// ([`NicConfig::stall_mark`]): the latest end, over the QPs, of the longest una stall
+    /// ending after the event (QPs with no progress after it are not counted). `None` without
+    /// a mark or when no QP advanced after it.
+    pub fn recovered_at(&self) -> Option<Time> {
+        self.conns
+            .iter()
+            .filter_map(|c| c.mark_stall.map(|(_, end)| end))
+            .max()
+    }
+
     /// Longest stall of QP `qpn`.
     pub fn qp_stall(&self, qpn: u32) -> Option<Duration> {
         self.conns.get(qpn as usize).map(|c| c.max_stall)
@@ -632,6 +649,21 @@ impl Nic {
             }
         }
         sum
+    }
+
+    /// Port `port`'s transceiver is pulled from its cage (`pull`) or raises loss of signal,
+    /// at `now`: every firmware core of the NIC sees the module through its board (each
+    /// core's port monitor finds it at its next pin read and takes the port down for its
+    /// QPs). Only image shards have a board: returns how many shards saw the change.
+    pub fn on_transceiver(&mut self, now: Time, port: usize, pull: bool) -> usize {
+        self.now = self.now.max(now);
+        let mut seen = 0;
+        for s in &mut self.shards {
+            if let Shard::Image(i) = s {
+                seen += usize::from(i.transceiver(port, pull));
+            }
+        }
+        seen
     }
 
     /// Why a shard's firmware stopped for good, if one did (the `elf` core faulted).

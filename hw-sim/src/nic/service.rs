@@ -464,6 +464,12 @@ impl Nic {
             return;
         };
         if una != c.last_una || !outstanding {
+            if self.cfg.stall_mark.is_some_and(|m| now > m) && una != c.last_una {
+                let gap = now.duration_since(c.last_progress);
+                if c.mark_stall.is_none_or(|(g, _)| gap > g) {
+                    c.mark_stall = Some((gap, now));
+                }
+            }
             c.last_una = una;
             c.last_progress = now;
         } else {

@@ -54,6 +54,42 @@ pub struct LinkFailure {
     pub t1_link: u32,
 }
 
+/// What happens to a transceiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransceiverEvent {
+    /// The module is pulled from its cage.
+    Pull,
+    /// The module raises loss of signal on its first lane (the fiber went dark).
+    Los,
+}
+
+/// A transceiver event: port `port` (= plane) of NIC `nic` loses its module or its signal at
+/// `at`. The host link of that port goes down in the fabric at the same time; the NIC's
+/// firmware learns of it only from its board (the image's port monitor: cage pins, then
+/// CMIS over I2C) and takes the port down, retiring the plane's EVs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransceiverFault {
+    /// When.
+    pub at: Time,
+    /// Which NIC (host).
+    pub nic: u32,
+    /// Which of its ports.
+    pub port: u32,
+    /// What happens.
+    pub event: TransceiverEvent,
+}
+
+impl TransceiverFault {
+    /// The NIC event's `data`: the host in the low word (the NICs' routing), port and event
+    /// above.
+    fn encode(self) -> u64 {
+        u64::from(self.nic)
+            | u64::from(self.port & 0xFF) << 32
+            | u64::from(self.event == TransceiverEvent::Pull) << 40
+    }
+}
+
 /// One run's setup.
 #[derive(Clone, Copy, Debug)]
 pub struct Scenario {
@@ -84,6 +120,8 @@ pub struct Scenario {
     pub background: Option<Background>,
     /// A link failure, or none.
     pub failure: Option<LinkFailure>,
+    /// A transceiver event, or none (the `mrc` transport with the image's shards only).
+    pub transceiver: Option<TransceiverFault>,
     /// Stop here even if flows are unfinished.
     pub time_limit: Time,
     /// Seed of the permutation, the fabric and the NICs.
@@ -128,6 +166,7 @@ impl Scenario {
             firmware: FirmwareConfig::DEFAULT,
             datapath: DatapathLevelConfig::at(DatapathLevel::Model),
             background: None,
+            transceiver: None,
             failure: Some(LinkFailure {
                 at: Time::from_us(40),
                 t1_link: 0,
@@ -195,6 +234,7 @@ impl Scenario {
             firmware: self.firmware,
             stage_planted_bug: false,
             datapath: self.datapath,
+            stall_mark: self.transceiver.map(|t| t.at),
         }
     }
 
@@ -245,6 +285,9 @@ pub enum RunError {
     Nic(NicError),
     /// A RoCE NIC refused its setup.
     Roce(RoceError),
+    /// The transceiver event names a NIC port the fabric does not have (host, port), or the
+    /// run's transport has no such NIC.
+    NoSuchPort(u32, u32),
     /// The failure names a link the fabric does not have.
     NoSuchLink(u32),
     /// The workload (or background) description is invalid.
@@ -260,6 +303,9 @@ impl core::fmt::Display for RunError {
             RunError::Nic(e) => write!(f, "{e}"),
             RunError::Roce(e) => write!(f, "roce nic: {e}"),
             RunError::NoSuchLink(l) => write!(f, "failure: no T0-T1 link {l} on plane 0"),
+            RunError::NoSuchPort(h, p) => {
+                write!(f, "transceiver: no port {p} of an MRC NIC on host {h}")
+            }
             RunError::Workload(e) => write!(f, "{e}"),
             RunError::Thread(e) => write!(f, "cannot start a thread to build the NICs: {e}"),
         }
@@ -658,6 +704,14 @@ impl World {
                         nev::DMA => nic.on_dma(now, &mut self.fabric, s, NICS),
                         nev::FIRMWARE => nic.on_firmware(now, &mut self.fabric, s, NICS),
                         nev::DATAPATH => nic.on_datapath(now, &mut self.fabric, s, NICS),
+                        nev::TRANSCEIVER => {
+                            let port = (ev.data >> 32) as u8;
+                            let pull = (ev.data >> 40) & 1 == 1;
+                            if nic.on_transceiver(now, usize::from(port), pull) == 0 {
+                                // (no shard has a board: validation refuses such runs)
+                                self.bad_events += 1;
+                            }
+                        }
                         _ => self.bad_events += 1,
                     }
                 } else if let Some(nic) = self.roce.get_mut(hi) {
@@ -843,6 +897,17 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
         )),
         None => None,
     };
+    let transceiver = match sc.transceiver {
+        Some(t) => {
+            let port = fabric.topology().host_port(t.nic, t.port);
+            let link = (t.nic < hosts && t.port < sc.fabric.planes && !is_roce)
+                .then(|| fabric.port_link(port))
+                .flatten()
+                .ok_or(RunError::NoSuchPort(t.nic, t.port))?;
+            Some((t, link))
+        }
+        None => None,
+    };
     let mut fabric = fabric;
     if !is_roce {
         fabric.track_staging();
@@ -891,6 +956,20 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
             data: Fault::LinkDown(link).encode(),
         };
         initial.push((at, m));
+    }
+    if let Some((t, link)) = transceiver {
+        let m = Msg {
+            target: FABRIC,
+            kind: fev::FAULT,
+            data: Fault::LinkDown(link).encode(),
+        };
+        initial.push((t.at, m));
+        let m = Msg {
+            target: NICS,
+            kind: nev::TRANSCEIVER,
+            data: t.encode(),
+        };
+        initial.push((t.at, m));
     }
     Ok((world, initial))
 }

@@ -44,6 +44,11 @@ pub struct RunReport {
     pub max_stall: Duration,
     /// The QP with the longest stall: (host, peer host).
     pub max_stall_qp: Option<(u32, u32)>,
+    /// With a `[transceiver]` event: from the event to the last QP moving again (its una
+    /// advancing at the end of the longest stall it had after the event; QPs with no progress
+    /// after the event are not counted). `None` without an event, or when no QP moved after
+    /// it.
+    pub port_recovery: Option<Duration>,
     /// Data packets retransmitted (all NICs).
     pub retransmits: u64,
     /// Data packets sent for the first time (all NICs; retransmits are in `retransmits`).
@@ -171,6 +176,10 @@ impl RunReport {
                     .map(|f| (n.host(), f.dst));
             }
         }
+        let port_recovery = sc.transceiver.and_then(|t| {
+            let last = w.nics.iter().filter_map(|n| n.recovered_at()).max()?;
+            Some(last.duration_since(t.at))
+        });
         let placed = w.placed_bytes();
         let totals = w.fabric.totals();
         RunReport {
@@ -190,6 +199,7 @@ impl RunReport {
             background_fcts,
             max_stall,
             max_stall_qp,
+            port_recovery,
             retransmits,
             data_sent,
             ev_state_changes,
@@ -262,6 +272,11 @@ pub fn format_table(reports: &[RunReport]) -> String {
     row("FCT p99 (us)", &|r| opt_us(r.fct_percentile(99)));
     row("FCT max (us)", &|r| opt_us(r.fct_percentile(100)));
     row("longest stall (us)", &|r| us(r.max_stall));
+    if reports.iter().any(|r| r.port_recovery.is_some()) {
+        row("port event to last QP moving (us)", &|r| {
+            opt_us(r.port_recovery)
+        });
+    }
     row("data packets sent", &|r| r.data_sent.to_string());
     row("retransmits", &|r| r.retransmits.to_string());
     row("EV state changes", &|r| r.ev_state_changes.to_string());

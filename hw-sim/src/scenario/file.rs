@@ -2,7 +2,8 @@
 //! one function, [`ScenarioFile::to_scenario`], that turns them into a run's [`Scenario`].
 //!
 //! Units are last in every key (`_bytes`, `_bps`, `_ns`, `_us`, `_ppm`). Optional tables and
-//! keys (`transports`, `fabric.queue.ecn`, `fabric.queue.trim_bytes`, `fabric.pfc`, `failure`)
+//! keys (`transports`, `fabric.queue.ecn`, `fabric.queue.trim_bytes`, `fabric.pfc`, `failure`,
+//! `transceiver`)
 //! mean "off" (or "every transport") when absent; every other key is required, so a scenario
 //! file says everything it runs.
 
@@ -14,7 +15,7 @@ use crate::fabric::{
     ClassPolicy, EcnConfig, FabricConfig, PfcConfig, QueueConfig, Shape, TransportKind,
 };
 use crate::nic::{DatapathLevelConfig, FirmwareConfig, PcieConfig, Transport, HEADER_BYTES};
-use crate::run::{LinkFailure, Scenario};
+use crate::run::{LinkFailure, Scenario, TransceiverEvent, TransceiverFault};
 use crate::workload::{Background, Workload};
 
 /// A whole scenario file.
@@ -39,6 +40,9 @@ pub struct ScenarioFile {
     /// A link failure, or none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureFile>,
+    /// A transceiver pulled or going dark, or none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transceiver: Option<TransceiverFile>,
     /// Background load alongside the workload, or none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<Background>,
@@ -232,6 +236,23 @@ pub struct FailureFile {
     pub t1_link: u32,
 }
 
+/// `[transceiver]`: a port's module is pulled, or raises loss of signal. The port's host link
+/// goes down at that time; the NIC's firmware finds out through its board (the NIC image's
+/// port monitor: cage pins, CMIS over I2C), so the `mrc` transport with
+/// `[nic.firmware] shape = "image"` only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransceiverFile {
+    /// When (microseconds of simulated time).
+    pub at_us: u64,
+    /// Which NIC (host index).
+    pub nic: u32,
+    /// Which of its ports (= plane).
+    pub port: u32,
+    /// `"pull"` (the module leaves its cage) or `"los"` (loss of signal on its first lane).
+    pub event: TransceiverEvent,
+}
+
 impl ShapeFile {
     pub(crate) fn to_shape(self) -> Shape {
         match self {
@@ -304,6 +325,12 @@ impl ScenarioFile {
             failure: self.failure.map(|f| LinkFailure {
                 at: Time::from_us(f.at_us),
                 t1_link: f.t1_link,
+            }),
+            transceiver: self.transceiver.map(|t| TransceiverFault {
+                at: Time::from_us(t.at_us),
+                nic: t.nic,
+                port: t.port,
+                event: t.event,
             }),
             time_limit: Time::from_us(self.time_limit_us),
             seed: self.seed,

@@ -33,7 +33,7 @@ mod validate;
 
 pub use file::{
     ClassPolicyFile, EcnFile, EvFormatFile, FabricFile, FailureFile, NicFile, PfcFile, PolicyFile,
-    QueueFile, ScenarioFile, ShapeFile,
+    QueueFile, ScenarioFile, ShapeFile, TransceiverFile,
 };
 
 use std::path::Path;

@@ -76,6 +76,45 @@ impl ScenarioFile {
             return bad(&format!("nic.datapath.{key}"), why);
         }
         self.validate_workload()?;
+        if let Some(t) = self.transceiver {
+            if t.at_us >= self.time_limit_us {
+                return bad("transceiver.at_us", "must be before time_limit_us");
+            }
+            let hosts = self.fabric.shape.to_shape().hosts();
+            if u64::from(t.nic) >= u64::from(hosts) {
+                return bad(
+                    "transceiver.nic",
+                    format!("this fabric has {hosts} hosts (0..={})", hosts - 1),
+                );
+            }
+            if t.port >= self.fabric.planes {
+                return bad(
+                    "transceiver.port",
+                    format!(
+                        "a NIC has one port per plane: {} (0..={})",
+                        self.fabric.planes,
+                        self.fabric.planes - 1
+                    ),
+                );
+            }
+            if n.firmware.shape != Some(crate::nic::NicShape::Image) {
+                return bad(
+                    "transceiver",
+                    "needs [nic.firmware] shape = \"image\": only the NIC image watches its \
+                     transceivers (its port monitor, CMIS over I2C)",
+                );
+            }
+            if self
+                .transports
+                .iter()
+                .any(|t| *t != crate::nic::Transport::Mrc)
+            {
+                return bad(
+                    "transceiver",
+                    "needs transports = [\"mrc\"]: only the MRC NIC has the image's board",
+                );
+            }
+        }
         if let Some(f) = self.failure {
             if f.at_us >= self.time_limit_us {
                 return bad("failure.at_us", "must be before time_limit_us");

@@ -258,45 +258,62 @@ impl I2c for ModelPort<'_> {
         address: u8,
         operations: &mut [Operation<'_>],
     ) -> Result<(), Self::Error> {
-        let mut cage = self.cage.borrow_mut();
-        let Some(m) = cage.get_mut(self.port) else {
+        match self.cage.borrow_mut().get_mut(self.port) {
+            Some(m) => transact(m, address, operations),
+            None => Err(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address)),
+        }
+    }
+}
+
+/// An embedded-hal transaction with module `m` in its cage (it answers at [`MODULE_ADDR`]):
+/// what [`ModelPort`] does, for handles that hold their cage otherwise.
+///
+/// # Errors
+/// An address NACK (no module, another address) or a data NACK.
+pub fn transact(
+    m: &mut CmisModule,
+    address: u8,
+    operations: &mut [Operation<'_>],
+) -> Result<(), ErrorKind> {
+    for op in operations {
+        if address != MODULE_ADDR || !m.start() {
             return Err(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address));
-        };
-        for op in operations {
-            if address != MODULE_ADDR || !m.start() {
-                return Err(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address));
-            }
-            match op {
-                Operation::Write(bytes) => {
-                    for b in bytes.iter() {
-                        if !m.write_byte(*b) {
-                            return Err(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Data));
-                        }
+        }
+        match op {
+            Operation::Write(bytes) => {
+                for b in bytes.iter() {
+                    if !m.write_byte(*b) {
+                        return Err(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Data));
                     }
                 }
-                Operation::Read(buf) => {
-                    for b in buf.iter_mut() {
-                        *b = m.read_byte();
-                    }
+            }
+            Operation::Read(buf) => {
+                for b in buf.iter_mut() {
+                    *b = m.read_byte();
                 }
             }
         }
-        Ok(())
     }
+    Ok(())
+}
+
+/// The cage pins of `modules` (port `i` = index `i`, at most 8).
+pub fn cage_pins(modules: &[CmisModule]) -> Pins {
+    let mut p = Pins::default();
+    for (i, m) in modules.iter().enumerate().take(8) {
+        if m.present() {
+            p.present |= 1 << i;
+        }
+        if m.interrupt() {
+            p.interrupt |= 1 << i;
+        }
+    }
+    p
 }
 
 impl ModulePins for ModelPort<'_> {
     fn pins(&mut self) -> Pins {
-        let mut p = Pins::default();
-        for (i, m) in self.cage.borrow().iter().enumerate().take(8) {
-            if m.present() {
-                p.present |= 1 << i;
-            }
-            if m.interrupt() {
-                p.interrupt |= 1 << i;
-            }
-        }
-        p
+        cage_pins(&self.cage.borrow())
     }
 }
 

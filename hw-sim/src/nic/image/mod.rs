@@ -483,6 +483,12 @@ impl ImageShard {
     pub(crate) fn guest_instructions(&self) -> Option<u64> {
         self.fw.guest_instructions()
     }
+
+    /// Port `port`'s transceiver pulled (`pull`) or raising loss of signal, in this core's
+    /// view of the board (see `Executor::transceiver`).
+    pub(crate) fn transceiver(&mut self, port: usize, pull: bool) -> bool {
+        self.fw.transceiver(port, pull)
+    }
 }
 
 /// The 64 bytes of `cmd` with id `id`, as a driver writes them into the admin ring.
