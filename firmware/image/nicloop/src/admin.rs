@@ -17,9 +17,9 @@ use crate::{
 
 /// The NIC's device services for the executor.
 pub(crate) struct LoopEnv<'a> {
-    pub(crate) out: &'a mut CsrQueue<LOOP_QUEUE>,
-    pub(crate) ports: &'a mut Ports,
-    pub(crate) counters: &'a mut LoopCounters,
+    out: &'a mut CsrQueue<LOOP_QUEUE>,
+    ports: &'a mut Ports,
+    counters: &'a mut LoopCounters,
 }
 
 impl AdminEnv for LoopEnv<'_> {
@@ -67,8 +67,18 @@ impl AdminEnv for LoopEnv<'_> {
 /// The datapath's region table as the loop writes it: through a FW->DP `RegionWrite` (at most
 /// one per command).
 pub(crate) struct RegionCommand {
-    pub(crate) region: Option<RegionWrite>,
-    pub(crate) mtu_payload: u32,
+    region: Option<RegionWrite>,
+    mtu_payload: u32,
+}
+
+impl RegionCommand {
+    /// No region write yet, `mtu_payload` for the default CC profile.
+    pub(crate) fn new(mtu_payload: u32) -> Self {
+        RegionCommand {
+            region: None,
+            mtu_payload,
+        }
+    }
 }
 
 impl RegionTable for RegionCommand {
@@ -148,6 +158,24 @@ impl<C: Capacity> Fw<C> {
         }
     }
 
+    /// What the shared executor works on: the loop's device services and the engine, with
+    /// `regions` for its region table writes.
+    pub(crate) fn parts<'a>(
+        &'a mut self,
+        regions: &'a mut RegionCommand,
+    ) -> (LoopEnv<'a>, Core<'a, C, RegionCommand>) {
+        let env = LoopEnv {
+            out: &mut self.out,
+            ports: &mut self.ports,
+            counters: &mut self.counters,
+        };
+        let qps = Core {
+            engine: &mut self.engine,
+            regions,
+        };
+        (env, qps)
+    }
+
     /// Execute one command; its reply and the region write it made, if any. The QPN
     /// translation follows the tables afterwards.
     fn admin_command(
@@ -156,19 +184,8 @@ impl<C: Capacity> Fw<C> {
         admin: &mut NicAdmin,
         raw: &[u8; 64],
     ) -> (AdminReply, Option<RegionWrite>) {
-        let mut env = LoopEnv {
-            out: &mut self.out,
-            ports: &mut self.ports,
-            counters: &mut self.counters,
-        };
-        let mut regions = RegionCommand {
-            region: None,
-            mtu_payload: self.mtu_payload,
-        };
-        let mut qps = Core {
-            engine: &mut self.engine,
-            regions: &mut regions,
-        };
+        let mut regions = RegionCommand::new(self.mtu_payload);
+        let (mut env, mut qps) = self.parts(&mut regions);
         let mut cx = Ctx {
             params: &NIC_PARAMS,
             env: &mut env,

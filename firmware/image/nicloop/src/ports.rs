@@ -1,10 +1,10 @@
 //! Port link changes the firmware learns itself (its transceiver monitor, over I2C/CMIS): the
 //! same path as an admin state change ([`mrc_firmware::admin::port_changed`]).
 
-use mrc_firmware::admin::{port_changed, Core};
+use mrc_firmware::admin::port_changed;
 use mrc_firmware::capacity::Capacity;
 
-use crate::admin::{LoopEnv, RegionCommand};
+use crate::admin::RegionCommand;
 use crate::{Fw, NicLoop};
 
 impl<C: Capacity> NicLoop<C> {
@@ -31,19 +31,8 @@ impl<C: Capacity> Fw<C> {
         let was = link && self.ports.admin[port];
         self.ports.link[port] = up;
         self.counters.link_changes += 1;
-        let mut env = LoopEnv {
-            out: &mut self.out,
-            ports: &mut self.ports,
-            counters: &mut self.counters,
-        };
-        let mut regions = RegionCommand {
-            region: None,
-            mtu_payload: self.mtu_payload,
-        };
-        let mut qps = Core {
-            engine: &mut self.engine,
-            regions: &mut regions,
-        };
+        let mut regions = RegionCommand::new(self.mtu_payload);
+        let (mut env, mut qps) = self.parts(&mut regions);
         port_changed(&mut env, &mut qps, now_ns, port, was);
         true
     }
