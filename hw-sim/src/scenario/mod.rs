@@ -25,7 +25,7 @@
 //! assert_eq!(spec.name, "tiny");
 //! let err = ScenarioSpec::parse("x.toml", "seed = 1\nbogus = 2\n").unwrap_err();
 //! assert_eq!(err.to_string(), "x.toml: line 2: bogus: unknown key (expected one of \
-//!     `description`, `seed`, `transports`, `time_limit_us`, `fabric`, `nic`, `workload`, `failure`, `background`)");
+//!     `description`, `seed`, `transports`, `time_limit_us`, `fabric`, `nic`, `workload`, `failure`, `transceiver`, `background`)");
 //! ```
 
 mod file;

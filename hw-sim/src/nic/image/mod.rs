@@ -8,6 +8,10 @@
 //! compiled natively (`native`) or the ELF on an emulated core (`elf`); everything else,
 //! setup included, is one code path.
 //!
+//! Each core has the NIC's board around it: a CMIS module in each port's cage, which a
+//! `[transceiver]` event pulls or darkens ([`ImageShard::transceiver`]); the image's port
+//! monitor finds it (module `exec`) and takes the port down through the loop's port path.
+//!
 //! What the simulator reads back is what a host sees: completions are the CQEs the loop
 //! posts (`PostCqe`, its WQE index mapped back to the work request the NIC model posted), EV
 //! state changes are the event records it posts (`PostEvent`, counted).
