@@ -134,6 +134,30 @@ fn pulled_and_dark_transceivers_take_their_planes_down_through_the_image_and_wri
         );
     }
 
+    // What watching the ports costs the loop once the traffic is done (the last 1,000
+    // rounds, 1 us apart: a pin read every 10th): the idle iterations' instructions, median,
+    // with and without the pin read.
+    let tail = &a.runs[a.runs.len() - 1_000..];
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let mut by_rate: Vec<Vec<u64>> = vec![Vec::new(); 10];
+    for (i, &n) in tail.iter().enumerate() {
+        by_rate[(a.runs.len() - 1_000 + i) % 10].push(n);
+    }
+    let per_phase: Vec<u64> = by_rate.into_iter().map(median).collect();
+    let (lo, hi) = (
+        *per_phase.iter().min().unwrap(),
+        *per_phase.iter().max().unwrap(),
+    );
+    assert!(hi > lo, "the pin read costs instructions: {per_phase:?}");
+    println!(
+        "idle main-loop iteration: {lo} instructions; with the port monitor's pin read: {hi} \
+         (+{})",
+        hi - lo
+    );
+
     // Every write completed with every byte placed once at B.
     assert_eq!(out.sent_cqes, MESSAGES as usize, "every write completed");
     let want: u64 = (0..MESSAGES)
