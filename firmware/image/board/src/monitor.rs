@@ -9,10 +9,12 @@
 //! - **no module seated**: the link is down for `ModuleLost` at once ([`Transceiver::lost`],
 //!   no transfer: the presence pin is authoritative);
 //! - **module seated** and any of: its state unknown (first look), just seated, `IntL`
-//!   asserted (it latched a flag: LOS, LOL, Tx fault), down with `IntL` asserted at the last
-//!   look (the poll then read the latch clear: the condition may be gone), down and
-//!   [`DOWN_RETRY_NS`] passed since its last poll, or [`SWEEP_NS`] passed since its last poll
-//!   (a missed interrupt): a full
+//!   asserted while the link is up or newly asserted (it latched a flag: LOS, LOL, Tx fault),
+//!   down and `IntL` just released (the last poll read the latch clear: the condition may be
+//!   gone), down and [`DOWN_RETRY_NS`] passed since its last poll (a standing condition
+//!   re-latches its flag at each read, so `IntL` stays asserted while it lasts: such a port is
+//!   polled at this slower rate, not every period), or [`SWEEP_NS`] passed since its last
+//!   poll (a missed interrupt): a full
 //!   [`Transceiver::poll`] over I2C, which reads (and so clears) the latched flags;
 //! - otherwise nothing.
 //!
@@ -145,9 +147,11 @@ impl<I2C: I2c, const N: usize> PortMonitor<I2C, N> {
                 self.ports[i].lost()
             } else {
                 let since = now_ns.saturating_sub(self.polled_at[i]);
+                let int_now = p.interrupt & bit != 0;
+                let int_was = int_before & bit != 0;
                 let due = was != Some(true)
-                    || p.interrupt & bit != 0
-                    || (!self.up[i] && (int_before & bit != 0 || since >= DOWN_RETRY_NS))
+                    || (int_now && (self.up[i] || !int_was))
+                    || (!self.up[i] && ((int_was && !int_now) || since >= DOWN_RETRY_NS))
                     || since >= SWEEP_NS;
                 if !due {
                     continue;
@@ -237,23 +241,32 @@ mod tests {
         );
         assert_eq!(cage.borrow()[1].counters().transfers, t1);
         assert_eq!(cage.borrow()[1].counters().absent_nacks, 0);
-        // Port 1 seated again: polled, up. LOS on port 2 clears: its flag re-latched at the
-        // last read while the condition stood, so this period's poll reads it once more (still
-        // down) and clears it, and the next period's poll (IntL was asserted) finds it up.
+        // Port 2 stays dark: its flag re-latches at each read, IntL stays asserted, but a
+        // down port is not polled every period for it.
+        let dark = cage.borrow()[2].counters().transfers;
+        at(&mut m, 8 * PIN_PERIOD_NS, &mut seen);
+        assert_eq!(cage.borrow()[2].counters().transfers, dark);
+        // Port 1 seated again: polled, up. LOS on port 2 clears: its flag latched at the last
+        // read, so the retry poll reads it once more (still down) and clears it; IntL drops,
+        // and the next period's poll finds it up.
         cage.borrow_mut()[2].set_los(0);
         cage.borrow_mut()[1].insert();
         seen.clear();
-        at(&mut m, 8 * PIN_PERIOD_NS, &mut seen);
-        assert_eq!(seen, [PortEvent::Up { port: 1 }]);
-        seen.clear();
         at(&mut m, 9 * PIN_PERIOD_NS, &mut seen);
+        assert_eq!(seen, [PortEvent::Up { port: 1 }]);
+        let retry = 6 * PIN_PERIOD_NS + DOWN_RETRY_NS;
+        at(&mut m, retry, &mut seen);
+        assert_eq!(seen, [PortEvent::Up { port: 1 }]);
+        assert!(!cage.borrow()[2].interrupt());
+        seen.clear();
+        at(&mut m, retry + PIN_PERIOD_NS, &mut seen);
         assert_eq!(seen, [PortEvent::Up { port: 2 }]);
         assert_eq!(m.counters().pulls, 1);
         assert_eq!(m.counters().events, 4 + 4);
         // Quiet again: pins only.
         let t2 = transfers(&cage);
-        at(&mut m, 10 * PIN_PERIOD_NS, &mut seen);
-        at(&mut m, 11 * PIN_PERIOD_NS, &mut seen);
+        at(&mut m, retry + 2 * PIN_PERIOD_NS, &mut seen);
+        at(&mut m, retry + 3 * PIN_PERIOD_NS, &mut seen);
         assert_eq!(transfers(&cage), t2);
     }
 }
