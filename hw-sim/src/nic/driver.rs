@@ -616,6 +616,13 @@ impl Nic {
         self.driver.as_ref().map_or(0, |d| d.out.len())
     }
 
+    /// A report reached host memory by `now` ([`Nic::driver_poll`] has one to give).
+    pub fn driver_due(&self, now: Time) -> bool {
+        self.driver
+            .as_ref()
+            .is_some_and(|d| d.out.front().is_some_and(|o| o.0 <= now))
+    }
+
     /// The next report that reached host memory by `now`.
     pub fn driver_poll(&mut self, now: Time) -> Option<DriverEvent> {
         let d = self.driver.as_mut()?;

@@ -58,6 +58,15 @@ pub struct ClosConfig {
     /// Test only: the NICs' datapath stages carry the planted bug
     /// ([`crate::nic::NicConfig::stage_planted_bug`]).
     pub planted_bug: bool,
+    /// Virtual time one admin command takes (the NICs and the fabric run meanwhile).
+    pub admin_ns: u64,
+    /// Who moves virtual time. `true` (tests, `mrcctl --sim`): each doorbell and admin command
+    /// runs the fabric until it is quiet (or [`ClosConfig::step_budget_ns`] ran out), so a
+    /// program that only spins on its CQ sees its work done. `false` (applications inside a
+    /// run, [`crate::apps`]): a doorbell hands its work requests to the NIC at the current
+    /// virtual time and returns; the caller moves time with
+    /// [`super::SimHost::run_until_completion`].
+    pub doorbells_run: bool,
 }
 
 impl Default for ClosConfig {
@@ -71,6 +80,8 @@ impl Default for ClosConfig {
             scenario,
             step_budget_ns: 2_000_000_000,
             planted_bug: false,
+            admin_ns: 1_000,
+            doorbells_run: true,
         }
     }
 }
@@ -168,6 +179,11 @@ impl Clos {
             next_injected: 0,
             injected_counters: InjectCounters::default(),
         })
+    }
+
+    /// Virtual time one admin command takes.
+    pub fn admin_ns(&self) -> u64 {
+        self.cfg.admin_ns
     }
 
     /// Virtual time, ns.
@@ -300,6 +316,73 @@ impl World {
             .max(c.now_ns());
         let end = first.saturating_add(c.cfg.step_budget_ns);
         self.clos_run(end, true);
+    }
+
+    /// A doorbell (or an admin command) of NIC `i`: with [`ClosConfig::doorbells_run`] the
+    /// fabric runs ([`World::clos_pump`]); otherwise NIC `i` takes its new ring entries now.
+    pub(crate) fn clos_doorbell(&mut self, i: usize) {
+        match self.clos.as_ref() {
+            Some(c) if c.cfg.doorbells_run => self.clos_pump(),
+            Some(_) => {
+                self.clos_feed(i);
+            }
+            None => {}
+        }
+    }
+
+    /// Runs the fabric event time by event time until a completion reached some NIC's host
+    /// memory as a CQE (true; the NICs that got completions took the ring entries that then
+    /// fit) or virtual time reached `end_ns` (false). What reached host memory meanwhile
+    /// (placed payloads, EV events) is handled as it arrives.
+    pub(crate) fn clos_until_completion(&mut self, end_ns: u64) -> bool {
+        let end = Time::from_ns(end_ns);
+        loop {
+            let Some(c) = self.clos.as_mut() else {
+                return false;
+            };
+            let edge = c.windows.next_edge().map(Time::from_ns);
+            let next = match (c.sim.next_event_time(), edge) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let t = match next.filter(|t| *t <= end) {
+                Some(t) => t,
+                None => {
+                    c.sim.run_until(end);
+                    self.now_ns = self.now_ns.max(c.now_ns());
+                    return self.clos_drain_due();
+                }
+            };
+            c.sim.run_until(t);
+            self.now_ns = self.now_ns.max(c.now_ns());
+            let done = self.clos_drain_due();
+            if edge == Some(t) {
+                self.apply_edges(t.as_ps() / PS_PER_NS);
+            }
+            if done {
+                return true;
+            }
+        }
+    }
+
+    /// Drains the NICs with a report in host memory by now; those that got a completion take
+    /// the ring entries that now fit. True if any completion was handled.
+    fn clos_drain_due(&mut self) -> bool {
+        let mut any = false;
+        for i in 0..self.nics.len() {
+            let Some(c) = self.clos.as_mut() else {
+                return any;
+            };
+            let at = c.sim.now();
+            if !c.nic(i).driver_due(at) {
+                continue;
+            }
+            if self.clos_drain(i) {
+                any = true;
+                self.clos_feed(i);
+            }
+        }
+        any
     }
 
     /// Like [`World::clos_pump`], but runs to `t_ns` whether or not the fabric is quiet.
@@ -476,13 +559,16 @@ impl World {
 
     /// Acts on what reached NIC `i`'s host memory by now; then a QP whose engine QP failed on
     /// its own (a responder's fatal error: bad rkey, range, missing receive) enters ERROR.
-    fn clos_drain(&mut self, i: usize) {
-        self.clos_reports(i);
-        let Some(c) = self.clos.as_mut() else { return };
+    /// True if a completion was handled.
+    fn clos_drain(&mut self, i: usize) -> bool {
+        let done = self.clos_reports(i);
+        let Some(c) = self.clos.as_mut() else {
+            return done;
+        };
         let nic = c.nic(i);
         if nic.driver_reports() > 0 {
             // (an error completion on its way names the cause first)
-            return;
+            return done;
         }
         let failed: Vec<u32> = self.nics[i]
             .t
@@ -498,20 +584,27 @@ impl World {
         for dev in failed {
             self.clos_error(i, dev, CqeStatus::LocalQpOperation, 0);
         }
+        done
     }
 
-    fn clos_reports(&mut self, i: usize) {
+    /// Handles NIC `i`'s reports that reached host memory by now. True if any was a
+    /// completion.
+    fn clos_reports(&mut self, i: usize) -> bool {
         let now = self.now_ns;
+        let mut done_any = false;
         loop {
-            let Some(c) = self.clos.as_mut() else { return };
+            let Some(c) = self.clos.as_mut() else {
+                return done_any;
+            };
             let at = c.sim.now();
             let Some(e) = c.nic(i).driver_poll(at) else {
-                return;
+                return done_any;
             };
             match e {
                 DriverEvent::EvEvent { .. } => c.counters.ev_events += 1,
                 DriverEvent::Placed(p) => self.clos_place(i, p),
                 DriverEvent::Completion(done) => {
+                    done_any = true;
                     let Some(dev) = self.nics[i]
                         .t
                         .qps
@@ -530,7 +623,7 @@ impl World {
                     };
                     match done.kind {
                         CompletionKind::Send => {
-                            let Some(c) = self.clos.as_mut() else { return };
+                            let Some(c) = self.clos.as_mut() else { return done_any };
                             let Some(p) = c.sends[i].remove(&(done.wr_id as u32)) else {
                                 continue;
                             };
@@ -545,7 +638,7 @@ impl World {
                         CompletionKind::RecvImm { .. } | CompletionKind::Recv => {
                             let (imm, byte_len) = match done.kind {
                                 CompletionKind::RecvImm { imm, msn } => {
-                                    let Some(c) = self.clos.as_mut() else { return };
+                                    let Some(c) = self.clos.as_mut() else { return done_any };
                                     let m = &mut c.msg_bytes[i];
                                     let len = m.remove(&(done.qpn, msn)).unwrap_or(0);
                                     // Earlier messages of this QP are complete too.

@@ -333,6 +333,24 @@ impl SimHost {
         lock(&self.world).clos_pump();
     }
 
+    /// Clos mode with [`ClosConfig::doorbells_run`] off: runs until a completion reached some
+    /// NIC's host memory as a CQE (true), or virtual time reached `end_ns` (false). Placed
+    /// payloads and EV events are written as they arrive; a NIC that got a completion takes
+    /// the ring entries that then fit.
+    pub fn run_until_completion(&self, end_ns: u64) -> bool {
+        lock(&self.world).clos_until_completion(end_ns)
+    }
+
+    /// Clos mode: the simulator the NICs run in (to schedule fabric faults, and for a run's
+    /// report: [`crate::run::RunReport::collect`]).
+    pub(crate) fn with_sim<R>(
+        &self,
+        f: impl FnOnce(&mut crate::core::sim::Simulator<crate::run::World>) -> R,
+    ) -> Option<R> {
+        let mut w = lock(&self.world);
+        w.clos.as_mut().map(|c| f(&mut c.sim))
+    }
+
     /// Clos mode: advances virtual time to at least `t_ns`, applying window edges on the way.
     pub fn advance_to(&self, t_ns: u64) {
         let mut w = lock(&self.world);

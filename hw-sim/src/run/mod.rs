@@ -237,7 +237,7 @@ impl Scenario {
 }
 
 /// Why a run could not start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunError {
     /// Bad fabric configuration.
     Fabric(ConfigError),
@@ -251,6 +251,8 @@ pub enum RunError {
     Workload(WorkloadError),
     /// A thread to build the NICs could not start (the OS's reason).
     Thread(std::io::ErrorKind),
+    /// A host application on the driver failed (the step and the driver's error).
+    Apps(String),
 }
 
 impl core::fmt::Display for RunError {
@@ -262,6 +264,7 @@ impl core::fmt::Display for RunError {
             RunError::NoSuchLink(l) => write!(f, "failure: no T0-T1 link {l} on plane 0"),
             RunError::Workload(e) => write!(f, "{e}"),
             RunError::Thread(e) => write!(f, "cannot start a thread to build the NICs: {e}"),
+            RunError::Apps(e) => write!(f, "host application: {e}"),
         }
     }
 }
@@ -304,6 +307,8 @@ pub struct World {
     pub bad_events: u64,
     /// Every flow, id = index: the workload's first (`0..main_flows`), then the background's.
     pub flows: Vec<Flow>,
+    /// The flows' results from applications on the driver ([`World::set_app_results`]).
+    app_results: Vec<FlowResult>,
     /// Flows of the workload proper.
     pub main_flows: u32,
     /// Main flows that completed or failed so far.
@@ -346,6 +351,7 @@ impl World {
             roce: Vec::new(),
             bad_events: 0,
             flows: Vec::new(),
+            app_results: Vec::new(),
             main_flows: 0,
             main_finished: 0,
             local: Vec::new(),
@@ -459,7 +465,11 @@ impl World {
 
     /// Every flow's result, NIC by NIC (RoCE results mapped onto the workload's flows).
     fn flow_results_unordered(&self) -> impl Iterator<Item = FlowResult> + '_ {
-        let mrc = self.nics.iter().flat_map(|n| n.flow_results());
+        let mrc = self
+            .nics
+            .iter()
+            .flat_map(|n| n.flow_results())
+            .chain(self.app_results.iter().copied());
         let roce = self
             .roce
             .iter()
@@ -483,6 +493,14 @@ impl World {
         let mrc: u64 = self.nics.iter().map(|n| n.counters().placed_bytes).sum();
         let roce: u64 = self.roce.iter().map(|n| n.counters().placed_bytes).sum();
         mrc + roce
+    }
+
+    /// The flows' results when applications on the driver ran them ([`crate::apps`]): the
+    /// NICs then have no flows of their own.
+    pub(crate) fn set_app_results(&mut self, results: Vec<FlowResult>, main_flows: u32) {
+        self.main_flows = main_flows;
+        self.main_finished = results.iter().filter(|r| r.flow.id < main_flows && (r.done.is_some() || r.failed)).count() as u32;
+        self.app_results = results;
     }
 
     /// Hosts.
@@ -684,7 +702,7 @@ impl World {
 pub use crate::workload::permutation;
 
 /// The link id of T0-T1 link `index` of plane 0.
-fn t1_link(fabric: &Fabric, index: u32) -> Option<LinkId> {
+pub(crate) fn t1_link(fabric: &Fabric, index: u32) -> Option<LinkId> {
     let mut n = 0u32;
     let mut id = 0u32;
     let mut found = None;
@@ -853,6 +871,7 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
         roce: roce_nics,
         bad_events: 0,
         flows,
+        app_results: Vec::new(),
         main_flows,
         main_finished: 0,
         local,

@@ -537,6 +537,7 @@ fn split(mut world: World, l: &Layout, tap: super::Tap) -> Vec<World> {
             roce: Vec::new(),
             bad_events: 0,
             flows: world.flows.clone(),
+            app_results: Vec::new(),
             main_flows: world.main_flows,
             main_finished: 0,
             local: world.local.clone(),
