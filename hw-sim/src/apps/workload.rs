@@ -37,6 +37,7 @@ use mrc_driver::api::*;
 use mrc_driver::ctl::{Controller, NsccParams};
 use mrc_driver::device::DeviceConfig;
 use mrc_driver::sys::Bdf;
+use mrc_firmware::engine::cc::NsccParams as FwNscc;
 
 use super::hosts;
 use crate::core::time::{Time, PS_PER_NS};
@@ -85,6 +86,9 @@ struct App {
     conns: Vec<Conn>,
     /// Peer host -> connection index.
     conn_of: Vec<u32>,
+    /// Connections with messages waiting, in the order their first waiting message was
+    /// released (the order they ring their doorbells in).
+    ready: VecDeque<u32>,
 }
 
 /// Per flow: what the applications know of it.
@@ -133,7 +137,8 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
         .map(|h| {
             let mut c = SimNicConfig::numbered(0);
             c.bdf = bdf(h);
-            let room = (qps as u32 + 1).next_multiple_of(4).max(64);
+            // QP and CQ numbers share `1..min(max_qps, doorbell_pages)`: the QPs, 2 CQs.
+            let room = (qps as u32 + 3).next_multiple_of(4).max(64);
             c.params.max_qps = room;
             c.params.doorbell_pages = room;
             c.params.num_ports = u32::from(sc.fabric.planes as u8);
@@ -160,10 +165,11 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
     }
 
     // Setup: profiles, PD, CQs, MRs, QPs in INIT.
-    let base_rtt_ns = u32::try_from(sc.nic_config().base_rtt.as_ps() / PS_PER_NS).unwrap_or(u32::MAX);
+    let nscc = nscc_profile(sc)?;
     let mut apps = Vec::with_capacity(hosts as usize);
     for h in 0..hosts {
-        apps.push(setup(&host, h, &plan, base_rtt_ns, largest[h as usize], incoming[h as usize])?);
+        let peers = open_order(h, &plan, &flows);
+        apps.push(setup(&host, h, &plan, &peers, &nscc, largest[h as usize], incoming[h as usize])?);
     }
     // Connect: each QP with its peer's QP (first PSN 0 both ways, as the flow hosts).
     let infos: Vec<Vec<ConnInfo>> = apps
@@ -183,8 +189,8 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
         })
         .collect();
     for h in 0..hosts as usize {
-        let peers = plan.peers_of(h as u32);
-        for (k, p) in peers.iter().enumerate() {
+        for p in plan.peers_of(h as u32) {
+            let k = apps[h].conn_of[p.host as usize] as usize;
             let back = apps[p.host as usize].conn_of[h] as usize;
             let info = infos[p.host as usize][back];
             let c = &mut apps[h].conns[k];
@@ -232,8 +238,12 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
             let f = flows[id as usize];
             state[id as usize].released = Some(now.max(t));
             let a = &mut apps[f.src as usize];
-            let c = a.conn_of[f.dst as usize] as usize;
-            a.conns[c].queue.extend((0..state[id as usize].msgs).map(|m| (id, m)));
+            let c = a.conn_of[f.dst as usize];
+            let q = &mut a.conns[c as usize].queue;
+            if q.is_empty() {
+                a.ready.push_back(c);
+            }
+            q.extend((0..state[id as usize].msgs).map(|m| (id, m)));
         }
         for (h, a) in apps.iter_mut().enumerate() {
             post(a, h, &flows, &state)?;
@@ -317,12 +327,47 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
     })
 }
 
+/// The order host `h` opens its connections in: the peers its flows name, in flow order,
+/// then the peers that only send to it.
+fn open_order(h: u32, plan: &QpPlan, flows: &[Flow]) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    let mut seen = vec![false; plan.hosts() as usize];
+    let named = flows.iter().filter(|f| f.src == h && f.dst != h).map(|f| f.dst);
+    for p in named.chain(plan.peers_of(h).iter().map(|p| p.host)) {
+        if !std::mem::replace(&mut seen[p as usize], true) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The NSCC profile the controllers install: the reference parameters for the NIC's
+/// bandwidth (every port) and the fabric's unloaded RTT.
+fn nscc_profile(sc: &Scenario) -> Result<NsccParams, RunError> {
+    let cfg = sc.nic_config();
+    let rtt_ns = (cfg.base_rtt.as_ps() / PS_PER_NS).max(1);
+    let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes));
+    let p = FwNscc::for_link(nic_bps, rtt_ns, cfg.mtu_payload)
+        .map_err(|e| err("NSCC parameters", format!("{e:?}")))?;
+    let q16 = |v: u32| f64::from(v) / 65_536.0;
+    Ok(NsccParams {
+        eta: q16(p.eta_q16),
+        fi: q16(p.fi_q16),
+        fi_scale: q16(p.fi_scale_q16),
+        gamma: q16(p.gamma_q16),
+        max_md_jump: q16(p.max_md_jump_q16),
+        target_qdelay_ns: u32::try_from(p.target_qdelay_ns).unwrap_or(u32::MAX),
+        base_rtt_ns: u32::try_from(p.base_rtt_ns).unwrap_or(u32::MAX),
+    })
+}
+
 /// Host `h`'s application, its QPs in INIT.
 fn setup(
     host: &SimHost,
     h: u32,
     plan: &QpPlan,
-    base_rtt_ns: u32,
+    peers: &[u32],
+    nscc: &NsccParams,
     src_bytes: u64,
     dst_bytes: u64,
 ) -> Result<App, RunError> {
@@ -336,10 +381,7 @@ fn setup(
     let ctx = Context::from_device(c.device(), Role::Application);
     let ctl = Controller::new(&c).map_err(|e| err(&at("controller"), e))?;
     let cc = ctl
-        .create_cc_profile(&NsccParams {
-            base_rtt_ns,
-            ..NsccParams::default()
-        })
+        .create_cc_profile(nscc)
         .map_err(|e| err(&at("CC profile"), e))?;
     let pd = ctx.alloc_pd().map_err(|e| err(&at("PD"), e))?;
     let scq = ctx.create_cq(CQ_DEPTH, None).map_err(|e| err(&at("send CQ"), e))?;
@@ -352,11 +394,10 @@ fn setup(
     let dst = pd
         .reg_mr(dst_bytes.max(1) as usize, Access::ALL)
         .map_err(|e| err(&at("destination MR"), e))?;
-    let peers = plan.peers_of(h);
     let mut conn_of = vec![u32::MAX; plan.hosts() as usize];
     let mut conns = Vec::with_capacity(peers.len());
     for (k, p) in peers.iter().enumerate() {
-        let mut qp = pd
+        let qp = pd
             .create_qp(&QpInitAttr {
                 send_cq: &scq,
                 recv_cq: &rcq,
@@ -365,17 +406,20 @@ fn setup(
                 hint: QpHint::default(),
             })
             .map_err(|e| err(&at("QP"), e))?;
-        qp.modify_init(&InitAttr {
-            ev_profile: 0,
-            cc_profile: cc,
-        })
-        .map_err(|e| err(&at("INIT"), e))?;
-        conn_of[p.host as usize] = k as u32;
+        conn_of[*p as usize] = k as u32;
         conns.push(Conn {
             qp,
             peer: ConnInfo::default(),
             queue: VecDeque::new(),
         });
+    }
+    // INIT once every QP exists: the NIC shares a QP's initial window among its open QPs.
+    for c in &mut conns {
+        c.qp.modify_init(&InitAttr {
+            ev_profile: 0,
+            cc_profile: cc,
+        })
+        .map_err(|e| err(&at("INIT"), e))?;
     }
     Ok(App {
         ctx,
@@ -387,18 +431,21 @@ fn setup(
         dst,
         conns,
         conn_of,
+        ready: VecDeque::new(),
     })
 }
 
-/// Posts each connection's waiting messages while its send queue has room (one doorbell
-/// per connection and call).
+/// Posts the waiting messages of each connection, in release order, while its send queue
+/// has room (one doorbell per connection and call).
 fn post(a: &mut App, h: usize, flows: &[Flow], state: &[FlowState]) -> Result<(), RunError> {
-    for c in &mut a.conns {
-        if c.queue.is_empty() {
-            continue;
-        }
+    for _ in 0..a.ready.len() {
+        let Some(k) = a.ready.pop_front() else { break };
+        let c = &mut a.conns[k as usize];
         let room = c.qp.sq_free() as usize;
         let n = room.min(c.queue.len());
+        if n < c.queue.len() {
+            a.ready.push_back(k);
+        }
         if n == 0 {
             continue;
         }
