@@ -40,11 +40,13 @@ use mrc_driver::sys::Bdf;
 use mrc_firmware::engine::cc::NsccParams as FwNscc;
 
 use super::hosts;
-use crate::core::time::{Time, PS_PER_NS};
+use crate::core::time::{Duration, Time, PS_PER_NS};
 use crate::fabric::Fault;
 use crate::nic::{QpPlan, Transport};
 use crate::nic_host::{ClosConfig, SimHost, SimNicConfig};
-use crate::run::{scenario_flows, t1_link, RunError, RunReport, Scenario};
+use crate::run::{
+    report_tapped, scenario_flows, t1_link, Observer, RunError, RunReport, Scenario, Tap, WorldView,
+};
 use crate::workload::{Flow, FlowResult};
 
 /// Send queue depth of every QP (the NIC model's send queue holds fewer: the rest wait in the
@@ -119,11 +121,31 @@ fn err(what: &str, e: impl std::fmt::Display) -> RunError {
     RunError::Apps(format!("{what}: {e}"))
 }
 
+/// Watches nothing.
+struct Unobserved;
+
+impl Observer for Unobserved {
+    fn sample_every(&self) -> Duration {
+        Duration::from_secs(1 << 20)
+    }
+    fn on_sample(&mut self, _: Time, _: &WorldView<'_>) {}
+    fn on_finish(&mut self, _: Time, _: &WorldView<'_>) {}
+}
+
 /// Runs `sc` (an MRC transport) with one application per host on the driver.
 ///
 /// # Errors
 /// [`RunError`] when the scenario is invalid or a driver step failed (named).
 pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
+    run_observed(sc, &mut Unobserved)
+}
+
+/// [`run`], calling `obs` as the run goes (samples at its period and at the end, the packets
+/// it taps), as [`crate::run::run_observed`] does for the flow hosts.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun, RunError> {
     if sc.transport == Transport::RoceEcmp {
         return Err(RunError::Apps(
             "roce-ecmp has no MRC device for the driver: run it on the flow hosts".into(),
@@ -228,6 +250,11 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
     let mut finished = 0usize;
     let mut wc = vec![WorkCompletion::default(); POLL];
     let mut now = Time::ZERO;
+    let every = obs.sample_every().max(Duration::from_ns(1));
+    let mut next_sample = Time::ZERO.saturating_add(every);
+    let mut last_sample = Time::ZERO;
+    let tap = obs.tap();
+    host.with_sim(|sim| sim.handler_mut().tap = tap);
     loop {
         // Release what is due.
         while let Some(&(t, id)) = pending.last() {
@@ -253,9 +280,24 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
         }
         let until = pending
             .last()
-            .map_or(limit_ns, |p| (p.0.as_ps() / PS_PER_NS).min(limit_ns));
+            .map_or(limit_ns, |p| (p.0.as_ps() / PS_PER_NS).min(limit_ns))
+            .min(next_sample.as_ps().div_ceil(PS_PER_NS));
         let got = host.run_until_completion(until);
         now = Time::from_ns(host.now_ns());
+        if tap != Tap::Off {
+            host.with_sim(|sim| report_tapped(sim.handler_mut(), obs));
+        }
+        if now >= next_sample {
+            let results = flow_results(&flows, &state, main_flows);
+            host.with_sim(|sim| {
+                sim.handler_mut().set_app_results(results, main_flows);
+                obs.on_sample(now, &WorldView::new(&[sim.handler()]));
+            });
+            last_sample = now;
+            while next_sample <= now {
+                next_sample = next_sample.saturating_add(every);
+            }
+        }
         if got {
             for h in 0..apps.len() {
                 loop {
@@ -295,20 +337,7 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
     }
 
     // The report, from the NIC model and the applications' flow times.
-    let results: Vec<FlowResult> = flows
-        .iter()
-        .map(|f| {
-            let s = state[f.id as usize];
-            FlowResult {
-                flow: *f,
-                background: f.id >= main_flows,
-                released: s.released,
-                done: s.done,
-                acked_bytes: s.acked,
-                failed: s.failed,
-            }
-        })
-        .collect();
+    let results = flow_results(&flows, &state, main_flows);
     let report = host
         .with_sim(|sim| {
             let now = sim.now();
@@ -316,6 +345,9 @@ pub fn run(sc: &Scenario) -> Result<DriverRun, RunError> {
                 n.settle(now);
             }
             sim.handler_mut().set_app_results(results, main_flows);
+            if now > last_sample {
+                obs.on_finish(now, &WorldView::new(&[sim.handler()]));
+            }
             RunReport::collect(sc, sim)
         })
         .ok_or_else(|| RunError::Apps("no Clos".into()))?;
@@ -359,6 +391,24 @@ fn nscc_profile(sc: &Scenario) -> Result<NsccParams, RunError> {
         target_qdelay_ns: u32::try_from(p.target_qdelay_ns).unwrap_or(u32::MAX),
         base_rtt_ns: u32::try_from(p.base_rtt_ns).unwrap_or(u32::MAX),
     })
+}
+
+/// Every flow's result as the applications know it.
+fn flow_results(flows: &[Flow], state: &[FlowState], main_flows: u32) -> Vec<FlowResult> {
+    flows
+        .iter()
+        .map(|f| {
+            let s = state[f.id as usize];
+            FlowResult {
+                flow: *f,
+                background: f.id >= main_flows,
+                released: s.released,
+                done: s.done,
+                acked_bytes: s.acked,
+                failed: s.failed,
+            }
+        })
+        .collect()
 }
 
 /// Host `h`'s application, its QPs in INIT.
@@ -493,26 +543,30 @@ fn fail_after(id: u32, after: &[Vec<u32>], state: &mut [FlowState]) -> usize {
     n
 }
 
-/// Compares every completed flow's destination range with its source.
+/// Compares every completed flow's destination range with its source (the sender's source
+/// MR, read back through the driver).
 fn check(apps: &[App], flows: &[Flow], state: &[FlowState]) -> Result<(u64, u64), RunError> {
     let (mut checked, mut wrong) = (0u64, 0u64);
-    let mut buf = Vec::new();
+    let (mut got, mut want) = (Vec::new(), Vec::new());
     for f in flows {
         let s = state[f.id as usize];
         if s.done.is_none() {
             continue;
         }
-        buf.resize(f.bytes as usize, 0);
+        got.resize(f.bytes as usize, 0);
+        want.resize(f.bytes as usize, 0);
         apps[f.dst as usize]
             .dst
-            .read(s.dst_off, &mut buf)
+            .read(s.dst_off, &mut got)
             .map_err(|e| err(&format!("host {} read", f.dst), e))?;
+        apps[f.src as usize]
+            .src
+            .read(0, &mut want)
+            .map_err(|e| err(&format!("host {} read", f.src), e))?;
         checked += f.bytes;
-        wrong += buf
-            .iter()
-            .enumerate()
-            .filter(|(o, b)| **b != pattern(f.src, *o as u64))
-            .count() as u64;
+        if got != want {
+            wrong += got.iter().zip(&want).filter(|(a, b)| a != b).count() as u64;
+        }
     }
     Ok((checked, wrong))
 }

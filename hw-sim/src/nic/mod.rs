@@ -655,6 +655,11 @@ impl Nic {
         t
     }
 
+    /// QPs the engines moved to ERROR so far (every shard).
+    pub fn engine_qp_errors(&self) -> u64 {
+        self.shards.iter().map(Shard::qp_errors).sum()
+    }
+
     /// The firmware engines' counters, summed over the shards.
     pub fn engine_counters(&self) -> EngineCounters {
         let mut t = EngineCounters::default();

@@ -143,6 +143,14 @@ pub(crate) struct Clos {
     pub(super) injected: BTreeMap<u32, Vec<u8>>,
     pub(super) next_injected: u32,
     pub(super) injected_counters: InjectCounters,
+    /// Per fabric host: its NIC index (`u32::MAX`: none).
+    nic_of: Vec<u32>,
+    /// Scratch: device QPs of the NIC being drained that got a send completion.
+    completed: Vec<u32>,
+    /// Per NIC: its engines' QP errors when its QPs were last looked at.
+    seen_errors: Vec<u64>,
+    /// Scratch: fabric hosts with reports due.
+    due: Vec<u32>,
 }
 
 impl Clos {
@@ -168,7 +176,6 @@ impl Clos {
         Ok(Clos {
             cfg,
             sim: Simulator::new(Net::for_driver(fabric, net)),
-            hosts,
             sends: (0..nics).map(|_| BTreeMap::new()).collect(),
             next_handle: vec![0; nics],
             msg_bytes: (0..nics).map(|_| BTreeMap::new()).collect(),
@@ -178,7 +185,22 @@ impl Clos {
             injected: BTreeMap::new(),
             next_injected: 0,
             injected_counters: InjectCounters::default(),
+            nic_of: (0..all)
+                .map(|h| hosts.iter().position(|x| *x == h).map_or(u32::MAX, |i| i as u32))
+                .collect(),
+            hosts,
+            due: Vec::new(),
+            completed: Vec::new(),
+            seen_errors: vec![0; nics],
         })
+    }
+
+    /// The NIC index of fabric host `h` (`None`: a host without a device side).
+    fn nic_of(&self, h: u32) -> Option<usize> {
+        match self.nic_of.get(h as usize) {
+            Some(&i) if i != u32::MAX => Some(i as usize),
+            _ => None,
+        }
     }
 
     /// Virtual time one admin command takes.
@@ -318,16 +340,28 @@ impl World {
         self.clos_run(end, true);
     }
 
-    /// A doorbell (or an admin command) of NIC `i`: with [`ClosConfig::doorbells_run`] the
-    /// fabric runs ([`World::clos_pump`]); otherwise NIC `i` takes its new ring entries now.
-    pub(crate) fn clos_doorbell(&mut self, i: usize) {
-        match self.clos.as_ref() {
-            Some(c) if c.cfg.doorbells_run => self.clos_pump(),
-            Some(_) => {
+    /// A doorbell of device QP `qpn` (`None`: an admin command) of NIC `i`: with
+    /// [`ClosConfig::doorbells_run`] the fabric runs ([`World::clos_pump`]); otherwise NIC
+    /// `i` takes the QP's (every QP's) new ring entries now.
+    pub(crate) fn clos_doorbell(&mut self, i: usize, qpn: Option<u32>) {
+        match (self.clos.as_ref(), qpn) {
+            (Some(c), _) if c.cfg.doorbells_run => self.clos_pump(),
+            (Some(_), Some(q)) => {
+                self.clos_feed_qp(i, q);
+            }
+            (Some(_), None) => {
                 self.clos_feed(i);
             }
-            None => {}
+            (None, _) => {}
         }
+    }
+
+    /// Hands device QP `qpn` of NIC `i`'s new ring entries to the NIC model.
+    fn clos_feed_qp(&mut self, i: usize, qpn: u32) -> bool {
+        if self.nics[i].hold_doorbells {
+            return false;
+        }
+        self.clos_feed_recvs(i, qpn) | self.clos_feed_sends(i, qpn)
     }
 
     /// Runs the fabric event time by event time until a completion reached some NIC's host
@@ -365,22 +399,41 @@ impl World {
         }
     }
 
-    /// Drains the NICs with a report in host memory by now; those that got a completion take
-    /// the ring entries that now fit. True if any completion was handled.
+    /// Drains the NICs with a report in host memory by now (those the fabric's events noted,
+    /// [`crate::run::World::take_due`]); those that got a completion take the ring entries
+    /// that now fit. True if any completion was handled.
     fn clos_drain_due(&mut self) -> bool {
+        let Some(c) = self.clos.as_mut() else {
+            return false;
+        };
+        let mut due = std::mem::take(&mut c.due);
+        c.sim.handler_mut().take_due(&mut due);
+        // (host order, as a scan over the NICs would take them)
+        due.sort_unstable();
         let mut any = false;
-        for i in 0..self.nics.len() {
-            let Some(c) = self.clos.as_mut() else {
-                return any;
-            };
-            let at = c.sim.now();
-            if !c.nic(i).driver_due(at) {
+        for &h in &due {
+            let Some(i) = self.clos.as_ref().and_then(|c| c.nic_of(h)) else {
                 continue;
-            }
+            };
             if self.clos_drain(i) {
                 any = true;
-                self.clos_feed(i);
+                // (only a completed QP has room it did not have)
+                let done = self
+                    .clos
+                    .as_mut()
+                    .map(|c| std::mem::take(&mut c.completed))
+                    .unwrap_or_default();
+                for &q in &done {
+                    self.clos_feed_qp(i, q);
+                }
+                if let Some(c) = self.clos.as_mut() {
+                    c.completed = done;
+                    c.completed.clear();
+                }
             }
+        }
+        if let Some(c) = self.clos.as_mut() {
+            c.due = due;
         }
         any
     }
@@ -570,6 +623,15 @@ impl World {
             // (an error completion on its way names the cause first)
             return done;
         }
+        // Only when an engine QP entered ERROR since the last look.
+        let errors = nic.engine_qp_errors();
+        if c.seen_errors.get(i) == Some(&errors) {
+            return done;
+        }
+        if let Some(e) = c.seen_errors.get_mut(i) {
+            *e = errors;
+        }
+        let nic = c.nic(i);
         let failed: Vec<u32> = self.nics[i]
             .t
             .qps
@@ -627,6 +689,9 @@ impl World {
                             let Some(p) = c.sends[i].remove(&(done.wr_id as u32)) else {
                                 continue;
                             };
+                            if !c.cfg.doorbells_run && c.completed.last() != Some(&dev) {
+                                c.completed.push(dev);
+                            }
                             if status.0 == CqeStatus::Success && !p.signaled {
                                 continue;
                             }

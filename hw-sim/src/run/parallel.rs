@@ -265,6 +265,14 @@ fn run_tuned(
 ) -> Result<(RunReport, Mode), RunError> {
     let threads = threads.max(1);
     let partitions = if partitions == 0 { threads } else { partitions };
+    if sc.host.applies(sc.transport) == super::HostModel::Driver {
+        let reason = (threads > 1 || partitions > 1)
+            .then(|| "applications on the driver run on one thread".to_string());
+        return Ok((
+            super::run_observed(sc, obs)?,
+            Mode::Sequential { reason },
+        ));
+    }
     if threads == 1 && partitions <= 1 {
         return Ok((
             super::run_observed(sc, obs)?,
@@ -538,6 +546,8 @@ fn split(mut world: World, l: &Layout, tap: super::Tap) -> Vec<World> {
             bad_events: 0,
             flows: world.flows.clone(),
             app_results: Vec::new(),
+            due: Vec::new(),
+            due_flag: Vec::new(),
             main_flows: world.main_flows,
             main_finished: 0,
             local: world.local.clone(),
