@@ -112,6 +112,12 @@ elf-hil-test:
 hil:
     cargo run --release -q -p mrc-sim --features elf,rtl --example hil -- target/hil.json
 
+# The two host models on the default scenario (64 hosts, all-to-all, a link failure):
+# applications on the driver against the NIC model's flow table, every byte checked, completion
+# and longest stall within the stated tolerance (hw-sim/tests/driver_hosts.rs).
+host-diff:
+    cargo test --release -p mrc-sim --test driver_hosts -- --include-ignored
+
 # The probe-rs flash algorithm for the NIC's QSPI flash (listed in mrc-nic.chip.yaml; `just
 # fw-gen` rebuilds it and rewrites the chip description).
 flash-algo:

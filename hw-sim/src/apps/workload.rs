@@ -278,9 +278,10 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
         if finished == flows.len() {
             break;
         }
+        // (rounded up to whole ns: a release at a fraction of a ns is reached, not missed)
         let until = pending
             .last()
-            .map_or(limit_ns, |p| (p.0.as_ps() / PS_PER_NS).min(limit_ns))
+            .map_or(limit_ns, |p| p.0.as_ps().div_ceil(PS_PER_NS).min(limit_ns))
             .min(next_sample.as_ps().div_ceil(PS_PER_NS));
         let got = host.run_until_completion(until);
         now = Time::from_ns(host.now_ns());

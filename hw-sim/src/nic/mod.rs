@@ -21,7 +21,9 @@
 //!   (retransmission orders, EV table writes, windows, QP contexts). Completions and EV state
 //!   changes reach the NIC model as the `Complete` / `EvEvent` entries the engine writes for
 //!   the host.
-//! - **Flows**: the NIC keeps the flows whose source is its host. A flow is released at its
+//! - **Flows** (the `flows` host model, [`crate::run::HostModel`]; with the `driver` model the
+//!   NIC is [`Nic::for_driver`]'s and its host's application posts the flows,
+//!   [`crate::apps::workload`]): the NIC keeps the flows whose source is its host. A flow is released at its
 //!   `start`, or once the flow it is `after` completed ([`Nic::dependency_done`], called by the
 //!   run when that flow's sender reports it) and `start` passed. A released flow's messages are
 //!   posted as signalled RDMA Writes to its connection's QP in the stage, flows of one

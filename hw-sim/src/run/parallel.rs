@@ -791,9 +791,11 @@ mod tests {
     use crate::fabric::Shape;
     use crate::run::run;
 
-    /// A small scenario with 4 planes (so up to 4 partitions) and its link failure.
+    /// A small scenario with 4 planes (so up to 4 partitions) and its link failure, on the
+    /// flow hosts (the ones a run partitions).
     fn small() -> Scenario {
         let mut sc = Scenario::tiny(Transport::Mrc);
+        sc.host = crate::run::HostModel::Flows;
         sc.fabric.planes = 4;
         sc.fabric.shape = Shape::LeafSpine {
             hosts: 16,
