@@ -46,11 +46,20 @@ fn differential(sc: Scenario) {
     assert_eq!(flows.host, "flows");
     assert_eq!(d.flows, flows.flows);
     assert_eq!(d.completed, d.flows, "driver: every flow completes");
-    assert_eq!(flows.completed, flows.flows, "flow hosts: every flow completes");
+    assert_eq!(
+        flows.completed, flows.flows,
+        "flow hosts: every flow completes"
+    );
     assert_eq!(d.failed, 0);
     let bytes: u64 = d.flow_results.iter().map(|f| f.flow.bytes).sum();
-    assert_eq!(apps.bytes_checked, bytes, "every destination byte is checked");
-    assert_eq!(apps.bytes_wrong, 0, "every destination byte is the source's");
+    assert_eq!(
+        apps.bytes_checked, bytes,
+        "every destination byte is checked"
+    );
+    assert_eq!(
+        apps.bytes_wrong, 0,
+        "every destination byte is the source's"
+    );
     let acked = |r: &run::RunReport| r.flow_results.iter().map(|f| f.acked_bytes).sum::<u64>();
     assert_eq!(acked(d), bytes, "driver: every byte acknowledged");
     assert_eq!(acked(&flows), bytes, "flow hosts: every byte acknowledged");

@@ -1102,8 +1102,8 @@ impl<
                 .map(EngineCc::Nscc)
                 .map_err(|_| bad);
         };
-        let mut p = NsccParams::for_link(link_bps, u64::from(b.base_rtt_ns.get()), mtu)
-            .map_err(|_| bad)?;
+        let mut p =
+            NsccParams::for_link(link_bps, u64::from(b.base_rtt_ns.get()), mtu).map_err(|_| bad)?;
         p.target_qdelay_ns = u64::from(b.target_qdelay_ns.get());
         p.fast_increase_qdelay_ns = p.target_qdelay_ns / 4;
         p.eta_q16 = b.eta_q16.get();

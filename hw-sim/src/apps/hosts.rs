@@ -5,12 +5,12 @@
 //! Errors are strings that name the step that failed (`"QP: ..."`, `"RTR: ..."`), so a caller
 //! can prefix the host or seed and either return or panic with them.
 
+use crate::nic_host::SimHost;
 use mrc_driver::api::connect::ConnInfo;
 use mrc_driver::api::*;
 use mrc_driver::ctl::plan::Clos;
 use mrc_driver::ctl::{self, Controller, EvFormatSpec, NsccParams};
 use mrc_driver::device::DeviceConfig;
-use crate::nic_host::SimHost;
 
 /// The SRv6 uSID block every test fabric's planner and format profile use.
 pub const USID_BLOCK: u32 = 0xfcbb_bb00;

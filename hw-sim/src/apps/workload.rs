@@ -113,7 +113,8 @@ fn bdf(i: u32) -> Bdf {
 
 /// The byte at `offset` of host `src`'s source MR.
 fn pattern(src: u32, offset: u64) -> u8 {
-    let x = offset.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(src).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    let x = offset.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ u64::from(src).wrapping_mul(0xD6E8_FEB8_6659_FD93);
     (x >> 56) as u8
 }
 
@@ -154,7 +155,10 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
     let hosts = sc.fabric.shape.hosts();
     let (flows, main_flows) = scenario_flows(sc, hosts)?;
     let plan = QpPlan::for_flows(hosts, &flows);
-    let qps = (0..hosts).map(|h| plan.peers_of(h).len()).max().unwrap_or(0);
+    let qps = (0..hosts)
+        .map(|h| plan.peers_of(h).len())
+        .max()
+        .unwrap_or(0);
     let cfgs: Vec<SimNicConfig> = (0..hosts)
         .map(|h| {
             let mut c = SimNicConfig::numbered(0);
@@ -168,10 +172,12 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
             c
         })
         .collect();
-    let mut ccfg = ClosConfig::default();
-    ccfg.scenario = *sc;
-    ccfg.admin_ns = 0;
-    ccfg.doorbells_run = false;
+    let ccfg = ClosConfig {
+        scenario: *sc,
+        admin_ns: 0,
+        doorbells_run: false,
+        ..ClosConfig::default()
+    };
     let host = SimHost::on_clos(&cfgs, ccfg).map_err(|e| err("NICs", format!("{e:?}")))?;
 
     // Flows: ranges in the destination MRs, per-source largest flow.
@@ -191,7 +197,15 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
     let mut apps = Vec::with_capacity(hosts as usize);
     for h in 0..hosts {
         let peers = open_order(h, &plan, &flows);
-        apps.push(setup(&host, h, &plan, &peers, &nscc, largest[h as usize], incoming[h as usize])?);
+        apps.push(setup(
+            &host,
+            h,
+            &plan,
+            &peers,
+            &nscc,
+            largest[h as usize],
+            incoming[h as usize],
+        )?);
     }
     // Connect: each QP with its peer's QP (first PSN 0 both ways, as the flow hosts).
     let infos: Vec<Vec<ConnInfo>> = apps
@@ -300,9 +314,12 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
             }
         }
         if got {
-            for h in 0..apps.len() {
+            for (h, a) in apps.iter_mut().enumerate() {
                 loop {
-                    let n = apps[h].scq.poll(&mut wc).map_err(|e| err(&format!("host {h} CQ"), e))?;
+                    let n = a
+                        .scq
+                        .poll(&mut wc)
+                        .map_err(|e| err(&format!("host {h} CQ"), e))?;
                     for w in &wc[..n] {
                         let id = (w.wr_id >> 32) as u32;
                         let Some(s) = state.get_mut(id as usize) else {
@@ -365,7 +382,10 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
 fn open_order(h: u32, plan: &QpPlan, flows: &[Flow]) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();
     let mut seen = vec![false; plan.hosts() as usize];
-    let named = flows.iter().filter(|f| f.src == h && f.dst != h).map(|f| f.dst);
+    let named = flows
+        .iter()
+        .filter(|f| f.src == h && f.dst != h)
+        .map(|f| f.dst);
     for p in named.chain(plan.peers_of(h).iter().map(|p| p.host)) {
         if !std::mem::replace(&mut seen[p as usize], true) {
             out.push(p);
@@ -435,13 +455,18 @@ fn setup(
         .create_cc_profile(nscc)
         .map_err(|e| err(&at("CC profile"), e))?;
     let pd = ctx.alloc_pd().map_err(|e| err(&at("PD"), e))?;
-    let scq = ctx.create_cq(CQ_DEPTH, None).map_err(|e| err(&at("send CQ"), e))?;
-    let rcq = ctx.create_cq(64, None).map_err(|e| err(&at("receive CQ"), e))?;
+    let scq = ctx
+        .create_cq(CQ_DEPTH, None)
+        .map_err(|e| err(&at("send CQ"), e))?;
+    let rcq = ctx
+        .create_cq(64, None)
+        .map_err(|e| err(&at("receive CQ"), e))?;
     let src = pd
         .reg_mr(src_bytes.max(1) as usize, Access::ALL)
         .map_err(|e| err(&at("source MR"), e))?;
     let bytes: Vec<u8> = (0..src_bytes).map(|o| pattern(h, o)).collect();
-    src.write(0, &bytes).map_err(|e| err(&at("source fill"), e))?;
+    src.write(0, &bytes)
+        .map_err(|e| err(&at("source fill"), e))?;
     let dst = pd
         .reg_mr(dst_bytes.max(1) as usize, Access::ALL)
         .map_err(|e| err(&at("destination MR"), e))?;
@@ -506,7 +531,10 @@ fn post(a: &mut App, h: usize, flows: &[Flow], state: &[FlowState]) -> Result<()
             let f = flows[id as usize];
             let off = u64::from(m) * u64::from(f.msg_bytes);
             let len = (f.bytes - off).min(u64::from(f.msg_bytes)) as u32;
-            sges.push([a.src.sge(off, len).map_err(|e| err(&format!("host {h} SGE"), e))?]);
+            sges.push([a
+                .src
+                .sge(off, len)
+                .map_err(|e| err(&format!("host {h} SGE"), e))?]);
             meta.push((id, m, state[id as usize].dst_off + off));
         }
         let wrs: Vec<SendWr> = sges
@@ -523,8 +551,7 @@ fn post(a: &mut App, h: usize, flows: &[Flow], state: &[FlowState]) -> Result<()
                 fence: false,
             })
             .collect();
-        c.qp
-            .post_send(&wrs)
+        c.qp.post_send(&wrs)
             .map_err(|e| err(&format!("host {h} post"), e))?;
         c.queue.drain(..n);
     }

@@ -186,7 +186,12 @@ impl Clos {
             next_injected: 0,
             injected_counters: InjectCounters::default(),
             nic_of: (0..all)
-                .map(|h| hosts.iter().position(|x| *x == h).map_or(u32::MAX, |i| i as u32))
+                .map(|h| {
+                    hosts
+                        .iter()
+                        .position(|x| *x == h)
+                        .map_or(u32::MAX, |i| i as u32)
+                })
                 .collect(),
             hosts,
             due: Vec::new(),
@@ -685,7 +690,9 @@ impl World {
                     };
                     match done.kind {
                         CompletionKind::Send => {
-                            let Some(c) = self.clos.as_mut() else { return done_any };
+                            let Some(c) = self.clos.as_mut() else {
+                                return done_any;
+                            };
                             let Some(p) = c.sends[i].remove(&(done.wr_id as u32)) else {
                                 continue;
                             };
@@ -703,7 +710,9 @@ impl World {
                         CompletionKind::RecvImm { .. } | CompletionKind::Recv => {
                             let (imm, byte_len) = match done.kind {
                                 CompletionKind::RecvImm { imm, msn } => {
-                                    let Some(c) = self.clos.as_mut() else { return done_any };
+                                    let Some(c) = self.clos.as_mut() else {
+                                        return done_any;
+                                    };
                                     let m = &mut c.msg_bytes[i];
                                     let len = m.remove(&(done.qpn, msn)).unwrap_or(0);
                                     // Earlier messages of this QP are complete too.

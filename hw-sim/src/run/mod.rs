@@ -572,7 +572,10 @@ impl World {
     /// NICs then have no flows of their own.
     pub(crate) fn set_app_results(&mut self, results: Vec<FlowResult>, main_flows: u32) {
         self.main_flows = main_flows;
-        self.main_finished = results.iter().filter(|r| r.flow.id < main_flows && (r.done.is_some() || r.failed)).count() as u32;
+        self.main_finished = results
+            .iter()
+            .filter(|r| r.flow.id < main_flows && (r.done.is_some() || r.failed))
+            .count() as u32;
         self.app_results = results;
     }
 

@@ -268,10 +268,7 @@ fn run_tuned(
     if sc.host.applies(sc.transport) == super::HostModel::Driver {
         let reason = (threads > 1 || partitions > 1)
             .then(|| "applications on the driver run on one thread".to_string());
-        return Ok((
-            super::run_observed(sc, obs)?,
-            Mode::Sequential { reason },
-        ));
+        return Ok((super::run_observed(sc, obs)?, Mode::Sequential { reason }));
     }
     if threads == 1 && partitions <= 1 {
         return Ok((
