@@ -200,9 +200,11 @@ mod tests {
         store.write(Slot::B, SECTOR_BYTES + 5, &[0]).unwrap();
         store.erase(Slot::B).unwrap();
         assert_eq!(store.erased_sectors, 1, "only the written sector");
-        assert!(mem.borrow()[LAYOUT.slot_b as usize..][..LAYOUT.slot_len as usize]
-            .iter()
-            .all(|&b| b == ERASED));
+        assert!(
+            mem.borrow()[LAYOUT.slot_b as usize..][..LAYOUT.slot_len as usize]
+                .iter()
+                .all(|&b| b == ERASED)
+        );
         store.write(Slot::B, 10, &[1, 2, 3]).unwrap();
         let mut b = [0u8; 3];
         store.read(Slot::B, 10, &mut b).unwrap();

@@ -44,7 +44,7 @@ pub mod map;
 pub mod probe;
 mod send;
 
-pub use crate::core::{CoreConfig, CrashInfo, ElfCore, Run};
+pub use crate::core::{BootRom, CoreConfig, CrashInfo, ElfCore, RomBoot, Run};
 pub use bridge::{BridgeCounters, StepTiming};
 pub use device::{Queue, Stop};
 pub use image::NicImage;
@@ -82,6 +82,9 @@ pub enum ElfError {
         /// The limit.
         instructions: u64,
     },
+    /// The boot ROM found no image it may boot (its reason).
+    #[error("the boot ROM booted nothing: {0}")]
+    Boot(String),
     /// The boot after power-on or a reset did not reach the main loop.
     #[error("the NIC core's boot ended in {0:?} before the main loop")]
     BootFailed(Stop),
