@@ -104,6 +104,9 @@ pub(crate) struct FwNic {
     flash: VecSlots,
     svc: FwService,
     boot_count: u32,
+    /// The `elf` level: the commands go to the NIC image on an emulated core instead.
+    #[cfg(feature = "elf")]
+    pub(crate) elf: Option<super::firmware_elf::ElfFw>,
 }
 
 impl FwNic {
@@ -116,12 +119,19 @@ impl FwNic {
                 policy(),
             ),
             boot_count: 0,
+            #[cfg(feature = "elf")]
+            elf: None,
         }
     }
 
     /// The cores (re)boot: the boot record picks the slot.
     fn boot(&mut self) {
         self.boot_count = self.boot_count.saturating_add(1);
+        #[cfg(feature = "elf")]
+        if let Some(e) = self.elf.as_mut() {
+            e.reset();
+            return;
+        }
         let mut record = self.svc.record();
         let slot = match record.select_boot() {
             BootDecision::Boot { slot, .. } => slot,
@@ -133,17 +143,28 @@ impl FwNic {
         self.svc = FwService::booted(record, slot, policy());
     }
 
+    /// The running slot, version and update state.
+    fn status(&mut self) -> (u32, u32, u32) {
+        #[cfg(feature = "elf")]
+        if let Some(e) = self.elf.as_mut() {
+            return e.status().unwrap_or((0, 0, 0));
+        }
+        (
+            self.svc.running() as u32,
+            self.svc.running_version(),
+            self.svc.state() as u32,
+        )
+    }
+
     /// Publish the FW register block.
-    fn publish(&self, n: &NicState) {
+    pub(crate) fn publish(&mut self, n: &NicState) {
+        let (slot, version, state) = self.status();
         let base = u64::from(defaults::FIRMWARE);
         let w = |off: usize, v: u32| n.reg_w(base + off as u64, v);
-        w(offset_of!(FwBlock, running_slot), self.svc.running() as u32);
+        w(offset_of!(FwBlock, running_slot), slot);
         w(offset_of!(FwBlock, boot_count), self.boot_count);
-        w(
-            offset_of!(FwBlock, image_version),
-            self.svc.running_version(),
-        );
-        w(offset_of!(FwBlock, update_state), self.svc.state() as u32);
+        w(offset_of!(FwBlock, image_version), version);
+        w(offset_of!(FwBlock, update_state), state);
     }
 }
 
@@ -172,10 +193,8 @@ impl World {
     }
 
     /// The running image version of NIC `i` (QUERY_DEVICE).
-    pub(crate) fn fw_version(&self, i: usize) -> u32 {
-        self.fw
-            .get(i)
-            .map_or(FACTORY_VERSION, |f| f.svc.running_version())
+    pub(crate) fn fw_version(&mut self, i: usize) -> u32 {
+        self.fw.get_mut(i).map_or(FACTORY_VERSION, |f| f.status().1)
     }
 
     /// Execute a firmware admin command on NIC `i`.
@@ -187,6 +206,11 @@ impl World {
         let r = match cmd {
             // Without the FW_UPDATE capability an update cannot start.
             AdminCommand::FwBegin(_) if !can_update => Err((AdminStatus::Permission, 0)),
+            #[cfg(feature = "elf")]
+            cmd if fw.elf.is_some() => fw
+                .elf
+                .as_mut()
+                .map_or(Err((AdminStatus::Internal, 0)), |e| e.execute(&cmd)),
             cmd => {
                 let mut buf = vec![0u8; 4096];
                 let fetch = |iova: u64, out: &mut [u8]| n.dev.dma_read(Iova(iova), out).is_ok();
