@@ -392,7 +392,7 @@ mod update_io {
             let mut i = 0;
             while i < out.len() {
                 let at = base + i;
-                if at % 4 == 0 && out.len() - i >= 4 {
+                if at.is_multiple_of(4) && out.len() - i >= 4 {
                     out[i..i + 4].copy_from_slice(&read32(at).to_le_bytes());
                     i += 4;
                 } else {

@@ -10,7 +10,8 @@
 //!   against its PD / MR / CQ / QP / profile tables and the port state (with the checks a NIC
 //!   makes: objects exist, belong together, are not in use, states allow it, DMA addresses are
 //!   mapped), and answered in the response ring; firmware update commands go to the `firmware`
-//!   module.
+//!   module (with [`SimHost::with_elf_firmware`], feature `elf`: to the `mrc-nic` ELF on an
+//!   emulated core, which runs its own update path).
 //! - The event queue carries port, QP, CQ and EV events.
 //! - Doorbell pages: a send doorbell executes the QP's new WQEs at once. Writes are delivered
 //!   to the NIC whose address ([`default_gid`]) equals the QP's remote address — another

@@ -58,6 +58,11 @@ impl<R: Regs, W: Window> FlashStore<R, W> {
         }
     }
 
+    /// The register access back.
+    pub fn release(self) -> R {
+        self.flash.release()
+    }
+
     /// The boot record as stored.
     ///
     /// # Errors
@@ -216,7 +221,7 @@ mod tests {
         let record = BootControl::factory(7, 2);
         store.save_record(&record).unwrap();
         assert_eq!(store.load_record(), Ok(record));
-        drop(store);
+        let _ = store.release();
         assert_eq!(part.erases, 2, "one slot sector, the record sector");
     }
 }

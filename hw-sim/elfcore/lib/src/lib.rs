@@ -27,7 +27,9 @@
 //! flash algorithm as probe-rs does ([`probe`]).
 //!
 //! The running image sees the flash too: its read window and its controller in the CSR window
-//! ([`device::Device::flash`], kept across core resets). Not served yet: the I2C controller
+//! ([`device::Device::flash`], kept across core resets), and a host DMA engine that reads the
+//! host memory the simulator attaches ([`device::Device::host_dma`]: update chunks).
+//! [`ElfCore::power_on`] boots through the boot ROM, at power-on and at every reset. Not served yet: the I2C controller
 //! and its CMIS transceivers, the GPIO LEDs (register accesses in the CSR window that name no
 //! register are answered 0 and counted, [`device::DeviceCounters`]).
 #![deny(unsafe_code)]
