@@ -533,8 +533,13 @@ mod tests {
         assert!(polls * ACCESS_NS >= erase - ACCESS_NS && polls * ACCESS_NS <= erase + ACCESS_NS);
         assert_eq!(d.read(base + reg::ERASES, 4), 1);
         assert_eq!(d.read(base + reg::STATUS, 4), 0);
-        // Just past the block is no register.
+        // Past the controller's block the flash answers nothing (the map puts the host DMA
+        // engine there); past that engine's block is no register.
+        let dma_end = d.regs.host_dma + mrc_abi::device::host_dma::reg::BLOCK_BYTES;
+        assert!(d.regs.host_dma >= base + reg::BLOCK_BYTES);
         assert_eq!(d.read(base + reg::BLOCK_BYTES, 4), 0);
+        assert_eq!(d.flash.counters().bad_accesses, 0);
+        assert_eq!(d.read(dma_end, 4), 0);
         assert_eq!(d.counters.unknown_reads, 1);
         // A core reset keeps the flash.
         let mut after = dev();
