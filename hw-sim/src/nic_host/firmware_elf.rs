@@ -11,21 +11,18 @@
 //! its fabric stay with the simulated device (`admin`, `clos`). The core's main loop runs one
 //! iteration per microsecond of its own time, only while a command waits for its reply.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus};
-use mrc_abi::device::csr::CsrEntry;
+use mrc_abi::device::admin::{AdminCommand, AdminStatus};
 use mrc_driver::sys::twin::TwinDevice;
 use mrc_driver::sys::Iova;
 use mrc_elfcore::board::flash::{FlashDevice, FlashSlots, FlashTiming};
 use mrc_elfcore::board::host_dma::HostMemory;
-use mrc_elfcore::{BootRom, CoreConfig, ElfCore, NicMap, Stop};
+use mrc_elfcore::{AdminPort, BootRom, CoreConfig, ElfCore, NicMap, NoReply};
 use mrc_fw_update::pack::{flatten_elf, pack_image, ImageMeta};
 use mrc_fw_update::slots::Slot;
 use mrc_fw_update::test_key;
 use mrc_fw_update::update::{SlotStorage, UpdatePolicy};
-use zerocopy::IntoBytes;
 
 use super::firmware::{FACTORY_VERSION, MAX_TRIAL_BOOTS};
 
@@ -49,48 +46,11 @@ impl HostMemory for TwinMemory {
     }
 }
 
-/// The host interface's side of the core's queues: firmware commands in, replies out; no
-/// datapath reports, every FW->DP entry taken.
-#[derive(Default)]
-struct HostIf {
-    cmds: VecDeque<[u8; 64]>,
-    replies: Vec<AdminReply>,
-    orders: u32,
-}
-
-impl mrc_nicloop::Datapath for HostIf {
-    fn peek_events(&mut self, _out: &mut [CsrEntry]) -> usize {
-        0
-    }
-    fn consume_events(&mut self, _n: usize) {}
-    fn orders_room(&mut self) -> usize {
-        mrc_nicloop::RING_ENTRIES
-    }
-    fn push_orders(&mut self, entries: &[CsrEntry]) -> usize {
-        self.orders = self.orders.wrapping_add(entries.len() as u32);
-        entries.len()
-    }
-    fn orders_written(&self) -> u32 {
-        self.orders
-    }
-    fn orders_taken(&mut self) -> u32 {
-        self.orders
-    }
-    fn pop_admin(&mut self) -> Option<[u8; 64]> {
-        self.cmds.pop_front()
-    }
-    fn push_admin_reply(&mut self, reply: &AdminReply) -> bool {
-        self.replies.push(*reply);
-        true
-    }
-}
-
 /// One NIC's update path on the emulated core.
 pub(crate) struct ElfFw {
     core: Box<ElfCore>,
-    host: HostIf,
+    port: AdminPort,
     now_ns: u64,
-    next_id: u16,
     /// Why the core stopped for good, if it did.
     dead: Option<String>,
 }
@@ -121,9 +81,8 @@ impl ElfFw {
         core.device_mut().host_dma.host = Some(Box::new(TwinMemory(dev)));
         Ok(ElfFw {
             core: Box::new(core),
-            host: HostIf::default(),
+            port: AdminPort::default(),
             now_ns: 0,
-            next_id: 0,
             dead: None,
         })
     }
@@ -144,32 +103,19 @@ impl ElfFw {
         if self.dead.is_some() {
             return Err((AdminStatus::Internal, 0));
         }
-        self.next_id = self.next_id.wrapping_add(1);
-        let id = self.next_id;
-        let mut raw = [0u8; 64];
-        raw.copy_from_slice(cmd.encode(id, 0).as_bytes());
-        self.host.replies.clear();
-        self.host.cmds.push_back(raw);
-        for _ in 0..COMMAND_ITERATIONS {
-            self.now_ns += 1_000;
-            match self.core.step(self.now_ns, &mut self.host) {
-                Ok(r) if r.stop == Stop::Iteration => {}
-                // The image reset itself (a watchdog bite, a crash): the command is lost.
-                Ok(_) => break,
-                Err(e) => {
-                    self.dead = Some(e.to_string());
-                    break;
-                }
+        match self
+            .port
+            .execute(&mut self.core, &mut self.now_ns, cmd, COMMAND_ITERATIONS)
+        {
+            Ok(r) if r.status == AdminStatus::Ok => Ok(r.result),
+            Ok(r) => Err((r.status, r.syndrome)),
+            Err(NoReply::Core(e)) => {
+                self.dead = Some(e.to_string());
+                Err((AdminStatus::Internal, 0))
             }
-            if let Some(r) = self.host.replies.iter().find(|r| r.command_id == id) {
-                return match r.status {
-                    AdminStatus::Ok => Ok(r.result),
-                    s => Err((s, r.syndrome)),
-                };
-            }
+            // The image reset itself (a watchdog bite, a crash), or never answered.
+            Err(_) => Err((AdminStatus::Internal, 0)),
         }
-        self.host.cmds.clear();
-        Err((AdminStatus::Internal, 0))
     }
 
     /// FW_STATUS as the image answers it: (running slot, running version, update state).

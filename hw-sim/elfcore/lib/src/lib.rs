@@ -35,6 +35,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin_port;
 pub mod board;
 pub mod bootrom;
 mod bridge;
@@ -47,6 +48,7 @@ pub mod probe;
 mod send;
 
 pub use crate::core::{BootRom, CoreConfig, CrashInfo, ElfCore, RomBoot, Run};
+pub use admin_port::{AdminPort, NoReply};
 pub use bridge::{BridgeCounters, StepTiming};
 pub use device::{Queue, Stop};
 pub use image::NicImage;

@@ -11,25 +11,21 @@
 
 mod build;
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use mrc_abi::device::admin::body::{FwBegin, FwChunk, ObjectId};
 use mrc_abi::device::admin::{
     AdminCommand, AdminReply, AdminStatus, FwUpdateState, FW_IMAGE_MAGIC,
 };
-use mrc_abi::device::csr::CsrEntry;
 use mrc_elfcore::board::flash::{FlashDevice, FlashSlots, FlashTiming};
 use mrc_elfcore::board::host_dma::HostMemory;
-use mrc_elfcore::{BootRom, CoreConfig, ElfCore, NicMap, Stop};
+use mrc_elfcore::{AdminPort, BootRom, CoreConfig, ElfCore, NicMap, Stop};
 use mrc_fw_update::crc32::crc32;
 use mrc_fw_update::pack::{flatten_elf, pack_image, ImageMeta};
 use mrc_fw_update::reason::Reason;
 use mrc_fw_update::slots::{Slot, SlotState};
 use mrc_fw_update::test_key;
 use mrc_fw_update::update::{SlotStorage, UpdatePolicy};
-use mrc_nicloop::Datapath;
-use zerocopy::IntoBytes;
 
 const V1: u32 = 0x0100_0000;
 const V2: u32 = 0x0200_0000;
@@ -79,48 +75,11 @@ impl HostMemory for HostImage {
     }
 }
 
-/// The host interface's side of the core's queues: admin commands in, replies out; no
-/// datapath reports, every FW->DP entry taken.
-#[derive(Default)]
-struct HostIf {
-    cmds: VecDeque<[u8; 64]>,
-    replies: Vec<AdminReply>,
-    orders: u32,
-}
-
-impl Datapath for HostIf {
-    fn peek_events(&mut self, _out: &mut [CsrEntry]) -> usize {
-        0
-    }
-    fn consume_events(&mut self, _n: usize) {}
-    fn orders_room(&mut self) -> usize {
-        mrc_nicloop::RING_ENTRIES
-    }
-    fn push_orders(&mut self, entries: &[CsrEntry]) -> usize {
-        self.orders = self.orders.wrapping_add(entries.len() as u32);
-        entries.len()
-    }
-    fn orders_written(&self) -> u32 {
-        self.orders
-    }
-    fn orders_taken(&mut self) -> u32 {
-        self.orders
-    }
-    fn pop_admin(&mut self) -> Option<[u8; 64]> {
-        self.cmds.pop_front()
-    }
-    fn push_admin_reply(&mut self, reply: &AdminReply) -> bool {
-        self.replies.push(*reply);
-        true
-    }
-}
-
 /// A NIC: the core booted by its ROM from a flash whose slot A holds the factory image.
 struct Nic {
     core: ElfCore,
-    host: HostIf,
+    port: AdminPort,
     now_ns: u64,
-    next_id: u16,
 }
 
 impl Nic {
@@ -133,32 +92,22 @@ impl Nic {
         let core = ElfCore::power_on(flash, ROM, CoreConfig::DEFAULT).unwrap();
         Nic {
             core,
-            host: HostIf::default(),
+            port: AdminPort::default(),
             now_ns: 0,
-            next_id: 0,
         }
     }
 
     /// One main-loop iteration, 1 µs after the last.
     fn step(&mut self) -> Stop {
         self.now_ns += 1_000;
-        self.core.step(self.now_ns, &mut self.host).unwrap().stop
+        self.core.step(self.now_ns, &mut self.port).unwrap().stop
     }
 
     /// Send `c` and run the loop until its reply.
     fn cmd(&mut self, c: AdminCommand) -> AdminReply {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut raw = [0u8; 64];
-        raw.copy_from_slice(c.encode(id, 0).as_bytes());
-        self.host.cmds.push_back(raw);
-        for _ in 0..8 {
-            assert_eq!(self.step(), Stop::Iteration, "{c:?}");
-            if let Some(r) = self.host.replies.iter().find(|r| r.command_id == id) {
-                return *r;
-            }
-        }
-        panic!("no reply to {c:?}");
+        self.port
+            .execute(&mut self.core, &mut self.now_ns, &c, 8)
+            .unwrap_or_else(|e| panic!("{c:?}: {e}"))
     }
 
     /// FW_STATUS: (running slot, running version, update state, staged version).
