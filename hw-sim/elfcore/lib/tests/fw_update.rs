@@ -11,14 +11,12 @@
 
 mod build;
 
-use std::sync::Arc;
-
 use mrc_abi::device::admin::body::{FwBegin, FwChunk, ObjectId};
 use mrc_abi::device::admin::{
     AdminCommand, AdminReply, AdminStatus, FwUpdateState, FW_IMAGE_MAGIC,
 };
 use mrc_elfcore::board::flash::{FlashDevice, FlashSlots, FlashTiming};
-use mrc_elfcore::board::host_dma::HostMemory;
+use mrc_elfcore::board::host_dma::MappedBuffer;
 use mrc_elfcore::{AdminPort, BootRom, CoreConfig, ElfCore, NicMap, Stop};
 use mrc_fw_update::crc32::crc32;
 use mrc_fw_update::pack::{flatten_elf, pack_image, ImageMeta};
@@ -55,24 +53,6 @@ fn slot_image(elf: &[u8], version: u32, abi: u16) -> Vec<u8> {
     meta.load_addr = load;
     meta.entry = entry;
     pack_image(&body, &meta, &test_key::SEED)
-}
-
-/// The host's memory: one image at [`IMAGE_IOVA`]; anything else is not mapped.
-struct HostImage(Arc<Vec<u8>>);
-
-impl HostMemory for HostImage {
-    fn read(&mut self, iova: u64, out: &mut [u8]) -> bool {
-        let Some(at) = iova.checked_sub(IMAGE_IOVA) else {
-            return false;
-        };
-        match self.0.get(at as usize..at as usize + out.len()) {
-            Some(b) => {
-                out.copy_from_slice(b);
-                true
-            }
-            None => false,
-        }
-    }
 }
 
 /// A NIC: the core booted by its ROM from a flash whose slot A holds the factory image.
@@ -124,7 +104,10 @@ impl Nic {
 
     /// Stream `img` from host memory and commit it: the first refusal, or the commit's reply.
     fn update(&mut self, img: &[u8]) -> AdminReply {
-        self.core.device_mut().host_dma.host = Some(Box::new(HostImage(Arc::new(img.to_vec()))));
+        self.core.device_mut().host_dma.host = Some(Box::new(MappedBuffer {
+            iova: IMAGE_IOVA,
+            bytes: img.to_vec(),
+        }));
         let crc = crc32(img);
         let r = self.cmd(AdminCommand::FwBegin(FwBegin {
             magic: FW_IMAGE_MAGIC.into(),
@@ -249,7 +232,10 @@ fn bad_images_are_refused_with_their_reason_and_the_running_image_stays() {
         assert_eq!(nic.status(), FACTORY, "{want:?} after reset");
     }
     // A chunk the host memory does not map: refused naming the IOVA field; nothing staged.
-    nic.core.device_mut().host_dma.host = Some(Box::new(HostImage(Arc::new(good.clone()))));
+    nic.core.device_mut().host_dma.host = Some(Box::new(MappedBuffer {
+        iova: IMAGE_IOVA,
+        bytes: good.clone(),
+    }));
     let crc = crc32(&good);
     let begin = nic.cmd(AdminCommand::FwBegin(FwBegin {
         magic: FW_IMAGE_MAGIC.into(),

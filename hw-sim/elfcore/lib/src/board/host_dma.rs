@@ -16,6 +16,33 @@ pub trait HostMemory: Send {
     fn read(&mut self, iova: u64, out: &mut [u8]) -> bool;
 }
 
+/// One buffer of host memory mapped at `iova`; anything else is not mapped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MappedBuffer {
+    /// Where the buffer is mapped.
+    pub iova: u64,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl HostMemory for MappedBuffer {
+    fn read(&mut self, iova: u64, out: &mut [u8]) -> bool {
+        let Some(at) = iova.checked_sub(self.iova) else {
+            return false;
+        };
+        let Some(end) = (at as usize).checked_add(out.len()) else {
+            return false;
+        };
+        match self.bytes.get(at as usize..end) {
+            Some(b) => {
+                out.copy_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// What the engine did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostDmaCounters {
@@ -132,23 +159,6 @@ mod tests {
     use mrc_abi::device::host_dma::cmd;
     use mrc_nic_board::host_dma::{Error, HostDma};
 
-    struct Mem(Vec<u8>);
-
-    impl HostMemory for Mem {
-        fn read(&mut self, iova: u64, out: &mut [u8]) -> bool {
-            let Some(at) = iova.checked_sub(0x8000) else {
-                return false;
-            };
-            match self.0.get(at as usize..at as usize + out.len()) {
-                Some(b) => {
-                    out.copy_from_slice(b);
-                    true
-                }
-                None => false,
-            }
-        }
-    }
-
     impl mrc_nic_board::flash::Regs for &mut HostDmaEngine {
         fn read(&mut self, offset: u32) -> u32 {
             self.read_reg(offset)
@@ -170,7 +180,10 @@ mod tests {
                 "no host memory attached"
             );
         }
-        e.host = Some(Box::new(Mem((0..2000u32).map(|i| (i * 3) as u8).collect())));
+        e.host = Some(Box::new(MappedBuffer {
+            iova: 0x8000,
+            bytes: (0..2000u32).map(|i| (i * 3) as u8).collect(),
+        }));
         let mut dma = HostDma::new(&mut e);
         let mut out = vec![0u8; 700];
         dma.read(0x8000 + 11, &mut out).unwrap();
