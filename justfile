@@ -94,10 +94,12 @@ elf-speed:
 
 # Tests of the `elf` firmware level (hw-sim/elfcore, its own workspace: it builds the Unicorn
 # engine, which needs cmake and libclang): the ELF against the native loop, resets, the flash
-# algorithm and the boot ROM.
+# algorithm and the boot ROM, firmware updates through the admin rings; then the hil scenario in
+# the simulator and `mrcctl fw update` against the elf level (`--sim elf`).
 elf-test:
     cd hw-sim/elfcore && CARGO_TARGET_DIR=../../target cargo test
     just elf-hil-test
+    cargo test -p mrcctl --features elf --test fw_elf
 
 # The elf level inside the simulator (mrc-sim's `elf` feature): the `hil` scenario run with the
 # image's main loop compiled in and with the ELF on emulated cores must deliver the same bytes
