@@ -11,6 +11,7 @@ use mrc_abi::wire::{
     TsxRepr, UdpRepr, IP_PROTO_IPV6,
 };
 use mrc_abi::Psn;
+#[cfg(not(no_verilator))]
 use mrc_firmware::datapath::packet::Packet;
 #[cfg(not(no_verilator))]
 use std::collections::VecDeque;
@@ -261,6 +262,7 @@ fn gen_shape(rng: &mut Rng, shape: Shape) -> Desc {
 }
 
 /// The body kind (`0..BODY_KINDS`) of `b`.
+#[cfg(not(no_verilator))]
 fn kind(b: &Body) -> usize {
     match b {
         Body::Write { segment, .. } => match segment {
@@ -279,6 +281,7 @@ fn kind(b: &Body) -> usize {
 }
 
 /// The address of QP `qpn`'s port on `plane` in the simulator's descriptors.
+#[cfg(not(no_verilator))]
 fn sim_addr(qpn: u32, plane: u8) -> Ipv6Addr {
     Ipv6Addr::new(
         0xfd00,
@@ -293,6 +296,7 @@ fn sim_addr(qpn: u32, plane: u8) -> Ipv6Addr {
 }
 
 /// The MAC of QP `qpn`'s port on `plane` in the simulator's descriptors.
+#[cfg(not(no_verilator))]
 fn sim_mac(qpn: u32, plane: u8) -> EthernetAddress {
     let q = qpn.to_be_bytes();
     EthernetAddress([0x02, 0, plane, q[1], q[2], q[3]])
@@ -304,6 +308,7 @@ fn sim_mac(qpn: u32, plane: u8) -> EthernetAddress {
 /// numbers and the plane, an SRv6 packet has its outer destination and no SRH, and the
 /// payload is zeros (its checksum sum 0): the parts the receiving stage reads back are all
 /// the packet's own.
+#[cfg(not(no_verilator))]
 pub(crate) fn packet_desc(p: &Packet) -> Desc {
     let mrc = p.to_repr();
     let plane = p.evx.plane;
