@@ -206,9 +206,9 @@ rtl:
     cargo test -p mrc-rtl-cosim -- --nocapture
 
 # The rtl datapath level (the Verilator-built blocks inside the simulated NICs): the differential
-# test (hil at model and rtl, a planted ev_sprayer bug caught), then SCENARIO's mrc run at
-# both levels: same results, and data packets per CPU second of each (same run, same machine;
-# the default scenario, 64 hosts, takes ~40 s at rtl).
+# test (hil at model and rtl, planted ev_sprayer and rx_psn_tracker bugs caught), then
+# SCENARIO's mrc run at both levels: same results, and data packets per CPU second of each
+# (same run, same machine).
 rtl-sim scenario="default":
     #!/usr/bin/env bash
     set -euo pipefail
@@ -232,8 +232,9 @@ rtl-sim scenario="default":
     pm, pr = (d["wall_clock"]["perf"]["mrc"] for d in (m, r))
     rtl = [n["rtl"] for n in r["transports"][0]["nics"]]
     print(f"results identical at model and rtl: {same}")
-    print(f"RTL: {sum(n['sprayer_transactions'] for n in rtl)} ev_sprayer transactions, "
-          f"{sum(n['differ'] for n in rtl)} differing from the models")
+    blocks = ("ev_sprayer", "rx_psn_tracker", "hdr_builder", "csr_event_queue")
+    print("RTL: " + ", ".join(f"{sum(n[b]['transactions'] for n in rtl)} {b}" for b in blocks)
+          + f" transactions, {sum(n['differ'] for n in rtl)} differing from the models")
     for name, p in (("model", pm), ("rtl", pr)):
         print(f"{name:>5}: {p['data_packets']} data packets in {p['cpu_s'] or 0:.2f} CPU s "
               f"({p['wall_s']:.2f} s wall): {p['data_packets_per_cpu_s'] or 0:.0f} per CPU s")

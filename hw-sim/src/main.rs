@@ -543,14 +543,24 @@ fn print_rtl(outcomes: &[Outcome]) {
         if !any {
             continue;
         }
+        let blocks: Vec<String> = t
+            .blocks()
+            .iter()
+            .map(|(name, b)| {
+                format!(
+                    "{name} {} transactions over {} clocks in {} instances",
+                    b.transactions, b.cycles, b.instances
+                )
+            })
+            .collect();
         println!(
-            "rtl {}: {} ev_sprayer transactions over {} clocks in {} instances; {} RTL answers differed from the models{}",
+            "rtl {}: {}; {} RTL answers differed from the models{}",
             o.name,
-            t.sprayer_transactions,
-            t.sprayer_cycles,
-            t.sprayer_instances,
+            blocks.join(", "),
             t.differ,
-            t.first_difference.map_or(String::new(), |d| format!(" (first: {d})")),
+            t.first_difference
+                .as_ref()
+                .map_or(String::new(), |d| format!(" (first: {d})")),
         );
     }
 }
