@@ -94,10 +94,12 @@ elf-speed:
 
 # Tests of the `elf` firmware level (hw-sim/elfcore, its own workspace: it builds the Unicorn
 # engine, which needs cmake and libclang): the ELF against the native loop, resets, the flash
-# algorithm and the boot ROM.
+# algorithm and the boot ROM, firmware updates through the admin rings; then the hil scenario in
+# the simulator and `mrcctl fw update` against the elf level (`--sim elf`).
 elf-test:
     cd hw-sim/elfcore && CARGO_TARGET_DIR=../../target cargo test
     just elf-hil-test
+    cargo test -p mrcctl --features elf --test fw_elf
 
 # The elf level inside the simulator (mrc-sim's `elf` feature): the `hil` scenario run with the
 # image's main loop compiled in and with the ELF on emulated cores must deliver the same bytes
@@ -111,6 +113,12 @@ elf-hil-test:
 # deliver different bytes or completions.
 hil:
     cargo run --release -q -p mrc-sim --features elf,rtl --example hil -- target/hil.json
+
+# The two host models on the default scenario (64 hosts, all-to-all, a link failure):
+# applications on the driver against the NIC model's flow table, every byte checked, completion
+# and longest stall within the stated tolerance (hw-sim/tests/driver_hosts.rs).
+host-diff:
+    cargo test --release -p mrc-sim --test driver_hosts -- --include-ignored
 
 # The probe-rs flash algorithm for the NIC's QSPI flash (listed in mrc-nic.chip.yaml; `just
 # fw-gen` rebuilds it and rewrites the chip description).
@@ -198,9 +206,9 @@ rtl:
     cargo test -p mrc-rtl-cosim -- --nocapture
 
 # The rtl datapath level (the Verilator-built blocks inside the simulated NICs): the differential
-# test (hil at model and rtl, a planted ev_sprayer bug caught), then SCENARIO's mrc run at
-# both levels: same results, and data packets per CPU second of each (same run, same machine;
-# the default scenario, 64 hosts, takes ~40 s at rtl).
+# test (hil at model and rtl, planted ev_sprayer and rx_psn_tracker bugs caught), then
+# SCENARIO's mrc run at both levels: same results, and data packets per CPU second of each
+# (same run, same machine).
 rtl-sim scenario="default":
     #!/usr/bin/env bash
     set -euo pipefail
@@ -224,8 +232,9 @@ rtl-sim scenario="default":
     pm, pr = (d["wall_clock"]["perf"]["mrc"] for d in (m, r))
     rtl = [n["rtl"] for n in r["transports"][0]["nics"]]
     print(f"results identical at model and rtl: {same}")
-    print(f"RTL: {sum(n['sprayer_transactions'] for n in rtl)} ev_sprayer transactions, "
-          f"{sum(n['differ'] for n in rtl)} differing from the models")
+    blocks = ("ev_sprayer", "rx_psn_tracker", "hdr_builder", "csr_event_queue")
+    print("RTL: " + ", ".join(f"{sum(n[b]['transactions'] for n in rtl)} {b}" for b in blocks)
+          + f" transactions, {sum(n['differ'] for n in rtl)} differing from the models")
     for name, p in (("model", pm), ("rtl", pr)):
         print(f"{name:>5}: {p['data_packets']} data packets in {p['cpu_s'] or 0:.2f} CPU s "
               f"({p['wall_s']:.2f} s wall): {p['data_packets_per_cpu_s'] or 0:.0f} per CPU s")

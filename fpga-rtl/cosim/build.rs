@@ -15,10 +15,14 @@ const BLOCKS: [&str; 4] = [
 ];
 
 /// The blocks again at the simulator's parameters (`mrc_rtl_cosim::sim`: the NIC of `mrc-sim`
-/// has 8 planes): (top module, class prefix tag `V<block>_<tag>`, parameter override, the
-/// define of the planted-bug variant).
-const SIM_BLOCKS: [(&str, &str, &str, &str); 1] =
-    [("ev_sprayer", "p8", "P=8", "PLANTED_BUG_PLANE")];
+/// has 8 planes, a 512-PSN receive window, a 256-entry event queue): (top module, class
+/// prefix tag `V<block>_<tag>`, parameter override, the define of the planted-bug variant if
+/// it has one). (`hdr_builder` runs at its co-simulation parameters.)
+const SIM_BLOCKS: [(&str, &str, &str, Option<&str>); 3] = [
+    ("ev_sprayer", "p8", "P=8", Some("PLANTED_BUG_PLANE")),
+    ("rx_psn_tracker", "w8", "WORDS=8", Some("PLANTED_BUG_SACK")),
+    ("csr_event_queue", "e256", "LOG2_ENTRIES=8", None),
+];
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_verilator)");
@@ -61,15 +65,18 @@ fn main() {
         .include(root.join("include").join("vltstd"));
     let cosim = BLOCKS
         .iter()
-        .map(|b| (*b, String::new(), None, "PLANTED_BUG"));
+        .map(|b| (*b, String::new(), None, Some("PLANTED_BUG")));
     let sim = SIM_BLOCKS
         .iter()
         .map(|(b, tag, param, bug)| (*b, format!("_{tag}"), Some(*param), *bug));
     for (block, tag, param, bug_define) in cosim.chain(sim) {
-        for bug in [false, true] {
-            let prefix = format!("V{block}{tag}{}", if bug { "_bug" } else { "" });
+        let variants: &[Option<&str>] = match bug_define {
+            Some(d) => &[None, Some(d)],
+            None => &[None],
+        };
+        for &bug in variants {
+            let prefix = format!("V{block}{tag}{}", if bug.is_some() { "_bug" } else { "" });
             let mdir = out.join(&prefix);
-            let bug = bug.then_some(bug_define);
             verilate(&verilator, &pkg, &rtl, block, &prefix, &mdir, bug, param);
             build.include(&mdir);
             for entry in std::fs::read_dir(&mdir).expect("verilator output") {

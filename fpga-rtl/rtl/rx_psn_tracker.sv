@@ -18,6 +18,8 @@
 // Counters (free-running, wrapping, 32 bits here; the model's are 64): new, dup, oow.
 //
 // PLANTED_BUG (co-simulation only): the window check is off by one (cum+W is accepted).
+// PLANTED_BUG_SACK (the simulator's instance, mrc_rtl_cosim::sim): the SACK never reports the PSN
+// after its base (bit 1), so an ACK with a hole at its cumulative PSN hides the packet after it.
 `default_nettype none
 `include "mrc_compat.svh"
 module rx_psn_tracker #(
@@ -144,6 +146,9 @@ module rx_psn_tracker #(
       di = sd + 24'(i);
       sack[i] = ({1'b0, di} < WIN) ? window_bits[i] : di[23];
     end
+`ifdef PLANTED_BUG_SACK
+    sack[1] = 1'b0;
+`endif
   end
 
   wire fire = cmd_valid && cmd_ready;

@@ -16,8 +16,9 @@
 //!   cores, behind a PCIe link at TLP granularity, over the fabric (EV-to-route mapping, port
 //!   pacing, both halves' timers as events); and a RoCE RC model for the `roce-ecmp` baseline.
 //! - [`nic_host`]: the simulated device `mrc-driver` runs against (register map, admin queue,
-//!   rings, firmware update), over an in-memory loopback or over lossy multipath channels with
-//!   the MRC datapath stage and engine on every NIC.
+//!   rings, firmware update), over an in-memory loopback or on the NIC model on a Clos fabric.
+//! - [`apps`]: applications on the driver: host and connection setup through the driver's
+//!   public API, and a scenario's workload run by one application per host.
 //! - [`serve`]: the NICs of a [`nic_host::SimHost`] served to drivers in other processes as
 //!   vfio-user devices (`mrc-sim serve`), with the virtual-time policy that keeps them
 //!   reproducible.
@@ -34,6 +35,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod apps;
 pub mod core;
 pub mod fabric;
 pub mod hil;

@@ -6,6 +6,7 @@
 //! mrc-sim run [SCENARIO.toml|NAME] [--seed N] [--json OUT] [--svg DIR] [--nic-svg HOST PATH]
 //!             [--pcap OUT [--pcap-filter EXPR]] [--transport NAME...]
 //!             [--no-failure] [--reorder-tx N] [--threads N] [--firmware native|elf [--elf PATH]]
+//!             [--datapath model|rtl] [--host driver|flows]
 //! mrc-sim scenarios                        # the built-in scenarios, one line each
 //! mrc-sim serve pair --socket-dir DIR [--seed N] [--once [--json OUT]] [-v]
 //!                                          # the scenario's NICs as vfio-user devices
@@ -30,7 +31,7 @@ use clap::{Args, Parser, Subcommand};
 
 use mrc_sim::nic::{DatapathLevel, FirmwareLevel, RtlReport, Transport, HEADER_BYTES};
 use mrc_sim::output::{self, bench, json, pcap::Filter, svg, Outcome, PcapRequest};
-use mrc_sim::run::{format_table, Scenario};
+use mrc_sim::run::{format_table, HostModel, Scenario};
 use mrc_sim::scenario::{self, ScenarioSpec};
 use mrc_sim::serve::{Lifetime, Served};
 
@@ -185,6 +186,17 @@ struct RunArgs {
     /// The mrc-nic ELF the elf level runs (default: the image built from this source tree).
     #[arg(long, value_name = "PATH")]
     elf: Option<PathBuf>,
+    /// Who posts the MRC transports' work, overriding [host] model: driver (one application
+    /// per host on mrc-driver) or flows (the NIC model's own flow table).
+    #[arg(long, value_name = "MODEL", value_parser = parse_host)]
+    host: Option<HostModel>,
+}
+
+fn parse_host(s: &str) -> Result<HostModel, String> {
+    [HostModel::Driver, HostModel::Flows]
+        .into_iter()
+        .find(|m| m.name() == s)
+        .ok_or_else(|| format!("unknown host model `{s}` (one of: driver, flows)"))
 }
 
 fn parse_firmware(s: &str) -> Result<FirmwareLevel, String> {
@@ -407,6 +419,9 @@ fn spec_of(a: &RunArgs) -> Result<ScenarioSpec, String> {
     if let Some(l) = a.datapath {
         spec.file.nic.datapath.level = l;
     }
+    if let Some(m) = a.host {
+        spec.file.host.model = m;
+    }
     if let Some(level) = a.firmware {
         spec.file.nic.firmware.level = level;
     }
@@ -528,14 +543,24 @@ fn print_rtl(outcomes: &[Outcome]) {
         if !any {
             continue;
         }
+        let blocks: Vec<String> = t
+            .blocks()
+            .iter()
+            .map(|(name, b)| {
+                format!(
+                    "{name} {} transactions over {} clocks in {} instances",
+                    b.transactions, b.cycles, b.instances
+                )
+            })
+            .collect();
         println!(
-            "rtl {}: {} ev_sprayer transactions over {} clocks in {} instances; {} RTL answers differed from the models{}",
+            "rtl {}: {}; {} RTL answers differed from the models{}",
             o.name,
-            t.sprayer_transactions,
-            t.sprayer_cycles,
-            t.sprayer_instances,
+            blocks.join(", "),
             t.differ,
-            t.first_difference.map_or(String::new(), |d| format!(" (first: {d})")),
+            t.first_difference
+                .as_ref()
+                .map_or(String::new(), |d| format!(" (first: {d})")),
         );
     }
 }

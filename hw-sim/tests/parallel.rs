@@ -3,6 +3,7 @@
 
 use mrc_sim::nic::Transport;
 use mrc_sim::output::{self, json, pcap::Filter, PcapRequest};
+use mrc_sim::run::HostModel;
 use mrc_sim::scenario::ScenarioSpec;
 
 /// The JSON without its wall-clock part, and the pcap bytes, of `spec` on `threads` threads.
@@ -32,6 +33,8 @@ fn two_threads_give_the_same_json_and_pcap() {
     // 8 hosts, 2 planes, a link failure at 5 us; mrc, and roce-ecmp (which runs sequentially).
     let mut spec = ScenarioSpec::builtin("tiny").unwrap();
     spec.file.transports = vec![Transport::Mrc, Transport::RoceEcmp];
+    // (the flow hosts: the runs a run partitions; the driver's run on one thread)
+    spec.file.host.model = HostModel::Flows;
     let (json1, pcap1, modes1) = outputs(&spec, 1, "one");
     let (json2, pcap2, modes2) = outputs(&spec, 2, "two");
     assert!(modes1.iter().all(|m| m == "sequential"), "{modes1:?}");

@@ -6,7 +6,9 @@
 //! scenario; `just hil` runs the image's shape at every level), must give
 //! the same run, report for report (every flow's acknowledged bytes and completion time, every
 //! counter, every NIC's hardware figures), whether the Rust models or the Verilator-built RTL
-//! decide its packets; and an RTL block with a planted bug must make the run differ.
+//! blocks (`ev_sprayer`, `rx_psn_tracker`, `hdr_builder`, `csr_event_queue`) decide its packets
+//! and reports; and an RTL block with a planted bug (the sprayer's, the tracker's) must make
+//! the run differ.
 #![cfg(feature = "rtl")]
 
 use mrc_sim::nic::{DatapathLevel, DatapathLevelConfig, NicShape, RtlBlock, RtlReport, Transport};
@@ -57,11 +59,33 @@ fn hil_is_the_same_run_at_the_model_and_rtl_levels() {
     assert!(model.retransmits > 0, "the link failure cost no packet");
     // Every EV decision went through the RTL: one transaction per data packet at least, and
     // the EV table writes (256 EVs per QP).
+    let sent = model.data_sent + model.retransmits;
+    assert!(stats.ev_sprayer.transactions > sent + 56 * 256, "{stats:?}");
+    assert_eq!(stats.ev_sprayer.instances, 56);
+    // Every receiving QP context's tracker: a reset at RTR, a receive per write that reached
+    // it, a SACK per ACK or NACK.
+    assert_eq!(stats.rx_psn_tracker.instances, 56);
     assert!(
-        stats.sprayer_transactions > model.data_sent + model.retransmits + 56 * 256,
+        stats.rx_psn_tracker.transactions > 56 + model.data_sent,
         "{stats:?}"
     );
-    assert_eq!(stats.sprayer_instances, 56);
+    // Every packet sent (data, retransmissions, ACKs, NACKs, probes) had its headers built:
+    // two beats at least each.
+    assert!(stats.hdr_builder.transactions > sent, "{stats:?}");
+    assert!(
+        stats.hdr_builder.cycles >= 2 * stats.hdr_builder.transactions,
+        "{stats:?}"
+    );
+    // The reports the firmware took came out of the event queue (one per shard): each flow's
+    // sender reports at least its start and its end, each pushed and popped.
+    assert!(
+        stats.csr_event_queue.transactions >= 4 * u64::from(model.flows),
+        "{stats:?}"
+    );
+    assert_eq!(
+        stats.csr_event_queue.instances, stats.hdr_builder.instances,
+        "{stats:?}"
+    );
     assert_eq!(stats.differ, 0, "{:?}", stats.first_difference);
     assert!(
         rtl == model,
@@ -70,31 +94,44 @@ fn hil_is_the_same_run_at_the_model_and_rtl_levels() {
     let bytes = |r: &RunReport| r.flow_results.iter().map(|f| f.acked_bytes).sum::<u64>();
     println!(
         "hil: {} flows, {} B delivered, completion {:?}, {} data packets, {} retransmits, \
-         {} sprayer transactions through the RTL: identical at model and rtl",
+         through the RTL {} ev_sprayer, {} rx_psn_tracker, {} hdr_builder and {} \
+         csr_event_queue transactions: identical at model and rtl",
         model.completed,
         bytes(&model),
         model.completion,
         model.data_sent,
         model.retransmits,
-        stats.sprayer_transactions
+        stats.ev_sprayer.transactions,
+        stats.rx_psn_tracker.transactions,
+        stats.hdr_builder.transactions,
+        stats.csr_event_queue.transactions,
     );
 }
 
-#[test]
-fn a_planted_sprayer_bug_makes_the_rtl_run_differ() {
+/// The run with `block` built with its planted bug differs from the model level's where the
+/// users look; the block's own differences are counted.
+fn a_planted_bug_makes_the_rtl_run_differ(block: RtlBlock, name: &str) {
     let Some((model, _)) = run_at(DatapathLevelConfig::at(DatapathLevel::Model)) else {
         return;
     };
     let Some((bad, stats)) = run_at(DatapathLevelConfig {
         level: DatapathLevel::Rtl,
-        planted_bug: Some(RtlBlock::EvSprayer),
+        planted_bug: Some(block),
     }) else {
         return;
     };
-    assert!(stats.differ > 0, "the planted bug was never exercised");
+    let own = stats
+        .blocks()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |(_, b)| b.differ);
+    assert!(
+        own > 0,
+        "the planted {name} bug was never exercised: {stats:?}"
+    );
     assert!(
         bad != model,
-        "a run with a broken ev_sprayer is the model's run: the differential is blind"
+        "a run with a broken {name} is the model's run: the differential is blind"
     );
     // What differs where the users look: completions (their times) or the packets sent.
     let completions = |r: &RunReport| r.flow_results.iter().map(|f| f.done).collect::<Vec<_>>();
@@ -102,16 +139,25 @@ fn a_planted_sprayer_bug_makes_the_rtl_run_differ() {
         completions(&bad) != completions(&model)
             || bad.data_sent != model.data_sent
             || bad.retransmits != model.retransmits,
-        "the broken ev_sprayer changed no completion and no packet count"
+        "the broken {name} changed no completion and no packet count"
     );
     println!(
-        "planted ev_sprayer bug: {} RTL answers differed from the model (first: {}); \
+        "planted {name} bug: {own} of its RTL answers differed from the model (first: {}); \
          completion {:?} vs {:?}, retransmits {} vs {}",
-        stats.differ,
         stats.first_difference.unwrap_or_default(),
         bad.completion,
         model.completion,
         bad.retransmits,
         model.retransmits
     );
+}
+
+#[test]
+fn a_planted_sprayer_bug_makes_the_rtl_run_differ() {
+    a_planted_bug_makes_the_rtl_run_differ(RtlBlock::EvSprayer, "ev_sprayer");
+}
+
+#[test]
+fn a_planted_tracker_bug_makes_the_rtl_run_differ() {
+    a_planted_bug_makes_the_rtl_run_differ(RtlBlock::RxPsnTracker, "rx_psn_tracker");
 }

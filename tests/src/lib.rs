@@ -3,5 +3,5 @@
 //! `tests/whole_system.rs`.
 #![forbid(unsafe_code)]
 
-pub mod hosts;
+pub use mrc_sim::apps::hosts;
 pub mod swarm;

@@ -19,6 +19,7 @@
 //! | [`csr`] | CSR event queues between the datapath and the firmware cores |
 //! | [`datapath_timing`] | the datapath RTL blocks' latency and initiation interval, and their clock |
 //! | [`flash`] | the NIC's QSPI flash and its controller (image slots, boot record) |
+//! | [`host_dma`] | the NIC core's host DMA engine (reads host memory by IOVA: update chunks) |
 //! | [`i2c`] | the transceiver management I2C controller and the module pins |
 
 pub mod admin;
@@ -28,6 +29,7 @@ pub mod datapath_timing;
 pub mod doorbell;
 pub mod event;
 pub mod flash;
+pub mod host_dma;
 pub mod i2c;
 pub mod regs;
 pub mod version;

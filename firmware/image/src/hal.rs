@@ -336,6 +336,78 @@ pub use csr_rings::NicDatapath;
 #[cfg(not(feature = "qemu"))]
 pub use i2c::{CagePins, I2cPort, SpinDelay};
 
+#[cfg(not(feature = "qemu"))]
+pub use update_io::{DmaRegs, FlashRegs, FlashWindow, FLASH_LAYOUT};
+
+/// The update service's devices: the flash controller and read window, the host DMA engine.
+#[cfg(not(feature = "qemu"))]
+mod update_io {
+    use mrc_abi::device::flash::FLASH_BASE;
+    use mrc_nic_board::flash::Regs;
+    use mrc_nic_board::slots::{Layout, Window};
+
+    use super::{map, read32, write32};
+
+    /// The slots and the boot record as flash offsets (the memory map's regions).
+    pub const FLASH_LAYOUT: Layout = Layout {
+        slot_a: map::FLASH_SLOT_A_ORIGIN as u32 - FLASH_BASE,
+        slot_b: map::FLASH_SLOT_B_ORIGIN as u32 - FLASH_BASE,
+        slot_len: map::FLASH_SLOT_A_LEN as u32,
+        record: map::FLASH_BOOT_CONTROL_ORIGIN as u32 - FLASH_BASE,
+    };
+    const _: () = assert!(map::FLASH_SLOT_A_LEN == map::FLASH_SLOT_B_LEN);
+
+    /// The flash controller's registers (`FLASH_CTRL_BASE`). Its busy waits kick the
+    /// watchdog: a slot's erase is many sectors, each tens of milliseconds of the part's time.
+    pub struct FlashRegs;
+
+    impl Regs for FlashRegs {
+        fn read(&mut self, offset: u32) -> u32 {
+            if offset == mrc_abi::device::flash::reg::STATUS {
+                super::watchdog_kick();
+            }
+            read32(map::FLASH_CTRL_BASE + offset as usize)
+        }
+        fn write(&mut self, offset: u32, value: u32) {
+            write32(map::FLASH_CTRL_BASE + offset as usize, value);
+        }
+    }
+
+    /// The host DMA engine's registers (`HOST_DMA_BASE`).
+    pub struct DmaRegs;
+
+    impl Regs for DmaRegs {
+        fn read(&mut self, offset: u32) -> u32 {
+            read32(map::HOST_DMA_BASE + offset as usize)
+        }
+        fn write(&mut self, offset: u32, value: u32) {
+            write32(map::HOST_DMA_BASE + offset as usize, value);
+        }
+    }
+
+    /// The flash's memory-mapped read window.
+    pub struct FlashWindow;
+
+    impl Window for FlashWindow {
+        fn read(&self, offset: u32, out: &mut [u8]) {
+            let base = FLASH_BASE as usize + offset as usize;
+            let mut i = 0;
+            while i < out.len() {
+                let at = base + i;
+                if at.is_multiple_of(4) && out.len() - i >= 4 {
+                    out[i..i + 4].copy_from_slice(&read32(at).to_le_bytes());
+                    i += 4;
+                } else {
+                    // SAFETY: a byte of the flash's read window (FLASH_BASE + an offset the
+                    // store keeps inside its slots and record), which has no read side effect.
+                    out[i] = unsafe { core::ptr::read_volatile(at as *const u8) };
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
 /// The loop's configuration on the NIC (checked when the loop is built at boot).
 const LOOP_CONFIG: mrc_nicloop::LoopConfig = mrc_nicloop::LoopConfig::DEFAULT;
 

@@ -9,7 +9,9 @@
 //! [`mrc_nicloop::NicLoop::step_admin`] at that `now` (admin commands into the shared admin
 //! executor, DP->FW CSR entries into the MRC engine, its timeouts, its commands and the loop's
 //! host writes out through the FW->DP ring), then tell the wake timer (`WAKE_AT`) the loop's
-//! next timer deadline (the engine's or the port monitor's) when it changed. Packets never reach the core: the datapath does
+//! next timer deadline (the engine's or the port monitor's) when it changed. The `FW_*` admin
+//! commands reach the update service ([`update`]: flash slots, boot record, host DMA of the
+//! image's chunks). Packets never reach the core: the datapath does
 //! every packet's work. With the `qemu` feature the image runs the [`selftest`] instead (or,
 //! given the semihosting argument `fw-cost`, only the firmware cost measurement, [`fwcost`])
 //! and exits QEMU with its verdict.
@@ -28,6 +30,8 @@ mod runtime;
 mod selftest;
 #[cfg(feature = "qemu")]
 mod twonic;
+#[cfg(not(feature = "qemu"))]
+mod update;
 
 #[cfg(not(feature = "qemu"))]
 use mrc_nic_board::cmis::{PortEvent, Transceiver};
@@ -78,10 +82,15 @@ fn main() -> ! {
             PortMonitor::new(core::array::from_fn::<_, { mrc_nicloop::PORTS }, _>(|p| {
                 Transceiver::new(hal::I2cPort::new(p as u8), p as u8, LANES)
             }));
+        let mut fw = update::FwPort::boot();
         // (what `WAKE_AT` holds; 0 until the first write, which no deadline equals at boot)
         let mut wake = 0;
         loop {
             let now_ns = hal::now_ns();
+            if cfg!(feature = "planted-hang") {
+                // (an image that hangs: its main loop never runs, never kicks the watchdog)
+                hang();
+            }
             hal::watchdog_kick();
             modules.poll(now_ns, &mut hal::CagePins, &mut hal::SpinDelay, |e| {
                 let (port, up) = match e {
@@ -99,7 +108,7 @@ fn main() -> ! {
                 };
                 lp.set_port_link(now_ns, usize::from(port), up);
             });
-            lp.step_admin(now_ns, &mut dp, admin);
+            lp.step_admin_fw(now_ns, &mut dp, admin, &mut fw);
             let next = lp
                 .poll_timeout()
                 .unwrap_or(u64::MAX)
@@ -109,5 +118,14 @@ fn main() -> ! {
                 hal::set_wake(next);
             }
         }
+    }
+}
+
+/// The `planted-hang` build's main loop: spin without kicking the watchdog, which resets the
+/// core; the boot ROM rolls such an image back once its trial boots are used.
+#[cfg(not(feature = "qemu"))]
+fn hang() -> ! {
+    loop {
+        core::hint::spin_loop();
     }
 }

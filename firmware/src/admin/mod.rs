@@ -138,7 +138,7 @@ pub const RKEY_BIT: u32 = 1 << 31;
 pub const LKEY_TAG: u32 = 0x5a;
 /// EV value of EV 0 of the default EV profile (profile 0: AUTO, UDP source ports).
 pub const DEFAULT_EV_BASE: u32 = 0xC000;
-/// Link rate the default CC profile (profile 0) is computed for.
+/// Link rate the CC profiles are computed for when the environment reports no port speed.
 pub const DEFAULT_LINK_BPS: u64 = 200_000_000_000;
 /// Base RTT of the default CC profile.
 pub const DEFAULT_BASE_RTT_NS: u64 = 10_000;
@@ -1124,16 +1124,18 @@ impl<
         }
     }
 
-    /// The engine's CC profile for device CC profile `id` (0: NSCC for the default link).
-    fn engine_cc(&self, id: u32, mtu: u32) -> Result<EngineCc, Fail> {
+    /// The engine's CC profile for device CC profile `id` (0: NSCC with the default base
+    /// RTT). NSCC's windows and the gains the profile does not set follow the NIC's own
+    /// bandwidth, `link_bps` (every port: a QP sprays over all of them).
+    fn engine_cc(&self, id: u32, mtu: u32, link_bps: u64) -> Result<EngineCc, Fail> {
         let bad = bad_attr(off!(QpInit, cc_profile));
         let Some(b) = self.cc_profiles.get(&id) else {
-            return NsccParams::for_link(DEFAULT_LINK_BPS, DEFAULT_BASE_RTT_NS, mtu)
+            return NsccParams::for_link(link_bps, DEFAULT_BASE_RTT_NS, mtu)
                 .map(EngineCc::Nscc)
                 .map_err(|_| bad);
         };
-        let mut p = NsccParams::for_link(DEFAULT_LINK_BPS, u64::from(b.base_rtt_ns.get()), mtu)
-            .map_err(|_| bad)?;
+        let mut p =
+            NsccParams::for_link(link_bps, u64::from(b.base_rtt_ns.get()), mtu).map_err(|_| bad)?;
         p.target_qdelay_ns = u64::from(b.target_qdelay_ns.get());
         p.fast_increase_qdelay_ns = p.target_qdelay_ns / 4;
         p.eta_q16 = b.eta_q16.get();
@@ -1207,7 +1209,12 @@ impl<
                         priority: 0,
                     });
                     attrs.ev_profile = Some(self.engine_ev(cx.params, ev));
-                    attrs.cc_profile = Some(self.engine_cc(cc, cx.engine.mtu_payload())?);
+                    let link_bps = match u64::from(cx.env.port_speed_mbps()) {
+                        0 => DEFAULT_LINK_BPS,
+                        m => m * 1_000_000 * cx.env.num_ports().max(1) as u64,
+                    };
+                    attrs.cc_profile =
+                        Some(self.engine_cc(cc, cx.engine.mtu_payload(), link_bps)?);
                 }
                 (
                     EngineState::Init,

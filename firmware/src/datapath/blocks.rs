@@ -13,13 +13,29 @@
 //! With a correct stand-in the two never differ; a stand-in whose answer differs steers the
 //! run (that is what a differential test between the levels catches).
 //!
-//! One transaction here is one transaction of the RTL block's command stream (the
-//! `ev_sprayer` conventions of `fpga-rtl/README.md`).
+//! One transaction here is one transaction of the RTL block's command stream (the conventions
+//! of each block in `fpga-rtl/README.md`).
 //!
-//! | block | transaction | model |
-//! |---|---|---|
-//! | EV sprayer | [`SprayerCmd`] -> [`SprayerRsp`], per QP | [`Sprayer::apply`] |
+//! | block | transaction | model | what the stage goes on with |
+//! |---|---|---|---|
+//! | EV sprayer | [`SprayerCmd`] -> [`SprayerRsp`], per QP | [`Sprayer::apply`] | every EV pick (data, retransmissions, ACKs and NACKs) and the refusal of every EV table write |
+//! | receive PSN tracker | [`RxTrackerCmd`] -> [`RxTrackerRsp`], per QP | [`RxBitmap::apply`] | the cumulative PSN and SACK bitmap of every ACK and NACK sent |
+//! | header builder | a [`Packet`] -> its headers, parsed back into the packet sent | `mrc_abi::wire::Frame::emit` of [`Packet::to_repr`] | every packet the stage sends |
+//! | DP->FW CSR event queue | one push of a [`CsrEntry`]; one pop -> the entry | the stage's event queue | every report [`super::stage::Datapath::poll_events`] hands the firmware |
+//!
+//! Where a block's answer is not taken: the receive path classifies a packet (new, duplicate,
+//! outside the window) and runs its placement checks before it marks the PSN received, and
+//! the tracker's one receive transaction classifies and marks at once; so the stage decides
+//! placement with the model and sends the tracker a receive for each PSN the model marked
+//! (its outcome compared with the model's). The tracker's state reaches the wire through the
+//! ACKs and NACKs, which carry its answer. Reports the firmware reads in place
+//! ([`super::stage::Datapath::events`]) are the model's entries; consuming them pops the block.
 
+use mrc_abi::device::csr::CsrEntry;
+use mrc_abi::Psn;
+
+use super::packet::Packet;
+use super::rx_bitmap::{RxBitmap, RxCounters, RxOutcome};
 use super::sprayer::{EvPick, EvSlot, Sprayer, SprayerCounters, SprayerError};
 
 /// One command of the EV sprayer's command stream (`ev_sprayer.sv`'s `cmd_op`).
@@ -66,6 +82,71 @@ impl<const N: usize, const P: usize> Sprayer<N, P> {
     }
 }
 
+/// One command of the receive PSN tracker's command stream (`rx_psn_tracker.sv`'s `cmd_op`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxTrackerCmd {
+    /// `OP_RECEIVE`: a PSN arrived ([`RxBitmap::receive`]).
+    Receive(Psn),
+    /// `OP_SACK`: the SACK from a base PSN ([`RxBitmap::sack`]).
+    Sack(Psn),
+    /// `OP_RESET`: expect this PSN next ([`RxBitmap::reset`]).
+    Reset(Psn),
+}
+
+impl RxTrackerCmd {
+    /// The command's PSN (`cmd_psn`).
+    pub fn psn(self) -> Psn {
+        match self {
+            RxTrackerCmd::Receive(p) | RxTrackerCmd::Sack(p) | RxTrackerCmd::Reset(p) => p,
+        }
+    }
+}
+
+/// The tracker's response to one [`RxTrackerCmd`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxTrackerRsp {
+    /// The classification of a [`RxTrackerCmd::Receive`] (`New` for the other commands).
+    pub outcome: RxOutcome,
+    /// The cumulative PSN after the command.
+    pub cum_psn: Psn,
+    /// One past the highest PSN received, after the command.
+    pub next_max_psn: Psn,
+    /// The SACK bitmap of a [`RxTrackerCmd::Sack`] from the command's PSN (0 for the others).
+    pub sack_bitmap: u64,
+    /// The counters after the command.
+    pub counters: RxCounters,
+}
+
+impl<const W: usize> RxBitmap<W> {
+    /// One transaction of the tracker's command stream: the model's answer to `cmd`.
+    pub fn apply(&mut self, cmd: RxTrackerCmd) -> RxTrackerRsp {
+        let outcome = match cmd {
+            RxTrackerCmd::Receive(p) => self.receive(p),
+            RxTrackerCmd::Sack(_) => RxOutcome::New,
+            RxTrackerCmd::Reset(p) => {
+                self.reset(p);
+                RxOutcome::New
+            }
+        };
+        self.answer(cmd, outcome)
+    }
+
+    /// The response to `cmd` read from the state after it (the model took it already, with
+    /// `outcome`).
+    pub fn answer(&self, cmd: RxTrackerCmd, outcome: RxOutcome) -> RxTrackerRsp {
+        RxTrackerRsp {
+            outcome,
+            cum_psn: self.cum_psn(),
+            next_max_psn: self.next_max_psn(),
+            sack_bitmap: match cmd {
+                RxTrackerCmd::Sack(b) => self.sack(b).bitmap,
+                _ => 0,
+            },
+            counters: self.counters(),
+        }
+    }
+}
+
 /// Which implementation answers the stage's block transactions. Every method has the model's
 /// behaviour as its default. See the module docs.
 pub trait Blocks {
@@ -85,6 +166,38 @@ pub trait Blocks {
     /// the stage goes on with.
     fn sprayer(&mut self, qp: u32, cmd: SprayerCmd, model: &SprayerRsp) -> SprayerRsp {
         let _ = (qp, cmd);
+        *model
+    }
+
+    /// QP context `qp`'s receive tracker was made anew (QP reset, RTR): a stand-in resets its
+    /// block (counters included, as the model's are).
+    fn rx_tracker_reset(&mut self, qp: u32) {
+        let _ = qp;
+    }
+
+    /// QP context `qp`'s receive tracker took `cmd`, to which the model answered `model`: the
+    /// answer the stage goes on with.
+    fn rx_tracker(&mut self, qp: u32, cmd: RxTrackerCmd, model: &RxTrackerRsp) -> RxTrackerRsp {
+        let _ = (qp, cmd);
+        *model
+    }
+
+    /// The header builder took `model`, a packet leaving the stage: the packet sent (a
+    /// stand-in builds its headers and parses them back; the fields not on the wire, the
+    /// sending QP and a write's local buffer, are the model's).
+    fn header(&mut self, model: &Packet) -> Packet {
+        *model
+    }
+
+    /// The DP->FW event queue took `entry` (pushed in the order the stage queued its
+    /// reports).
+    fn event_push(&mut self, entry: &CsrEntry) {
+        let _ = entry;
+    }
+
+    /// The DP->FW event queue gave up its oldest entry, which in the model is `model`: the
+    /// entry the firmware reads.
+    fn event_pop(&mut self, model: &CsrEntry) -> CsrEntry {
         *model
     }
 }
@@ -133,6 +246,23 @@ impl<const N: usize, const P: usize> SprayerPort<'_, N, P> {
     /// [`Sprayer::has_usable`] (the shadow's).
     pub fn has_usable(&self) -> bool {
         self.model.has_usable()
+    }
+}
+
+/// One QP's receive tracker as the stage drives it: the model ([`crate::datapath::AckGen`]'s
+/// bitmap) took each command already; the port hands it to the [`Blocks`] with the model's
+/// answer.
+pub(crate) struct RxTrackerPort<'a, const W: usize> {
+    pub model: &'a RxBitmap<W>,
+    pub blocks: &'a mut dyn Blocks,
+    pub qp: u32,
+}
+
+impl<const W: usize> RxTrackerPort<'_, W> {
+    /// `cmd`, which the model took with `outcome` (`New` but for a receive), through the port.
+    pub fn took(&mut self, cmd: RxTrackerCmd, outcome: RxOutcome) -> RxTrackerRsp {
+        let model = self.model.answer(cmd, outcome);
+        self.blocks.rx_tracker(self.qp, cmd, &model)
     }
 }
 

@@ -8,6 +8,8 @@
 //!   [`update::UpdateError`] and the running image stays.
 //! - [`slots`]: the A/B boot record: trial boots, confirmation, rollback.
 //! - [`reason`]: refusal codes carried in the admin response syndrome, and their words.
+//! - [`service`]: the FW_* admin commands over the updater and the boot record, as every
+//!   device that takes updates runs them (the NIC image, the simulated device).
 //! - [`crc32`]: CRC-32 (IEEE).
 //! - [`sign`]: sign an image header (host tools and tests; the core only verifies).
 //! - [`test_key`]: **a test-only signing key**, public in this repository.
@@ -38,6 +40,7 @@ pub mod header;
 #[cfg(feature = "std")]
 pub mod pack;
 pub mod reason;
+pub mod service;
 pub mod sign;
 pub mod slots;
 pub mod test_key;

@@ -9,6 +9,9 @@
 #include "Vev_sprayer_bug.h"
 #include "Vev_sprayer_p8.h"
 #include "Vev_sprayer_p8_bug.h"
+#include "Vrx_psn_tracker_w8.h"
+#include "Vrx_psn_tracker_w8_bug.h"
+#include "Vcsr_event_queue_e256.h"
 #include "Vrx_psn_tracker.h"
 #include "Vrx_psn_tracker_bug.h"
 #include "Vcsr_event_queue.h"
@@ -151,7 +154,8 @@ template <class M, class IO> Base* make(const char* vcd) { return new Model<M, I
 
 extern "C" {
 // block: 0 sprayer, 1 rx tracker, 2 CSR queue, 3 header builder (co-simulation parameters),
-// 4 sprayer with P = 8 (the simulator's); bug: planted-bug variant.
+// the simulator's instances: 4 sprayer with P = 8, 5 rx tracker with WORDS = 8, 6 CSR queue with
+// LOG2_ENTRIES = 8 (no planted-bug variant); bug: planted-bug variant.
 void* mrc_rtl_new(int block, int bug, const char* vcd_path) {
   switch (block * 2 + (bug ? 1 : 0)) {
     case 0: return make<Vev_sprayer, SprayerIO>(vcd_path);
@@ -164,6 +168,9 @@ void* mrc_rtl_new(int block, int bug, const char* vcd_path) {
     case 7: return make<Vhdr_builder_bug, HdrIO>(vcd_path);
     case 8: return make<Vev_sprayer_p8, SprayerIO>(vcd_path);
     case 9: return make<Vev_sprayer_p8_bug, SprayerIO>(vcd_path);
+    case 10: return make<Vrx_psn_tracker_w8, RxIO>(vcd_path);
+    case 11: return make<Vrx_psn_tracker_w8_bug, RxIO>(vcd_path);
+    case 12: return make<Vcsr_event_queue_e256, QueueIO>(vcd_path);
     default: return nullptr;
   }
 }

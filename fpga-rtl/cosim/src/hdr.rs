@@ -12,6 +12,8 @@ use mrc_abi::wire::{
 };
 use mrc_abi::Psn;
 #[cfg(not(no_verilator))]
+use mrc_firmware::datapath::packet::Packet;
+#[cfg(not(no_verilator))]
 use std::collections::VecDeque;
 use std::net::Ipv6Addr;
 
@@ -20,7 +22,7 @@ pub const SEGS: usize = 4;
 
 /// One packet descriptor: the Rust frame and the fields only the RTL needs.
 #[derive(Debug, Clone)]
-struct Desc {
+pub(crate) struct Desc {
     format: EvFormat,
     eth: EthernetRepr,
     src: Ipv6Addr,
@@ -259,12 +261,93 @@ fn gen_shape(rng: &mut Rng, shape: Shape) -> Desc {
     }
 }
 
+/// The body kind (`0..BODY_KINDS`) of `b`.
+#[cfg(not(no_verilator))]
+fn kind(b: &Body) -> usize {
+    match b {
+        Body::Write { segment, .. } => match segment {
+            Segment::First => 0,
+            Segment::Middle => 1,
+            Segment::Last { imm: None } => 2,
+            Segment::Last { imm: Some(_) } => 3,
+            Segment::Only { imm: None } => 4,
+            Segment::Only { imm: Some(_) } => 5,
+        },
+        Body::Ack(_) => 6,
+        Body::Nack(_) => 7,
+        Body::Probe(_) => 8,
+        Body::ProbeReply(_) => 9,
+    }
+}
+
+/// The address of QP `qpn`'s port on `plane` in the simulator's descriptors.
+#[cfg(not(no_verilator))]
+fn sim_addr(qpn: u32, plane: u8) -> Ipv6Addr {
+    Ipv6Addr::new(
+        0xfd00,
+        0,
+        0,
+        plane.into(),
+        0,
+        0,
+        (qpn >> 16) as u16,
+        qpn as u16,
+    )
+}
+
+/// The MAC of QP `qpn`'s port on `plane` in the simulator's descriptors.
+#[cfg(not(no_verilator))]
+fn sim_mac(qpn: u32, plane: u8) -> EthernetAddress {
+    let q = qpn.to_be_bytes();
+    EthernetAddress([0x02, 0, plane, q[1], q[2], q[3]])
+}
+
+/// The descriptor of a packet leaving the simulator's datapath stage (`crate::sim`): its MRC
+/// headers, EV value and payload length are the packet's. The stage's packets carry no
+/// addresses (the simulated fabric routes by host), so the addresses are made from the QP
+/// numbers and the plane, an SRv6 packet has its outer destination and no SRH, and the
+/// payload is zeros (its checksum sum 0): the parts the receiving stage reads back are all
+/// the packet's own.
+#[cfg(not(no_verilator))]
+pub(crate) fn packet_desc(p: &Packet) -> Desc {
+    let mrc = p.to_repr();
+    let plane = p.evx.plane;
+    let (src, dst) = (sim_addr(p.src_qpn, plane), sim_addr(p.dest_qpn, plane));
+    Desc {
+        format: p.ev_format,
+        eth: EthernetRepr {
+            dst: sim_mac(p.dest_qpn, plane),
+            src: sim_mac(p.src_qpn, plane),
+        },
+        src,
+        dst,
+        outer_src: src,
+        outer_dst: dst,
+        srh: None,
+        // ECT(0), as the simulator's pcap frames.
+        tclass: 0x02,
+        flow: 0,
+        hop: 64,
+        sport: 0xc000 | (p.evx.ev_index & 0x3fff),
+        shape: Shape {
+            format: p.ev_format,
+            segs: 0,
+            kind: kind(&mrc.body),
+            evx: mrc.evx.is_some(),
+            tsx: mrc.tsx.is_some(),
+        },
+        mrc,
+        payload: vec![0; p.payload_len as usize],
+    }
+}
+
 /// The EV value the RTL maps into the headers (the EVX value, or 0 without EVX).
 fn ev_value(d: &Desc) -> u32 {
     d.mrc.evx.map_or(0, |e| e.ev_value)
 }
 
-fn frame(d: &Desc) -> Vec<u8> {
+/// The header bytes `Frame::emit` writes for `d` (the builder's model).
+pub(crate) fn frame(d: &Desc) -> Vec<u8> {
     let ip = |src, dst, flow_label| Ipv6Repr {
         src,
         dst,
@@ -443,7 +526,7 @@ fn fields(d: &Desc) -> Vec<Field> {
 
 /// The input words for descriptor `d` (`valid` drives d_valid; the fields are don't-care when low).
 #[cfg(not(no_verilator))]
-fn encode(d: &Desc, valid: bool, m_ready: bool) -> Words {
+pub(crate) fn encode(d: &Desc, valid: bool, m_ready: bool) -> Words {
     let mut w = Words::default();
     w.b(valid);
     for f in fields(d) {

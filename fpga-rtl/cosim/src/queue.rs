@@ -95,6 +95,27 @@ fn entry(rng: &mut Rng) -> [u8; ENTRY_BYTES] {
     ev.encode().0
 }
 
+/// The input words of one clock: `push` offered on the producer side (`None`: `s_valid`
+/// low), the consumer's `m_ready`, the register read address.
+pub(crate) fn encode(push: Option<&[u8; ENTRY_BYTES]>, m_ready: bool, reg_addr: usize) -> Words {
+    let mut w = Words::default();
+    w.b(push.is_some())
+        .bytes_le(push.unwrap_or(&[0; ENTRY_BYTES]))
+        .b(m_ready)
+        .u(reg_addr as u64, 5);
+    w
+}
+
+/// One clock's outputs: `s_ready`, `m_valid`, `m_data`, `reg_rdata`.
+pub(crate) fn decode(mut o: crate::Out) -> (bool, bool, [u8; ENTRY_BYTES], u32) {
+    let s_ready = o.b();
+    let m_valid = o.b();
+    let mut data = [0u8; ENTRY_BYTES];
+    data.copy_from_slice(&o.bytes_le(ENTRY_BYTES * 8));
+    let rdata = o.u(32) as u32;
+    (s_ready, m_valid, data, rdata)
+}
+
 /// Input `i` of the timing measurement (`crate::timing`): a push of a random entry when
 /// `valid`, the consumer always ready.
 pub(crate) fn timing_input(i: usize, valid: bool) -> Words {
@@ -120,13 +141,8 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
         let data = entry(&mut rng);
         let m_ready = rng.chance(phase_pop);
         let addr = rng.below(8) * 4;
-        let mut w = Words::default();
-        w.b(push).bytes_le(&data).b(m_ready).u(addr, 5);
-        let mut o = rtl.step(&w);
-        let s_ready = o.b();
-        let m_valid = o.b();
-        let m_data = o.bytes_le(256);
-        let rdata = o.u(32) as u32;
+        let (s_ready, m_valid, m_data, rdata) =
+            decode(rtl.step(&encode(push.then_some(&data), m_ready, addr as usize)));
         let want_reg = model.reg(0, addr as usize);
         if !s_ready || rdata != want_reg {
             return Err(mismatch(

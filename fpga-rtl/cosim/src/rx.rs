@@ -2,6 +2,7 @@
 
 use crate::{mismatch, Mismatch, Report, Rng, Rtl, Words};
 use mrc_abi::Psn;
+use mrc_firmware::datapath::blocks::{RxTrackerCmd as Cmd, RxTrackerRsp};
 use mrc_firmware::datapath::{RxBitmap, RxOutcome};
 use std::collections::VecDeque;
 
@@ -9,21 +10,47 @@ use std::collections::VecDeque;
 pub const WORDS: usize = 4;
 const W: i64 = 64 * WORDS as i64;
 
-#[derive(Debug, Clone, Copy)]
-enum Cmd {
-    Receive(Psn),
-    Sack(Psn),
-    Reset(Psn),
+/// One response as the RTL gives it (outcome code, 32-bit counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rsp {
+    pub outcome: u8,
+    pub cum: u32,
+    pub next_max: u32,
+    pub sack_base: u32,
+    pub bitmap: u64,
+    pub counters: [u32; 3],
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rsp {
-    outcome: u8,
-    cum: u32,
-    next_max: u32,
-    sack_base: u32,
-    bitmap: u64,
-    counters: [u32; 3],
+/// The RTL's outcome code.
+pub(crate) fn outcome_code(o: RxOutcome) -> u8 {
+    match o {
+        RxOutcome::New => 0,
+        RxOutcome::Duplicate => 1,
+        RxOutcome::OutOfWindow => 2,
+    }
+}
+
+/// The outcome of an RTL outcome code (3, which the block never gives, reads as out of
+/// window).
+pub(crate) fn outcome_of(code: u8) -> RxOutcome {
+    match code {
+        0 => RxOutcome::New,
+        1 => RxOutcome::Duplicate,
+        _ => RxOutcome::OutOfWindow,
+    }
+}
+
+/// The model's response to `cmd` as the RTL gives it.
+pub(crate) fn rsp(cmd: Cmd, r: &RxTrackerRsp) -> Rsp {
+    let c = r.counters;
+    Rsp {
+        outcome: outcome_code(r.outcome),
+        cum: r.cum_psn.value(),
+        next_max: r.next_max_psn.value(),
+        sack_base: cmd.psn().value(),
+        bitmap: r.sack_bitmap,
+        counters: [c.new as u32, c.duplicates as u32, c.out_of_window as u32],
+    }
 }
 
 fn gen(rng: &mut Rng, cum: Psn) -> Cmd {
@@ -50,33 +77,11 @@ fn gen(rng: &mut Rng, cum: Psn) -> Cmd {
 }
 
 fn apply(m: &mut RxBitmap<WORDS>, c: Cmd) -> Rsp {
-    let (outcome, sack_base, bitmap) = match c {
-        Cmd::Receive(p) => {
-            let o = match m.receive(p) {
-                RxOutcome::New => 0,
-                RxOutcome::Duplicate => 1,
-                RxOutcome::OutOfWindow => 2,
-            };
-            (o, p.value(), 0)
-        }
-        Cmd::Sack(b) => (0, b.value(), m.sack(b).bitmap),
-        Cmd::Reset(p) => {
-            m.reset(p);
-            (0, p.value(), 0)
-        }
-    };
-    let c = m.counters();
-    Rsp {
-        outcome,
-        cum: m.cum_psn().value(),
-        next_max: m.next_max_psn().value(),
-        sack_base,
-        bitmap,
-        counters: [c.new as u32, c.duplicates as u32, c.out_of_window as u32],
-    }
+    rsp(c, &m.apply(c))
 }
 
-fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
+/// The input words of one clock: command `c` offered (`None`: `cmd_valid` low), `rsp_ready`.
+pub(crate) fn encode(c: Option<Cmd>, rsp_ready: bool) -> Words {
     let (op, psn) = match c {
         None => (0, 0),
         Some(Cmd::Receive(p)) => (0, p.value()),
@@ -100,6 +105,21 @@ pub(crate) fn timing_input(i: usize, valid: bool) -> Words {
     encode(valid.then_some(cmd), true)
 }
 
+/// One clock's outputs: `cmd_ready`, `rsp_valid` and the response ports.
+pub(crate) fn decode(mut o: crate::Out) -> (bool, bool, Rsp) {
+    let cmd_ready = o.b();
+    let rsp_valid = o.b();
+    let rsp = Rsp {
+        outcome: o.u(2) as u8,
+        cum: o.u(24) as u32,
+        next_max: o.u(24) as u32,
+        sack_base: o.u(24) as u32,
+        bitmap: o.u(64),
+        counters: [o.u(32) as u32, o.u(32) as u32, o.u(32) as u32],
+    };
+    (cmd_ready, rsp_valid, rsp)
+}
+
 /// Drive the tracker for `cycles` clocks.
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
     let mut rng = Rng::new(seed);
@@ -112,17 +132,7 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             pending = Some(gen(&mut rng, model.cum_psn()));
         }
         let rsp_ready = rng.chance(75);
-        let mut o = rtl.step(&encode(pending, rsp_ready));
-        let cmd_ready = o.b();
-        let rsp_valid = o.b();
-        let got = Rsp {
-            outcome: o.u(2) as u8,
-            cum: o.u(24) as u32,
-            next_max: o.u(24) as u32,
-            sack_base: o.u(24) as u32,
-            bitmap: o.u(64),
-            counters: [o.u(32) as u32, o.u(32) as u32, o.u(32) as u32],
-        };
+        let (cmd_ready, rsp_valid, got) = decode(rtl.step(&encode(pending, rsp_ready)));
         if rsp_valid && rsp_ready {
             let Some((cmd, want)) = expect.pop_front() else {
                 return Err(mismatch(

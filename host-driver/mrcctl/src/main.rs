@@ -39,7 +39,8 @@ struct Cli {
     /// PCI address of the device (domain:bus:device.function).
     #[arg(long, global = true)]
     dev: Option<String>,
-    /// Use a simulated host instead of hardware (scenario: `default`).
+    /// Use a simulated host instead of hardware (scenario: `default`; `elf`: the same with
+    /// the NICs' firmware-update path in the NIC image on an emulated core, feature `elf`).
     #[arg(long, global = true)]
     sim: Option<String>,
     /// Print only JSON on stdout.
@@ -183,8 +184,13 @@ fn parse_bdf(s: &str) -> Result<Bdf, Fail> {
 fn open(cli: &Cli) -> Result<Target, Fail> {
     match (&cli.sim, &cli.dev) {
         (Some(_), Some(_)) => Err(Fail("give either --sim or --dev, not both".into())),
-        (Some(s), None) if s == "default" => {
+        (Some(s), None) if s == "default" || s == "elf" => {
             let host = SimHost::clos_pair()?;
+            let host = if s == "elf" {
+                elf_firmware(host)?
+            } else {
+                host
+            };
             let a = Context::from_backend(
                 host.nics()[0].backend(),
                 &DeviceConfig::default(),
@@ -209,7 +215,7 @@ fn open(cli: &Cli) -> Result<Target, Fail> {
             })
         }
         (Some(s), None) => Err(Fail(format!(
-            "unknown simulation scenario {s:?} (known: default)"
+            "unknown simulation scenario {s:?} (known: default, elf)"
         ))),
         (None, Some(d)) => {
             let bdf = parse_bdf(d)?;
@@ -226,6 +232,22 @@ fn open(cli: &Cli) -> Result<Target, Fail> {
         }
         (None, None) => Err(Fail("no device: give --dev BDF or --sim default".into())),
     }
+}
+
+/// `--sim elf`: the NICs' firmware-update commands run in the NIC image on an emulated core.
+#[cfg(feature = "elf")]
+fn elf_firmware(host: SimHost) -> Result<SimHost, Fail> {
+    host.with_elf_firmware(None)
+        .map_err(|e| Fail(format!("--sim elf: {e}")))
+}
+
+#[cfg(not(feature = "elf"))]
+fn elf_firmware(_host: SimHost) -> Result<SimHost, Fail> {
+    Err(Fail(
+        "--sim elf needs mrcctl built with its `elf` cargo feature \
+         (cargo build -p mrcctl --features elf; it builds the Unicorn engine with cmake)"
+            .into(),
+    ))
 }
 
 fn default_ev_spec(fmt: u32) -> EvProfileSpec {

@@ -130,8 +130,15 @@ impl DatapathLevel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RtlBlock {
-    /// `ev_sprayer.sv`.
+    /// `ev_sprayer.sv` (`-DPLANTED_BUG_PLANE`: the plane cursor skips plane 1 after a pick on
+    /// plane 0).
     EvSprayer,
+    /// `rx_psn_tracker.sv` (`-DPLANTED_BUG_SACK`: the SACK never reports the PSN after its
+    /// base).
+    RxPsnTracker,
+    /// `hdr_builder.sv` (`-DPLANTED_BUG`: ImmDt left out of the UDP checksum, so only a run
+    /// with Write-with-Immediate exercises it).
+    HdrBuilder,
 }
 
 /// `[nic.datapath]`: the datapath level, and for checking the differential tests a planted
@@ -142,9 +149,8 @@ pub struct DatapathLevelConfig {
     /// `"model"` (the default) or `"rtl"`.
     #[serde(default)]
     pub level: DatapathLevel,
-    /// Test only, `rtl` level only: this block is its planted-bug variant (the RTL
-    /// co-simulation's `-DPLANTED_BUG` build), so a differential test can show that it
-    /// catches a broken block.
+    /// Test only, `rtl` level only: this block is its planted-bug variant (see [`RtlBlock`]),
+    /// so a differential test can show that it catches a broken block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planted_bug: Option<RtlBlock>,
 }

@@ -52,7 +52,7 @@ use mrc_firmware::datapath::packet::{LocalBuf, PacketBody, RxVerdict, SendWr};
 use mrc_firmware::datapath::placement::MemRegion;
 use mrc_firmware::engine::ev_state::{EvReason, EvState};
 use mrc_firmware::engine::{
-    Completion, CompletionError, CompletionKind, QpAttrs, QpError, QpState,
+    CcProfile, Completion, CompletionError, CompletionKind, QpAttrs, QpError, QpState,
 };
 
 use super::cores::Core;
@@ -291,12 +291,26 @@ impl QpEngine for DriverEngine<'_> {
         now_ns: u64,
     ) -> Result<(), QpError> {
         let (k, slot) = place(&self.nic.pos_of, qpn, self.nic.width);
+        // The NIC's share of its link: NSCC's windows fit the NIC's loaded bandwidth-delay
+        // product, a QP's initial window shared with the NIC's other open QPs (as the flow
+        // hosts' QPs share it with the NIC's other sending QPs).
+        let mut attrs = *attrs;
+        if let Some(CcProfile::Nscc(mut p)) = attrs.cc_profile {
+            let open = self
+                .nic
+                .driver
+                .as_ref()
+                .map_or(1, |d| d.open.iter().filter(|o| **o).count());
+            super::setup::fit_windows(&self.nic.cfg, &mut p);
+            super::setup::share_init(&mut p, open);
+            attrs.cc_profile = Some(CcProfile::Nscc(p));
+        }
         let e = self
             .nic
             .shards
             .get_mut(k)
             .ok_or(QpError::UnknownQp { qpn })?;
-        e.modify_qp(slot, to, attrs, now_ns)?;
+        e.modify_qp(slot, to, &attrs, now_ns)?;
         if to == QpState::Reset {
             self.forget(qpn);
         }
@@ -405,6 +419,7 @@ impl Nic {
             Vec::new()
         };
         nic.dp = DpClock::new(vec![0; count]);
+        nic.tx_rr = super::first_turn(&cfg, host, n);
         nic.driver = Some(Box::new(DriverPort::new(n)));
         Ok(nic)
     }
@@ -614,6 +629,13 @@ impl Nic {
     /// Reports on their way to host memory (due or not).
     pub fn driver_reports(&self) -> usize {
         self.driver.as_ref().map_or(0, |d| d.out.len())
+    }
+
+    /// A report reached host memory by `now` ([`Nic::driver_poll`] has one to give).
+    pub fn driver_due(&self, now: Time) -> bool {
+        self.driver
+            .as_ref()
+            .is_some_and(|d| d.out.front().is_some_and(|o| o.0 <= now))
     }
 
     /// The next report that reached host memory by `now`.

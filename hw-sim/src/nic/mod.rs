@@ -21,7 +21,9 @@
 //!   (retransmission orders, EV table writes, windows, QP contexts). Completions and EV state
 //!   changes reach the NIC model as the `Complete` / `EvEvent` entries the engine writes for
 //!   the host.
-//! - **Flows**: the NIC keeps the flows whose source is its host. A flow is released at its
+//! - **Flows** (the `flows` host model, [`crate::run::HostModel`]; with the `driver` model the
+//!   NIC is [`Nic::for_driver`]'s and its host's application posts the flows,
+//!   [`crate::apps::workload`]): the NIC keeps the flows whose source is its host. A flow is released at its
 //!   `start`, or once the flow it is `after` completed ([`Nic::dependency_done`], called by the
 //!   run when that flow's sender reports it) and `start` passed. A released flow's messages are
 //!   posted as signalled RDMA Writes to its connection's QP in the stage, flows of one
@@ -145,8 +147,6 @@ pub const ACK_COALESCE_NS: u64 = 4_000;
 /// Side-table slots per NIC at most (a packet still decodes unless 8192 later ones were sent
 /// while it was in flight).
 pub const SIDE_SLOTS: usize = 8192;
-/// A sending QP's initial window, in equal shares of the NIC's loaded bandwidth-delay product.
-const INIT_SHARES: u64 = 8;
 /// Send queue entries per QP (the host's ring and the stage's queue).
 const SEND_QUEUE: usize = <WideShard as mrc_firmware::capacity::Capacity>::SEND_QUEUE;
 const _: () = assert!(<NarrowShard as mrc_firmware::capacity::Capacity>::SEND_QUEUE == SEND_QUEUE);
@@ -344,6 +344,14 @@ fn place(pos_of: &[u32], qpn: u32, width: usize) -> (usize, u32) {
 /// opens its connections in the order it will use them), then the receive-only ones in QPN
 /// order. Position `p` is slot `p % width` of shard `p / width`. Returns (QPN -> position,
 /// position -> QPN).
+/// Where the NIC's round of turns over its `positions` QP positions starts: a seeded position
+/// per host, so the NICs do not all begin (and stay in step) on the same QP positions, i.e.
+/// the same peers.
+fn first_turn(cfg: &NicConfig, host: u32, positions: usize) -> usize {
+    let mut h = cfg.seed ^ 0x7475_726e ^ u64::from(host);
+    (splitmix64(&mut h) % positions.max(1) as u64) as usize
+}
+
 fn positions(peers: &[Peer], flows: &[Flow]) -> (Vec<u32>, Vec<u32>) {
     let mut pos_of = vec![u32::MAX; peers.len()];
     let mut qpn_at = Vec::with_capacity(peers.len());
@@ -394,13 +402,7 @@ impl Nic {
         let mut senders: Vec<u32> = flows.iter().map(|f| f.dst).collect();
         senders.sort_unstable();
         senders.dedup();
-        // [`INIT_SHARES`] equal shares (never more than the whole): with one equal share the
-        // first round trips of an all-to-all run at a few MTU per QP and leave the NICs below
-        // line rate for their first ~15 us.
-        nscc.init_cwnd_bytes = (nscc.init_cwnd_bytes.saturating_mul(INIT_SHARES)
-            / senders.len().max(1) as u64)
-            .min(nscc.init_cwnd_bytes)
-            .max(nscc.min_cwnd_bytes);
+        setup::share_init(&mut nscc, senders.len());
         let image = cfg.firmware.shape() == NicShape::Image;
         if image {
             image::check(&cfg)?;
@@ -460,12 +462,7 @@ impl Nic {
         let shard_count = shards.len();
         // (the setup's reports passed no CSR queue: the datapath clock starts after them)
         let csr_seen = shards.iter().map(|e| e.moved().0).collect();
-        // Where the NIC's round of turns starts: a seeded position per host, so the NICs do
-        // not all begin (and stay in step) on the same QP positions, i.e. the same peers.
-        let first_turn = {
-            let mut h = cfg.seed ^ 0x7475_726e ^ u64::from(host);
-            (splitmix64(&mut h) % conns.len().max(1) as u64) as usize
-        };
+        let first_turn = first_turn(&cfg, host, conns.len());
         let mut table = FlowTable::new(conns.len());
         for (i, f) in flows.iter().enumerate() {
             if f.src != host || f.bytes == 0 || f.msg_bytes == 0 {
@@ -690,6 +687,11 @@ impl Nic {
             t.add(&s.rtl_report());
         }
         t
+    }
+
+    /// QPs the engines moved to ERROR so far (every shard).
+    pub fn engine_qp_errors(&self) -> u64 {
+        self.shards.iter().map(Shard::qp_errors).sum()
     }
 
     /// The firmware engines' counters, summed over the shards.

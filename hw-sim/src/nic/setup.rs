@@ -100,13 +100,34 @@ pub(crate) fn shard_configs(
     // unchanged). The window must cover what an ACK really takes on an idle fabric
     // (coalescing and the NIC's port backlog on top of the fabric RTT, `cc_base_rtt`), or a
     // lone QP cannot fill its link; NSCC's delay target stays on the fabric RTT.
+    fit_windows(cfg, &mut nscc);
+    Ok((dcfg, ecfg, nscc))
+}
+
+/// NSCC's window bounds on a NIC with `cfg`: the initial window covers at least the NIC's
+/// loaded bandwidth-delay product, the largest 1.5 times it (see [`shard_configs`]).
+pub(crate) fn fit_windows(cfg: &NicConfig, nscc: &mut NsccParams) {
+    let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes));
     let loaded_bdp = u64::try_from(
         u128::from(nic_bps) * u128::from(cc_base_rtt(cfg).as_ps()) / 8 / u128::from(PS_PER_S),
     )
     .unwrap_or(u64::MAX);
     nscc.init_cwnd_bytes = nscc.init_cwnd_bytes.max(loaded_bdp);
     nscc.max_cwnd_bytes = nscc.max_cwnd_bytes.max(loaded_bdp.saturating_mul(3) / 2);
-    Ok((dcfg, ecfg, nscc))
+}
+
+/// A sending QP's initial window in equal shares of the NIC's loaded bandwidth-delay product.
+const INIT_SHARES: u64 = 8;
+
+/// The initial window of one of `senders` sending QPs: [`INIT_SHARES`] equal shares of
+/// `nscc`'s (never more than the whole, never below the smallest window). With one equal
+/// share the first round trips of an all-to-all run at a few MTU per QP and leave the NICs
+/// below line rate for their first ~15 us.
+pub(crate) fn share_init(nscc: &mut NsccParams, senders: usize) {
+    nscc.init_cwnd_bytes = (nscc.init_cwnd_bytes.saturating_mul(INIT_SHARES)
+        / senders.max(1) as u64)
+        .min(nscc.init_cwnd_bytes)
+        .max(nscc.min_cwnd_bytes);
 }
 
 pub(crate) fn qp_attrs(cfg: &NicConfig, nscc: NsccParams, dest: u32) -> QpAttrs {

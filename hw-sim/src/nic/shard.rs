@@ -122,6 +122,11 @@ impl Shard {
         on!(self, e => (e.dp.counters(), e.fw().counters()),
             i => (i.dp.counters(), i.engine_counters().unwrap_or_default()))
     }
+    /// QPs the engine moved to ERROR so far (cheaper than [`Shard::counters`]).
+    pub(crate) fn qp_errors(&self) -> u64 {
+        on!(self, e => e.fw().counters().qp_errors,
+            i => i.engine_counters().map_or(0, |c| c.qp_errors))
+    }
     /// CSR entries moved: (DP->FW events, FW->DP commands).
     pub(crate) fn moved(&self) -> (u64, u64) {
         on!(self, e => (e.events_moved, e.commands_moved), i => (i.events_moved, i.commands_moved))

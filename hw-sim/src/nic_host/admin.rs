@@ -113,9 +113,12 @@ impl World {
                 match cmd.map(|c| (c.command_id.get(), c.decode())) {
                     Some((id, Ok(c))) => {
                         // A command takes 1 us of virtual time (in Clos mode the NICs and
-                        // the fabric run meanwhile: one clock).
-                        if self.clos.is_some() {
-                            self.clos_advance(self.now_ns + 1_000);
+                        // the fabric run meanwhile for `ClosConfig::admin_ns`: one clock).
+                        if let Some(c) = self.clos.as_ref() {
+                            let ns = c.admin_ns();
+                            if ns > 0 {
+                                self.clos_advance(self.now_ns + ns);
+                            }
                         } else {
                             self.now_ns += 1_000;
                         }
@@ -150,7 +153,7 @@ impl World {
         // the peer's RTR may be what it waits for, and programs that only spin on memory
         // would otherwise never move virtual time again.
         if self.clos.is_some() && !self.nics[i].hold_doorbells {
-            self.clos_pump();
+            self.clos_doorbell(i, None);
         }
     }
 

@@ -58,6 +58,15 @@ pub struct ClosConfig {
     /// Test only: the NICs' datapath stages carry the planted bug
     /// ([`crate::nic::NicConfig::stage_planted_bug`]).
     pub planted_bug: bool,
+    /// Virtual time one admin command takes (the NICs and the fabric run meanwhile).
+    pub admin_ns: u64,
+    /// Who moves virtual time. `true` (tests, `mrcctl --sim`): each doorbell and admin command
+    /// runs the fabric until it is quiet (or [`ClosConfig::step_budget_ns`] ran out), so a
+    /// program that only spins on its CQ sees its work done. `false` (applications inside a
+    /// run, [`crate::apps`]): a doorbell hands its work requests to the NIC at the current
+    /// virtual time and returns; the caller moves time with
+    /// [`super::SimHost::run_until_completion`].
+    pub doorbells_run: bool,
 }
 
 impl Default for ClosConfig {
@@ -71,6 +80,8 @@ impl Default for ClosConfig {
             scenario,
             step_budget_ns: 2_000_000_000,
             planted_bug: false,
+            admin_ns: 1_000,
+            doorbells_run: true,
         }
     }
 }
@@ -132,6 +143,14 @@ pub(crate) struct Clos {
     pub(super) injected: BTreeMap<u32, Vec<u8>>,
     pub(super) next_injected: u32,
     pub(super) injected_counters: InjectCounters,
+    /// Per fabric host: its NIC index (`u32::MAX`: none).
+    nic_of: Vec<u32>,
+    /// Scratch: device QPs of the NIC being drained that got a send completion.
+    completed: Vec<u32>,
+    /// Per NIC: its engines' QP errors when its QPs were last looked at.
+    seen_errors: Vec<u64>,
+    /// Scratch: fabric hosts with reports due.
+    due: Vec<u32>,
 }
 
 impl Clos {
@@ -157,7 +176,6 @@ impl Clos {
         Ok(Clos {
             cfg,
             sim: Simulator::new(Net::for_driver(fabric, net)),
-            hosts,
             sends: (0..nics).map(|_| BTreeMap::new()).collect(),
             next_handle: vec![0; nics],
             msg_bytes: (0..nics).map(|_| BTreeMap::new()).collect(),
@@ -167,7 +185,32 @@ impl Clos {
             injected: BTreeMap::new(),
             next_injected: 0,
             injected_counters: InjectCounters::default(),
+            nic_of: (0..all)
+                .map(|h| {
+                    hosts
+                        .iter()
+                        .position(|x| *x == h)
+                        .map_or(u32::MAX, |i| i as u32)
+                })
+                .collect(),
+            hosts,
+            due: Vec::new(),
+            completed: Vec::new(),
+            seen_errors: vec![0; nics],
         })
+    }
+
+    /// The NIC index of fabric host `h` (`None`: a host without a device side).
+    fn nic_of(&self, h: u32) -> Option<usize> {
+        match self.nic_of.get(h as usize) {
+            Some(&i) if i != u32::MAX => Some(i as usize),
+            _ => None,
+        }
+    }
+
+    /// Virtual time one admin command takes.
+    pub fn admin_ns(&self) -> u64 {
+        self.cfg.admin_ns
     }
 
     /// Virtual time, ns.
@@ -300,6 +343,104 @@ impl World {
             .max(c.now_ns());
         let end = first.saturating_add(c.cfg.step_budget_ns);
         self.clos_run(end, true);
+    }
+
+    /// A doorbell of device QP `qpn` (`None`: an admin command) of NIC `i`: with
+    /// [`ClosConfig::doorbells_run`] the fabric runs ([`World::clos_pump`]); otherwise NIC
+    /// `i` takes the QP's (every QP's) new ring entries now.
+    pub(crate) fn clos_doorbell(&mut self, i: usize, qpn: Option<u32>) {
+        match (self.clos.as_ref(), qpn) {
+            (Some(c), _) if c.cfg.doorbells_run => self.clos_pump(),
+            (Some(_), Some(q)) => {
+                self.clos_feed_qp(i, q);
+            }
+            (Some(_), None) => {
+                self.clos_feed(i);
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// Hands device QP `qpn` of NIC `i`'s new ring entries to the NIC model.
+    fn clos_feed_qp(&mut self, i: usize, qpn: u32) -> bool {
+        if self.nics[i].hold_doorbells {
+            return false;
+        }
+        self.clos_feed_recvs(i, qpn) | self.clos_feed_sends(i, qpn)
+    }
+
+    /// Runs the fabric event time by event time until a completion reached some NIC's host
+    /// memory as a CQE (true; the NICs that got completions took the ring entries that then
+    /// fit) or virtual time reached `end_ns` (false). What reached host memory meanwhile
+    /// (placed payloads, EV events) is handled as it arrives.
+    pub(crate) fn clos_until_completion(&mut self, end_ns: u64) -> bool {
+        let end = Time::from_ns(end_ns);
+        loop {
+            let Some(c) = self.clos.as_mut() else {
+                return false;
+            };
+            let edge = c.windows.next_edge().map(Time::from_ns);
+            let next = match (c.sim.next_event_time(), edge) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let t = match next.filter(|t| *t <= end) {
+                Some(t) => t,
+                None => {
+                    c.sim.run_until(end);
+                    self.now_ns = self.now_ns.max(c.now_ns());
+                    return self.clos_drain_due();
+                }
+            };
+            c.sim.run_until(t);
+            self.now_ns = self.now_ns.max(c.now_ns());
+            let done = self.clos_drain_due();
+            if edge == Some(t) {
+                self.apply_edges(t.as_ps() / PS_PER_NS);
+            }
+            if done {
+                return true;
+            }
+        }
+    }
+
+    /// Drains the NICs with a report in host memory by now (those the fabric's events noted,
+    /// [`crate::run::World::take_due`]); those that got a completion take the ring entries
+    /// that now fit. True if any completion was handled.
+    fn clos_drain_due(&mut self) -> bool {
+        let Some(c) = self.clos.as_mut() else {
+            return false;
+        };
+        let mut due = std::mem::take(&mut c.due);
+        c.sim.handler_mut().take_due(&mut due);
+        // (host order, as a scan over the NICs would take them)
+        due.sort_unstable();
+        let mut any = false;
+        for &h in &due {
+            let Some(i) = self.clos.as_ref().and_then(|c| c.nic_of(h)) else {
+                continue;
+            };
+            if self.clos_drain(i) {
+                any = true;
+                // (only a completed QP has room it did not have)
+                let done = self
+                    .clos
+                    .as_mut()
+                    .map(|c| std::mem::take(&mut c.completed))
+                    .unwrap_or_default();
+                for &q in &done {
+                    self.clos_feed_qp(i, q);
+                }
+                if let Some(c) = self.clos.as_mut() {
+                    c.completed = done;
+                    c.completed.clear();
+                }
+            }
+        }
+        if let Some(c) = self.clos.as_mut() {
+            c.due = due;
+        }
+        any
     }
 
     /// Like [`World::clos_pump`], but runs to `t_ns` whether or not the fabric is quiet.
@@ -476,14 +617,26 @@ impl World {
 
     /// Acts on what reached NIC `i`'s host memory by now; then a QP whose engine QP failed on
     /// its own (a responder's fatal error: bad rkey, range, missing receive) enters ERROR.
-    fn clos_drain(&mut self, i: usize) {
-        self.clos_reports(i);
-        let Some(c) = self.clos.as_mut() else { return };
+    /// True if a completion was handled.
+    fn clos_drain(&mut self, i: usize) -> bool {
+        let done = self.clos_reports(i);
+        let Some(c) = self.clos.as_mut() else {
+            return done;
+        };
         let nic = c.nic(i);
         if nic.driver_reports() > 0 {
             // (an error completion on its way names the cause first)
-            return;
+            return done;
         }
+        // Only when an engine QP entered ERROR since the last look.
+        let errors = nic.engine_qp_errors();
+        if c.seen_errors.get(i) == Some(&errors) {
+            return done;
+        }
+        if let Some(e) = c.seen_errors.get_mut(i) {
+            *e = errors;
+        }
+        let nic = c.nic(i);
         let failed: Vec<u32> = self.nics[i]
             .t
             .qps
@@ -498,20 +651,27 @@ impl World {
         for dev in failed {
             self.clos_error(i, dev, CqeStatus::LocalQpOperation, 0);
         }
+        done
     }
 
-    fn clos_reports(&mut self, i: usize) {
+    /// Handles NIC `i`'s reports that reached host memory by now. True if any was a
+    /// completion.
+    fn clos_reports(&mut self, i: usize) -> bool {
         let now = self.now_ns;
+        let mut done_any = false;
         loop {
-            let Some(c) = self.clos.as_mut() else { return };
+            let Some(c) = self.clos.as_mut() else {
+                return done_any;
+            };
             let at = c.sim.now();
             let Some(e) = c.nic(i).driver_poll(at) else {
-                return;
+                return done_any;
             };
             match e {
                 DriverEvent::EvEvent { .. } => c.counters.ev_events += 1,
                 DriverEvent::Placed(p) => self.clos_place(i, p),
                 DriverEvent::Completion(done) => {
+                    done_any = true;
                     let Some(dev) = self.nics[i]
                         .t
                         .qps
@@ -530,10 +690,15 @@ impl World {
                     };
                     match done.kind {
                         CompletionKind::Send => {
-                            let Some(c) = self.clos.as_mut() else { return };
+                            let Some(c) = self.clos.as_mut() else {
+                                return done_any;
+                            };
                             let Some(p) = c.sends[i].remove(&(done.wr_id as u32)) else {
                                 continue;
                             };
+                            if !c.cfg.doorbells_run && c.completed.last() != Some(&dev) {
+                                c.completed.push(dev);
+                            }
                             if status.0 == CqeStatus::Success && !p.signaled {
                                 continue;
                             }
@@ -545,7 +710,9 @@ impl World {
                         CompletionKind::RecvImm { .. } | CompletionKind::Recv => {
                             let (imm, byte_len) = match done.kind {
                                 CompletionKind::RecvImm { imm, msn } => {
-                                    let Some(c) = self.clos.as_mut() else { return };
+                                    let Some(c) = self.clos.as_mut() else {
+                                        return done_any;
+                                    };
                                     let m = &mut c.msg_bytes[i];
                                     let len = m.remove(&(done.qpn, msn)).unwrap_or(0);
                                     // Earlier messages of this QP are complete too.

@@ -47,7 +47,7 @@ impl World {
                     if let Some(q) = self.nics[i].t.qps.get_mut(&page) {
                         q.rq_prod = value;
                         if self.clos.is_some() && !self.nics[i].hold_doorbells {
-                            self.clos_pump();
+                            self.clos_doorbell(i, Some(page));
                         }
                     }
                 }
@@ -115,7 +115,7 @@ impl World {
             return;
         }
         match state {
-            QpState::Rts if self.clos.is_some() => self.clos_pump(),
+            QpState::Rts if self.clos.is_some() => self.clos_doorbell(i, Some(qpn)),
             QpState::Rts => self.run_sq(i, qpn),
             QpState::Error => self.flush(i, qpn, self.now_ns),
             // Other states keep the WQEs until the QP reaches RTS (or is reset).

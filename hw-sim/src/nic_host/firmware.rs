@@ -1,40 +1,29 @@
 //! Firmware update of a simulated NIC: the admin commands `FW_STATUS`, `FW_BEGIN`, `FW_CHUNK`,
-//! `FW_COMMIT`, `FW_CONFIRM`, `FW_ROLLBACK` run the NIC core's own update code
-//! (`mrc_fw_update`: session, verifier, A/B boot record) against two RAM-backed flash slots.
+//! `FW_COMMIT`, `FW_CONFIRM`, `FW_ROLLBACK` run the NIC core's own update service
+//! (`mrc_fw_update::service`: session, transfer check, verifier, A/B boot record; its docs are
+//! the contract the host sees) against two RAM-backed flash slots, with `FW_CHUNK`'s bytes
+//! DMA'd from the host by IOVA.
 //!
-//! Contract (what the host sees):
-//! - `FW_BEGIN` erases the slot not running and opens a session for `size` bytes whose CRC-32 is
-//!   `crc32`. Refused with `BUSY` while a session is open and `BAD_STATE` while the running image
-//!   still waits for `FW_CONFIRM`.
-//! - `FW_CHUNK` DMAs `len` bytes from the host at `iova` into the slot at `offset`; chunks come
-//!   in order (`FW_IMAGE_INVALID`, reason `OutOfOrder`, keeps the session open).
-//! - `FW_COMMIT` checks the transfer (byte count and CRC-32 as announced), then verifies the
-//!   image as the core does (header, ABI major, length, body CRC-32, Ed25519 signature with the
-//!   device key). Success: state `COMMITTED`, the image boots on trial at the next reset.
-//!   Refusal: `FW_IMAGE_INVALID` with the [`Reason`] in the syndrome, state `IDLE`, the staged
-//!   slot `Invalid`; **the running image and the next boot never change on a refusal**.
-//! - A device reset (`DEVICE.control.RESET`) reboots the cores: the boot record picks the slot
-//!   (a trial image is booted at most [`MAX_TRIAL_BOOTS`] times without `FW_CONFIRM`, then rolled
-//!   back). A trial boot shows state `PENDING_CONFIRM`; an open session is dropped.
-//! - `FW_CONFIRM` makes the running trial image permanent; `FW_ROLLBACK` marks the trial (or
-//!   committed, not yet booted) image invalid so the next reset boots the confirmed one.
-//! - The FW register block (running slot, boot count, image version, update state) follows.
+//! Here the device plays the boot ROM: a device reset (`DEVICE.control.RESET`) reboots the
+//! cores and the boot record picks the slot (a trial image is booted at most
+//! [`MAX_TRIAL_BOOTS`] times without `FW_CONFIRM`, then rolled back); an open session is
+//! dropped. The record lives in memory that survives device resets. The FW register block
+//! (running slot, boot count, image version, update state) follows every command.
 //!
 //! The simulated device trusts the **test-only** key of `mrc_fw_update::test_key` and speaks
 //! ABI major [`mrc_abi::device::version::ABI_VERSION`]. Its factory image is slot A,
-//! version [`FACTORY_VERSION`].
+//! version [`FACTORY_VERSION`]. Without the `FW_UPDATE` capability `FW_BEGIN` is refused
+//! `PERMISSION`.
 
 use core::mem::offset_of;
 
-use mrc_abi::device::admin::body::{FwBegin, FwChunk};
-use mrc_abi::device::admin::{AdminCommand, AdminStatus, FwUpdateState};
+use mrc_abi::device::admin::{AdminCommand, AdminStatus};
 use mrc_abi::device::regs::{caps, defaults, FwBlock};
 use mrc_driver::sys::Iova;
-use mrc_fw_update::crc32::Crc32;
-use mrc_fw_update::reason::Reason;
+use mrc_fw_update::service::{FwService, FwStorage};
 use mrc_fw_update::slots::{BootControl, BootDecision, Slot};
 use mrc_fw_update::test_key;
-use mrc_fw_update::update::{SlotStorage, StorageError, UpdateError, UpdatePolicy, Updater};
+use mrc_fw_update::update::{SlotStorage, StorageError, UpdatePolicy};
 
 use super::state::{NicState, DEV_CONTROL};
 use super::World;
@@ -94,199 +83,88 @@ impl SlotStorage for VecSlots {
     }
 }
 
-/// A transfer announced by `FW_BEGIN`.
-#[derive(Clone, Copy)]
-struct Transfer {
-    size: u32,
-    crc32: u32,
-    received: u32,
-    crc: Crc32,
+impl FwStorage for VecSlots {
+    fn save_record(&mut self, _record: &BootControl) -> Result<(), StorageError> {
+        // The record is the service's own (`FwNic::svc`), kept across device resets.
+        Ok(())
+    }
 }
 
-/// One NIC's firmware: flash, boot record, update session. Survives device resets.
+/// What the device trusts: the test-only key, its ABI major.
+fn policy() -> UpdatePolicy {
+    UpdatePolicy {
+        abi_major: mrc_abi::device::version::ABI_VERSION.major,
+        public_key: test_key::PUBLIC_KEY,
+    }
+}
+
+/// One NIC's firmware: flash, the update service (with the boot record). Survives device
+/// resets.
 pub(crate) struct FwNic {
     flash: VecSlots,
-    control: BootControl,
-    running: Slot,
-    running_version: u32,
-    updater: Updater,
-    transfer: Option<Transfer>,
-    state: FwUpdateState,
+    svc: FwService,
     boot_count: u32,
-    /// The last refusal, for diagnostics.
-    pub last_refusal: Option<UpdateError>,
+    /// The `elf` level: the commands go to the NIC image on an emulated core instead.
+    #[cfg(feature = "elf")]
+    pub(crate) elf: Option<super::firmware_elf::ElfFw>,
 }
 
 impl FwNic {
     pub fn new() -> FwNic {
         FwNic {
             flash: VecSlots::default(),
-            control: BootControl::factory(FACTORY_VERSION, MAX_TRIAL_BOOTS),
-            running: Slot::A,
-            running_version: FACTORY_VERSION,
-            updater: Updater::new(Slot::A),
-            transfer: None,
-            state: FwUpdateState::Idle,
+            svc: FwService::booted(
+                BootControl::factory(FACTORY_VERSION, MAX_TRIAL_BOOTS),
+                Slot::A,
+                policy(),
+            ),
             boot_count: 0,
-            last_refusal: None,
+            #[cfg(feature = "elf")]
+            elf: None,
         }
     }
 
     /// The cores (re)boot: the boot record picks the slot.
     fn boot(&mut self) {
         self.boot_count = self.boot_count.saturating_add(1);
-        self.transfer = None;
-        let (slot, trial) = match self.control.select_boot() {
-            BootDecision::Boot { slot, trial } => (slot, trial),
-            BootDecision::RolledBack { to, .. } => (to, false),
+        #[cfg(feature = "elf")]
+        if let Some(e) = self.elf.as_mut() {
+            e.reset();
+            return;
+        }
+        let mut record = self.svc.record();
+        let slot = match record.select_boot() {
+            BootDecision::Boot { slot, .. } => slot,
+            BootDecision::RolledBack { to, .. } => to,
             // Cannot happen from the factory record (slot A stays confirmed until a newer
             // image is); keep running what ran.
-            BootDecision::NoBootableImage => (self.running, false),
+            BootDecision::NoBootableImage => self.svc.running(),
         };
-        self.running = slot;
-        self.running_version = self.control.slot(slot).image_version;
-        self.updater = Updater::new(slot);
-        self.state = if trial {
-            FwUpdateState::PendingConfirm
-        } else {
-            FwUpdateState::Idle
-        };
+        self.svc = FwService::booted(record, slot, policy());
     }
 
-    fn staged_version(&self) -> u32 {
-        match self.state {
-            FwUpdateState::Committed => self.control.slot(self.running.other()).image_version,
-            _ => 0,
+    /// The running slot, version and update state.
+    fn status(&mut self) -> (u32, u32, u32) {
+        #[cfg(feature = "elf")]
+        if let Some(e) = self.elf.as_mut() {
+            return e.status().unwrap_or((0, 0, 0));
         }
-    }
-
-    fn refuse(&mut self, e: UpdateError) -> (AdminStatus, u32) {
-        self.last_refusal = Some(e);
-        (AdminStatus::FwImageInvalid, Reason::syndrome(&e))
-    }
-
-    fn refuse_transfer(&mut self, r: Reason) -> (AdminStatus, u32) {
-        self.updater.abort();
-        self.control.mark_invalid(self.running.other());
-        self.transfer = None;
-        self.state = FwUpdateState::Idle;
-        (AdminStatus::FwImageInvalid, r as u32)
-    }
-
-    fn begin(&mut self, b: FwBegin) -> Res {
-        match self.state {
-            FwUpdateState::Receiving => return Err((AdminStatus::Busy, 0)),
-            FwUpdateState::PendingConfirm => return Err((AdminStatus::BadState, 0)),
-            FwUpdateState::Idle | FwUpdateState::Committed => {}
-        }
-        if b.size.get() > SLOT_BYTES {
-            let e = UpdateError::TooLarge {
-                len: b.size.get(),
-                capacity: SLOT_BYTES,
-            };
-            return Err(self.refuse(e));
-        }
-        self.updater.abort();
-        if let Err(e) = self.updater.begin(&mut self.control, &mut self.flash) {
-            return Err(self.refuse(e));
-        }
-        self.transfer = Some(Transfer {
-            size: b.size.get(),
-            crc32: b.crc32.get(),
-            received: 0,
-            crc: Crc32::new(),
-        });
-        self.state = FwUpdateState::Receiving;
-        Ok([0; 3])
-    }
-
-    fn chunk(&mut self, n: &NicState, b: FwChunk) -> Res {
-        let Some(mut t) = self.transfer else {
-            return Err((AdminStatus::FwNoUpdate, 0));
-        };
-        let (offset, len) = (b.offset.get(), b.len.get());
-        if u64::from(offset) + u64::from(len) > u64::from(t.size) {
-            return Err(self.refuse_transfer(Reason::TransferSize));
-        }
-        let mut data = vec![0u8; len as usize];
-        if n.dev.dma_read(Iova(b.iova.get()), &mut data).is_err() {
-            // FwChunk.iova is at byte 8 of the body (+8 for the command header).
-            return Err((AdminStatus::BadAttribute, 16));
-        }
-        if let Err(e) = self.updater.write(&mut self.flash, offset, &data) {
-            let r = self.refuse(e);
-            if !matches!(e, UpdateError::OutOfOrder { .. }) {
-                let _ = self.refuse_transfer(Reason::of(&e));
-            }
-            return Err(r);
-        }
-        t.received = offset + len;
-        t.crc.update(&data);
-        self.transfer = Some(t);
-        Ok([0; 3])
-    }
-
-    fn commit(&mut self, crc32: u32, abi_major: u16) -> Res {
-        let Some(t) = self.transfer else {
-            return Err((AdminStatus::FwNoUpdate, 0));
-        };
-        if t.received != t.size {
-            return Err(self.refuse_transfer(Reason::TransferSize));
-        }
-        let got = t.crc.finish();
-        if got != t.crc32 || got != crc32 {
-            return Err(self.refuse_transfer(Reason::TransferCrc));
-        }
-        self.transfer = None;
-        let policy = UpdatePolicy {
-            abi_major,
-            public_key: test_key::PUBLIC_KEY,
-        };
-        match self.updater.finish(&mut self.control, &self.flash, &policy) {
-            Ok(i) => {
-                self.state = FwUpdateState::Committed;
-                Ok([u64::from(i.header.image_version), 0, 0])
-            }
-            Err(e) => {
-                self.state = FwUpdateState::Idle;
-                Err(self.refuse(e))
-            }
-        }
-    }
-
-    fn confirm(&mut self) -> Res {
-        if self.state != FwUpdateState::PendingConfirm {
-            return Err((AdminStatus::FwNoUpdate, 0));
-        }
-        match self.control.confirm(self.running) {
-            Ok(()) => {
-                self.state = FwUpdateState::Idle;
-                Ok([0; 3])
-            }
-            Err(_) => Err((AdminStatus::Internal, 0)),
-        }
-    }
-
-    fn rollback(&mut self) -> Res {
-        match self.state {
-            // The running trial image gives up: the confirmed one boots next.
-            FwUpdateState::PendingConfirm => self.control.mark_invalid(self.running),
-            // Committed, not yet booted: the staged image never boots.
-            FwUpdateState::Committed => self.control.mark_invalid(self.running.other()),
-            _ => return Err((AdminStatus::FwNoUpdate, 0)),
-        }
-        self.state = FwUpdateState::Idle;
-        Ok([0; 3])
+        (
+            self.svc.running() as u32,
+            self.svc.running_version(),
+            self.svc.state() as u32,
+        )
     }
 
     /// Publish the FW register block.
-    fn publish(&self, n: &NicState) {
+    pub(crate) fn publish(&mut self, n: &NicState) {
+        let (slot, version, state) = self.status();
         let base = u64::from(defaults::FIRMWARE);
         let w = |off: usize, v: u32| n.reg_w(base + off as u64, v);
-        w(offset_of!(FwBlock, running_slot), self.running as u32);
+        w(offset_of!(FwBlock, running_slot), slot);
         w(offset_of!(FwBlock, boot_count), self.boot_count);
-        w(offset_of!(FwBlock, image_version), self.running_version);
-        w(offset_of!(FwBlock, update_state), self.state as u32);
+        w(offset_of!(FwBlock, image_version), version);
+        w(offset_of!(FwBlock, update_state), state);
     }
 }
 
@@ -315,10 +193,8 @@ impl World {
     }
 
     /// The running image version of NIC `i` (QUERY_DEVICE).
-    pub(crate) fn fw_version(&self, i: usize) -> u32 {
-        self.fw
-            .get(i)
-            .map_or(FACTORY_VERSION, |f| f.running_version)
+    pub(crate) fn fw_version(&mut self, i: usize) -> u32 {
+        self.fw.get_mut(i).map_or(FACTORY_VERSION, |f| f.status().1)
     }
 
     /// Execute a firmware admin command on NIC `i`.
@@ -326,22 +202,20 @@ impl World {
         let (Some(fw), Some(n)) = (self.fw.get_mut(i), self.nics.get(i)) else {
             return Err((AdminStatus::Internal, 0));
         };
-        let abi_major = mrc_abi::device::version::ABI_VERSION.major;
         let can_update = n.params.capabilities & caps::FW_UPDATE != 0;
         let r = match cmd {
-            AdminCommand::FwStatus => Ok([
-                (u64::from(fw.running as u32) << 32) | fw.state as u64,
-                fw.running_version.into(),
-                fw.staged_version().into(),
-            ]),
             // Without the FW_UPDATE capability an update cannot start.
             AdminCommand::FwBegin(_) if !can_update => Err((AdminStatus::Permission, 0)),
-            AdminCommand::FwBegin(b) => fw.begin(b),
-            AdminCommand::FwChunk(b) => fw.chunk(n, b),
-            AdminCommand::FwCommit(b) => fw.commit(b.id.get(), abi_major),
-            AdminCommand::FwConfirm => fw.confirm(),
-            AdminCommand::FwRollback => fw.rollback(),
-            _ => Err((AdminStatus::Internal, 0)),
+            #[cfg(feature = "elf")]
+            cmd if fw.elf.is_some() => fw
+                .elf
+                .as_mut()
+                .map_or(Err((AdminStatus::Internal, 0)), |e| e.execute(&cmd)),
+            cmd => {
+                let mut buf = vec![0u8; 4096];
+                let fetch = |iova: u64, out: &mut [u8]| n.dev.dma_read(Iova(iova), out).is_ok();
+                fw.svc.execute(&mut fw.flash, &cmd, fetch, &mut buf)
+            }
         };
         fw.publish(n);
         r
@@ -352,8 +226,11 @@ impl World {
 mod tests {
     use super::super::SimHost;
     use super::*;
+    use mrc_abi::device::admin::body::{FwBegin, FwChunk};
+    use mrc_abi::device::admin::FwUpdateState;
     use mrc_driver::device::{Device, DeviceConfig};
     use mrc_fw_update::pack::{pack_image, ImageMeta};
+    use mrc_fw_update::reason::Reason;
     use std::sync::Arc;
 
     const V2: u32 = 0x0200_0000;

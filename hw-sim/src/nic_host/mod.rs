@@ -10,7 +10,8 @@
 //!   against its PD / MR / CQ / QP / profile tables and the port state (with the checks a NIC
 //!   makes: objects exist, belong together, are not in use, states allow it, DMA addresses are
 //!   mapped), and answered in the response ring; firmware update commands go to the `firmware`
-//!   module.
+//!   module (with [`SimHost::with_elf_firmware`], feature `elf`: to the `mrc-nic` ELF on an
+//!   emulated core, which runs its own update path).
 //! - The event queue carries port, QP, CQ and EV events.
 //! - Doorbell pages: a send doorbell executes the QP's new WQEs at once. Writes are delivered
 //!   to the NIC whose address ([`default_gid`]) equals the QP's remote address — another
@@ -38,6 +39,8 @@ mod clos;
 mod datapath;
 mod faults;
 pub mod firmware;
+#[cfg(feature = "elf")]
+mod firmware_elf;
 mod state;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -134,6 +137,8 @@ pub enum SimError {
     Sys(mrc_driver::sys::Error),
     /// The Clos fabric or a NIC model could not be built.
     Clos(String),
+    /// The NIC image could not be built, read or booted (`elf` firmware level).
+    Firmware(String),
     /// The parameters describe no valid register map.
     BadParams {
         /// The NIC.
@@ -146,6 +151,7 @@ impl std::fmt::Display for SimError {
         match self {
             SimError::Sys(e) => write!(f, "{e}"),
             SimError::Clos(e) => write!(f, "Clos fabric: {e}"),
+            SimError::Firmware(e) => write!(f, "NIC firmware: {e}"),
             SimError::BadParams { bdf } => {
                 write!(
                     f,
@@ -160,7 +166,7 @@ impl std::error::Error for SimError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             SimError::Sys(e) => Some(e),
-            SimError::BadParams { .. } | SimError::Clos(_) => None,
+            SimError::BadParams { .. } | SimError::Clos(_) | SimError::Firmware(_) => None,
         }
     }
 }
@@ -257,6 +263,32 @@ impl SimHost {
         Ok(host)
     }
 
+    /// The `elf` firmware level for the NICs' update path: each NIC's `FW_*` admin commands run
+    /// in the `mrc-nic` ELF at `image` (`None`: the image built from this source tree) on an
+    /// emulated core booted through its boot ROM from a flash whose slot A holds that image
+    /// (module `firmware_elf`); the other admin commands and the datapath stay with the
+    /// simulated device. Needs the `elf` cargo feature.
+    ///
+    /// # Errors
+    /// The image could not be built, read or booted.
+    #[cfg(feature = "elf")]
+    pub fn with_elf_firmware(self, image: Option<&std::path::Path>) -> Result<SimHost, SimError> {
+        let elf = crate::nic::image::elf_image::load(image).map_err(SimError::Firmware)?;
+        {
+            let mut w = lock(&self.world);
+            for i in 0..w.nics.len() {
+                let dev = w.nics[i].dev.clone();
+                let e = firmware_elf::ElfFw::power_on(&elf, dev).map_err(SimError::Firmware)?;
+                let World { nics, fw, .. } = &mut *w;
+                if let (Some(f), Some(n)) = (fw.get_mut(i), nics.get(i)) {
+                    f.elf = Some(e);
+                    f.publish(n);
+                }
+            }
+        }
+        Ok(self)
+    }
+
     /// Two default NICs (`0000:00:04.0` and `0000:00:05.0`) on different leaves of the default
     /// Clos fabric ([`ClosConfig::default`]).
     ///
@@ -331,6 +363,24 @@ impl SimHost {
     /// out (doorbells do this on their own; call it to let timers and edges play out).
     pub fn run(&self) {
         lock(&self.world).clos_pump();
+    }
+
+    /// Clos mode with [`ClosConfig::doorbells_run`] off: runs until a completion reached some
+    /// NIC's host memory as a CQE (true), or virtual time reached `end_ns` (false). Placed
+    /// payloads and EV events are written as they arrive; a NIC that got a completion takes
+    /// the ring entries that then fit.
+    pub fn run_until_completion(&self, end_ns: u64) -> bool {
+        lock(&self.world).clos_until_completion(end_ns)
+    }
+
+    /// Clos mode: the simulator the NICs run in (to schedule fabric faults, and for a run's
+    /// report: [`crate::run::RunReport::collect`]).
+    pub(crate) fn with_sim<R>(
+        &self,
+        f: impl FnOnce(&mut crate::core::sim::Simulator<crate::run::World>) -> R,
+    ) -> Option<R> {
+        let mut w = lock(&self.world);
+        w.clos.as_mut().map(|c| f(&mut c.sim))
     }
 
     /// Clos mode: advances virtual time to at least `t_ns`, applying window edges on the way.

@@ -57,6 +57,8 @@ pub fn names(full: bool) -> Vec<&'static str> {
 pub fn case(name: &str) -> Option<Case> {
     let mut spec = ScenarioSpec::resolve("permutation-1024").ok()?;
     spec.file.transports = vec![Transport::Mrc];
+    // The flow hosts: a device and its driver per host do not scale to these sizes.
+    spec.file.host.model = crate::run::HostModel::Flows;
     let f = &mut spec.file;
     let name: &'static str = match name {
         "1k" => "1k",

@@ -9,7 +9,7 @@
 //! ```text
 //! { "provenance": { "crate": "mrc-sim", "version", "git_commit", "seed" },
 //!   "scenario": { "name", "origin", "config": <the scenario file as JSON> },
-//!   "transports": [ { "name", "error" | null, "completion_us", "ideal_us",
+//!   "transports": [ { "name", "host" ("driver" | "flows"), "error" | null, "completion_us", "ideal_us",
 //!                     "completion_over_ideal", "flows", "flows_completed", "flows_failed",
 //!                     "fct_us": { "p50", "p99", "max" }, "max_stall_us",
 //!                     "port_recovery_us" (null without a [transceiver] event), "retransmits",
@@ -55,6 +55,7 @@ fn report(r: &RunReport) -> Value {
     let p = |q| r.fct_percentile(q).map(us);
     json!({
         "name": r.transport,
+        "host": r.host,
         "error": null,
         "flows": r.flows,
         "flows_completed": r.completed,

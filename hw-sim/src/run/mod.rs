@@ -126,6 +126,46 @@ pub struct Scenario {
     pub time_limit: Time,
     /// Seed of the permutation, the fabric and the NICs.
     pub seed: u64,
+    /// Who posts the MRC transports' work (default: applications on the driver).
+    pub host: HostModel,
+}
+
+/// Who posts an MRC NIC's work and takes its completions. Both run the same NIC model (the
+/// datapath stage, the firmware main loop on timed cores, PCIe at TLP granularity) on the
+/// same fabric; `roce-ecmp` has its own NIC and always runs its flows itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostModel {
+    /// One application per host on the real `mrc-driver` ([`crate::apps::workload`]):
+    /// connections and profiles set up through the driver's API and admin queue, writes
+    /// posted to its rings and doorbells, completions polled from its CQs, real bytes placed
+    /// in registered memory. One thread per run.
+    #[default]
+    Driver,
+    /// The NIC model's own flow table posts the work requests and sees the completions,
+    /// no driver, no payload bytes ([`crate::nic`], "Flows"): for fabrics too big for a
+    /// device per host (`permutation-1024`), on several threads ([`parallel`]). A
+    /// differential test holds it to the driver's figures on the default scenario.
+    Flows,
+}
+
+impl HostModel {
+    /// Its name in scenario files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostModel::Driver => "driver",
+            HostModel::Flows => "flows",
+        }
+    }
+
+    /// Whether `transport`'s hosts are this model's (`roce-ecmp` always runs its flows).
+    pub fn applies(self, transport: Transport) -> HostModel {
+        if transport == Transport::RoceEcmp {
+            HostModel::Flows
+        } else {
+            self
+        }
+    }
 }
 
 impl Scenario {
@@ -173,6 +213,7 @@ impl Scenario {
             }),
             time_limit: Time::from_secs(4),
             seed: 1,
+            host: HostModel::Driver,
         }
     }
 
@@ -277,7 +318,7 @@ impl Scenario {
 }
 
 /// Why a run could not start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunError {
     /// Bad fabric configuration.
     Fabric(ConfigError),
@@ -294,6 +335,8 @@ pub enum RunError {
     Workload(WorkloadError),
     /// A thread to build the NICs could not start (the OS's reason).
     Thread(std::io::ErrorKind),
+    /// A host application on the driver failed (the step and the driver's error).
+    Apps(String),
 }
 
 impl core::fmt::Display for RunError {
@@ -308,6 +351,7 @@ impl core::fmt::Display for RunError {
             }
             RunError::Workload(e) => write!(f, "{e}"),
             RunError::Thread(e) => write!(f, "cannot start a thread to build the NICs: {e}"),
+            RunError::Apps(e) => write!(f, "host application: {e}"),
         }
     }
 }
@@ -350,6 +394,12 @@ pub struct World {
     pub bad_events: u64,
     /// Every flow, id = index: the workload's first (`0..main_flows`), then the background's.
     pub flows: Vec<Flow>,
+    /// The flows' results from applications on the driver ([`World::set_app_results`]).
+    app_results: Vec<FlowResult>,
+    /// Driver NICs with a report in host memory, noted as events touch them
+    /// ([`World::take_due`]); per NIC whether it is in the list (empty: not a driver world).
+    due: Vec<u32>,
+    due_flag: Vec<bool>,
     /// Flows of the workload proper.
     pub main_flows: u32,
     /// Main flows that completed or failed so far.
@@ -370,7 +420,7 @@ pub struct World {
     /// Per fabric slot: the MRC headers of the packet there.
     hdrs: Vec<Option<StagePacket>>,
     /// Which transmissions to record, and the records since they were last collected.
-    tap: Tap,
+    pub(crate) tap: Tap,
     tapped: Vec<TapRecord>,
     /// Key of the event being handled.
     cur_key: u64,
@@ -386,12 +436,16 @@ impl World {
         let all_hosts = fabric.topology().hosts();
         let mut fabric = fabric;
         fabric.track_staging();
+        let due_flag = vec![false; nics.len()];
         World {
             fabric,
             nics,
             roce: Vec::new(),
             bad_events: 0,
             flows: Vec::new(),
+            app_results: Vec::new(),
+            due: Vec::new(),
+            due_flag,
             main_flows: 0,
             main_finished: 0,
             local: Vec::new(),
@@ -431,8 +485,32 @@ impl World {
             .nics
             .get_mut(host.wrapping_sub(self.nic_base) as usize)?;
         let r = f(nic, &mut self.fabric, s, NICS);
+        self.note_due(host.wrapping_sub(self.nic_base) as usize, s.now());
         self.after_event(s.now());
         Some(r)
+    }
+
+    /// Notes NIC `hi` (a driver's NIC) when a report of it reached host memory by `now`.
+    #[inline]
+    fn note_due(&mut self, hi: usize, now: Time) {
+        if let (Some(n), Some(f)) = (self.nics.get(hi), self.due_flag.get_mut(hi)) {
+            if !*f && n.driver_due(now) {
+                *f = true;
+                self.due.push(hi as u32);
+            }
+        }
+    }
+
+    /// The driver's NICs (indices into `nics`) noted since the last call with a report in
+    /// host memory, in the order they were noted.
+    pub(crate) fn take_due(&mut self, out: &mut Vec<u32>) {
+        for &i in &self.due {
+            if let Some(f) = self.due_flag.get_mut(i as usize) {
+                *f = false;
+            }
+        }
+        out.clear();
+        out.append(&mut self.due);
     }
 
     /// True when every flow of the workload proper completed or failed.
@@ -446,6 +524,7 @@ impl World {
         while let Some(h) = self.drain.pop() {
             let mut done = std::mem::take(&mut self.done);
             let hi = h.wrapping_sub(self.nic_base) as usize;
+            self.note_due(hi, now);
             if let Some(nic) = self.nics.get_mut(hi) {
                 while let Some(x) = nic.poll_finished() {
                     done.push(x);
@@ -505,7 +584,11 @@ impl World {
 
     /// Every flow's result, NIC by NIC (RoCE results mapped onto the workload's flows).
     fn flow_results_unordered(&self) -> impl Iterator<Item = FlowResult> + '_ {
-        let mrc = self.nics.iter().flat_map(|n| n.flow_results());
+        let mrc = self
+            .nics
+            .iter()
+            .flat_map(|n| n.flow_results())
+            .chain(self.app_results.iter().copied());
         let roce = self
             .roce
             .iter()
@@ -529,6 +612,17 @@ impl World {
         let mrc: u64 = self.nics.iter().map(|n| n.counters().placed_bytes).sum();
         let roce: u64 = self.roce.iter().map(|n| n.counters().placed_bytes).sum();
         mrc + roce
+    }
+
+    /// The flows' results when applications on the driver ran them ([`crate::apps`]): the
+    /// NICs then have no flows of their own.
+    pub(crate) fn set_app_results(&mut self, results: Vec<FlowResult>, main_flows: u32) {
+        self.main_flows = main_flows;
+        self.main_finished = results
+            .iter()
+            .filter(|r| r.flow.id < main_flows && (r.done.is_some() || r.failed))
+            .count() as u32;
+        self.app_results = results;
     }
 
     /// Hosts.
@@ -738,7 +832,7 @@ impl World {
 pub use crate::workload::permutation;
 
 /// The link id of T0-T1 link `index` of plane 0.
-fn t1_link(fabric: &Fabric, index: u32) -> Option<LinkId> {
+pub(crate) fn t1_link(fabric: &Fabric, index: u32) -> Option<LinkId> {
     let mut n = 0u32;
     let mut id = 0u32;
     let mut found = None;
@@ -918,6 +1012,9 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
         roce: roce_nics,
         bad_events: 0,
         flows,
+        app_results: Vec::new(),
+        due: Vec::new(),
+        due_flag: Vec::new(),
         main_flows,
         main_finished: 0,
         local,
@@ -979,6 +1076,9 @@ fn build_world(sc: &Scenario, threads: usize) -> Result<(World, Vec<(Time, Msg)>
 /// # Errors
 /// [`RunError`] when the scenario is invalid.
 pub fn run(sc: &Scenario) -> Result<RunReport, RunError> {
+    if sc.host.applies(sc.transport) == HostModel::Driver {
+        return Ok(crate::apps::workload::run(sc)?.report);
+    }
     let mut sim = build(sc)?;
     let step = Duration::from_us(10);
     loop {
@@ -1069,7 +1169,22 @@ pub trait Observer {
 /// # Errors
 /// [`RunError`] when the scenario is invalid.
 pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<RunReport, RunError> {
+    if sc.host.applies(sc.transport) == HostModel::Driver {
+        return crate::apps::workload::run_observed(sc, obs).map(|r| r.report);
+    }
     Ok(observe(sc, build(sc)?, obs))
+}
+
+/// Hands `obs` the packets `w` tapped since the last call ([`Observer::on_tx`]).
+pub(crate) fn report_tapped(w: &mut World, obs: &mut impl Observer) {
+    let tapped = std::mem::take(&mut w.tapped);
+    if !tapped.is_empty() {
+        let parts = [&*w];
+        let view = WorldView::new(&parts);
+        for r in &tapped {
+            obs.on_tx(r.time, &view, r.src, r.dst, &r.pkt);
+        }
+    }
 }
 
 /// [`run_observed`] of a built world.
@@ -1084,14 +1199,7 @@ fn observe(sc: &Scenario, mut sim: Simulator<World>, obs: &mut impl Observer) ->
         let until = next_sample.min(next_check).min(sc.time_limit);
         sim.run_until(until);
         let now = sim.now();
-        let tapped = std::mem::take(&mut sim.handler_mut().tapped);
-        if !tapped.is_empty() {
-            let parts = [sim.handler()];
-            let view = WorldView::new(&parts);
-            for r in &tapped {
-                obs.on_tx(r.time, &view, r.src, r.dst, &r.pkt);
-            }
-        }
+        report_tapped(sim.handler_mut(), obs);
         if now >= next_sample {
             obs.on_sample(now, &WorldView::new(&[sim.handler()]));
             last_sample = now;

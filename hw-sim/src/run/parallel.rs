@@ -265,6 +265,11 @@ fn run_tuned(
 ) -> Result<(RunReport, Mode), RunError> {
     let threads = threads.max(1);
     let partitions = if partitions == 0 { threads } else { partitions };
+    if sc.host.applies(sc.transport) == super::HostModel::Driver {
+        let reason = (threads > 1 || partitions > 1)
+            .then(|| "applications on the driver run on one thread".to_string());
+        return Ok((super::run_observed(sc, obs)?, Mode::Sequential { reason }));
+    }
     if threads == 1 && partitions <= 1 {
         return Ok((
             super::run_observed(sc, obs)?,
@@ -537,6 +542,9 @@ fn split(mut world: World, l: &Layout, tap: super::Tap) -> Vec<World> {
             roce: Vec::new(),
             bad_events: 0,
             flows: world.flows.clone(),
+            app_results: Vec::new(),
+            due: Vec::new(),
+            due_flag: Vec::new(),
             main_flows: world.main_flows,
             main_finished: 0,
             local: world.local.clone(),
@@ -780,9 +788,11 @@ mod tests {
     use crate::fabric::Shape;
     use crate::run::run;
 
-    /// A small scenario with 4 planes (so up to 4 partitions) and its link failure.
+    /// A small scenario with 4 planes (so up to 4 partitions) and its link failure, on the
+    /// flow hosts (the ones a run partitions).
     fn small() -> Scenario {
         let mut sc = Scenario::tiny(Transport::Mrc);
+        sc.host = crate::run::HostModel::Flows;
         sc.fabric.planes = 4;
         sc.fabric.shape = Shape::LeafSpine {
             hosts: 16,

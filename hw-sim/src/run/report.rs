@@ -14,6 +14,8 @@ use super::{Scenario, World};
 pub struct RunReport {
     /// Transport name.
     pub transport: &'static str,
+    /// Who posted the work ([`super::HostModel::name`]).
+    pub host: &'static str,
     /// Workload kind name.
     pub workload: &'static str,
     /// Hosts.
@@ -184,6 +186,7 @@ impl RunReport {
         let totals = w.fabric.totals();
         RunReport {
             transport: sc.transport.name(),
+            host: sc.host.applies(sc.transport).name(),
             workload: sc.workload.name(),
             hosts,
             flows,

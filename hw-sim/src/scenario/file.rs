@@ -15,7 +15,7 @@ use crate::fabric::{
     ClassPolicy, EcnConfig, FabricConfig, PfcConfig, QueueConfig, Shape, TransportKind,
 };
 use crate::nic::{DatapathLevelConfig, FirmwareConfig, PcieConfig, Transport, HEADER_BYTES};
-use crate::run::{LinkFailure, Scenario, TransceiverEvent, TransceiverFault};
+use crate::run::{HostModel, LinkFailure, Scenario, TransceiverEvent, TransceiverFault};
 use crate::workload::{Background, Workload};
 
 /// A whole scenario file.
@@ -46,6 +46,24 @@ pub struct ScenarioFile {
     /// Background load alongside the workload, or none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<Background>,
+    /// Who posts the MRC transports' work (`[host] model = "driver"`, the default, or
+    /// `"flows"`; see [`HostModel`]).
+    #[serde(default, skip_serializing_if = "HostFile::is_default")]
+    pub host: HostFile,
+}
+
+/// `[host]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostFile {
+    /// `"driver"` or `"flows"`.
+    pub model: HostModel,
+}
+
+impl HostFile {
+    fn is_default(&self) -> bool {
+        *self == HostFile::default()
+    }
 }
 
 fn all_transports() -> Vec<Transport> {
@@ -338,6 +356,7 @@ impl ScenarioFile {
             firmware: self.nic.firmware,
             datapath: self.nic.datapath,
             background: self.background,
+            host: self.host.model,
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! A scenario file ([`ScenarioFile`], the schema is in `file.rs` and every shipped file in
 //! `hw-sim/scenarios/` is an example) says the fabric, the NICs, the workload, an optional
-//! failure, the seed and the transports to run. [`ScenarioSpec::resolve`] takes what a user
+//! failure, the seed, the transports to run and who posts their work (`[host]`). [`ScenarioSpec::resolve`] takes what a user
 //! typed: a path (anything ending in `.toml` or containing a `/`) or the name of a built-in.
 //!
 //! # Errors
@@ -25,15 +25,15 @@
 //! assert_eq!(spec.name, "tiny");
 //! let err = ScenarioSpec::parse("x.toml", "seed = 1\nbogus = 2\n").unwrap_err();
 //! assert_eq!(err.to_string(), "x.toml: line 2: bogus: unknown key (expected one of \
-//!     `description`, `seed`, `transports`, `time_limit_us`, `fabric`, `nic`, `workload`, `failure`, `transceiver`, `background`)");
+//!     `description`, `seed`, `transports`, `time_limit_us`, `fabric`, `nic`, `workload`, `failure`, `transceiver`, `background`, `host`)");
 //! ```
 
 mod file;
 mod validate;
 
 pub use file::{
-    ClassPolicyFile, EcnFile, EvFormatFile, FabricFile, FailureFile, NicFile, PfcFile, PolicyFile,
-    QueueFile, ScenarioFile, ShapeFile, TransceiverFile,
+    ClassPolicyFile, EcnFile, EvFormatFile, FabricFile, FailureFile, HostFile, NicFile, PfcFile,
+    PolicyFile, QueueFile, ScenarioFile, ShapeFile, TransceiverFile,
 };
 
 use std::path::Path;

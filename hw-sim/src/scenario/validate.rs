@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 use crate::nic::HEADER_BYTES;
 
 use super::file::{EvFormatFile, ScenarioFile, ShapeFile};
-use crate::nic::Transport;
+use crate::nic::{NicShape, Transport};
+use crate::run::HostModel;
 
 /// Most planes a simulated NIC has ports for.
 pub const MAX_PLANES: u32 = crate::nic::MAX_PLANES as u32;
@@ -74,6 +75,13 @@ impl ScenarioFile {
         }
         if let Err((key, why)) = n.datapath.check() {
             return bad(&format!("nic.datapath.{key}"), why);
+        }
+        if self.host.model == HostModel::Driver && n.firmware.shape() == NicShape::Image {
+            return bad(
+                "host.model",
+                "the driver's NICs have the simulator's shape: set [nic.firmware] shape = \"sim\" \
+                 or [host] model = \"flows\"",
+            );
         }
         self.validate_workload()?;
         if let Some(t) = self.transceiver {

@@ -12,6 +12,9 @@
 //! - [`leds`]: one link LED per port through `embedded_hal::digital::OutputPin`.
 //! - [`flash`]: the QSPI flash controller (erase sectors, program pages) behind a register
 //!   trait, for the image's firmware updates and the probe-rs flash algorithm.
+//! - [`host_dma`]: the core's host DMA engine (reads host memory by IOVA: update chunks).
+//! - [`slots`]: the A/B image slots and the boot record on the flash, as the update service
+//!   (`mrc_fw_update::service`) stores them.
 //! - [`crash`]: the crash record kept across reset (panic location, reason, last events).
 //! - [`logring`]: the byte ring the host reads logs from.
 //!
@@ -26,9 +29,11 @@ pub mod cmis;
 pub mod cmis_model;
 pub mod crash;
 pub mod flash;
+pub mod host_dma;
 pub mod leds;
 pub mod logring;
 pub mod monitor;
+pub mod slots;
 
 /// The block at the origin of the `NOINIT` region: crash record, then log ring.
 #[derive(Clone, Debug)]

@@ -15,11 +15,38 @@ use crate::{
     NIC_PARAMS, PLANES, PORTS, PORT_SPEED_MBPS, VECTORS,
 };
 
+/// The NIC's firmware-update service as the admin executor reaches it: the `FW_*` commands
+/// and the running image's version. The NIC image implements it over its flash, boot record
+/// and host DMA engine (`mrc_fw_update::service`); [`NoFirmware`] is a NIC without one.
+pub trait Firmware {
+    /// Execute a firmware update command (`FW_STATUS` .. `FW_ROLLBACK`).
+    ///
+    /// # Errors
+    /// The refusal: status and syndrome.
+    fn execute(&mut self, cmd: &AdminCommand) -> AdminResult;
+    /// The running image's version (QUERY_DEVICE).
+    fn running_version(&self) -> u32;
+}
+
+/// No update service: `FW_*` commands are refused `UNKNOWN_OPCODE` (syndrome: the opcode),
+/// QUERY_DEVICE reports [`FW_VERSION`].
+pub struct NoFirmware;
+
+impl Firmware for NoFirmware {
+    fn execute(&mut self, cmd: &AdminCommand) -> AdminResult {
+        Err((AdminStatus::UnknownOpcode, cmd.opcode() as u32))
+    }
+    fn running_version(&self) -> u32 {
+        FW_VERSION
+    }
+}
+
 /// The NIC's device services for the executor.
 pub(crate) struct LoopEnv<'a> {
     out: &'a mut CsrQueue<LOOP_QUEUE>,
     ports: &'a mut Ports,
     counters: &'a mut LoopCounters,
+    fw: &'a mut dyn Firmware,
 }
 
 impl AdminEnv for LoopEnv<'_> {
@@ -34,7 +61,7 @@ impl AdminEnv for LoopEnv<'_> {
         post_event(self.out, self.counters, event);
     }
     fn fw_version(&self) -> u32 {
-        FW_VERSION
+        self.fw.running_version()
     }
     fn num_ports(&self) -> usize {
         PORTS
@@ -57,7 +84,7 @@ impl AdminEnv for LoopEnv<'_> {
         PORT_SPEED_MBPS
     }
     fn firmware(&mut self, cmd: &AdminCommand) -> AdminResult {
-        Err((AdminStatus::UnknownOpcode, cmd.opcode() as u32))
+        self.fw.execute(cmd)
     }
     fn probe(&mut self, _qpn: u32, _ev_index: u16) -> ProbeOutcome {
         ProbeOutcome::Unsupported
@@ -115,6 +142,7 @@ impl<C: Capacity> Fw<C> {
         now_ns: u64,
         dp: &mut D,
         admin: &mut NicAdmin,
+        fw: &mut dyn Firmware,
     ) -> bool {
         let mut moved = false;
         if let Some(reply) = self.held {
@@ -136,7 +164,7 @@ impl<C: Capacity> Fw<C> {
             }
             let Some(raw) = dp.pop_admin() else { break };
             moved = true;
-            let (reply, region) = self.admin_command(now_ns, admin, &raw);
+            let (reply, region) = self.admin_command(now_ns, admin, &raw, fw);
             self.counters.admin_commands += 1;
             if reply.status != AdminStatus::Ok {
                 self.counters.admin_errors += 1;
@@ -158,16 +186,18 @@ impl<C: Capacity> Fw<C> {
         }
     }
 
-    /// What the shared executor works on: the loop's device services and the engine, with
-    /// `regions` for its region table writes.
+    /// What the shared executor works on: the loop's device services (with `fw`, the update
+    /// service) and the engine, with `regions` for its region table writes.
     pub(crate) fn parts<'a>(
         &'a mut self,
         regions: &'a mut RegionCommand,
+        fw: &'a mut dyn Firmware,
     ) -> (LoopEnv<'a>, Core<'a, C, RegionCommand>) {
         let env = LoopEnv {
             out: &mut self.out,
             ports: &mut self.ports,
             counters: &mut self.counters,
+            fw,
         };
         let qps = Core {
             engine: &mut self.engine,
@@ -183,9 +213,10 @@ impl<C: Capacity> Fw<C> {
         now_ns: u64,
         admin: &mut NicAdmin,
         raw: &[u8; 64],
+        fw: &mut dyn Firmware,
     ) -> (AdminReply, Option<RegionWrite>) {
         let mut regions = RegionCommand::new(self.mtu_payload);
-        let (mut env, mut qps) = self.parts(&mut regions);
+        let (mut env, mut qps) = self.parts(&mut regions, fw);
         let mut cx = Ctx {
             params: &NIC_PARAMS,
             env: &mut env,

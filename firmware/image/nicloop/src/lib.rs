@@ -65,8 +65,10 @@
 //! ## Limits, stated rather than invented
 //! - A send CQE's `byte_len` is 0 and its opcode is WRITE (the engine's completion carries
 //!   neither the length nor whether it had an immediate).
-//! - FW_* admin commands are refused (`UNKNOWN_OPCODE`: the image's update path is not on the
-//!   admin ring) and PROBE_EV is `BUSY` (the engine probes EVs on its own schedule).
+//! - FW_* admin commands go to the NIC's update service ([`Firmware`], given to
+//!   [`NicLoop::step_admin_fw`]; the NIC image's runs `mrc_fw_update::service` over its flash);
+//!   without one ([`NicLoop::step_admin`]) they are refused `UNKNOWN_OPCODE`. PROBE_EV is
+//!   `BUSY` (the engine probes EVs on its own schedule).
 //! - An admin command runs only once the engine's commands have all left (a QP created or
 //!   destroyed changes the QPN translation, and the engine's queued commands are translated
 //!   with the mapping they were made under).
@@ -93,6 +95,7 @@ use mrc_firmware::capacity::Capacity;
 use mrc_firmware::csr_queue::CsrQueue;
 use mrc_firmware::engine::{Engine, EngineConfig, EngineError};
 
+pub use admin::{Firmware, NoFirmware};
 use qpn::QpnMap;
 
 mrc_firmware::capacity! {
@@ -171,7 +174,8 @@ pub const DEVICE_QPNS: usize = 16;
 
 /// The NIC's register-visible parameters as the admin executor checks them: QP and CQ
 /// numbers share `1..16` (doorbell pages), [`EVS`] EVs per QP, [`PORTS`] ports on
-/// [`PLANES`] planes, every capability but firmware update over the admin ring.
+/// [`PLANES`] planes, every capability but firmware update (which the image's update service
+/// adds, [`Firmware`]; the executor does not look at it).
 pub const NIC_PARAMS: DeviceParams = DeviceParams {
     device_id: mrc_abi::device::regs::PCI_ID,
     capabilities: caps::ALL & !caps::FW_UPDATE,
@@ -183,7 +187,8 @@ pub const NIC_PARAMS: DeviceParams = DeviceParams {
     doorbell_pages: DEVICE_QPNS as u32,
 };
 
-/// The firmware image version QUERY_DEVICE reports.
+/// The firmware image version QUERY_DEVICE reports without an update service (with one: the
+/// running image's, from its boot record).
 pub const FW_VERSION: u32 = 0x0001_0000;
 
 /// Interrupt vectors of the NIC's host function.
@@ -455,7 +460,19 @@ impl<C: Capacity> NicLoop<C> {
         dp: &mut D,
         admin: &mut NicAdmin,
     ) -> bool {
-        let moved = self.fw.admin_step(now_ns, dp, admin);
+        self.step_admin_fw(now_ns, dp, admin, &mut NoFirmware)
+    }
+
+    /// [`NicLoop::step_admin`] with the NIC's firmware-update service `fw` behind the `FW_*`
+    /// admin commands (and QUERY_DEVICE's version): what the NIC image runs.
+    pub fn step_admin_fw<D: Datapath>(
+        &mut self,
+        now_ns: u64,
+        dp: &mut D,
+        admin: &mut NicAdmin,
+        fw: &mut dyn Firmware,
+    ) -> bool {
+        let moved = self.fw.admin_step(now_ns, dp, admin, fw);
         self.run(now_ns, dp, Some(admin)) || moved
     }
 

@@ -32,7 +32,9 @@ impl<C: Capacity> Fw<C> {
         self.ports.link[port] = up;
         self.counters.link_changes += 1;
         let mut regions = RegionCommand::new(self.mtu_payload);
-        let (mut env, mut qps) = self.parts(&mut regions);
+        // (a link change sends no update command)
+        let mut fw = crate::admin::NoFirmware;
+        let (mut env, mut qps) = self.parts(&mut regions, &mut fw);
         port_changed(&mut env, &mut qps, now_ns, port, was);
         true
     }

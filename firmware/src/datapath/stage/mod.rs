@@ -169,6 +169,9 @@ pub struct Datapath<C: Capacity, B: Blocks = ModelBlocks> {
     fast: bool,
     counters: DatapathCounters,
     blocks: B,
+    /// The oldest entries of `events` a stand-in's event queue holds already (pushed at the
+    /// next poll: see [`Self::offer_events`]).
+    events_offered: usize,
     _c: PhantomData<C>,
 }
 
@@ -214,6 +217,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             fast,
             counters: DatapathCounters::default(),
             blocks,
+            events_offered: 0,
             _c: PhantomData,
         }
     }
@@ -238,6 +242,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     pub fn set_blocks(&mut self, blocks: B) {
         self.fast = self.fast && blocks.models_only();
         self.blocks = blocks;
+        self.events_offered = 0;
     }
 
     /// The blocks' implementation.
@@ -434,6 +439,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
                     let shared = RxShared {
                         regions: &mut self.regions,
                         ctrl: &mut self.ctrl,
+                        stand_in: !self.blocks.models_only(),
                         blocks: &mut self.blocks,
                     };
                     let v = qp.handle_packet(now_ns, pkt, &self.cfg, shared, &mut self.events);
@@ -491,6 +497,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             RxShared {
                 regions: &mut self.regions,
                 ctrl: &mut self.ctrl,
+                stand_in: !self.blocks.models_only(),
                 blocks: &mut self.blocks,
             },
         );
@@ -536,7 +543,8 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     /// Packets to send, into the front of `out`: control packets first, then a retransmission
     /// of any QP, then data of the QPs in turn ([`TX_BURST_PKTS`] in a row each). Returns how
     /// many. The slots after them are scratch: a transmit run lays out its first packet
-    /// before it knows the packet can leave.
+    /// before it knows the packet can leave. Each packet returned is the header builder's
+    /// (a stand-in's, `Blocks::header`, when the blocks have one).
     pub fn poll_packets(&mut self, now_ns: u64, out: &mut [Packet]) -> usize {
         let mut n = 0;
         while let Some(slot) = out.get_mut(n) {
@@ -578,6 +586,11 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
                 break;
             }
             n += 1;
+        }
+        if !self.blocks.models_only() {
+            for p in out.iter_mut().take(n) {
+                *p = self.blocks.header(p);
+            }
         }
         n
     }
@@ -737,12 +750,33 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     }
 
     /// Reports for the firmware (the DP->FW ring's entries), oldest first, into the front of
-    /// `out`: copies of what [`Self::events`] shows, consumed. Returns how many.
+    /// `out`: copies of what [`Self::events`] shows, consumed, or a stand-in event queue's
+    /// entries (`Blocks::event_pop`) when the blocks have one. Returns how many.
     pub fn poll_events(&mut self, out: &mut [CsrEntry]) -> usize {
         self.queue_reports();
+        let stand_in = !self.blocks.models_only();
+        if stand_in {
+            self.offer_events();
+        }
         let n = self.events.drain_into(out);
+        if stand_in {
+            for e in out.iter_mut().take(n) {
+                *e = self.blocks.event_pop(e);
+            }
+            self.events_offered -= n;
+        }
         self.counters.events += n as u64;
         n
+    }
+
+    /// The reports queued since the last poll into a stand-in's event queue, in order (all
+    /// before any pop: between two polls the stage only pushes).
+    fn offer_events(&mut self) {
+        let (a, b) = self.events.as_slices();
+        for e in a.iter().chain(b).skip(self.events_offered) {
+            self.blocks.event_push(e);
+        }
+        self.events_offered = self.events.len();
     }
 
     /// The reports waiting for the firmware (the DP->FW ring's entries), oldest first, where
@@ -756,9 +790,18 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     }
 
     /// The firmware consumed the `n` oldest reports [`Self::events`] showed (all of them
-    /// when fewer wait).
+    /// when fewer wait). A stand-in event queue gives up as many (its entries compared by the
+    /// stand-in; the firmware read the model's in place).
     pub fn consume_events(&mut self, n: usize) {
         let n = n.min(self.events.len());
+        if !self.blocks.models_only() {
+            self.offer_events();
+            let (a, b) = self.events.as_slices();
+            for e in a.iter().chain(b).take(n) {
+                let _ = self.blocks.event_pop(e);
+            }
+            self.events_offered -= n;
+        }
         self.events.consume(n);
         self.counters.events += n as u64;
     }

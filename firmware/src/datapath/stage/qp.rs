@@ -18,6 +18,7 @@ use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
 
 mod rx_run;
+mod tracker;
 
 /// The QP state as the datapath knows it (from the firmware's context writes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +87,8 @@ pub struct RxShared<'a, R> {
     pub regions: &'a mut R,
     pub ctrl: &'a mut Ctrl,
     pub blocks: &'a mut dyn Blocks,
+    /// A block has a stand-in (`!blocks.models_only()`, known to the stage without a call).
+    pub stand_in: bool,
 }
 
 /// What the stage does with one QP context, at any size (implemented by [`DpQp`]). The
@@ -274,7 +277,8 @@ impl<
         }
     }
 
-    /// The packet for an ACK generator output on an EV of its own.
+    /// The packet for an ACK generator output on an EV of its own (with a stand-in tracker,
+    /// the caller then gives it the tracker's answer: `Self::track`).
     fn ack_packet(
         &mut self,
         now_ns: u64,
@@ -468,6 +472,7 @@ impl<
             regions,
             ctrl,
             blocks,
+            stand_in,
         } = shared;
         let PacketBody::Write { segment, reth, .. } = &pkt.body else {
             return RxVerdict::Dropped(DropReason::Unexpected);
@@ -497,7 +502,10 @@ impl<
                         .wrapping_add(u32::from(pkt.evx.ev_index)),
                     ..pkt.evx
                 };
-                let p = self.ack_packet_on(now_ns, &n, pkt.tx_ts_ns, evx);
+                let mut p = self.ack_packet_on(now_ns, &n, pkt.tx_ts_ns, evx);
+                if stand_in {
+                    self.track(&mut p, blocks);
+                }
                 ctrl.push(p);
             }
             return RxVerdict::Dropped(DropReason::QpNotReady);
@@ -513,8 +521,14 @@ impl<
             regions,
             &mut event,
         );
+        if stand_in {
+            self.tracker_received(&rxp, &result, blocks);
+        }
         if let Some(e) = event {
-            let p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns, blocks);
+            let mut p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns, blocks);
+            if stand_in {
+                self.track(&mut p, blocks);
+            }
             ctrl.push(p);
         }
         match result {
@@ -626,6 +640,7 @@ impl<
                     c.max_wimm.get(),
                     cfg.ack,
                 );
+                self.tracker_started(Psn::new(c.rq_psn.get()), blocks);
                 self.state = DpState::Rtr;
             }
             CsrEvent::QpRts(c) => {
@@ -649,6 +664,7 @@ impl<
                 csr::QP_RESET => {
                     *self = Self::new(self.hdr.qpn);
                     blocks.sprayer_reset(self.hdr.qpn);
+                    blocks.rx_tracker_reset(self.hdr.qpn);
                 }
                 _ => {
                     self.state = DpState::Error;
@@ -848,7 +864,10 @@ impl<
         }
         match self.rx.handle_timeout(now_ns) {
             Some(e) => {
-                let p = self.ack_packet(now_ns, &e, 0, blocks);
+                let mut p = self.ack_packet(now_ns, &e, 0, blocks);
+                if !blocks.models_only() {
+                    self.track(&mut p, blocks);
+                }
                 ctrl.push(p);
                 true
             }

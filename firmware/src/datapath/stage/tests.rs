@@ -12,6 +12,8 @@ use super::*;
 use crate::datapath::packet::{LocalBuf, PacketBody};
 use crate::datapath::placement::Access;
 
+mod blocks;
+
 crate::capacity! {
     struct Small {
         qps: 2, evs: 8, planes: 2, window_psns: 128, send_queue: 8, recv_queue: 4, regions: 2,
@@ -32,10 +34,18 @@ fn stage(reorder_tx: u8) -> Datapath<Small> {
 
 /// [`stage`] with a reorder window of `reorder_ns`.
 fn stage_reorder(reorder_tx: u8, reorder_ns: u32) -> Datapath<Small> {
-    let mut dp = Datapath::<Small>::new(DatapathConfig {
-        mtu_payload: MTU,
-        ..DatapathConfig::DEFAULT
-    });
+    stage_with(reorder_tx, reorder_ns, ModelBlocks)
+}
+
+/// [`stage_reorder`] whose blocks `blocks` answers.
+fn stage_with<B: Blocks>(reorder_tx: u8, reorder_ns: u32, blocks: B) -> Datapath<Small, B> {
+    let mut dp = Datapath::<Small, B>::with_blocks(
+        DatapathConfig {
+            mtu_payload: MTU,
+            ..DatapathConfig::DEFAULT
+        },
+        blocks,
+    );
     dp.register_region(MemRegion {
         rkey: 7,
         base_va: 0x1000,

@@ -36,8 +36,9 @@ pub struct CoreConfig {
     /// first.
     pub max_run_instructions: u64,
     /// Instructions the core retires per second (its clock over its CPI): the watchdog's
-    /// period in instructions. An iteration (from one kick to the next) that retires more
-    /// bites ([`Stop::Watchdog`]): the core resets.
+    /// period in instructions. More instructions than that from one kick to the next bite
+    /// ([`Stop::Watchdog`]): the core resets. (A run that begins with the watchdog running
+    /// starts its period afresh; kicks within the run restart it, up to the run's limit.)
     pub instructions_per_s: u64,
 }
 
@@ -96,6 +97,10 @@ pub(crate) struct State {
     /// The running run stops once `retired` would pass this, for this reason.
     limit: u64,
     limit_stop: Stop,
+    /// The watchdog's period in instructions when it was running as the run began (a kick
+    /// restarts it), and the run's own limit, which no kick moves.
+    wdt_bite: Option<u64>,
+    run_cap: u64,
     /// Guest exceptions taken.
     traps: u64,
     /// A trap could not be delivered (the engine refused a register access).
@@ -103,6 +108,18 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// A watchdog kick: its period starts again (within the run's own limit).
+    fn kick(&mut self) {
+        if let Some(bite) = self.wdt_bite {
+            let at = self.retired.saturating_add(bite);
+            (self.limit_stop, self.limit) = if at < self.run_cap {
+                (Stop::Watchdog, at)
+            } else {
+                (Stop::InstructionLimit, self.run_cap)
+            };
+        }
+    }
+
     /// Instructions in the block `[addr, addr + size)`.
     #[inline]
     fn count(&mut self, addr: u64, size: u32) -> u64 {
@@ -152,6 +169,70 @@ pub struct ElfCore {
     pub(crate) orders_base: Option<u32>,
     /// The last [`ElfCore::step`]'s timing (module `bridge`).
     pub(crate) timing: crate::bridge::StepTiming,
+    /// The boot ROM the core runs at every reset (`None`: the core reloads its ELF).
+    rom: Option<BootRom>,
+    /// What the boot ROM last booted.
+    rom_boot: Option<RomBoot>,
+}
+
+/// The boot ROM's configuration: what it trusts and the record a blank flash gets
+/// ([`crate::bootrom::boot`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BootRom {
+    /// The key and ABI major images must match.
+    pub policy: mrc_fw_update::update::UpdatePolicy,
+    /// The factory record's slot A version.
+    pub factory_version: u32,
+    /// Trial boots an unconfirmed image gets.
+    pub max_trial_boots: u8,
+}
+
+/// What the boot ROM booted at the last power-on or reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RomBoot {
+    /// The slot.
+    pub slot: mrc_fw_update::slots::Slot,
+    /// Whether the image runs on trial.
+    pub trial: bool,
+    /// Its version.
+    pub version: u32,
+    /// The boot record as written back.
+    pub record: mrc_fw_update::slots::BootControl,
+}
+
+/// The code of `image` as the ITCM holds it (for counting instructions).
+fn code_of(image: &NicImage, map: &NicMap) -> Vec<u8> {
+    let mut text = vec![0u8; map.itcm.len as usize];
+    for s in &image.segments {
+        if map.itcm.holds(s.addr, s.bytes.len() as u32) {
+            let o = (s.addr - map.itcm.origin) as usize;
+            text[o..o + s.bytes.len()].copy_from_slice(&s.bytes);
+        }
+    }
+    text
+}
+
+/// Runs the boot ROM on `flash`: the image it booted, or why none.
+fn rom_boot(
+    flash: &mut crate::board::flash::FlashDevice,
+    map: &NicMap,
+    rom: &BootRom,
+) -> Result<(NicImage, RomBoot), ElfError> {
+    let b = crate::bootrom::boot(
+        flash,
+        map,
+        &rom.policy,
+        rom.factory_version,
+        rom.max_trial_boots,
+    )
+    .map_err(|e| ElfError::Boot(e.to_string()))?;
+    let info = RomBoot {
+        slot: b.slot,
+        trial: b.trial,
+        version: b.version,
+        record: b.record,
+    };
+    Ok((b.image, info))
 }
 
 impl core::fmt::Debug for ElfCore {
@@ -228,8 +309,14 @@ fn new_engine(
                 let retired = s.retired;
                 let d = &mut s.dev;
                 let was = d.stop;
+                let kicks = d.counters.kicks;
                 d.write_at(off as u32, size, v as u32, retired);
-                if was.is_none() && d.stop.is_some() {
+                let (stopped, kicked) =
+                    (was.is_none() && d.stop.is_some(), d.counters.kicks != kicks);
+                if kicked {
+                    s.kick();
+                }
+                if stopped {
                     let _ = uc.emu_stop();
                 }
             },
@@ -332,21 +419,48 @@ impl ElfCore {
     /// As [`ElfCore::boot`].
     pub fn boot_image(image: NicImage, cfg: CoreConfig) -> Result<ElfCore, ElfError> {
         let map = NicMap::nic()?;
-        let mut text = vec![0u8; map.itcm.len as usize];
-        for s in &image.segments {
-            if map.itcm.holds(s.addr, s.bytes.len() as u32) {
-                let o = (s.addr - map.itcm.origin) as usize;
-                text[o..o + s.bytes.len()].copy_from_slice(&s.bytes);
-            }
-        }
+        let dev = Device::new(map.regs);
+        Self::start(image, dev, cfg, None, None)
+    }
+
+    /// Powers the core on with `flash` on its board and the boot ROM `rom` in charge: the ROM
+    /// picks a slot by the boot record, checks its image and lays it out ([`crate::bootrom`]),
+    /// and does so again at every reset (the watchdog's, `SW_RESET`, [`ElfCore::reset_now`]),
+    /// so an update the image wrote boots after the next reset, and an image that fails its
+    /// trial boots is rolled back. Runs the boot up to the main loop's first timer read.
+    ///
+    /// # Errors
+    /// The ROM found nothing to boot ([`ElfError::Boot`]), or as [`ElfCore::boot`].
+    pub fn power_on(
+        mut flash: crate::board::flash::FlashDevice,
+        rom: BootRom,
+        cfg: CoreConfig,
+    ) -> Result<ElfCore, ElfError> {
+        let map = NicMap::nic()?;
+        let (image, booted) = rom_boot(&mut flash, &map, &rom)?;
+        let dev = Device::with_flash(map.regs, flash);
+        Self::start(image, dev, cfg, Some(rom), Some(booted))
+    }
+
+    fn start(
+        image: NicImage,
+        dev: Device,
+        cfg: CoreConfig,
+        rom: Option<BootRom>,
+        rom_boot: Option<RomBoot>,
+    ) -> Result<ElfCore, ElfError> {
+        let map = NicMap::nic()?;
+        let text = code_of(&image, &map);
         let state = State {
-            dev: Device::new(map.regs),
+            dev,
             blocks: vec![(u32::MAX, 0); text.len() / 2],
             text,
             text_base: map.itcm.origin,
             retired: 0,
             limit: cfg.max_run_instructions,
             limit_stop: Stop::InstructionLimit,
+            wdt_bite: None,
+            run_cap: cfg.max_run_instructions,
             traps: 0,
             trap_failed: false,
         };
@@ -367,6 +481,8 @@ impl ElfCore {
             bridge: Default::default(),
             orders_base: None,
             timing: Default::default(),
+            rom,
+            rom_boot,
         };
         core.boot_run(0)?;
         Ok(core)
@@ -390,27 +506,47 @@ impl ElfCore {
     /// crash record and the log ring survive), `RESET_CAUSE` says why, the CSR window's
     /// queues are cleared, and the boot runs to the main loop. Returns the boot's
     /// instructions.
-    fn reset(&mut self, cause: Stop, now_ns: u64) -> Result<u64, ElfError> {
+    fn reset(&mut self, cause: u32, now_ns: u64) -> Result<u64, ElfError> {
+        if let Some(e) = &self.dead {
+            return Err(e.clone());
+        }
         let len = (self.map.dtcm.len + self.map.noinit.len) as usize;
         let mut ram = vec![0u8; len];
         self.read_mem(self.map.dtcm.origin, &mut ram)?;
         let old = self.uc.get_data_mut();
         let mut dev = Device::new(self.map.regs);
         dev.counters = old.dev.counters;
-        dev.keep_flash(&mut old.dev);
-        dev.i2c.keep_modules(&mut old.dev.i2c);
-        dev.reset_cause = match cause {
-            Stop::Watchdog => crate::device::RESET_CAUSE_WATCHDOG,
-            _ => crate::device::RESET_CAUSE_SOFTWARE,
-        };
+        dev.keep_board(&mut old.dev);
+        dev.reset_cause = cause;
+        let (mut text, mut blocks) = (
+            std::mem::take(&mut old.text),
+            std::mem::take(&mut old.blocks),
+        );
+        if let Some(rom) = self.rom {
+            let (image, booted) = match rom_boot(&mut dev.flash, &self.map, &rom) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.dead = Some(e.clone());
+                    return Err(e);
+                }
+            };
+            if image != self.image {
+                text = code_of(&image, &self.map);
+                blocks.fill((u32::MAX, 0));
+                self.image = image;
+            }
+            self.rom_boot = Some(booted);
+        }
         let state = State {
             dev,
-            text: std::mem::take(&mut old.text),
-            blocks: std::mem::take(&mut old.blocks),
+            text,
+            blocks,
             text_base: old.text_base,
             retired: old.retired,
             limit: 0,
             limit_stop: Stop::InstructionLimit,
+            wdt_bite: None,
+            run_cap: 0,
             traps: old.traps,
             trap_failed: false,
         };
@@ -447,9 +583,28 @@ impl ElfCore {
     /// Carries out a pending reset; the boot's instructions.
     pub(crate) fn finish_reset(&mut self, now_ns: u64) -> Result<u64, ElfError> {
         match self.pending_reset.take() {
-            Some(cause) => self.reset(cause, now_ns),
+            Some(Stop::Watchdog) => self.reset(crate::device::RESET_CAUSE_WATCHDOG, now_ns),
+            Some(_) => self.reset(crate::device::RESET_CAUSE_SOFTWARE, now_ns),
             None => Ok(0),
         }
+    }
+
+    /// A device reset from the host interface (the driver's `DEVICE.control.RESET`): the core
+    /// resets at `now_ns` between iterations (`RESET_CAUSE` host) and boots again, through
+    /// the boot ROM when it has one ([`ElfCore::power_on`]). Returns the boot's
+    /// instructions.
+    ///
+    /// # Errors
+    /// The core is dead, the ROM found nothing to boot, or the boot failed.
+    pub fn reset_now(&mut self, now_ns: u64) -> Result<u64, ElfError> {
+        self.pending_reset = None;
+        self.reset(crate::device::RESET_CAUSE_HOST, now_ns)
+    }
+
+    /// What the boot ROM booted at the last power-on or reset (`None`: the core runs an ELF
+    /// loaded without a ROM).
+    pub fn rom_boot(&self) -> Option<&RomBoot> {
+        self.rom_boot.as_ref()
     }
 
     fn go(&mut self, now_ns: u64, from_boot: bool) -> Result<Run, ElfError> {
@@ -465,13 +620,12 @@ impl ElfCore {
             let wdt = u128::from(s.dev.wdt_timeout_ns);
             // The watchdog's period in instructions at the core's rate (once started).
             let bite = (wdt * rate / 1_000_000_000).min(u128::from(u64::MAX)) as u64;
+            s.run_cap = s.retired.saturating_add(self.cfg.max_run_instructions);
+            s.wdt_bite = (wdt > 0).then_some(bite);
             (s.limit_stop, s.limit) = if wdt > 0 && bite < self.cfg.max_run_instructions {
                 (Stop::Watchdog, s.retired.saturating_add(bite))
             } else {
-                (
-                    Stop::InstructionLimit,
-                    s.retired.saturating_add(self.cfg.max_run_instructions),
-                )
+                (Stop::InstructionLimit, s.run_cap)
             };
         }
         let r = self.uc.emu_start(self.pc, NO_EXIT, 0, 0);

@@ -17,6 +17,7 @@
 use mrc_abi::device::csr::CsrQueueRegs;
 
 use crate::board::flash::{FlashDevice, FlashTiming, ACCESS_NS};
+use crate::board::host_dma::HostDmaEngine;
 use crate::board::i2c::I2cController;
 use crate::map::Regs;
 
@@ -28,6 +29,8 @@ pub const RESET_CAUSE_WATCHDOG: u32 = 1 << 0;
 pub const RESET_CAUSE_SOFTWARE: u32 = 1 << 1;
 /// Power-on.
 pub const RESET_CAUSE_POWER_ON: u32 = 1 << 2;
+/// A device reset by the host (the driver's `DEVICE.control.RESET`).
+pub const RESET_CAUSE_HOST: u32 = 1 << 3;
 
 /// What the hi read the guest returns when it asks the core to stop.
 pub const TORN_HI: u32 = u32::MAX;
@@ -133,7 +136,7 @@ pub struct DeviceCounters {
 }
 
 /// The CSR window's state.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Device {
     regs: Regs,
     /// The time the running iteration reads.
@@ -156,6 +159,9 @@ pub struct Device {
     /// The flash's time: the iteration's time, advanced [`ACCESS_NS`] per controller access
     /// (a driver polling BUSY within one iteration sees the command finish).
     flash_clock_ns: u64,
+    /// The host DMA engine (`HOST_DMA_BASE`) and the host memory it reads; kept across core
+    /// resets.
+    pub host_dma: HostDmaEngine,
     /// The transceiver management I2C controller and the module in each port's cage
     /// (`I2C_BASE`); the modules are kept across core resets.
     pub i2c: I2cController,
@@ -210,6 +216,7 @@ impl Device {
             admin_resp: QueueRegs::default(),
             flash,
             flash_clock_ns: 0,
+            host_dma: HostDmaEngine::default(),
             i2c: I2cController::new(mrc_nicloop::PORTS),
             counters: DeviceCounters::default(),
             // (the boot's first timer read is the top of the first iteration)
@@ -271,10 +278,19 @@ impl Device {
         self.flash_clock_ns
     }
 
-    /// Carries the flash (and its time) over from the device before a core reset.
-    pub(crate) fn keep_flash(&mut self, old: &mut Device) {
+    /// Carries the board's devices over from the device before a core reset: the flash (and
+    /// its time), the host DMA engine with its host memory, and the transceiver modules.
+    pub(crate) fn keep_board(&mut self, old: &mut Device) {
         self.flash = std::mem::replace(&mut old.flash, FlashDevice::new(FlashTiming::INSTANT));
         self.flash_clock_ns = old.flash_clock_ns;
+        self.host_dma = std::mem::take(&mut old.host_dma);
+        self.i2c.keep_modules(&mut old.i2c);
+    }
+
+    /// The host DMA engine's register at window offset `off`.
+    fn host_dma_at(&self, off: u32) -> Option<u32> {
+        let o = off.checked_sub(self.regs.host_dma)?;
+        (o < mrc_abi::device::host_dma::reg::BLOCK_BYTES).then_some(o)
     }
 
     /// The I2C controller's block offset of window offset `off`.
@@ -337,6 +353,9 @@ impl Device {
         }
         if let Some((o, t)) = self.flash_at(off) {
             return self.flash.read_reg(t, o);
+        }
+        if let Some(o) = self.host_dma_at(off) {
+            return self.host_dma.read_reg(o);
         }
         if let Some(v) = self
             .i2c_at(off)
@@ -422,6 +441,10 @@ impl Device {
         }
         if let Some((o, t)) = self.flash_at(off) {
             self.flash.write_reg(t, o, v);
+            return;
+        }
+        if let Some(o) = self.host_dma_at(off) {
+            self.host_dma.write_reg(o, v);
             return;
         }
         if let Some(o) = self.i2c_at(off) {
@@ -533,12 +556,17 @@ mod tests {
         assert!(polls * ACCESS_NS >= erase - ACCESS_NS && polls * ACCESS_NS <= erase + ACCESS_NS);
         assert_eq!(d.read(base + reg::ERASES, 4), 1);
         assert_eq!(d.read(base + reg::STATUS, 4), 0);
-        // Just past the block is no register.
+        // Past the controller's block the flash answers nothing (the map puts the host DMA
+        // engine there); past that engine's block is no register.
+        let dma_end = d.regs.host_dma + mrc_abi::device::host_dma::reg::BLOCK_BYTES;
+        assert!(d.regs.host_dma >= base + reg::BLOCK_BYTES);
         assert_eq!(d.read(base + reg::BLOCK_BYTES, 4), 0);
+        assert_eq!(d.flash.counters().bad_accesses, 0);
+        assert_eq!(d.read(dma_end, 4), 0);
         assert_eq!(d.counters.unknown_reads, 1);
         // A core reset keeps the flash.
         let mut after = dev();
-        after.keep_flash(&mut d);
+        after.keep_board(&mut d);
         assert_eq!(after.flash.counters().erases, 1);
     }
 }

@@ -27,14 +27,17 @@
 //! flash algorithm as probe-rs does ([`probe`]).
 //!
 //! The running image sees the flash too: its read window and its controller in the CSR window
-//! ([`device::Device::flash`], kept across core resets), and the transceivers: the I2C
-//! controller with a CMIS module in each port's cage ([`board::i2c`],
+//! ([`device::Device::flash`], kept across core resets), a host DMA engine that reads the
+//! host memory the simulator attaches ([`device::Device::host_dma`]: update chunks), and the
+//! transceivers: the I2C controller with a CMIS module in each port's cage ([`board::i2c`],
 //! [`device::Device::i2c`]), which the simulator pulls, seats again or gives loss of signal.
-//! Not served yet: the GPIO LEDs (register accesses in the CSR window that name no register
-//! are answered 0 and counted, [`device::DeviceCounters`]).
+//! [`ElfCore::power_on`] boots through the boot ROM, at power-on and at every reset. Not
+//! served yet: the GPIO LEDs (register accesses in the CSR window that name no register are
+//! answered 0 and counted, [`device::DeviceCounters`]).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin_port;
 pub mod board;
 pub mod bootrom;
 mod bridge;
@@ -46,7 +49,8 @@ pub mod map;
 pub mod probe;
 mod send;
 
-pub use crate::core::{CoreConfig, CrashInfo, ElfCore, Run};
+pub use crate::core::{BootRom, CoreConfig, CrashInfo, ElfCore, RomBoot, Run};
+pub use admin_port::{AdminPort, NoReply};
 pub use bridge::{BridgeCounters, StepTiming};
 pub use device::{Queue, Stop};
 pub use image::NicImage;
@@ -84,6 +88,9 @@ pub enum ElfError {
         /// The limit.
         instructions: u64,
     },
+    /// The boot ROM found no image it may boot (its reason).
+    #[error("the boot ROM booted nothing: {0}")]
+    Boot(String),
     /// The boot after power-on or a reset did not reach the main loop.
     #[error("the NIC core's boot ended in {0:?} before the main loop")]
     BootFailed(Stop),

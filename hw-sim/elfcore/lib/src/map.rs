@@ -78,6 +78,8 @@ pub struct Regs {
     pub admin_respq: u32,
     /// The QSPI flash controller's block (`mrc_abi::device::flash::reg`).
     pub flash_ctrl: u32,
+    /// The host DMA engine's block (`mrc_abi::device::host_dma::reg`).
+    pub host_dma: u32,
 }
 
 impl NicMap {
@@ -135,6 +137,7 @@ impl NicMap {
                 admin_cmdq: reg("ADMIN_CMDQ_BASE")?,
                 admin_respq: reg("ADMIN_RESPQ_BASE")?,
                 flash_ctrl: reg("FLASH_CTRL_BASE")?,
+                host_dma: reg("HOST_DMA_BASE")?,
             },
             mtime_hz: t.mtime_hz,
         };

@@ -606,4 +606,4 @@ fn elf_executor(_cfg: &NicConfig) -> Result<Executor, FirmwareFault> {
 }
 
 #[cfg(feature = "elf")]
-mod elf_image;
+pub(crate) mod elf_image;

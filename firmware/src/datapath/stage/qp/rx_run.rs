@@ -38,6 +38,8 @@ impl<
             regions,
             ctrl,
             blocks,
+            // (a stage with a stand-in takes no runs: `Datapath::set_fast_paths`)
+            stand_in: _,
         } = shared;
         if !self.rx_live() {
             return (0, None);

@@ -25,3 +25,8 @@ pub fn nic_image(test: &str) -> Option<Vec<u8>> {
 pub fn planted_bug_image(test: &str) -> Option<Vec<u8>> {
     image(test, Some("planted-bug"))
 }
+
+/// The NIC image that hangs after boot (`--features planted-hang`); `None` as [`nic_image`].
+pub fn hang_image(test: &str) -> Option<Vec<u8>> {
+    image(test, Some("planted-hang"))
+}

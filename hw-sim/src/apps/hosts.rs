@@ -1,16 +1,16 @@
 //! Hosts and connections set up only through the driver's public API, the way an OCP MRC
-//! controller and application do it: written once for the swarm tester and the whole-system
-//! tests.
+//! controller and application do it: written once for the swarm tester, the whole-system
+//! tests and the scenario applications ([`super::workload`]).
 //!
 //! Errors are strings that name the step that failed (`"QP: ..."`, `"RTR: ..."`), so a caller
 //! can prefix the host or seed and either return or panic with them.
 
+use crate::nic_host::SimHost;
 use mrc_driver::api::connect::ConnInfo;
 use mrc_driver::api::*;
 use mrc_driver::ctl::plan::Clos;
 use mrc_driver::ctl::{self, Controller, EvFormatSpec, NsccParams};
 use mrc_driver::device::DeviceConfig;
-use mrc_sim::nic_host::SimHost;
 
 /// The SRv6 uSID block every test fabric's planner and format profile use.
 pub const USID_BLOCK: u32 = 0xfcbb_bb00;
@@ -139,6 +139,17 @@ impl HostApp {
 
 /// RTR with the peer's data (what it sent us) and RTS with our own first PSN.
 pub fn connect(qp: &mut QueuePair, own_psn: u32, peer: &ConnInfo) -> Result<(), String> {
+    connect_with(qp, own_psn, peer, RETRIES, ACK_TIMEOUT_EXP)
+}
+
+/// [`connect`] with the RTS retry count and ACK timeout exponent given.
+pub fn connect_with(
+    qp: &mut QueuePair,
+    own_psn: u32,
+    peer: &ConnInfo,
+    retry_count: u8,
+    ack_timeout_exp: u8,
+) -> Result<(), String> {
     qp.modify_rtr(&RtrAttr {
         dest_qpn: peer.qpn,
         remote_addr: peer.gid,
@@ -152,8 +163,8 @@ pub fn connect(qp: &mut QueuePair, own_psn: u32, peer: &ConnInfo) -> Result<(), 
         sq_psn: own_psn,
         requester_mpr: MPR,
         max_wimm: MAX_WIMM,
-        retry_count: RETRIES,
-        ack_timeout_exp: ACK_TIMEOUT_EXP,
+        retry_count,
+        ack_timeout_exp,
     })
     .map_err(|e| format!("RTS: {e}"))
 }
