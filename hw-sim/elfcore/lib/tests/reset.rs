@@ -35,11 +35,11 @@ fn the_watchdog_bites_a_long_iteration_and_the_core_boots_again() {
     let before = core.retired();
     let run = core.run(1_000).unwrap();
     assert_eq!(run.stop, Stop::Watchdog);
-    // The loop kicks a few instructions into the iteration, after its timer read; the kick
-    // restarts the period, which then runs out before the iteration ends.
+    // The period runs out before the iteration ends: at most one period (and the translated
+    // block it ends in) into the run, wherever in the iteration the loop kicks.
     assert!(
-        run.instructions > 50 && run.instructions <= 50 + 16,
-        "bit one period after the iteration's kick: {run:?}"
+        run.instructions > 0 && run.instructions <= 50 + 16,
+        "bit within one period of the iteration: {run:?}"
     );
     assert!(run.boot > 0, "booted again");
     assert_eq!(core.retired(), before + run.instructions + run.boot);
