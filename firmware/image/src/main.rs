@@ -85,9 +85,6 @@ fn main() -> ! {
         let mut fw = update::FwPort::boot();
         // (what `WAKE_AT` holds; 0 until the first write, which no deadline equals at boot)
         let mut wake = 0;
-        // The setup above (boot record, transceivers) ran inside the watchdog's first period:
-        // the main loop starts with a whole one.
-        hal::watchdog_kick();
         loop {
             let now_ns = hal::now_ns();
             if cfg!(feature = "planted-hang") {
