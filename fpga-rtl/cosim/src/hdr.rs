@@ -628,6 +628,47 @@ pub(crate) fn timing_inputs(seed: u64, shape: Shape, n: usize) -> Vec<(Words, Wo
         .collect()
 }
 
+/// One clock of the builder's outputs, in the shim's port order.
+#[cfg(not(no_verilator))]
+pub(crate) struct Beat {
+    /// `d_ready`: the descriptor offered this clock is taken.
+    pub d_ready: bool,
+    /// `m_valid`: a header beat is on the output.
+    pub m_valid: bool,
+    /// `m_data`, byte 0 = bits 7:0.
+    pub data: Vec<u8>,
+    /// `m_keep`: which bytes of `data` belong to the header.
+    pub keep: u64,
+    /// `m_last`: the header's last beat.
+    pub last: bool,
+    /// `m_hdr_len`: the header's length in bytes.
+    pub hdr_len: usize,
+}
+
+#[cfg(not(no_verilator))]
+impl Beat {
+    /// Reads the builder's output ports from `o`.
+    pub(crate) fn read(o: &mut crate::Out) -> Beat {
+        Beat {
+            d_ready: o.b(),
+            m_valid: o.b(),
+            data: o.bytes_le(512),
+            keep: o.u(64),
+            last: o.b(),
+            hdr_len: o.u(16) as usize,
+        }
+    }
+
+    /// Appends the beat's kept bytes to `to`.
+    pub(crate) fn keep_into(&self, to: &mut Vec<u8>) {
+        let kept = self.data.iter().enumerate();
+        to.extend(
+            kept.filter(|(k, _)| self.keep >> k & 1 == 1)
+                .map(|(_, b)| *b),
+        );
+    }
+}
+
 /// Drive the builder for `cycles` clocks.
 #[cfg(not(no_verilator))]
 pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
@@ -645,24 +686,15 @@ pub fn run(mut rtl: Rtl, seed: u64, cycles: u64) -> Result<Report, Mismatch> {
             pending = Some(gen(&mut rng));
         }
         let m_ready = rng.chance(80);
-        let mut o = rtl.step(&encode(
+        let beat = Beat::read(&mut rtl.step(&encode(
             pending.as_ref().unwrap_or(&idle),
             pending.is_some(),
             m_ready,
-        ));
-        let d_ready = o.b();
-        let m_valid = o.b();
-        let data = o.bytes_le(512);
-        let keep = o.u(64);
-        let last = o.b();
-        let hdr_len = o.u(16) as usize;
-        if m_valid && m_ready {
-            for (k, byte) in data.iter().enumerate() {
-                if keep >> k & 1 == 1 {
-                    got.push(*byte);
-                }
-            }
-            if last {
+        )));
+        let (d_ready, hdr_len) = (beat.d_ready, beat.hdr_len);
+        if beat.m_valid && m_ready {
+            beat.keep_into(&mut got);
+            if beat.last {
                 let Some(d) = expect.pop_front() else {
                     return Err(mismatch(
                         cycle,

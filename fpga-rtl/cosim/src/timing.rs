@@ -52,12 +52,8 @@ fn handshake(o: &mut Out) -> (bool, bool, bool) {
 }
 
 fn hdr_handshake(o: &mut Out) -> (bool, bool, bool) {
-    let ready = o.b();
-    let valid = o.b();
-    let _data = o.bytes_le(512);
-    let _keep = o.u(64);
-    let last = o.b();
-    (ready, valid, valid && last)
+    let b = hdr::Beat::read(o);
+    (b.d_ready, b.m_valid, b.m_valid && b.last)
 }
 
 /// Header shapes that take 2, 3 and 4 beats: WRITE_ONLY with EVX and TSX in the UDP format,

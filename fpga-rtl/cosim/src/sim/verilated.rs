@@ -108,25 +108,15 @@ impl RtlBlocks {
         let mut clocks = 0;
         let mut done = None;
         while clocks < CLOCKS_MAX && done.is_none() {
-            let mut o = rtl.step(if taken { &idle } else { &offer });
+            let beat = hdr::Beat::read(&mut rtl.step(if taken { &idle } else { &offer }));
             clocks += 1;
-            let d_ready = o.b();
-            let m_valid = o.b();
-            let data = o.bytes_le(512);
-            let keep = o.u(64);
-            let last = o.b();
-            let hdr_len = o.u(16) as usize;
-            if m_valid && taken {
-                for (k, byte) in data.iter().enumerate() {
-                    if keep >> k & 1 == 1 {
-                        bytes.push(*byte);
-                    }
-                }
-                if last {
-                    done = Some(hdr_len);
+            if beat.m_valid && taken {
+                beat.keep_into(&mut bytes);
+                if beat.last {
+                    done = Some(beat.hdr_len);
                 }
             }
-            taken |= d_ready;
+            taken |= beat.d_ready;
         }
         let s = &mut self.stats.hdr_builder;
         s.cycles += clocks;
