@@ -30,7 +30,8 @@
 //! 10 us rather than 20 us; NSCC starts every QP at the bandwidth-delay product of the
 //! default link, not the NIC's share per sending QP), and the bytes are real.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use mrc_driver::api::connect::ConnInfo;
 use mrc_driver::api::*;
@@ -251,14 +252,14 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
 
     // Dependents of each flow.
     let mut after: Vec<Vec<u32>> = vec![Vec::new(); flows.len()];
-    let mut pending: Vec<(Time, u32)> = Vec::new();
+    // Flows to release, earliest (then lowest id) first.
+    let mut pending: BinaryHeap<Reverse<(Time, u32)>> = BinaryHeap::new();
     for f in &flows {
         match f.after {
             Some(a) if (a as usize) < flows.len() => after[a as usize].push(f.id),
-            _ => pending.push((f.start, f.id)),
+            _ => pending.push(Reverse((f.start, f.id))),
         }
     }
-    pending.sort_unstable_by_key(|p| std::cmp::Reverse(*p));
 
     let limit_ns = sc.time_limit.as_ps() / PS_PER_NS;
     let mut finished = 0usize;
@@ -271,7 +272,7 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
     host.with_sim(|sim| sim.handler_mut().tap = tap);
     loop {
         // Release what is due.
-        while let Some(&(t, id)) = pending.last() {
+        while let Some(&Reverse((t, id))) = pending.peek() {
             if t > now {
                 break;
             }
@@ -294,8 +295,10 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
         }
         // (rounded up to whole ns: a release at a fraction of a ns is reached, not missed)
         let until = pending
-            .last()
-            .map_or(limit_ns, |p| p.0.as_ps().div_ceil(PS_PER_NS).min(limit_ns))
+            .peek()
+            .map_or(limit_ns, |p| {
+                p.0 .0.as_ps().div_ceil(PS_PER_NS).min(limit_ns)
+            })
             .min(next_sample.as_ps().div_ceil(PS_PER_NS));
         let got = host.run_until_completion(until);
         now = Time::from_ns(host.now_ns());
@@ -339,9 +342,8 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
                             finished += 1;
                             for &d in &after[id as usize] {
                                 let start = flows[d as usize].start.max(now);
-                                pending.push((start, d));
+                                pending.push(Reverse((start, d)));
                             }
-                            pending.sort_unstable_by_key(|p| std::cmp::Reverse(*p));
                         }
                     }
                     if n < POLL {
