@@ -208,6 +208,17 @@ impl Clos {
         }
     }
 
+    /// The next thing due: the earliest of the next event and the next window edge (applied
+    /// at its exact time), and that edge.
+    fn next_due(&self) -> (Option<Time>, Option<Time>) {
+        let edge = self.windows.next_edge().map(Time::from_ns);
+        let next = match (self.sim.next_event_time(), edge) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (next, edge)
+    }
+
     /// Virtual time one admin command takes.
     pub fn admin_ns(&self) -> u64 {
         self.cfg.admin_ns
@@ -379,11 +390,7 @@ impl World {
             let Some(c) = self.clos.as_mut() else {
                 return false;
             };
-            let edge = c.windows.next_edge().map(Time::from_ns);
-            let next = match (c.sim.next_event_time(), edge) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let (next, edge) = c.next_due();
             let t = match next.filter(|t| *t <= end) {
                 Some(t) => t,
                 None => {
@@ -459,12 +466,7 @@ impl World {
             if until_quiet && !fed && c.quiet() {
                 break;
             }
-            // The next thing due: an event, or a window edge (applied at its exact time).
-            let edge = c.windows.next_edge().map(Time::from_ns);
-            let next = match (c.sim.next_event_time(), edge) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let (next, edge) = c.next_due();
             let Some(t) = next.filter(|t| *t <= end) else {
                 if !until_quiet {
                     c.sim.run_until(end);
