@@ -71,6 +71,16 @@ impl<R: Regs> Flash<R> {
         self.finish()
     }
 
+    /// Erases the sector holding `offset`, then programs `data` at `offset` (a record that
+    /// fits in the rest of its sector: the boot record).
+    ///
+    /// # Errors
+    /// As [`Flash::erase_sector`] and [`Flash::program`].
+    pub fn rewrite(&mut self, offset: u32, data: &[u8]) -> Result<(), Error> {
+        self.erase_sector(offset - offset % SECTOR_BYTES)?;
+        self.program(offset, data)
+    }
+
     /// Erases every sector that `[offset, offset + len)` touches.
     ///
     /// # Errors

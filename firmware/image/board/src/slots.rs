@@ -121,10 +121,8 @@ impl<R: Regs, W: Window> SlotStorage for FlashStore<R, W> {
 
 impl<R: Regs, W: Window> FwStorage for FlashStore<R, W> {
     fn save_record(&mut self, record: &BootControl) -> Result<(), StorageError> {
-        let at = self.layout.record;
         self.flash
-            .erase_sector(at - at % SECTOR_BYTES)
-            .and_then(|()| self.flash.program(at, &record.to_bytes()))
+            .rewrite(self.layout.record, &record.to_bytes())
             .map_err(device)
     }
 }

@@ -10,7 +10,7 @@
 //! An image that fails the check is never run: its slot is marked invalid and the record
 //! chooses again (the other slot, if it holds a confirmed or trial image).
 
-use mrc_abi::device::flash::{FLASH_BASE, SECTOR_BYTES};
+use mrc_abi::device::flash::FLASH_BASE;
 use mrc_fw_update::header::{ImageHeader, HEADER_LEN};
 use mrc_fw_update::slots::{BootControl, BootDecision, Slot, CONTROL_LEN};
 use mrc_fw_update::update::{verify_slot, SlotStorage, UpdateError, UpdatePolicy};
@@ -142,9 +142,7 @@ fn write_record(flash: &mut FlashDevice, at: u32, record: &BootControl) -> Resul
         now_ns: 0,
         step_ns: 1,
     });
-    f.erase_sector(at - at % SECTOR_BYTES)
-        .and_then(|()| f.program(at, &record.to_bytes()))
-        .map_err(BootError::Record)
+    f.rewrite(at, &record.to_bytes()).map_err(BootError::Record)
 }
 
 #[cfg(test)]
