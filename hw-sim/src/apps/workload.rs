@@ -113,6 +113,9 @@ fn bdf(i: u32) -> Bdf {
 }
 
 /// The byte at `offset` of host `src`'s source MR.
+/// Bytes of the source pattern written at a time.
+const FILL_CHUNK: u64 = 64 << 10;
+
 fn pattern(src: u32, offset: u64) -> u8 {
     let x = offset.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ u64::from(src).wrapping_mul(0xD6E8_FEB8_6659_FD93);
@@ -466,9 +469,15 @@ fn setup(
     let src = pd
         .reg_mr(src_bytes.max(1) as usize, Access::ALL)
         .map_err(|e| err(&at("source MR"), e))?;
-    let bytes: Vec<u8> = (0..src_bytes).map(|o| pattern(h, o)).collect();
-    src.write(0, &bytes)
-        .map_err(|e| err(&at("source fill"), e))?;
+    // (a chunk at a time: a whole source's worth of scratch per host is gigabytes of fresh
+    // pages at a thousand hosts)
+    let mut chunk = Vec::with_capacity(FILL_CHUNK as usize);
+    for from in (0..src_bytes).step_by(FILL_CHUNK as usize) {
+        chunk.clear();
+        chunk.extend((from..src_bytes.min(from + FILL_CHUNK)).map(|o| pattern(h, o)));
+        src.write(from, &chunk)
+            .map_err(|e| err(&at("source fill"), e))?;
+    }
     let dst = pd
         .reg_mr(dst_bytes.max(1) as usize, Access::ALL)
         .map_err(|e| err(&at("destination MR"), e))?;

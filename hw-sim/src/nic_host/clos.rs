@@ -33,13 +33,14 @@ use mrc_abi::device::wqe::{RecvWqe, SEND_SIGNALED};
 use mrc_abi::wire::NackReason;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::FromBytes;
+
 use mrc_firmware::admin::QpEngine;
 use mrc_firmware::datapath::packet::{LocalBuf, SendWr};
 use mrc_firmware::engine::{CompletionError, CompletionKind, QpAttrs, QpState as EngineState};
 
 use super::datapath::completion;
 use super::faults::{InjectCounters, Windows, INJECTED};
-use super::state::RKEY_BIT;
+use super::state::{GatherList, RKEY_BIT};
 use super::World;
 use crate::core::sim::Simulator;
 use crate::core::time::{Time, PS_PER_NS};
@@ -109,14 +110,14 @@ pub struct ClosCounters {
 }
 
 /// A send handed to the NIC (its device QPN, the driver's `wr_id`, its ring index, the CQE
-/// it completes with, and its gathered bytes).
+/// it completes with, and where its bytes are in host memory).
 struct Pending {
     wr_id: u64,
     index: u32,
     opcode: CqeOpcode,
     byte_len: u32,
     signaled: bool,
-    data: Vec<u8>,
+    gather: GatherList,
 }
 
 /// Bound of [`Clos::msg_bytes`] per NIC.
@@ -142,6 +143,8 @@ pub(crate) struct Clos {
     /// Payloads of injected frames by handle ([`INJECTED`] set).
     pub(super) injected: BTreeMap<u32, Vec<u8>>,
     pub(super) next_injected: u32,
+    /// Scratch for the bytes of one placement.
+    place_buf: Vec<u8>,
     pub(super) injected_counters: InjectCounters,
     /// Per fabric host: its NIC index (`u32::MAX`: none).
     nic_of: Vec<u32>,
@@ -169,8 +172,22 @@ impl Clos {
         let mut ncfg = sc.nic_config();
         ncfg.stage_planted_bug = cfg.planted_bug;
         let mut net = Vec::with_capacity(all as usize);
+        let nic_of: Vec<u32> = (0..all)
+            .map(|h| {
+                if h % stride == 0 {
+                    h / stride
+                } else {
+                    u32::MAX
+                }
+            })
+            .map(|i| if (i as usize) < nics { i } else { u32::MAX })
+            .collect();
         for h in 0..all {
-            let room = if hosts.contains(&h) { qps } else { SHARD_QPS };
+            let room = if nic_of[h as usize] != u32::MAX {
+                qps
+            } else {
+                SHARD_QPS
+            };
             net.push(Nic::for_driver(h, ncfg, room).map_err(|e| format!("NIC {h}: {e:?}"))?);
         }
         Ok(Clos {
@@ -184,15 +201,9 @@ impl Clos {
             impairment: (fcfg.loss_ppm, fcfg.corrupt_ppm),
             injected: BTreeMap::new(),
             next_injected: 0,
+            place_buf: Vec::new(),
             injected_counters: InjectCounters::default(),
-            nic_of: (0..all)
-                .map(|h| {
-                    hosts
-                        .iter()
-                        .position(|x| *x == h)
-                        .map_or(u32::MAX, |i| i as u32)
-                })
-                .collect(),
+            nic_of,
             hosts,
             due: Vec::new(),
             completed: Vec::new(),
@@ -546,7 +557,7 @@ impl World {
         while index != q.sq_prod && batch.len() < room {
             let (wr_id, req) = self.nics[i].read_send_wqe(&q, index);
             let gathered = match &req {
-                Some(r) => self.nics[i].gather(&q, r),
+                Some(r) => self.nics[i].gather_list(&q, r),
                 None => Err((CqeStatus::LocalQpOperation, 0)),
             };
             self.nics[i].counters.send_wqes += 1;
@@ -575,7 +586,7 @@ impl World {
                 local: LocalBuf { handle, offset: 0 },
                 remote_va: r.remote_va,
                 rkey: r.rkey,
-                len: data.len() as u32,
+                len: data.len(),
                 imm: r.imm,
                 signaled: true,
             });
@@ -589,9 +600,9 @@ impl World {
                     } else {
                         CqeOpcode::Write
                     },
-                    byte_len: data.len() as u32,
+                    byte_len: data.len(),
                     signaled: r.flags & SEND_SIGNALED != 0,
-                    data,
+                    gather: data,
                 },
             );
             index = index.wrapping_add(1);
@@ -778,30 +789,36 @@ impl World {
             m.pop_first();
         }
         let region = c.nic(i).driver_region(qpn, slot);
-        let data = if local.handle & INJECTED != 0 {
-            c.injected.get(&local.handle)
+        // The bytes: an injected frame's payload, or the sender's memory read by DMA now (the
+        // application leaves a send's buffer alone until it completes).
+        let mut buf = std::mem::take(&mut c.place_buf);
+        buf.clear();
+        let ok = if local.handle & INJECTED != 0 {
+            let bytes = c.injected.get(&local.handle).and_then(|d| {
+                let from = usize::try_from(local.offset).ok()?;
+                d.get(from..from.checked_add(len as usize)?)
+            });
+            bytes.map(|b| buf.extend_from_slice(b)).is_some()
         } else {
-            let src = c.hosts.iter().position(|h| *h == src_host);
-            src.and_then(|s| c.sends[s].get(&local.handle))
-                .map(|p| &p.data)
+            let src = c.nic_of(src_host);
+            buf.resize(len as usize, 0);
+            src.and_then(|s| Some((s, c.sends[s].get(&local.handle)?)))
+                .is_some_and(|(s, p)| p.gather.read(&self.nics[s].dev, local.offset, &mut buf))
         };
-        let bytes = data.and_then(|d| {
-            let from = usize::try_from(local.offset).ok()?;
-            d.get(from..from.checked_add(len as usize)?)
-        });
         let n = &mut self.nics[i];
         let target = region.and_then(|r| {
             n.t.mrs
                 .get(&(r.rkey & !RKEY_BIT))
                 .and_then(|mr| mr.translate(r.base_va.wrapping_add(offset), u64::from(len)))
         });
-        match (target, bytes) {
-            (Some(iova), Some(b)) if n.dev.dma_write(Iova(iova), b).is_ok() => {
+        match target {
+            Some(iova) if ok && n.dev.dma_write(Iova(iova), &buf).is_ok() => {
                 n.counters.bytes_placed += u64::from(len);
                 c.counters.bytes_placed += u64::from(len);
             }
             _ => c.counters.place_failed += 1,
         }
+        c.place_buf = buf;
     }
 
     /// Device QP `qpn` of NIC `i` enters ERROR: a QP_FATAL event, its engine QP to ERROR (the

@@ -10,6 +10,47 @@ use mrc_driver::sys::twin::TwinDevice;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::{FromBytes, IntoBytes};
 
+/// A send's local bytes as DMA pieces (IOVA, length), in message order.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GatherList {
+    pieces: Vec<(u64, u32)>,
+}
+
+impl GatherList {
+    /// The message's length in bytes (it fits: [`NicState::gather_list`] refuses longer).
+    pub fn len(&self) -> u32 {
+        self.pieces.iter().fold(0u32, |n, p| n.saturating_add(p.1))
+    }
+
+    /// Reads `out.len()` bytes from byte `offset` of the message by DMA through `dev`.
+    /// False when the range passes the message's end or a piece is no longer mapped (the
+    /// application unregistered or freed it while the send was outstanding).
+    pub fn read(&self, dev: &TwinDevice, offset: u64, out: &mut [u8]) -> bool {
+        let mut skip = offset;
+        let mut done = 0usize;
+        for &(iova, len) in &self.pieces {
+            if done == out.len() {
+                break;
+            }
+            let len = u64::from(len);
+            if skip >= len {
+                skip -= len;
+                continue;
+            }
+            let n = ((len - skip) as usize).min(out.len() - done);
+            if dev
+                .dma_read(Iova(iova + skip), &mut out[done..done + n])
+                .is_err()
+            {
+                return false;
+            }
+            done += n;
+            skip = 0;
+        }
+        done == out.len()
+    }
+}
+
 /// Device-side counters of one NIC.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NicCounters {
@@ -133,7 +174,28 @@ impl NicState {
     /// checking each against the NIC's MRs; on a fault the requester's CQE status and syndrome
     /// (the lkey).
     pub fn gather(&self, q: &Qp, r: &SendRequest) -> Result<Vec<u8>, (CqeStatus, u32)> {
-        let mut data = Vec::new();
+        let list = self.gather_list(q, r)?;
+        let mut data = vec![0; list.len() as usize];
+        if !list.read(&self.dev, 0, &mut data) {
+            return Err((
+                CqeStatus::LocalAccess,
+                r.sges.first().map_or(0, |s| s.lkey.get()),
+            ));
+        }
+        Ok(data)
+    }
+
+    /// Where the local bytes of send request `r` of QP `q` are: its SGEs checked against the
+    /// NIC's MRs (key, protection domain, range) and their IOVAs mapped for DMA, without
+    /// reading them (the NIC reads a message's bytes as it sends them: [`GatherList::read`]).
+    /// On a fault the requester's CQE status and syndrome (the lkey).
+    pub(crate) fn gather_list(
+        &self,
+        q: &Qp,
+        r: &SendRequest,
+    ) -> Result<GatherList, (CqeStatus, u32)> {
+        let mut pieces = Vec::with_capacity(r.sges.len());
+        let mut total = 0u32;
         for s in &r.sges {
             let mr = self
                 .t
@@ -145,13 +207,16 @@ impl NicState {
             let iova = mr
                 .translate(s.addr.get(), u64::from(len))
                 .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
-            let at = data.len();
-            data.resize(at + len as usize, 0);
             self.dev
-                .dma_read(Iova(iova), &mut data[at..])
+                .dma_check(Iova(iova), len as usize)
                 .map_err(|_| (CqeStatus::LocalAccess, s.lkey.get()))?;
+            // (a message is at most 4 GiB - 1: the length a CQE and a RETH carry)
+            total = total
+                .checked_add(len)
+                .ok_or((CqeStatus::LocalLength, s.lkey.get()))?;
+            pieces.push((iova, len));
         }
-        Ok(data)
+        Ok(GatherList { pieces })
     }
 
     pub fn reg(&self, off: u64) -> u32 {

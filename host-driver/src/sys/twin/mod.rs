@@ -225,6 +225,15 @@ impl TwinDevice {
         }
     }
 
+    /// Whether device-side DMA may reach `size` bytes at `iova` now (every byte in a live
+    /// region), without moving any.
+    ///
+    /// # Errors
+    /// [`Error::DmaFault`] naming the range when some byte is in no live region.
+    pub fn dma_check(&self, iova: Iova, size: usize) -> Result<()> {
+        self.each_piece(iova, size, |_, _, _, _| Ok(()))
+    }
+
     /// Device-side DMA read.
     ///
     /// # Errors
