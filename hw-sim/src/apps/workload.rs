@@ -168,7 +168,7 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
             let mut c = SimNicConfig::numbered(0);
             c.bdf = bdf(h);
             // QP and CQ numbers share `1..min(max_qps, doorbell_pages)`: the QPs, 2 CQs.
-            let room = (qps as u32 + 3).next_multiple_of(4).max(64);
+            let room = (qps as u32 + 3).next_multiple_of(4);
             c.params.max_qps = room;
             c.params.doorbell_pages = room;
             c.params.num_ports = u32::from(sc.fabric.planes as u8);
