@@ -65,7 +65,7 @@ enum Cmd {
     /// One size of `bench`, in this process; prints its row as one line of JSON.
     #[command(hide = true)]
     BenchOne {
-        /// The size (1k, 4k, 16k, 128k).
+        /// The size (1k, 1k-driver, 4k, 16k, 128k).
         name: String,
         /// Threads to run it on.
         #[arg(long, default_value_t = 1)]
@@ -78,7 +78,7 @@ struct BenchArgs {
     /// Add the 128K-host two-tier fabric of the MRC paper.
     #[arg(long)]
     full: bool,
-    /// Run only these sizes (1k, 4k, 16k, 128k; 2t-16k, 2t-32k, 2t-64k: the 128K fabric's shape
+    /// Run only these sizes (1k, 1k-driver: the same through the driver, 4k, 16k, 128k; 2t-16k, 2t-32k, 2t-64k: the 128K fabric's shape
     /// with fewer hosts).
     #[arg(long, value_name = "NAME", num_args = 1..)]
     only: Vec<String>,
@@ -260,7 +260,7 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     for (name, threads) in runs {
         let case = bench::case(name).ok_or_else(|| {
             format!(
-                "unknown bench size `{name}` (one of: 1k, 4k, 16k, 128k, 2t-16k, 2t-32k, 2t-64k)"
+                "unknown bench size `{name}` (one of: 1k, 1k-driver, 4k, 16k, 128k, 2t-16k, 2t-32k, 2t-64k)"
             )
         })?;
         eprintln!(

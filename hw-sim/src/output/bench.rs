@@ -4,7 +4,11 @@
 //! own), the mrc transport only, without an observer. The sizes ([`case`]):
 //! - `1k`: the fidelity scenario `permutation-1024` as shipped (three-tier k = 16 fat tree,
 //!   1024 hosts, 100G, 2 MB permutation at t = 0; the htsim reference runs it at ~20 K data
-//!   packets and ~0.5 M events per CPU second);
+//!   packets and ~0.5 M events per CPU second), its work posted by the NIC model's flow
+//!   table (`[host] model = "flows"`, as every size but the next);
+//! - `1k-driver`: the same run through the full loop: an application per host on
+//!   `mrc-driver`, the NIC model's device side, every byte moved through host memory and
+//!   checked (`[host] model = "driver"`, the scenario's own setting);
 //! - `4k`, `16k`: the same settings on k = 26 (4394 hosts) and k = 40 (16,000 hosts) fat trees,
 //!   the nearest three-tier sizes;
 //! - `128k` (`--full` only): the MRC paper's two-tier fabric, 131,072 hosts, 8 planes x 100G,
@@ -38,6 +42,11 @@ pub struct Case {
 }
 
 impl Case {
+    /// Who posts the work (`driver` or `flows`).
+    pub fn host(&self) -> &'static str {
+        self.spec.file.host.model.name()
+    }
+
     /// Hosts of the fabric.
     pub fn hosts(&self) -> u32 {
         self.spec.scenario(Transport::Mrc).fabric.shape.hosts()
@@ -46,7 +55,7 @@ impl Case {
 
 /// The names of the sizes, smallest first; `full` adds `128k`.
 pub fn names(full: bool) -> Vec<&'static str> {
-    let mut v = vec!["1k", "4k", "16k"];
+    let mut v = vec!["1k", "1k-driver", "4k", "16k"];
     if full {
         v.push("128k");
     }
@@ -62,6 +71,10 @@ pub fn case(name: &str) -> Option<Case> {
     let f = &mut spec.file;
     let name: &'static str = match name {
         "1k" => "1k",
+        "1k-driver" => {
+            f.host.model = crate::run::HostModel::Driver;
+            "1k-driver"
+        }
         "4k" => {
             f.fabric.shape = ShapeFile::FatTree { k: 26 };
             "4k"
@@ -91,8 +104,12 @@ pub fn case(name: &str) -> Option<Case> {
     spec.origin = "built-in (mrc-sim bench)".into();
     f.description = match f.fabric.shape {
         ShapeFile::FatTree { k } => format!(
-            "bench {name}: fidelity settings on a k={k} fat tree ({} hosts), 2 MB permutation",
-            Shape::FatTree { k }.hosts()
+            "bench {name}: fidelity settings on a k={k} fat tree ({} hosts), 2 MB permutation{}",
+            Shape::FatTree { k }.hosts(),
+            match f.host.model {
+                crate::run::HostModel::Driver => ", through the driver",
+                crate::run::HostModel::Flows => "",
+            }
         ),
         ShapeFile::LeafSpine { hosts, radix } => format!(
             "bench {name}: two-tier, {hosts} hosts, {} planes x 100G, {radix}-port switches, 1 MiB permutation",
@@ -107,6 +124,8 @@ pub fn case(name: &str) -> Option<Case> {
 pub struct Row {
     /// Size name.
     pub name: String,
+    /// Who posted the work (`driver`: the full loop; `flows`: the NIC model's flow table).
+    pub host: String,
     /// Hosts.
     pub hosts: u32,
     /// The scenario's one-line description.
@@ -129,6 +148,7 @@ impl Row {
         let c = &self.cost;
         json!({
             "name": self.name,
+            "host": self.host,
             "hosts": self.hosts,
             "description": self.description,
             "error": self.error,
@@ -151,6 +171,7 @@ impl Row {
         let u = |k: &str| v.get(k).and_then(Value::as_u64);
         Some(Row {
             name: v.get("name")?.as_str()?.to_string(),
+            host: v.get("host")?.as_str()?.to_string(),
             hosts: u32::try_from(u("hosts")?).ok()?,
             description: v.get("description")?.as_str()?.to_string(),
             cost: RunCost {
@@ -175,6 +196,7 @@ impl Row {
     pub fn failed(case: &Case, error: String) -> Row {
         Row {
             name: case.name.to_string(),
+            host: case.host().to_string(),
             hosts: case.hosts(),
             description: case.spec.file.description.clone(),
             cost: RunCost::default(),
@@ -192,15 +214,21 @@ pub const BYTES_PER_HOST: u64 = 280 << 10;
 /// hosts with each NIC's datapath stage and engine, with margin).
 pub const TWO_TIER_BYTES_PER_HOST: u64 = 172 << 10;
 
+/// Peak memory per host to expect through the driver on the 1K fat tree (measured about 5.6
+/// MiB: the application's 2 MB source and destination regions, its rings, the device side,
+/// with margin).
+pub const DRIVER_BYTES_PER_HOST: u64 = 6 << 20;
+
 /// What a partitioned run ([`crate::run::parallel`]) adds per host and per extra thread: each
 /// partition's copy of the fabric's tables (about 24 KiB per host).
 pub const PARALLEL_BYTES_PER_HOST: u64 = 24 << 10;
 
 /// The expected peak memory per host of `case` on `threads` threads.
 pub fn bytes_per_host(case: &Case, threads: usize) -> u64 {
-    let base = match case.spec.file.fabric.shape {
-        ShapeFile::LeafSpine { .. } => TWO_TIER_BYTES_PER_HOST,
-        ShapeFile::FatTree { .. } => BYTES_PER_HOST,
+    let base = match (case.spec.file.host.model, case.spec.file.fabric.shape) {
+        (crate::run::HostModel::Driver, _) => DRIVER_BYTES_PER_HOST,
+        (_, ShapeFile::LeafSpine { .. }) => TWO_TIER_BYTES_PER_HOST,
+        (_, ShapeFile::FatTree { .. }) => BYTES_PER_HOST,
     };
     base + PARALLEL_BYTES_PER_HOST * (threads.max(1) as u64 - 1)
 }
@@ -231,6 +259,7 @@ pub fn run_case(case: &Case, threads: usize) -> Row {
     match crate::run::parallel::run_threads(&sc, threads, 0) {
         Ok((r, mode)) => Row {
             name: case.name.to_string(),
+            host: case.host().to_string(),
             hosts: r.hosts,
             description: case.spec.file.description.clone(),
             cost: meter.finish(r.events, r.data_sent + r.retransmits),
@@ -265,16 +294,21 @@ mod tests {
             .iter()
             .map(|n| case(n).unwrap().hosts())
             .collect();
-        assert_eq!(hosts, [1024, 4394, 16_000, 131_072]);
+        assert_eq!(hosts, [1024, 1024, 4394, 16_000, 131_072]);
         let two_tier: Vec<u32> = ["2t-16k", "2t-32k", "2t-64k"]
             .iter()
             .map(|n| case(n).unwrap().hosts())
             .collect();
         assert_eq!(two_tier, [16_384, 32_768, 65_536]);
         assert_eq!(case("2t-32k").unwrap().spec.file.fabric.planes, 8);
-        assert_eq!(names(false).len(), 3);
+        assert_eq!(names(false).len(), 4);
         let c = case("1k").unwrap();
         assert_eq!(c.spec.file.transports, [Transport::Mrc]);
+        assert_eq!(c.host(), "flows");
+        let d = case("1k-driver").unwrap();
+        assert_eq!((d.host(), d.hosts()), ("driver", 1024));
+        assert_eq!(d.spec.file.fabric, c.spec.file.fabric);
+        assert!(d.spec.file.validate().is_ok());
         // The 1k size is the fidelity scenario itself.
         let fidelity = ScenarioSpec::resolve("permutation-1024").unwrap();
         assert_eq!(c.spec.file.fabric, fidelity.file.fabric);
@@ -286,6 +320,7 @@ mod tests {
     fn rows_round_trip_through_json() {
         let row = Row {
             name: "4k".into(),
+            host: "flows".into(),
             hosts: 4394,
             description: "d".into(),
             cost: RunCost {

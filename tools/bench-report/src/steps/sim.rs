@@ -26,7 +26,8 @@ pub const FIDELITY: Step = Step {
     collect: fidelity_rows,
 };
 
-/// The event queue against a binary heap, then `just bench-sim` (1K, 4K, 16K hosts).
+/// The event queue against a binary heap, then `just bench-sim` (1K, 4K, 16K hosts on the flow
+/// hosts, and 1K through the driver: the full loop).
 pub const SPEED: Step = Step {
     name: "sim-speed",
     title: "Simulator: speed and memory by fabric size",
@@ -139,16 +140,50 @@ fn speed_rows(o: &Outputs) -> Result<Vec<Row>, String> {
     let sizes = doc["rows"]
         .as_array()
         .ok_or("target/bench-sim.json has no `rows`")?;
-    let mut first: Option<(f64, f64)> = None;
     for r in sizes {
         let name = r["name"].as_str().unwrap_or("?");
         if let Some(e) = r["error"].as_str() {
             return Err(format!("bench-sim size {name} did not run: {e}"));
         }
+    }
+    // The full loop (through the driver) against the flow hosts' run of the same size.
+    let (driver, flows): (Vec<&Value>, Vec<&Value>) =
+        sizes.iter().partition(|r| r["host"] == "driver");
+    for r in &driver {
+        let hosts = num(&r["hosts"], "hosts")?;
+        let same = flows
+            .iter()
+            .find(|f| f["hosts"] == r["hosts"])
+            .ok_or("bench-sim ran the full loop without the flow hosts' run of its size")?;
+        let pkts = |v: &Value| num(&v["data_packets_per_cpu_s"], "data_packets_per_cpu_s");
+        rows.push(
+            Row::new(
+                format!(
+                    "full loop data packets per CPU-second, {} hosts (application -> driver -> NIC -> fabric)",
+                    number(hosts, 0)
+                ),
+                pkts(r)? / 1e3,
+                "K/s",
+                same_run("the NIC model's flow hosts, same scenario", pkts(same)? / 1e3),
+            )
+            .note(format!(
+                "target >= 100 K; {}; {} s wall, {} CPU s, peak {} MiB ({} KiB per host)",
+                r["description"].as_str().unwrap_or(""),
+                figure(num(&r["wall_s"], "wall_s")?),
+                figure(num(&r["cpu_s"], "cpu_s")?),
+                figure(num(&r["peak_rss_mb"], "peak_rss_mb")?),
+                figure(num(&r["peak_rss_mb"], "peak_rss_mb")? * 1024.0 / hosts),
+            ))
+            .headline(),
+        );
+    }
+    let sizes = flows;
+    let mut first: Option<(f64, f64)> = None;
+    for &r in &sizes {
         let hosts = num(&r["hosts"], "hosts")?;
         let events = num(&r["events_per_cpu_s"], "events_per_cpu_s")?;
         let rss = num(&r["peak_rss_mb"], "peak_rss_mb")?;
-        let last = std::ptr::eq(r, sizes.last().unwrap_or(r));
+        let last = std::ptr::eq(r, *sizes.last().unwrap_or(&r));
         let speed = Row::new(
             format!(
                 "simulator events per CPU-second, {} hosts",
