@@ -166,7 +166,7 @@ capi:
 # lib_mrc.so's message rate against the Rust API's, same run, same simulator (a fresh
 # `mrc-sim serve SCENARIO --once` per measurement): 64-byte writes from mrc0 to mrc1 in one
 # process, OCP's benchmark loop. Prints per-round rates, the medians and their ratio; fails when
-# lib_mrc.so is more than 1.5x slower. SCENARIO=loopback leaves out the fabric.
+# lib_mrc.so is more than 1.5x slower. SCENARIO=healthy leaves out the link failure.
 bench-capi ROUNDS="5" MESSAGES="50000" SCENARIO="pair": capi
     #!/usr/bin/env bash
     set -euo pipefail

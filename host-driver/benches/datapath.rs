@@ -57,7 +57,7 @@ fn drain(cq: &mut CompletionQueue, wcs: &mut [WorkCompletion], n: usize) {
 }
 
 fn datapath(c: &mut Criterion) {
-    let host = SimHost::loopback_pair().expect("simulated host");
+    let host = SimHost::clos_pair().expect("simulated host");
     let nic: &SimNic = &host.nics()[0];
     let ctx = open_app(nic);
     let spec = LoopSpec {

@@ -16,7 +16,7 @@
 //!   cores, behind a PCIe link at TLP granularity, over the fabric (EV-to-route mapping, port
 //!   pacing, both halves' timers as events); and a RoCE RC model for the `roce-ecmp` baseline.
 //! - [`nic_host`]: the simulated device `mrc-driver` runs against (register map, admin queue,
-//!   rings, firmware update), over an in-memory loopback or on the NIC model on a Clos fabric.
+//!   rings, firmware update), on the NIC model on a Clos fabric.
 //! - [`apps`]: applications on the driver: host and connection setup through the driver's
 //!   public API, and a scenario's workload run by one application per host.
 //! - [`serve`]: the NICs of a [`nic_host::SimHost`] served to drivers in other processes as

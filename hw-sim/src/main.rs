@@ -103,7 +103,7 @@ NIC at a time; a client that leaves gets its NIC reset and its memory unmapped.
 Scenarios:
   pair      two hosts, 4 planes, the MRC engine on each NIC; at 1 ms of virtual time a
             leaf-spine link of plane 0 fails (its EVs are silently dropped) and stays down
-  loopback  two hosts, functional in-memory delivery (no engine, no time)
+  healthy   the two hosts of `pair` on the same fabric, with no failure
 
 Virtual time: requests of all clients are applied one at a time, in the order the server takes
 them, and time moves only with device work: a doorbell runs the fabric in virtual time until
@@ -116,7 +116,7 @@ by causality (both posting at once) interleave as the OS schedules them.";
 
 #[derive(Args)]
 struct ServeArgs {
-    /// A built-in serving scenario (pair, loopback).
+    /// A built-in serving scenario (pair, healthy).
     scenario: String,
     /// Where the sockets go (created if missing; sockets left by a server that exited are
     /// replaced).

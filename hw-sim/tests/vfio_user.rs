@@ -249,7 +249,7 @@ fn writes_land_in_the_peers_own_memory_with_interrupts() {
 
 #[test]
 fn a_client_that_leaves_gets_its_nic_reset_and_the_next_one_works() {
-    let (served, _dir) = serve("loopback", 1, "leave");
+    let (served, _dir) = serve("healthy", 1, "leave");
     let path = served.sockets()[0].clone();
     {
         let a = app(&path, 8192);
@@ -352,7 +352,7 @@ fn refused_total(s: &ServeStats) -> u64 {
 
 #[test]
 fn malformed_messages_are_refused_and_counted() {
-    let (served, _dir) = serve("loopback", 1, "malformed");
+    let (served, _dir) = serve("healthy", 1, "malformed");
     let path = served.sockets()[1].clone();
     let mut raw = Raw::connect(&path);
     raw.version(true);
@@ -486,7 +486,7 @@ fn malformed_messages_are_refused_and_counted() {
 fn a_server_that_dies_is_device_gone() {
     let dir = temp_dir("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mrc-sim"))
-        .args(["serve", "loopback", "--socket-dir"])
+        .args(["serve", "healthy", "--socket-dir"])
         .arg(&dir.0)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

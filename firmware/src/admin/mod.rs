@@ -25,8 +25,8 @@
 //!
 //! What differs between a NIC and the simulator is behind two traits: [`AdminEnv`] (IOMMU
 //! probe, interrupt vectors, host events, port state, firmware update, EV probes) and
-//! [`QpEngine`] (implemented by [`Engine`]; [`NoEngine`] for a device model with no engine
-//! behind its tables, as the simulator's in-memory loopback).
+//! [`QpEngine`] (implemented by [`Engine`]; [`NoEngine`], every method a no-op, for tests of
+//! the tables alone).
 //!
 //! QP numbers: a device QPN (the doorbell page, what applications exchange and packets carry)
 //! is the lowest number free in `1..min(max_qps, doorbell_pages)` shared with CQ numbers; the

@@ -7,8 +7,7 @@
 //! `benches/rate.c` linked against lib_mrc.so (run as a child process); the Rust side is the
 //! same loop on `mrc_driver` here. Every measurement gets a fresh `mrc-sim serve SCENARIO
 //! --once` (`pair` by default; same seed: the same fabric, link failure included, for both
-//! sides; `loopback` delivers in memory without a fabric, which leaves mostly the host side to
-//! measure). After one warmup run
+//! sides; `healthy` is the same fabric without the failure). After one warmup run
 //! of each, the rounds alternate C and Rust; the medians and their ratio are printed. Exits 1
 //! when the library's rate is below the Rust API's divided by the allowed factor (1.5).
 //!

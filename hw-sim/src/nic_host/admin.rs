@@ -1,10 +1,9 @@
 //! Admin command execution of a simulated NIC: the admin ring (fetch by DMA, reply, interrupt)
 //! around the device's executor, `mrc_firmware::admin` (the same code the NIC image runs), with
 //! the simulator's device services ([`SimEnv`]: IOMMU probes through the twin's DMA, the event
-//! queue, port registers, firmware update, the loopback EV probe model).
+//! queue, port registers, firmware update, the answer to an admin EV probe).
 //!
-//! In Clos mode the executor drives the NIC model's engines ([`crate::nic::DriverEngine`]);
-//! in loopback mode there is no engine behind it ([`NoEngine`]).
+//! The executor drives the NIC model's engines ([`crate::nic::DriverEngine`]).
 
 use mrc_abi::device::admin::{AdminCmd, AdminCommand, AdminReply, AdminStatus, CMD_IRQ};
 use mrc_abi::device::event::Event;
@@ -12,7 +11,7 @@ use mrc_abi::device::regs::DeviceParams;
 use mrc_driver::sys::twin::TwinDevice;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::{FromBytes, IntoBytes};
-use mrc_firmware::admin::{AdminEnv, AdminResult, Ctx, Done, NoEngine, ProbeOutcome};
+use mrc_firmware::admin::{AdminEnv, AdminResult, Ctx, Done, ProbeOutcome};
 
 use super::state::*;
 use super::{World, ADMIN_CMD_BYTES};
@@ -72,7 +71,8 @@ impl AdminEnv for SimEnv<'_> {
         Err((AdminStatus::Internal, 0))
     }
     fn probe(&mut self, _qpn: u32, ev_index: u16) -> ProbeOutcome {
-        // Loopback model: a fixed base RTT plus a per-EV path offset.
+        // An admin PROBE_EV is answered here, not sent over the fabric: a fixed base RTT plus
+        // a per-EV path offset (the engines' own probes do cross the fabric).
         ProbeOutcome::Replied {
             rtt_ns: 2_000 + 8 * u32::from(ev_index),
         }
@@ -112,15 +112,12 @@ impl World {
                 let cmd = AdminCmd::read_from_bytes(&raw).ok();
                 match cmd.map(|c| (c.command_id.get(), c.decode())) {
                     Some((id, Ok(c))) => {
-                        // A command takes 1 us of virtual time (in Clos mode the NICs and
-                        // the fabric run meanwhile for `ClosConfig::admin_ns`: one clock).
-                        if let Some(c) = self.clos.as_ref() {
-                            let ns = c.admin_ns();
+                        // A command takes `ClosConfig::admin_ns` of virtual time, while the
+                        // NICs and the fabric run (one clock).
+                        if let Some(ns) = self.clos.as_ref().map(|c| c.admin_ns()) {
                             if ns > 0 {
                                 self.clos_advance(self.now_ns + ns);
                             }
-                        } else {
-                            self.now_ns += 1_000;
                         }
                         let reply = self.execute(i, id, c);
                         if raw[1] & CMD_IRQ != 0 {
@@ -152,7 +149,7 @@ impl World {
         // e.g. retransmissions into a peer QP not yet ready) resumes here: a command such as
         // the peer's RTR may be what it waits for, and programs that only spin on memory
         // would otherwise never move virtual time again.
-        if self.clos.is_some() && !self.nics[i].hold_doorbells {
+        if !self.nics[i].hold_doorbells {
             self.clos_doorbell(i, None);
         }
     }
@@ -192,33 +189,22 @@ impl World {
             fw_version,
             now_ns: now,
         };
-        let done = match self.clos.as_mut() {
-            // Clos mode: the NIC model's engines are behind the device tables.
-            Some(c) => {
-                let mut engine = c.engine(i);
-                let mut cx = Ctx {
-                    params,
-                    env: &mut env,
-                    engine: &mut engine,
-                    now_ns: now,
-                };
-                t.execute(cmd, &mut cx)
-            }
-            None => {
-                let mut cx = Ctx {
-                    params,
-                    env: &mut env,
-                    engine: &mut NoEngine,
-                    now_ns: now,
-                };
-                t.execute(cmd, &mut cx)
-            }
+        // The NIC model's engines are behind the device tables (a host's devices are on their
+        // fabric before any driver can ring the admin doorbell).
+        let Some(c) = self.clos.as_mut() else {
+            return Done::from(Err((AdminStatus::Internal, 0))).reply(id);
         };
-        if self.clos.is_some() {
-            self.clos_bind(i);
-            if let Some(c) = self.clos.as_mut() {
-                c.settle(i);
-            }
+        let mut engine = c.engine(i);
+        let mut cx = Ctx {
+            params,
+            env: &mut env,
+            engine: &mut engine,
+            now_ns: now,
+        };
+        let done = t.execute(cmd, &mut cx);
+        self.clos_bind(i);
+        if let Some(c) = self.clos.as_mut() {
+            c.settle(i);
         }
         if let Some(qpn) = done.entered_error {
             self.flush(i, qpn, now);

@@ -9,9 +9,10 @@
 //!   ([`crate::nic::DriverEngine`]): QP attributes, EV and CC profiles, regions, EV denials
 //!   and port state reach the engines as the driver set them. After each command every device
 //!   QP with an engine QP is bound to it and to the host of its remote address.
-//! - **Doorbells**: a send doorbell reads the new WQEs, checks and gathers their local bytes
-//!   (a fault completes the WQE in error and moves the QP to ERROR, as loopback mode does),
-//!   keeps the bytes under a handle and posts the work requests, as many as the NIC's send
+//! - **Doorbells**: a send doorbell reads the new WQEs, checks their local SGEs against the
+//!   MRs and the IOMMU (a fault completes the WQE in error and moves the QP to ERROR), keeps
+//!   where the bytes are under a handle (the placement reads them from the sender's memory)
+//!   and posts the work requests, as many as the NIC's send
 //!   queue takes; a receive doorbell posts the receive WQEs. Then the fabric runs
 //!   ([`World::clos_pump`]) event by event until every NIC is idle and the fabric empty, or
 //!   the step budget of virtual time ran out; work left in the rings is posted as

@@ -1,5 +1,5 @@
-//! MMIO write dispatch, doorbells, and the loopback datapath: send WQEs are executed at once
-//! and land in the destination NIC's registered memory.
+//! MMIO write dispatch and doorbells (a send or receive doorbell hands the QP's new WQEs to
+//! the NIC model on the fabric: the `clos` module), flushing a QP in ERROR, cable events.
 
 use mrc_abi::device::admin::QpState;
 use mrc_abi::device::cqe::{Completion, CqeOpcode, CqeStatus};
@@ -8,17 +8,11 @@ use mrc_abi::device::doorbell::{
 };
 use mrc_abi::device::event::Event;
 use mrc_abi::device::regs::{control, defaults};
-use mrc_abi::device::wqe::{RecvWqe, SendRequest, SEND_SIGNALED, SEND_SOLICITED};
-use mrc_abi::wire::NackReason;
 use mrc_driver::sys::twin::MmioWrite;
 use mrc_driver::sys::Iova;
-use mrc_driver::zerocopy::FromBytes;
 
 use super::state::*;
 use super::World;
-
-/// Where a WQE failed: status for the requester's CQE and the syndrome.
-type Fault = (CqeStatus, u32);
 
 impl World {
     /// Every driver MMIO write of NIC `i` lands here (after it reached BAR0).
@@ -46,7 +40,7 @@ impl World {
                 o if o == RQ_PRODUCER_OFFSET as u64 => {
                     if let Some(q) = self.nics[i].t.qps.get_mut(&page) {
                         q.rq_prod = value;
-                        if self.clos.is_some() && !self.nics[i].hold_doorbells {
+                        if !self.nics[i].hold_doorbells {
                             self.clos_doorbell(i, Some(page));
                         }
                     }
@@ -115,8 +109,7 @@ impl World {
             return;
         }
         match state {
-            QpState::Rts if self.clos.is_some() => self.clos_doorbell(i, Some(qpn)),
-            QpState::Rts => self.run_sq(i, qpn),
+            QpState::Rts => self.clos_doorbell(i, Some(qpn)),
             QpState::Error => self.flush(i, qpn, self.now_ns),
             // Other states keep the WQEs until the QP reaches RTS (or is reset).
             _ => {}
@@ -125,172 +118,21 @@ impl World {
 
     /// Holds (`true`) or releases the send doorbells of every NIC; released together.
     pub(crate) fn hold_all_doorbells(&mut self, hold: bool) {
-        if hold || self.clos.is_none() {
-            for i in 0..self.nics.len() {
-                self.hold_doorbells(i, hold);
-            }
-            return;
-        }
         for n in self.nics.iter_mut() {
-            n.hold_doorbells = false;
+            n.hold_doorbells = hold;
         }
-        self.clos_pump();
+        if !hold {
+            self.clos_pump();
+        }
     }
 
-    /// Holds (`true`) or releases send doorbells of NIC `i`; releasing executes every WQE
-    /// that arrived while held.
+    /// Holds (`true`) or releases send doorbells of NIC `i`; releasing hands the NIC every
+    /// WQE that arrived while held.
     pub(crate) fn hold_doorbells(&mut self, i: usize, hold: bool) {
         self.nics[i].hold_doorbells = hold;
-        if hold {
-            return;
-        }
-        if self.clos.is_some() {
+        if !hold {
             self.clos_pump();
-            return;
         }
-        let qpns: Vec<u32> = self.nics[i].t.qps.keys().copied().collect();
-        for qpn in qpns {
-            let Some(q) = self.nics[i].t.qps.get(&qpn) else {
-                continue;
-            };
-            match q.state {
-                QpState::Rts => self.run_sq(i, qpn),
-                QpState::Error => self.flush(i, qpn, self.now_ns),
-                _ => {}
-            }
-        }
-    }
-
-    fn run_sq(&mut self, i: usize, qpn: u32) {
-        loop {
-            let Some(q) = self.nics[i].t.qps.get(&qpn).copied() else {
-                return;
-            };
-            if q.state != QpState::Rts || q.sq_cons == q.sq_prod {
-                return;
-            }
-            let index = q.sq_cons;
-            if let Some(q) = self.nics[i].t.qps.get_mut(&qpn) {
-                q.sq_cons = index.wrapping_add(1);
-                q.sq_psn = (q.sq_psn + 1) & 0xFF_FFFF;
-            }
-            self.now_ns += 100;
-            let now = self.now_ns;
-            let (wr_id, req) = self.nics[i].read_send_wqe(&q, index);
-            self.nics[i].counters.send_wqes += 1;
-            let (req, result) = match req {
-                Some(r) => {
-                    let res = self.execute_write(i, &q, &r, now);
-                    (Some(r), res)
-                }
-                None => (None, Err((CqeStatus::LocalQpOperation, 0))),
-            };
-            let opcode = match req.as_ref().map(SendRequest::opcode) {
-                Some(mrc_abi::device::wqe::SendOpcode::WriteImm) => CqeOpcode::WriteImm,
-                _ => CqeOpcode::Write,
-            };
-            let byte_len = req.as_ref().and_then(SendRequest::total_len).unwrap_or(0);
-            let signaled = req.as_ref().is_some_and(|r| r.flags & SEND_SIGNALED != 0);
-            let n = &mut self.nics[i];
-            match result {
-                Ok(()) => {
-                    if signaled {
-                        let c = completion(wr_id, CqeStatus::Success, opcode, byte_len, qpn, index);
-                        n.post_cqe(q.send_cq, &c, now);
-                    }
-                }
-                Err((status, syndrome)) => {
-                    let mut c = completion(wr_id, status, opcode, byte_len, qpn, index);
-                    c.syndrome = syndrome;
-                    n.post_cqe(q.send_cq, &c, now);
-                    n.enter_error(qpn, status, syndrome, now);
-                    self.flush(i, qpn, now);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Gathers the local bytes, places them at the responder and completes its receive.
-    fn execute_write(&mut self, i: usize, q: &Qp, r: &SendRequest, now: u64) -> Result<(), Fault> {
-        let data = self.nics[i].gather(q, r)?;
-        let Some(d) = self.nics.iter().position(|n| n.gid == q.remote_addr) else {
-            // Nobody answers at that address: the requester retries until it gives up.
-            return Err((CqeStatus::RetryExceeded, 0));
-        };
-        let invalid = (
-            CqeStatus::RemoteInvalidRequest,
-            NackReason::InvalidQp as u32,
-        );
-        let dq = self.nics[d]
-            .t
-            .qps
-            .get(&q.dest_qpn)
-            .copied()
-            .filter(|p| matches!(p.state, QpState::Rtr | QpState::Rts))
-            .ok_or(invalid)?;
-        let remote_access = (CqeStatus::RemoteAccess, NackReason::RemoteAccess as u32);
-        let dst = &mut self.nics[d];
-        let iova = if data.is_empty() {
-            None
-        } else {
-            let mr = dst
-                .t
-                .mrs
-                .get(&(r.rkey & !RKEY_BIT))
-                .filter(|m| r.rkey & RKEY_BIT != 0 && m.pd == dq.pd && m.remote_writable())
-                .ok_or(remote_access)?;
-            Some(
-                mr.translate(r.remote_va, data.len() as u64)
-                    .ok_or(remote_access)?,
-            )
-        };
-        let recv = if r.imm.is_some() {
-            if dq.rq_cons == dq.rq_prod {
-                return Err((
-                    CqeStatus::RemoteNoRecvBuffer,
-                    NackReason::NoRecvBuffer as u32,
-                ));
-            }
-            let slot = u64::from(dq.rq_cons & ((1 << dq.rq_log2) - 1));
-            let mut raw = [0u8; 32];
-            dst.dev
-                .dma_read(Iova(dq.rq_base + slot * 32), &mut raw)
-                .map_err(|_| invalid)?;
-            let wr_id = RecvWqe::read_from_bytes(&raw)
-                .ok()
-                .and_then(|w| w.decode().ok())
-                .ok_or(invalid)?;
-            Some((wr_id, dq.rq_cons))
-        } else {
-            None
-        };
-        if let Some(iova) = iova {
-            dst.dev
-                .dma_write(Iova(iova), &data)
-                .map_err(|_| remote_access)?;
-            dst.counters.bytes_placed += data.len() as u64;
-        }
-        if let (Some((wr_id, rq_index)), Some(imm)) = (recv, r.imm) {
-            if let Some(p) = dst.t.qps.get_mut(&q.dest_qpn) {
-                p.rq_cons = rq_index.wrapping_add(1);
-                p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
-            }
-            let mut c = completion(
-                wr_id,
-                CqeStatus::Success,
-                CqeOpcode::RecvWriteImm,
-                data.len() as u32,
-                q.dest_qpn,
-                rq_index,
-            );
-            c.imm = Some(imm);
-            c.solicited = r.flags & SEND_SOLICITED != 0;
-            dst.post_cqe(dq.recv_cq, &c, now);
-        } else if let Some(p) = dst.t.qps.get_mut(&q.dest_qpn) {
-            p.rq_psn = (p.rq_psn + 1) & 0xFF_FFFF;
-        }
-        Ok(())
     }
 
     /// A QP in ERROR: every pending send and receive completes with WR_FLUSHED.
@@ -351,10 +193,8 @@ impl World {
         let was = n.port_admin[p] && n.port_link[p];
         n.port_link[p] = up;
         n.publish_port(p);
-        if self.clos.is_some() {
-            let plane = self.nics[i].port_plane(p);
-            self.clos_cable(i, plane, up);
-        }
+        let plane = self.nics[i].port_plane(p);
+        self.clos_cable(i, plane, up);
         let n = &mut self.nics[i];
         let oper = n.port_admin[p] && up;
         if oper != was {
@@ -369,14 +209,12 @@ impl World {
                 Event::PortDown { port, plane }
             };
             n.post_event(ev, now);
-            if self.clos.is_some() {
-                self.clos_plane(i, plane, oper);
-            }
+            self.clos_plane(i, plane, oper);
         }
     }
 }
 
-/// A CQE with no immediate and no syndrome (both modes' one builder).
+/// A CQE with no immediate and no syndrome.
 pub(super) fn completion(
     wr_id: u64,
     status: CqeStatus,

@@ -46,7 +46,7 @@ pub enum RxOutcome {
     Spoofed,
     /// The datapath stage's verdict (its own drops are in its counters).
     Engine(RxVerdict),
-    /// The host is not on a fabric (loopback mode).
+    /// No such NIC on the fabric.
     NotOnFabric,
     /// The stage would not take it even after its reports moved on (counted by the NIC
     /// model as `rx_refused`).

@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn each_bad_image_is_refused_with_its_reason_and_the_running_image_stays() {
-        let host = SimHost::loopback_pair().unwrap();
+        let host = SimHost::clos_pair().unwrap();
         let good = image(V2, 1);
         let mut bad_crc = good.clone();
         bad_crc[5_000] ^= 1;
@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn transfer_damage_and_protocol_errors_are_refused() {
-        let host = SimHost::loopback_pair().unwrap();
+        let host = SimHost::clos_pair().unwrap();
         let dev = open(&host);
         let img = image(V2, 1);
         // A commit CRC that does not match the bytes received.
@@ -391,7 +391,7 @@ mod tests {
 
     #[test]
     fn good_update_boots_on_trial_and_stays_once_confirmed() {
-        let host = SimHost::loopback_pair().unwrap();
+        let host = SimHost::clos_pair().unwrap();
         let dev = open(&host);
         send(&dev, &image(V2, 1)).unwrap();
         let s = dev.fw_status().unwrap();
@@ -439,7 +439,7 @@ mod tests {
 
     #[test]
     fn unconfirmed_image_rolls_back_after_its_trial_boots() {
-        let host = SimHost::loopback_pair().unwrap();
+        let host = SimHost::clos_pair().unwrap();
         send(&open(&host), &image(V2, 1)).unwrap();
         for _ in 0..MAX_TRIAL_BOOTS {
             let dev = open(&host);
@@ -453,7 +453,7 @@ mod tests {
 
     #[test]
     fn explicit_rollback_of_a_trial_or_committed_image() {
-        let host = SimHost::loopback_pair().unwrap();
+        let host = SimHost::clos_pair().unwrap();
         send(&open(&host), &image(V2, 1)).unwrap();
         let dev = open(&host);
         assert_eq!(state(&dev), (1, V2, FwUpdateState::PendingConfirm));

@@ -13,23 +13,24 @@
 //!   module (with [`SimHost::with_elf_firmware`], feature `elf`: to the `mrc-nic` ELF on an
 //!   emulated core, which runs its own update path).
 //! - The event queue carries port, QP, CQ and EV events.
-//! - Doorbell pages: a send doorbell executes the QP's new WQEs at once. Writes are delivered
-//!   to the NIC whose address ([`default_gid`]) equals the QP's remote address — another
-//!   [`SimNic`] of the same [`SimHost`] or the same NIC — into the registered memory named by
-//!   the rkey; Write-with-Immediate consumes the responder's next receive and completes it with
-//!   the immediate, in posting order. Every fault a NIC reports (bad lkey, rkey, range, missing
+//! - Doorbell pages: a send doorbell hands the QP's new WQEs (their SGEs checked against the
+//!   NIC's MRs) to the NIC model, which moves them over the fabric to the NIC whose address
+//!   ([`default_gid`]) equals the QP's remote address (another [`SimNic`] of the same
+//!   [`SimHost`] or the same NIC), into the registered memory named by the rkey;
+//!   Write-with-Immediate consumes the responder's next receive and completes it with the
+//!   immediate, in posting order. Every fault a NIC reports (bad lkey, rkey, range, missing
 //!   receive, unknown QP) becomes an error completion, the QP moves to ERROR and a `QpFatal`
 //!   event is posted.
 //! - [`SimNic::surprise_remove`]: every later MMIO read returns all ones, writes are dropped.
 //!
-//! Two delivery modes: [`SimHost::new`] moves data functionally (the in-memory loopback
-//! above; the driver benchmarks' mode); [`SimHost::on_clos`] puts every NIC's device side on
-//! the simulator's NIC model ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC
-//! image's main loop on timed cores, PCIe at TLP granularity) on a multi-plane Clos fabric
-//! ([`crate::fabric`]), in virtual time that each doorbell advances until the NICs are idle
-//! and the fabric empty (`clos` module). Fault windows (planes, cables, blackholing spines and
-//! links), slow DMA and injected frames are in the `faults` module; a cable pull,
-//! [`SimNic::set_link`], takes the NIC's link to that plane down.
+//! Every NIC's device side runs on the simulator's one NIC model
+//! ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC image's main loop on timed
+//! cores, PCIe at TLP granularity) on a multi-plane Clos fabric ([`crate::fabric`];
+//! [`SimHost::new`] the default one, [`SimHost::on_clos`] any), in virtual time that each
+//! doorbell advances until the NICs are idle and the fabric empty (`clos` module). Fault
+//! windows (planes, cables, blackholing spines and links), slow DMA and injected frames are in
+//! the `faults` module; a cable pull, [`SimNic::set_link`], takes the NIC's link to that plane
+//! down.
 //!
 //! Defaults (documented device behaviour): EV profile 0 and CC profile 0 mean the device
 //! defaults (an AUTO UDP profile of `max_evs_per_qp` EVs and the default NSCC parameters).
@@ -91,8 +92,7 @@ impl SimNicConfig {
     }
 }
 
-/// Several simulated NICs that can reach each other (in-memory loopback, or the NIC model on a
-/// Clos fabric).
+/// Several simulated NICs that reach each other over a Clos fabric.
 pub struct SimHost {
     nics: Vec<SimNic>,
     world: Arc<Mutex<World>>,
@@ -178,11 +178,17 @@ impl From<mrc_driver::sys::Error> for SimError {
 }
 
 impl SimHost {
-    /// A host with one NIC per config.
+    /// A host with one NIC per config on the default Clos fabric ([`ClosConfig::default`]:
+    /// up to 8 NICs).
     ///
     /// # Errors
-    /// Bad parameters or the twin failed.
+    /// As [`SimHost::on_clos`].
     pub fn new(cfgs: &[SimNicConfig]) -> Result<SimHost, SimError> {
+        SimHost::on_clos(cfgs, ClosConfig::default())
+    }
+
+    /// The device sides of `cfgs` (BAR0, admin and event queues, tables), not yet on a fabric.
+    fn devices(cfgs: &[SimNicConfig]) -> Result<SimHost, SimError> {
         let world = Arc::new(Mutex::new(World {
             nics: Vec::new(),
             now_ns: 0,
@@ -250,9 +256,9 @@ impl SimHost {
     /// `clos` module docs for the contract).
     ///
     /// # Errors
-    /// As [`SimHost::new`], or the fabric or a NIC model could not be built.
+    /// Bad parameters, the twin failed, or the fabric or a NIC model could not be built.
     pub fn on_clos(cfgs: &[SimNicConfig], clos: ClosConfig) -> Result<SimHost, SimError> {
-        let host = SimHost::new(cfgs)?;
+        let host = SimHost::devices(cfgs)?;
         let qps = cfgs
             .iter()
             .map(|c| c.params.max_qps.min(c.params.doorbell_pages) as usize)
@@ -393,9 +399,8 @@ impl SimHost {
         }
     }
 
-    /// Clos mode: the NICs are idle (no send outstanding, nothing on its way to the host)
-    /// and the fabric is empty (engine timers, such as probes, may still be armed). Always
-    /// true in loopback mode.
+    /// The NICs are idle (no send outstanding, nothing on its way to the host) and the
+    /// fabric is empty (engine timers, such as probes, may still be armed).
     pub fn idle(&self) -> bool {
         lock(&self.world).clos.as_ref().is_none_or(|c| c.quiet())
     }
@@ -403,15 +408,6 @@ impl SimHost {
     /// Virtual time, ns.
     pub fn now_ns(&self) -> u64 {
         lock(&self.world).now_ns
-    }
-
-    /// Two default NICs (`0000:00:04.0` and `0000:00:05.0`) in loopback: the `default`
-    /// scenario.
-    ///
-    /// # Errors
-    /// As [`SimHost::new`].
-    pub fn loopback_pair() -> Result<SimHost, SimError> {
-        SimHost::new(&[SimNicConfig::numbered(4), SimNicConfig::numbered(5)])
     }
 
     /// Holds (`true`) or releases the send doorbells of every NIC at once (see

@@ -170,21 +170,6 @@ impl NicState {
         (wr_id, req)
     }
 
-    /// The local bytes of send request `r` of QP `q`, gathered from its SGEs by DMA after
-    /// checking each against the NIC's MRs; on a fault the requester's CQE status and syndrome
-    /// (the lkey).
-    pub fn gather(&self, q: &Qp, r: &SendRequest) -> Result<Vec<u8>, (CqeStatus, u32)> {
-        let list = self.gather_list(q, r)?;
-        let mut data = vec![0; list.len() as usize];
-        if !list.read(&self.dev, 0, &mut data) {
-            return Err((
-                CqeStatus::LocalAccess,
-                r.sges.first().map_or(0, |s| s.lkey.get()),
-            ));
-        }
-        Ok(data)
-    }
-
     /// Where the local bytes of send request `r` of QP `q` are: its SGEs checked against the
     /// NIC's MRs (key, protection domain, range) and their IOVAs mapped for DMA, without
     /// reading them (the NIC reads a message's bytes as it sends them: [`GatherList::read`]).

@@ -5,7 +5,7 @@ use mrc_driver::device::{Device, DeviceConfig};
 
 #[test]
 fn boots_answers_admin_and_reports_removal() {
-    let host = SimHost::loopback_pair().unwrap();
+    let host = SimHost::clos_pair().unwrap();
     let nic = host.nic(0).unwrap();
     let dev = Device::open(nic.backend(), &DeviceConfig::default()).unwrap();
     assert_eq!(dev.attrs().num_ports, 4);

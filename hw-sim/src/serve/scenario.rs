@@ -35,16 +35,22 @@ pub const SCENARIOS: &[ServeScenario] = &[
         build: pair,
     },
     ServeScenario {
-        name: "loopback",
-        description: "two hosts, functional in-memory delivery between the NICs (no engine, \
-                      no fabric, no time)",
-        build: |_| SimHost::loopback_pair(),
+        name: "healthy",
+        description: "the two hosts of `pair` on the same fabric, with no failure",
+        build: healthy,
     },
 ];
 
 /// The scenario called `name`.
 pub fn find(name: &str) -> Option<&'static ServeScenario> {
     SCENARIOS.iter().find(|s| s.name == name)
+}
+
+/// `healthy`: [`SimHost::on_clos`] with the default Clos seeded.
+fn healthy(seed: u64) -> Result<SimHost, SimError> {
+    let mut cfg = ClosConfig::default();
+    cfg.scenario.seed = seed;
+    SimHost::on_clos(&[SimNicConfig::numbered(4), SimNicConfig::numbered(5)], cfg)
 }
 
 /// `pair`: [`SimHost::on_clos`] with the default Clos ([`ClosConfig::default`]) seeded, and a
