@@ -39,9 +39,13 @@ macro_rules! word {
 }
 word!(u8, u16, u32, u64);
 
+/// Zeroed blocks of at least this many bytes are anonymous mappings rather than heap blocks.
+const ANON_MIN: usize = 64 << 10;
+
 /// Memory accessed only through raw pointers.
 pub(crate) enum RawMem {
-    /// A mapping made by `memmap2` (BAR0 of a device fd, or anonymous hugepages).
+    /// A mapping made by `memmap2` (BAR0 of a device fd, a shared file, or an anonymous block
+    /// of at least [`ANON_MIN`] bytes).
     Mmap(MmapRaw),
     /// A zeroed, page-aligned heap block of `layout.size()` bytes.
     Heap { ptr: NonNull<u8>, layout: Layout },
@@ -64,6 +68,12 @@ impl RawMem {
     /// A zeroed heap block of `len` bytes rounded up to whole pages, page aligned.
     pub(crate) fn heap(len: usize) -> io::Result<RawMem> {
         let size = round_up(len.max(1), PAGE_SIZE).ok_or_else(|| too_big(len))?;
+        if size >= ANON_MIN {
+            // An anonymous mapping: the kernel zero-fills each page as it is first touched (a
+            // zeroed heap block of page alignment is written whole at once).
+            let m = memmap2::MmapOptions::new().len(size).map_anon()?;
+            return Ok(RawMem::Mmap(MmapRaw::from(m)));
+        }
         let layout = Layout::from_size_align(size, PAGE_SIZE).map_err(|_| too_big(len))?;
         // SAFETY: `layout` has a non-zero size (at least one page).
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
@@ -307,8 +317,9 @@ impl DmaRegion {
         }
     }
 
-    /// Zeroed heap memory presented as DMA memory at `iova`: for simulators implementing
-    /// [`super::Backend`]. The length is `size` rounded up to 4 KiB; `release` runs on free.
+    /// Zeroed memory (a heap block, or an anonymous mapping when large) presented as DMA
+    /// memory at `iova`: for simulators implementing [`super::Backend`]. The length is `size`
+    /// rounded up to 4 KiB; `release` runs on free.
     ///
     /// # Errors
     /// Out of memory or a size that overflows.
