@@ -30,9 +30,6 @@ use crate::image::NicImage;
 use crate::map::NicMap;
 use crate::ElfError;
 
-/// An address no instruction has (odd): the engine's "run until" never stops a run.
-const NO_EXIT: u64 = 1;
-
 /// Limits of the emulated core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CoreConfig {
@@ -485,7 +482,7 @@ impl ElfCore {
         let (r, pc, switched) = {
             let mut e = lock(&self.engine);
             let switched = e.enter(self.id, &self.cpu, &mut self.state)?;
-            let r = e.uc.emu_start(self.pc, NO_EXIT, 0, 0);
+            let r = e.run(self.pc);
             let pc = e.uc.reg_read(RegisterRISCV::PC);
             e.exit(&mut self.cpu, &mut self.state)?;
             (r, pc.map_err(engine("read the pc"))?, switched)

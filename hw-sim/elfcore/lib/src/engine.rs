@@ -172,6 +172,8 @@ impl Engine {
         uc.mem_write(u64::from(map.itcm.origin), &text)
             .map_err(engine("load the code"))?;
         hook(&mut uc, map)?;
+        // No address ends a run (see `Engine::run`).
+        uc.ctl_exits_enable().map_err(engine("run without exits"))?;
         let fresh = Cpu(uc.context_init().map_err(engine("save the CPU"))?);
         let ram_len = (map.dtcm.len + map.noinit.len) as usize;
         Ok(Engine {
@@ -257,6 +259,14 @@ impl Engine {
             .map_err(engine("restore the CPU"))?;
         std::mem::swap(&mut self.uc.get_data_mut().core, state);
         Ok(switched)
+    }
+
+    /// Runs the core that entered from `pc` until a hook stops it or the guest parks. No
+    /// address ends a run: the engine is in Unicorn's exits mode with no exit listed, as
+    /// Unicorn drops the translations of the page holding a run's `until` address after every
+    /// run (any address would be some page's: the ITCM's first page was).
+    pub(crate) fn run(&mut self, pc: u64) -> Result<(), unicorn_engine::uc_error> {
+        self.uc.emu_start(pc, 0, 0, 0)
     }
 
     /// The run [`Engine::enter`] began ends: the registers saved into `cpu`, the state moved
