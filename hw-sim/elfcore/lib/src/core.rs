@@ -8,9 +8,10 @@
 //! bits; counted over the image's code as loaded). A block the core does not execute because
 //! a stop is pending is not counted, so the count is exact at every stop: the guest's
 //! register accesses stop the core only between blocks (module `device`). A trap in the middle
-//! of a block counts the whole block (the crash path alone). Code the guest itself writes into
-//! the ITCM is not counted as written (the image never does); code the simulator writes
-//! ([`ElfCore::write_mem`]) is.
+//! of a block counts the whole block (the crash path alone). The ITCM is read-only to the
+//! guest (the cores running one image share its translated code, module `engine`): a store
+//! into it faults. Code the simulator writes there ([`ElfCore::write_mem`]) runs and is
+//! counted.
 //!
 //! # Traps
 //! Unicorn does not take guest exceptions itself: it hands them to a hook, which takes them as
@@ -18,15 +19,16 @@
 //! outside the mapped memories (the flash slots, unmapped addresses) stop the emulation instead
 //! ([`ElfError::Fault`]), where a NIC core would trap with an access fault.
 
-use unicorn_engine::{Arch, Mode, Prot, RegisterRISCV, Unicorn};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use unicorn_engine::RegisterRISCV;
 
 use crate::device::{Device, Stop};
+use crate::engine::{engine, lock, Cpu, Engine, SHARED_SWITCHES};
 use crate::image::NicImage;
 use crate::map::NicMap;
 use crate::ElfError;
-
-/// An address no instruction has (odd): the engine's "run until" never stops a run.
-const NO_EXIT: u64 = 1;
 
 /// Limits of the emulated core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,33 +85,40 @@ pub struct CrashInfo {
     pub file: String,
 }
 
-/// The state the engine's callbacks reach.
+/// A core's own state, which the engine's hooks reach while it runs.
 pub(crate) struct State {
     pub(crate) dev: Device,
-    /// The image's code as loaded, from `text_base`.
-    text: Vec<u8>,
-    text_base: u32,
-    /// Per halfword of `text`: the size of the block last seen starting there and its
-    /// instructions (a block is counted once, then looked up).
-    blocks: Vec<(u32, u32)>,
     /// Instructions retired since power-on.
-    retired: u64,
+    pub(crate) retired: u64,
     /// The running run stops once `retired` would pass this, for this reason.
-    limit: u64,
-    limit_stop: Stop,
+    pub(crate) limit: u64,
+    pub(crate) limit_stop: Stop,
     /// The watchdog's period in instructions when it was running as the run began (a kick
     /// restarts it), and the run's own limit, which no kick moves.
     wdt_bite: Option<u64>,
     run_cap: u64,
     /// Guest exceptions taken.
-    traps: u64,
+    pub(crate) traps: u64,
     /// A trap could not be delivered (the engine refused a register access).
-    trap_failed: bool,
+    pub(crate) trap_failed: bool,
 }
 
 impl State {
+    pub(crate) fn new(dev: Device) -> State {
+        State {
+            dev,
+            retired: 0,
+            limit: 0,
+            limit_stop: Stop::InstructionLimit,
+            wdt_bite: None,
+            run_cap: 0,
+            traps: 0,
+            trap_failed: false,
+        }
+    }
+
     /// A watchdog kick: its period starts again (within the run's own limit).
-    fn kick(&mut self) {
+    pub(crate) fn kick(&mut self) {
         if let Some(bite) = self.wdt_bite {
             let at = self.retired.saturating_add(bite);
             (self.limit_stop, self.limit) = if at < self.run_cap {
@@ -119,35 +128,21 @@ impl State {
             };
         }
     }
-
-    /// Instructions in the block `[addr, addr + size)`.
-    #[inline]
-    fn count(&mut self, addr: u64, size: u32) -> u64 {
-        let start = addr.wrapping_sub(u64::from(self.text_base)) as usize;
-        if let Some(&(sz, n)) = self.blocks.get(start / 2) {
-            if sz == size {
-                return u64::from(n);
-            }
-        }
-        let end = start.saturating_add(size as usize);
-        let Some(code) = self.text.get(start..end) else {
-            // (outside the image's code: 4-byte instructions assumed)
-            return u64::from(size.div_ceil(4));
-        };
-        let mut n = 0u32;
-        let mut p = 0;
-        while p < code.len() {
-            p += if code[p] & 3 == 3 { 4 } else { 2 };
-            n += 1;
-        }
-        self.blocks[start / 2] = (size, n);
-        u64::from(n)
-    }
 }
+
+/// Names the cores on the engines.
+static NEXT_CORE: AtomicU64 = AtomicU64::new(0);
 
 /// The NIC core running the image.
 pub struct ElfCore {
-    uc: Unicorn<'static, State>,
+    /// The engine it runs on (shared with the cores running the same code, module
+    /// `engine`), its name there, its registers and state between runs.
+    engine: Arc<Mutex<Engine>>,
+    id: u64,
+    cpu: Cpu,
+    state: Box<State>,
+    /// Runs that found another core's DTCM in the engine.
+    switches: u32,
     image: NicImage,
     pub(crate) map: NicMap,
     cfg: CoreConfig,
@@ -246,156 +241,25 @@ impl core::fmt::Debug for ElfCore {
     }
 }
 
-pub(crate) fn engine(what: &'static str) -> impl Fn(unicorn_engine::uc_error) -> ElfError {
-    move |e| ElfError::Engine(format!("{what}: {e:?}"))
-}
-
-/// A riscv32 engine holding `data` with the core's memories mapped: the ITCM (rwx) and the
-/// DTCM with the NOINIT block after it as one RAM, with `dtcm` access.
-pub(crate) fn open_engine<D>(
-    map: &NicMap,
-    data: D,
-    dtcm: Prot,
-) -> Result<Unicorn<'static, D>, ElfError> {
-    let mut uc = Unicorn::new_with_data(Arch::RISCV, Mode::RISCV32, data)
-        .map_err(engine("open the RISC-V engine"))?;
-    uc.mem_map(
-        u64::from(map.itcm.origin),
-        u64::from(map.itcm.len),
-        Prot::ALL,
-    )
-    .map_err(engine("map the ITCM"))?;
-    uc.mem_map(
-        u64::from(map.dtcm.origin),
-        u64::from(map.dtcm.len + map.noinit.len),
-        dtcm,
-    )
-    .map_err(engine("map the DTCM"))?;
-    Ok(uc)
-}
-
-/// A fresh engine: the NIC's memories mapped, `ram` (DTCM + NOINIT, kept across a reset) and
-/// the image's segments loaded, the CSR window and the instruction counter hooked.
-fn new_engine(
-    map: &NicMap,
-    image: &NicImage,
-    state: State,
-    ram: Option<&[u8]>,
-) -> Result<Unicorn<'static, State>, ElfError> {
-    let mut uc = open_engine(map, state, Prot::READ | Prot::WRITE)?;
-    if let Some(ram) = ram {
-        uc.mem_write(u64::from(map.dtcm.origin), ram)
-            .map_err(engine("restore the RAM"))?;
-    }
+/// The DTCM and NOINIT of a core booting `image`: `ram` (zero at power-on) with the image's
+/// segments there written over it.
+fn ram_of(image: &NicImage, map: &NicMap, ram: Option<Box<[u8]>>) -> Box<[u8]> {
+    let len = (map.dtcm.len + map.noinit.len) as usize;
+    let mut ram = ram.unwrap_or_else(|| vec![0; len].into_boxed_slice());
     for s in &image.segments {
-        uc.mem_write(u64::from(s.addr), &s.bytes)
-            .map_err(engine("load a segment"))?;
+        if let Some(o) = s.addr.checked_sub(map.dtcm.origin) {
+            if let Some(dst) = ram.get_mut(o as usize..o as usize + s.bytes.len()) {
+                dst.copy_from_slice(&s.bytes);
+            }
+        }
     }
-    uc.mmio_map(
-        u64::from(map.csr.origin),
-        u64::from(map.csr.len),
-        Some(|uc: &mut Unicorn<'_, State>, off: u64, size: usize| {
-            let d = &mut uc.get_data_mut().dev;
-            let was = d.stop;
-            let v = d.read(off as u32, size);
-            if was.is_none() && d.stop.is_some() {
-                let _ = uc.emu_stop();
-            }
-            u64::from(v)
-        }),
-        Some(
-            |uc: &mut Unicorn<'_, State>, off: u64, size: usize, v: u64| {
-                let s = uc.get_data_mut();
-                let retired = s.retired;
-                let d = &mut s.dev;
-                let was = d.stop;
-                let kicks = d.counters.kicks;
-                d.write_at(off as u32, size, v as u32, retired);
-                let (stopped, kicked) =
-                    (was.is_none() && d.stop.is_some(), d.counters.kicks != kicks);
-                if kicked {
-                    s.kick();
-                }
-                if stopped {
-                    let _ = uc.emu_stop();
-                }
-            },
-        ),
-    )
-    .map_err(engine("map the CSR window"))?;
-    // The flash's read window (QSPI memory-mapped reads); writes are not a flash operation:
-    // counted and ignored.
-    uc.mmio_map(
-        u64::from(mrc_abi::device::flash::FLASH_BASE),
-        u64::from(mrc_abi::device::flash::FLASH_BYTES),
-        Some(|uc: &mut Unicorn<'_, State>, off: u64, size: usize| {
-            let d = &mut uc.get_data_mut().dev;
-            let mut b = [0u8; 8];
-            let n = size.min(8);
-            if let Some(src) = d.flash.read(off as u32, n) {
-                b[..n].copy_from_slice(src);
-            }
-            u64::from_le_bytes(b)
-        }),
-        Some(
-            |uc: &mut Unicorn<'_, State>, _off: u64, _size: usize, _v: u64| {
-                uc.get_data_mut().dev.counters.unknown_writes += 1;
-            },
-        ),
-    )
-    .map_err(engine("map the flash window"))?;
-    uc.add_block_hook(1, 0, |uc: &mut Unicorn<'_, State>, addr: u64, size: u32| {
-        let s = uc.get_data_mut();
-        if s.dev.stop.is_some() {
-            return; // (the core stops before this block)
-        }
-        let n = s.count(addr, size);
-        if s.retired + n > s.limit {
-            s.dev.stop = Some(s.limit_stop);
-            let _ = uc.emu_stop();
-            return;
-        }
-        s.retired += n;
-    })
-    .map_err(engine("hook blocks"))?;
-    // Unicorn hands a guest exception to this hook instead of taking the trap (with the pc
-    // already moved 4 bytes on): the hook takes it as the core does in machine mode, so the
-    // image's trap handler runs (and writes its crash record).
-    uc.add_intr_hook(|uc: &mut Unicorn<'_, State>, cause: u32| {
-        if take_trap(uc, cause).is_err() {
-            uc.get_data_mut().trap_failed = true;
-            let _ = uc.emu_stop();
-        }
-    })
-    .map_err(engine("hook traps"))?;
-    Ok(uc)
+    ram
 }
 
-/// `mstatus` bits.
-const MSTATUS_MIE: u64 = 1 << 3;
-const MSTATUS_MPIE: u64 = 1 << 7;
-const MSTATUS_MPP: u64 = 3 << 11;
-
-/// A synchronous exception `cause` taken into machine mode: `mepc` the faulting
-/// instruction, `mcause`, `mtval` 0, `mstatus` MPIE = MIE, MIE = 0, MPP = M, pc = `mtvec`'s
-/// base (exceptions go there in both of its modes).
-fn take_trap(uc: &mut Unicorn<'_, State>, cause: u32) -> Result<(), unicorn_engine::uc_error> {
-    let epc = uc.reg_read(RegisterRISCV::PC)?.wrapping_sub(4) & 0xFFFF_FFFF;
-    let status = uc.reg_read(RegisterRISCV::MSTATUS)?;
-    let mpie = if status & MSTATUS_MIE != 0 {
-        MSTATUS_MPIE
-    } else {
-        0
-    };
-    let status = (status & !(MSTATUS_MIE | MSTATUS_MPIE)) | mpie | MSTATUS_MPP;
-    let tvec = uc.reg_read(RegisterRISCV::MTVEC)? & !3;
-    uc.reg_write(RegisterRISCV::MEPC, epc)?;
-    uc.reg_write(RegisterRISCV::MCAUSE, u64::from(cause))?;
-    uc.reg_write(RegisterRISCV::MTVAL, 0)?;
-    uc.reg_write(RegisterRISCV::MSTATUS, status)?;
-    uc.reg_write(RegisterRISCV::PC, tvec)?;
-    uc.get_data_mut().traps += 1;
-    Ok(())
+impl Drop for ElfCore {
+    fn drop(&mut self) {
+        lock(&self.engine).forget(self.id);
+    }
 }
 
 impl ElfCore {
@@ -450,23 +314,19 @@ impl ElfCore {
         rom_boot: Option<RomBoot>,
     ) -> Result<ElfCore, ElfError> {
         let map = NicMap::nic()?;
-        let text = code_of(&image, &map);
-        let state = State {
-            dev,
-            blocks: vec![(u32::MAX, 0); text.len() / 2],
-            text,
-            text_base: map.itcm.origin,
-            retired: 0,
-            limit: cfg.max_run_instructions,
-            limit_stop: Stop::InstructionLimit,
-            wdt_bite: None,
-            run_cap: cfg.max_run_instructions,
-            traps: 0,
-            trap_failed: false,
+        let engine = Engine::for_code(&map, code_of(&image, &map))?;
+        let id = NEXT_CORE.fetch_add(1, Ordering::Relaxed);
+        let cpu = {
+            let mut e = lock(&engine);
+            e.join(id, ram_of(&image, &map, None));
+            e.fresh_cpu()?
         };
-        let uc = new_engine(&map, &image, state, None)?;
         let mut core = ElfCore {
-            uc,
+            engine,
+            id,
+            cpu,
+            state: Box::new(State::new(dev)),
+            switches: 0,
             pc: u64::from(image.entry),
             image,
             map,
@@ -510,18 +370,11 @@ impl ElfCore {
         if let Some(e) = &self.dead {
             return Err(e.clone());
         }
-        let len = (self.map.dtcm.len + self.map.noinit.len) as usize;
-        let mut ram = vec![0u8; len];
-        self.read_mem(self.map.dtcm.origin, &mut ram)?;
-        let old = self.uc.get_data_mut();
+        let old = &mut self.state;
         let mut dev = Device::new(self.map.regs);
         dev.counters = old.dev.counters;
         dev.keep_board(&mut old.dev);
         dev.reset_cause = cause;
-        let (mut text, mut blocks) = (
-            std::mem::take(&mut old.text),
-            std::mem::take(&mut old.blocks),
-        );
         if let Some(rom) = self.rom {
             let (image, booted) = match rom_boot(&mut dev.flash, &self.map, &rom) {
                 Ok(b) => b,
@@ -530,27 +383,25 @@ impl ElfCore {
                     return Err(e);
                 }
             };
-            if image != self.image {
-                text = code_of(&image, &self.map);
-                blocks.fill((u32::MAX, 0));
-                self.image = image;
-            }
+            self.image = image;
             self.rom_boot = Some(booted);
         }
-        let state = State {
-            dev,
-            text,
-            blocks,
-            text_base: old.text_base,
-            retired: old.retired,
-            limit: 0,
-            limit_stop: Stop::InstructionLimit,
-            wdt_bite: None,
-            run_cap: 0,
-            traps: old.traps,
-            trap_failed: false,
+        let mut state = State::new(dev);
+        (state.retired, state.traps) = (old.retired, old.traps);
+        *self.state = state;
+        // (the image's code as loaded: the ROM's image, or code the simulator wrote undone)
+        let text = code_of(&self.image, &self.map);
+        let (ram, same) = {
+            let mut e = lock(&self.engine);
+            (e.leave(self.id)?, **e.text() == *text)
         };
-        self.uc = new_engine(&self.map, &self.image, state, Some(&ram))?;
+        if !same {
+            self.engine = Engine::for_code(&self.map, text)?;
+        }
+        let mut e = lock(&self.engine);
+        e.join(self.id, ram_of(&self.image, &self.map, Some(ram)));
+        self.cpu = e.fresh_cpu()?;
+        drop(e);
         self.pc = u64::from(self.image.entry);
         self.orders_base = None;
         self.boot_run(now_ns)
@@ -614,7 +465,7 @@ impl ElfCore {
         let before = self.retired();
         {
             let rate = u128::from(self.cfg.instructions_per_s);
-            let s = self.uc.get_data_mut();
+            let s = &mut self.state;
             s.dev.begin_run(now_ns, from_boot);
             s.dev.run_base = s.retired;
             let wdt = u128::from(s.dev.wdt_timeout_ns);
@@ -628,13 +479,23 @@ impl ElfCore {
                 (Stop::InstructionLimit, s.run_cap)
             };
         }
-        let r = self.uc.emu_start(self.pc, NO_EXIT, 0, 0);
-        self.pc = self
-            .uc
-            .reg_read(RegisterRISCV::PC)
-            .map_err(engine("read the pc"))?;
+        let (r, pc, switched) = {
+            let mut e = lock(&self.engine);
+            let switched = e.enter(self.id, &self.cpu, &mut self.state)?;
+            let r = e.run(self.pc);
+            let pc = e.uc.reg_read(RegisterRISCV::PC);
+            e.exit(&mut self.cpu, &mut self.state)?;
+            (r, pc.map_err(engine("read the pc"))?, switched)
+        };
+        self.pc = pc;
+        if switched {
+            self.switches += 1;
+            if self.switches == SHARED_SWITCHES {
+                self.move_to(None)?;
+            }
+        }
         let instructions = self.retired() - before;
-        if self.uc.get_data().trap_failed {
+        if self.state.trap_failed {
             let e = ElfError::Engine(format!("a trap at pc {:#x} could not be taken", self.pc));
             self.dead = Some(e.clone());
             return Err(e);
@@ -647,7 +508,7 @@ impl ElfCore {
             self.dead = Some(e.clone());
             return Err(e);
         }
-        let stop = match self.uc.get_data().dev.stop {
+        let stop = match self.state.dev.stop {
             Some(s) => s,
             None => {
                 // The engine returned without a stop we asked for: the guest waits for an
@@ -689,7 +550,7 @@ impl ElfCore {
 
     /// Guest exceptions taken (into the image's trap handler) since power-on.
     pub fn traps(&self) -> u64 {
-        self.uc.get_data().traps
+        self.state.traps
     }
 
     /// Boots so far (power-on and every reset).
@@ -704,7 +565,7 @@ impl ElfCore {
 
     /// Instructions retired since power-on.
     pub fn retired(&self) -> u64 {
-        self.uc.get_data().retired
+        self.state.retired
     }
 
     /// Instructions the boot took (power-on to the first iteration).
@@ -721,18 +582,25 @@ impl ElfCore {
     /// (`WAKE_AT`), in ns; `None` when it has none armed. An idle core needs no iteration
     /// before then unless new work arrives.
     pub fn wake_at_ns(&self) -> Option<u64> {
-        let t = self.uc.get_data().dev.wake_at_ns;
+        let t = self.state.dev.wake_at_ns;
         (t != u64::MAX).then_some(t)
+    }
+
+    /// Whether this core and `other` take turns on one engine (the cores running the same
+    /// code share one and its translations until a core that keeps taking turns in short runs
+    /// gets its own, module `engine`). It changes nothing the cores compute or count.
+    pub fn shares_engine_with(&self, other: &ElfCore) -> bool {
+        Arc::ptr_eq(&self.engine, &other.engine)
     }
 
     /// The CSR window.
     pub fn device(&self) -> &Device {
-        &self.uc.get_data().dev
+        &self.state.dev
     }
 
     /// The CSR window, mutably (the datapath's side of the queues).
     pub fn device_mut(&mut self) -> &mut Device {
-        &mut self.uc.get_data_mut().dev
+        &mut self.state.dev
     }
 
     /// The NIC memory map the core was built from.
@@ -745,38 +613,48 @@ impl ElfCore {
     /// # Errors
     /// The range is not mapped RAM.
     pub fn read_mem(&self, addr: u32, out: &mut [u8]) -> Result<(), ElfError> {
-        self.uc
-            .mem_read(u64::from(addr), out)
-            .map_err(|e| ElfError::Memory {
+        lock(&self.engine)
+            .read(self.id, addr, out)
+            .map_err(|error| ElfError::Memory {
                 addr,
                 len: out.len(),
-                error: format!("{e:?}"),
+                error,
             })
     }
 
-    /// Writes guest RAM. A write into the ITCM (code) drops what the core translated of the
-    /// range and the instruction counts it kept, so the new code runs and is counted.
+    /// Writes guest RAM. A write into the ITCM (code) gives the core code of its own: it
+    /// moves to the engine running that code (a new one), so the new code runs and is
+    /// counted.
     ///
     /// # Errors
     /// The range is not mapped RAM.
     pub fn write_mem(&mut self, addr: u32, bytes: &[u8]) -> Result<(), ElfError> {
-        let err = |e: unicorn_engine::uc_error| ElfError::Memory {
+        let err = |error: String| ElfError::Memory {
             addr,
             len: bytes.len(),
-            error: format!("{e:?}"),
+            error,
         };
-        self.uc.mem_write(u64::from(addr), bytes).map_err(err)?;
-        let len = bytes.len() as u32;
-        if self.map.itcm.holds(addr, len) {
-            let end = u64::from(addr) + u64::from(len);
-            self.uc
-                .ctl_remove_cache(u64::from(addr), end)
-                .map_err(err)?;
-            let s = self.uc.get_data_mut();
-            let o = (addr - s.text_base) as usize;
-            s.text[o..o + bytes.len()].copy_from_slice(bytes);
-            s.blocks.fill((u32::MAX, 0));
+        if self.map.itcm.holds(addr, bytes.len() as u32) {
+            let mut text = lock(&self.engine).text().to_vec();
+            let o = (addr - self.map.itcm.origin) as usize;
+            text[o..o + bytes.len()].copy_from_slice(bytes);
+            return self.move_to(Some(text));
         }
+        lock(&self.engine).write(self.id, addr, bytes).map_err(err)
+    }
+
+    /// Moves the core to the engine running `text` (`None`: to an engine of its own, with its
+    /// code).
+    fn move_to(&mut self, text: Option<Vec<u8>>) -> Result<(), ElfError> {
+        let (ram, own) = {
+            let mut e = lock(&self.engine);
+            (e.leave(self.id)?, e.text().clone())
+        };
+        self.engine = match text {
+            Some(text) => Engine::for_code(&self.map, text)?,
+            None => Engine::private(&self.map, own)?,
+        };
+        lock(&self.engine).join(self.id, ram);
         Ok(())
     }
 }

@@ -44,6 +44,7 @@ mod bridge;
 pub mod build;
 mod core;
 pub mod device;
+mod engine;
 pub mod image;
 pub mod map;
 pub mod probe;

@@ -23,8 +23,8 @@
 use unicorn_engine::{Prot, RegisterRISCV, Unicorn};
 
 use crate::board::flash::{FlashDevice, FlashTiming};
-use crate::core::{engine, open_engine};
 use crate::device::Device;
+use crate::engine::{engine, open_engine};
 use crate::map::NicMap;
 use crate::ElfError;
 
@@ -123,7 +123,7 @@ impl FlashLoader {
             dev: Device::with_flash(map.regs, flash),
             trapped: None,
         };
-        let mut uc = open_engine(map, state, Prot::ALL)?;
+        let mut uc = open_engine(map, state, Prot::ALL, Prot::ALL)?;
         uc.mmio_map(
             u64::from(map.csr.origin),
             u64::from(map.csr.len),
