@@ -732,6 +732,11 @@ impl Nic {
         if let Some(s) = self.shards.first() {
             prefetch_prefix(s, 64);
         }
+        // (a service reads every core's wake flag and the PCIe wires' oldest bookings)
+        if let Some(c) = self.cores.first() {
+            crate::core::sys::prefetch(c);
+        }
+        self.link.prefetch();
     }
 
     /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
