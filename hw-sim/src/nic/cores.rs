@@ -253,8 +253,6 @@ pub(crate) struct Core {
     out: Vec<(Time, u32, CsrEntry)>,
     /// Commands of `out` written so far.
     sent: usize,
-    /// Shards on this core.
-    shards: Vec<u32>,
     /// Scratch: entries on their way (a ring's worth).
     scratch: Vec<CsrEntry>,
     /// Per shard of this core (shard `k` at `k / cores`): reports its stage held at the last
@@ -294,7 +292,6 @@ impl Core {
             })
             .collect();
         for k in 0..shards {
-            v[k % n].shards.push(k as u32);
             v[k % n].held.push(0);
         }
         v
@@ -302,6 +299,13 @@ impl Core {
 }
 
 impl Nic {
+    /// The shards core `c` runs: `c`, `c + cores`, ... (dealt round-robin, [`Core::deal`];
+    /// computed, not read from the core, as a service reads them for every core).
+    #[inline]
+    fn core_shards(&self, c: usize) -> core::iter::StepBy<core::ops::Range<usize>> {
+        (c..self.shards.len()).step_by(self.cores.len().max(1))
+    }
+
     /// The core shard `k` runs on.
     #[inline]
     fn core_of(&self, k: usize) -> usize {
@@ -444,8 +448,7 @@ impl Nic {
     /// The earliest engine timer of core `c`'s shards.
     fn core_deadline(&mut self, c: usize) -> Option<Time> {
         let mut t: Option<u64> = None;
-        for i in 0..self.cores[c].shards.len() {
-            let k = self.cores[c].shards[i] as usize;
+        for k in self.core_shards(c) {
             if let Some(d) = self.shards[k].poll_fw_deadline() {
                 t = Some(t.map_or(d, |x| x.min(d)));
             }
@@ -456,8 +459,8 @@ impl Nic {
     /// A step of idle core `c` at `now` (see the module docs). Returns whether it did
     /// anything (and so occupies the core).
     fn start_step(&mut self, c: usize, now: Time) -> bool {
-        if let Some(&k) = self.cores[c].shards.first() {
-            if matches!(self.shards[k as usize], super::Shard::Image(_)) {
+        if let Some(k) = self.core_shards(c).next() {
+            if matches!(self.shards[k], super::Shard::Image(_)) {
                 return self.start_image_step(c, now);
             }
         }
@@ -492,9 +495,8 @@ impl Nic {
         // 2. Timers and 3. commands out, engine by engine.
         let mut fired = 0;
         let mut out = std::mem::take(&mut self.cores[c].out);
-        for i in 0..self.cores[c].shards.len() {
-            let k = self.cores[c].shards[i];
-            let shard = &mut self.shards[k as usize];
+        for k in self.core_shards(c) {
+            let shard = &mut self.shards[k];
             instr += u64::from(fw_cost::TIMER_CHECK);
             let f = shard.fw_timers(t);
             fired += f;
@@ -508,7 +510,7 @@ impl Nic {
                 }
                 instr += m as u64 * u64::from(fw_cost::COMMAND);
                 let when = at(instr);
-                out.extend(buf[..m].iter().map(|e| (when, k, *e)));
+                out.extend(buf[..m].iter().map(|e| (when, k as u32, *e)));
             }
         }
         let core = &mut self.cores[c];
@@ -537,7 +539,7 @@ impl Nic {
     fn start_image_step(&mut self, c: usize, now: Time) -> bool {
         let t = ns(now);
         let fw = self.cfg.firmware;
-        let k = self.cores[c].shards[0] as usize;
+        let k = c;
         let begin = now.max(self.cores[c].ring_ready);
         let at = |instr: u64| begin.saturating_add(fw.time_of(fw.cpi.cycles(instr)));
         let core = &mut self.cores[c];
@@ -599,8 +601,7 @@ impl Nic {
         core.taken = 0;
         core.consumed_at = None;
         core.wake = true;
-        for i in 0..self.cores[c].shards.len() {
-            let k = self.cores[c].shards[i] as usize;
+        for k in self.core_shards(c) {
             if self.shards[k].events_pending() > 0 {
                 self.shard_ready[k] = true;
                 self.input_shards.push(k);
