@@ -368,12 +368,14 @@ impl PcieLink {
         self.t.completer = (self.t.cfg.completer_ns + extra_ns) * PS_PER_NS;
     }
 
-    /// Starts loading the oldest bookings of both wires (what [`PcieLink::prune`] reads first).
-    /// A hint; see [`crate::core::sys::prefetch`].
+    /// Starts loading the oldest bookings of both wires and the oldest outstanding read tag
+    /// (what [`PcieLink::prune`] and a read look at first). A hint; see
+    /// [`crate::core::sys::prefetch`].
     #[inline]
     pub fn prefetch(&self) {
         crate::core::sys::prefetch_start(self.rx.wire.busy.as_slices().0);
         crate::core::sys::prefetch_start(self.tx.wire.busy.as_slices().0);
+        crate::core::sys::prefetch_start(self.tags.as_slices().0);
     }
 
     /// Forgets what ended before `now` (call with the simulation's time, never decreasing).
