@@ -1,4 +1,4 @@
-//! Clos mode: every simulated NIC's device side (this module's [`super::SimNic`]: register
+//! Every simulated NIC's device side (this module's [`super::SimNic`]: register
 //! map, admin executor, rings, event queue) sits on the simulator's one NIC model
 //! ([`crate::nic::Nic::for_driver`]: the datapath stage and the NIC image's main loop in
 //! shards, the PCIe link at TLP granularity, the datapath clock, the firmware cores) on a
@@ -49,7 +49,7 @@ use crate::fabric::{Fabric, FabricTotals, Fault};
 use crate::nic::{DriverEngine, DriverEvent, Nic, Placement, Transport, SHARD_QPS};
 use crate::run::{Scenario, World as Net, FABRIC};
 
-/// Clos-mode settings of a [`super::SimHost`].
+/// The fabric and timing settings of a [`super::SimHost`].
 #[derive(Clone, Copy, Debug)]
 pub struct ClosConfig {
     /// The fabric, the NICs' PCIe and firmware timing and the seed (its workload, failure and
@@ -88,7 +88,7 @@ impl Default for ClosConfig {
     }
 }
 
-/// Clos-mode totals.
+/// The fabric's and the device sides' totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClosCounters {
     /// Payload bytes written into registered memory.

@@ -1,4 +1,4 @@
-//! Faults of Clos mode beyond the scenario's own (random loss and corruption on every link,
+//! Faults beyond the scenario's own (random loss and corruption on every link,
 //! `ClosConfig::scenario.fabric`): windows in virtual time on the fabric and the NICs (a
 //! plane lost, a cable pulled, a spine or a leaf-spine link that stays up but silently drops
 //! everything), slow DMA, and raw frames injected from outside (hostile input).
@@ -157,7 +157,7 @@ pub(crate) const INJECTED: u32 = 1 << 31;
 const INJECTED_KEPT: usize = 4096;
 
 impl World {
-    /// Schedules a window (Clos mode; nothing otherwise).
+    /// Schedules a window.
     pub(crate) fn schedule_window(&mut self, kind: WindowKind, from_ns: u64, to_ns: u64) {
         if let Some(c) = self.clos.as_mut() {
             c.windows.schedule(kind, from_ns, to_ns);
@@ -228,7 +228,7 @@ impl World {
     /// A raw frame for NIC `to` from outside the fabric (see the module docs); the fabric
     /// then runs until quiet.
     pub(crate) fn inject(&mut self, to: usize, bytes: &[u8]) -> RxOutcome {
-        if self.clos.is_none() || to >= self.nics.len() {
+        if to >= self.nics.len() {
             return RxOutcome::NotOnFabric;
         }
         let out = self.inject_checked(to, bytes);

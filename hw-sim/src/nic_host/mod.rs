@@ -104,7 +104,8 @@ pub(crate) struct World {
     pub now_ns: u64,
     /// Per NIC: flash, boot record and update session (kept across device resets).
     pub fw: Vec<firmware::FwNic>,
-    /// Clos mode: the NIC model on a Clos fabric (module `clos`).
+    /// The NIC model on its Clos fabric (module `clos`); `None` only while
+    /// [`SimHost::on_clos`] builds the devices, before it attaches them.
     pub clos: Option<Box<clos::Clos>>,
 }
 
@@ -307,50 +308,50 @@ impl SimHost {
         )
     }
 
-    /// Clos-mode totals (`None` in the other modes).
+    /// The fabric's and the device sides' totals.
     pub fn clos_counters(&self) -> Option<ClosCounters> {
         lock(&self.world).clos.as_ref().map(|c| c.counters())
     }
 
-    /// Clos mode: plane `plane` is lost from `down_ns` to `up_ns` (virtual time; a
+    /// Plane `plane` is lost from `down_ns` to `up_ns` (virtual time; a
     /// [`WindowKind::Plane`] window).
     pub fn schedule_plane_outage(&self, plane: u8, down_ns: u64, up_ns: u64) {
         self.schedule_window(WindowKind::Plane(plane), down_ns, up_ns);
     }
 
-    /// Clos mode: a fault window `[from_ns, to_ns)` in virtual time (see the `faults` module
+    /// A fault window `[from_ns, to_ns)` in virtual time (see the `faults` module
     /// docs for what each kind does).
     pub fn schedule_window(&self, kind: WindowKind, from_ns: u64, to_ns: u64) {
         lock(&self.world).schedule_window(kind, from_ns, to_ns);
     }
 
-    /// Clos mode: every fault stops now (open windows end, pending ones never start, DMA is
+    /// Every fault stops now (open windows end, pending ones never start, DMA is
     /// fast, every link clean); the liveness phase of a test follows.
     pub fn stop_faults(&self) {
         lock(&self.world).stop_faults();
     }
 
-    /// Clos mode: slow DMA on NIC `nic` (host memory answers its reads `ns` later).
+    /// Slow DMA on NIC `nic` (host memory answers its reads `ns` later).
     pub fn set_dma_delay(&self, nic: usize, ns: u64) {
         if let Some(c) = lock(&self.world).clos.as_mut() {
             c.set_host_delay(nic, ns);
         }
     }
 
-    /// Clos mode: a raw frame arrives at NIC `nic` from outside (hostile input); the fabric
+    /// A raw frame arrives at NIC `nic` from outside (hostile input); the fabric
     /// then runs until quiet. Returns what became of it.
     pub fn inject_frame(&self, nic: usize, frame: &[u8]) -> RxOutcome {
         lock(&self.world).inject(nic, frame)
     }
 
-    /// Clos mode: the counters of NIC `nic`'s firmware engines (all shards).
+    /// The counters of NIC `nic`'s firmware engines (all shards).
     pub fn engine_counters(&self, nic: usize) -> Option<EngineCounters> {
         let w = lock(&self.world);
         let c = w.clos.as_ref()?;
         (nic < w.nics.len()).then(|| c.nic_ref(nic).engine_counters())
     }
 
-    /// Clos mode: the counters of NIC `nic`'s datapath stages (received packets and their
+    /// The counters of NIC `nic`'s datapath stages (received packets and their
     /// drops, packets sent, retransmissions, ...).
     pub fn datapath_counters(&self, nic: usize) -> Option<DatapathCounters> {
         let w = lock(&self.world);
@@ -358,20 +359,20 @@ impl SimHost {
         (nic < w.nics.len()).then(|| c.nic_ref(nic).datapath_counters())
     }
 
-    /// Clos mode: the counters of NIC `nic`'s model (packets on its ports, PCIe, firmware).
+    /// The counters of NIC `nic`'s model (packets on its ports, PCIe, firmware).
     pub fn model_counters(&self, nic: usize) -> Option<crate::nic::NicCounters> {
         let w = lock(&self.world);
         let c = w.clos.as_ref()?;
         (nic < w.nics.len()).then(|| c.nic_ref(nic).counters())
     }
 
-    /// Clos mode: runs until the NICs are idle and the fabric empty, or the step budget ran
+    /// Runs until the NICs are idle and the fabric empty, or the step budget ran
     /// out (doorbells do this on their own; call it to let timers and edges play out).
     pub fn run(&self) {
         lock(&self.world).clos_pump();
     }
 
-    /// Clos mode with [`ClosConfig::doorbells_run`] off: runs until a completion reached some
+    /// With [`ClosConfig::doorbells_run`] off: runs until a completion reached some
     /// NIC's host memory as a CQE (true), or virtual time reached `end_ns` (false). Placed
     /// payloads and EV events are written as they arrive; a NIC that got a completion takes
     /// the ring entries that then fit.
@@ -379,7 +380,7 @@ impl SimHost {
         lock(&self.world).clos_until_completion(end_ns)
     }
 
-    /// Clos mode: the simulator the NICs run in (to schedule fabric faults, and for a run's
+    /// The simulator the NICs run in (to schedule fabric faults, and for a run's
     /// report: [`crate::run::RunReport::collect`]).
     pub(crate) fn with_sim<R>(
         &self,
@@ -389,14 +390,9 @@ impl SimHost {
         w.clos.as_mut().map(|c| f(&mut c.sim))
     }
 
-    /// Clos mode: advances virtual time to at least `t_ns`, applying window edges on the way.
+    /// Advances virtual time to at least `t_ns`, applying window edges on the way.
     pub fn advance_to(&self, t_ns: u64) {
-        let mut w = lock(&self.world);
-        if w.clos.is_some() {
-            w.clos_advance(t_ns);
-        } else {
-            w.now_ns = w.now_ns.max(t_ns);
-        }
+        lock(&self.world).clos_advance(t_ns);
     }
 
     /// The NICs are idle (no send outstanding, nothing on its way to the host) and the
