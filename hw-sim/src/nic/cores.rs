@@ -299,11 +299,12 @@ impl Core {
 }
 
 impl Nic {
-    /// The shards core `c` runs: `c`, `c + cores`, ... (dealt round-robin, [`Core::deal`];
-    /// computed, not read from the core, as a service reads them for every core).
+    /// The shards core `c` runs, those [`Nic::core_of`] maps to it: `c`, `c + cores`, ...
+    /// (dealt round-robin, [`Core::deal`]; computed, not read from the core, as a service
+    /// reads them for every core).
     #[inline]
     fn core_shards(&self, c: usize) -> core::iter::StepBy<core::ops::Range<usize>> {
-        (c..self.shards.len()).step_by(self.cores.len().max(1))
+        (c..self.shards.len()).step_by(self.cores_len)
     }
 
     /// The core shard `k` runs on.
