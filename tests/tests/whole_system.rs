@@ -13,6 +13,7 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::Duration;
 
+use mrc_abi::device::EvState;
 use mrc_driver::api::connect::{exchange_client, exchange_server, ConnInfo};
 use mrc_driver::api::*;
 use mrc_sim::fabric::DropCause;
@@ -259,16 +260,31 @@ fn retransmits(host: &SimHost) -> u64 {
         .sum()
 }
 
-fn port_events(a: &App) -> (usize, usize) {
-    let (mut down, mut up) = (0, 0);
+/// The host events `a`'s controller got: (PORT_DOWN, PORT_UP, EV_STATE_CHANGE to
+/// ASSUMED_BAD).
+fn host_events(a: &App) -> (usize, usize, usize) {
+    let (mut down, mut up, mut ev_bad) = (0, 0, 0);
     while let Some(e) = a.host.ctl.poll_event().expect("event") {
         match e.event {
             Event::PortDown { .. } => down += 1,
             Event::PortUp { .. } => up += 1,
+            Event::EvStateChange {
+                qpn,
+                old,
+                new: EvState::AssumedBad,
+                ..
+            } => {
+                assert_ne!(old, EvState::AssumedBad, "a change, on QP {qpn}");
+                assert!(
+                    a.conns.iter().any(|c| c.qp.qpn() == qpn),
+                    "EV event on a QP of this host: {qpn}"
+                );
+                ev_bad += 1;
+            }
             _ => {}
         }
     }
-    (down, up)
+    (down, up, ev_bad)
 }
 
 /// Three hosts in a ring (0 -> 1 -> 2 -> 0) on three leaves, 0.5 % loss on every link, and
@@ -341,10 +357,12 @@ fn ring_with_plane_failure(seed: u64) {
     );
     assert!(c.fabric.conserved() && c.place_failed == 0, "{c:?}");
     for a in &apps {
-        let (down, up) = port_events(a);
+        // The senders' engines retired the lost plane's EVs, and the EV profile's event mask
+        // (all events) reports each retirement to the controller.
+        let (down, up, ev_bad) = host_events(a);
         assert!(
-            down >= 1 && up >= 1,
-            "seed {seed}: PORT_DOWN and PORT_UP seen ({down}, {up})"
+            down >= 1 && up >= 1 && ev_bad >= 1,
+            "seed {seed}: PORT_DOWN, PORT_UP and EV_BAD seen ({down}, {up}, {ev_bad})"
         );
     }
 }
@@ -405,7 +423,7 @@ fn pull_a_cable_between_batches(host: &SimHost, seed: u64) {
     post(&mut a, 0, &of_b, &msgs[2 * third..], 4);
     host.run();
     check(seed, (&mut a, 0), (&mut b, 0), &msgs, &src);
-    let (down, up) = port_events(&a);
+    let (down, up, _) = host_events(&a);
     assert_eq!((down, up), (1, 1), "one cable pull, one plug");
 }
 

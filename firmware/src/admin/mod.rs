@@ -42,8 +42,8 @@ use mrc_abi::device::admin::body::{
 };
 use mrc_abi::device::admin::{
     ev_profile_transition_ok, AdminCmd, AdminCommand, AdminReply, AdminStatus, EvProfileKind,
-    EvProfileState, QpModify, QpState, ACCESS_REMOTE_WRITE, EVENT_MASK_EV_DENIED, FMT_TSX,
-    FMT_USE_SRH,
+    EvProfileState, QpModify, QpState, ACCESS_REMOTE_WRITE, EVENT_MASK_EV_BAD,
+    EVENT_MASK_EV_DENIED, EVENT_MASK_EV_GOOD, FMT_TSX, FMT_USE_SRH,
 };
 use mrc_abi::device::event::Event;
 use mrc_abi::device::regs::{caps, DeviceParams};
@@ -55,7 +55,7 @@ use zerocopy::FromBytes;
 
 use crate::datapath::placement::{Access, MemRegion};
 use crate::engine::cc::NsccParams;
-use crate::engine::ev_state::EvConfig;
+use crate::engine::ev_state::{EvConfig, EvReason};
 use crate::engine::qp::{
     Attr, CcProfile as EngineCc, EvProfile as EngineEv, QpAttrs, QpError, QpHint,
     QpState as EngineState,
@@ -728,6 +728,44 @@ impl<
         const CC: usize,
     > Admin<PD, MR, CQ, QP, FMT, EVP, EVN, CC>
 {
+    /// The `EV_STATE_CHANGE` event a host gets for the engine's EV event on device QP `qpn`
+    /// (EV `ev_index` from state code `old` to `new`, reason code `reason`), when the `EVENT_MASK_*`
+    /// bits of the QP's EV profile ask for it: an EV retired (`EV_BAD`) or back in use after
+    /// being retired (`EV_GOOD`). Skips and their service are per-packet spraying detail;
+    /// denials and allows are the controller's own (reported by the executor when it makes
+    /// them). `None` for an unknown QP or state code, and for every change the mask leaves out.
+    pub fn ev_state_event(
+        &self,
+        qpn: u32,
+        ev_index: u16,
+        old: u8,
+        new: u8,
+        reason: u8,
+    ) -> Option<Event> {
+        let mask = self
+            .qps
+            .get(&qpn)
+            .and_then(|q| self.ev_profiles.get(&q.ev_profile))
+            .map_or(0, |p| p.event_mask);
+        let old = EvState::from_u8(old)?;
+        let new = EvState::from_u8(new)?;
+        let by_controller = [EvReason::ControllerDeny, EvReason::ControllerAllow]
+            .iter()
+            .any(|r| r.code() == reason);
+        let report = !by_controller
+            && match new {
+                EvState::AssumedBad => mask & EVENT_MASK_EV_BAD != 0,
+                EvState::Good => old == EvState::AssumedBad && mask & EVENT_MASK_EV_GOOD != 0,
+                _ => false,
+            };
+        report.then_some(Event::EvStateChange {
+            qpn,
+            ev_index,
+            old,
+            new,
+        })
+    }
+
     /// Empty tables (a device reset).
     pub const fn new() -> Self {
         Admin {

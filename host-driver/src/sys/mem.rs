@@ -709,7 +709,11 @@ mod tests {
             r.read_slice(off, &mut back).unwrap();
             assert_eq!(back, data, "{len} bytes at {off}");
             assert_eq!(r.read_u8(off - 1).unwrap(), 0, "byte before {off}");
-            assert_eq!(r.read_u8(off + len as u64).unwrap(), 0, "byte after {len} at {off}");
+            assert_eq!(
+                r.read_u8(off + len as u64).unwrap(),
+                0,
+                "byte after {len} at {off}"
+            );
             r.write_slice(off, &vec![0u8; len]).unwrap();
         }
         let big = vec![1u8; 4096];
@@ -719,7 +723,11 @@ mod tests {
         ));
         let mut back = vec![0u8; 4096];
         assert!(r.read_slice(u64::MAX - 10, &mut back).is_err());
-        assert_eq!(r.read_u8((128 << 10) - 1).unwrap(), 0, "a refused bulk write wrote");
+        assert_eq!(
+            r.read_u8((128 << 10) - 1).unwrap(),
+            0,
+            "a refused bulk write wrote"
+        );
     }
 
     #[test]

@@ -81,12 +81,14 @@ pub enum DriverEvent {
     Completion(Completion),
     /// A payload was placed ([`Placement`]).
     Placed(Placement),
-    /// EV `ev` of QP `qpn` moved to `new` for `reason`.
+    /// EV `ev` of QP `qpn` moved from `old` to `new` for `reason`.
     EvEvent {
         /// NIC QPN.
         qpn: u32,
         /// EV index.
         ev: u16,
+        /// Previous state.
+        old: EvState,
         /// New state.
         new: EvState,
         /// Why.
@@ -175,11 +177,13 @@ impl DriverPort {
             HostWrite::EvEvent {
                 qpn,
                 ev,
+                old,
                 new,
                 reason,
             } => DriverEvent::EvEvent {
                 qpn,
                 ev,
+                old,
                 new,
                 reason,
             },

@@ -28,10 +28,11 @@ use mrc_nicloop::{LoopConfig, NicLoop};
 pub(crate) enum HostWrite {
     /// A work request completed.
     Completion(Completion),
-    /// EV `ev` of QP `qpn` moved to state `new` for `reason`.
+    /// EV `ev` of QP `qpn` moved from state `old` to `new` for `reason`.
     EvEvent {
         qpn: u32,
         ev: u16,
+        old: EvState,
         new: EvState,
         reason: EvReason,
     },
@@ -298,12 +299,15 @@ fn drain_host<C: Capacity>(
                     }
                 }
                 Ok(CsrEvent::EvEvent(v)) => {
-                    if let (Some(new), Some(reason)) =
-                        (EvState::from_u8(v.new), EvReason::from_code(v.reason))
-                    {
+                    if let (Some(old), Some(new), Some(reason)) = (
+                        EvState::from_u8(v.old),
+                        EvState::from_u8(v.new),
+                        EvReason::from_code(v.reason),
+                    ) {
                         host.push(HostWrite::EvEvent {
                             qpn: v.qpn.get(),
                             ev: v.ev.get(),
+                            old,
                             new,
                             reason,
                         });

@@ -310,6 +310,7 @@ impl Nic {
                         ev,
                         new,
                         reason,
+                        ..
                     } => {
                         self.counters.ev_state_changes += 1;
                         if new == EvState::AssumedBad && reason == EvReason::Loss {

@@ -682,7 +682,28 @@ impl World {
                 return done_any;
             };
             match e {
-                DriverEvent::EvEvent { .. } => c.counters.ev_events += 1,
+                DriverEvent::EvEvent {
+                    qpn,
+                    ev,
+                    old,
+                    new,
+                    reason,
+                } => {
+                    c.counters.ev_events += 1;
+                    // The event record the image's loop writes for it (the same rule: the
+                    // QP's EV profile's event mask), on the device QPN the host knows.
+                    let n = &mut self.nics[i];
+                    let dev =
+                        n.t.qps
+                            .iter()
+                            .find(|(_, q)| engine_qpn(q) == Some(qpn))
+                            .map(|(&d, _)| d);
+                    if let Some(event) = dev.and_then(|d| {
+                        n.t.ev_state_event(d, ev, old as u8, new as u8, reason.code())
+                    }) {
+                        n.post_event(event, now);
+                    }
+                }
                 DriverEvent::Placed(p) => self.clos_place(i, p),
                 DriverEvent::Completion(done) => {
                     done_any = true;

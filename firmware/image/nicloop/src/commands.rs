@@ -1,15 +1,13 @@
 //! Step 3: FW->DP entries out: the loop's own, then the engine's, translated for the host
 //! interface with the admin tables.
 
-use mrc_abi::device::admin::{QpState, EVENT_MASK_EV_BAD, EVENT_MASK_EV_GOOD};
+use mrc_abi::device::admin::QpState;
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, EvEventEntry, PostCqe, PostEvent};
+use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PostCqe, PostEvent};
 use mrc_abi::device::event::Event;
-use mrc_abi::device::EvState;
 use mrc_abi::wire::NackReason;
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::csr_queue::CsrQueue;
-use mrc_firmware::engine::ev_state::EvReason;
 use mrc_firmware::engine::{Completion, CompletionError, CompletionKind};
 
 use crate::{Fw, LoopCounters, NicAdmin, LOOP_QUEUE};
@@ -126,23 +124,10 @@ impl<C: Capacity> Fw<C> {
             self.counters.unknown_qpn += 1;
             return None;
         };
-        let mask = admin
-            .qps
-            .get(&qpn)
-            .and_then(|q| admin.ev_profiles.get(&q.ev_profile))
-            .map_or(0, |p| p.event_mask);
-        match ev_report(&v, mask) {
-            Some((old, new)) => {
+        match admin.ev_state_event(qpn, v.ev.get(), v.old, v.new, v.reason) {
+            Some(event) => {
                 self.counters.host_events += 1;
-                Some(
-                    CsrEvent::PostEvent(PostEvent::new(&Event::EvStateChange {
-                        qpn,
-                        ev_index: v.ev.get(),
-                        old,
-                        new,
-                    }))
-                    .encode(),
-                )
+                Some(CsrEvent::PostEvent(PostEvent::new(&event)).encode())
             }
             None => {
                 self.counters.ev_events_masked += 1;
@@ -164,26 +149,6 @@ pub(crate) fn post_event(
     }
     out.push(CsrEvent::PostEvent(PostEvent::new(&event)));
     counters.host_events += 1;
-}
-
-/// The old and new state of an EV event the `EVENT_MASK_*` bits `mask` report: an EV retired
-/// (`EV_BAD`) or back in use after being retired (`EV_GOOD`). Skips and their service are
-/// per-packet spraying detail; denials are reported by the admin executor.
-fn ev_report(v: &EvEventEntry, mask: u32) -> Option<(EvState, EvState)> {
-    let old = EvState::from_u8(v.old)?;
-    let new = EvState::from_u8(v.new)?;
-    let by_controller = [EvReason::ControllerDeny, EvReason::ControllerAllow]
-        .iter()
-        .any(|r| r.code() == v.reason);
-    if by_controller {
-        return None;
-    }
-    let report = match new {
-        EvState::AssumedBad => mask & EVENT_MASK_EV_BAD != 0,
-        EvState::Good => old == EvState::AssumedBad && mask & EVENT_MASK_EV_GOOD != 0,
-        _ => false,
-    };
-    report.then_some((old, new))
 }
 
 fn cqe_status(s: Result<(), CompletionError>) -> CqeStatus {
