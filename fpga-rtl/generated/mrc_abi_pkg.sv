@@ -366,6 +366,7 @@ package mrc_abi_pkg;
     CSR_KIND_POST_EVENT = 8'h86, // FW->DP post an event.
     CSR_KIND_COMPLETE = 8'h87, // FW->DP work request completion.
     CSR_KIND_EV_EVENT = 8'h88, // FW->DP EV state change.
+    CSR_KIND_PROBE_RESULT = 8'h92, // FW->DP a host probe finished.
     CSR_KIND_PLANE_WEIGHT = 8'h89, // FW->DP sprayer plane weight.
     CSR_KIND_RETRANSMIT_UNACKED = 8'h8A, // FW->DP requeue every unacknowledged PSN.
     CSR_KIND_TAIL_PROBE = 8'h8B, // FW->DP tail loss probe.
@@ -1046,6 +1047,18 @@ package mrc_abi_pkg;
     logic [7:0] plane; // Plane of the EV.
     logic [7:0] kind; // `CsrKind` code.
   } send_probe_t;
+
+  // ProbeResult (32 bytes, little-endian): FW->DP, for the host: an EV probe the host asked for (admin `PROBE_EV`) finished, with a reply after `rtt_ns` or with none by its timeout (`replied` 0, `rtt_ns` 0).
+  localparam logic [31:0] PROBE_RESULT_BYTES = 32'd32;
+  typedef struct packed {
+    logic [127:0] rsvd; // Reserved (0).
+    logic [31:0] rtt_ns; // Round trip, ns (0 when no reply came).
+    logic [31:0] probe_id; // The host's probe id (from the `PROBE_EV` command).
+    logic [31:0] qpn; // QPN.
+    logic [15:0] ev; // EV index probed.
+    logic [7:0] replied; // 1: a reply arrived; 0: the probe timed out.
+    logic [7:0] kind; // `CsrKind` code.
+  } probe_result_t;
 
   // WindowUpdate (32 bytes, little-endian): FW->DP: the congestion window of a QP (new packets leave while the bytes in flight are below it).
   localparam logic [31:0] WINDOW_UPDATE_BYTES = 32'd32;

@@ -382,6 +382,80 @@ fn ring_campaign() {
     }
 }
 
+/// Probes EVs 0..16 of host 0's QP (PROBE_EV with ids from `first_id`, a 50 us timeout):
+/// per EV, whether its probe was answered and the round trip.
+fn probe_evs(a: &App, first_id: u32) -> Vec<(bool, u32)> {
+    let qpn = a.conns[0].qp.qpn();
+    let mut out = vec![None; 16];
+    for ev in 0..16u16 {
+        a.host
+            .ctl
+            .probe_ev(qpn, ev, first_id + u32::from(ev), 50)
+            .expect("PROBE_EV");
+    }
+    while let Some(e) = a.host.ctl.poll_event().expect("event") {
+        if let Event::EvProbeResult {
+            qpn: q,
+            ev_index,
+            probe_id,
+            rtt_ns,
+            replied,
+        } = e.event
+        {
+            assert_eq!((q, probe_id), (qpn, first_id + u32::from(ev_index)));
+            let slot = &mut out[usize::from(ev_index)];
+            assert!(slot.is_none(), "one result per probe (EV {ev_index})");
+            assert!(replied || rtt_ns == 0, "a lost probe has no RTT");
+            *slot = Some((replied, rtt_ns));
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(ev, r)| r.unwrap_or_else(|| panic!("no result for EV {ev}")))
+        .collect()
+}
+
+/// PROBE_EV crosses the fabric: host 0's probes of its QP's EVs toward host 1 come back with
+/// the fabric's round trip; with host 0's cable to plane 2 pulled, the probes of the EVs on
+/// that plane are lost (each reported once, as not answered, at its timeout) and the others
+/// still come back.
+#[test]
+fn ev_probes_cross_the_fabric_and_time_out_on_a_pulled_cable() {
+    let host = SimHost::clos_pair().expect("host");
+    let mut a = host_app(&host, 0);
+    let mut b = host_app(&host, 1);
+    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
+    connect(&mut a, 0, &of_b);
+    connect(&mut b, 0, &of_a);
+    let up = probe_evs(&a, 100);
+    let rtts: Vec<u32> = up
+        .iter()
+        .map(|&(ok, rtt)| {
+            assert!(ok, "every plane is up: {up:?}");
+            rtt
+        })
+        .collect();
+    // Host, leaf, spine, leaf, host and back: eight links, well above a loopback's few ns
+    // and well below the timeout.
+    assert!(rtts.iter().all(|r| (500..50_000).contains(r)), "{rtts:?}");
+    host.nics()[0].set_link(2, false);
+    let t0 = host.now_ns();
+    let pulled = probe_evs(&a, 200);
+    let lost = pulled.iter().filter(|p| !p.0).count();
+    eprintln!("RTTs {rtts:?}; with plane 2 pulled {pulled:?}");
+    assert!(
+        lost > 0 && lost < pulled.len(),
+        "the EVs on plane 2 and only those are lost: {pulled:?}"
+    );
+    assert!(
+        host.now_ns() >= t0 + 50_000,
+        "a lost probe reports at its timeout"
+    );
+    host.nics()[0].set_link(2, true);
+    let back = probe_evs(&a, 300);
+    assert!(back.iter().all(|p| p.0), "the cable is back: {back:?}");
+}
+
 /// Two hosts on the Clos of `cfg`, with host 0's leaf-spine link to spine 0 on plane 0
 /// dropping everything for the whole run; a cable of host 0 is pulled between two batches and
 /// plugged back in before the third. Returns the totals.

@@ -297,6 +297,7 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_kind", "POST_EVENT", csr::CsrKind::PostEvent, "FW->DP post an event."),
     c!("csr_kind", "COMPLETE", csr::CsrKind::Complete, "FW->DP work request completion."),
     c!("csr_kind", "EV_EVENT", csr::CsrKind::EvEvent, "FW->DP EV state change."),
+    c!("csr_kind", "PROBE_RESULT", csr::CsrKind::ProbeResult, "FW->DP a host probe finished."),
     c!("csr_kind", "PLANE_WEIGHT", csr::CsrKind::PlaneWeight, "FW->DP sprayer plane weight."),
     c!("csr_kind", "RETRANSMIT_UNACKED", csr::CsrKind::RetransmitUnacked, "FW->DP requeue every unacknowledged PSN."),
     c!("csr_kind", "TAIL_PROBE", csr::CsrKind::TailProbe, "FW->DP tail loss probe."),

@@ -57,6 +57,7 @@ pub const LAYOUTS: &[Layout] = &[
     csr::EvUpdate::LAYOUT,
     csr::PlaneWeight::LAYOUT,
     csr::SendProbe::LAYOUT,
+    csr::ProbeResult::LAYOUT,
     csr::WindowUpdate::LAYOUT,
     csr::PostCqe::LAYOUT,
     csr::PostEvent::LAYOUT,

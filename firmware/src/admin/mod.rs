@@ -406,20 +406,6 @@ pub fn make_evs<const N: usize>(
 // ---------------------------------------------------------------------------------------------
 // What differs between a NIC and a device model.
 
-/// What an EV probe came to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProbeOutcome {
-    /// Answered after `rtt_ns`.
-    Replied {
-        /// Round trip.
-        rtt_ns: u32,
-    },
-    /// No reply.
-    Lost,
-    /// The device cannot probe on request (PROBE_EV is refused with `BUSY`).
-    Unsupported,
-}
-
 /// The device services the executor uses.
 pub trait AdminEnv {
     /// Interrupt vectors of the function (CREATE_CQ's vector must be below).
@@ -445,8 +431,6 @@ pub trait AdminEnv {
     fn port_speed_mbps(&self) -> u32;
     /// A firmware update command (FW_*).
     fn firmware(&mut self, cmd: &AdminCommand) -> AdminResult;
-    /// Probe EV `ev_index` of QP `qpn` (not denied) with the device's probe machinery.
-    fn probe(&mut self, qpn: u32, ev_index: u16) -> ProbeOutcome;
 }
 
 /// The engine behind the device QPs. Every method has a no-op default ([`NoEngine`]).
@@ -492,6 +476,14 @@ pub trait QpEngine {
     /// A plane's ports became (non-)operational.
     fn plane(&mut self, now_ns: u64, plane: u8, up: bool) {
         let _ = (now_ns, plane, up);
+    }
+    /// Probe EV `ev` of engine QP `qpn` for the host's probe `probe_id`, timing out
+    /// `timeout_ns` from `now_ns`; the outcome reaches the host as an `EV_PROBE_RESULT`
+    /// event ([`Admin::probe_result_event`]). `false`: the engine cannot (PROBE_EV answers
+    /// `BUSY`).
+    fn probe_ev(&mut self, now_ns: u64, qpn: u32, ev: u16, probe_id: u32, timeout_ns: u64) -> bool {
+        let _ = (now_ns, qpn, ev, probe_id, timeout_ns);
+        false
     }
     /// Payload bytes per packet (the default CC profile counts in it).
     fn mtu_payload(&self) -> u32 {
@@ -611,6 +603,11 @@ impl<C: crate::capacity::Capacity, R: RegionTable> QpEngine for Core<'_, C, R> {
         } else {
             self.engine.handle_plane_down(now_ns, plane);
         }
+    }
+    fn probe_ev(&mut self, now_ns: u64, qpn: u32, ev: u16, probe_id: u32, timeout_ns: u64) -> bool {
+        self.engine
+            .probe_ev(now_ns, qpn, ev, probe_id, timeout_ns)
+            .is_ok()
     }
     fn mtu_payload(&self) -> u32 {
         self.regions.mtu_payload()
@@ -764,6 +761,36 @@ impl<
             old,
             new,
         })
+    }
+
+    /// The `EV_PROBE_RESULT` event of the host's probe `probe_id` of EV `ev_index` of device
+    /// QP `qpn`, which the engine reported with `rtt_ns` (`None`: no reply by its timeout);
+    /// a reply's round trip is kept as the EV's last probe RTT (QUERY_EV) when the QP has an
+    /// EV profile.
+    pub fn probe_result_event(
+        &mut self,
+        qpn: u32,
+        ev_index: u16,
+        probe_id: u32,
+        rtt_ns: Option<u32>,
+    ) -> Event {
+        if let Some(rtt) = rtt_ns {
+            let pid = self.qps.get(&qpn).map_or(0, |q| q.ev_profile);
+            if let Some(ev) = self
+                .ev_profiles
+                .get_mut(&pid)
+                .and_then(|p| p.evs.get_mut(usize::from(ev_index)))
+            {
+                ev.rtt_ns = rtt;
+            }
+        }
+        Event::EvProbeResult {
+            qpn,
+            ev_index,
+            probe_id,
+            rtt_ns: rtt_ns.unwrap_or(0),
+            replied: rtt_ns.is_some(),
+        }
     }
 
     /// Empty tables (a device reset).
@@ -1508,41 +1535,36 @@ impl<
         }
         let idx = b.ev_index.get();
         let pid = q.ev_profile;
-        let outcome = if pid == 0 {
+        let engine = q.engine_qpn();
+        let probe_id = b.probe_id.get();
+        if pid == 0 {
             if u32::from(idx) >= cx.params.max_evs_per_qp {
                 return Err(bad_attr(off!(ProbeEv, ev_index)));
             }
-            cx.env.probe(qpn, idx)
         } else {
-            let p = self.ev_profiles.get_mut(&pid).ok_or(BAD_STATE)?;
+            let p = self.ev_profiles.get(&pid).ok_or(BAD_STATE)?;
             let ev = p
                 .evs
-                .get_mut(usize::from(idx))
+                .get(usize::from(idx))
                 .ok_or(bad_attr(off!(ProbeEv, ev_index)))?;
-            // Denied EVs are not sent on, so their probe is lost.
-            let o = if ev.state == EvState::Denied {
-                ProbeOutcome::Lost
-            } else {
-                cx.env.probe(qpn, idx)
-            };
-            if let ProbeOutcome::Replied { rtt_ns } = o {
-                ev.rtt_ns = rtt_ns;
+            if ev.state == EvState::Denied {
+                // Denied EVs are not sent on, so their probe is lost at once.
+                cx.env.post_event(Event::EvProbeResult {
+                    qpn,
+                    ev_index: idx,
+                    probe_id,
+                    rtt_ns: 0,
+                    replied: false,
+                });
+                return OK;
             }
-            o
-        };
-        let (replied, rtt_ns) = match outcome {
-            ProbeOutcome::Replied { rtt_ns } => (true, rtt_ns),
-            ProbeOutcome::Lost => (false, 0),
-            ProbeOutcome::Unsupported => return Err((AdminStatus::Busy, 0)),
-        };
-        cx.env.post_event(Event::EvProbeResult {
-            qpn,
-            ev_index: idx,
-            probe_id: b.probe_id.get(),
-            rtt_ns,
-            replied,
-        });
-        OK
+        }
+        // The engine sends it; the result follows when the reply comes or the timeout passes.
+        let timeout_ns = u64::from(b.timeout_us.get()) * 1_000;
+        match engine {
+            Some(e) if cx.engine.probe_ev(cx.now_ns, e, idx, probe_id, timeout_ns) => OK,
+            _ => Err((AdminStatus::Busy, 0)),
+        }
     }
 }
 

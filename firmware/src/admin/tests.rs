@@ -86,9 +86,6 @@ impl AdminEnv for Env {
     fn firmware(&mut self, _cmd: &AdminCommand) -> AdminResult {
         Err((AdminStatus::Busy, 0))
     }
-    fn probe(&mut self, _qpn: u32, _ev_index: u16) -> ProbeOutcome {
-        ProbeOutcome::Lost
-    }
 }
 
 fn engine() -> std::boxed::Box<TestEngine> {

@@ -9,9 +9,9 @@
 //! of each.
 
 use mrc_abi::device::csr::{
-    self, CsrEntry, CsrEvent, CsrKind, EvEventEntry, EvUpdate, PlaneWeight, QpInitCtx, QpRtrCtx,
-    QpRtsCtx, QpStateEntry, Retransmit, RetransmitUnacked, SendProbe, TailProbe, WindowUpdate,
-    EV_ANY,
+    self, CsrEntry, CsrEvent, CsrKind, EvEventEntry, EvUpdate, PlaneWeight, ProbeResult, QpInitCtx,
+    QpRtrCtx, QpRtsCtx, QpStateEntry, Retransmit, RetransmitUnacked, SendProbe, TailProbe,
+    WindowUpdate, EV_ANY,
 };
 use mrc_abi::wire::NackReason;
 use mrc_abi::Psn;
@@ -21,13 +21,15 @@ use crate::datapath::sprayer::WEIGHT_MAX;
 use crate::engine::cc::{Cc, Controller, FixedWindow};
 use crate::engine::completion::{Completion, CompletionError, CompletionKind};
 use crate::engine::ev_state::{AckFeedback, EvConfig, EvState, EvStats, EvTable, MAX_PLANES};
+use crate::engine::host_probe::{HostProbes, Outcome, HOST_PROBE};
 use crate::engine::qp::{transition_allowed, InitParams, QpAttrs, QpError, QpState};
 use crate::engine::retry::{AckTimeout, RetryDecision, RetryPolicy, RetryState};
 use crate::engine::timer_wheel::TimerHandle;
 use crate::engine::EngineConfig;
 use crate::ring::Ring;
 
-/// Timer kinds per QP: the ACK timeout with the tail loss probe, and EV probes.
+/// Timer kinds per QP: the ACK timeout with the tail loss probe, and EV probes (the EV
+/// table's and the host's).
 pub(crate) const T_RETRY: usize = 0;
 pub(crate) const T_PROBE: usize = 1;
 /// Timers each QP needs in the wheel.
@@ -170,6 +172,8 @@ pub struct FwQp<const EVS: usize, const SQ: usize, const RQ: usize> {
     /// The congestion window last written (`u64::MAX`: none yet).
     cwnd_sent: u64,
     pub(crate) timers: [Option<(TimerHandle, u64)>; TIMERS_PER_QP],
+    /// Probes the host asked for.
+    host_probes: HostProbes,
     counters: FwQpCounters,
 }
 
@@ -243,6 +247,21 @@ pub trait QpContext {
     /// # Errors
     /// [`QpError::Ev`].
     fn set_ev_allowed(&mut self, now_ns: u64, ev: u16, allow: bool) -> Result<(), QpError>;
+    /// The host's probe `probe_id` of EV `ev` (admin `PROBE_EV`), timing out `timeout_ns`
+    /// after `now_ns`: its `SendProbe` is a lazy command ([`Self::poll_urgent`]), its outcome
+    /// a `ProbeResult` command.
+    ///
+    /// # Errors
+    /// [`QpError::WrongState`] outside RTS, [`QpError::Ev`] for an EV the table does not
+    /// have, [`QpError::QueueFull`] when the QP has as many host probes outstanding as it
+    /// keeps.
+    fn probe_for_host(
+        &mut self,
+        now_ns: u64,
+        ev: u16,
+        probe_id: u32,
+        timeout_ns: u64,
+    ) -> Result<(), QpError>;
     /// For reports.
     fn view(&self) -> FwQpView;
     /// The state and statistics of EV `ev`.
@@ -270,8 +289,14 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
         self.recv_flushed.clear();
         self.recv_cause = None;
         self.cwnd_sent = u64::MAX;
+        self.host_probes.clear();
         self.counters = FwQpCounters::default();
         Ok(())
+    }
+
+    /// The `ProbeResult` command of a host probe's outcome.
+    fn probe_result(&self, (ev, host_id, rtt_ns): Outcome) -> CsrEvent {
+        CsrEvent::ProbeResult(ProbeResult::new(self.qpn, ev, host_id, rtt_ns))
     }
 
     /// Move to ERROR with a cause for each half (the first error's causes stand).
@@ -492,6 +517,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             recv_cause: None,
             cwnd_sent: u64::MAX,
             timers: [None; TIMERS_PER_QP],
+            host_probes: HostProbes::new(),
             counters: FwQpCounters::default(),
         }
     }
@@ -636,6 +662,13 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 });
                 cmds.push_entry(c);
             }
+            CsrKind::ProbeReply if e.view::<csr::ProbeReply>().probe_id.get() & HOST_PROBE != 0 => {
+                let p = e.view::<csr::ProbeReply>();
+                match self.host_probes.reply(p.probe_id.get(), p.rtt_ns.get()) {
+                    Some(o) => cmds.push(self.probe_result(o)),
+                    None => self.counters.probe_replies_stale += 1,
+                }
+            }
             CsrKind::ProbeReply if live => {
                 let p = e.view::<csr::ProbeReply>();
                 match self.ev.handle_probe_reply(
@@ -699,8 +732,14 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     (a, b) => a.or(b),
                 }
             }
-            T_PROBE if matches!(self.state, QpState::Rtr | QpState::Rts) => {
-                self.ev.next_probe_deadline()
+            T_PROBE => {
+                let ev = matches!(self.state, QpState::Rtr | QpState::Rts)
+                    .then(|| self.ev.next_probe_deadline())
+                    .flatten();
+                match (ev, self.host_probes.next_deadline()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
             }
             _ => None,
         }
@@ -713,11 +752,20 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
 
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool {
         if kind == T_PROBE {
-            if !matches!(self.state, QpState::Rtr | QpState::Rts) {
-                return false;
-            }
             let mut any = false;
-            for _ in 0..TIMER_CMDS {
+            let mut room = TIMER_CMDS;
+            while room > 0 {
+                let Some(o) = self.host_probes.poll_expired(now_ns) else {
+                    break;
+                };
+                room -= 1;
+                any = true;
+                cmds.push(self.probe_result(o));
+            }
+            if !matches!(self.state, QpState::Rtr | QpState::Rts) {
+                return any;
+            }
+            for _ in 0..room {
                 let Some(p) = self.ev.poll_probe(now_ns) else {
                     break;
                 };
@@ -785,6 +833,13 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             let e = self.complete(c);
             cmds.push_entry(e);
         }
+        while cmds.room() > 0 {
+            let Some((ev, id)) = self.host_probes.poll_send() else {
+                break;
+            };
+            let plane = self.ev.stats(ev).map_or(0, |s| s.plane);
+            cmds.push(CsrEvent::SendProbe(SendProbe::new(self.qpn, ev, plane, id)));
+        }
     }
 
     fn poll_sprayer(&mut self, cmds: &mut Out<'_>) {
@@ -844,6 +899,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             || self.weights_pending
             || (self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent)
             || self.completions_waiting()
+            || self.host_probes.has_unsent()
     }
 
     fn plane_down(&mut self, plane: u8) {
@@ -872,6 +928,20 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         } else {
             self.ev.deny(ev).map_err(QpError::Ev)
         }
+    }
+
+    fn probe_for_host(
+        &mut self,
+        now_ns: u64,
+        ev: u16,
+        probe_id: u32,
+        timeout_ns: u64,
+    ) -> Result<(), QpError> {
+        if self.state != QpState::Rts {
+            return Err(QpError::WrongState { state: self.state });
+        }
+        self.ev.stats(ev).map_err(QpError::Ev)?;
+        self.host_probes.start(now_ns, ev, probe_id, timeout_ns)
     }
 
     fn view(&self) -> FwQpView {

@@ -26,6 +26,7 @@ pub mod completion;
 pub mod ev_state;
 pub mod fixed;
 pub mod fw_qp;
+pub mod host_probe;
 mod in_place;
 pub mod qp;
 pub mod retry;
@@ -612,6 +613,27 @@ impl<C: Capacity> Engine<C> {
             self.mark(qpn);
             self.sync_timers(qpn, now_ns);
         }
+        Ok(())
+    }
+
+    /// The host's probe `probe_id` of EV `ev` of QP `qpn` (admin `PROBE_EV`): the QP sends
+    /// it and reports a `ProbeResult` command when the reply arrives or `timeout_ns` after
+    /// `now_ns`, whichever is first.
+    ///
+    /// # Errors
+    /// [`QpError::UnknownQp`]; the QP's refusal ([`QpContext::probe_for_host`]).
+    pub fn probe_ev(
+        &mut self,
+        now_ns: u64,
+        qpn: u32,
+        ev: u16,
+        probe_id: u32,
+        timeout_ns: u64,
+    ) -> Result<(), QpError> {
+        self.open_qp(qpn)?
+            .probe_for_host(now_ns, ev, probe_id, timeout_ns)?;
+        self.mark(qpn);
+        self.sync_timers(qpn, now_ns);
         Ok(())
     }
 

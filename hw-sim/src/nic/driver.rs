@@ -94,6 +94,18 @@ pub enum DriverEvent {
         /// Why.
         reason: EvReason,
     },
+    /// The host's probe `probe_id` of EV `ev` of QP `qpn` finished: answered after `rtt_ns`,
+    /// or `None` when it timed out.
+    ProbeResult {
+        /// NIC QPN.
+        qpn: u32,
+        /// EV index.
+        ev: u16,
+        /// The host's probe id.
+        probe_id: u32,
+        /// Round trip, ns.
+        rtt_ns: Option<u32>,
+    },
 }
 
 /// A placed payload: `len` bytes at byte `offset` of registered region `slot`, for message
@@ -127,6 +139,9 @@ pub(crate) struct DriverPort {
     /// Per QP position: send work requests handed to the NIC and not completed (a QP
     /// destroyed or reset drops its own without completions).
     outstanding: Vec<u32>,
+    /// Per QP position: host probes (PROBE_EV) started whose result has not been written (a
+    /// QP destroyed or reset drops its own without results).
+    probes: Vec<u32>,
     /// Shards whose engine took an admin change since the last settle.
     dirty: Vec<usize>,
     /// The NIC's component id (for loopback deliveries), as of the last input.
@@ -140,6 +155,7 @@ impl DriverPort {
             by_dev: Vec::new(),
             out: VecDeque::new(),
             outstanding: vec![0; qps],
+            probes: vec![0; qps],
             dirty: Vec::new(),
             me: ComponentId(0),
         }
@@ -187,6 +203,22 @@ impl DriverPort {
                 new,
                 reason,
             },
+            HostWrite::ProbeResult {
+                qpn,
+                ev,
+                probe_id,
+                rtt_ns,
+            } => {
+                if let Some(p) = self.probes.get_mut(qpn as usize) {
+                    *p = p.saturating_sub(1);
+                }
+                DriverEvent::ProbeResult {
+                    qpn,
+                    ev,
+                    probe_id,
+                    rtt_ns,
+                }
+            }
         };
         self.push(seen, e);
     }
@@ -250,15 +282,15 @@ impl DriverEngine<'_> {
         }
     }
 
-    /// QP `qpn` dropped its work requests without completions.
+    /// QP `qpn` dropped its work requests without completions (and its host probes without
+    /// results).
     fn forget(&mut self, qpn: u32) {
-        if let Some(o) = self
-            .nic
-            .driver
-            .as_mut()
-            .and_then(|d| d.outstanding.get_mut(qpn as usize))
-        {
-            *o = 0;
+        if let Some(d) = self.nic.driver.as_mut() {
+            for v in [&mut d.outstanding, &mut d.probes] {
+                if let Some(o) = v.get_mut(qpn as usize) {
+                    *o = 0;
+                }
+            }
         }
     }
 
@@ -369,6 +401,27 @@ impl QpEngine for DriverEngine<'_> {
             e.set_ev_allowed(now_ns, slot, ev, allow);
             self.dirty(k);
         }
+    }
+
+    fn probe_ev(&mut self, now_ns: u64, qpn: u32, ev: u16, probe_id: u32, timeout_ns: u64) -> bool {
+        let (k, slot) = place(&self.nic.pos_of, qpn, self.nic.width);
+        let started = self
+            .nic
+            .shards
+            .get_mut(k)
+            .is_some_and(|e| e.probe_ev(now_ns, slot, ev, probe_id, timeout_ns));
+        if started {
+            self.dirty(k);
+            if let Some(p) = self
+                .nic
+                .driver
+                .as_mut()
+                .and_then(|d| d.probes.get_mut(qpn as usize))
+            {
+                *p += 1;
+            }
+        }
+        started
     }
 
     fn plane(&mut self, now_ns: u64, plane: u8, up: bool) {
@@ -657,10 +710,11 @@ impl Nic {
     /// With the fabric empty too ([`crate::run::World::driver_quiet`]), every completion the
     /// host will get without new work is in [`Nic::driver_poll`]'s hands.
     pub fn driver_idle(&self) -> bool {
-        self.driver
-            .as_ref()
-            .is_none_or(|d| d.outstanding.iter().all(|o| *o == 0) && d.out.is_empty())
-            && self.hostq.next_ready().is_none()
+        self.driver.as_ref().is_none_or(|d| {
+            d.outstanding.iter().all(|o| *o == 0)
+                && d.out.is_empty()
+                && d.probes.iter().all(|p| *p == 0)
+        }) && self.hostq.next_ready().is_none()
             && self.dma.bytes == 0
             && self.dp.next_due().is_none()
             && self.shards.iter().all(|e| !e.has_reports())

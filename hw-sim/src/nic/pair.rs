@@ -36,6 +36,14 @@ pub(crate) enum HostWrite {
         new: EvState,
         reason: EvReason,
     },
+    /// The host's probe `probe_id` of EV `ev` of QP `qpn` finished: answered after `rtt_ns`,
+    /// or `None` when it timed out.
+    ProbeResult {
+        qpn: u32,
+        ev: u16,
+        probe_id: u32,
+        rtt_ns: Option<u32>,
+    },
 }
 
 /// Entries moved per step.
@@ -313,6 +321,12 @@ fn drain_host<C: Capacity>(
                         });
                     }
                 }
+                Ok(CsrEvent::ProbeResult(r)) => host.push(HostWrite::ProbeResult {
+                    qpn: r.qpn.get(),
+                    ev: r.ev.get(),
+                    probe_id: r.probe_id.get(),
+                    rtt_ns: (r.replied != 0).then(|| r.rtt_ns.get()),
+                }),
                 // (raw CQEs and event records: the simulated host has no rings)
                 _ => {}
             }

@@ -170,7 +170,9 @@ impl Nic {
         for w in &mut self.host_writes[from..] {
             match w {
                 HostWrite::Completion(c) => c.qpn = qpn_in(qpn_at, k, width, c.qpn),
-                HostWrite::EvEvent { qpn, .. } => *qpn = qpn_in(qpn_at, k, width, *qpn),
+                HostWrite::EvEvent { qpn, .. } | HostWrite::ProbeResult { qpn, .. } => {
+                    *qpn = qpn_in(qpn_at, k, width, *qpn)
+                }
             }
         }
         r
@@ -337,6 +339,8 @@ impl Nic {
                         self.flows.on_completion(flow, len, ok, seen);
                         touched.push(c.qpn);
                     }
+                    // (only a host's PROBE_EV asks for one: flow hosts never do)
+                    HostWrite::ProbeResult { .. } => {}
                 }
             }
             self.host_writes = writes;
@@ -361,7 +365,7 @@ impl Nic {
         }
         let bytes = match w {
             HostWrite::Completion(_) => pcie::CQE_BYTES,
-            HostWrite::EvEvent { .. } => pcie::EVENT_BYTES,
+            HostWrite::EvEvent { .. } | HostWrite::ProbeResult { .. } => pcie::EVENT_BYTES,
         };
         self.link.write(now, 0, bytes)
     }

@@ -175,6 +175,18 @@ impl Shard {
     pub(crate) fn set_ev_allowed(&mut self, now_ns: u64, slot: u32, ev: u16, allow: bool) {
         on!(self, e => { let _ = e.fw_mut().set_ev_allowed(now_ns, slot, ev, allow); }, _i => {})
     }
+    /// The host's probe `probe_id` of EV `ev` of the QP in `slot` (admin PROBE_EV); `false`
+    /// when the engine refuses it or the shard has no engine of its own.
+    pub(crate) fn probe_ev(
+        &mut self,
+        now_ns: u64,
+        slot: u32,
+        ev: u16,
+        probe_id: u32,
+        timeout_ns: u64,
+    ) -> bool {
+        on!(self, e => e.fw_mut().probe_ev(now_ns, slot, ev, probe_id, timeout_ns).is_ok(), _i => false)
+    }
     /// The NIC's port on `plane` became (non-)operational.
     pub(crate) fn plane(&mut self, now_ns: u64, plane: u8, up: bool) {
         on!(self, e => if up {

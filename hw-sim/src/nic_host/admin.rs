@@ -11,7 +11,7 @@ use mrc_abi::device::regs::DeviceParams;
 use mrc_driver::sys::twin::TwinDevice;
 use mrc_driver::sys::Iova;
 use mrc_driver::zerocopy::{FromBytes, IntoBytes};
-use mrc_firmware::admin::{AdminEnv, AdminResult, Ctx, Done, ProbeOutcome};
+use mrc_firmware::admin::{AdminEnv, AdminResult, Ctx, Done};
 
 use super::state::*;
 use super::{World, ADMIN_CMD_BYTES};
@@ -69,13 +69,6 @@ impl AdminEnv for SimEnv<'_> {
     fn firmware(&mut self, _cmd: &AdminCommand) -> AdminResult {
         // `run_admin` hands FW_* commands to `World::fw_execute` before the executor.
         Err((AdminStatus::Internal, 0))
-    }
-    fn probe(&mut self, _qpn: u32, ev_index: u16) -> ProbeOutcome {
-        // An admin PROBE_EV is answered here, not sent over the fabric: a fixed base RTT plus
-        // a per-EV path offset (the engines' own probes do cross the fabric).
-        ProbeOutcome::Replied {
-            rtt_ns: 2_000 + 8 * u32::from(ev_index),
-        }
     }
 }
 

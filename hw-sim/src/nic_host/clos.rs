@@ -329,6 +329,15 @@ fn engine_qpn(q: &super::state::Qp) -> Option<u32> {
     q.engine_slot.checked_sub(1)
 }
 
+/// The device QP of `nic` in front of NIC QPN `qpn`.
+fn dev_qpn(nic: &super::state::NicState, qpn: u32) -> Option<u32> {
+    nic.t
+        .qps
+        .iter()
+        .find(|(_, q)| engine_qpn(q) == Some(qpn))
+        .map(|(&d, _)| d)
+}
+
 impl World {
     /// Binds every device QP of NIC `i` that has an engine QP to it and to its peer's host.
     pub(crate) fn clos_bind(&mut self, i: usize) {
@@ -682,6 +691,18 @@ impl World {
                 return done_any;
             };
             match e {
+                DriverEvent::ProbeResult {
+                    qpn,
+                    ev,
+                    probe_id,
+                    rtt_ns,
+                } => {
+                    let n = &mut self.nics[i];
+                    if let Some(d) = dev_qpn(n, qpn) {
+                        let event = n.t.probe_result_event(d, ev, probe_id, rtt_ns);
+                        n.post_event(event, now);
+                    }
+                }
                 DriverEvent::EvEvent {
                     qpn,
                     ev,
@@ -693,12 +714,7 @@ impl World {
                     // The event record the image's loop writes for it (the same rule: the
                     // QP's EV profile's event mask), on the device QPN the host knows.
                     let n = &mut self.nics[i];
-                    let dev =
-                        n.t.qps
-                            .iter()
-                            .find(|(_, q)| engine_qpn(q) == Some(qpn))
-                            .map(|(&d, _)| d);
-                    if let Some(event) = dev.and_then(|d| {
+                    if let Some(event) = dev_qpn(n, qpn).and_then(|d| {
                         n.t.ev_state_event(d, ev, old as u8, new as u8, reason.code())
                     }) {
                         n.post_event(event, now);
@@ -707,13 +723,7 @@ impl World {
                 DriverEvent::Placed(p) => self.clos_place(i, p),
                 DriverEvent::Completion(done) => {
                     done_any = true;
-                    let Some(dev) = self.nics[i]
-                        .t
-                        .qps
-                        .iter()
-                        .find(|(_, q)| engine_qpn(q) == Some(done.qpn))
-                        .map(|(&d, _)| d)
-                    else {
+                    let Some(dev) = dev_qpn(&self.nics[i], done.qpn) else {
                         continue;
                     };
                     let Some(q) = self.nics[i].t.qps.get(&dev).copied() else {

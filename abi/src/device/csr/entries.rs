@@ -559,6 +559,25 @@ csr_entry!(
 );
 
 csr_entry!(
+    /// FW->DP, for the host: an EV probe the host asked for (admin `PROBE_EV`) finished, with
+    /// a reply after `rtt_ns` or with none by its timeout (`replied` 0, `rtt_ns` 0).
+    ProbeResult {
+        /// 1: a reply arrived; 0: the probe timed out.
+        replied: u8,
+        /// EV index probed.
+        ev: U16,
+        /// QPN.
+        qpn: U32,
+        /// The host's probe id (from the `PROBE_EV` command).
+        probe_id: U32,
+        /// Round trip, ns (0 when no reply came).
+        rtt_ns: U32,
+        /// Reserved (0).
+        rsvd: [u8; 16],
+    }
+);
+
+csr_entry!(
     /// FW->DP: an EV of a QP changed state (for the host's EV events and the operator).
     EvEventEntry {
         /// [`EvState`] code before.
@@ -1102,6 +1121,22 @@ impl Complete {
             rsvd: U16::new(0),
             wr_id: U64::new(wr_id),
             rsvd2: [0; 8],
+        }
+    }
+}
+
+impl ProbeResult {
+    /// The result of host probe `probe_id` on EV `ev` of `qpn`: the reply's round trip, or
+    /// `None` when it timed out.
+    pub fn new(qpn: u32, ev: u16, probe_id: u32, rtt_ns: Option<u32>) -> Self {
+        ProbeResult {
+            kind: CsrKind::ProbeResult as u8,
+            replied: u8::from(rtt_ns.is_some()),
+            ev: U16::new(ev),
+            qpn: w24(qpn),
+            probe_id: U32::new(probe_id),
+            rtt_ns: U32::new(rtt_ns.unwrap_or(0)),
+            rsvd: [0; 16],
         }
     }
 }

@@ -208,11 +208,13 @@ pub enum CsrKind {
     QpState = 0x90,
     /// [`RegionWrite`].
     RegionWrite = 0x91,
+    /// [`ProbeResult`].
+    ProbeResult = 0x92,
 }
 
 impl CsrKind {
     /// Every kind.
-    pub const ALL: [CsrKind; 30] = [
+    pub const ALL: [CsrKind; 31] = [
         Self::AckSummary,
         Self::Loss,
         Self::Nack,
@@ -243,6 +245,7 @@ impl CsrKind {
         Self::QpRts,
         Self::QpState,
         Self::RegionWrite,
+        Self::ProbeResult,
     ];
     /// The kind with code `v`, if any.
     #[inline]
@@ -326,6 +329,7 @@ pub enum CsrEvent {
     QpRts(QpRtsCtx),
     QpState(QpStateEntry),
     RegionWrite(RegionWrite),
+    ProbeResult(ProbeResult),
 }
 
 /// `$m!(Variant)` for every variant (one list for encode and kind).
@@ -362,6 +366,7 @@ macro_rules! each_variant {
             CsrEvent::QpRts($e) => $body,
             CsrEvent::QpState($e) => $body,
             CsrEvent::RegionWrite($e) => $body,
+            CsrEvent::ProbeResult($e) => $body,
         }
     };
 }
@@ -451,6 +456,7 @@ impl CsrEvent {
             CsrEvent::QpRts(_) => CsrKind::QpRts,
             CsrEvent::QpState(_) => CsrKind::QpState,
             CsrEvent::RegionWrite(_) => CsrKind::RegionWrite,
+            CsrEvent::ProbeResult(_) => CsrKind::ProbeResult,
         }
     }
 
@@ -482,6 +488,7 @@ impl CsrEvent {
             CsrEvent::QpRtr(e) => e.qpn,
             CsrEvent::QpRts(e) => e.qpn,
             CsrEvent::QpState(e) => e.qpn,
+            CsrEvent::ProbeResult(e) => e.qpn,
             CsrEvent::PortEvent(_)
             | CsrEvent::RxDrops(_)
             | CsrEvent::PostEvent(_)
@@ -549,6 +556,7 @@ impl CsrEvent {
             K::QpRts => E::QpRts(v(e)),
             K::QpState => E::QpState(v(e)),
             K::RegionWrite => E::RegionWrite(v(e)),
+            K::ProbeResult => E::ProbeResult(v(e)),
         }
     }
 }
@@ -748,6 +756,15 @@ impl CsrEntry {
                 }
                 reserved(entry, &Complete::RESERVED)?;
                 CsrKind::Complete
+            }
+            CsrKind::ProbeResult => {
+                let e = ProbeResult::of(entry);
+                if e.replied > 1 || (e.replied == 0 && e.rtt_ns.get() != 0) {
+                    return Err(CsrError::BadValue(1));
+                }
+                check24(e.qpn, 4)?;
+                reserved(entry, &ProbeResult::RESERVED)?;
+                CsrKind::ProbeResult
             }
             CsrKind::EvEvent => {
                 let e = EvEventEntry::of(entry);

@@ -8,7 +8,7 @@ use core::mem::offset_of;
 
 impl CsrKind {
     /// The kinds whose entries carry a QPN in bytes 4..8 ([`CsrEntry::qpn_word`]).
-    pub const WITH_QPN_WORD: [CsrKind; 24] = [
+    pub const WITH_QPN_WORD: [CsrKind; 25] = [
         CsrKind::AckSummary,
         CsrKind::Loss,
         CsrKind::Nack,
@@ -33,6 +33,7 @@ impl CsrKind {
         CsrKind::QpRtr,
         CsrKind::QpRts,
         CsrKind::QpState,
+        CsrKind::ProbeResult,
     ];
 
     /// Whether entries of kind code `code` (any byte: unknown codes are `false`) carry a QPN

@@ -120,6 +120,29 @@ fn byte_literal_region_write() {
 }
 
 #[test]
+fn probe_result_flags_and_round_trip() {
+    let r = ProbeResult::new(0x12_3456, 9, 0xdead_beef, Some(2_500));
+    let e = CsrEvent::ProbeResult(r).encode();
+    assert_eq!(e.0[0], 0x92);
+    assert_eq!(e.0[1], 1, "replied");
+    assert_eq!(e.qpn_word(), 0x12_3456);
+    assert_eq!(e.decode(), Ok(CsrEvent::ProbeResult(r)));
+    let lost = CsrEvent::ProbeResult(ProbeResult::new(1, 2, 3, None)).encode();
+    assert_eq!((lost.0[1], &lost.0[12..16]), (0, &[0u8; 4][..]));
+    assert!(lost.check().is_ok());
+    let mut bad = e;
+    bad.0[1] = 2;
+    assert_eq!(bad.check(), Err(CsrError::BadValue(1)), "replied is 0 or 1");
+    let mut bad = e;
+    bad.0[1] = 0;
+    assert_eq!(
+        bad.check(),
+        Err(CsrError::BadValue(1)),
+        "a timeout has no RTT"
+    );
+}
+
+#[test]
 fn ring_arithmetic() {
     let r = CsrRing::new(3).unwrap();
     assert_eq!(r.entries(), 8);
@@ -330,6 +353,13 @@ fn fw_command() -> impl Strategy<Value = CsrEvent> {
             CsrEvent::RegionWrite(RegionWrite::add(k, va, len.min(u64::MAX - va), a))
         }),
         any::<u32>().prop_map(|k| CsrEvent::RegionWrite(RegionWrite::remove(k))),
+        (
+            p24(),
+            any::<u16>(),
+            any::<u32>(),
+            proptest::option::of(any::<u32>())
+        )
+            .prop_map(|(q, e, id, r)| CsrEvent::ProbeResult(ProbeResult::new(q, e, id, r))),
     ]
 }
 

@@ -253,6 +253,12 @@ pub fn linker_script(map: &MemoryMap, name: &str) -> Result<String, String> {
     ] {
         writeln!(s, "REGION_ALIAS(\"REGION_{alias}\", {region});").ok();
     }
+    s.push_str(
+        "\n/* The image aborts on panic and has no unwinder: its unwind tables stay in the ELF for\n   \
+         debuggers (non-allocated, like the debug sections) and take no target memory. */\n\
+         SECTIONS\n{\n  .eh_frame (INFO) : { KEEP(*(.eh_frame)) }\n  \
+         .eh_frame_hdr (INFO) : { *(.eh_frame_hdr) }\n}\nINSERT AFTER .rodata;\n",
+    );
     let noinit = t.region.iter().find(|r| r.kind == Kind::Noinit);
     if let Some(n) = noinit {
         write!(

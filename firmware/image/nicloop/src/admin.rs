@@ -4,7 +4,7 @@
 use mrc_abi::device::admin::{AdminCommand, AdminReply, AdminStatus};
 use mrc_abi::device::csr::{CsrEvent, RegionWrite, REGION_REMOTE_READ, REGION_REMOTE_WRITE};
 use mrc_abi::device::event::Event;
-use mrc_firmware::admin::{AdminEnv, AdminResult, Core, Ctx, ProbeOutcome, RegionTable};
+use mrc_firmware::admin::{AdminEnv, AdminResult, Core, Ctx, RegionTable};
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::csr_queue::CsrQueue;
 use mrc_firmware::datapath::placement::MemRegion;
@@ -85,9 +85,6 @@ impl AdminEnv for LoopEnv<'_> {
     }
     fn firmware(&mut self, cmd: &AdminCommand) -> AdminResult {
         self.fw.execute(cmd)
-    }
-    fn probe(&mut self, _qpn: u32, _ev_index: u16) -> ProbeOutcome {
-        ProbeOutcome::Unsupported
     }
 }
 

@@ -3,7 +3,7 @@
 
 use mrc_abi::device::admin::QpState;
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PostCqe, PostEvent};
+use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PostCqe, PostEvent, ProbeResult};
 use mrc_abi::device::event::Event;
 use mrc_abi::wire::NackReason;
 use mrc_firmware::capacity::Capacity;
@@ -14,6 +14,7 @@ use crate::{Fw, LoopCounters, NicAdmin, LOOP_QUEUE};
 
 const COMPLETE: u8 = CsrKind::Complete as u8;
 const EV_EVENT: u8 = CsrKind::EvEvent as u8;
+const PROBE_RESULT: u8 = CsrKind::ProbeResult as u8;
 
 impl<C: Capacity> Fw<C> {
     /// FW->DP entries into the front of `out`: the loop's queue first, then the engine's
@@ -64,6 +65,9 @@ impl<C: Capacity> Fw<C> {
         if kind == EV_EVENT {
             return self.ev_event(&e, admin);
         }
+        if kind == PROBE_RESULT {
+            return self.probe_result(&e, admin);
+        }
         if CsrKind::has_qpn_word(kind) {
             match self.map.device(e.qpn_word()) {
                 Some(d) => e.set_qpn_word(d),
@@ -112,6 +116,19 @@ impl<C: Capacity> Fw<C> {
         }
         self.counters.cqes += 1;
         Some(CsrEvent::PostCqe(cqe).encode())
+    }
+
+    /// The `EV_PROBE_RESULT` event of a host probe the engine finished.
+    fn probe_result(&mut self, e: &CsrEntry, admin: &mut NicAdmin) -> Option<CsrEntry> {
+        let r = e.view::<ProbeResult>();
+        let Some(qpn) = self.map.device(r.qpn.get()) else {
+            self.counters.unknown_qpn += 1;
+            return None;
+        };
+        let rtt = (r.replied != 0).then(|| r.rtt_ns.get());
+        let event = admin.probe_result_event(qpn, r.ev.get(), r.probe_id.get(), rtt);
+        self.counters.host_events += 1;
+        Some(CsrEvent::PostEvent(PostEvent::new(&event)).encode())
     }
 
     /// The `EV_STATE_CHANGE` event for an engine EV event, when the QP's EV profile reports

@@ -347,7 +347,11 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
                 continue;
             }
             match kind {
-                CsrKind::Complete | CsrKind::EvEvent | CsrKind::PostCqe | CsrKind::PostEvent => {
+                CsrKind::Complete
+                | CsrKind::EvEvent
+                | CsrKind::ProbeResult
+                | CsrKind::PostCqe
+                | CsrKind::PostEvent => {
                     if self.host.room() == 0 {
                         return i;
                     }

@@ -472,7 +472,9 @@ impl<const N: usize> EvTable<N> {
     pub fn poll_probe(&mut self, now_ns: u64) -> Option<ProbeRequest> {
         let i = self.earliest_probe().filter(|&(_, at)| at <= now_ns)?.0;
         let id = self.next_probe_id;
-        self.next_probe_id = self.next_probe_id.wrapping_add(1);
+        // (never with the host probes' bit: their replies are told apart by it)
+        self.next_probe_id =
+            self.next_probe_id.wrapping_add(1) & !crate::engine::host_probe::HOST_PROBE;
         let e = &mut self.evs[i];
         e.probe_id = Some(id);
         e.probe_interval_ns = e
