@@ -283,8 +283,8 @@ impl Core {
     }
 
     /// `cores` idle cores with shards `0..shards` dealt round-robin.
-    pub(crate) fn deal(cores: u8, shards: usize) -> Vec<Core> {
-        let n = usize::from(cores.max(1));
+    pub(crate) fn deal(cores: usize, shards: usize) -> Vec<Core> {
+        let n = cores.max(1);
         let mut v: Vec<Core> = (0..n)
             .map(|_| Core {
                 scratch: vec![CsrEntry::ZERO; RING_ENTRIES],

@@ -471,7 +471,7 @@ impl Nic {
         nic.input_shards = (0..count).collect();
         nic.hostq = pcie::HostQueues::new(n);
         nic.cores = if cfg.firmware.timed {
-            Core::deal(cfg.firmware.cores, count)
+            Core::deal(usize::from(cfg.firmware.cores), count)
         } else {
             Vec::new()
         };

@@ -506,9 +506,9 @@ impl Nic {
             iteration: image::Iteration::default(),
             cores: if image {
                 // (one core per shard: each runs the image's loop)
-                Core::deal(shard_count.clamp(1, 255) as u8, shard_count)
+                Core::deal(shard_count, shard_count)
             } else if cfg.firmware.timed {
-                Core::deal(cfg.firmware.cores, shard_count)
+                Core::deal(usize::from(cfg.firmware.cores), shard_count)
             } else {
                 Vec::new()
             },

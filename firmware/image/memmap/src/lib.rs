@@ -257,7 +257,7 @@ pub fn linker_script(map: &MemoryMap, name: &str) -> Result<String, String> {
         "\n/* The image aborts on panic and has no unwinder: its unwind tables stay in the ELF for\n   \
          debuggers (non-allocated, like the debug sections) and take no target memory. */\n\
          SECTIONS\n{\n  .eh_frame (INFO) : { KEEP(*(.eh_frame)) }\n  \
-         .eh_frame_hdr (INFO) : { *(.eh_frame_hdr) }\n}\nINSERT AFTER .rodata;\n",
+         .eh_frame_hdr (INFO) : { *(.eh_frame_hdr) }\n}\nINSERT AFTER .got;\n",
     );
     let noinit = t.region.iter().find(|r| r.kind == Kind::Noinit);
     if let Some(n) = noinit {
