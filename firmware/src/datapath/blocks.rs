@@ -159,7 +159,8 @@ impl<const W: usize> RxBitmap<W> {
 pub trait Blocks {
     /// Whether every answer is the model's (no stand-in). Only then may the stage take runs of
     /// packets at once (`Datapath::set_fast_paths`): a run's picks bypass the transaction
-    /// interface.
+    /// interface. The sprayer's other transactions then bypass it too ([`Self::sprayer`] is
+    /// not called).
     fn models_only(&self) -> bool {
         true
     }
@@ -170,7 +171,7 @@ pub trait Blocks {
     }
 
     /// QP context `qp`'s sprayer took `cmd`, to which the model answered `model`: the answer
-    /// the stage goes on with.
+    /// the stage goes on with. Called only when [`Self::models_only`] is `false`.
     fn sprayer(&mut self, qp: u32, cmd: SprayerCmd, model: &SprayerRsp) -> SprayerRsp {
         let _ = (qp, cmd);
         *model
