@@ -39,7 +39,10 @@ impl<const N: usize> CsrQueue<N> {
         if self.ring.push_back(e).is_err() {
             self.overflow += 1;
         }
-        self.max_depth = self.max_depth.max(self.ring.len());
+        // (a new maximum is rare: a compare, not a store per push)
+        if self.ring.len() > self.max_depth {
+            self.max_depth = self.ring.len();
+        }
     }
 
     /// Room left.

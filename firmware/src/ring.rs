@@ -86,6 +86,25 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         }
     }
 
+    /// Append the value `make` returns, made in its slot (no copy through the stack when the
+    /// compiler can write the value in place). `make` is called also when the ring is full;
+    /// its value is then dropped and `false` returned.
+    #[inline(always)]
+    pub fn push_back_with(&mut self, make: impl FnOnce() -> T) -> bool {
+        let i = Self::wrap(self.head + self.len);
+        match self.buf.get_mut(i).filter(|_| self.len < N) {
+            Some(s) => {
+                *s = make();
+                self.len += 1;
+                true
+            }
+            None => {
+                let _ = make();
+                false
+            }
+        }
+    }
+
     /// Remove and return the oldest value.
     #[inline]
     pub fn pop_front(&mut self) -> Option<T> {

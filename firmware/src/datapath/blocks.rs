@@ -67,17 +67,24 @@ pub struct SprayerRsp {
 impl<const N: usize, const P: usize> Sprayer<N, P> {
     /// One transaction of the sprayer's command stream: the model's answer to `cmd`.
     pub fn apply(&mut self, cmd: SprayerCmd) -> SprayerRsp {
-        let (pick, r) = match cmd {
+        let (pick, r) = self.take(cmd);
+        SprayerRsp {
+            pick,
+            err: r.err(),
+            counters: self.counters(),
+        }
+    }
+
+    /// `cmd` taken by the model: its pick and its refusal (what [`Self::apply`] answers but
+    /// the counters).
+    #[inline(always)]
+    fn take(&mut self, cmd: SprayerCmd) -> (Option<EvPick>, Result<(), SprayerError>) {
+        match cmd {
             SprayerCmd::Next => (self.next_ev(), Ok(())),
             SprayerCmd::SetEv(i, s) => (None, self.set_ev(i, s)),
             SprayerCmd::SetUsable(i, u) => (None, self.set_usable(i, u)),
             SprayerCmd::MarkSkip(i) => (None, self.mark_skip(i)),
             SprayerCmd::PlaneWeight(p, w) => (None, self.set_plane_weight(p, w)),
-        };
-        SprayerRsp {
-            pick,
-            err: r.err(),
-            counters: self.counters(),
         }
     }
 }
@@ -152,7 +159,8 @@ impl<const W: usize> RxBitmap<W> {
 pub trait Blocks {
     /// Whether every answer is the model's (no stand-in). Only then may the stage take runs of
     /// packets at once (`Datapath::set_fast_paths`): a run's picks bypass the transaction
-    /// interface.
+    /// interface. The sprayer's other transactions then bypass it too ([`Self::sprayer`] is
+    /// not called).
     fn models_only(&self) -> bool {
         true
     }
@@ -163,7 +171,7 @@ pub trait Blocks {
     }
 
     /// QP context `qp`'s sprayer took `cmd`, to which the model answered `model`: the answer
-    /// the stage goes on with.
+    /// the stage goes on with. Called only when [`Self::models_only`] is `false`.
     fn sprayer(&mut self, qp: u32, cmd: SprayerCmd, model: &SprayerRsp) -> SprayerRsp {
         let _ = (qp, cmd);
         *model
@@ -209,7 +217,9 @@ pub struct ModelBlocks;
 impl Blocks for ModelBlocks {}
 
 /// One QP's sprayer as the stage drives it: every transaction through the model and then the
-/// [`Blocks`] port; reads from the model (the shadow, see the module docs).
+/// [`Blocks`] port; reads from the model (the shadow, see the module docs). With models only
+/// ([`Blocks::models_only`]: every answer is the model's) a transaction is the model's alone,
+/// with no response built for the port.
 pub(crate) struct SprayerPort<'a, const N: usize, const P: usize> {
     pub model: &'a mut Sprayer<N, P>,
     pub blocks: &'a mut dyn Blocks,
@@ -217,6 +227,8 @@ pub(crate) struct SprayerPort<'a, const N: usize, const P: usize> {
 }
 
 impl<const N: usize, const P: usize> SprayerPort<'_, N, P> {
+    /// `cmd` through the model and then the port (a stand-in's transaction).
+    #[inline(never)]
     fn transact(&mut self, cmd: SprayerCmd) -> SprayerRsp {
         let model = self.model.apply(cmd);
         self.blocks.sprayer(self.qp, cmd, &model)
@@ -230,11 +242,18 @@ impl<const N: usize, const P: usize> SprayerPort<'_, N, P> {
 
     /// [`Sprayer::next_ev`] through the port.
     pub fn next_ev(&mut self) -> Option<EvPick> {
+        if self.blocks.models_only() {
+            return self.model.next_ev();
+        }
         self.transact(SprayerCmd::Next).pick
     }
 
     /// A write through the port.
+    #[inline(always)]
     pub fn write(&mut self, cmd: SprayerCmd) -> Result<(), SprayerError> {
+        if self.blocks.models_only() {
+            return self.model.take(cmd).1;
+        }
         self.transact(cmd).err.map_or(Ok(()), Err)
     }
 

@@ -37,6 +37,14 @@ impl Ctrl {
         }
     }
 
+    /// Queue the packet `make` returns, made in its slot (or count it dropped).
+    #[inline]
+    pub fn push_with(&mut self, make: impl FnOnce() -> crate::datapath::packet::Packet) {
+        if !self.ring.push_back_with(make) {
+            self.dropped += 1;
+        }
+    }
+
     /// The oldest packet.
     #[inline]
     pub fn pop(&mut self) -> Option<crate::datapath::packet::Packet> {

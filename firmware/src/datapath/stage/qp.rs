@@ -525,11 +525,13 @@ impl<
             self.tracker_received(&rxp, &result, blocks);
         }
         if let Some(e) = event {
-            let mut p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns, blocks);
-            if stand_in {
-                self.track(&mut p, blocks);
-            }
-            ctrl.push(p);
+            ctrl.push_with(|| {
+                let mut p = self.ack_packet(now_ns, &e, pkt.tx_ts_ns, blocks);
+                if stand_in {
+                    self.track(&mut p, blocks);
+                }
+                p
+            });
         }
         match result {
             WriteResult::Place(Placement::Write { slot, offset, len }) => RxVerdict::Place {
@@ -754,14 +756,15 @@ impl<
                 if !self.rx_live() {
                     return RxVerdict::Dropped(DropReason::QpNotReady);
                 }
-                let reply = self.control(
-                    now_ns,
-                    Psn::new(0),
-                    pkt.evx,
-                    pkt.tx_ts_ns,
-                    PacketBody::ProbeReply(*p),
-                );
-                shared.ctrl.push(reply);
+                shared.ctrl.push_with(|| {
+                    self.control(
+                        now_ns,
+                        Psn::new(0),
+                        pkt.evx,
+                        pkt.tx_ts_ns,
+                        PacketBody::ProbeReply(*p),
+                    )
+                });
                 RxVerdict::Consumed
             }
             PacketBody::ProbeReply(p) => {

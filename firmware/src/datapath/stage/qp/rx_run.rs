@@ -132,8 +132,7 @@ impl<
             .rx
             .accept_write_run(now_ns, first.psn, offset, n, &last_rx, trigger, gap);
         if let Some(e) = ack {
-            let p = self.ack_packet(now_ns, &e, last.tx_ts_ns, blocks);
-            ctrl.push(p);
+            ctrl.push_with(|| self.ack_packet(now_ns, &e, last.tx_ts_ns, blocks));
         }
         // The deadline the quiet packets leave (the trigger's ACK closes it: none after).
         let quiet = n - u16::from(trigger);
