@@ -27,11 +27,16 @@ struct Probe {
 /// What a host probe came to: the EV, the host's id, and the round trip (`None`: timed out).
 pub type Outcome = (u16, u32, Option<u32>);
 
-/// One QP's outstanding host probes.
+/// One QP's outstanding host probes. The questions asked after every event (anything to
+/// send, the earliest timeout) are answered from two fields kept with the slots.
 #[derive(Clone, Copy, Debug)]
 pub struct HostProbes {
     slots: [Option<Probe>; HOST_PROBES],
     seq: u32,
+    /// Probes whose `SendProbe` is not written.
+    unsent: u8,
+    /// The earliest timeout (`u64::MAX`: none outstanding).
+    earliest: u64,
 }
 
 impl HostProbes {
@@ -40,12 +45,26 @@ impl HostProbes {
         HostProbes {
             slots: [None; HOST_PROBES],
             seq: 0,
+            unsent: 0,
+            earliest: u64::MAX,
         }
+    }
+
+    fn update_earliest(&mut self) {
+        self.earliest = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|p| p.deadline_ns)
+            .min()
+            .unwrap_or(u64::MAX);
     }
 
     /// Forget every probe (the QP was reset or closed): none reports.
     pub fn clear(&mut self) {
         self.slots = [None; HOST_PROBES];
+        self.unsent = 0;
+        self.earliest = u64::MAX;
     }
 
     /// Probe EV `ev` for the host's probe `host_id`, timing out `timeout_ns` after `now_ns`.
@@ -65,26 +84,34 @@ impl HostProbes {
             .find(|s| s.is_none())
             .ok_or(QpError::QueueFull)?;
         self.seq = self.seq.wrapping_add(1);
+        let deadline_ns = now_ns.saturating_add(timeout_ns);
         *slot = Some(Probe {
             ev,
             host_id,
             wire_id: HOST_PROBE | self.seq,
-            deadline_ns: now_ns.saturating_add(timeout_ns),
+            deadline_ns,
             sent: false,
         });
+        self.unsent += 1;
+        self.earliest = self.earliest.min(deadline_ns);
         Ok(())
     }
 
     /// A probe to send, as (EV, wire id); it counts as sent.
     pub fn poll_send(&mut self) -> Option<(u16, u32)> {
+        if self.unsent == 0 {
+            return None;
+        }
         let p = self.slots.iter_mut().flatten().find(|p| !p.sent)?;
         p.sent = true;
+        self.unsent -= 1;
         Some((p.ev, p.wire_id))
     }
 
     /// Whether a probe waits for its `SendProbe`.
+    #[inline]
     pub fn has_unsent(&self) -> bool {
-        self.slots.iter().flatten().any(|p| !p.sent)
+        self.unsent != 0
     }
 
     /// The reply to wire id `wire_id` arrived after `rtt_ns`: its outcome, or `None` for a
@@ -95,21 +122,30 @@ impl HostProbes {
             .iter_mut()
             .find(|s| s.is_some_and(|p| p.sent && p.wire_id == wire_id))?;
         let p = slot.take()?;
+        self.update_earliest();
         Some((p.ev, p.host_id, Some(rtt_ns)))
     }
 
     /// The earliest timeout.
+    #[inline]
     pub fn next_deadline(&self) -> Option<u64> {
-        self.slots.iter().flatten().map(|p| p.deadline_ns).min()
+        (self.earliest != u64::MAX).then_some(self.earliest)
     }
 
     /// A probe whose timeout passed by `now_ns`, as its outcome.
     pub fn poll_expired(&mut self, now_ns: u64) -> Option<Outcome> {
+        if self.earliest > now_ns {
+            return None;
+        }
         let slot = self
             .slots
             .iter_mut()
             .find(|s| s.is_some_and(|p| p.deadline_ns <= now_ns))?;
         let p = slot.take()?;
+        if !p.sent {
+            self.unsent -= 1;
+        }
+        self.update_earliest();
         Some((p.ev, p.host_id, None))
     }
 }
