@@ -133,8 +133,9 @@ pub(crate) struct Clos {
     /// Per NIC: sends on the NIC by handle.
     sends: Vec<BTreeMap<u32, Pending>>,
     next_handle: Vec<u32>,
-    /// Per NIC: bytes placed per (NIC QPN, message sequence number): a receive completion's
-    /// length (at most [`MSG_BYTES_CAP`] entries, oldest dropped first).
+    /// Per NIC: bytes placed per (NIC QPN, message sequence number) of Writes with Immediate
+    /// (and injected frames): a receive completion's length (at most [`MSG_BYTES_CAP`]
+    /// entries, oldest dropped first).
     msg_bytes: Vec<BTreeMap<(u32, u16), u32>>,
     pub counters: ClosCounters,
     /// Scheduled fault windows (module `faults`).
@@ -815,28 +816,36 @@ impl World {
             len,
         } = p;
         let Some(c) = self.clos.as_mut() else { return };
-        let m = &mut c.msg_bytes[i];
-        *m.entry((qpn, msn)).or_default() += len;
-        if m.len() > MSG_BYTES_CAP {
-            m.pop_first();
-        }
         let region = c.nic(i).driver_region(qpn, slot);
         // The bytes: an injected frame's payload, or the sender's memory read by DMA now (the
         // application leaves a send's buffer alone until it completes).
         let mut buf = std::mem::take(&mut c.place_buf);
         buf.clear();
-        let ok = if local.handle & INJECTED != 0 {
+        let (ok, with_imm) = if local.handle & INJECTED != 0 {
             let bytes = c.injected.get(&local.handle).and_then(|d| {
                 let from = usize::try_from(local.offset).ok()?;
                 d.get(from..from.checked_add(len as usize)?)
             });
-            bytes.map(|b| buf.extend_from_slice(b)).is_some()
+            (bytes.map(|b| buf.extend_from_slice(b)).is_some(), true)
         } else {
             let src = c.nic_of(src_host);
             buf.resize(len as usize, 0);
-            src.and_then(|s| Some((s, c.sends[s].get(&local.handle)?)))
-                .is_some_and(|(s, p)| p.gather.read(&self.nics[s].dev, local.offset, &mut buf))
+            match src.and_then(|s| Some((s, c.sends[s].get(&local.handle)?))) {
+                Some((s, p)) => (
+                    p.gather.read(&self.nics[s].dev, local.offset, &mut buf),
+                    p.opcode == CqeOpcode::WriteImm,
+                ),
+                None => (false, false),
+            }
         };
+        // A receive completion's length: only a Write with Immediate ends in one.
+        if with_imm {
+            let m = &mut c.msg_bytes[i];
+            *m.entry((qpn, msn)).or_default() += len;
+            if m.len() > MSG_BYTES_CAP {
+                m.pop_first();
+            }
+        }
         let n = &mut self.nics[i];
         let target = region.and_then(|r| {
             n.t.mrs
