@@ -243,7 +243,7 @@ fn writes_land_in_the_peers_own_memory_with_interrupts() {
         s.device[0]
     );
     assert_eq!(s.device[1].bytes_placed, 200_000, "into B's memory");
-    assert!(s.fabric.expect("fabric").bytes_placed >= 200_000);
+    assert!(s.fabric.bytes_placed >= 200_000);
     drop((a, b));
 }
 
@@ -561,7 +561,7 @@ fn pair_run(seed: u64, tag: &str) -> (ServeStats, Vec<u8>) {
 fn same_seed_and_requests_same_results_across_the_link_failure() {
     let (s1, b1) = pair_run(5, "repro1");
     let (s2, b2) = pair_run(5, "repro2");
-    let f = s1.fabric.expect("fabric");
+    let f = s1.fabric;
     assert!(
         f.fabric.dropped(mrc_sim::fabric::DropCause::RandomLoss) > 0,
         "the failed link dropped packets: {f:?}"

@@ -255,8 +255,7 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
             fab.schedule_fault(&mut s, f.at, Fault::LinkDown(link))
                 .map(|_| ())
                 .map_err(|e| err("failure", format!("{e:?}")))
-        })
-        .unwrap_or(Ok(()))?;
+        })?;
     }
 
     // Dependents of each flow.
@@ -367,19 +366,17 @@ pub fn run_observed(sc: &Scenario, obs: &mut impl Observer) -> Result<DriverRun,
 
     // The report, from the NIC model and the applications' flow times.
     let results = flow_results(&flows, &state, main_flows);
-    let report = host
-        .with_sim(|sim| {
-            let now = sim.now();
-            for n in &mut sim.handler_mut().nics {
-                n.settle(now);
-            }
-            sim.handler_mut().set_app_results(results, main_flows);
-            if now > last_sample {
-                obs.on_finish(now, &WorldView::new(&[sim.handler()]));
-            }
-            RunReport::collect(sc, sim)
-        })
-        .ok_or_else(|| RunError::Apps("no Clos".into()))?;
+    let report = host.with_sim(|sim| {
+        let now = sim.now();
+        for n in &mut sim.handler_mut().nics {
+            n.settle(now);
+        }
+        sim.handler_mut().set_app_results(results, main_flows);
+        if now > last_sample {
+            obs.on_finish(now, &WorldView::new(&[sim.handler()]));
+        }
+        RunReport::collect(sc, sim)
+    });
     let (bytes_checked, bytes_wrong) = check(&apps, &flows, &state)?;
     Ok(DriverRun {
         report,

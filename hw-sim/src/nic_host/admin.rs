@@ -107,10 +107,9 @@ impl World {
                     Some((id, Ok(c))) => {
                         // A command takes `ClosConfig::admin_ns` of virtual time, while the
                         // NICs and the fabric run (one clock).
-                        if let Some(ns) = self.clos.as_ref().map(|c| c.admin_ns()) {
-                            if ns > 0 {
-                                self.clos_advance(self.now_ns + ns);
-                            }
+                        let ns = self.clos.admin_ns();
+                        if ns > 0 {
+                            self.clos_advance(self.now_ns + ns);
                         }
                         let reply = self.execute(i, id, c);
                         if raw[1] & CMD_IRQ != 0 {
@@ -184,9 +183,7 @@ impl World {
         };
         // The NIC model's engines are behind the device tables (a host's devices are on their
         // fabric before any driver can ring the admin doorbell).
-        let Some(c) = self.clos.as_mut() else {
-            return Done::from(Err((AdminStatus::Internal, 0))).reply(id);
-        };
+        let c = &mut *self.clos;
         let mut engine = c.engine(i);
         let mut cx = Ctx {
             params,
@@ -196,9 +193,7 @@ impl World {
         };
         let done = t.execute(cmd, &mut cx);
         self.clos_bind(i);
-        if let Some(c) = self.clos.as_mut() {
-            c.settle(i);
-        }
+        self.clos.settle(i);
         if let Some(qpn) = done.entered_error {
             self.flush(i, qpn, now);
         }

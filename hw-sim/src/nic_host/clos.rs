@@ -342,7 +342,7 @@ fn dev_qpn(nic: &super::state::NicState, qpn: u32) -> Option<u32> {
 impl World {
     /// Binds every device QP of NIC `i` that has an engine QP to it and to its peer's host.
     pub(crate) fn clos_bind(&mut self, i: usize) {
-        let Some(c) = self.clos.as_mut() else { return };
+        let c = &mut *self.clos;
         let binds: Vec<(u32, u32, u32)> = self.nics[i]
             .t
             .qps
@@ -368,7 +368,7 @@ impl World {
     /// The budget counts from the first thing due when that is later than now (a
     /// retransmission whose exponential backoff is longer than one budget is still reached).
     pub(crate) fn clos_pump(&mut self) {
-        let Some(c) = self.clos.as_ref() else { return };
+        let c = &*self.clos;
         let first = c
             .sim
             .next_event_time()
@@ -382,15 +382,14 @@ impl World {
     /// [`ClosConfig::doorbells_run`] the fabric runs ([`World::clos_pump`]); otherwise NIC
     /// `i` takes the QP's (every QP's) new ring entries now.
     pub(crate) fn clos_doorbell(&mut self, i: usize, qpn: Option<u32>) {
-        match (self.clos.as_ref(), qpn) {
-            (Some(c), _) if c.cfg.doorbells_run => self.clos_pump(),
-            (Some(_), Some(q)) => {
+        match qpn {
+            _ if self.clos.cfg.doorbells_run => self.clos_pump(),
+            Some(q) => {
                 self.clos_feed_qp(i, q);
             }
-            (Some(_), None) => {
+            None => {
                 self.clos_feed(i);
             }
-            (None, _) => {}
         }
     }
 
@@ -409,9 +408,7 @@ impl World {
     pub(crate) fn clos_until_completion(&mut self, end_ns: u64) -> bool {
         let end = Time::from_ns(end_ns);
         loop {
-            let Some(c) = self.clos.as_mut() else {
-                return false;
-            };
+            let c = &mut *self.clos;
             let (next, edge) = c.next_due();
             let t = match next.filter(|t| *t <= end) {
                 Some(t) => t,
@@ -437,38 +434,31 @@ impl World {
     /// [`crate::run::World::take_due`]); those that got a completion take the ring entries
     /// that now fit. True if any completion was handled.
     fn clos_drain_due(&mut self) -> bool {
-        let Some(c) = self.clos.as_mut() else {
-            return false;
-        };
+        let c = &mut *self.clos;
         let mut due = std::mem::take(&mut c.due);
         c.sim.handler_mut().take_due(&mut due);
         // (host order, as a scan over the NICs would take them)
         due.sort_unstable();
         let mut any = false;
         for &h in &due {
-            let Some(i) = self.clos.as_ref().and_then(|c| c.nic_of(h)) else {
+            let Some(i) = self.clos.nic_of(h) else {
                 continue;
             };
             if self.clos_drain(i) {
                 any = true;
                 // (only a completed QP has room it did not have)
-                let done = self
-                    .clos
-                    .as_mut()
-                    .map(|c| std::mem::take(&mut c.completed))
-                    .unwrap_or_default();
+                let done = std::mem::take(&mut self.clos.completed);
                 for &q in &done {
                     self.clos_feed_qp(i, q);
                 }
-                if let Some(c) = self.clos.as_mut() {
+                {
+                    let c = &mut *self.clos;
                     c.completed = done;
                     c.completed.clear();
                 }
             }
         }
-        if let Some(c) = self.clos.as_mut() {
-            c.due = due;
-        }
+        self.clos.due = due;
         any
     }
 
@@ -484,7 +474,7 @@ impl World {
             for i in 0..self.nics.len() {
                 fed |= self.clos_feed(i);
             }
-            let Some(c) = self.clos.as_mut() else { return };
+            let c = &mut *self.clos;
             if until_quiet && !fed && c.quiet() {
                 break;
             }
@@ -504,7 +494,8 @@ impl World {
                 self.apply_edges(t.as_ps() / PS_PER_NS);
             }
         }
-        if let Some(c) = self.clos.as_ref() {
+        {
+            let c = &*self.clos;
             self.now_ns = self.now_ns.max(c.now_ns());
         }
         for i in 0..self.nics.len() {
@@ -536,9 +527,7 @@ impl World {
             if !matches!(q.state, DevQpState::Rtr | DevQpState::Rts) || q.rq_cons == q.rq_prod {
                 return any;
             }
-            let Some(c) = self.clos.as_mut() else {
-                return any;
-            };
+            let c = &mut *self.clos;
             if !c.nic(i).driver_post_recv(e, u64::from(q.rq_cons)) {
                 return any;
             }
@@ -559,9 +548,7 @@ impl World {
         if q.state != DevQpState::Rts || q.sq_cons == q.sq_prod {
             return false;
         }
-        let Some(room) = self.clos.as_mut().map(|c| c.nic(i).driver_room(e)) else {
-            return false;
-        };
+        let room = self.clos.nic(i).driver_room(e);
         let now = self.now_ns;
         let mut batch = Vec::new();
         let mut index = q.sq_cons;
@@ -587,9 +574,7 @@ impl World {
                     return true;
                 }
             };
-            let Some(c) = self.clos.as_mut() else {
-                return false;
-            };
+            let c = &mut *self.clos;
             let handle = c.next_handle[i] & !INJECTED;
             c.next_handle[i] = handle.wrapping_add(1);
             batch.push(SendWr {
@@ -627,7 +612,7 @@ impl World {
 
     /// One doorbell's work requests of NIC QP `e` on NIC `i`.
     fn clos_post(&mut self, i: usize, e: u32, batch: &[SendWr]) {
-        let Some(c) = self.clos.as_mut() else { return };
+        let c = &mut *self.clos;
         if batch.is_empty() {
             return;
         }
@@ -644,9 +629,7 @@ impl World {
     /// True if a completion was handled.
     fn clos_drain(&mut self, i: usize) -> bool {
         let done = self.clos_reports(i);
-        let Some(c) = self.clos.as_mut() else {
-            return done;
-        };
+        let c = &mut *self.clos;
         let nic = c.nic(i);
         if nic.driver_reports() > 0 {
             // (an error completion on its way names the cause first)
@@ -684,9 +667,7 @@ impl World {
         let now = self.now_ns;
         let mut done_any = false;
         loop {
-            let Some(c) = self.clos.as_mut() else {
-                return done_any;
-            };
+            let c = &mut *self.clos;
             let at = c.sim.now();
             let Some(e) = c.nic(i).driver_poll(at) else {
                 return done_any;
@@ -736,9 +717,7 @@ impl World {
                     };
                     match done.kind {
                         CompletionKind::Send => {
-                            let Some(c) = self.clos.as_mut() else {
-                                return done_any;
-                            };
+                            let c = &mut *self.clos;
                             let Some(p) = c.sends[i].remove(&(done.wr_id as u32)) else {
                                 continue;
                             };
@@ -756,9 +735,7 @@ impl World {
                         CompletionKind::RecvImm { .. } | CompletionKind::Recv => {
                             let (imm, byte_len) = match done.kind {
                                 CompletionKind::RecvImm { imm, msn } => {
-                                    let Some(c) = self.clos.as_mut() else {
-                                        return done_any;
-                                    };
+                                    let c = &mut *self.clos;
                                     let m = &mut c.msg_bytes[i];
                                     let len = m.remove(&(done.qpn, msn)).unwrap_or(0);
                                     // Earlier messages of this QP are complete too.
@@ -815,7 +792,7 @@ impl World {
             offset,
             len,
         } = p;
-        let Some(c) = self.clos.as_mut() else { return };
+        let c = &mut *self.clos;
         let region = c.nic(i).driver_region(qpn, slot);
         // The bytes: an injected frame's payload, or the sender's memory read by DMA now (the
         // application leaves a send's buffer alone until it completes).
@@ -871,7 +848,8 @@ impl World {
         if !n.enter_error(qpn, status, syndrome, now) {
             return;
         }
-        if let (Some(c), Some(e)) = (self.clos.as_mut(), e) {
+        if let Some(e) = e {
+            let c = &mut *self.clos;
             let _ = c
                 .engine(i)
                 .modify_qp(e, EngineState::Error, &QpAttrs::default(), now);
@@ -882,15 +860,14 @@ impl World {
 
     /// A cable of NIC `i` to `plane` was pulled (`up == false`) or plugged back.
     pub(crate) fn clos_cable(&mut self, i: usize, plane: u8, up: bool) {
-        if let Some(c) = self.clos.as_mut() {
-            c.cable(i, plane, up);
-        }
+        self.clos.cable(i, plane, up);
     }
 
     /// NIC `i`'s port on `plane` became (non-)operational: its engines learn it.
     pub(crate) fn clos_plane(&mut self, i: usize, plane: u8, up: bool) {
         let now = self.now_ns;
-        if let Some(c) = self.clos.as_mut() {
+        {
+            let c = &mut *self.clos;
             c.engine(i).plane(now, plane, up);
             c.settle(i);
         }

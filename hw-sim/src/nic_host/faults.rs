@@ -159,15 +159,12 @@ const INJECTED_KEPT: usize = 4096;
 impl World {
     /// Schedules a window.
     pub(crate) fn schedule_window(&mut self, kind: WindowKind, from_ns: u64, to_ns: u64) {
-        if let Some(c) = self.clos.as_mut() {
-            c.windows.schedule(kind, from_ns, to_ns);
-        }
+        self.clos.windows.schedule(kind, from_ns, to_ns);
     }
 
     /// Applies every window edge due at `now_ns`.
     pub(crate) fn apply_edges(&mut self, now_ns: u64) {
-        while let Some((kind, starts)) = self.clos.as_mut().and_then(|c| c.windows.take_due(now_ns))
-        {
+        while let Some((kind, starts)) = self.clos.windows.take_due(now_ns) {
             self.apply_window(kind, starts);
         }
     }
@@ -190,31 +187,21 @@ impl World {
                         self.set_link(i, p, up);
                     }
                 }
-                if let Some(c) = self.clos.as_mut() {
-                    c.plane_hosts(plane, up);
-                }
+                self.clos.plane_hosts(plane, up);
             }
-            WindowKind::Stall { nic } => {
-                if let Some(c) = self.clos.as_mut() {
-                    c.stall(nic, starts);
-                }
-            }
+            WindowKind::Stall { nic } => self.clos.stall(nic, starts),
             WindowKind::SwitchBlackhole { plane, spine } => {
-                if let Some(c) = self.clos.as_mut() {
-                    c.blackhole_spine(plane, spine, starts);
-                }
+                self.clos.blackhole_spine(plane, spine, starts)
             }
             WindowKind::LinkBlackhole { plane, leaf, spine } => {
-                if let Some(c) = self.clos.as_mut() {
-                    c.blackhole_link(plane, leaf, spine, starts);
-                }
+                self.clos.blackhole_link(plane, leaf, spine, starts)
             }
         }
     }
 
     /// Every fault stops now (see the module docs).
     pub(crate) fn stop_faults(&mut self) {
-        let Some(c) = self.clos.as_mut() else { return };
+        let c = &mut *self.clos;
         let open = c.windows.stop();
         c.clean_links();
         for i in 0..self.nics.len() {
@@ -238,9 +225,7 @@ impl World {
 
     fn inject_checked(&mut self, to: usize, bytes: &[u8]) -> RxOutcome {
         let n = &self.nics[to];
-        let Some(c) = self.clos.as_mut() else {
-            return RxOutcome::NotOnFabric;
-        };
+        let c = &mut *self.clos;
         let k = &mut c.injected_counters;
         let Ok(f) = Frame::parse(bytes) else {
             k.malformed += 1;

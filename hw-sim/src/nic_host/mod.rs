@@ -104,9 +104,8 @@ pub(crate) struct World {
     pub now_ns: u64,
     /// Per NIC: flash, boot record and update session (kept across device resets).
     pub fw: Vec<firmware::FwNic>,
-    /// The NIC model on its Clos fabric (module `clos`); `None` only while
-    /// [`SimHost::on_clos`] builds the devices, before it attaches them.
-    pub clos: Option<Box<clos::Clos>>,
+    /// The NIC model on its Clos fabric (module `clos`).
+    pub clos: Box<clos::Clos>,
 }
 
 fn lock(m: &Mutex<World>) -> MutexGuard<'_, World> {
@@ -188,13 +187,14 @@ impl SimHost {
         SimHost::on_clos(cfgs, ClosConfig::default())
     }
 
-    /// The device sides of `cfgs` (BAR0, admin and event queues, tables), not yet on a fabric.
-    fn devices(cfgs: &[SimNicConfig]) -> Result<SimHost, SimError> {
+    /// The device sides of `cfgs` (BAR0, admin and event queues, tables) in front of the NIC
+    /// models of `clos`.
+    fn devices(cfgs: &[SimNicConfig], clos: clos::Clos) -> Result<SimHost, SimError> {
         let world = Arc::new(Mutex::new(World {
             nics: Vec::new(),
             now_ns: 0,
             fw: Vec::new(),
-            clos: None,
+            clos: Box::new(clos),
         }));
         let mut nics = Vec::new();
         for (index, cfg) in cfgs.iter().enumerate() {
@@ -259,15 +259,13 @@ impl SimHost {
     /// # Errors
     /// Bad parameters, the twin failed, or the fabric or a NIC model could not be built.
     pub fn on_clos(cfgs: &[SimNicConfig], clos: ClosConfig) -> Result<SimHost, SimError> {
-        let host = SimHost::devices(cfgs)?;
         let qps = cfgs
             .iter()
             .map(|c| c.params.max_qps.min(c.params.doorbell_pages) as usize)
             .max()
             .unwrap_or(0);
         let c = clos::Clos::new(clos, cfgs.len(), qps).map_err(SimError::Clos)?;
-        lock(&host.world).clos = Some(Box::new(c));
-        Ok(host)
+        SimHost::devices(cfgs, c)
     }
 
     /// The `elf` firmware level for the NICs' update path: each NIC's `FW_*` admin commands run
@@ -309,8 +307,8 @@ impl SimHost {
     }
 
     /// The fabric's and the device sides' totals.
-    pub fn clos_counters(&self) -> Option<ClosCounters> {
-        lock(&self.world).clos.as_ref().map(|c| c.counters())
+    pub fn clos_counters(&self) -> ClosCounters {
+        lock(&self.world).clos.counters()
     }
 
     /// Plane `plane` is lost from `down_ns` to `up_ns` (virtual time; a
@@ -333,9 +331,7 @@ impl SimHost {
 
     /// Slow DMA on NIC `nic` (host memory answers its reads `ns` later).
     pub fn set_dma_delay(&self, nic: usize, ns: u64) {
-        if let Some(c) = lock(&self.world).clos.as_mut() {
-            c.set_host_delay(nic, ns);
-        }
+        lock(&self.world).clos.set_host_delay(nic, ns);
     }
 
     /// A raw frame arrives at NIC `nic` from outside (hostile input); the fabric
@@ -347,7 +343,7 @@ impl SimHost {
     /// The counters of NIC `nic`'s firmware engines (all shards).
     pub fn engine_counters(&self, nic: usize) -> Option<EngineCounters> {
         let w = lock(&self.world);
-        let c = w.clos.as_ref()?;
+        let c = &w.clos;
         (nic < w.nics.len()).then(|| c.nic_ref(nic).engine_counters())
     }
 
@@ -355,14 +351,14 @@ impl SimHost {
     /// drops, packets sent, retransmissions, ...).
     pub fn datapath_counters(&self, nic: usize) -> Option<DatapathCounters> {
         let w = lock(&self.world);
-        let c = w.clos.as_ref()?;
+        let c = &w.clos;
         (nic < w.nics.len()).then(|| c.nic_ref(nic).datapath_counters())
     }
 
     /// The counters of NIC `nic`'s model (packets on its ports, PCIe, firmware).
     pub fn model_counters(&self, nic: usize) -> Option<crate::nic::NicCounters> {
         let w = lock(&self.world);
-        let c = w.clos.as_ref()?;
+        let c = &w.clos;
         (nic < w.nics.len()).then(|| c.nic_ref(nic).counters())
     }
 
@@ -385,9 +381,8 @@ impl SimHost {
     pub(crate) fn with_sim<R>(
         &self,
         f: impl FnOnce(&mut crate::core::sim::Simulator<crate::run::World>) -> R,
-    ) -> Option<R> {
-        let mut w = lock(&self.world);
-        w.clos.as_mut().map(|c| f(&mut c.sim))
+    ) -> R {
+        f(&mut lock(&self.world).clos.sim)
     }
 
     /// Advances virtual time to at least `t_ns`, applying window edges on the way.
@@ -398,7 +393,7 @@ impl SimHost {
     /// The NICs are idle (no send outstanding, nothing on its way to the host) and the
     /// fabric is empty (engine timers, such as probes, may still be armed).
     pub fn idle(&self) -> bool {
-        lock(&self.world).clos.as_ref().is_none_or(|c| c.quiet())
+        lock(&self.world).clos.quiet()
     }
 
     /// Virtual time, ns.

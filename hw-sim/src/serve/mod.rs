@@ -276,8 +276,8 @@ pub struct ServeStats {
     pub engine: Vec<Option<EngineCounters>>,
     /// Per NIC: the MRC datapath stages' counters (Clos mode).
     pub datapath: Vec<Option<DatapathCounters>>,
-    /// Fabric totals (Clos mode).
-    pub fabric: Option<ClosCounters>,
+    /// Fabric totals.
+    pub fabric: ClosCounters,
     /// State-changing device requests applied (BAR and config writes, resets).
     pub applied: u64,
     /// FNV-1a digest of those requests in applied order, addresses left out.
@@ -335,13 +335,13 @@ impl ServeStats {
             "virtual_time_ns": self.now_ns,
             "requests_applied": self.applied,
             "request_digest": format!("{:016x}", self.digest),
-            "fabric": self.fabric.map(|f| serde_json::json!({
-                "sent": f.fabric.injected, "delivered": f.fabric.delivered,
-                "dropped": f.fabric.dropped_total(),
-                "dropped_on_links": f.fabric.dropped(DropCause::RandomLoss),
-                "retransmits": self.retransmits(), "ev_events": f.ev_events,
-                "bytes_placed": f.bytes_placed,
-            })),
+            "fabric": {
+                "sent": self.fabric.fabric.injected, "delivered": self.fabric.fabric.delivered,
+                "dropped": self.fabric.fabric.dropped_total(),
+                "dropped_on_links": self.fabric.fabric.dropped(DropCause::RandomLoss),
+                "retransmits": self.retransmits(), "ev_events": self.fabric.ev_events,
+                "bytes_placed": self.fabric.bytes_placed,
+            },
             "nics": nics,
         })
     }
@@ -357,14 +357,13 @@ impl fmt::Display for ServeStats {
             self.applied,
             self.digest
         )?;
-        if let Some(c) = &self.fabric {
-            writeln!(
-                f,
-                "fabric: {} packets sent, {} delivered, {} silently dropped on links, {} retransmissions, {} EV events",
-                c.fabric.injected, c.fabric.delivered, c.fabric.dropped(DropCause::RandomLoss),
-                self.retransmits(), c.ev_events
-            )?;
-        }
+        let c = &self.fabric;
+        writeln!(
+            f,
+            "fabric: {} packets sent, {} delivered, {} silently dropped on links, {} retransmissions, {} EV events",
+            c.fabric.injected, c.fabric.delivered, c.fabric.dropped(DropCause::RandomLoss),
+            self.retransmits(), c.ev_events
+        )?;
         for (i, s) in self.nics.iter().enumerate() {
             let d = self.device.get(i).copied().unwrap_or_default();
             write!(
