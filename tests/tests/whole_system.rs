@@ -80,6 +80,17 @@ fn connect(a: &mut App, c: usize, peer: &ConnInfo) {
     hosts::connect(&mut a.conns[c].qp, own, peer).expect("connect");
 }
 
+/// Hosts 0 and 1 of `host`, connection 0 of each connected to the other's: (host 0's
+/// application, host 1's, what host 0 learnt of host 1).
+fn connected_pair(host: &SimHost) -> (App, App, ConnInfo) {
+    let mut a = host_app(host, 0);
+    let mut b = host_app(host, 1);
+    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
+    connect(&mut a, 0, &of_b);
+    connect(&mut b, 0, &of_a);
+    (a, b, of_b)
+}
+
 /// A seeded stream of 64-bit values.
 struct Rng(u64);
 impl Rng {
@@ -422,11 +433,7 @@ fn probe_evs(a: &App, first_id: u32) -> Vec<(bool, u32)> {
 #[test]
 fn ev_probes_cross_the_fabric_and_time_out_on_a_pulled_cable() {
     let host = SimHost::clos_pair().expect("host");
-    let mut a = host_app(&host, 0);
-    let mut b = host_app(&host, 1);
-    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
-    connect(&mut a, 0, &of_b);
-    connect(&mut b, 0, &of_a);
+    let (a, _b, _) = connected_pair(&host);
     let up = probe_evs(&a, 100);
     let rtts: Vec<u32> = up
         .iter()
@@ -480,11 +487,7 @@ fn cable_pull(cfg: ClosConfig) -> ClosCounters {
 /// after the first and plugged back before the third. Every message arrives once, with
 /// every byte; one PORT_DOWN and one PORT_UP.
 fn pull_a_cable_between_batches(host: &SimHost, seed: u64) {
-    let mut a = host_app(host, 0);
-    let mut b = host_app(host, 1);
-    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
-    connect(&mut a, 0, &of_b);
-    connect(&mut b, 0, &of_a);
+    let (mut a, mut b, of_b) = connected_pair(host);
     let src = fill(&a.mr, 99);
     let mut rng = Rng(seed);
     let msgs = workload(&mut rng, 9, 60, 4_000);
@@ -625,11 +628,7 @@ fn a_stalled_firmware_core_holds_completions_until_it_runs_again() {
     let mut cfg = lossy(3, 0);
     cfg.step_budget_ns = 20_000;
     let host = SimHost::on_clos(&[4, 5].map(SimNicConfig::numbered), cfg).expect("host");
-    let mut a = host_app(&host, 0);
-    let mut b = host_app(&host, 1);
-    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
-    connect(&mut a, 0, &of_b);
-    connect(&mut b, 0, &of_a);
+    let (mut a, mut b, of_b) = connected_pair(&host);
     let src = fill(&a.mr, 31);
     let mut rng = Rng(31);
     let msgs = workload(&mut rng, 4, 10, 3_000);
@@ -656,11 +655,7 @@ fn a_stalled_firmware_core_holds_completions_until_it_runs_again() {
 #[test]
 fn bad_rkey_is_a_remote_access_error_through_the_engine() {
     let host = SimHost::clos_pair().expect("host");
-    let mut a = host_app(&host, 0);
-    let mut b = host_app(&host, 1);
-    let (of_a, of_b) = exchange((&b, 0), (&a, 0));
-    connect(&mut a, 0, &of_b);
-    connect(&mut b, 0, &of_a);
+    let (mut a, b, of_b) = connected_pair(&host);
     let sg = [a.mr.sge(0, 100).expect("sge")];
     let wr = SendWr {
         wr_id: 1,
