@@ -451,11 +451,8 @@ impl World {
                 for &q in &done {
                     self.clos_feed_qp(i, q);
                 }
-                {
-                    let c = &mut *self.clos;
-                    c.completed = done;
-                    c.completed.clear();
-                }
+                self.clos.completed = done;
+                self.clos.completed.clear();
             }
         }
         self.clos.due = due;
@@ -494,10 +491,7 @@ impl World {
                 self.apply_edges(t.as_ps() / PS_PER_NS);
             }
         }
-        {
-            let c = &*self.clos;
-            self.now_ns = self.now_ns.max(c.now_ns());
-        }
+        self.now_ns = self.now_ns.max(self.clos.now_ns());
         for i in 0..self.nics.len() {
             self.clos_drain(i);
         }
@@ -866,11 +860,8 @@ impl World {
     /// NIC `i`'s port on `plane` became (non-)operational: its engines learn it.
     pub(crate) fn clos_plane(&mut self, i: usize, plane: u8, up: bool) {
         let now = self.now_ns;
-        {
-            let c = &mut *self.clos;
-            c.engine(i).plane(now, plane, up);
-            c.settle(i);
-        }
+        self.clos.engine(i).plane(now, plane, up);
+        self.clos.settle(i);
     }
 }
 
