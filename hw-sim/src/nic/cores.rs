@@ -260,8 +260,6 @@ pub(crate) struct Core {
     held: Vec<usize>,
     /// The time of the latest wake-up asked of the scheduler.
     armed: Option<Time>,
-    /// Its shards may have work (an input since the last step).
-    wake: bool,
     /// Busy cycles over the run.
     pub(crate) busy_cycles: u64,
     /// Steps run.
@@ -298,6 +296,64 @@ impl Core {
     }
 }
 
+/// The cores a service looks at: a bit per core whose shards may have work (an input since its
+/// last step). Apart from the cores, which are large, and a bit each: a service with one core
+/// to wake reads one word, not every core's flag.
+#[derive(Debug, Default)]
+pub(crate) struct Woken {
+    bits: Vec<u64>,
+    cores: usize,
+}
+
+impl Woken {
+    /// None of `cores` woken.
+    pub(crate) fn new(cores: usize) -> Woken {
+        Woken {
+            bits: vec![0; cores.div_ceil(64)],
+            cores,
+        }
+    }
+
+    /// Core `c` has something to look at (ignored for a core there is not).
+    #[inline]
+    pub(crate) fn set(&mut self, c: usize) {
+        if c < self.cores {
+            self.bits[c >> 6] |= 1 << (c & 63);
+        }
+    }
+
+    /// Every core.
+    pub(crate) fn set_all(&mut self) {
+        for c in 0..self.cores {
+            self.set(c);
+        }
+    }
+
+    /// Clears and returns the lowest woken core at or above `from`.
+    #[inline]
+    pub(crate) fn take_from(&mut self, from: usize) -> Option<usize> {
+        let mut i = from >> 6;
+        let mut mask = u64::MAX.checked_shl((from & 63) as u32).unwrap_or(0);
+        while let Some(w) = self.bits.get_mut(i) {
+            let bits = *w & mask;
+            if bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                *w &= !(1 << b);
+                return Some((i << 6) | b);
+            }
+            i += 1;
+            mask = u64::MAX;
+        }
+        None
+    }
+
+    /// The words (for prefetching).
+    #[inline]
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.bits
+    }
+}
+
 impl Nic {
     /// The shards core `c` runs, those [`Nic::core_of`] maps to it: `c`, `c + cores`, ...
     /// (dealt round-robin, [`Core::deal`]; computed, not read from the core, as a service
@@ -321,9 +377,8 @@ impl Nic {
             return false;
         }
         let c = self.core_of(k);
-        let core = &mut self.cores[c];
-        if core.busy_until.is_some() {
-            core.wake = true;
+        if self.cores[c].busy_until.is_some() {
+            self.core_wake.set(c);
             return true;
         }
         false
@@ -333,8 +388,8 @@ impl Nic {
     /// rest stay in the stage, counted), and the core woken. Returns whether any moved.
     pub(super) fn offer_reports(&mut self, now: Time, k: usize) -> bool {
         let c = self.core_of(k);
+        self.core_wake.set(c);
         let core = &mut self.cores[c];
-        core.wake = true;
         let shard = &mut self.shards[k];
         if !shard.has_reports() {
             return false;
@@ -379,8 +434,8 @@ impl Nic {
     ) {
         for core in &mut self.cores {
             core.stalled_until = if stalled { Time::MAX } else { now };
-            core.wake = true;
         }
+        self.core_wake.set_all();
         self.service(now, fab, s, me);
     }
 
@@ -408,7 +463,7 @@ impl Nic {
                 core.busy_until = None;
             }
             // (an engine timer may be due)
-            self.cores[c].wake = true;
+            self.core_wake.set(c);
         }
         self.service(now, fab, s, me);
     }
@@ -416,10 +471,10 @@ impl Nic {
     /// After a service: every idle core with work starts a step; every core asks to be woken
     /// when its step ends or its next timer is due.
     pub(super) fn run_cores(&mut self, now: Time, s: &mut Scheduler<'_>, me: ComponentId) {
-        for c in 0..self.cores.len() {
-            if !std::mem::take(&mut self.cores[c].wake) {
-                continue;
-            }
+        // (the woken cores in increasing order, as a scan of every core's flag would find them)
+        let mut next = 0;
+        while let Some(c) = self.core_wake.take_from(next) {
+            next = c + 1;
             let mut at = None;
             let stalled = now < self.cores[c].stalled_until;
             if stalled && self.cores[c].busy_until.is_none() {
@@ -601,7 +656,7 @@ impl Nic {
         core.ring.drain(..core.taken);
         core.taken = 0;
         core.consumed_at = None;
-        core.wake = true;
+        self.core_wake.set(c);
         for k in self.core_shards(c) {
             if self.shards[k].events_pending() > 0 {
                 self.shard_ready[k] = true;
@@ -620,7 +675,7 @@ impl Nic {
             return;
         }
         core.sent = upto;
-        core.wake = true;
+        self.core_wake.set(c);
         let out = std::mem::take(&mut core.out);
         let mut cmds = std::mem::take(&mut core.scratch);
         let mut i = from;
@@ -647,5 +702,35 @@ impl Nic {
             core.out.clear();
             core.sent = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Woken;
+
+    #[test]
+    fn woken_cores_come_out_lowest_first_once_each() {
+        let mut w = Woken::new(130);
+        for c in [129, 3, 64, 0, 63, 3] {
+            w.set(c);
+        }
+        w.set(130); // (no such core: ignored)
+        let mut seen = Vec::new();
+        let mut next = 0;
+        while let Some(c) = w.take_from(next) {
+            seen.push(c);
+            next = c + 1;
+        }
+        assert_eq!(seen, [0, 3, 63, 64, 129]);
+        assert_eq!(w.take_from(0), None);
+        // A core woken below the cursor waits for the next pass.
+        w.set(5);
+        w.set(70);
+        assert_eq!(w.take_from(6), Some(70));
+        assert_eq!(w.take_from(71), None);
+        assert_eq!(w.take_from(0), Some(5));
+        w.set_all();
+        assert_eq!(std::iter::from_fn(|| w.take_from(0)).count(), 130);
     }
 }

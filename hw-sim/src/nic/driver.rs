@@ -614,7 +614,7 @@ impl Nic {
         if e.qp_state(slot) != Some(QpState::Rts) {
             return 0;
         }
-        let held = e.qp(slot).map_or(0, |q| q.sq_queued);
+        let held = e.qp_progress(slot).map_or(0, |q| q.sq_queued);
         SEND_QUEUE.saturating_sub(held + self.hostq.pending(qpn) as usize)
     }
 

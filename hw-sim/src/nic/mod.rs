@@ -267,6 +267,8 @@ pub struct Nic {
     dma_armed: Option<Time>,
     /// The firmware cores (firmware time on; module `cores`).
     cores: Vec<Core>,
+    /// The cores whose shards may have work (an input since their last step).
+    core_wake: cores::Woken,
     /// Their number (1 with firmware time off).
     cores_len: usize,
     touched: Vec<u32>,
@@ -473,6 +475,14 @@ impl Nic {
             };
             table.add(*f, c as u32, background.get(i).copied().unwrap_or(false));
         }
+        let cores = if image {
+            // (one core per shard: each runs the image's loop)
+            Core::deal(shard_count, shard_count)
+        } else if cfg.firmware.timed {
+            Core::deal(usize::from(cfg.firmware.cores), shard_count)
+        } else {
+            Vec::new()
+        };
         Ok(Nic {
             host,
             cfg,
@@ -504,14 +514,8 @@ impl Nic {
             dma_armed: None,
             rkey,
             iteration: image::Iteration::default(),
-            cores: if image {
-                // (one core per shard: each runs the image's loop)
-                Core::deal(shard_count, shard_count)
-            } else if cfg.firmware.timed {
-                Core::deal(usize::from(cfg.firmware.cores), shard_count)
-            } else {
-                Vec::new()
-            },
+            core_wake: cores::Woken::new(cores.len()),
+            cores,
             cores_len: if image {
                 shard_count.max(1)
             } else {
@@ -733,6 +737,7 @@ impl Nic {
             prefetch_prefix(s, 64);
         }
         // (a service reads every core's wake flag and the PCIe wires' oldest bookings)
+        prefetch_start(self.core_wake.words());
         if let Some(c) = self.cores.first() {
             crate::core::sys::prefetch(c);
         }

@@ -460,7 +460,8 @@ impl Nic {
     }
 
     fn track_stall(&mut self, qpn: usize, now: Time) {
-        let Some(q) = self.qp(qpn as u32) else {
+        let (s, slot) = place(&self.pos_of, qpn as u32, self.width);
+        let Some(q) = self.shards.get(s).and_then(|e| e.qp_progress(slot)) else {
             return;
         };
         let una = q.una.value();

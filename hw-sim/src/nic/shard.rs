@@ -15,7 +15,9 @@
 use mrc_abi::device::csr::CsrEntry;
 use mrc_firmware::datapath::packet::{Packet, RxVerdict, SendWr};
 use mrc_firmware::datapath::placement::{MemRegion, RegisterError};
-use mrc_firmware::datapath::stage::{DatapathConfig, DatapathCounters, PostError, QpView};
+use mrc_firmware::datapath::stage::{
+    DatapathConfig, DatapathCounters, PostError, QpProgress, QpView,
+};
 use mrc_firmware::engine::ev_state::EvStats;
 use mrc_firmware::engine::{
     EngineConfig, EngineCounters, EngineError, FwQpView, QpAttrs, QpError, QpState,
@@ -109,6 +111,11 @@ impl Shard {
     #[inline]
     pub(crate) fn qp(&self, slot: u32) -> Option<QpView> {
         on!(self, e => e.dp.qp(slot), i => i.qp(slot))
+    }
+    /// The part of [`Shard::qp`] polled on every input (stall watch, send-queue room).
+    #[inline]
+    pub(crate) fn qp_progress(&self, slot: u32) -> Option<QpProgress> {
+        on!(self, e => e.dp.qp_progress(slot), i => i.qp_progress(slot))
     }
     /// The firmware's view of QP `slot`.
     pub(crate) fn fw_qp(&self, slot: u32) -> Option<FwQpView> {

@@ -43,7 +43,7 @@ impl Nic {
         let mut room = if ideal {
             usize::MAX
         } else {
-            let held = e.qp(slot).map_or(0, |q| q.sq_queued);
+            let held = e.qp_progress(slot).map_or(0, |q| q.sq_queued);
             send_queue.saturating_sub(held + self.hostq.pending(qpn) as usize)
         };
         let mut batch = std::mem::take(&mut self.wr_buf);

@@ -449,6 +449,7 @@ fn drive(
         .into_iter()
         .map(|w| {
             let mut s = Simulator::new(w);
+            s.set_trace(false);
             s.set_source_counters(vec![n_initial]);
             s
         })

@@ -36,7 +36,7 @@ use mrc_abi::device::csr::{
 use mrc_abi::wire::EvFormat;
 
 pub use events::{Ctrl, Events, CTRL_CAP, EVENT_CAP};
-pub use qp::{DpQp, DpState, QpContext, QpView, RxShared};
+pub use qp::{DpQp, DpState, QpContext, QpProgress, QpView, RxShared};
 pub use rx::RxCounters;
 pub use tx::{PostError, Reorder, Stall, TxCounters, TLP_REORDER_WINDOWS};
 
@@ -267,6 +267,12 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     /// QP `qpn`'s state for reports.
     pub fn qp(&self, qpn: u32) -> Option<QpView> {
         self.qps.as_ref().get(qpn as usize).map(QpContext::view)
+    }
+
+    /// QP `qpn`'s progress (state, una, bytes in flight, work requests held): what a host
+    /// polls on every input, without copying the counters [`Datapath::qp`] reports.
+    pub fn qp_progress(&self, qpn: u32) -> Option<QpProgress> {
+        self.qps.as_ref().get(qpn as usize).map(QpContext::progress)
     }
 
     /// The registered regions.

@@ -54,6 +54,18 @@ pub struct QpView {
     pub sprayer: SprayerCounters,
 }
 
+/// The fields of [`QpView`] a host polls on every input (its stall watch, its send-queue room):
+/// a few loads, where a view copies every counter of the QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpProgress {
+    pub state: DpState,
+    /// Oldest unacknowledged PSN of the send side.
+    pub una: Psn,
+    pub inflight_bytes: u64,
+    /// Send work requests held (not yet acknowledged).
+    pub sq_queued: usize,
+}
+
 /// Served skips one look reports at most (a poll's event room counts them: 2 + this); more
 /// wait for the next look.
 const SKIP_REPORTS: usize = 16;
@@ -101,6 +113,8 @@ pub trait QpContext {
     fn state(&self) -> DpState;
     /// For reports.
     fn view(&self) -> QpView;
+    /// The part of [`QpContext::view`] a host polls often.
+    fn progress(&self) -> QpProgress;
     /// Post a send work request (RTS only).
     ///
     /// # Errors
@@ -584,6 +598,15 @@ impl<
 
     fn state(&self) -> DpState {
         self.state
+    }
+
+    fn progress(&self) -> QpProgress {
+        QpProgress {
+            state: self.state,
+            una: self.tx.una(),
+            inflight_bytes: self.tx.inflight_bytes(),
+            sq_queued: self.tx.queued(),
+        }
     }
 
     fn view(&self) -> QpView {

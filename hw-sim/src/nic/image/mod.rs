@@ -42,7 +42,9 @@ use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::csr::{CsrEntry, CsrEvent};
 use mrc_abi::device::event::EventKind;
 use mrc_firmware::datapath::packet::{Packet, RxVerdict, SendWr};
-use mrc_firmware::datapath::stage::{Datapath, DatapathConfig, DpState, PostError, QpView};
+use mrc_firmware::datapath::stage::{
+    Datapath, DatapathConfig, DpState, PostError, QpProgress, QpView,
+};
 use mrc_firmware::engine::{Completion, CompletionError, CompletionKind, QpState};
 use zerocopy::IntoBytes;
 
@@ -420,9 +422,15 @@ impl ImageShard {
         self.dp.qp(self.dqpn(slot))
     }
 
+    /// The part of [`ImageShard::qp`] polled on every input.
+    pub(crate) fn qp_progress(&self, slot: u32) -> Option<QpProgress> {
+        self.dqpn.get(slot as usize)?;
+        self.dp.qp_progress(self.dqpn(slot))
+    }
+
     /// QP `slot`'s state as its datapath context has it.
     pub(crate) fn qp_state(&self, slot: u32) -> Option<QpState> {
-        Some(match self.qp(slot)?.state {
+        Some(match self.qp_progress(slot)?.state {
             DpState::Reset => QpState::Reset,
             DpState::Init => QpState::Init,
             DpState::Rtr => QpState::Rtr,
