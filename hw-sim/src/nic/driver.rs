@@ -50,7 +50,6 @@ use mrc_firmware::admin::QpEngine;
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::datapath::packet::{LocalBuf, PacketBody, RxVerdict, SendWr};
 use mrc_firmware::datapath::placement::MemRegion;
-use mrc_firmware::engine::ev_state::{EvReason, EvState};
 use mrc_firmware::engine::{
     CcProfile, Completion, CompletionError, CompletionKind, QpAttrs, QpError, QpState,
 };
@@ -76,36 +75,10 @@ const MAX_DEVICE_QPN: u32 = 1 << 16;
 /// What the NIC reports to the driver's device side, due when it reached host memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DriverEvent {
-    /// A work request completed (`qpn` the NIC QPN; a send's `wr_id` is the handle it was
-    /// posted with, a receive's the `wr_id` of [`Nic::driver_post_recv`]).
-    Completion(Completion),
+    /// What the engine wrote for the host (QPNs the NIC's).
+    Wrote(HostWrite),
     /// A payload was placed ([`Placement`]).
     Placed(Placement),
-    /// EV `ev` of QP `qpn` moved from `old` to `new` for `reason`.
-    EvEvent {
-        /// NIC QPN.
-        qpn: u32,
-        /// EV index.
-        ev: u16,
-        /// Previous state.
-        old: EvState,
-        /// New state.
-        new: EvState,
-        /// Why.
-        reason: EvReason,
-    },
-    /// The host's probe `probe_id` of EV `ev` of QP `qpn` finished: answered after `rtt_ns`,
-    /// or `None` when it timed out.
-    ProbeResult {
-        /// NIC QPN.
-        qpn: u32,
-        /// EV index.
-        ev: u16,
-        /// The host's probe id.
-        probe_id: u32,
-        /// Round trip, ns.
-        rtt_ns: Option<u32>,
-    },
 }
 
 /// A placed payload: `len` bytes at byte `offset` of registered region `slot`, for message
@@ -181,46 +154,20 @@ impl DriverPort {
 
     /// The engine wrote `w` for the host; it arrives at `seen`.
     pub(super) fn wrote(&mut self, seen: Time, w: HostWrite) {
-        let e = match w {
-            HostWrite::Completion(c) => {
-                if c.kind == CompletionKind::Send {
-                    if let Some(o) = self.outstanding.get_mut(c.qpn as usize) {
-                        *o = o.saturating_sub(1);
-                    }
+        match w {
+            HostWrite::Completion(c) if c.kind == CompletionKind::Send => {
+                if let Some(o) = self.outstanding.get_mut(c.qpn as usize) {
+                    *o = o.saturating_sub(1);
                 }
-                DriverEvent::Completion(c)
             }
-            HostWrite::EvEvent {
-                qpn,
-                ev,
-                old,
-                new,
-                reason,
-            } => DriverEvent::EvEvent {
-                qpn,
-                ev,
-                old,
-                new,
-                reason,
-            },
-            HostWrite::ProbeResult {
-                qpn,
-                ev,
-                probe_id,
-                rtt_ns,
-            } => {
+            HostWrite::ProbeResult { qpn, .. } => {
                 if let Some(p) = self.probes.get_mut(qpn as usize) {
                     *p = p.saturating_sub(1);
                 }
-                DriverEvent::ProbeResult {
-                    qpn,
-                    ev,
-                    probe_id,
-                    rtt_ns,
-                }
             }
-        };
-        self.push(seen, e);
+            _ => {}
+        }
+        self.push(seen, DriverEvent::Wrote(w));
     }
 
     /// The stage refused a fetched work request (its QP left RTS while the WQE was on the

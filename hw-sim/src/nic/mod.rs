@@ -107,7 +107,7 @@ pub use config::{
 };
 pub use cores::{Cpi, FirmwareConfig, FirmwareLevel, NicShape, MAX_CORES};
 pub use driver::{DriverEngine, DriverEvent, Placement};
-pub(crate) use pair::HostWrite;
+pub use pair::HostWrite;
 pub use pcie::{FcCredits, PcieConfig};
 pub use plan::{Peer, QpPlan};
 pub use report::{BlockReport, FirmwareReport, NicReport, PcieReport};

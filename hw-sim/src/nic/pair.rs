@@ -23,25 +23,36 @@ use mrc_firmware::engine::ev_state::{EvReason, EvState};
 use mrc_firmware::engine::{Completion, Engine, EngineConfig, EngineError};
 use mrc_nicloop::{LoopConfig, NicLoop};
 
-/// What the engine wrote for the host that a NIC model acts on (QPNs are the engine's).
+/// What the engine wrote for the host that a NIC model acts on (QPNs are the engine's
+/// inside a shard, the NIC's once the NIC hands them on: [`super::DriverEvent::Wrote`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HostWrite {
-    /// A work request completed.
+pub enum HostWrite {
+    /// A work request completed (a send's `wr_id` is the handle it was posted with, a
+    /// receive's the `wr_id` of [`super::Nic::driver_post_recv`]).
     Completion(Completion),
     /// EV `ev` of QP `qpn` moved from state `old` to `new` for `reason`.
     EvEvent {
+        /// QPN.
         qpn: u32,
+        /// EV index.
         ev: u16,
+        /// Previous state.
         old: EvState,
+        /// New state.
         new: EvState,
+        /// Why.
         reason: EvReason,
     },
     /// The host's probe `probe_id` of EV `ev` of QP `qpn` finished: answered after `rtt_ns`,
     /// or `None` when it timed out.
     ProbeResult {
+        /// QPN.
         qpn: u32,
+        /// EV index.
         ev: u16,
+        /// The host's probe id.
         probe_id: u32,
+        /// Round trip, ns.
         rtt_ns: Option<u32>,
     },
 }

@@ -46,7 +46,7 @@ use super::World;
 use crate::core::sim::Simulator;
 use crate::core::time::{Time, PS_PER_NS};
 use crate::fabric::{Fabric, FabricTotals, Fault};
-use crate::nic::{DriverEngine, DriverEvent, Nic, Placement, Transport, SHARD_QPS};
+use crate::nic::{DriverEngine, DriverEvent, HostWrite, Nic, Placement, Transport, SHARD_QPS};
 use crate::run::{Scenario, World as Net, FABRIC};
 
 /// The fabric and timing settings of a [`super::SimHost`].
@@ -667,25 +667,25 @@ impl World {
                 return done_any;
             };
             match e {
-                DriverEvent::ProbeResult {
+                DriverEvent::Wrote(HostWrite::ProbeResult {
                     qpn,
                     ev,
                     probe_id,
                     rtt_ns,
-                } => {
+                }) => {
                     let n = &mut self.nics[i];
                     if let Some(d) = dev_qpn(n, qpn) {
                         let event = n.t.probe_result_event(d, ev, probe_id, rtt_ns);
                         n.post_event(event, now);
                     }
                 }
-                DriverEvent::EvEvent {
+                DriverEvent::Wrote(HostWrite::EvEvent {
                     qpn,
                     ev,
                     old,
                     new,
                     reason,
-                } => {
+                }) => {
                     c.counters.ev_events += 1;
                     // The event record the image's loop writes for it (the same rule: the
                     // QP's EV profile's event mask), on the device QPN the host knows.
@@ -697,7 +697,7 @@ impl World {
                     }
                 }
                 DriverEvent::Placed(p) => self.clos_place(i, p),
-                DriverEvent::Completion(done) => {
+                DriverEvent::Wrote(HostWrite::Completion(done)) => {
                     done_any = true;
                     let Some(dev) = dev_qpn(&self.nics[i], done.qpn) else {
                         continue;

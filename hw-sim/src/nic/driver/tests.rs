@@ -130,7 +130,7 @@ fn the_driver_s_writes_cross_the_clos_fabric() {
                 placed[i] += u64::from(len);
                 last_place = last_place.max(t);
             }
-            DriverEvent::Completion(c) if h == 5 => {
+            DriverEvent::Wrote(HostWrite::Completion(c)) if h == 5 => {
                 assert!(
                     matches!(c.kind, CompletionKind::RecvImm { imm: 0xabcd, .. }),
                     "{c:?}"
@@ -151,7 +151,7 @@ fn the_driver_s_writes_cross_the_clos_fabric() {
     let sends: Vec<_> = got
         .iter()
         .filter_map(|&(h, t, e)| match e {
-            DriverEvent::Completion(c) if h == 0 => Some((t, c)),
+            DriverEvent::Wrote(HostWrite::Completion(c)) if h == 0 => Some((t, c)),
             _ => None,
         })
         .collect();
