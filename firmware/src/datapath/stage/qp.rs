@@ -15,7 +15,7 @@ use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
 use crate::datapath::blocks::{Blocks, SprayerCmd, SprayerPort};
 use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
-use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
+use crate::datapath::sprayer::{EvPick, EvSlot, Sprayer, SprayerCounters};
 
 mod rx_run;
 mod tracker;
@@ -216,10 +216,25 @@ impl<
     /// fallback when no EV is usable.
     fn ack_travel_ev(&mut self, ev: u16, plane: u8, blocks: &mut dyn Blocks) -> EvxRepr {
         let mut port = self.sprayer_port(blocks);
-        let (ev_index, plane) = match port.has_usable().then(|| port.next_ev()) {
-            Some(Some(pick)) => (pick.index, pick.plane),
-            _ => (ev, plane),
-        };
+        let pick = port.has_usable().then(|| port.next_ev()).flatten();
+        self.ack_evx(pick, ev, plane)
+    }
+
+    /// [`Self::ack_travel_ev`] with every block its model (the receive run's: a stage with
+    /// a stand-in takes no runs), the sprayer asked directly rather than through the port.
+    fn ack_travel_ev_model(&mut self, ev: u16, plane: u8) -> EvxRepr {
+        let pick = self
+            .sprayer
+            .has_usable()
+            .then(|| self.sprayer.next_ev())
+            .flatten();
+        self.ack_evx(pick, ev, plane)
+    }
+
+    /// The EVX of an ACK or NACK on `pick` (`None`: on the acknowledged packet's `ev`).
+    #[inline(always)]
+    fn ack_evx(&mut self, pick: Option<EvPick>, ev: u16, plane: u8) -> EvxRepr {
+        let (ev_index, plane) = pick.map_or((ev, plane), |p| (p.index, p.plane));
         self.note_served();
         EvxRepr {
             ev_index,
@@ -291,6 +306,16 @@ impl<
             AckEvent::Nack(n) => (n.ev_index, n.plane),
         };
         let evx = self.ack_travel_ev(ev, plane, blocks);
+        self.ack_packet_on(now_ns, e, echo, evx)
+    }
+
+    /// [`Self::ack_packet`] with every block its model (see [`Self::ack_travel_ev_model`]).
+    pub(super) fn ack_packet_model(&mut self, now_ns: u64, e: &AckEvent, echo: u32) -> Packet {
+        let (ev, plane) = match e {
+            AckEvent::Ack(a) => (a.ev_index, a.plane),
+            AckEvent::Nack(n) => (n.ev_index, n.plane),
+        };
+        let evx = self.ack_travel_ev_model(ev, plane);
         self.ack_packet_on(now_ns, e, echo, evx)
     }
 
