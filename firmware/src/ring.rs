@@ -105,6 +105,29 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         }
     }
 
+    /// Append a value `fill` writes in its slot (over the slot's old value: `fill` writes
+    /// every field it leaves to the value). `fill` is called also when the ring is full, on
+    /// a copy of `scratch`; `false` is then returned.
+    #[inline(always)]
+    pub fn push_back_in(&mut self, scratch: T, fill: impl FnOnce(&mut T)) -> bool
+    where
+        T: Copy,
+    {
+        let i = Self::wrap(self.head + self.len);
+        match self.buf.get_mut(i).filter(|_| self.len < N) {
+            Some(s) => {
+                fill(s);
+                self.len += 1;
+                true
+            }
+            None => {
+                let mut t = scratch;
+                fill(&mut t);
+                false
+            }
+        }
+    }
+
     /// Remove and return the oldest value.
     #[inline]
     pub fn pop_front(&mut self) -> Option<T> {

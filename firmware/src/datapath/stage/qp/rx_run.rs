@@ -133,7 +133,7 @@ impl<
             .rx
             .accept_write_run(now_ns, first.psn, offset, n, &last_rx, trigger, gap);
         if let Some(e) = ack {
-            ctrl.push_with(|| self.ack_packet_model(now_ns, &e, last.tx_ts_ns));
+            ctrl.push_in(|p| self.ack_packet_model(now_ns, &e, p));
         }
         // The deadline the quiet packets leave (the trigger's ACK closes it: none after).
         let quiet = n - u16::from(trigger);
