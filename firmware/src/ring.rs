@@ -105,6 +105,26 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         }
     }
 
+    /// Append the value `fill` writes into its slot (the whole value: the slot holds an old
+    /// one), with no copy through the stack. `fill` is called also when the ring is full, on
+    /// a copy of `scratch`; `false` is then returned.
+    #[inline(always)]
+    pub fn push_back_in(&mut self, scratch: T, fill: impl FnOnce(&mut T)) -> bool {
+        let i = Self::wrap(self.head + self.len);
+        match self.buf.get_mut(i).filter(|_| self.len < N) {
+            Some(s) => {
+                fill(s);
+                self.len += 1;
+                true
+            }
+            None => {
+                let mut t = scratch;
+                fill(&mut t);
+                false
+            }
+        }
+    }
+
     /// Remove and return the oldest value.
     #[inline]
     pub fn pop_front(&mut self) -> Option<T> {
@@ -200,7 +220,18 @@ mod tests {
                     } else {
                         Err(v)
                     };
-                    prop_assert_eq!(r.push_back(v), want);
+                    if op == 0 {
+                        prop_assert_eq!(r.push_back(v), want);
+                    } else {
+                        // (written in its slot; on a full ring, on the scratch value)
+                        let mut wrote = false;
+                        let taken = r.push_back_in(u16::MAX, |s| {
+                            *s = v;
+                            wrote = true;
+                        });
+                        prop_assert!(wrote);
+                        prop_assert_eq!(taken, want.is_ok());
+                    }
                 }
                 2 => prop_assert_eq!(r.pop_front(), m.pop_front()),
                 3 if v % 7 == 1 => {

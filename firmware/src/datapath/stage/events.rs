@@ -45,6 +45,18 @@ impl Ctrl {
         }
     }
 
+    /// Queue the packet `fill` writes, written in its slot (or count it dropped; `fill` is
+    /// called all the same, on a scratch packet).
+    #[inline]
+    pub fn push_in(&mut self, fill: impl FnOnce(&mut crate::datapath::packet::Packet)) {
+        if !self
+            .ring
+            .push_back_in(crate::datapath::packet::Packet::FILL, fill)
+        {
+            self.dropped += 1;
+        }
+    }
+
     /// The oldest packet.
     #[inline]
     pub fn pop(&mut self) -> Option<crate::datapath::packet::Packet> {

@@ -444,8 +444,12 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             }
             self.counters.rx_packets += 1;
             let mut note = None;
-            let v = match self.qps.as_mut().get_mut(pkt.dest_qpn as usize) {
-                Some(qp) if qp.state() != DpState::Reset => {
+            let v = match (self.qps.as_mut().get_mut(pkt.dest_qpn as usize), &pkt.body) {
+                // (an ACK touches the send side alone: no shared receive state, no deadline)
+                (Some(qp), PacketBody::Ack(a)) if qp.state() != DpState::Reset => {
+                    qp.handle_ack(now_ns, pkt, a, &mut self.events)
+                }
+                (Some(qp), _) if qp.state() != DpState::Reset => {
                     let shared = RxShared {
                         regions: &mut self.regions,
                         ctrl: &mut self.ctrl,

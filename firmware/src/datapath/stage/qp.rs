@@ -11,11 +11,11 @@ use super::events::{Ctrl, Events};
 use super::rx::{RxCounters, RxSide, WriteResult};
 use super::tx::{Credits, PostError, Reorder, Stall, TxCounters, TxSide};
 use super::{DatapathConfig, Hdr};
-use crate::datapath::ack_gen::{AckEvent, RxPacket, TrimMark};
+use crate::datapath::ack_gen::{AckEvent, AckSummary, RxPacket, TrimMark};
 use crate::datapath::blocks::{Blocks, SprayerCmd, SprayerPort};
 use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
-use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
+use crate::datapath::sprayer::{EvPick, EvSlot, Sprayer, SprayerCounters};
 
 mod rx_run;
 mod tracker;
@@ -137,6 +137,16 @@ pub trait QpContext {
         ctrl: &mut Ctrl,
         blocks: &mut dyn Blocks,
     );
+    /// A received ACK addressed to this QP (what [`Self::handle_packet`] does with one: it
+    /// touches the send side alone). Room for `tx::ACK_EVENTS` events is the caller's to
+    /// check.
+    fn handle_ack(
+        &mut self,
+        now_ns: u64,
+        pkt: &Packet,
+        a: &AckRepr,
+        events: &mut Events,
+    ) -> RxVerdict;
     /// One received packet addressed to this QP. Room for `tx::ACK_EVENTS` events is
     /// the caller's to check.
     fn handle_packet<R: Regions>(
@@ -230,10 +240,25 @@ impl<
     /// fallback when no EV is usable.
     fn ack_travel_ev(&mut self, ev: u16, plane: u8, blocks: &mut dyn Blocks) -> EvxRepr {
         let mut port = self.sprayer_port(blocks);
-        let (ev_index, plane) = match port.has_usable().then(|| port.next_ev()) {
-            Some(Some(pick)) => (pick.index, pick.plane),
-            _ => (ev, plane),
-        };
+        let pick = port.has_usable().then(|| port.next_ev()).flatten();
+        self.ack_evx(pick, ev, plane)
+    }
+
+    /// [`Self::ack_travel_ev`] with every block its model (the receive run's: a stage with
+    /// a stand-in takes no runs), the sprayer asked directly rather than through the port.
+    fn ack_travel_ev_model(&mut self, ev: u16, plane: u8) -> EvxRepr {
+        let pick = self
+            .sprayer
+            .has_usable()
+            .then(|| self.sprayer.next_ev())
+            .flatten();
+        self.ack_evx(pick, ev, plane)
+    }
+
+    /// The EVX of an ACK or NACK on `pick` (`None`: on the acknowledged packet's `ev`).
+    #[inline(always)]
+    fn ack_evx(&mut self, pick: Option<EvPick>, ev: u16, plane: u8) -> EvxRepr {
+        let (ev_index, plane) = pick.map_or((ev, plane), |p| (p.index, p.plane));
         self.note_served();
         EvxRepr {
             ev_index,
@@ -265,19 +290,7 @@ impl<
     /// The packet for an ACK generator output, travelling on `evx`.
     fn ack_packet_on(&self, now_ns: u64, e: &AckEvent, echo: u32, evx: EvxRepr) -> Packet {
         match e {
-            AckEvent::Ack(a) => {
-                let body = PacketBody::Ack(AckRepr {
-                    cum_psn: a.cum_psn,
-                    sack_base: a.sack_base,
-                    sack_bitmap: a.sack_bitmap,
-                    ev_index: a.ev_index,
-                    plane: a.plane,
-                    ecn_plane_mask: a.ecn_plane_mask,
-                    ce_count: a.ce_count,
-                    pkt_count: a.pkt_count,
-                });
-                self.control(now_ns, a.cum_psn, evx, a.echo_ts_ns, body)
-            }
+            AckEvent::Ack(a) => self.ack_on(now_ns, a, evx),
             AckEvent::Nack(n) => {
                 let body = PacketBody::Nack(NackRepr {
                     reason: n.reason,
@@ -289,6 +302,23 @@ impl<
                 self.control(now_ns, n.cum_psn, evx, echo, body)
             }
         }
+    }
+
+    /// The packet for ACK `a`, travelling on `evx` (it echoes the triggering packet's send
+    /// time).
+    #[inline(always)]
+    fn ack_on(&self, now_ns: u64, a: &AckSummary, evx: EvxRepr) -> Packet {
+        let body = PacketBody::Ack(AckRepr {
+            cum_psn: a.cum_psn,
+            sack_base: a.sack_base,
+            sack_bitmap: a.sack_bitmap,
+            ev_index: a.ev_index,
+            plane: a.plane,
+            ecn_plane_mask: a.ecn_plane_mask,
+            ce_count: a.ce_count,
+            pkt_count: a.pkt_count,
+        });
+        self.control(now_ns, a.cum_psn, evx, a.echo_ts_ns, body)
     }
 
     /// The packet for an ACK generator output on an EV of its own (with a stand-in tracker,
@@ -306,6 +336,13 @@ impl<
         };
         let evx = self.ack_travel_ev(ev, plane, blocks);
         self.ack_packet_on(now_ns, e, echo, evx)
+    }
+
+    /// [`Self::ack_packet`] of ACK `a` with every block its model (see
+    /// [`Self::ack_travel_ev_model`]), written to `out`.
+    pub(super) fn ack_packet_model(&mut self, now_ns: u64, a: &AckSummary, out: &mut Packet) {
+        let evx = self.ack_travel_ev_model(a.ev_index, a.plane);
+        *out = self.ack_on(now_ns, a, evx);
     }
 
     /// This QP's sprayer behind the stage's block port.
@@ -734,6 +771,32 @@ impl<
     }
 
     #[inline(always)]
+    fn handle_ack(
+        &mut self,
+        now_ns: u64,
+        pkt: &Packet,
+        a: &AckRepr,
+        events: &mut Events,
+    ) -> RxVerdict {
+        if self.state != DpState::Rts {
+            return RxVerdict::Dropped(DropReason::QpNotReady);
+        }
+        let rtt = if pkt.echo_ts_ns != 0 {
+            (now_ns as u32).wrapping_sub(pkt.echo_ts_ns)
+        } else {
+            0
+        };
+        let mut saturated = 0;
+        let mut credits = Credits {
+            counts: &mut self.credits,
+            saturated: &mut saturated,
+        };
+        self.tx
+            .handle_ack(now_ns, self.hdr.qpn, a, rtt, &mut credits, events);
+        RxVerdict::Consumed
+    }
+
+    #[inline(always)]
     fn handle_packet<R: Regions>(
         &mut self,
         now_ns: u64,
@@ -744,24 +807,7 @@ impl<
     ) -> RxVerdict {
         match &pkt.body {
             PacketBody::Write { .. } => self.rx_write(now_ns, pkt, cfg, shared, events),
-            PacketBody::Ack(a) => {
-                if self.state != DpState::Rts {
-                    return RxVerdict::Dropped(DropReason::QpNotReady);
-                }
-                let rtt = if pkt.echo_ts_ns != 0 {
-                    (now_ns as u32).wrapping_sub(pkt.echo_ts_ns)
-                } else {
-                    0
-                };
-                let mut saturated = 0;
-                let mut credits = Credits {
-                    counts: &mut self.credits,
-                    saturated: &mut saturated,
-                };
-                self.tx
-                    .handle_ack(now_ns, self.hdr.qpn, a, rtt, &mut credits, events);
-                RxVerdict::Consumed
-            }
+            PacketBody::Ack(a) => self.handle_ack(now_ns, pkt, a, events),
             PacketBody::Nack(n) => {
                 if self.state != DpState::Rts {
                     return RxVerdict::Dropped(DropReason::QpNotReady);

@@ -29,7 +29,7 @@ use mrc_abi::wire::{NackReason, RethRepr};
 use mrc_abi::Psn;
 
 use super::events::Events;
-use crate::datapath::ack_gen::{AckEvent, AckGen, AckGenConfig, RxPacket, TrimMark};
+use crate::datapath::ack_gen::{AckEvent, AckGen, AckGenConfig, AckSummary, RxPacket, TrimMark};
 use crate::datapath::packet::DropReason;
 use crate::datapath::placement::{Placement, Regions};
 use crate::datapath::rx_bitmap::RxBitmap;
@@ -358,13 +358,13 @@ impl<const WORDS: usize, const RQ: usize> RxSide<WORDS, RQ> {
         last: &RxPacket,
         trigger: bool,
         gap: bool,
-    ) -> (Option<u64>, Option<AckEvent>) {
+    ) -> (Option<u64>, Option<AckSummary>) {
         self.counters.placed += u64::from(n);
         if trigger {
             let (due, ack) = self
                 .acks
                 .handle_acked_run(now_ns, first, offset, n, last, gap);
-            (due, Some(AckEvent::Ack(ack)))
+            (due, Some(ack))
         } else {
             self.acks.handle_quiet_run(now_ns, first, offset, n, last);
             (self.acks.poll_timeout(), None)

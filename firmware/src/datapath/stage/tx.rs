@@ -77,10 +77,26 @@ struct TxSlot {
     sent_ns: u32,
     ev: u16,
     len: u16,
-    /// EV the firmware ordered the retransmission on ([`EV_ANY`]: the sprayer's pick).
+    /// EV the firmware ordered the retransmission on ([`EV_ANY`]: the sprayer's pick). Read
+    /// only while [`F_PENDING`] is set, and written with it (`queue_retx`).
     retx_ev: u16,
     plane: u8,
     flags: u8,
+}
+
+impl TxSlot {
+    /// The PSN left (again) as transmission `tx_seq` at `sent_ns` with `len` payload bytes on
+    /// `ev`: in flight. (`retx_ev` is left as it is: nothing reads it before the next order
+    /// writes it; one store less per packet.)
+    #[inline(always)]
+    fn sent(&mut self, tx_seq: u32, sent_ns: u32, ev: EvPick, len: u16) {
+        self.tx_seq = tx_seq;
+        self.sent_ns = sent_ns;
+        self.ev = ev.index;
+        self.len = len;
+        self.plane = ev.plane;
+        self.flags = F_INFLIGHT;
+    }
 }
 
 /// The retransmission queue's loss window after an ACK timeout (TCP's loss window of one
@@ -715,15 +731,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let len = payload_len.min(u32::from(u16::MAX)) as u16;
         let tx_seq = self.tx_seq;
         if let Some(s) = self.slot_mut(psn) {
-            *s = TxSlot {
-                tx_seq,
-                sent_ns: now_ns as u32,
-                ev: ev.index,
-                len,
-                retx_ev: EV_ANY,
-                plane: ev.plane,
-                flags: F_INFLIGHT,
-            };
+            s.sent(tx_seq, now_ns as u32, ev, len);
         }
         self.inflight_bytes = self.inflight_bytes.saturating_add(u64::from(len));
         self.last_sent_ns = now_ns as u32;

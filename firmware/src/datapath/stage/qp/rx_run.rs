@@ -37,8 +37,9 @@ impl<
         let RxShared {
             regions,
             ctrl,
-            blocks,
-            // (a stage with a stand-in takes no runs: `Datapath::set_fast_paths`)
+            // (a stage with a stand-in takes no runs, `Datapath::set_fast_paths`: the blocks
+            // are the models, asked directly)
+            blocks: _,
             stand_in: _,
         } = shared;
         if !self.rx_live() {
@@ -132,7 +133,7 @@ impl<
             .rx
             .accept_write_run(now_ns, first.psn, offset, n, &last_rx, trigger, gap);
         if let Some(e) = ack {
-            ctrl.push_with(|| self.ack_packet(now_ns, &e, last.tx_ts_ns, blocks));
+            ctrl.push_in(|p| self.ack_packet_model(now_ns, &e, p));
         }
         // The deadline the quiet packets leave (the trigger's ACK closes it: none after).
         let quiet = n - u16::from(trigger);

@@ -315,10 +315,13 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             let i = from.value() as usize % WIN;
             let first = n.min(WIN - i);
             let (head, tail) = self.slots.split_at_mut(i);
-            for s in tail.iter_mut().take(first) {
+            // (exact sub-slices: one end test per slot)
+            let tail = tail.get_mut(..first).unwrap_or_default();
+            let head = head.get_mut(..n - first).unwrap_or_default();
+            for s in tail {
                 Self::take(t, s, credits, crossed);
             }
-            for s in head.iter_mut().take(n - first) {
+            for s in head {
                 Self::take(t, s, credits, crossed);
             }
         } else {

@@ -1,11 +1,11 @@
 //! The transmit run: many new packets of one work request in one call, with the effects of as
 //! many single-packet polls ([`TxSide::poll`]) but the per-packet checks decided once.
 
-use mrc_abi::device::csr::{self, CsrEvent, TxDone, TxStart, EV_ANY};
+use mrc_abi::device::csr::{self, CsrEvent, TxDone, TxStart};
 use mrc_abi::wire::{EvxRepr, RethRepr, Segment};
 use mrc_abi::Psn;
 
-use super::{Mode, Stall, TxSide, TxSlot, F_INFLIGHT};
+use super::{Mode, Stall, TxSide, TxSlot};
 use crate::datapath::ack_gen::TrimMark;
 use crate::datapath::packet::{LocalBuf, Packet, PacketBody};
 use crate::datapath::sprayer::{EvPick, Sprayer};
@@ -183,15 +183,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             },
         };
         // (`mtu <= u16::MAX`: `start` clamps it)
-        let slot0 = TxSlot {
-            tx_seq: 0,
-            sent_ns: now_ns as u32,
-            ev: 0,
-            len: mtu as u16,
-            retx_ev: EV_ANY,
-            plane: 0,
-            flags: F_INFLIGHT,
-        };
+        let (sent_ns, len) = (now_ns as u32, mtu as u16);
         let value_base = hdr.value_base;
         // (packet `k`'s transmission number is its unmasked PSN `psn0 + k` plus `d`)
         let d = self.tx_seq.wrapping_add(1).wrapping_sub(psn0.value());
@@ -225,12 +217,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 ev_value: value_base.wrapping_add(u32::from(ev.index)),
             };
             if let Some(s) = slots.get_mut(psn.value() as usize % WIN) {
-                *s = TxSlot {
-                    tx_seq: i.wrapping_add(d),
-                    ev: ev.index,
-                    plane: ev.plane,
-                    ..slot0
-                };
+                s.sent(i.wrapping_add(d), sent_ns, ev, len);
             }
         };
         let limit = limit.min(out.len());
