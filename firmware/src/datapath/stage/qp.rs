@@ -793,6 +793,7 @@ impl<
         };
         self.tx
             .handle_ack(now_ns, self.hdr.qpn, a, rtt, &mut credits, events);
+        self.tx.credits_lost(saturated);
         RxVerdict::Consumed
     }
 
@@ -819,6 +820,7 @@ impl<
                 };
                 self.tx
                     .handle_nack(self.hdr.qpn, n, &mut credits, cfg.planted_bug(), events);
+                self.tx.credits_lost(saturated);
                 RxVerdict::Consumed
             }
             PacketBody::Probe(p) => {

@@ -207,6 +207,9 @@ pub struct TxCounters {
     pub stall_cc: u64,
     pub stall_wimm: u64,
     pub stall_no_ev: u64,
+    /// Delivery credits (the gray-loss test's per-EV counts) an ACK or NACK could not count:
+    /// the EV's counter was at its limit and its report had found no room.
+    pub credits_saturated: u64,
 }
 
 /// Why a post was refused.
@@ -263,6 +266,13 @@ pub(crate) struct TxSide<const WIN: usize, const SQ: usize> {
 }
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
+    /// Counts `n` delivery credits the last ACK or NACK could not count
+    /// ([`TxCounters::credits_saturated`]).
+    #[inline]
+    pub(crate) fn credits_lost(&mut self, n: u64) {
+        self.counters.credits_saturated += n;
+    }
+
     const CAPACITY_OK: () = assert!(WIN >= 64 && SQ >= 1, "TxSide needs WIN >= 64, SQ >= 1");
 
     pub(crate) const OFF: Self = TxSide {
@@ -320,6 +330,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             stall_cc: 0,
             stall_wimm: 0,
             stall_no_ev: 0,
+            credits_saturated: 0,
         },
     };
 

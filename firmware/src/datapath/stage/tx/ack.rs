@@ -432,3 +432,28 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_at_its_limit_counts_what_it_cannot_hold() {
+        let mut counts = [HALF_CREDITS - 2, u16::MAX - 1, 0];
+        let mut lost = 0;
+        let mut c = Credits {
+            counts: &mut counts,
+            saturated: &mut lost,
+        };
+        assert!(!c.credit(0));
+        assert!(c.credit(0), "half range reached: to report");
+        assert!(!c.credit(1), "the last value a counter holds");
+        assert!(!c.credit(1), "one more: lost, and counted");
+        assert!(!c.credit(1));
+        assert!(!c.credit(9), "an EV the QP does not have: ignored");
+        assert_eq!(c.take(0), HALF_CREDITS);
+        assert_eq!(c.take(0), 0);
+        assert_eq!(c.take(1), u16::MAX);
+        assert_eq!(lost, 2);
+    }
+}
