@@ -43,17 +43,25 @@ mod common;
 use common::{looped_qp, open_app, LoopSpec, Looped};
 
 const BATCH: usize = 32;
-/// Batches posted (or polled) back to back between two runs of the device model: 512 WRs fit
-/// the 1024-entry send ring and the 4096-entry CQ.
-const ROUND: u64 = 16;
+/// Batches posted (or polled) back to back between two runs of the device model: 128 WRs.
+/// (A looped QP given 256 or more at once loses deliveries while its firmware core's CSR ring
+/// is full, and its retries run out: `tests/burst.rs` holds this round's size to completing.)
+const ROUND: u64 = 4;
 /// A doorbell page no QP or CQ of the benchmark owns (the device ignores it).
 const SPARE_PAGE: u64 = 63;
 
+/// Polls `n` completions; the device ran everything posted when its doorbells were
+/// released, so they are all in the CQ (a bounded number of polls, not a spin on a stalled
+/// device).
 fn drain(cq: &mut CompletionQueue, wcs: &mut [WorkCompletion], n: usize) {
     let mut got = 0;
-    while got < n {
+    for _ in 0..n + 16 {
+        if got >= n {
+            return;
+        }
         got += cq.poll(wcs).expect("poll");
     }
+    assert!(got >= n, "the device completed {got} of {n} work requests");
 }
 
 fn datapath(c: &mut Criterion) {

@@ -297,8 +297,8 @@ impl Core {
 }
 
 /// The cores a service looks at: a bit per core whose shards may have work (an input since its
-/// last step). Apart from the cores, which are large, and a bit each: a service with one core
-/// to wake reads one word, not every core's flag.
+/// last step). Kept apart from the cores (216 bytes each), a bit per core: a service that
+/// wakes one core reads one word, not a flag in every core.
 #[derive(Debug, Default)]
 pub(crate) struct Woken {
     bits: Vec<u64>,
