@@ -43,10 +43,10 @@ mod common;
 use common::{looped_qp, open_app, LoopSpec, Looped};
 
 const BATCH: usize = 32;
-/// Batches posted (or polled) back to back between two runs of the device model: 128 WRs.
-/// (A looped QP given 256 or more at once loses deliveries while its firmware core's CSR ring
-/// is full, and its retries run out: `tests/burst.rs` holds this round's size to completing.)
-const ROUND: u64 = 4;
+/// Batches posted (or polled) back to back between two runs of the device model: 512 WRs fit
+/// the 1024-entry send ring and the 4096-entry CQ (`tests/burst.rs` holds such rounds to
+/// completing).
+const ROUND: u64 = 16;
 /// A doorbell page no QP or CQ of the benchmark owns (the device ignores it).
 const SPARE_PAGE: u64 = 63;
 

@@ -198,9 +198,9 @@ pub struct NicCounters {
     pub bad_payload: u64,
     /// Deliveries naming a QPN this NIC does not have (dropped).
     pub unknown_qpn: u64,
-    /// Deliveries a stage would not take even after its reports moved on (dropped): its
-    /// event buffer was full and its firmware core's CSR ring had no room (back-pressure
-    /// reached the port: an RX FIFO overflow).
+    /// Deliveries dropped for back-pressure: data packets that found the port's RX FIFO full
+    /// behind one the stage refused (its event buffer full, its firmware core's CSR ring with
+    /// no room), and control packets (ACK, NACK, probe) the stage refused then.
     pub rx_refused: u64,
     /// Packets the fabric refused (unknown host or plane): a model bug if non-zero.
     pub inject_errors: u64,

@@ -19,6 +19,8 @@
 //! - **Receive**: a data packet passes the PSN tracker and reaches the stage at the tracker's
 //!   output; ACKs, NACKs and probes go to the stage at once (no RTL block of the table handles
 //!   them).
+//!   A data packet its stage refuses (back-pressure from the firmware's CSR ring) waits at the
+//!   head of the port's RX FIFO with those behind it ([`RX_FIFO_PKTS`]) until reports move on.
 //! - **DP->FW entries**: the stage's reports pass the CSR event queue, one per clock.
 //!
 //! Not modelled: the firmware's EV table writes into the sprayer's command stream (they share
@@ -113,8 +115,15 @@ pub(crate) struct DpClock {
     /// Data deliveries on their way through the PSN tracker: (time, shard, QPN, packet),
     /// times non-decreasing.
     rx_wait: VecDeque<(Time, usize, u32, StagePacket)>,
+    /// The oldest of `rx_wait` was refused by its stage (event buffer full, reports with
+    /// nowhere to go): the deliveries wait, in order, until reports move on.
+    pub(super) rx_blocked: bool,
     armed: Option<Time>,
 }
+
+/// Data deliveries the port holds behind one its stage refused (the port's RX FIFO: 256
+/// full-size packets, 1 MiB); one more is dropped (`rx_refused`).
+pub(super) const RX_FIFO_PKTS: usize = 256;
 
 impl DpClock {
     /// The blocks of a NIC, idle at time zero; `csr_seen[k]`: the DP->FW entries shard `k`
@@ -131,6 +140,7 @@ impl DpClock {
             tx_wait: VecDeque::new(),
             tx_wait_bytes: 0,
             rx_wait: VecDeque::new(),
+            rx_blocked: false,
             armed: None,
         }
     }
@@ -193,7 +203,11 @@ impl DpClock {
 
     pub(super) fn next_due(&self) -> Option<Time> {
         let tx = self.tx_wait.front().map(|w| w.0);
-        let rx = self.rx_wait.front().map(|w| w.0);
+        let rx = self
+            .rx_wait
+            .front()
+            .filter(|_| !self.rx_blocked)
+            .map(|w| w.0);
         match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -226,14 +240,20 @@ impl Nic {
         s: &mut Scheduler<'_>,
         me: ComponentId,
     ) {
+        if self.dp.rx_blocked && self.dp.rx_wait.len() >= RX_FIFO_PKTS {
+            self.counters.rx_refused += 1;
+            return;
+        }
         self.dp.rx_wait.push_back((at, k, qpn, p));
         self.arm_datapath(s, me);
     }
 
-    fn arm_datapath(&mut self, s: &mut Scheduler<'_>, me: ComponentId) {
+    pub(super) fn arm_datapath(&mut self, s: &mut Scheduler<'_>, me: ComponentId) {
         let Some(t) = self.dp.next_due() else {
             return;
         };
+        // (deliveries held behind a refused one are due when it was refused)
+        let t = t.max(s.now());
         if self.dp.armed.is_none_or(|a| a > t)
             && s.at(t, me, ev::DATAPATH, u64::from(self.host)).is_ok()
         {
@@ -255,7 +275,10 @@ impl Nic {
         }
         loop {
             let tx_t = self.dp.tx_wait.front().map(|w| w.0).filter(|t| *t <= now);
-            let rx_t = self.dp.rx_wait.front().map(|w| w.0).filter(|t| *t <= now);
+            let rx_t = (!self.dp.rx_blocked)
+                .then(|| self.dp.rx_wait.front().map(|w| w.0))
+                .flatten()
+                .filter(|t| *t <= now);
             match (tx_t, rx_t) {
                 (Some(a), b) if b.is_none_or(|b| a <= b) => {
                     if let Some((_, k, tx)) = self.dp.tx_wait.pop_front() {
@@ -267,9 +290,15 @@ impl Nic {
                     }
                 }
                 (_, Some(_)) => {
-                    if let Some((_, k, qpn, p)) = self.dp.rx_wait.pop_front() {
-                        self.enter_stage(now, k, qpn, &p, s, me);
+                    let Some(&(_, k, qpn, p)) = self.dp.rx_wait.front() else {
+                        break;
+                    };
+                    if self.enter_stage(now, k, qpn, &p, s, me).is_none() {
+                        // Back-pressure: it and those behind it wait for reports to move.
+                        self.dp.rx_blocked = true;
+                        continue;
                     }
+                    self.dp.rx_wait.pop_front();
                 }
                 _ => break,
             }

@@ -547,6 +547,9 @@ impl Nic {
             *l = local;
         }
         let verdict = self.enter_stage(now, k, qpn, &pkt, s, me);
+        if verdict.is_none() {
+            self.counters.rx_refused += 1;
+        }
         self.service(now, fab, s, me);
         verdict
     }

@@ -104,12 +104,15 @@ impl Nic {
             self.hold_rx(at, k, qpn, p, s, me);
             return;
         }
-        self.enter_stage(now, k, qpn, &p, s, me);
+        if self.enter_stage(now, k, qpn, &p, s, me).is_none() {
+            self.counters.rx_refused += 1;
+        }
         self.service(now, fab, s, me);
     }
 
     /// Delivery `p` for QP `qpn` enters shard `k`'s stage (the caller services the NIC).
-    /// Returns the stage's verdict (`None`: refused, counted in `rx_refused`).
+    /// Returns the stage's verdict (`None`: refused, its event buffer full and its reports
+    /// with nowhere to go; the caller holds or drops the packet, and counts a drop).
     pub(super) fn enter_stage(
         &mut self,
         now: Time,
@@ -126,7 +129,6 @@ impl Nic {
             // Short of event room: the reports move on (to the engine, or to the firmware
             // cores' queue), then the stage takes the packet.
             if !self.drain_shard(now, k, s, me) {
-                self.counters.rx_refused += 1;
                 return None;
             }
         };
@@ -196,6 +198,10 @@ impl Nic {
             self.dp.csr_moved(now, k, self.shards[k].moved().0);
             any
         };
+        if any {
+            // (reports moved on: the stage may take the delivery it refused)
+            self.dp.rx_blocked = false;
+        }
         // A command (since the last look: timers and firmware cores give some too) is what
         // queues a retransmission; an ACK or NACK lets one go (see `receive`).
         let cmds = self.shards[k].moved().1;
@@ -262,6 +268,8 @@ impl Nic {
         self.arm_release(s, me);
         self.arm_timer(s, me);
         self.arm_dma(s, me);
+        // (deliveries held behind a refused one go on once reports moved)
+        self.arm_datapath(s, me);
     }
 
     /// Moves the entries of every shard that had input, then acts on what the engines wrote
