@@ -40,7 +40,7 @@ use mrc_sim::nic_host::{SimHost, SimNic};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-use common::{looped_qp, open_app, LoopSpec, Looped};
+use common::{bench_qp, bench_write, open_app, Looped};
 
 const BATCH: usize = 32;
 /// Batches posted (or polled) back to back between two runs of the device model: 512 WRs fit
@@ -68,24 +68,9 @@ fn datapath(c: &mut Criterion) {
     let host = SimHost::clos_pair().expect("simulated host");
     let nic: &SimNic = &host.nics()[0];
     let ctx = open_app(nic);
-    let spec = LoopSpec {
-        cq_depth: 4096,
-        sq_depth: 1024,
-        rq_depth: 2,
-        ..LoopSpec::default()
-    };
-    let Looped { qp, cq, mr, .. } = &mut looped_qp(&ctx, spec, None);
+    let Looped { qp, cq, mr, .. } = &mut bench_qp(&ctx);
     let sge = [mr.sge(0, 64).expect("sge")];
-    let wr = SendWr {
-        wr_id: 0,
-        op: WriteOp::Write,
-        sg_list: &sge,
-        remote_addr: mr.addr() + 1024,
-        rkey: mr.rkey(),
-        signaled: true,
-        solicited: false,
-        fence: false,
-    };
+    let wr = bench_write(mr, &sge);
     let mut batch = [wr; BATCH];
     for (i, w) in batch.iter_mut().enumerate() {
         w.wr_id = i as u64;

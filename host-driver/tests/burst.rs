@@ -10,31 +10,16 @@ use mrc_driver::api::*;
 use mrc_sim::nic_host::SimHost;
 
 mod common;
-use common::{looped_qp, open_app, LoopSpec, Looped};
+use common::{bench_qp, bench_write, open_app, Looped};
 
 /// Per round: successful completions, and the first other status seen.
 fn rounds(batches: usize, rounds: usize) -> Vec<(usize, Option<CqeStatus>)> {
     let host = SimHost::clos_pair().expect("simulated host");
     let nic = &host.nics()[0];
     let ctx = open_app(nic);
-    let spec = LoopSpec {
-        cq_depth: 4096,
-        sq_depth: 1024,
-        rq_depth: 2,
-        ..LoopSpec::default()
-    };
-    let Looped { qp, cq, mr, .. } = &mut looped_qp(&ctx, spec, None);
+    let Looped { qp, cq, mr, .. } = &mut bench_qp(&ctx);
     let sge = [mr.sge(0, 64).expect("sge")];
-    let wr = SendWr {
-        wr_id: 0,
-        op: WriteOp::Write,
-        sg_list: &sge,
-        remote_addr: mr.addr() + 1024,
-        rkey: mr.rkey(),
-        signaled: true,
-        solicited: false,
-        fence: false,
-    };
+    let wr = bench_write(mr, &sge);
     let batch = [wr; 32];
     let mut wcs = [WorkCompletion::default(); 32];
     let mut seen = Vec::new();

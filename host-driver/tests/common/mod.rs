@@ -80,3 +80,30 @@ pub fn looped_qp(ctx: &Context, spec: LoopSpec, channel: Option<&CompletionChann
     .expect("RTS");
     Looped { qp, cq, mr, pd }
 }
+
+/// The driver benchmark's QP (`benches/datapath.rs`, and `tests/burst.rs`, which holds its
+/// rounds to completing): deep rings for rounds of 512 Writes, two receive entries.
+pub fn bench_qp(ctx: &Context) -> Looped {
+    let spec = LoopSpec {
+        cq_depth: 4096,
+        sq_depth: 1024,
+        rq_depth: 2,
+        ..LoopSpec::default()
+    };
+    looped_qp(ctx, spec, None)
+}
+
+/// The driver benchmark's work request: a signaled 64-byte Write of `sge` (one of `mr`'s)
+/// to `mr` + 1 KiB.
+pub fn bench_write<'a>(mr: &MemoryRegion, sge: &'a [Sge]) -> SendWr<'a> {
+    SendWr {
+        wr_id: 0,
+        op: WriteOp::Write,
+        sg_list: sge,
+        remote_addr: mr.addr() + 1024,
+        rkey: mr.rkey(),
+        signaled: true,
+        solicited: false,
+        fence: false,
+    }
+}
