@@ -301,7 +301,7 @@ impl Core {
 /// The cores a service looks at: a bit per core whose shards may have work (an input since its
 /// last step). Kept apart from the cores (216 bytes each), a bit per core: a service that
 /// wakes one core reads one word, not a flag in every core.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Woken {
     bits: Vec<u64>,
     cores: usize,
@@ -335,7 +335,7 @@ impl Woken {
     #[inline]
     pub(crate) fn take_from(&mut self, from: usize) -> Option<usize> {
         let mut i = from >> 6;
-        let mut mask = u64::MAX.checked_shl((from & 63) as u32).unwrap_or(0);
+        let mut mask = u64::MAX << (from & 63);
         while let Some(w) = self.bits.get_mut(i) {
             let bits = *w & mask;
             if bits != 0 {

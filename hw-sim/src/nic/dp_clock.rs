@@ -201,14 +201,17 @@ impl DpClock {
             .collect()
     }
 
-    pub(super) fn next_due(&self) -> Option<Time> {
-        let tx = self.tx_wait.front().map(|w| w.0);
-        let rx = self
-            .rx_wait
+    /// When the oldest data delivery is due at its stage (`None` while the FIFO is blocked).
+    fn rx_due(&self) -> Option<Time> {
+        self.rx_wait
             .front()
             .filter(|_| !self.rx_blocked)
-            .map(|w| w.0);
-        match (tx, rx) {
+            .map(|w| w.0)
+    }
+
+    pub(super) fn next_due(&self) -> Option<Time> {
+        let tx = self.tx_wait.front().map(|w| w.0);
+        match (tx, self.rx_due()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -275,10 +278,7 @@ impl Nic {
         }
         loop {
             let tx_t = self.dp.tx_wait.front().map(|w| w.0).filter(|t| *t <= now);
-            let rx_t = (!self.dp.rx_blocked)
-                .then(|| self.dp.rx_wait.front().map(|w| w.0))
-                .flatten()
-                .filter(|t| *t <= now);
+            let rx_t = self.dp.rx_due().filter(|t| *t <= now);
             match (tx_t, rx_t) {
                 (Some(a), b) if b.is_none_or(|b| a <= b) => {
                     if let Some((_, k, tx)) = self.dp.tx_wait.pop_front() {

@@ -736,7 +736,8 @@ impl Nic {
         if let Some(s) = self.shards.first() {
             prefetch_prefix(s, 64);
         }
-        // (a service reads every core's wake flag and the PCIe wires' oldest bookings)
+        // (a service reads the cores' wake bits, the first core, and the PCIe wires' oldest
+        // bookings)
         prefetch_start(self.core_wake.words());
         if let Some(c) = self.cores.first() {
             crate::core::sys::prefetch(c);
