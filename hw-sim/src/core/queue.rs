@@ -24,14 +24,21 @@
 //! times less than a heap pop per event: no sift per pop, predictable branches).
 //!
 //! The tick width and ring size are re-chosen (`rebuild`, O(len)) when the population doubles or
-//! quarters, or when the observed bucket loads or overflow migrations say the layout is off (the
-//! ring holds about 16 events per bucket and reaches the 99th percentile of pending times);
-//! rebuilds are amortized over at least `len` operations. An emptied bucket keeps its vector's
-//! allocation only up to `KEEP_CAPACITY` events (a larger one is freed, and regrown by the
-//! bucket that next needs it): the ring's idle capacity stays within a few times the events
-//! pending instead of every bucket keeping its high-water mark (which, at 16,384 hosts of the
-//! two-tier bench, would be 1.7 GB of idle capacity for ~1 M pending events).
-//! Otherwise, in steady state no operation allocates.
+//! quarters, or when the observed bucket loads or overflow migrations say the layout is off;
+//! rebuilds are amortized over at least `len` operations. The ring reaches the 99th percentile
+//! of pending times with about 16 pending events per bucket, and its ticks are narrowed (the
+//! ring growing to keep its reach, up to `MAX_RING_GROWTH` times) until at most
+//! `POPS_PER_TICK` events are *popped* per tick: a simulation's pending events bunch near the
+//! present (packets in flight) with a thin tail far ahead (timers), so buckets sized by the
+//! pending population alone each held ~100 events of the present, and their sorts cost more
+//! than the rest of the queue.
+//!
+//! A loaded bucket's allocation goes to a small pool of spares (`MAX_SPARES` vectors of at
+//! most `KEEP_CAPACITY` events; a larger one is freed) from which the next bucket to be
+//! filled takes one: the idle capacity stays a few times the events pending instead of every
+//! bucket keeping its high-water mark (which, at 16,384 hosts of the two-tier bench, would be
+//! 1.7 GB of idle capacity for ~1 M pending events). Otherwise, in steady state no operation
+//! allocates.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -133,8 +140,17 @@ const HORIZON_COVER_PERMILLE: usize = 990;
 const MAX_EVENTS_PER_LOAD: u64 = 4096;
 /// Population below which the queue never rebuilds for shrinking.
 const MIN_REBUILD_LEN: usize = 1024;
-/// An emptied bucket keeps at most this many events of capacity (twice the target load).
-const KEEP_CAPACITY: usize = 2 * TARGET_PER_BUCKET;
+/// Events popped per tick the ticks narrow to (when the pending population alone would make
+/// them wider): few enough that a loaded bucket is sorted by insertion, in a few moves per
+/// event (a bucket of 20 to 100 was sorted at 120 to 150 instructions per event).
+const POPS_PER_TICK: usize = 8;
+/// A spare bucket allocation holds at most this many events (four times the target load).
+const KEEP_CAPACITY: usize = 4 * TARGET_PER_BUCKET;
+/// Spare bucket allocations kept for buckets about to be filled.
+const MAX_SPARES: usize = 64;
+/// The ring narrowed to the pop rate grows to at most this many times the buckets the pending
+/// population alone asks for.
+const MAX_RING_GROWTH: usize = 16;
 
 /// A priority queue of `(time, payload)` ordered by time then insertion order.
 ///
@@ -168,6 +184,14 @@ pub struct EventQueue<P: Copy> {
     loads_since: u64,
     migrations_since: u64,
     check_every: u64,
+    /// Time of the last event popped, and of the last one popped when tuning was last checked
+    /// (ps): how much time the pops since covered.
+    last_pop_ps: u64,
+    tuned_from_ps: u64,
+    /// Time in which about `POPS_PER_TICK` events were popped, as last observed (ps).
+    pop_width_ps: Option<u64>,
+    /// Allocations of loaded buckets, for the next buckets to be filled.
+    spares: Vec<Vec<Entry<P>>>,
     scratch: Vec<Entry<P>>,
     stats: QueueStats,
 }
@@ -205,6 +229,10 @@ impl<P: Copy> EventQueue<P> {
             loads_since: 0,
             migrations_since: 0,
             check_every: MIN_REBUILD_LEN as u64,
+            last_pop_ps: 0,
+            tuned_from_ps: 0,
+            pop_width_ps: None,
+            spares: Vec::new(),
             scratch: Vec::new(),
             stats: QueueStats::default(),
         };
@@ -274,6 +302,7 @@ impl<P: Copy> EventQueue<P> {
             return None;
         }
         let e = self.pop_front()?;
+        self.last_pop_ps = e.time;
         self.after_pop();
         Some(Scheduled {
             time: Time::from_ps(e.time),
@@ -375,7 +404,16 @@ impl<P: Copy> EventQueue<P> {
     #[inline]
     fn put_in_ring(&mut self, tick: u64, e: Entry<P>) {
         let i = (tick & self.mask()) as usize;
-        self.buckets[i].push(e);
+        let b = &mut self.buckets[i];
+        if b.capacity() == 0 {
+            // A loaded bucket's allocation, or one for a bucket's usual load at once, instead
+            // of growing one through 4, 8 and 16 (each step a reallocation and a copy).
+            *b = self
+                .spares
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(TARGET_PER_BUCKET));
+        }
+        b.push(e);
         self.occupied[i >> 6] |= 1u64 << (i & 63);
         self.wheel_len += 1;
     }
@@ -422,11 +460,14 @@ impl<P: Copy> EventQueue<P> {
         let start = (self.cur & mask) as usize;
         let idx = self.find_occupied(start);
         let tick = self.cur + ((idx as u64).wrapping_sub(start as u64) & mask);
-        let mut spare = std::mem::take(&mut self.run);
-        if spare.capacity() > KEEP_CAPACITY {
-            spare = Vec::new();
+        let spare = std::mem::take(&mut self.run);
+        if spare.capacity() != 0
+            && spare.capacity() <= KEEP_CAPACITY
+            && self.spares.len() < MAX_SPARES
+        {
+            self.spares.push(spare);
         }
-        let mut bucket = std::mem::replace(&mut self.buckets[idx], spare);
+        let mut bucket = std::mem::take(&mut self.buckets[idx]);
         self.occupied[idx >> 6] &= !(1u64 << (idx & 63));
         self.wheel_len -= bucket.len();
         // Decreasing `(time, seq)`: `Entry`'s order is reversed (for the heaps). Keys are
@@ -465,10 +506,19 @@ impl<P: Copy> EventQueue<P> {
     fn check_tuning(&mut self) {
         let pops = self.pops_since.max(1);
         let per_load = pops / self.loads_since.max(1);
+        let covered_ps = self.last_pop_ps.saturating_sub(self.tuned_from_ps);
+        if covered_ps > 0 {
+            let w = covered_ps.saturating_mul(POPS_PER_TICK as u64) / pops;
+            self.pop_width_ps = Some(w.max(1));
+        }
         let too_wide = per_load > MAX_EVENTS_PER_LOAD;
+        let bunched = per_load > 4 * POPS_PER_TICK as u64
+            && self
+                .pop_width_ps
+                .is_some_and(|w| w < (1u64 << self.shift) / 2);
         let too_short = self.migrations_since * 2 > pops;
         let sparse = self.len < self.shrink_at;
-        if too_wide || too_short || sparse {
+        if too_wide || bunched || too_short || sparse {
             let before = (self.shift, self.buckets.len());
             self.rebuild();
             if (self.shift, self.buckets.len()) == before {
@@ -481,6 +531,7 @@ impl<P: Copy> EventQueue<P> {
     }
 
     fn reset_tuning(&mut self) {
+        self.tuned_from_ps = self.last_pop_ps;
         self.pops_since = 0;
         self.loads_since = 0;
         self.migrations_since = 0;
@@ -519,11 +570,9 @@ impl<P: Copy> EventQueue<P> {
         self.wheel_len = 0;
 
         let n = all.len();
-        let nb = (n / TARGET_PER_BUCKET)
-            .clamp(MIN_BUCKETS, MAX_BUCKETS)
-            .next_power_of_two();
         let min_t = all.iter().map(|e| e.time).min().unwrap_or(0);
-        self.shift = choose_shift(&all, min_t, nb);
+        let (shift, nb) = choose_layout(&all, min_t, self.pop_width_ps);
+        self.shift = shift;
         self.set_ring(nb);
         self.cur = min_t >> self.shift;
         for e in all.drain(..) {
@@ -537,24 +586,47 @@ impl<P: Copy> EventQueue<P> {
     }
 }
 
-/// Tick width (log2 ps) so that the ring's horizon (`nb` ticks) reaches the
-/// `HORIZON_COVER_PERMILLE` quantile of the pending times: few events travel through the
-/// overflow heap. Deterministic: a strided sample, no randomness.
-fn choose_shift<P>(all: &[Entry<P>], min_t: u64, nb: usize) -> u32 {
+/// Tick width (log2 ps) and ring size (buckets) for the pending events `all` (earliest at
+/// `min_t`), when about `POPS_PER_TICK` events were popped per `pop_width_ps` of late.
+///
+/// The ring has a bucket per `TARGET_PER_BUCKET` pending events, its ticks wide enough that it
+/// reaches the `HORIZON_COVER_PERMILLE` quantile of the pending times (few events travel
+/// through the overflow heap). When the pops say that is too wide, the ticks narrow to the pop
+/// width and the ring grows to keep its reach, by at most `MAX_RING_GROWTH` times.
+/// Deterministic: a strided sample, no randomness.
+fn choose_layout<P>(all: &[Entry<P>], min_t: u64, pop_width_ps: Option<u64>) -> (u32, usize) {
     let n = all.len();
+    let nb = (n / TARGET_PER_BUCKET)
+        .clamp(MIN_BUCKETS, MAX_BUCKETS)
+        .next_power_of_two();
     if n < 2 {
-        return 10;
+        return (10, nb);
     }
     let k = n.min(1024);
     let stride = n / k;
     let mut sample: Vec<u64> = (0..k).map(|i| all[i * stride].time - min_t).collect();
     sample.sort_unstable();
-    let q = sample[(k * HORIZON_COVER_PERMILLE / 1000).min(k - 1)] as u128;
-    let width = q.div_ceil(nb as u128).max(1);
-    if width == 1 {
+    let reach = sample[(k * HORIZON_COVER_PERMILLE / 1000).min(k - 1)];
+    let width = reach.div_ceil(nb as u64).max(1);
+    match pop_width_ps {
+        Some(w) if w < width => {
+            // (rounded down: at most POPS_PER_TICK popped per tick)
+            let shift = 63 - w.max(1).leading_zeros();
+            let ticks = (reach >> shift).saturating_add(1);
+            let most = (nb * MAX_RING_GROWTH).min(MAX_BUCKETS);
+            let grown = usize::try_from(ticks).unwrap_or(most).min(most);
+            (shift, grown.next_power_of_two().max(nb))
+        }
+        _ => (ceil_log2(width), nb),
+    }
+}
+
+/// The smallest `s` (at most 63) with `2^s >= w`.
+fn ceil_log2(w: u64) -> u32 {
+    if w <= 1 {
         0
     } else {
-        (128 - (width - 1).leading_zeros()).min(63)
+        (64 - (w - 1).leading_zeros()).min(63)
     }
 }
 
@@ -662,6 +734,47 @@ mod tests {
         assert_eq!(n, 5000);
         // Mostly known: only the first pop of each bucket needs a refill.
         assert!(known > 4000, "{known}");
+    }
+
+    #[test]
+    fn a_bunched_present_gets_narrow_ticks() {
+        // A simulation's shape: 20,000 events pending, most within 2 ns of the present
+        // (packets in flight), one in 20 a millisecond ahead (timers). Sized by the pending
+        // population alone, the ring's ticks would hold hundreds of the present's events each.
+        let mut q = EventQueue::new();
+        let mut h = BinaryHeap::new();
+        let mut x: u64 = 99;
+        let mut delay = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if (x >> 60) == 0 {
+                1_000_000_000 + (x >> 40) % 1_000_000
+            } else {
+                (x >> 33) % 2_000
+            }
+        };
+        for _ in 0..20_000 {
+            let t = delay();
+            let s = q.push(Time::from_ps(t), ());
+            h.push(Reverse((t, s)));
+        }
+        let mut loads_before = 0;
+        for i in 0..400_000 {
+            if i == 200_000 {
+                loads_before = q.stats().bucket_loads;
+            }
+            let e = q.pop().unwrap();
+            assert_eq!(h.pop(), Some(Reverse((e.time.as_ps(), e.seq))));
+            let t = e.time.as_ps() + delay();
+            let s = q.push(Time::from_ps(t), ());
+            h.push(Reverse((t, s)));
+        }
+        let per_load = 200_000 / (q.stats().bucket_loads - loads_before);
+        assert!(
+            per_load <= 4 * POPS_PER_TICK as u64,
+            "{per_load} events per bucket load"
+        );
     }
 
     #[test]
