@@ -228,13 +228,47 @@ struct Train {
 }
 
 impl Train {
-    fn add(&mut self, t: &Timing, kind: TlpKind, data: u32) -> u64 {
-        let d = t.tlp(kind, data);
-        self.tlps += 1;
-        self.credits += data.div_ceil(CREDIT_BYTES);
-        self.dur += d;
-        self.payload += u64::from(data);
-        d
+    fn add(&mut self, t: &Timing, kind: TlpKind, data: u32) {
+        self.add_n(t, kind, data, 1);
+    }
+
+    /// Adds the TLPs of `o` after these.
+    fn append(&mut self, o: &Train) {
+        self.tlps += o.tlps;
+        self.credits += o.credits;
+        self.dur += o.dur;
+        self.payload += o.payload;
+    }
+
+    /// Adds `n` TLPs of `kind` carrying `data` bytes each.
+    fn add_n(&mut self, t: &Timing, kind: TlpKind, data: u32, n: u32) {
+        self.tlps += n;
+        self.credits += n * data.div_ceil(CREDIT_BYTES);
+        self.dur += u64::from(n) * t.tlp(kind, data);
+        self.payload += u64::from(n) * u64::from(data);
+    }
+
+    /// Adds the TLPs of `kind` that carry `[addr, addr + len)` cut as [`cut_runs`] cuts it:
+    /// what [`Train::add`] of each piece gives, in a few steps rather than one per TLP.
+    fn add_cut(
+        &mut self,
+        t: &Timing,
+        kind: TlpKind,
+        addr: u64,
+        len: u32,
+        first_end: u64,
+        step: u32,
+    ) {
+        let (first, full, last) = cut_runs(addr, len, first_end, step);
+        if first != 0 {
+            self.add(t, kind, first);
+        }
+        if full != 0 {
+            self.add_n(t, kind, step, full);
+        }
+        if last != 0 {
+            self.add(t, kind, last);
+        }
     }
 }
 
@@ -278,26 +312,11 @@ impl Timing {
         arrive
     }
 
-    /// Books TLPs of `kind` carrying `sizes` bytes back to back on `dir` from `at` as one
-    /// train, when the receiver's credits take them all at once; `None` (nothing booked) when
-    /// they do not: send them one by one. Returns the train's start and length (ps). Their
-    /// credits come back together, a latency after the last arrived (late by up to the
-    /// train's length for the first ones, never early).
-    fn train(
-        &self,
-        dir: &mut Direction,
-        at: u64,
-        kind: TlpKind,
-        sizes: impl Iterator<Item = u32>,
-    ) -> Option<(u64, u64)> {
-        let mut tr = Train::default();
-        for s in sizes {
-            tr.add(self, kind, s);
-        }
-        self.book(dir, at, kind, &tr)
-    }
-
-    /// [`Timing::train`] of the TLPs summed in `tr`.
+    /// Books the TLPs of `kind` summed in `tr` back to back on `dir` from `at` as one train,
+    /// when the receiver's credits take them all at once; `None` (nothing booked) when they do
+    /// not: send them one by one. Returns the train's start and length (ps). Their credits come
+    /// back together, a latency after the last arrived (late by up to the train's length for
+    /// the first ones, never early).
     fn book(&self, dir: &mut Direction, at: u64, kind: TlpKind, tr: &Train) -> Option<(u64, u64)> {
         let Train {
             tlps: k,
@@ -337,6 +356,36 @@ pub(crate) struct PcieLink {
     pub dma_bytes: u64,
     /// Scratch: where each request's completions end in a read's completion train (ps).
     ends: Vec<u64>,
+    /// The completion trains of the last requests.
+    completions: CompletionMemo,
+}
+
+/// The completions of the last two read requests' shapes, summed. A request's completions
+/// depend only on its offset from an RCB boundary and its length, and a read's requests all
+/// have MRRS bytes but at a page boundary and at the end, and all start at one offset but
+/// after a page boundary: two shapes serve almost every request.
+#[derive(Debug, Default)]
+struct CompletionMemo {
+    /// `((addr % rcb, len), train)`, the latest first.
+    last: [Option<((u64, u32), Train)>; 2],
+}
+
+impl CompletionMemo {
+    /// The completions of a request of `len` bytes at `addr`, summed.
+    fn train(&mut self, t: &Timing, addr: u64, len: u32) -> Train {
+        let (mps, rcb) = (u32::from(t.cfg.mps), u32::from(t.cfg.rcb));
+        let key = (addr % u64::from(rcb), len);
+        for (k, tr) in self.last.iter().flatten() {
+            if *k == key {
+                return *tr;
+            }
+        }
+        let mut tr = Train::default();
+        let (first_end, step) = completion_cuts(addr, mps, rcb);
+        tr.add_cut(t, TlpKind::Completion, addr, len, first_end, step);
+        self.last = [Some((key, tr)), self.last[0]];
+        tr
+    }
 }
 
 impl PcieLink {
@@ -359,6 +408,7 @@ impl PcieLink {
             tags: VecDeque::new(),
             dma_bytes: 0,
             ends: Vec::new(),
+            completions: CompletionMemo::default(),
         }
     }
 
@@ -437,35 +487,30 @@ impl PcieLink {
     fn read_train(&mut self, at: u64, addr: u64, len: u32) -> Option<u64> {
         let c = self.t.cfg;
         let (mrrs, mps, rcb) = (u32::from(c.mrrs), u32::from(c.mps), u32::from(c.rcb));
-        while self.tags.front().is_some_and(|&r| r <= at) {
-            self.tags.pop_front();
-        }
-        let reqs = || requests(addr, len, mrrs);
-        // A request of 4 bytes or more is answered by completions of at least 16 bytes on the
-        // wire, as long as the 16-byte request.
-        let (mut n, mut short) = (0usize, false);
-        for (_, k) in reqs() {
-            n += 1;
-            short |= k < 4;
-        }
-        if n == 0
-            || short
-            || self.tags.len() + n > usize::from(c.read_tags)
-            || c.nic_credits.completion_hdr != 0
-            || c.nic_credits.completion_data != 0
+        if mps % rcb != 0 || c.nic_credits.completion_hdr != 0 || c.nic_credits.completion_data != 0
         {
             return None;
         }
-        let mut req = Train::default();
+        while self.tags.front().is_some_and(|&r| r <= at) {
+            self.tags.pop_front();
+        }
         let mut cpl = Train::default();
         self.ends.clear();
-        for (a, k) in reqs() {
-            req.add(&self.t, TlpKind::MemRead, 0);
-            for (_, p) in completions(a, k, mps, rcb) {
-                cpl.add(&self.t, TlpKind::Completion, p);
+        for (a, k) in requests(addr, len, mrrs) {
+            // A request of 4 bytes or more is answered by completions of at least 16 bytes on
+            // the wire, as long as the 16-byte request.
+            if k < 4 {
+                return None;
             }
+            cpl.append(&self.completions.train(&self.t, a, k));
             self.ends.push(cpl.dur);
         }
+        let n = self.ends.len();
+        if n == 0 || self.tags.len() + n > usize::from(c.read_tags) {
+            return None;
+        }
+        let mut req = Train::default();
+        req.add_n(&self.t, TlpKind::MemRead, 0, n as u32);
         let rd = self.t.tlp(TlpKind::MemRead, 0);
         let (mstart, _) = self.t.book(&mut self.tx, at, TlpKind::MemRead, &req)?;
         let first = mstart + rd + self.t.latency + self.t.completer;
@@ -486,7 +531,10 @@ impl PcieLink {
         let mps = u32::from(self.t.cfg.mps);
         let at = at.as_ps();
         let pieces = || writes(addr, len, mps).map(|p| p.1);
-        if let Some((start, dur)) = self.t.train(&mut self.tx, at, TlpKind::MemWrite, pieces()) {
+        let mut train = Train::default();
+        let first_end = (addr / u64::from(mps) + 1) * u64::from(mps);
+        train.add_cut(&self.t, TlpKind::MemWrite, addr, len, first_end, mps);
+        if let Some((start, dur)) = self.t.book(&mut self.tx, at, TlpKind::MemWrite, &train) {
             return Time::from_ps(start + dur + self.t.latency);
         }
         // Out of credit: one by one, each as soon as its credits are back.
@@ -535,15 +583,29 @@ pub(crate) fn completions(
     mps: u32,
     rcb: u32,
 ) -> impl Iterator<Item = (u64, u32)> {
-    let (mps, rcb) = (u64::from(mps), u64::from(rcb));
-    cut(addr, len, move |a| {
-        let e = (a + mps) / rcb * rcb;
-        if e > a {
-            e
-        } else {
-            a + mps
-        }
-    })
+    cut(addr, len, move |a| completion_cuts(a, mps, rcb).0)
+}
+
+/// Where the completion starting at `a` ends (for [`completions`]), and the length of every
+/// completion after it but the last: `mps`, as each starts on an RCB boundary (MPS is a
+/// multiple of RCB: both are powers of two, MPS at least 128 and RCB at most 128).
+pub(crate) fn completion_cuts(a: u64, mps: u32, rcb: u32) -> (u64, u32) {
+    let (m, r) = (u64::from(mps), u64::from(rcb));
+    let e = (a + m) / r * r;
+    (if e > a { e } else { a + m }, mps)
+}
+
+/// `[addr, addr + len)` as a first piece ending at `first_end` (or at the end), then pieces
+/// of `step` bytes, then what is left: `(first, full pieces, last)` lengths. The cut of
+/// [`cut`] when every piece after the first ends `step` bytes after it starts.
+pub(crate) fn cut_runs(addr: u64, len: u32, first_end: u64, step: u32) -> (u32, u32, u32) {
+    if len == 0 {
+        return (0, 0, 0);
+    }
+    // (`cut` makes every piece at least a byte long)
+    let first = first_end.saturating_sub(addr).clamp(1, u64::from(len)) as u32;
+    let rest = len - first;
+    (first, rest / step, rest % step)
 }
 
 /// Write TLPs: at most `mps` bytes, split on `mps` boundaries (so never across 4 KiB).

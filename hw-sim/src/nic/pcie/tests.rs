@@ -2,11 +2,44 @@
 //! gap filling, rates and the scenario file's `[nic.pcie]`.
 
 use super::config::{FcCredits, PcieConfig};
-use super::link::{completions, requests, writes, PcieLink};
+use super::link::{completion_cuts, completions, cut_runs, requests, writes, PcieLink};
 use crate::core::time::{Duration, Time};
 
 fn sizes(v: impl Iterator<Item = (u64, u32)>) -> Vec<u32> {
     v.map(|p| p.1).collect()
+}
+
+/// The pieces `cut_runs` describes, one by one.
+fn expand((first, full, last): (u32, u32, u32), step: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    v.extend((first != 0).then_some(first));
+    v.extend(std::iter::repeat_n(step, full as usize));
+    v.extend((last != 0).then_some(last));
+    v
+}
+
+proptest::proptest! {
+    /// The trains of a read's completions and of a write are summed from `cut_runs`: it must
+    /// give the pieces `completions` and `writes` give, one by one.
+    #[test]
+    fn cut_runs_gives_the_pieces_of_completions_and_writes(
+        addr in 0u64..1 << 20,
+        len in 0u32..20_000,
+        mps_log in 7u32..=12,
+        rcb in proptest::sample::select(vec![64u32, 128]),
+    ) {
+        let mps = 1 << mps_log;
+        let (first_end, step) = completion_cuts(addr, mps, rcb);
+        proptest::prop_assert_eq!(
+            expand(cut_runs(addr, len, first_end, step), step),
+            sizes(completions(addr, len, mps, rcb))
+        );
+        let first_end = (addr / u64::from(mps) + 1) * u64::from(mps);
+        proptest::prop_assert_eq!(
+            expand(cut_runs(addr, len, first_end, mps), mps),
+            sizes(writes(addr, len, mps))
+        );
+    }
 }
 
 #[test]
