@@ -48,11 +48,16 @@ const BULK_MIN: usize = 256;
 /// Zeroed blocks of at least this many bytes are anonymous mappings rather than heap blocks.
 const ANON_MIN: usize = 64 << 10;
 
+/// A transparent huge page (x86-64, arm64 with 4 KiB pages).
+const HUGE_PAGE: usize = 2 << 20;
+
 /// Memory accessed only through raw pointers.
 pub(crate) enum RawMem {
-    /// A mapping made by `memmap2` (BAR0 of a device fd, a shared file, or an anonymous block
-    /// of at least [`ANON_MIN`] bytes).
+    /// A mapping made by `memmap2` (BAR0 of a device fd, a shared file).
     Mmap(MmapRaw),
+    /// A zeroed block of `len` bytes (at least [`ANON_MIN`]): the start of an anonymous
+    /// mapping, which may be longer (whole huge pages).
+    Anon { map: MmapRaw, len: usize },
     /// A zeroed, page-aligned heap block of `layout.size()` bytes.
     Heap { ptr: NonNull<u8>, layout: Layout },
     /// `len` bytes of the application's memory at `ptr`, never freed here: made only from a
@@ -76,9 +81,24 @@ impl RawMem {
         let size = round_up(len.max(1), PAGE_SIZE).ok_or_else(|| too_big(len))?;
         if size >= ANON_MIN {
             // An anonymous mapping: the kernel zero-fills each page as it is first touched (a
-            // zeroed heap block of page alignment is written whole at once).
-            let m = memmap2::MmapOptions::new().len(size).map_anon()?;
-            return Ok(RawMem::Mmap(MmapRaw::from(m)));
+            // zeroed heap block of page alignment is written whole at once). A block within an
+            // eighth of a whole number of huge pages is mapped as those and advised to be
+            // backed by transparent huge pages: a fault per 2 MiB instead of per 4 KiB (a
+            // 2 MB buffer took 489), and fewer TLB misses on the copies through it.
+            let whole = round_up(size, HUGE_PAGE).ok_or_else(|| too_big(len))?;
+            let huge = whole - size <= size / 8;
+            let m = memmap2::MmapOptions::new()
+                .len(if huge { whole } else { size })
+                .map_anon()?;
+            if huge {
+                // Only a hint: a kernel without transparent huge pages refuses it, and the
+                // block is then made of small pages, as it would be without the advice.
+                m.advise(memmap2::Advice::HugePage).ok();
+            }
+            return Ok(RawMem::Anon {
+                map: MmapRaw::from(m),
+                len: size,
+            });
         }
         let layout = Layout::from_size_align(size, PAGE_SIZE).map_err(|_| too_big(len))?;
         // SAFETY: `layout` has a non-zero size (at least one page).
@@ -90,6 +110,7 @@ impl RawMem {
     pub(crate) fn len(&self) -> usize {
         match self {
             RawMem::Mmap(m) => m.len(),
+            RawMem::Anon { len, .. } => *len,
             RawMem::Heap { layout, .. } => layout.size(),
             RawMem::Borrowed { len, .. } => *len,
         }
@@ -98,7 +119,7 @@ impl RawMem {
     /// Start of the block. Only used to form pointers for volatile accesses and syscalls.
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         match self {
-            RawMem::Mmap(m) => m.as_mut_ptr(),
+            RawMem::Mmap(m) | RawMem::Anon { map: m, .. } => m.as_mut_ptr(),
             RawMem::Heap { ptr, .. } | RawMem::Borrowed { ptr, .. } => ptr.as_ptr(),
         }
     }
@@ -728,6 +749,28 @@ mod tests {
             0,
             "a refused bulk write wrote"
         );
+    }
+
+    #[test]
+    fn a_block_mapped_as_whole_huge_pages_keeps_its_own_length() {
+        // 2,000,000 bytes: mapped as one 2 MiB huge page, but the region is its size rounded
+        // to 4 KiB, and nothing past that is reachable.
+        let size = 2_000_000;
+        let r = DmaRegion::new_heap(size, Iova(0x20_0000), None).unwrap();
+        let len = round_up(size, PAGE_SIZE).unwrap();
+        assert_eq!(r.len(), len);
+        r.write_u64(len as u64 - 8, 0x0102_0304_0506_0708).unwrap();
+        assert_eq!(r.read_u64(len as u64 - 8).unwrap(), 0x0102_0304_0506_0708);
+        assert!(matches!(
+            r.write_u8(len as u64, 1),
+            Err(Error::DmaOutOfRange { .. })
+        ));
+        let mut back = vec![0u8; 16];
+        assert!(r.read_slice(len as u64 - 8, &mut back).is_err());
+        // A block far from a whole number of huge pages is mapped at its own length.
+        let r = DmaRegion::new_heap(3 << 20, Iova(0), None).unwrap();
+        assert_eq!(r.len(), 3 << 20);
+        assert!(r.write_u8(3 << 20, 1).is_err());
     }
 
     #[test]
