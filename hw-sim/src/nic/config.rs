@@ -198,9 +198,10 @@ pub struct NicCounters {
     pub bad_payload: u64,
     /// Deliveries naming a QPN this NIC does not have (dropped).
     pub unknown_qpn: u64,
-    /// Deliveries dropped for back-pressure: data packets that found the port's RX FIFO full
-    /// behind one the stage refused (its event buffer full, its firmware core's CSR ring with
-    /// no room), and control packets (ACK, NACK, probe) the stage refused then.
+    /// Deliveries dropped for back-pressure: packets that found the port's RX FIFO full behind
+    /// one the stage refused (its event buffer full, its firmware core's CSR ring with no
+    /// room), and frames injected from outside the fabric (`Nic::driver_inject`) that their
+    /// stage refused.
     pub rx_refused: u64,
     /// Packets the fabric refused (unknown host or plane): a model bug if non-zero.
     pub inject_errors: u64,

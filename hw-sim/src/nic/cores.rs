@@ -8,11 +8,11 @@
 //! - **CSR queues.** Each core has one DP->FW ring of [`mrc_nicloop::RING_ENTRIES`] entries.
 //!   The stages of its shards put their reports there, oldest first; when it is full a stage
 //!   keeps its reports (its own 256-entry buffer), and a stage whose buffer fills stops taking
-//!   packets and stops sending, as the hardware pipeline stalls: data deliveries wait in the
+//!   packets and stops sending, as the hardware pipeline stalls: deliveries wait in the
 //!   port's RX FIFO (`dp_clock::RX_FIFO_PKTS`), in order, until reports move on. Every
 //!   report held back is counted once ([`NicCounters::csr_held`](super::NicCounters::csr_held)),
-//!   as is every delivery dropped because the FIFO was full, or a control packet the stage
-//!   refused ([`NicCounters::rx_refused`](super::NicCounters::rx_refused)).
+//!   as is every delivery dropped because the FIFO was full
+//!   ([`NicCounters::rx_refused`](super::NicCounters::rx_refused)).
 //! - **A step** at time `t` (the loop reads the timer once) does what `NicLoop::step` does:
 //!   1. up to a ring's worth of entries off the ring into their shards' loops (an engine short
 //!      of command room takes fewer: the rest wait, in order, for the next step);

@@ -19,8 +19,9 @@
 //! - **Receive**: a data packet passes the PSN tracker and reaches the stage at the tracker's
 //!   output; ACKs, NACKs and probes go to the stage at once (no RTL block of the table handles
 //!   them).
-//!   A data packet its stage refuses (back-pressure from the firmware's CSR ring) waits at the
-//!   head of the port's RX FIFO with those behind it ([`RX_FIFO_PKTS`]) until reports move on.
+//!   A packet its stage refuses (back-pressure from the firmware's CSR ring) waits at the
+//!   head of the port's RX FIFO with those behind it ([`RX_FIFO_PKTS`]) until reports move on;
+//!   a control packet arriving meanwhile queues behind them.
 //! - **DP->FW entries**: the stage's reports pass the CSR event queue, one per clock.
 //!
 //! Not modelled: the firmware's EV table writes into the sprayer's command stream (they share
@@ -121,8 +122,8 @@ pub(crate) struct DpClock {
     armed: Option<Time>,
 }
 
-/// Data deliveries the port holds behind one its stage refused (the port's RX FIFO: 256
-/// full-size packets, 1 MiB); one more is dropped (`rx_refused`).
+/// Deliveries the port holds behind one its stage refused (the port's RX FIFO: 256 full-size
+/// packets, 1 MiB); one more is dropped (`rx_refused`).
 pub(super) const RX_FIFO_PKTS: usize = 256;
 
 impl DpClock {
@@ -233,7 +234,8 @@ impl Nic {
         self.arm_datapath(s, me);
     }
 
-    /// Data delivery `p` for QP `qpn` of shard `k` reaches the stage at `at`.
+    /// Delivery `p` for QP `qpn` of shard `k` reaches the stage at `at`, in order behind those
+    /// the port's RX FIFO holds (dropped and counted when it is full and held up).
     pub(super) fn hold_rx(
         &mut self,
         at: Time,

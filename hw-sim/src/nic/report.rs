@@ -39,8 +39,8 @@ pub struct FirmwareReport {
     /// DP->FW reports the stages had to hold because their core's ring was full, each counted
     /// once (back-pressure: nothing is dropped).
     pub csr_backpressure: u64,
-    /// Deliveries a stage refused because its event buffer was full behind a full ring
-    /// (back-pressure that reached the port: dropped and counted).
+    /// Deliveries dropped because the port's RX FIFO was full behind one a stage refused (its
+    /// event buffer full behind a full ring): back-pressure that overflowed the port.
     pub rx_refused: u64,
     /// Main-loop steps the cores ran.
     pub core_steps: u64,

@@ -104,8 +104,10 @@ impl Nic {
             self.hold_rx(at, k, qpn, p, s, me);
             return;
         }
-        if self.enter_stage(now, k, qpn, &p, s, me).is_none() {
-            self.counters.rx_refused += 1;
+        // A control packet goes to its stage at once, unless the port's RX FIFO is held up
+        // (it queues behind what waits) or the stage refuses it (it waits at the FIFO's tail).
+        if self.dp.rx_blocked || self.enter_stage(now, k, qpn, &p, s, me).is_none() {
+            self.hold_rx(now, k, qpn, p, s, me);
         }
         self.service(now, fab, s, me);
     }
