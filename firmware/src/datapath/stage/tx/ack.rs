@@ -202,12 +202,17 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         } else {
             0
         };
-        let below_nxt = match self.nxt.distance_from(a.sack_base) {
-            d if d >= 64 => u64::MAX,
-            d if d <= 0 => 0,
-            d => (1u64 << d) - 1,
-        };
         let in_flight = self.in_flight_mask(a.sack_base);
+        // (with the base in flight, the bits below `nxt` are the bits in flight)
+        let below_nxt = if self.in_flight_range(a.sack_base) {
+            in_flight
+        } else {
+            match self.nxt.distance_from(a.sack_base) {
+                d if d >= 64 => u64::MAX,
+                d if d <= 0 => 0,
+                d => (1u64 << d) - 1,
+            }
+        };
         self.sack_done_base = a.sack_base;
         self.sack_done_bits = a.sack_bitmap & below_nxt;
         let mut bits = a.sack_bitmap & !seen & in_flight;
