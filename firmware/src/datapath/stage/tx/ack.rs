@@ -353,6 +353,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     /// Work requests the cumulative PSN passed leave the queue.
+    #[inline(never)]
     fn retire_acked(&mut self) {
         while let Some(w) = self.sq.front() {
             if self.send_idx == 0 || self.una.offset_from(w.start_psn) < w.npkts {
