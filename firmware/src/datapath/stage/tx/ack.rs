@@ -265,15 +265,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 }
             }
         }
-        for &ev in crossed.iter() {
-            let n = credits.take(ev);
-            if n > 0 {
-                events.push(CsrEvent::EvDeliveries(EvDeliveries::new(
-                    qpn,
-                    ev,
-                    u32::from(n),
-                )));
-            }
+        if !crossed.is_empty() {
+            Self::report_crossed(qpn, &crossed, credits, events);
         }
         if self.una != start {
             flags |= csr::ACK_PROGRESS;
@@ -302,6 +295,23 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         )));
         self.rto = RtoWindow::Open;
         self.retire_acked();
+    }
+
+    /// The credits of the EVs whose counters reached half range, reported on their own
+    /// (rare: out of line).
+    #[cold]
+    #[inline(never)]
+    fn report_crossed(qpn: u32, crossed: &[u16], credits: &mut Credits<'_>, events: &mut Events) {
+        for &ev in crossed {
+            let n = credits.take(ev);
+            if n > 0 {
+                events.push(CsrEvent::EvDeliveries(EvDeliveries::new(
+                    qpn,
+                    ev,
+                    u32::from(n),
+                )));
+            }
+        }
     }
 
     /// The slots of the `n` PSNs from `from`, taken in PSN order.
