@@ -99,7 +99,10 @@ pub fn copy_front(a: &[CsrEntry], b: &[CsrEntry], out: &mut [CsrEntry]) -> usize
     let na = a.len().min(out.len());
     let nb = b.len().min(out.len() - na);
     let (oa, ob) = out.split_at_mut(na);
-    oa.copy_from_slice(a.get(..na).unwrap_or_default());
+    // (often nothing waits in the queue itself: no call then either)
+    if na > 0 {
+        oa.copy_from_slice(a.get(..na).unwrap_or_default());
+    }
     // (the second run is empty unless the entries wrap the ring's end: no call then)
     if nb > 0 {
         if let (Some(dst), Some(src)) = (ob.get_mut(..nb), b.get(..nb)) {

@@ -798,8 +798,12 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     /// firmware reads them in place and moves the consumer index with
     /// [`Self::consume_events`]; they stay until then. (Reports a QP keeps outside an input,
     /// flushed work requests and placed immediates, are queued first, as room allows.)
+    #[inline]
     pub fn events(&mut self) -> (&[CsrEntry], &[CsrEntry]) {
-        self.queue_reports();
+        // (reports kept outside an input are rare: queued out of line)
+        if self.reports {
+            self.queue_reports();
+        }
         self.events.as_slices()
     }
 
@@ -821,7 +825,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     }
 
     /// Reports some QP keeps outside an input into the event queue, as room allows.
-    #[inline]
+    #[inline(never)]
     fn queue_reports(&mut self) {
         if self.reports {
             let mut left = false;

@@ -480,14 +480,13 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     fn in_flight_mask(&self, base: Psn) -> u64 {
         let n = self.nxt.offset_from(self.una);
         let s = base.offset_from(self.una);
-        let (lo, hi) = if s < n {
-            (0, n - s)
-        } else {
-            let lo = Psn::MODULUS - s;
-            (lo, lo + n)
-        };
         let below = |k: u32| if k >= 64 { u64::MAX } else { (1u64 << k) - 1 };
-        below(hi) & !below(lo)
+        if s < n {
+            // (the common case: `base` in flight, the bits from 0 on)
+            return below(n - s);
+        }
+        let lo = Psn::MODULUS - s;
+        below(lo + n) & !below(lo)
     }
 
     /// Whether anything waits to be sent.

@@ -202,12 +202,17 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         } else {
             0
         };
-        let below_nxt = match self.nxt.distance_from(a.sack_base) {
-            d if d >= 64 => u64::MAX,
-            d if d <= 0 => 0,
-            d => (1u64 << d) - 1,
-        };
         let in_flight = self.in_flight_mask(a.sack_base);
+        // (with the base in flight, the bits below `nxt` are the bits in flight)
+        let below_nxt = if self.in_flight_range(a.sack_base) {
+            in_flight
+        } else {
+            match self.nxt.distance_from(a.sack_base) {
+                d if d >= 64 => u64::MAX,
+                d if d <= 0 => 0,
+                d => (1u64 << d) - 1,
+            }
+        };
         self.sack_done_base = a.sack_base;
         self.sack_done_bits = a.sack_bitmap & below_nxt;
         let mut bits = a.sack_bitmap & !seen & in_flight;
@@ -260,15 +265,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 }
             }
         }
-        for &ev in crossed.iter() {
-            let n = credits.take(ev);
-            if n > 0 {
-                events.push(CsrEvent::EvDeliveries(EvDeliveries::new(
-                    qpn,
-                    ev,
-                    u32::from(n),
-                )));
-            }
+        if !crossed.is_empty() {
+            Self::report_crossed(qpn, &crossed, credits, events);
         }
         if self.una != start {
             flags |= csr::ACK_PROGRESS;
@@ -297,6 +295,23 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         )));
         self.rto = RtoWindow::Open;
         self.retire_acked();
+    }
+
+    /// The credits of the EVs whose counters reached half range, reported on their own
+    /// (rare: out of line).
+    #[cold]
+    #[inline(never)]
+    fn report_crossed(qpn: u32, crossed: &[u16], credits: &mut Credits<'_>, events: &mut Events) {
+        for &ev in crossed {
+            let n = credits.take(ev);
+            if n > 0 {
+                events.push(CsrEvent::EvDeliveries(EvDeliveries::new(
+                    qpn,
+                    ev,
+                    u32::from(n),
+                )));
+            }
+        }
     }
 
     /// The slots of the `n` PSNs from `from`, taken in PSN order.
@@ -348,6 +363,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     /// Work requests the cumulative PSN passed leave the queue.
+    #[inline(never)]
     fn retire_acked(&mut self) {
         while let Some(w) = self.sq.front() {
             if self.send_idx == 0 || self.una.offset_from(w.start_psn) < w.npkts {
