@@ -471,8 +471,11 @@ impl<P: Copy> EventQueue<P> {
         self.occupied[idx >> 6] &= !(1u64 << (idx & 63));
         self.wheel_len -= bucket.len();
         // Decreasing `(time, seq)`: `Entry`'s order is reversed (for the heaps). Keys are
-        // unique, so an unstable sort gives the one order.
-        bucket.sort_unstable();
+        // unique, so any sort gives the one order. A symmetric workload's events come in
+        // bursts at one picosecond (a hundred or more in a bucket, pushed partly in order):
+        // the stable sort's run detection took 17 % fewer instructions than the unstable
+        // sort on the 1,024-host bench.
+        bucket.sort();
         self.run = bucket;
         // Saturates only for the very last tick of time, whose events are then all in front
         // or (pushed later, so with larger seq) in the ring: the order stays right.
