@@ -86,6 +86,11 @@ struct BenchArgs {
     #[arg(long, value_name = "N", num_args = 1.., default_values_t = [1usize],
           value_parser = clap::value_parser!(usize))]
     threads: Vec<usize>,
+    /// Run each size of at most 5,000 hosts N times and keep the run of median CPU time (a
+    /// larger size runs once: its minutes of run average this machine's noise).
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=99))]
+    repeat: u32,
     /// Where to write the rows.
     #[arg(long, value_name = "OUT", default_value = "target/bench-sim.json")]
     out: PathBuf,
@@ -268,21 +273,33 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
             case.hosts(),
             case.spec.file.description
         );
-        // A process per size: its peak RSS is its own.
-        let out = std::process::Command::new(&exe)
-            .args(["bench-one", name, "--threads", &threads.to_string()])
-            .stderr(std::process::Stdio::inherit())
-            .output();
-        let row = match out {
-            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .rev()
-                .find_map(|l| serde_json::from_str(l).ok())
-                .and_then(|v| bench::Row::from_json(&v))
-                .unwrap_or_else(|| bench::Row::failed(&case, "no row in its output".into())),
-            Ok(o) => bench::Row::failed(&case, format!("its process failed: {}", o.status)),
-            Err(e) => bench::Row::failed(&case, format!("cannot start: {e}")),
+        // A process per run: its peak RSS is its own.
+        let repeat = if case.hosts() <= bench::REPEAT_HOSTS {
+            a.repeat
+        } else {
+            1
         };
+        let runs = (0..repeat)
+            .map(|_| {
+                let out = std::process::Command::new(&exe)
+                    .args(["bench-one", name, "--threads", &threads.to_string()])
+                    .stderr(std::process::Stdio::inherit())
+                    .output();
+                match out {
+                    Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .rev()
+                        .find_map(|l| serde_json::from_str(l).ok())
+                        .and_then(|v| bench::Row::from_json(&v))
+                        .unwrap_or_else(|| {
+                            bench::Row::failed(&case, "no row in its output".into())
+                        }),
+                    Ok(o) => bench::Row::failed(&case, format!("its process failed: {}", o.status)),
+                    Err(e) => bench::Row::failed(&case, format!("cannot start: {e}")),
+                }
+            })
+            .collect();
+        let row = bench::median(runs).unwrap_or_else(|| bench::Row::failed(&case, "no run".into()));
         match &row.error {
             None => eprintln!(
                 "  {}: {:.1} s wall, {} CPU, {} events, {} data packets: {} events and {} data packets per CPU-s, peak RSS {} MiB; {} of {} flows completed",
@@ -298,6 +315,14 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
                 row.hosts,
             ),
             Some(e) => eprintln!("  not run: {e}"),
+        }
+        if row.cpu_s_runs.len() > 1 {
+            let each: Vec<String> = row.cpu_s_runs.iter().map(|c| format!("{c:.2}")).collect();
+            eprintln!(
+                "  the median of {} runs (CPU s: {})",
+                row.cpu_s_runs.len(),
+                each.join(", ")
+            );
         }
         rows.push(row);
     }

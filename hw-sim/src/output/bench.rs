@@ -21,7 +21,10 @@
 //! A row is the cost of building and running the scenario: wall and CPU seconds of the child
 //! process's run, events and data packets (first transmissions and retransmissions) per CPU
 //! second, and the child's peak RSS; with `threads` (`--threads N`, one row per count) and
-//! `mode` (how it ran, [`crate::run::parallel::Mode`]). A size that cannot run (its process fails or refuses the
+//! `mode` (how it ran, [`crate::run::parallel::Mode`]). A size of at most [`REPEAT_HOSTS`]
+//! hosts runs `--repeat N` times (default 3) and its row is the run of median CPU time, with
+//! every run's CPU seconds in `cpu_s_runs`: this machine's noise moves a single 5-second run
+//! by 10-20 %. A size that cannot run (its process fails or refuses the
 //! scenario) gets a row with its error and null figures.
 
 use serde_json::{json, Value};
@@ -140,6 +143,31 @@ pub struct Row {
     pub flows_completed: u32,
     /// Why the size did not run, if it did not.
     pub error: Option<String>,
+    /// CPU seconds of each run of the size, in run order (the row is the median one's).
+    pub cpu_s_runs: Vec<f64>,
+}
+
+/// Sizes of at most this many hosts are run several times ([`median`]); larger ones run
+/// once (a run of minutes averages the machine's noise itself).
+pub const REPEAT_HOSTS: u32 = 5_000;
+
+/// The row of median CPU time of `runs` (the upper median of an even count), with every run's
+/// CPU seconds in `cpu_s_runs`; a failed run's row if any failed. `None` for no runs.
+pub fn median(mut runs: Vec<Row>) -> Option<Row> {
+    if let Some(i) = runs.iter().position(|r| r.error.is_some()) {
+        return Some(runs.swap_remove(i));
+    }
+    let all: Vec<f64> = runs.iter().filter_map(|r| r.cost.cpu_s).collect();
+    runs.sort_by(|a, b| {
+        a.cost
+            .cpu_s
+            .partial_cmp(&b.cost.cpu_s)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mid = runs.len() / 2;
+    let mut row = runs.into_iter().nth(mid)?;
+    row.cpu_s_runs = all;
+    Some(row)
 }
 
 impl Row {
@@ -162,6 +190,7 @@ impl Row {
             "flows_completed": self.flows_completed,
             "threads": self.threads,
             "mode": self.mode,
+            "cpu_s_runs": self.cpu_s_runs,
         })
     }
 
@@ -189,6 +218,11 @@ impl Row {
                 .unwrap_or("")
                 .to_string(),
             error: v.get("error").and_then(Value::as_str).map(str::to_string),
+            cpu_s_runs: v
+                .get("cpu_s_runs")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default(),
         })
     }
 
@@ -204,6 +238,7 @@ impl Row {
             mode: String::new(),
             flows_completed: 0,
             error: Some(error),
+            cpu_s_runs: Vec::new(),
         }
     }
 }
@@ -267,6 +302,7 @@ pub fn run_case(case: &Case, threads: usize) -> Row {
             mode: mode.to_string(),
             flows_completed: r.completed,
             error: None,
+            cpu_s_runs: Vec::new(),
         },
         Err(e) => Row::failed(case, e.to_string()),
     }
@@ -317,6 +353,29 @@ mod tests {
     }
 
     #[test]
+    fn repeated_runs_give_the_median_run_with_every_time() {
+        let run = |cpu: f64| Row {
+            cost: RunCost {
+                cpu_s: Some(cpu),
+                ..RunCost::default()
+            },
+            ..Row::failed(&case("1k").unwrap(), String::new())
+        };
+        let ok = |cpu: f64| Row {
+            error: None,
+            ..run(cpu)
+        };
+        let m = median(vec![ok(5.0), ok(4.0), ok(6.5)]).unwrap();
+        assert_eq!(m.cost.cpu_s, Some(5.0));
+        assert_eq!(m.cpu_s_runs, vec![5.0, 4.0, 6.5]);
+        assert_eq!(median(vec![ok(3.0)]).unwrap().cpu_s_runs, vec![3.0]);
+        // A failed run is the size's row: a size that fails once is not measured.
+        let failed = median(vec![ok(5.0), run(1.0), ok(4.0)]).unwrap();
+        assert!(failed.error.is_some());
+        assert_eq!(median(Vec::new()), None);
+    }
+
+    #[test]
     fn rows_round_trip_through_json() {
         let row = Row {
             name: "4k".into(),
@@ -334,6 +393,7 @@ mod tests {
             mode: "parallel".into(),
             flows_completed: 4394,
             error: None,
+            cpu_s_runs: vec![2.5, 2.0, 2.25],
         };
         let v = row.to_json();
         assert_eq!(v["data_packets_per_cpu_s"], json!(2.5));

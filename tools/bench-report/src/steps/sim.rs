@@ -167,10 +167,11 @@ fn speed_rows(o: &Outputs) -> Result<Vec<Row>, String> {
                 same_run("the NIC model's flow hosts, same scenario", pkts(same)? / 1e3),
             )
             .note(format!(
-                "target >= 100 K; {}; {} s wall, {} CPU s, peak {} MiB ({} KiB per host)",
+                "target >= 100 K; {}; {} s wall, {} CPU s{}, peak {} MiB ({} KiB per host)",
                 r["description"].as_str().unwrap_or(""),
                 figure(num(&r["wall_s"], "wall_s")?),
                 figure(num(&r["cpu_s"], "cpu_s")?),
+                runs_note(r),
                 figure(num(&r["peak_rss_mb"], "peak_rss_mb")?),
                 figure(num(&r["peak_rss_mb"], "peak_rss_mb")? * 1024.0 / hosts),
             ))
@@ -197,11 +198,12 @@ fn speed_rows(o: &Outputs) -> Result<Vec<Row>, String> {
             ),
         )
         .note(format!(
-            "{}; {} K data packets per CPU-s; {} s wall, {} CPU s",
+            "{}; {} K data packets per CPU-s; {} s wall, {} CPU s{}",
             r["description"].as_str().unwrap_or(""),
             figure(num(&r["data_packets_per_cpu_s"], "data_packets_per_cpu_s")? / 1e3),
             figure(num(&r["wall_s"], "wall_s")?),
             figure(num(&r["cpu_s"], "cpu_s")?),
+            runs_note(r),
         ));
         let memory_baseline = match first {
             None => capacity("the machine's memory", o.memory_mib),
@@ -227,4 +229,22 @@ fn speed_rows(o: &Outputs) -> Result<Vec<Row>, String> {
         }
     }
     Ok(rows)
+}
+
+/// ", the median of N runs (CPU s: a, b, c)" for a size `mrc-sim bench` ran several times;
+/// nothing for one run.
+fn runs_note(r: &Value) -> String {
+    let runs: Vec<f64> = r["cpu_s_runs"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    if runs.len() < 2 {
+        return String::new();
+    }
+    let each: Vec<String> = runs.iter().map(|c| figure(*c)).collect();
+    format!(
+        ", the median of {} runs (CPU s: {})",
+        runs.len(),
+        each.join(", ")
+    )
 }
