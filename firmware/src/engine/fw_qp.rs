@@ -405,17 +405,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
     /// that completes it runs only when the commands are polled, and a burst of reports (or
     /// a loop short of FW->DP room) can bring the next `TxDone` first. Needs room for one
     /// command (the caller's [`EVENT_CMDS`]).
-    #[inline]
     fn make_awaiting_room(&mut self, cmds: &mut Cmds) {
-        // (the queue is seldom full: the check inline, the completions out of line)
-        if self.awaiting.is_full() {
-            self.complete_for_room(cmds);
-        }
-    }
-
-    /// [`Self::make_awaiting_room`] for a full queue.
-    #[inline(never)]
-    fn complete_for_room(&mut self, cmds: &mut Cmds) {
         while self.awaiting.is_full() && cmds.room() > 0 {
             let Some(c) = self.take_completion() else {
                 return;
