@@ -361,9 +361,10 @@ pub(crate) struct PcieLink {
 }
 
 /// The completions of the last two read requests' shapes, summed. A request's completions
-/// depend only on its offset from an RCB boundary and its length, and a read's requests all
-/// have MRRS bytes but at a page boundary and at the end, and all start at one offset but
-/// after a page boundary: two shapes serve almost every request.
+/// depend only on its offset from an RCB boundary and its length. Within a read, every request
+/// has MRRS bytes except those a page boundary or the read's end cuts, and every request
+/// starts at the read's offset from an RCB boundary except the one after a page boundary
+/// (offset 0): two shapes serve most requests.
 #[derive(Debug, Default)]
 struct CompletionMemo {
     /// `((addr % rcb, len), train)`, the latest first.
