@@ -202,7 +202,8 @@ impl DpClock {
             .collect()
     }
 
-    /// When the oldest data delivery is due at its stage (`None` while the FIFO is blocked).
+    /// When the oldest delivery in the RX FIFO is due at its stage (`None` while the FIFO is
+    /// blocked).
     fn rx_due(&self) -> Option<Time> {
         self.rx_wait
             .front()

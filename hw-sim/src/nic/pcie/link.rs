@@ -382,8 +382,8 @@ impl CompletionMemo {
             }
         }
         let mut tr = Train::default();
-        let (first_end, step) = completion_cuts(addr, mps, rcb);
-        tr.add_cut(t, TlpKind::Completion, addr, len, first_end, step);
+        let first_end = completion_end(addr, mps, rcb);
+        tr.add_cut(t, TlpKind::Completion, addr, len, first_end, mps);
         self.last = [Some((key, tr)), self.last[0]];
         tr
     }
@@ -533,7 +533,7 @@ impl PcieLink {
         let at = at.as_ps();
         let pieces = || writes(addr, len, mps).map(|p| p.1);
         let mut train = Train::default();
-        let first_end = (addr / u64::from(mps) + 1) * u64::from(mps);
+        let first_end = write_end(addr, mps);
         train.add_cut(&self.t, TlpKind::MemWrite, addr, len, first_end, mps);
         if let Some((start, dur)) = self.t.book(&mut self.tx, at, TlpKind::MemWrite, &train) {
             return Time::from_ps(start + dur + self.t.latency);
@@ -584,16 +584,20 @@ pub(crate) fn completions(
     mps: u32,
     rcb: u32,
 ) -> impl Iterator<Item = (u64, u32)> {
-    cut(addr, len, move |a| completion_cuts(a, mps, rcb).0)
+    cut(addr, len, move |a| completion_end(a, mps, rcb))
 }
 
-/// Where the completion starting at `a` ends (for [`completions`]), and the length of every
-/// completion after it but the last: `mps`, as each starts on an RCB boundary (MPS is a
-/// multiple of RCB: both are powers of two, MPS at least 128 and RCB at most 128).
-pub(crate) fn completion_cuts(a: u64, mps: u32, rcb: u32) -> (u64, u32) {
+/// Where the completion starting at `a` ends (for [`completions`]). Every completion after it
+/// but the last is `mps` long, as each starts on an RCB boundary (MPS is a multiple of RCB:
+/// both are powers of two, MPS at least 128 and RCB at most 128).
+pub(crate) fn completion_end(a: u64, mps: u32, rcb: u32) -> u64 {
     let (m, r) = (u64::from(mps), u64::from(rcb));
     let e = (a + m) / r * r;
-    (if e > a { e } else { a + m }, mps)
+    if e > a {
+        e
+    } else {
+        a + m
+    }
 }
 
 /// `[addr, addr + len)` as a first piece ending at `first_end` (or at the end), then pieces
@@ -611,6 +615,12 @@ pub(crate) fn cut_runs(addr: u64, len: u32, first_end: u64, step: u32) -> (u32, 
 
 /// Write TLPs: at most `mps` bytes, split on `mps` boundaries (so never across 4 KiB).
 pub(crate) fn writes(addr: u64, len: u32, mps: u32) -> impl Iterator<Item = (u64, u32)> {
-    let mps = u64::from(mps);
-    cut(addr, len, move |a| (a / mps + 1) * mps)
+    cut(addr, len, move |a| write_end(a, mps))
+}
+
+/// Where the write TLP starting at `a` ends (for [`writes`]): the next MPS boundary, so every
+/// TLP after it but the last is `mps` long.
+pub(crate) fn write_end(a: u64, mps: u32) -> u64 {
+    let m = u64::from(mps);
+    (a / m + 1) * m
 }

@@ -2,7 +2,7 @@
 //! gap filling, rates and the scenario file's `[nic.pcie]`.
 
 use super::config::{FcCredits, PcieConfig};
-use super::link::{completion_cuts, completions, cut_runs, requests, writes, PcieLink};
+use super::link::{completion_end, completions, cut_runs, requests, write_end, writes, PcieLink};
 use crate::core::time::{Duration, Time};
 
 fn sizes(v: impl Iterator<Item = (u64, u32)>) -> Vec<u32> {
@@ -29,12 +29,12 @@ proptest::proptest! {
         rcb in proptest::sample::select(vec![64u32, 128]),
     ) {
         let mps = 1 << mps_log;
-        let (first_end, step) = completion_cuts(addr, mps, rcb);
+        let first_end = completion_end(addr, mps, rcb);
         proptest::prop_assert_eq!(
-            expand(cut_runs(addr, len, first_end, step), step),
+            expand(cut_runs(addr, len, first_end, mps), mps),
             sizes(completions(addr, len, mps, rcb))
         );
-        let first_end = (addr / u64::from(mps) + 1) * u64::from(mps);
+        let first_end = write_end(addr, mps);
         proptest::prop_assert_eq!(
             expand(cut_runs(addr, len, first_end, mps), mps),
             sizes(writes(addr, len, mps))
