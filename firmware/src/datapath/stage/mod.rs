@@ -800,10 +800,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
     /// flushed work requests and placed immediates, are queued first, as room allows.)
     #[inline]
     pub fn events(&mut self) -> (&[CsrEntry], &[CsrEntry]) {
-        // (reports kept outside an input are rare: queued out of line)
-        if self.reports {
-            self.queue_reports();
-        }
+        self.queue_reports();
         self.events.as_slices()
     }
 
@@ -824,17 +821,24 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
         self.counters.events += n as u64;
     }
 
-    /// Reports some QP keeps outside an input into the event queue, as room allows.
-    #[inline(never)]
+    /// Reports some QP keeps outside an input into the event queue, as room allows. They are
+    /// rare: the look is inline, the queueing out of line.
+    #[inline]
     fn queue_reports(&mut self) {
         if self.reports {
-            let mut left = false;
-            for qp in self.qps.as_mut() {
-                qp.poll_reports(&mut self.events);
-                left |= qp.reports_pending();
-            }
-            self.reports = left;
+            self.queue_kept_reports();
         }
+    }
+
+    /// [`Self::queue_reports`] when some QP keeps reports.
+    #[inline(never)]
+    fn queue_kept_reports(&mut self) {
+        let mut left = false;
+        for qp in self.qps.as_mut() {
+            qp.poll_reports(&mut self.events);
+            left |= qp.reports_pending();
+        }
+        self.reports = left;
     }
 
     /// Events waiting for the firmware.
