@@ -531,7 +531,6 @@ impl PcieLink {
         self.dma_bytes += u64::from(len);
         let mps = u32::from(self.t.cfg.mps);
         let at = at.as_ps();
-        let pieces = || writes(addr, len, mps).map(|p| p.1);
         let mut train = Train::default();
         let first_end = write_end(addr, mps);
         train.add_cut(&self.t, TlpKind::MemWrite, addr, len, first_end, mps);
@@ -541,7 +540,7 @@ impl PcieLink {
         // Out of credit: one by one, each as soon as its credits are back.
         let mut done = at;
         let mut next = at;
-        for n in pieces() {
+        for (_, n) in writes(addr, len, mps) {
             done = self.t.send(&mut self.tx, next, TlpKind::MemWrite, n);
             next = done - self.t.latency;
         }
