@@ -123,10 +123,8 @@ fn spray_oblivious() {
 /// Oblivious spraying over a failed link: both host models move every byte, but their times
 /// are not compared. The transport keeps spraying onto the dead link, so a run ends when the
 /// PSN whose retransmissions kept landing there gets through, after timeouts that double
-/// (about 2, 4, 8 ms): a few nanoseconds of host or firmware timing decide how many. With
-/// firmware commands charged 183 guest instructions instead of 156 (an engine build measured
-/// that on 2026-12-07), the two runs took 2.06 and 8.42 ms; with the table as it is, 2.06 and
-/// 2.06.
+/// (about 2, 4, 8 ms): a few nanoseconds of host or firmware timing decide how many, so a
+/// change of the firmware cost table can move one host model's completion by milliseconds.
 #[test]
 fn spray_oblivious_over_a_failed_link() {
     both_move_every_byte(Scenario::tiny(Transport::SprayOblivious));

@@ -142,7 +142,7 @@ const MAX_EVENTS_PER_LOAD: u64 = 4096;
 const MIN_REBUILD_LEN: usize = 1024;
 /// Events popped per tick the ticks narrow to (when the pending population alone would make
 /// them wider): few enough that a loaded bucket is sorted by insertion, in a few moves per
-/// event (a bucket of 20 to 100 was sorted at 120 to 150 instructions per event).
+/// event, where a bucket of a hundred costs a sort's many comparisons per event.
 const POPS_PER_TICK: usize = 8;
 /// A spare bucket allocation holds at most this many events (four times the target load).
 const KEEP_CAPACITY: usize = 4 * TARGET_PER_BUCKET;
@@ -472,9 +472,8 @@ impl<P: Copy> EventQueue<P> {
         self.wheel_len -= bucket.len();
         // Decreasing `(time, seq)`: `Entry`'s order is reversed (for the heaps). Keys are
         // unique, so any sort gives the one order. A symmetric workload's events come in
-        // bursts at one picosecond (a hundred or more in a bucket, pushed partly in order):
-        // the stable sort's run detection took 17 % fewer instructions than the unstable
-        // sort on the 1,024-host bench.
+        // bursts at one picosecond (a hundred or more in a bucket, pushed partly in order),
+        // whose runs the stable sort detects and keeps.
         bucket.sort();
         self.run = bucket;
         // Saturates only for the very last tick of time, whose events are then all in front
@@ -614,7 +613,7 @@ fn choose_layout<P>(all: &[Entry<P>], min_t: u64, pop_width_ps: Option<u64>) -> 
     match pop_width_ps {
         Some(w) if w < width => {
             // (rounded down: at most POPS_PER_TICK popped per tick)
-            let shift = 63 - w.max(1).leading_zeros();
+            let shift = w.max(1).ilog2();
             let ticks = (reach >> shift).saturating_add(1);
             let most = (nb * MAX_RING_GROWTH).min(MAX_BUCKETS);
             let grown = usize::try_from(ticks).unwrap_or(most).min(most);
