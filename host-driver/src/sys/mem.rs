@@ -83,8 +83,8 @@ impl RawMem {
             // An anonymous mapping: the kernel zero-fills each page as it is first touched (a
             // zeroed heap block of page alignment is written whole at once). A block within an
             // eighth of a whole number of huge pages is mapped as those and advised to be
-            // backed by transparent huge pages: a fault per 2 MiB instead of per 4 KiB (a
-            // 2 MB buffer took 489), and fewer TLB misses on the copies through it.
+            // backed by transparent huge pages: a fault per 2 MiB instead of one per 4 KiB,
+            // and fewer TLB misses on the copies through it.
             let whole = round_up(size, HUGE_PAGE).ok_or_else(|| too_big(len))?;
             let huge = whole - size <= size / 8;
             let m = memmap2::MmapOptions::new()
