@@ -27,7 +27,7 @@ use crate::core::time::{Duration, Time, PS_PER_S};
 
 use super::config::{ConfigError, FabricConfig};
 use super::counters::{DropCause, FabricTotals, PortCounters};
-use super::packet::{Packet, Route};
+use super::packet::{flags, Ecn, Packet, Payload, Route, TransportKind};
 use super::topology::{LinkId, PortId, SwitchId, Topology};
 
 /// "None" in the u32 index fields.
@@ -203,9 +203,17 @@ struct SwitchState {
     ports: u32,
 }
 
+/// A packet in the slab: what every hop reads and writes, in one cache line (the slab is
+/// the fabric's largest table and its slots are touched in arrival order, i.e. at random:
+/// a slot that straddled two lines cost two misses per hop). The rest of the [`Packet`],
+/// which only its ends read, is in [`Cold`] at the same index.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Slot {
-    pkt: Packet,
+    route: Route,
+    /// [`Packet::size_bytes`] (a trim cuts it).
+    size_bytes: u32,
+    dst: u32,
     next: u32,
     /// Egress port of the current hop (host port while staged).
     port: u32,
@@ -213,6 +221,35 @@ pub(crate) struct Slot {
     ingress: u32,
     /// Link epoch when it went on the wire.
     epoch: u32,
+    plane: u8,
+    kind: TransportKind,
+    ecn: Ecn,
+    /// [`Packet::flags`].
+    flags: u8,
+}
+
+const _: () = assert!(core::mem::size_of::<Slot>() == 64);
+
+/// The fields of a slab packet that only its ends read.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cold {
+    src: u32,
+    payload: Payload,
+    transport_tag: u64,
+}
+
+impl Slot {
+    /// [`Packet::is_priority`].
+    #[inline]
+    fn is_priority(&self) -> bool {
+        self.flags & (flags::PRIORITY | flags::TRIMMED) != 0
+    }
+
+    /// [`Packet::is_corrupt`].
+    #[inline]
+    fn is_corrupt(&self) -> bool {
+        self.flags & flags::CORRUPT != 0
+    }
 }
 
 /// A multi-plane fabric: every switch, link and NIC port, driven by events.
@@ -230,6 +267,8 @@ pub struct Fabric {
     links: Vec<Link>,
     switches: Vec<SwitchState>,
     slab: Vec<Slot>,
+    /// `slab`'s cold halves, index for index.
+    cold: Vec<Cold>,
     free: u32,
     totals: FabricTotals,
     /// Links down in the routing view.
@@ -348,6 +387,7 @@ impl Fabric {
             links,
             switches,
             slab: Vec::new(),
+            cold: Vec::new(),
             free: NIL,
             totals: FabricTotals::default(),
             rt_down: 0,
@@ -376,6 +416,7 @@ impl Fabric {
     /// Pre-sizes the packet slab for `n` packets in flight (avoids growth during the run).
     pub fn reserve_packets(&mut self, n: usize) {
         self.slab.reserve(n.saturating_sub(self.slab.len()));
+        self.cold.reserve(n.saturating_sub(self.cold.len()));
     }
 
     // ----- inputs -----
@@ -641,20 +682,51 @@ impl Fabric {
     fn alloc(&mut self, pkt: Packet, port: u32) -> u32 {
         self.totals.in_flight += 1;
         let slot = Slot {
-            pkt,
+            route: pkt.route,
+            size_bytes: pkt.size_bytes,
+            dst: pkt.dst,
             next: NIL,
             port,
             ingress: NIL,
             epoch: 0,
+            plane: pkt.plane,
+            kind: pkt.kind,
+            ecn: pkt.ecn,
+            flags: pkt.flags,
+        };
+        let cold = Cold {
+            src: pkt.src,
+            payload: pkt.payload,
+            transport_tag: pkt.transport_tag,
         };
         if self.free != NIL {
             let id = self.free;
             self.free = self.slab[id as usize].next;
             self.slab[id as usize] = slot;
+            self.cold[id as usize] = cold;
             id
         } else {
             self.slab.push(slot);
+            self.cold.push(cold);
             (self.slab.len() - 1) as u32
+        }
+    }
+
+    /// The packet in slot `id`, whole.
+    #[inline]
+    fn packet(&self, id: u32) -> Packet {
+        let (h, c) = (&self.slab[id as usize], &self.cold[id as usize]);
+        Packet {
+            src: c.src,
+            dst: h.dst,
+            size_bytes: h.size_bytes,
+            payload: c.payload,
+            transport_tag: c.transport_tag,
+            route: h.route,
+            plane: h.plane,
+            kind: h.kind,
+            ecn: h.ecn,
+            flags: h.flags,
         }
     }
 
@@ -694,14 +766,14 @@ impl Fabric {
         let slot = self.slab[id as usize];
         let ep = slot.port;
         if self.ports[ip as usize].epoch != slot.epoch {
-            self.lost_on_wire(ep, slot.pkt.size_bytes as u64);
+            self.lost_on_wire(ep, slot.size_bytes as u64);
             self.drop_packet(id, ep, DropCause::LinkDown);
             return;
         }
         let c = &mut self.counters[ip as usize];
         c.rx_packets += 1;
-        c.rx_bytes += slot.pkt.size_bytes as u64;
-        if slot.pkt.is_corrupt() {
+        c.rx_bytes += slot.size_bytes as u64;
+        if slot.is_corrupt() {
             self.drop_packet(id, ip, DropCause::Corrupt);
             return;
         }
@@ -712,11 +784,11 @@ impl Fabric {
                 time: s.now(),
                 host: ip % ppp,
                 plane: ip / ppp,
-                packet: slot.pkt,
+                packet: self.packet(id),
                 slot: id,
             });
             self.totals.delivered += 1;
-            self.totals.delivered_bytes += slot.pkt.size_bytes as u64;
+            self.totals.delivered_bytes += slot.size_bytes as u64;
             self.release(id);
             return;
         }
@@ -725,14 +797,14 @@ impl Fabric {
             self.drop_packet(id, ip, DropCause::Blackhole);
             return;
         }
-        let out = match slot.pkt.route {
+        let out = match slot.route {
             Route::Usid(mut r) => {
                 let hop = self.topo.usid_hop(SwitchId(sw), &mut r);
                 let Some(port) = hop.filter(|p| *p < st.ports) else {
                     self.drop_packet(id, ip, DropCause::NoRoute);
                     return;
                 };
-                self.slab[id as usize].pkt.route = Route::Usid(r);
+                self.slab[id as usize].route = Route::Usid(r);
                 let ep = st.first_port + port;
                 if !self.phys_up_port(ep) {
                     self.drop_packet(id, ip, DropCause::UsidPortDown);
@@ -740,7 +812,7 @@ impl Fabric {
                 }
                 ep
             }
-            Route::Ecmp { hash } => match self.ecmp_port(sw, slot.pkt.dst, hash) {
+            Route::Ecmp { hash } => match self.ecmp_port(sw, slot.dst, hash) {
                 Ok(p) => {
                     let ep = st.first_port + p;
                     if !self.phys_up_port(ep) {

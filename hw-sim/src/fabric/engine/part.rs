@@ -138,6 +138,7 @@ impl Fabric {
     pub(super) fn cross_arrival(&mut self, s: &mut Scheduler<'_>, at: Time, id: u32, peer: u32) {
         let key = s.reserve_key();
         let slot = self.slab[id as usize];
+        let pkt = self.packet(id);
         let to = self.part.as_ref().map_or(0, |m| m.owner(peer));
         self.outbox.push(Crossing {
             to,
@@ -145,7 +146,7 @@ impl Fabric {
             key,
             kind: ev::ARRIVE,
             data: peer as u64,
-            pkt: slot.pkt,
+            pkt,
             egress: slot.port,
             epoch: slot.epoch,
             from_slot: id,

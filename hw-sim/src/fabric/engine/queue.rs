@@ -13,7 +13,7 @@ impl Fabric {
     pub(super) fn enqueue(&mut self, s: &mut Scheduler<'_>, ep: u32, id: u32, ingress: u32) {
         let port = self.ports[ep as usize];
         let is_switch = port.switch != NIL;
-        let pkt = &mut self.slab[id as usize].pkt;
+        let pkt = &mut self.slab[id as usize];
         let mut prio = pkt.is_priority();
         if !prio && port.data.bytes + pkt.size_bytes as u64 > port.limit {
             let policy = self.cfg.policy[pkt.kind.index()];
@@ -119,7 +119,7 @@ impl Fabric {
         };
         let id = fifo.head;
         let slot = self.slab[id as usize];
-        let size = slot.pkt.size_bytes as u64;
+        let size = slot.size_bytes as u64;
         fifo.head = slot.next;
         if fifo.head == NIL {
             fifo.tail = NIL;
@@ -164,7 +164,7 @@ impl Fabric {
         let slot = &mut self.slab[id as usize];
         slot.epoch = epoch;
         if corrupt {
-            slot.pkt.flags |= flags::CORRUPT;
+            slot.flags |= flags::CORRUPT;
         }
         if self.part.as_ref().is_some_and(|m| !m.owns_port(peer)) {
             self.cross_arrival(s, busy_until + arrive, id, peer);
@@ -212,7 +212,7 @@ impl Fabric {
             while id != NIL {
                 let slot = self.slab[id as usize];
                 if slot.ingress != NIL {
-                    self.release_ingress(s, slot.ingress, slot.pkt.size_bytes as u64);
+                    self.release_ingress(s, slot.ingress, slot.size_bytes as u64);
                 }
                 self.drop_packet(id, ep, DropCause::LinkDown);
                 id = slot.next;
