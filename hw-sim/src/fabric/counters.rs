@@ -56,33 +56,38 @@ impl DropCause {
 }
 
 /// Counters of one port.
+///
+/// Laid out for the hot path (`repr(C)`, one cache line first): every hop adds to its ingress
+/// port's `rx_*` and its egress port's `tx_*` and `max_queue_bytes`, which share the first
+/// line; the rest change when something goes wrong.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C, align(64))]
 pub struct PortCounters {
     /// Packets that finished serialization (lost-on-wire ones included).
     pub tx_packets: u64,
     /// Their bytes.
     pub tx_bytes: u64,
+    /// Packets received from the link (corrupt ones included).
+    pub rx_packets: u64,
+    /// Their bytes.
+    pub rx_bytes: u64,
+    /// Largest data queue seen (bytes).
+    pub max_queue_bytes: u64,
+    /// Packets marked CE by this port's queue.
+    pub ecn_marks: u64,
+    /// Packets trimmed by this port's queue.
+    pub trims: u64,
     /// Of `tx_packets`, those lost on the wire (random loss, or the link failed under them).
     /// Per link direction: `tx(a) == rx(b) + wire_lost(a)`, in packets and in bytes.
     pub wire_lost_packets: u64,
     /// Their bytes.
     pub wire_lost_bytes: u64,
-    /// Packets received from the link (corrupt ones included).
-    pub rx_packets: u64,
-    /// Their bytes.
-    pub rx_bytes: u64,
     /// Drops by [`DropCause`] index.
     pub drops: [u64; DropCause::COUNT],
-    /// Packets marked CE by this port's queue.
-    pub ecn_marks: u64,
-    /// Packets trimmed by this port's queue.
-    pub trims: u64,
     /// PFC pauses this (ingress) port sent upstream.
     pub pauses_sent: u64,
     /// PFC pauses this port received (and obeyed).
     pub pauses_received: u64,
-    /// Largest data queue seen (bytes).
-    pub max_queue_bytes: u64,
 }
 
 impl PortCounters {
