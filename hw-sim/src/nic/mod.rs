@@ -745,11 +745,6 @@ impl Nic {
         self.link.prefetch();
     }
 
-    /// The headers of a packet this NIC sent with `tag`, if its slot still holds it.
-    pub fn side_lookup(&self, tag: u64) -> Option<StagePacket> {
-        self.side.get(tag)
-    }
-
     /// Takes the headers of the packet with `tag` out of the side table (its delivery: the
     /// fabric delivers a packet at most once).
     pub fn side_take(&mut self, tag: u64) -> Option<StagePacket> {

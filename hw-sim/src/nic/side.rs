@@ -50,7 +50,8 @@ impl SideTable {
     }
 
     /// The headers of the packet with `tag`, if still here.
-    pub(crate) fn get(&self, tag: u64) -> Option<Packet> {
+    #[cfg(test)]
+    fn get(&self, tag: u64) -> Option<Packet> {
         self.find(tag).map(|(_, e)| self.entries[e as usize].pkt)
     }
 

@@ -50,7 +50,7 @@
 //!    `(now, &mut fabric, scheduler, NICS)`. Schedule `START` at t = 0 for every host; later
 //!    `start` times are the NIC's own timer.
 //! 4. **Deliveries**: `nics[d.host].receive(now, &d.packet, &mut fabric, s, NICS)`: no side
-//!    table header (the MRC NIC's `side_lookup` is `None` for a RoCE NIC).
+//!    table header (a RoCE NIC keeps none: the MRC NIC's `side_take` has nothing to give).
 //! 5. **Flow dependencies**: after a NIC call, drain `poll_flow_done()` and call
 //!    `flow_completed(id, now, ...)` on every NIC (or on the NIC of the dependent flow).
 //! 6. **Stop** when every NIC has `done_at().is_some() || failed()`.
