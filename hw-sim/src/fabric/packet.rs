@@ -232,10 +232,22 @@ pub mod flags {
     /// Trimmed by the last hop (the switch port toward the destination host): the MRH's
     /// trimmed-last-hop bit, which tells the receiver the congestion is its own incast.
     pub const TRIMMED_LAST_HOP: u8 = 1 << 3;
+
+    /// Whether a packet with `flags` was damaged on a link.
+    #[inline]
+    pub fn is_corrupt(flags: u8) -> bool {
+        flags & CORRUPT != 0
+    }
+
+    /// Whether a packet with `flags` uses the priority (header) queue: marked so, or trimmed.
+    #[inline]
+    pub fn is_priority(flags: u8) -> bool {
+        flags & (PRIORITY | TRIMMED) != 0
+    }
 }
 
-/// Packet metadata (`Copy`, ~64 bytes). The fabric stores these in a slab; nothing is
-/// allocated per packet.
+/// Packet metadata (`Copy`, at most 72 bytes). The fabric keeps each in its slab, split
+/// into what every hop reads and what only the ends read; nothing is allocated per packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Packet {
     /// Source host.
@@ -276,13 +288,13 @@ impl Packet {
     /// True when a link damaged it.
     #[inline]
     pub fn is_corrupt(&self) -> bool {
-        self.flags & flags::CORRUPT != 0
+        flags::is_corrupt(self.flags)
     }
 
     /// True when it uses the priority (header) queue.
     #[inline]
     pub fn is_priority(&self) -> bool {
-        self.flags & (flags::PRIORITY | flags::TRIMMED) != 0
+        flags::is_priority(self.flags)
     }
 }
 

@@ -242,13 +242,13 @@ impl Slot {
     /// [`Packet::is_priority`].
     #[inline]
     fn is_priority(&self) -> bool {
-        self.flags & (flags::PRIORITY | flags::TRIMMED) != 0
+        flags::is_priority(self.flags)
     }
 
     /// [`Packet::is_corrupt`].
     #[inline]
     fn is_corrupt(&self) -> bool {
-        self.flags & flags::CORRUPT != 0
+        flags::is_corrupt(self.flags)
     }
 }
 
