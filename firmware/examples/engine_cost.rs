@@ -11,7 +11,13 @@
 //! cargo build --release -p mrc-firmware --features testkit --example engine_cost
 //! valgrind --tool=callgrind target/release/examples/engine_cost   # total / delivered_packets
 //! target/release/examples/engine_cost 100000                      # a shorter run
+//! target/release/examples/engine_cost 1000000 32                  # 32 packets per message
 //! ```
+//!
+//! `just engine-cost` runs the stream a second time with 32 packets per message: the
+//! difference between the two runs is the cost of a message (the work request's post, its
+//! first packet, its TX done report and its completion: half the messages for the same
+//! packets), and what is left of the first figure without it is the cost of a packet.
 //!
 //! The JSON is deterministic: a change that should not alter behaviour must leave it byte for
 //! byte the same, and the instruction count then measures that change alone. `just bench`
@@ -37,15 +43,22 @@ fn ram_per_ev_bytes() -> usize {
 }
 
 fn main() {
-    // Optional first argument: the packet count (default 1,000,000, the budgeted figure).
+    // Optional arguments: the packet count (default 1,000,000, the budgeted figure) and the
+    // packets per message (default 16; `just engine-cost` also runs 32 to split the cost into
+    // its per-packet and per-message parts).
     let mut cfg = StreamConfig::default();
-    if let Some(n) = std::env::args().nth(1) {
-        match n.parse() {
-            Ok(n) => cfg.packets = n,
-            Err(_) => {
-                eprintln!("usage: engine_cost [PACKETS]");
-                std::process::exit(2);
-            }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).map(|a| a.parse::<u64>().ok());
+    match (arg(0), arg(1), args.len()) {
+        (None, None, 0) => {}
+        (Some(Some(n)), None, 1) => cfg.packets = n,
+        (Some(Some(n)), Some(Some(m)), 2) if (1..=u64::from(u16::MAX)).contains(&m) => {
+            cfg.packets = n;
+            cfg.msg_packets = m as u32;
+        }
+        _ => {
+            eprintln!("usage: engine_cost [PACKETS [PACKETS_PER_MESSAGE (1..=65535)]]");
+            std::process::exit(2);
         }
     }
     let r = run_stream(cfg);

@@ -159,18 +159,50 @@ fn engine_rows(o: &Outputs) -> Result<Vec<Row>, String> {
         .and_then(|l| l.split_whitespace().next())
         .and_then(|n| n.replace(',', "").parse::<f64>().ok())
         .ok_or("no PROGRAM TOTALS line in the callgrind annotation")?;
-    Ok(vec![Row::new(
-        "engine instructions per delivered packet",
-        total / packets,
-        "instr",
-        budget("the engine's per-packet budget", ENGINE_BUDGET),
-    )
-    .note(format!(
-        "{} packets over 256 EVs, 1 % loss: datapath models, two engines and the test kit's channel; {} retransmits",
-        number(packets, 0),
-        number(num(&run["retransmits"], "retransmits")?, 0)
-    ))
-    .headline()])
+    // The split: the same packets in half the messages (32 packets each).
+    let run32 = o.json("target/engine_cost_32.json")?;
+    let p32 = o.root.join("target/engine_cost_32.callgrind");
+    let total32 = std::fs::read_to_string(&p32)
+        .map_err(|e| format!("cannot read {}: {e}", p32.display()))?
+        .lines()
+        .find_map(|l| l.strip_prefix("totals: "))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .ok_or("no totals line in target/engine_cost_32.callgrind")?;
+    let msgs = num(&run["messages"], "messages")?;
+    let msgs32 = num(&run32["messages"], "messages")?;
+    if run32["failed"] != false
+        || num(&run32["delivered_packets"], "delivered_packets")? != packets
+        || msgs32 >= msgs
+    {
+        return Err("the 32-packet engine_cost run failed or is not the same stream".into());
+    }
+    let per_msg = (total - total32) / (msgs - msgs32);
+    let msg_part = per_msg * msgs / packets;
+    Ok(vec![
+        Row::new(
+            "engine instructions per delivered packet",
+            total / packets,
+            "instr",
+            budget("the engine's per-packet budget", ENGINE_BUDGET),
+        )
+        .note(format!(
+            "{} packets over 256 EVs, 1 % loss: datapath models, two engines and the test kit's channel; {} retransmits",
+            number(packets, 0),
+            number(num(&run["retransmits"], "retransmits")?, 0)
+        ))
+        .headline(),
+        Row::new(
+            "of which the messages' work (16 packets each)",
+            msg_part,
+            "instr",
+            same_run("engine instructions per delivered packet", total / packets),
+        )
+        .note(format!(
+            "{} instructions per message (post, first packet, TX done report, completion): the difference to a run with 32 packets per message; {} per packet without it",
+            number(per_msg, 0),
+            number(total / packets - msg_part, 1)
+        )),
+    ])
 }
 
 /// `length` of the region called `name` in `firmware/memory-map.toml`.
@@ -285,6 +317,60 @@ INFO building blocks: 1000 iterations over 124300 ns, 124 instr/iteration, probe
 INFO admin: 9 commands through the main loop, 9405 instr per command (main-loop step included)
 INFO boot and admin path stack: 21144 bytes deep (budget 32768)
 ";
+
+    #[test]
+    fn engine_cost_splits_into_messages_and_packets() {
+        let root = std::env::temp_dir().join(format!("mrc-bench-ecost-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        let w = |f: &str, s: &str| std::fs::write(root.join("target").join(f), s).unwrap();
+        w(
+            "engine_cost.json",
+            r#"{"delivered_packets":1000000,"failed":false,"messages":62500,"retransmits":10827}"#,
+        );
+        w(
+            "engine_cost.annotate.txt",
+            "342,560,014 (100.0%)  PROGRAM TOTALS\n",
+        );
+        w(
+            "engine_cost_32.json",
+            r#"{"delivered_packets":1000000,"failed":false,"messages":31250}"#,
+        );
+        w(
+            "engine_cost_32.callgrind",
+            "events: Ir\nsummary: 320835357\ntotals: 320835357\n",
+        );
+        let o = Outputs {
+            root: root.clone(),
+            target: root.join("target"),
+            log: String::new(),
+            memory_mib: 1024.0,
+        };
+        let rows = engine_rows(&o).unwrap();
+        assert!((rows[0].value - 342.560014).abs() < 1e-9);
+        // (342,560,014 - 320,835,357) / 31,250 = 695.19 per message, 43.45 per packet
+        assert!(
+            (rows[1].value - 43.449314).abs() < 1e-6,
+            "{}",
+            rows[1].value
+        );
+        assert!(
+            rows[1].note.contains("695 instructions per message"),
+            "{}",
+            rows[1].note
+        );
+        assert!(
+            rows[1].note.contains("299.1 per packet without it"),
+            "{}",
+            rows[1].note
+        );
+        // A second run of other packets is refused.
+        w(
+            "engine_cost_32.json",
+            r#"{"delivered_packets":999999,"failed":false,"messages":31250}"#,
+        );
+        assert!(engine_rows(&o).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn image_figures_are_read() {
