@@ -192,7 +192,7 @@ pub struct NicCounters {
     pub rx_packets: u64,
     /// Their bytes as delivered (trimmed ones at their trimmed size).
     pub rx_bytes: u64,
-    /// Deliveries whose side-table slot had been reused (dropped).
+    /// Deliveries without headers (their side-table entry was dropped; see `SIDE_SLOTS`).
     pub side_misses: u64,
     /// Untrimmed payloads whose checksum failed (dropped).
     pub bad_payload: u64,

@@ -39,10 +39,11 @@
 //!   every packet takes a uniformly random plane and uSID path ([`spray`]), whatever its EV.
 //! - **Side table**: the MRC headers do not travel in the fabric's `Copy` metadata. The fabric
 //!   packet carries a tag (`transport_tag`) naming an entry of the sending NIC's side table
-//!   (the stage's [`StagePacket`]s in flight, module `side`); a delivery takes its entry out. A
-//!   packet still in flight when [`SIDE_SLOTS`] later ones were sent loses its entry: its
-//!   delivery is dropped and counted in [`NicCounters::side_misses`]; it never decodes the
-//!   wrong headers.
+//!   (the stage's [`StagePacket`]s it sent, in order, module `side`); at the end of the event
+//!   that sent them the world takes them ([`Nic::side_take`]) into its table by fabric slot,
+//!   where the delivery finds them. Headers nobody takes wait only up to [`SIDE_SLOTS`] later
+//!   packets: a delivery without its headers is dropped and counted in
+//!   [`NicCounters::side_misses`]; it never decodes the wrong headers.
 //! - **Shared path knowledge** (`mrc`): the NIC knows the uSID route each EV of each QP
 //!   names. An EV retired for an untrimmed loss (an `EvEvent` to ASSUMED_BAD, reason `Loss`)
 //!   retires every EV of the NIC (any QP) on that plane whose route has the same hops up to
@@ -144,8 +145,7 @@ pub const HEADER_BYTES: u32 = wire::data_overhead_bytes(EvFormat::Srv6);
 pub const ACK_COALESCE_PKTS: u16 = 16;
 /// ... or this long after the first unacknowledged one (ns).
 pub const ACK_COALESCE_NS: u64 = 4_000;
-/// Side-table slots per NIC at most (a packet still decodes unless 8192 later ones were sent
-/// while it was in flight).
+/// Side-table entries per NIC at most (headers nobody took are dropped, oldest first, beyond).
 pub const SIDE_SLOTS: usize = 8192;
 /// Send queue entries per QP (the host's ring and the stage's queue).
 const SEND_QUEUE: usize = <WideShard as mrc_firmware::capacity::Capacity>::SEND_QUEUE;
@@ -228,7 +228,7 @@ pub struct Nic {
     qpn_at: Vec<u32>,
     conns: Vec<Conn>,
     flows: FlowTable,
-    /// The headers of the packets in flight (module `side`).
+    /// The headers of the packets sent, until the world takes them (module `side`).
     side: SideTable,
     next_tag: u64,
     timer_armed: Option<u64>,
@@ -745,8 +745,10 @@ impl Nic {
         self.link.prefetch();
     }
 
-    /// Takes the headers of the packet with `tag` out of the side table (its delivery: the
-    /// fabric delivers a packet at most once).
+    /// Takes the headers of the packet with `tag` out of the side table, and drops those of
+    /// older tags (packets that never entered the fabric). Tags are taken in sending order,
+    /// once each (see module `side`).
+    #[inline]
     pub fn side_take(&mut self, tag: u64) -> Option<StagePacket> {
         self.side.take(tag)
     }

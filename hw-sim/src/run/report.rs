@@ -74,7 +74,7 @@ pub struct RunReport {
     pub trims: u64,
     /// Packets marked CE.
     pub ecn_marks: u64,
-    /// Deliveries the NICs could not decode (side-table slot reused) or whose payload was bad.
+    /// Deliveries the NICs could not decode (no side-table headers) or whose payload was bad.
     pub nic_rx_dropped: u64,
     /// Payload bytes the receivers placed.
     pub placed_bytes: u64,
