@@ -84,6 +84,13 @@ impl Fabric {
         self.staged.get_or_insert_with(Vec::new);
     }
 
+    /// True when packets were staged since the last [`Fabric::drain_staged`] (and staging is
+    /// tracked).
+    #[inline]
+    pub(crate) fn has_staged(&self) -> bool {
+        self.staged.as_ref().is_some_and(|st| !st.is_empty())
+    }
+
     /// Hands every packet staged since the last call to `f` as (slot, host, transport tag), in
     /// staging order. A slot may appear twice (the first packet was dropped at once and its slot
     /// reused); the last entry is the packet now there.
