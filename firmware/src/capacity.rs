@@ -3,7 +3,7 @@
 //!
 //! Everything in this crate is bounded and allocation-free, so every table has a size fixed at
 //! compile time. A profile is a unit type implementing [`Capacity`], usually declared with
-//! [`capacity!`]:
+//! [`capacity!`](crate::capacity!):
 //!
 //! ```
 //! mrc_firmware::capacity! {
@@ -52,7 +52,7 @@ impl<T, const N: usize> Slots<T> for [T; N] {
     }
 }
 
-/// The capacities of one NIC. See the module docs; implement it with [`capacity!`].
+/// The capacities of one NIC. See the module docs; implement it with [`capacity!`](crate::capacity!).
 pub trait Capacity: 'static + Sized {
     /// QPs.
     const QPS: usize;
@@ -80,7 +80,7 @@ pub trait Capacity: 'static + Sized {
     type Timers: crate::engine::timer_wheel::Timers;
 }
 
-/// The datapath QP context of a profile with these sizes (what [`capacity!`] names).
+/// The datapath QP context of a profile with these sizes (what [`capacity!`](crate::capacity!) names).
 pub type DpQpOf<
     const EVS: usize,
     const P: usize,
@@ -90,7 +90,7 @@ pub type DpQpOf<
     const RQ: usize,
 > = DpQp<EVS, P, WIN, WORDS, SQ, RQ>;
 
-/// The firmware QP context of a profile with these sizes (what [`capacity!`] names).
+/// The firmware QP context of a profile with these sizes (what [`capacity!`](crate::capacity!) names).
 pub type FwQpOf<const EVS: usize, const SQ: usize, const RQ: usize> = FwQp<EVS, SQ, RQ>;
 
 /// Declare a [`Capacity`] profile: a unit struct and its implementation.

@@ -204,14 +204,14 @@ pub trait QpContext {
         limits: &Limits,
         cmds: &mut Cmds,
     ) -> Result<(), QpError>;
-    /// One datapath report about this QP, checked, of kind `kind` (room for [`EVENT_CMDS`]
+    /// One datapath report about this QP, checked, of kind `kind` (room for `EVENT_CMDS`
     /// commands is the caller's).
     fn handle_event(&mut self, now_ns: u64, kind: CsrKind, e: &CsrEntry, cmds: &mut Cmds);
     /// The deadline of timer `kind`.
     fn deadline(&self, kind: usize) -> Option<u64>;
     /// The wheel entry of timer `kind`.
     fn timer(&mut self, kind: usize) -> &mut Option<(TimerHandle, u64)>;
-    /// Timer `kind` fired at `now_ns` (room for [`TIMER_CMDS`] commands is the caller's).
+    /// Timer `kind` fired at `now_ns` (room for `TIMER_CMDS` commands is the caller's).
     /// Returns whether it did anything.
     fn fire(&mut self, now_ns: u64, kind: usize, cmds: &mut Cmds) -> bool;
     /// The lazy commands the host and the datapath wait on, the window and the completions

@@ -142,7 +142,7 @@ pub fn connect(qp: &mut QueuePair, own_psn: u32, peer: &ConnInfo) -> Result<(), 
     connect_with(qp, own_psn, peer, RETRIES, ACK_TIMEOUT_EXP)
 }
 
-/// [`connect`] with the RTS retry count and ACK timeout exponent given.
+/// [`connect()`] with the RTS retry count and ACK timeout exponent given.
 pub fn connect_with(
     qp: &mut QueuePair,
     own_psn: u32,

@@ -29,7 +29,7 @@
 //!   posted as signalled RDMA Writes to its connection's QP in the stage, flows of one
 //!   connection in release order, the send queue kept full. A flow completes at its last send
 //!   completion (its last byte acknowledged); [`Nic::poll_finished`] hands its id to the run.
-//! - **Transmit**: packets the stages emit become fabric [`Packet`]s with a virtual payload
+//! - **Transmit**: packets the stages emit become fabric [`Packet`](crate::fabric::Packet)s with a virtual payload
 //!   (length + pattern checksum of the PSN) and their real wire size ([`wire::wire_bytes`]). For
 //!   [`Transport::Mrc`] the EV picks the route: plane = the EV's plane, uSID path =
 //!   `(ev_index / planes) % path_count(src, dst)` (EV `i` sits on plane `i % planes`, so this

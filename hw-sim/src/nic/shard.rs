@@ -1,13 +1,13 @@
 //! A NIC's shard: one datapath stage and one firmware engine joined by their CSR queues, for
 //! [`SHARD_QPS`] QPs, or [`NARROW_QPS`] for a NIC that opens at most that many connections (a
 //! permutation, a ring), so that a NIC's memory follows its workload (the capacities are a
-//! [`Capacity`] profile: two widths are two types). Both widths run the same code with the same
+//! [`Capacity`](mrc_firmware::capacity::Capacity) profile: two widths are two types). Both widths run the same code with the same
 //! per-QP capacities, and a narrow NIC's QPs sit in the same slots of its one shard as in a wide
 //! shard, so the width changes memory only, never behaviour.
 //!
 //! A shard stands for one datapath pipeline and the firmware main loop that owns its QPs: a
-//! [`Pair`] (module `pair`); its loop runs on one of the NIC's firmware cores (module
-//! `cores`). A NIC of the image's shape has shards of a third kind, [`ImageShard`] (module
+//! `Pair` (module `pair`); its loop runs on one of the NIC's firmware cores (module
+//! `cores`). A NIC of the image's shape has shards of a third kind, `ImageShard` (module
 //! `image`): the image's capacities, set up through the admin ring, the loop run natively or
 //! as the ELF; the calls into an engine below (QP setup, route sharing, driver operations)
 //! have no form there and answer as refused (the NIC never makes them for that shape).

@@ -10,7 +10,7 @@
 //!   against its PD / MR / CQ / QP / profile tables and the port state (with the checks a NIC
 //!   makes: objects exist, belong together, are not in use, states allow it, DMA addresses are
 //!   mapped), and answered in the response ring; firmware update commands go to the `firmware`
-//!   module (with [`SimHost::with_elf_firmware`], feature `elf`: to the `mrc-nic` ELF on an
+//!   module (with `SimHost::with_elf_firmware`, feature `elf`: to the `mrc-nic` ELF on an
 //!   emulated core, which runs its own update path).
 //! - The event queue carries port, QP, CQ and EV events.
 //! - Doorbell pages: a send doorbell hands the QP's new WQEs (their SGEs checked against the

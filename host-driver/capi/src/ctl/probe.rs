@@ -33,7 +33,7 @@ pub struct Batch {
 /// # Errors
 /// A bad context or request (`EINVAL`), no QP to probe over (`ENOENT`), port status updates
 /// (`ENOTSUP`), a traffic class other than the QP's (`EOPNOTSUPP`), `EPERM`, device errors.
-/// A timeout is not an error here: [`Batch::complete`] is false.
+/// A timeout is not an error here: `Batch::complete` is false.
 pub fn batch_send_wait(
     ctx: Token,
     req_tc: u8,

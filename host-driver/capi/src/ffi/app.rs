@@ -1,6 +1,6 @@
-//! The `mrc.h` entry points. Conventions per the header: "-1 (errno set)" ([`ret_minus_one`]),
+//! The `mrc.h` entry points. Conventions per the header: "-1 (errno set)" (`ret_minus_one`),
 //! "errors like ibv_X()" for int-returning verbs calls that return the errno value
-//! ([`ret_errno`]), NULL for constructors ([`ret_null`]).
+//! (`ret_errno`), NULL for constructors (`ret_null`).
 
 use std::ffi::{c_int, c_uint, c_void};
 

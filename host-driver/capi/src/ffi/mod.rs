@@ -2,8 +2,8 @@
 //!
 //! Each entry point (1) checks its pointers are non-NULL and copies the caller's input structs,
 //! (2) calls the safe implementation with plain values and handles, (3) writes the outputs, and
-//! (4) turns an error into the header's convention through [`ret_minus_one`], [`ret_errno`] or
-//! [`ret_null`], which also set `errno` and record the message. A panic never crosses the
+//! (4) turns an error into the header's convention through `ret_minus_one`, `ret_errno` or
+//! `ret_null`, which also set `errno` and record the message. A panic never crosses the
 //! boundary: it becomes `EIO` ("internal error") like any other failure.
 //!
 //! Caller memory is trusted only as far as the header says it must be valid: a pointer the

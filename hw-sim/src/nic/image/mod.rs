@@ -4,12 +4,12 @@
 //! at the image's [`mrc_nicloop::NicCapacity`], with the NIC's admin tables) behind the four
 //! queues of its `hal` (module `rings`). Its QPs, their CQ, PD and memory region are set up
 //! the way a host driver sets them up: admin commands through the admin ring
-//! ([`ImageShard::setup`]). Who runs the loop is the firmware level (module `exec`): the loop
+//! (`ImageShard::setup`). Who runs the loop is the firmware level (module `exec`): the loop
 //! compiled natively (`native`) or the ELF on an emulated core (`elf`); everything else,
 //! setup included, is one code path.
 //!
 //! Each core has the NIC's board around it: a CMIS module in each port's cage, which a
-//! `[transceiver]` event pulls or darkens ([`ImageShard::transceiver`]); the image's port
+//! `[transceiver]` event pulls or darkens (`ImageShard::transceiver`); the image's port
 //! monitor finds it (module `exec`) and takes the port down through the loop's port path.
 //!
 //! What the simulator reads back is what a host sees: completions are the CQEs the loop

@@ -4,7 +4,7 @@
 //! A command runs on the modules at once and keeps the controller BUSY for its bus time
 //! ([`mrc_abi::device::i2c::command_bits`] bit times at [`BUS_KHZ`]) on the controller's
 //! clock, which, as the flash controller's, is the iteration's time advanced
-//! [`ACCESS_NS`](super::flash::ACCESS_NS) per register access: a driver polling BUSY sees the
+//! [`ACCESS_NS`] per register access: a driver polling BUSY sees the
 //! command finish. The data buffer holds a read's bytes as soon as the command was taken
 //! (a real controller fills it while BUSY; a driver reads it after BUSY clears either way).
 //!
