@@ -2,7 +2,7 @@
 //! `target/bench.json`, `BENCHMARKS.md` and the figures table of `README.md`.
 //!
 //! ```text
-//! mrc-bench-report run [--only STEP...] [--skip STEP...]   # measure, then write all three
+//! mrc-bench-report run [--only STEP...] [--skip STEP...] [--drop-others]   # measure, write all three
 //! mrc-bench-report render                                 # rewrite the Markdown from the JSON
 //! mrc-bench-report list                                   # the steps and their commands
 //! ```
@@ -11,7 +11,8 @@
 //! whose output cannot be read, is reported as failed with the reason; the other steps still
 //! run. With `--only`/`--skip`, the steps not run keep their section from the previous
 //! `target/bench.json` when it was measured on the same machine (each section says when and at
-//! which commit it was measured).
+//! which commit it was measured); a step not run without such a section makes the run refuse
+//! before measuring (its section would vanish from BENCHMARKS.md), unless `--drop-others`.
 //!
 //! Exit code: 0 when every step gave its figures, 1 when some failed (the files are written
 //! either way), 2 for a usage or file error.
@@ -54,6 +55,10 @@ enum Cmd {
         /// Run every step but these.
         #[arg(long, value_name = "STEP", num_args = 1..)]
         skip: Vec<String>,
+        /// With --only/--skip: drop the sections of the steps not run that have no previous
+        /// section from this machine (without it, the run refuses before measuring).
+        #[arg(long)]
+        drop_others: bool,
     },
     /// Write BENCHMARKS.md and the README's table from target/bench.json.
     Render,
@@ -80,7 +85,11 @@ fn main() -> ExitCode {
             Ok(true)
         }
         Cmd::Render => read_report(&root).and_then(|r| write_outputs(&root, &r).map(|()| true)),
-        Cmd::Run { only, skip } => run(&root, &only, &skip),
+        Cmd::Run {
+            only,
+            skip,
+            drop_others,
+        } => run(&root, &only, &skip, drop_others),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -121,7 +130,7 @@ fn write_outputs(root: &Path, report: &Report) -> Result<(), String> {
     Ok(())
 }
 
-fn run(root: &Path, only: &[String], skip: &[String]) -> Result<bool, String> {
+fn run(root: &Path, only: &[String], skip: &[String], drop_others: bool) -> Result<bool, String> {
     for name in only.iter().chain(skip) {
         if steps::find(name).is_none() {
             let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
@@ -135,13 +144,34 @@ fn run(root: &Path, only: &[String], skip: &[String]) -> Result<bool, String> {
     let previous = read_report(root)
         .ok()
         .filter(|r| r.machine.cpu_model == machine.cpu_model && r.machine.cores == machine.cores);
+    let wanted = |step: &Step| {
+        (only.is_empty() || only.iter().any(|n| n == step.name))
+            && !skip.iter().any(|n| n == step.name)
+    };
+    let kept = |step: &Step| {
+        previous
+            .as_ref()
+            .is_some_and(|r| r.sections.iter().any(|s| s.step == step.name))
+    };
+    let lost: Vec<&str> = STEPS
+        .iter()
+        .filter(|s| !wanted(s) && !kept(s))
+        .map(|s| s.name)
+        .collect();
+    if !lost.is_empty() && !drop_others {
+        return Err(format!(
+            "{} has no section from this machine for {}: BENCHMARKS.md and the README's table \
+             would lose them. Run every step (`just bench`), put back the target/bench.json \
+             they were written from, or pass --drop-others",
+            json_path(root).display(),
+            lost.join(", ")
+        ));
+    }
     std::fs::create_dir_all(root.join("target/bench")).map_err(|e| e.to_string())?;
     let mut sections = Vec::new();
     let mut ok = true;
     for step in STEPS {
-        let wanted = (only.is_empty() || only.iter().any(|n| n == step.name))
-            && !skip.iter().any(|n| n == step.name);
-        if !wanted {
+        if !wanted(step) {
             let kept = previous
                 .as_ref()
                 .and_then(|r| r.sections.iter().find(|s| s.step == step.name));
@@ -239,4 +269,30 @@ fn run_step(root: &Path, step: &Step, memory_mib: f64) -> Section {
 
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A partial run with no previous report refuses before measuring anything, naming the
+    /// sections it would drop; an unknown step is refused first.
+    #[test]
+    fn a_partial_run_does_not_drop_sections_silently() {
+        let root = std::env::temp_dir().join(format!("mrc-bench-partial-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let e = run(&root, &["engine-cost".into()], &[], false).unwrap_err();
+        assert!(
+            e.contains("sim-default") && e.contains("--drop-others"),
+            "{e}"
+        );
+        assert!(!e.contains("engine-cost,"), "{e}");
+        assert!(
+            !root.join("target/bench").exists(),
+            "nothing ran, nothing was written"
+        );
+        let e = run(&root, &["no-such-step".into()], &[], true).unwrap_err();
+        assert!(e.contains("unknown step `no-such-step`"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
