@@ -52,7 +52,8 @@ impl<T, const N: usize> Slots<T> for [T; N] {
     }
 }
 
-/// The capacities of one NIC. See the module docs; implement it with [`capacity!`](crate::capacity!).
+/// The capacities of one NIC. See the module docs; implement it with
+/// [`capacity!`](crate::capacity!).
 pub trait Capacity: 'static + Sized {
     /// QPs.
     const QPS: usize;
@@ -80,7 +81,8 @@ pub trait Capacity: 'static + Sized {
     type Timers: crate::engine::timer_wheel::Timers;
 }
 
-/// The datapath QP context of a profile with these sizes (what [`capacity!`](crate::capacity!) names).
+/// The datapath QP context of a profile with these sizes (what
+/// [`capacity!`](crate::capacity!) names).
 pub type DpQpOf<
     const EVS: usize,
     const P: usize,
@@ -90,7 +92,8 @@ pub type DpQpOf<
     const RQ: usize,
 > = DpQp<EVS, P, WIN, WORDS, SQ, RQ>;
 
-/// The firmware QP context of a profile with these sizes (what [`capacity!`](crate::capacity!) names).
+/// The firmware QP context of a profile with these sizes (what
+/// [`capacity!`](crate::capacity!) names).
 pub type FwQpOf<const EVS: usize, const SQ: usize, const RQ: usize> = FwQp<EVS, SQ, RQ>;
 
 /// Declare a [`Capacity`] profile: a unit struct and its implementation.

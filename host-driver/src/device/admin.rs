@@ -280,7 +280,8 @@ fn oid(id: u32) -> ObjectId {
     ObjectId { id: id.into() }
 }
 
-/// One typed method per admin opcode. Results are decoded per the [`Opcode`](mrc_abi::device::admin::Opcode) docs.
+/// One typed method per admin opcode. Results are decoded per the
+/// [`Opcode`](mrc_abi::device::admin::Opcode) docs.
 impl Device {
     /// QUERY_DEVICE.
     ///

@@ -21,22 +21,22 @@
 //!   (retransmission orders, EV table writes, windows, QP contexts). Completions and EV state
 //!   changes reach the NIC model as the `Complete` / `EvEvent` entries the engine writes for
 //!   the host.
-//! - **Flows** (the `flows` host model, [`crate::run::HostModel`]; with the `driver` model the
-//!   NIC is [`Nic::for_driver`]'s and its host's application posts the flows,
-//!   [`crate::apps::workload`]): the NIC keeps the flows whose source is its host. A flow is released at its
-//!   `start`, or once the flow it is `after` completed ([`Nic::dependency_done`], called by the
-//!   run when that flow's sender reports it) and `start` passed. A released flow's messages are
-//!   posted as signalled RDMA Writes to its connection's QP in the stage, flows of one
+//! - **Flows** (the `flows` host model, [`crate::run::HostModel`]; with the `driver` model the NIC
+//!   is [`Nic::for_driver`]'s and its host's application posts the flows,
+//!   [`crate::apps::workload`]): the NIC keeps the flows whose source is its host. A flow is
+//!   released at its `start`, or once the flow it is `after` completed ([`Nic::dependency_done`],
+//!   called by the run when that flow's sender reports it) and `start` passed. A released flow's
+//!   messages are posted as signalled RDMA Writes to its connection's QP in the stage, flows of one
 //!   connection in release order, the send queue kept full. A flow completes at its last send
 //!   completion (its last byte acknowledged); [`Nic::poll_finished`] hands its id to the run.
-//! - **Transmit**: packets the stages emit become fabric [`Packet`](crate::fabric::Packet)s with a virtual payload
-//!   (length + pattern checksum of the PSN) and their real wire size ([`wire::wire_bytes`]). For
-//!   [`Transport::Mrc`] the EV picks the route: plane = the EV's plane, uSID path =
-//!   `(ev_index / planes) % path_count(src, dst)` (EV `i` sits on plane `i % planes`, so this
-//!   spreads each plane's EVs over every path). For [`Transport::Mrc1Ev`] every packet of a
+//! - **Transmit**: packets the stages emit become fabric [`Packet`](crate::fabric::Packet)s with a
+//!   virtual payload (length + pattern checksum of the PSN) and their real wire size
+//!   ([`wire::wire_bytes`]). For [`Transport::Mrc`] the EV picks the route: plane = the EV's plane,
+//!   uSID path = `(ev_index / planes) % path_count(src, dst)` (EV `i` sits on plane `i % planes`,
+//!   so this spreads each plane's EVs over every path). For [`Transport::Mrc1Ev`] every packet of a
 //!   connection direction is pinned to one plane and one ECMP flow hash, so it follows one path
-//!   that switches may reroute only after reconvergence. For [`Transport::SprayOblivious`]
-//!   every packet takes a uniformly random plane and uSID path ([`spray`]), whatever its EV.
+//!   that switches may reroute only after reconvergence. For [`Transport::SprayOblivious`] every
+//!   packet takes a uniformly random plane and uSID path ([`spray`]), whatever its EV.
 //! - **Side table**: the MRC headers do not travel in the fabric's `Copy` metadata. The fabric
 //!   packet carries a tag (`transport_tag`) naming an entry of the sending NIC's side table
 //!   (the stage's [`StagePacket`]s it sent, in order, module `side`); at the end of the event

@@ -1,9 +1,10 @@
 //! A NIC's shard: one datapath stage and one firmware engine joined by their CSR queues, for
 //! [`SHARD_QPS`] QPs, or [`NARROW_QPS`] for a NIC that opens at most that many connections (a
 //! permutation, a ring), so that a NIC's memory follows its workload (the capacities are a
-//! [`Capacity`](mrc_firmware::capacity::Capacity) profile: two widths are two types). Both widths run the same code with the same
-//! per-QP capacities, and a narrow NIC's QPs sit in the same slots of its one shard as in a wide
-//! shard, so the width changes memory only, never behaviour.
+//! [`Capacity`](mrc_firmware::capacity::Capacity) profile: two widths are two types). Both
+//! widths run the same code with the same per-QP capacities, and a narrow NIC's QPs sit in the
+//! same slots of its one shard as in a wide shard, so the width changes memory only, never
+//! behaviour.
 //!
 //! A shard stands for one datapath pipeline and the firmware main loop that owns its QPs: a
 //! `Pair` (module `pair`); its loop runs on one of the NIC's firmware cores (module

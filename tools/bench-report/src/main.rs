@@ -2,7 +2,8 @@
 //! `target/bench.json`, `BENCHMARKS.md` and the figures table of `README.md`.
 //!
 //! ```text
-//! mrc-bench-report run [--only STEP...] [--skip STEP...] [--drop-others]   # measure, write all three
+//! mrc-bench-report run [--only STEP...] [--skip STEP...]   # measure, then write all three
+//!                      [--drop-others]                      # (see below)
 //! mrc-bench-report render                                 # rewrite the Markdown from the JSON
 //! mrc-bench-report list                                   # the steps and their commands
 //! ```
