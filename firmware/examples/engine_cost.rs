@@ -47,12 +47,11 @@ fn main() {
     // packets per message (default 16; `just engine-cost` also runs 32 to split the cost into
     // its per-packet and per-message parts).
     let mut cfg = StreamConfig::default();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |i: usize| args.get(i).map(|a| a.parse::<u64>().ok());
-    match (arg(0), arg(1), args.len()) {
-        (None, None, 0) => {}
-        (Some(Some(n)), None, 1) => cfg.packets = n,
-        (Some(Some(n)), Some(Some(m)), 2) if (1..=u64::from(u16::MAX)).contains(&m) => {
+    let args: Option<Vec<u64>> = std::env::args().skip(1).map(|a| a.parse().ok()).collect();
+    match args.as_deref() {
+        Some([]) => {}
+        Some(&[n]) => cfg.packets = n,
+        Some(&[n, m]) if (1..=u64::from(u16::MAX)).contains(&m) => {
             cfg.packets = n;
             cfg.msg_packets = m as u32;
         }

@@ -151,23 +151,10 @@ fn engine_rows(o: &Outputs) -> Result<Vec<Row>, String> {
     if run["failed"] != false || packets == 0.0 {
         return Err("the engine_cost run failed or delivered nothing".into());
     }
-    let annotate = std::fs::read_to_string(o.root.join("target/engine_cost.annotate.txt"))
-        .map_err(|e| format!("cannot read target/engine_cost.annotate.txt: {e}"))?;
-    let total = annotate
-        .lines()
-        .find(|l| l.contains("PROGRAM TOTALS"))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.replace(',', "").parse::<f64>().ok())
-        .ok_or("no PROGRAM TOTALS line in the callgrind annotation")?;
+    let total = callgrind_total(o, "target/engine_cost.callgrind")?;
     // The split: the same packets in half the messages (32 packets each).
     let run32 = o.json("target/engine_cost_32.json")?;
-    let p32 = o.root.join("target/engine_cost_32.callgrind");
-    let total32 = std::fs::read_to_string(&p32)
-        .map_err(|e| format!("cannot read {}: {e}", p32.display()))?
-        .lines()
-        .find_map(|l| l.strip_prefix("totals: "))
-        .and_then(|n| n.trim().parse::<f64>().ok())
-        .ok_or("no totals line in target/engine_cost_32.callgrind")?;
+    let total32 = callgrind_total(o, "target/engine_cost_32.callgrind")?;
     let msgs = num(&run["messages"], "messages")?;
     let msgs32 = num(&run32["messages"], "messages")?;
     if run32["failed"] != false
@@ -203,6 +190,17 @@ fn engine_rows(o: &Outputs) -> Result<Vec<Row>, String> {
             number(total / packets - msg_part, 1)
         )),
     ])
+}
+
+/// The instructions a callgrind output file under the root counted (its `totals:` line).
+fn callgrind_total(o: &Outputs, rel: &str) -> Result<f64, String> {
+    let p = o.root.join(rel);
+    std::fs::read_to_string(&p)
+        .map_err(|e| format!("cannot read {}: {e}", p.display()))?
+        .lines()
+        .find_map(|l| l.strip_prefix("totals: "))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .ok_or_else(|| format!("no totals line in {rel}"))
 }
 
 /// `length` of the region called `name` in `firmware/memory-map.toml`.
@@ -328,8 +326,8 @@ INFO boot and admin path stack: 21144 bytes deep (budget 32768)
             r#"{"delivered_packets":1000000,"failed":false,"messages":62500,"retransmits":10827}"#,
         );
         w(
-            "engine_cost.annotate.txt",
-            "342,560,014 (100.0%)  PROGRAM TOTALS\n",
+            "engine_cost.callgrind",
+            "events: Ir\nsummary: 342560014\ntotals: 342560014\n",
         );
         w(
             "engine_cost_32.json",
@@ -339,12 +337,7 @@ INFO boot and admin path stack: 21144 bytes deep (budget 32768)
             "engine_cost_32.callgrind",
             "events: Ir\nsummary: 320835357\ntotals: 320835357\n",
         );
-        let o = Outputs {
-            root: root.clone(),
-            target: root.join("target"),
-            log: String::new(),
-            memory_mib: 1024.0,
-        };
+        let o = Outputs::for_test(&root, "", 1024.0);
         let rows = engine_rows(&o).unwrap();
         assert!((rows[0].value - 342.560014).abs() < 1e-9);
         // (342,560,014 - 320,835,357) / 31,250 = 695.19 per message, 43.45 per packet
@@ -381,12 +374,7 @@ INFO boot and admin path stack: 21144 bytes deep (budget 32768)
             "[[r]]\nname = \"ITCM\"\nlength = 0x0002_0000\n[[r]]\nname = \"DTCM\"\nlength = 0x0001_F000\n",
         )
         .unwrap();
-        let o = Outputs {
-            root: root.clone(),
-            target: root.join("target"),
-            log: LOG.into(),
-            memory_mib: 1024.0,
-        };
+        let o = Outputs::for_test(&root, LOG, 1024.0);
         let rows = image_rows(&o).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
         let by = |f: &str| rows.iter().find(|r| r.figure == f).unwrap();
@@ -433,12 +421,7 @@ INFO boot and admin path stack: 21144 bytes deep (budget 32768)
             ev(0, 0)
         );
         std::fs::write(root.join("target/fw-cost.json"), json).unwrap();
-        let o = Outputs {
-            root: root.clone(),
-            target: root.join("target"),
-            log: String::new(),
-            memory_mib: 0.0,
-        };
+        let o = Outputs::for_test(&root, "", 0.0);
         let rows = fw_cost_rows(&o).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
         let by = |f: &str| rows.iter().find(|r| r.figure == f).unwrap();
@@ -468,12 +451,7 @@ INFO boot and admin path stack: 21144 bytes deep (budget 32768)
 
     #[test]
     fn missing_lines_fail_with_a_reason() {
-        let o = Outputs {
-            root: std::env::temp_dir(),
-            target: std::env::temp_dir(),
-            log: ".text 1 0\n".into(),
-            memory_mib: 0.0,
-        };
+        let o = Outputs::for_test(&std::env::temp_dir(), ".text 1 0\n", 0.0);
         let e = image_rows(&o).unwrap_err();
         assert!(e.contains("bytes budget"), "{e}");
     }

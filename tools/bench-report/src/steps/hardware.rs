@@ -130,12 +130,7 @@ mod tests {
         let t = synth_table(log);
         assert_eq!(t.len(), 2);
         assert_eq!(t[1][0], "ev_sprayer");
-        let o = Outputs {
-            root: std::env::temp_dir(),
-            target: std::env::temp_dir(),
-            log: log.into(),
-            memory_mib: 0.0,
-        };
+        let o = Outputs::for_test(&std::env::temp_dir(), log, 0.0);
         let rows = rtl_rows(&o).unwrap();
         assert_eq!(rows[1].value, 16_005.0);
         assert!(rows[1].headline && !rows[0].headline);

@@ -29,6 +29,18 @@ pub struct Outputs {
 }
 
 impl Outputs {
+    /// Outputs of commands run at `root` (target directory `root/target`) that printed `log`,
+    /// for the steps' tests.
+    #[cfg(test)]
+    pub fn for_test(root: &Path, log: &str, memory_mib: f64) -> Outputs {
+        Outputs {
+            root: root.to_path_buf(),
+            target: root.join("target"),
+            log: log.into(),
+            memory_mib,
+        }
+    }
+
     /// A file under the root, read as JSON.
     ///
     /// # Errors
