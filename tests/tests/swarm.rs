@@ -1,7 +1,8 @@
 //! Swarm testing (see `mrc_tests::swarm`): random topologies, workloads and fault mixes on
 //! simulated hosts running the real engine, driven through the driver's public API.
 //!
-//! - `ci_fixed_seeds`: the fixed set CI runs (seeds 0..50, debug build).
+//! - `ci_fixed_seeds`: the fixed set CI runs (seeds 0..50, debug build), and
+//!   `found_seeds_stay_fixed`: the seeds a longer run once failed.
 //! - `replay`: one seed, `SWARM_SEED=N cargo test -p mrc-tests --release --test swarm --
 //!   replay --nocapture` (what a failure prints; `SWARM_PLANTED_BUG=1` adds the planted bug).
 //! - `many` (ignored): `SWARM_SEEDS=N [SWARM_FIRST=F]` seeds with a summary; `just swarm N`.
@@ -15,6 +16,12 @@ use mrc_tests::swarm::{run_seed, Totals};
 
 /// Seeds CI runs.
 const CI_SEEDS: u64 = 50;
+/// Seeds beyond the fixed set that once failed, run by CI too: each names what it found.
+const FOUND_SEEDS: [(u64, &str); 1] = [(
+    4536,
+    "EV state changes dropped from a full event queue never reached the sprayer: a QP \
+     whose EVs all came back sent nothing",
+)];
 /// The swarm must find the planted datapath bug within this many seeds.
 const PLANTED_BUG_BOUND: u64 = 40;
 
@@ -45,6 +52,15 @@ fn ci_fixed_seeds() {
     assert!(t.failed.is_empty(), "failing seeds: {:?}", t.failed);
     // Every fault kind was drawn at least once in the fixed set.
     assert_eq!(t.faults.len(), 11, "fault kinds drawn: {:?}", t.faults);
+}
+
+#[test]
+fn found_seeds_stay_fixed() {
+    for (seed, what) in FOUND_SEEDS {
+        if let Err(e) = run_seed(seed, false) {
+            panic!("seed {seed} ({what}) fails again: {e}");
+        }
+    }
 }
 
 #[test]

@@ -266,8 +266,12 @@ pub struct EvStats {
 pub struct EvCounters {
     /// Losses that would have retired an EV but were held by `min_active`.
     pub guard_hits: u64,
-    /// Events dropped because the event queue was full.
+    /// Events dropped because the event queue was full (the host misses those changes; the
+    /// sprayer does not: see `resyncs`).
     pub events_dropped: u64,
+    /// Sweeps of the whole table to the sprayer begun because events were dropped
+    /// ([`EvTable::poll_update`]; a drop during a sweep starts it over, not counted again).
+    pub resyncs: u64,
     /// Calls with an EV index or plane out of range.
     pub bad_index: u64,
     /// Probe replies not matching the latest probe.
@@ -397,6 +401,9 @@ pub struct EvTable<const N: usize> {
     pub(in crate::engine) events: Deque<EvEvent, N>,
     /// Events at the front of `events` that [`EvTable::poll_update`] has handed out.
     pub(in crate::engine) updated: u16,
+    /// Since an event was dropped: the next EV whose current state [`EvTable::poll_update`]
+    /// hands out again (the sweep that brings the sprayer's copy back in line).
+    pub(in crate::engine) resync: Option<u16>,
     pub(in crate::engine) counters: EvCounters,
 }
 

@@ -423,6 +423,69 @@ fn event_queue_overflow_is_counted() {
     assert_eq!(drain(&mut t).len(), 4);
 }
 
+/// The sprayer's copy of the table (what the engine writes from [`EvTable::poll_update`])
+/// ends in the table's state though the event queue dropped changes: after the queued
+/// changes, a sweep hands out every EV's current state, once, and is started over by a drop
+/// during it.
+#[test]
+fn dropped_events_still_reach_the_sprayer() {
+    let mut t: EvTable<4> = EvTable::new(EvConfig::new(4, 1)).unwrap();
+    // What the sprayer holds: every EV usable, as the QP starts.
+    let mut sprayer = [EvState::Good; 4];
+    let mut apply = |t: &mut EvTable<4>, sprayer: &mut [EvState; 4]| {
+        let mut writes = 0;
+        while let Some((ev, state)) = t.poll_update() {
+            sprayer[usize::from(ev)] = state;
+            writes += 1;
+        }
+        writes
+    };
+    for ev in 0..4 {
+        t.deny(ev).unwrap();
+    }
+    for ev in 0..4 {
+        t.allow(ev, 0).unwrap();
+    }
+    assert_eq!(t.counters().events_dropped, 4);
+    assert_eq!(t.counters().resyncs, 1);
+    assert!(t.has_updates());
+    // The 4 queued denials, then the sweep of 4 current states.
+    assert_eq!(apply(&mut t, &mut sprayer), 8);
+    assert!(!t.has_updates());
+    for ev in 0..4 {
+        assert_eq!(sprayer[usize::from(ev)], t.state(ev).unwrap(), "EV {ev}");
+    }
+    assert_eq!(sprayer, [EvState::Good; 4]);
+    // The host still hears only what the queue kept.
+    assert_eq!(drain(&mut t).len(), 4);
+
+    // A drop in the middle of a sweep starts it over, from EV 0.
+    for ev in 0..4 {
+        t.deny(ev).unwrap();
+    }
+    t.allow(1, 0).unwrap(); // dropped: a sweep is due
+    assert_eq!(t.counters().resyncs, 2);
+    for _ in 0..5 {
+        // the 4 queued denials, then the sweep's EV 0 (denied)
+        let (ev, s) = t.poll_update().unwrap();
+        sprayer[usize::from(ev)] = s;
+    }
+    assert_eq!(drain(&mut t).len(), 4); // (the host takes them: room again)
+                                        // EV 0, which the sweep passed, changes 5 times: the last change is dropped.
+    for _ in 0..2 {
+        t.allow(0, 0).unwrap();
+        t.deny(0).unwrap();
+    }
+    t.allow(0, 0).unwrap();
+    assert_eq!(t.counters().events_dropped, 6);
+    assert_eq!(t.counters().resyncs, 2); // (started over, not begun)
+    assert_eq!(t.state(0).unwrap(), EvState::Good);
+    apply(&mut t, &mut sprayer);
+    for ev in 0..4 {
+        assert_eq!(sprayer[usize::from(ev)], t.state(ev).unwrap(), "EV {ev}");
+    }
+}
+
 /// A 2% gray EV among healthy ones, with MRC's retire-on-loss and probing: it flaps back on
 /// probe replies until the SPRT retires it for long (probe interval at the cap). Healthy EVs
 /// (1e-4 loss) are never gray-retired in the same run.

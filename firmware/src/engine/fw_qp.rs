@@ -849,12 +849,12 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
         // as soon as it can.
         let mut changed = false;
         while cmds.room() > 0 {
-            let Some(e) = self.ev.poll_update() else {
+            let Some((ev, state)) = self.ev.poll_update() else {
                 break;
             };
             changed = true;
-            let plane = self.ev.stats(e.ev).map_or(0, |s| s.plane);
-            cmds.push(CsrEvent::EvUpdate(EvUpdate::new(qpn, e.ev, e.new, plane)));
+            let plane = self.ev.stats(ev).map_or(0, |s| s.plane);
+            cmds.push(CsrEvent::EvUpdate(EvUpdate::new(qpn, ev, state, plane)));
         }
         if changed || self.ev.has_updates() || self.weights_pending {
             let w = self.plane_weights();
@@ -891,11 +891,12 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
 
     #[inline]
     fn ev_pending(&self) -> bool {
-        self.ev.has_events() || self.weights_pending
+        self.ev.has_events() || self.ev.has_updates() || self.weights_pending
     }
 
     fn lazy_pending(&self) -> bool {
         self.ev.has_events()
+            || self.ev.has_updates()
             || self.weights_pending
             || (self.state == QpState::Rts && self.cc.cwnd_bytes() != self.cwnd_sent)
             || self.completions_waiting()

@@ -232,10 +232,19 @@ fn run_inner(plan: &Plan) -> Result<Report, String> {
         let now = host.now_ns();
         if now - t_stop > LIVENESS_BOUND_NS {
             let missing: usize = progress.iter().map(Progress::missing).sum();
+            // (which connections wait, host to host: where to look first)
+            let stuck: Vec<String> = progress
+                .iter()
+                .zip(&plan.conns)
+                .enumerate()
+                .filter(|(_, (p, _))| p.missing() > 0)
+                .map(|(k, (p, c))| format!("{k} ({} -> {}): {}", c.from, c.to, p.missing()))
+                .collect();
             return Err(format!(
                 "liveness: {missing} completions still missing {} ns after faults stopped \
-                 (bound {LIVENESS_BOUND_NS} ns); {:?}",
+                 (bound {LIVENESS_BOUND_NS} ns), by connection [{}]; {:?}",
                 now - t_stop,
+                stuck.join(", "),
                 host.clos_counters()
             ));
         }

@@ -41,6 +41,7 @@ impl<const N: usize> EvTable<N> {
             next_probe_id: 0,
             events: Deque::new(),
             updated: 0,
+            resync: None,
             counters: EvCounters::default(),
         };
         t.place_evs();
@@ -110,6 +111,7 @@ impl<const N: usize> EvTable<N> {
         self.next_probe_id = 0;
         self.events.clear();
         self.updated = 0;
+        self.resync = None;
         self.counters = EvCounters::default();
         self.place_evs();
         Ok(())
@@ -197,24 +199,33 @@ impl<const N: usize> EvTable<N> {
         self.poll_event()
     }
 
-    /// The oldest state change not handed out by this call yet; it stays queued for
-    /// [`Self::poll_event`] (so a burst of changes can all reach the sprayer before any is
-    /// reported to the host).
-    pub fn poll_update(&mut self) -> Option<EvEvent> {
+    /// The next EV whose state the datapath sprayer's copy of the table is to take, with
+    /// that state: the oldest state change not handed out by this call yet (it stays queued
+    /// for [`Self::poll_event`], so a burst of changes can all reach the sprayer before any
+    /// is reported to the host); then, once every queued change is handed out, if an event
+    /// was dropped since the last sweep, every EV in turn with its current state. A dropped
+    /// event is a change the queue cannot hand out: without the sweep the sprayer would keep
+    /// the EV's old state for good (an EV back to `Good` it never uses again, a QP whose
+    /// every EV came back but sends nothing).
+    pub fn poll_update(&mut self) -> Option<(u16, EvState)> {
         let i = usize::from(self.updated);
         let (a, b) = self.events.as_slices();
-        let e = match a.get(i) {
-            Some(e) => *e,
-            None => *b.get(i - a.len())?,
-        };
-        self.updated += 1;
-        Some(e)
+        if let Some(e) = a.get(i).or_else(|| b.get(i - a.len())) {
+            let e = (e.ev, e.new);
+            self.updated += 1;
+            return Some(e);
+        }
+        let ev = self.resync?;
+        let next = ev + 1;
+        self.resync = (next < self.cfg.evs).then_some(next);
+        let e = self.evs.get(usize::from(ev))?;
+        Some((ev, e.state))
     }
 
-    /// Whether a state change waits for [`Self::poll_update`].
+    /// Whether an EV waits for [`Self::poll_update`].
     #[inline]
     pub fn has_updates(&self) -> bool {
-        usize::from(self.updated) < self.events.len()
+        usize::from(self.updated) < self.events.len() || self.resync.is_some()
     }
 
     /// The `Good` EVs: what the datapath sprayer table is written from.
@@ -815,6 +826,10 @@ impl<const N: usize> EvTable<N> {
         };
         if self.events.push_back(event).is_err() {
             self.counters.events_dropped += 1;
+            // (from the first EV again: a sweep under way may have passed this one)
+            if self.resync.replace(0).is_none() {
+                self.counters.resyncs += 1;
+            }
         }
     }
 }
