@@ -72,6 +72,11 @@ pub(crate) struct Pair<C: Capacity> {
     /// the engine took an input).
     fw_deadline: Option<u64>,
     fw_stale: bool,
+    /// The loop has no FW->DP entries waiting, as last seen after its last input (only an
+    /// input makes commands: [`Pair::fw_input`] clears this). Spares the look at the loop's
+    /// queues, tens of KiB into it and seldom in cache, that most core steps and pumps would
+    /// make for nothing.
+    fw_quiet: bool,
     /// Reports the engine has not taken yet (it was short of command room), oldest first.
     carry: [CsrEntry; BATCH],
     /// Scratch for commands and host writes on their way.
@@ -100,6 +105,7 @@ impl<C: Capacity> Pair<C> {
             fw: Box::new(NicLoop::new(lcfg)?),
             fw_deadline: None,
             fw_stale: true,
+            fw_quiet: false,
             carry: [CsrEntry::ZERO; BATCH],
             carry_len: 0,
             cmd_buf: [CsrEntry::ZERO; BATCH],
@@ -116,20 +122,40 @@ impl<C: Capacity> Pair<C> {
 
     /// The engine, for an input (its next deadline is looked up again).
     pub(crate) fn fw_mut(&mut self) -> &mut Engine<C> {
-        self.fw_stale = true;
+        self.fw_input();
         self.fw.engine_mut()
+    }
+
+    /// The loop is about to take an input: its next deadline is looked up again, and it may
+    /// have commands.
+    #[inline]
+    fn fw_input(&mut self) {
+        self.fw_stale = true;
+        self.fw_quiet = false;
+    }
+
+    /// Whether the loop may have commands (false: it has none).
+    #[inline]
+    fn fw_may_command(&mut self) -> bool {
+        if self.fw_quiet {
+            return false;
+        }
+        let pending = self.fw.commands_pending();
+        self.fw_quiet = !pending;
+        pending
     }
 
     /// Moves the engine's commands into the stage; host writes go to `host`. Returns whether
     /// any moved.
     fn flush_commands(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) -> bool {
         let mut any = false;
-        if !self.fw.commands_pending() {
+        if !self.fw_may_command() {
             return false;
         }
         loop {
             let n = self.fw.poll_commands(&mut self.cmd_buf);
             if n == 0 {
+                self.fw_quiet = !self.fw.commands_pending();
                 return any;
             }
             any = true;
@@ -161,7 +187,7 @@ impl<C: Capacity> Pair<C> {
     /// front (fewer when the engine is short of command room: the rest wait for the next
     /// step, after this one's commands left).
     pub(crate) fn fw_take(&mut self, now_ns: u64, events: &[CsrEntry]) -> usize {
-        self.fw_stale = true;
+        self.fw_input();
         let k = self.fw.handle_events(now_ns, events);
         self.events_moved += k as u64;
         k
@@ -173,7 +199,7 @@ impl<C: Capacity> Pair<C> {
         if self.poll_fw_deadline().is_none_or(|t| t > now_ns) {
             return 0;
         }
-        self.fw_stale = true;
+        self.fw_input();
         let fired = self.fw.engine().counters().timeouts_fired;
         self.fw.handle_timeout(now_ns);
         self.fw.engine().counters().timeouts_fired - fired
@@ -181,10 +207,13 @@ impl<C: Capacity> Pair<C> {
 
     /// Step 3 of a core step: the loop's commands into the front of `out`. Returns how many.
     pub(crate) fn fw_commands(&mut self, out: &mut [CsrEntry]) -> usize {
-        if out.is_empty() || !self.fw.commands_pending() {
+        if out.is_empty() || !self.fw_may_command() {
             return 0;
         }
         let n = self.fw.poll_commands(out);
+        if n < out.len() {
+            self.fw_quiet = !self.fw.commands_pending();
+        }
         self.commands_moved += n as u64;
         n
     }
@@ -218,7 +247,7 @@ impl<C: Capacity> Pair<C> {
                 let k = self.fw.handle_events(now_ns, &self.carry[..c]);
                 if k > 0 {
                     moved = true;
-                    self.fw_stale = true;
+                    self.fw_input();
                     self.events_moved += k as u64;
                     self.carry.copy_within(k..c, 0);
                     self.carry_len = c - k;
@@ -274,12 +303,12 @@ impl<C: Capacity> Pair<C> {
     /// writes go to `host`.
     pub(crate) fn handle_timeout(&mut self, now_ns: u64, host: &mut Vec<HostWrite>) {
         self.dp.handle_timeout(now_ns);
-        self.fw_stale = true;
         // The engine runs a bounded number of timers per call (its command queue bounds
         // them): call again while timers fire and more are due (a bounded number of times:
         // a timer re-armed at `now_ns` waits for the next call).
         for _ in 0..TIMER_CALLS {
             let fired = self.fw.engine().counters().timeouts_fired;
+            self.fw_input();
             self.fw.handle_timeout(now_ns);
             self.flush_commands(now_ns, host);
             if self.fw.engine().counters().timeouts_fired == fired
