@@ -432,7 +432,7 @@ fn dropped_events_still_reach_the_sprayer() {
     let mut t: EvTable<4> = EvTable::new(EvConfig::new(4, 1)).unwrap();
     // What the sprayer holds: every EV usable, as the QP starts.
     let mut sprayer = [EvState::Good; 4];
-    let mut apply = |t: &mut EvTable<4>, sprayer: &mut [EvState; 4]| {
+    let apply = |t: &mut EvTable<4>, sprayer: &mut [EvState; 4]| {
         let mut writes = 0;
         while let Some((ev, state)) = t.poll_update() {
             sprayer[usize::from(ev)] = state;
@@ -470,8 +470,9 @@ fn dropped_events_still_reach_the_sprayer() {
         let (ev, s) = t.poll_update().unwrap();
         sprayer[usize::from(ev)] = s;
     }
-    assert_eq!(drain(&mut t).len(), 4); // (the host takes them: room again)
-                                        // EV 0, which the sweep passed, changes 5 times: the last change is dropped.
+    // The host takes them: room again.
+    assert_eq!(drain(&mut t).len(), 4);
+    // EV 0, which the sweep passed, changes 5 times: the last change is dropped.
     for _ in 0..2 {
         t.allow(0, 0).unwrap();
         t.deny(0).unwrap();
