@@ -1,21 +1,18 @@
-//! The engine's queue of sent work requests awaiting completion, when the datapath reports
-//! faster than the firmware completes: a send queue's worth of `TxDone`s, the ACK that
-//! covers them and the `TxDone` of a work request posted into a slot that ACK freed, all
-//! taken in one batch before any command is polled (a firmware core's step takes up to a
-//! ring's worth of reports before it writes its commands). And completions (and windows)
-//! ahead of a burst of EV changes, whichever QP has them, and every QP's EV table writes
-//! ahead of the host's EV events.
+//! The engine's send completions, when the datapath reports faster than the firmware
+//! completes: the work requests a batch of ACK summaries retired, taken in one batch before
+//! any command is polled (a firmware core's step takes up to a ring's worth of reports before
+//! it writes its commands), come out as few `CompleteSends` orders, none lost. And completions
+//! (and windows) ahead of a burst of EV changes, whichever QP has them, and every QP's EV table
+//! writes ahead of the host's EV events.
 
-use mrc_abi::device::csr::{self, AckSummary, CsrEntry, CsrEvent, TxDone};
+use mrc_abi::device::csr::{self, AckSummary, CsrEntry, CsrEvent, COMPLETE_SENDS_MAX};
 use mrc_abi::Psn;
-use mrc_firmware::capacity::Capacity;
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::{
-    CcProfile, Completion, CompletionKind, Engine, EngineConfig, EvProfile, QpAttrs, QpState,
+    CcProfile, Completion, CompletionError, CompletionKind, Engine, EngineConfig, EvProfile,
+    QpAttrs, QpState,
 };
 use mrc_firmware::testkit::TestKit;
-
-const SQ: usize = TestKit::SEND_QUEUE;
 
 fn attrs() -> QpAttrs {
     QpAttrs::connect(
@@ -47,23 +44,9 @@ fn engine() -> Box<Engine<TestKit>> {
     engine_of(1)
 }
 
-/// Work request `i` of QP `qpn` (one packet, PSN `i`) sent.
-fn tx_done_on(qpn: u32, i: u64) -> CsrEntry {
-    CsrEvent::TxDone(TxDone::new(
-        qpn,
-        i,
-        Psn::new(i as u32 + 1),
-        csr::TXD_SIGNALED,
-    ))
-    .encode()
-}
-
-fn tx_done(i: u64) -> CsrEntry {
-    tx_done_on(0, i)
-}
-
-/// The ACK that makes `una` QP `qpn`'s oldest unacknowledged PSN.
-fn ack_on(qpn: u32, una: u32) -> CsrEntry {
+/// The ACK that makes `una` QP `qpn`'s oldest unacknowledged PSN, retiring `retired` work
+/// requests.
+fn ack_on(qpn: u32, una: u32, retired: u16) -> CsrEntry {
     CsrEvent::AckSummary(AckSummary::new(
         qpn,
         Psn::new(una),
@@ -74,16 +57,13 @@ fn ack_on(qpn: u32, una: u32) -> CsrEntry {
         0,
         0,
         0,
+        retired,
     ))
     .encode()
 }
 
-fn ack(una: u32) -> CsrEntry {
-    ack_on(0, una)
-}
-
-/// The send completions in the engine's commands, polled until none is left.
-fn completions(e: &mut Engine<TestKit>) -> Vec<u64> {
+/// The completion orders in the engine's commands, `(qpn, count)`, polled until none is left.
+fn orders(e: &mut Engine<TestKit>) -> Vec<(u32, u16)> {
     let mut got = Vec::new();
     let mut buf = [CsrEntry::ZERO; 32];
     loop {
@@ -91,35 +71,70 @@ fn completions(e: &mut Engine<TestKit>) -> Vec<u64> {
         if n == 0 {
             return got;
         }
-        for c in buf[..n].iter().filter_map(Completion::from_entry) {
-            assert_eq!(c.kind, CompletionKind::Send);
-            assert!(c.status.is_ok());
-            got.push(c.wr_id);
+        for c in &buf[..n] {
+            assert!(Completion::from_entry(c).is_none(), "{c:?}");
+            if let Ok(CsrEvent::CompleteSends(o)) = c.decode() {
+                got.push((o.qpn.get(), o.count.get()));
+            }
         }
     }
 }
 
 #[test]
-fn a_send_queue_of_reports_past_the_acknowledged_ones_loses_no_completion() {
+fn a_batch_of_retired_sends_becomes_few_orders_and_loses_none() {
     let mut e = engine();
-    let mut batch: Vec<CsrEntry> = (0..SQ as u64).map(tx_done).collect();
-    // All of them acknowledged: the datapath frees their slots, the host posts one more.
-    batch.push(ack(SQ as u32));
-    batch.push(tx_done(SQ as u64));
+    // Three summaries, a send queue and more retired in all, taken before any poll.
+    let batch = [ack_on(0, 40, 5), ack_on(0, 41, 0), ack_on(0, 90, 40)];
     assert_eq!(e.handle_events(10_000, &batch), batch.len());
-    let view = e.qp(0).unwrap();
-    assert_eq!(view.counters.awaiting_overflow, 0, "a TxDone found no room");
-    assert!(view.awaiting <= SQ);
-    let mut got = completions(&mut e);
-    // The last one completes when its own ACK comes.
-    assert_eq!(e.handle_events(12_000, &[ack(SQ as u32 + 1)]), 1);
-    got.extend(completions(&mut e));
+    assert_eq!(e.qp(0).unwrap().awaiting, 45);
+    let got = orders(&mut e);
+    let max = COMPLETE_SENDS_MAX;
     assert_eq!(
         got,
-        (0..=SQ as u64).collect::<Vec<_>>(),
-        "in posting order, each once"
+        [(0, max), (0, 45 - max)],
+        "as few orders as the limit allows"
     );
-    assert_eq!(e.qp(0).unwrap().counters.completions, SQ as u64 + 1);
+    let view = e.qp(0).unwrap();
+    assert_eq!(view.counters.sends_completed, 45);
+    assert_eq!(view.awaiting, 0);
+    // Nothing retired: nothing to order.
+    assert_eq!(e.handle_events(11_000, &[ack_on(0, 91, 0)]), 1);
+    assert!(orders(&mut e).is_empty());
+}
+
+/// Work requests retired but not ordered completed when the QP fails come back from the
+/// datapath as flushed, with everything else it held: each completes once, flushed.
+#[test]
+fn a_failure_leaves_retired_sends_to_the_flush() {
+    let mut e = engine();
+    assert_eq!(e.handle_events(1_000, &[ack_on(0, 3, 2)]), 1);
+    e.modify_qp(0, QpState::Error, &attrs(), 2_000).unwrap();
+    let mut buf = [CsrEntry::ZERO; 32];
+    let n = e.poll_commands(&mut buf);
+    let kinds: Vec<_> = buf[..n].iter().map(|c| c.kind_code()).collect();
+    assert!(
+        !kinds.contains(&(csr::CsrKind::CompleteSends as u8)),
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&(csr::CsrKind::QpState as u8)), "{kinds:?}");
+    let flushed: Vec<CsrEntry> = (0..3)
+        .map(|i| CsrEvent::Flushed(csr::Flushed::new(0, i, csr::FLUSH_SIGNALED)).encode())
+        .collect();
+    assert_eq!(e.handle_events(3_000, &flushed), 3);
+    let mut got = Vec::new();
+    loop {
+        let n = e.poll_commands(&mut buf);
+        if n == 0 {
+            break;
+        }
+        got.extend(buf[..n].iter().filter_map(Completion::from_entry));
+    }
+    let ids: Vec<u64> = got.iter().map(|c| c.wr_id).collect();
+    assert_eq!(ids, [0, 1, 2]);
+    assert!(got.iter().all(|c| c.kind == CompletionKind::Send));
+    assert!(got
+        .iter()
+        .all(|c| c.status == Err(CompletionError::Flushed)));
 }
 
 #[test]
@@ -130,18 +145,23 @@ fn completions_go_before_a_burst_of_ev_changes_of_any_qp() {
         e.handle_shared_loss(1_000, 0, ev).unwrap();
     }
     // QP 1: a work request sent and acknowledged.
-    assert_eq!(e.handle_events(2_000, &[tx_done_on(1, 7), ack_on(1, 8)]), 2);
+    assert_eq!(e.handle_events(2_000, &[ack_on(1, 8, 1)]), 1);
     let mut buf = [CsrEntry::ZERO; 4];
     let n = e.poll_commands(&mut buf);
     assert_eq!(n, 4);
-    let first: Vec<_> = buf[..n].iter().filter_map(Completion::from_entry).collect();
+    let first: Vec<_> = buf[..n]
+        .iter()
+        .filter_map(|c| match c.decode() {
+            Ok(CsrEvent::CompleteSends(o)) => Some((o.qpn.get(), o.count.get())),
+            _ => None,
+        })
+        .collect();
     assert_eq!(
-        first.len(),
-        1,
+        first,
+        [(1, 1)],
         "the completion is in the first poll: {:?}",
         &buf[..n]
     );
-    assert_eq!((first[0].qpn, first[0].wr_id), (1, 7));
     // The EV changes all follow, none lost.
     let mut updates = buf[..n]
         .iter()

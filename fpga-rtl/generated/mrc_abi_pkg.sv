@@ -90,9 +90,8 @@ package mrc_abi_pkg;
   // csr_nack_flag
   localparam logic [31:0] CSR_NACK_FLAG_IN_FLIGHT = 32'h00000001; // Nack: the PSN was in flight.
 
-  // csr_txd_flag
-  localparam logic [31:0] CSR_TXD_FLAG_SIGNALED = 32'h00000001; // TxDone: completion requested.
-  localparam logic [31:0] CSR_TXD_FLAG_IMM = 32'h00000002; // TxDone: Write-with-Immediate.
+  // csr
+  localparam logic [31:0] CSR_COMPLETE_SENDS_MAX = 32'h00000020; // CompleteSends: most work requests one command completes.
 
   // csr_flush_flag
   localparam logic [31:0] CSR_FLUSH_FLAG_SIGNALED = 32'h00000001; // Flushed: completion requested.
@@ -349,13 +348,12 @@ package mrc_abi_pkg;
     CSR_KIND_LOSS = 8'h2, // DP->FW PSN inferred lost.
     CSR_KIND_NACK = 8'h3, // DP->FW NACK.
     CSR_KIND_TX_START = 8'h4, // DP->FW first packet with nothing outstanding.
-    CSR_KIND_TX_DONE = 8'h5, // DP->FW send work request sent once.
     CSR_KIND_WIMM_PLACED = 8'h6, // DP->FW Write-with-Immediate placed.
     CSR_KIND_PROBE_REPLY = 8'h7, // DP->FW probe reply.
     CSR_KIND_PORT_EVENT = 8'h8, // DP->FW port event.
     CSR_KIND_RX_DROPS = 8'h9, // DP->FW receive drop counters.
     CSR_KIND_RX_FATAL = 8'hA, // DP->FW fatal receive error.
-    CSR_KIND_FLUSHED = 8'hB, // DP->FW unsent work request flushed.
+    CSR_KIND_FLUSHED = 8'hB, // DP->FW work request flushed in ERROR.
     CSR_KIND_EV_DELIVERIES = 8'hC, // DP->FW per-EV deliveries.
     CSR_KIND_SKIP_SERVED = 8'hD, // DP->FW skip-once flag served.
     CSR_KIND_RETRANSMIT = 8'h81, // FW->DP retransmit a PSN.
@@ -375,7 +373,8 @@ package mrc_abi_pkg;
     CSR_KIND_QP_RTR = 8'h8E, // FW->DP QP context at RTR.
     CSR_KIND_QP_RTS = 8'h8F, // FW->DP QP context at RTS.
     CSR_KIND_QP_STATE = 8'h90, // FW->DP QP to RESET or ERROR.
-    CSR_KIND_REGION_WRITE = 8'h91 // FW->DP registered-region table write.
+    CSR_KIND_REGION_WRITE = 8'h91, // FW->DP registered-region table write.
+    CSR_KIND_COMPLETE_SENDS = 8'h93 // FW->DP complete the oldest retired sends.
   } csr_kind_e;
 
   // i2c
@@ -843,7 +842,8 @@ package mrc_abi_pkg;
   // AckSummary (32 bytes, little-endian): DP->FW: what one received ACK changed at the sender, after the datapath applied its cumulative PSN and SACK bits to the per-PSN send state.
   localparam logic [31:0] ACK_SUMMARY_BYTES = 32'd32;
   typedef struct packed {
-    logic [55:0] rsvd; // Reserved (0).
+    logic [39:0] rsvd; // Reserved (0).
+    logic [15:0] retired; // Send work requests the ACK retired: the cumulative PSN passed their last packet. They hold their send queue slots until the firmware completes them (`CompleteSends`).
     logic [7:0] ack_plane; // Plane of the data packet that triggered the ACK.
     logic [15:0] sacked; // Of the PSNs newly acknowledged, those acknowledged by SACK bits past the cumulative PSN.
     logic [15:0] delivered; // PSNs newly acknowledged that were in flight (deliveries credited to their EVs).
@@ -894,19 +894,6 @@ package mrc_abi_pkg;
     logic [23:0] rsvd; // Reserved (0).
     logic [7:0] kind; // `CsrKind` code.
   } tx_start_t;
-
-  // TxDone (32 bytes, little-endian): DP->FW: every packet of a send work request was transmitted once; it completes once the cumulative PSN passes `end_psn`.
-  localparam logic [31:0] TX_DONE_BYTES = 32'd32;
-  typedef struct packed {
-    logic [63:0] rsvd3; // Reserved (0).
-    logic [63:0] wr_id; // Work request id.
-    logic [31:0] rsvd2; // Reserved (0).
-    logic [31:0] end_psn; // The PSN after the work request's last packet.
-    logic [31:0] qpn; // QPN.
-    logic [15:0] rsvd; // Reserved (0).
-    logic [7:0] flags; // `TXD_*` flags.
-    logic [7:0] kind; // `CsrKind` code.
-  } tx_done_t;
 
   // WimmPlaced (32 bytes, little-endian): DP->FW: a Write-with-Immediate is placed and every PSN before its last packet too (they come in message order): it consumed the oldest posted receive, `wr_id`.
   localparam logic [31:0] WIMM_PLACED_BYTES = 32'd32;
@@ -971,7 +958,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } rx_fatal_t;
 
-  // Flushed (32 bytes, little-endian): DP->FW: after the QP moved to ERROR, a work request the datapath held: a send whose packets had not all been sent (no `TxDone` was reported for it), or a receive no immediate consumed; in posting order.
+  // Flushed (32 bytes, little-endian): DP->FW: after the QP moved to ERROR, a work request the datapath held: a send not completed (`CompleteSends` had not ordered it, whether or not it was sent or acknowledged), or a receive no immediate consumed; in posting order.
   localparam logic [31:0] FLUSHED_BYTES = 32'd32;
   typedef struct packed {
     logic [63:0] rsvd3; // Reserved (0).
@@ -1112,6 +1099,16 @@ package mrc_abi_pkg;
     logic [7:0] status; // `status::*` code.
     logic [7:0] kind; // `CsrKind` code.
   } complete_t;
+
+  // CompleteSends (32 bytes, little-endian): FW->DP: complete the `count` oldest send work requests of QP `qpn` that ACKs retired (`AckSummary::retired`) and no earlier `CompleteSends` completed. The datapath frees their send queue slots and writes a `Complete` (status OK, opcode SEND) for the host for each one that asked for a completion, in posting order. `count` is at most `COMPLETE_SENDS_MAX`, so the host-interface queue always has room for one command's completions once it drains; the datapath completes no more than are retired and counts the rest as refused.
+  localparam logic [31:0] COMPLETE_SENDS_BYTES = 32'd32;
+  typedef struct packed {
+    logic [191:0] rsvd2; // Reserved (0).
+    logic [31:0] qpn; // QPN.
+    logic [15:0] count; // Work requests to complete (`1..=COMPLETE_SENDS_MAX`).
+    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] kind; // `CsrKind` code.
+  } complete_sends_t;
 
   // EvEventEntry (32 bytes, little-endian): FW->DP: an EV of a QP changed state (for the host's EV events and the operator).
   localparam logic [31:0] EV_EVENT_ENTRY_BYTES = 32'd32;

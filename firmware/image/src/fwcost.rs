@@ -297,13 +297,12 @@ fn write_json(w: &mut Line, batched: &Run, single: &Run) -> core::fmt::Result {
         r.events, r.commands, r.sender.retransmits_sent, r.channel.lost
     )?;
     // Per event kind, from the one-at-a-time run (both NICs).
-    let kinds: [(&str, CsrKind); 9] = [
+    let kinds: [(&str, CsrKind); 8] = [
         ("ack_summary", CsrKind::AckSummary),
         ("loss", CsrKind::Loss),
         ("nack", CsrKind::Nack),
         ("probe_reply", CsrKind::ProbeReply),
         ("tx_start", CsrKind::TxStart),
-        ("tx_done", CsrKind::TxDone),
         ("ev_deliveries", CsrKind::EvDeliveries),
         ("skip_served", CsrKind::SkipServed),
         ("wimm_placed", CsrKind::WimmPlaced),

@@ -246,7 +246,8 @@ pub struct Qp {
     /// EV and CC profiles (INIT; 0: the device defaults).
     pub ev_profile: u32,
     pub cc_profile: u32,
-    /// Next send PSN / next expected PSN (QUERY_QP).
+    /// Send PSN set at RTS (QUERY_QP reports the engine's once it has one:
+    /// [`QpEngine::send_psn`]) / next expected PSN (QUERY_QP).
     pub sq_psn: u32,
     pub rq_psn: u32,
     /// Engine QPN + 1 of the engine QP behind this one (0: none).
@@ -494,6 +495,13 @@ pub trait QpEngine {
     fn qp_limits(&self) -> [u32; 3] {
         [0, 0, 0]
     }
+    /// The send PSN of engine QP `qpn` as the firmware knows it: the oldest PSN its ACK
+    /// summaries left unacknowledged, the next one to send once everything sent is
+    /// acknowledged (QUERY_QP's `sq_psn`; `None`: the device table's, the PSN RTS set).
+    fn send_psn(&self, qpn: u32) -> Option<u32> {
+        let _ = qpn;
+        None
+    }
 }
 
 /// Port `p`'s operational state (admin state up and link up) was `was` before its admin
@@ -618,6 +626,9 @@ impl<C: crate::capacity::Capacity, R: RegionTable> QpEngine for Core<'_, C, R> {
             C::SEND_QUEUE as u32,
             C::RECV_QUEUE as u32,
         ]
+    }
+    fn send_psn(&self, qpn: u32) -> Option<u32> {
+        self.engine.qp(qpn).map(|q| q.una.value())
     }
 }
 
@@ -900,9 +911,13 @@ impl<
                     .qps
                     .get(&b.id.get())
                     .ok_or(not_found(off!(ObjectId, id)))?;
+                let sq_psn = q
+                    .engine_qpn()
+                    .and_then(|e| cx.engine.send_psn(e))
+                    .unwrap_or(q.sq_psn);
                 Ok([
                     q.state as u64,
-                    (u64::from(q.sq_psn) << 32) | u64::from(q.rq_psn),
+                    (u64::from(sq_psn) << 32) | u64::from(q.rq_psn),
                     self.usable_evs(cx.params, q.ev_profile).into(),
                 ])
             }

@@ -9,9 +9,9 @@
 //! of each.
 
 use mrc_abi::device::csr::{
-    self, CsrEntry, CsrEvent, CsrKind, EvEventEntry, EvUpdate, PlaneWeight, ProbeResult, QpInitCtx,
-    QpRtrCtx, QpRtsCtx, QpStateEntry, Retransmit, RetransmitUnacked, SendProbe, TailProbe,
-    WindowUpdate, EV_ANY,
+    self, CompleteSends, CsrEntry, CsrEvent, CsrKind, EvEventEntry, EvUpdate, PlaneWeight,
+    ProbeResult, QpInitCtx, QpRtrCtx, QpRtsCtx, QpStateEntry, Retransmit, RetransmitUnacked,
+    SendProbe, TailProbe, WindowUpdate, EV_ANY,
 };
 use mrc_abi::wire::NackReason;
 use mrc_abi::Psn;
@@ -86,14 +86,6 @@ impl<'a> Out<'a> {
 /// Commands one timer may queue at once.
 pub(crate) const TIMER_CMDS: usize = 8;
 
-/// A send work request all of whose packets left, waiting for its acknowledgement.
-#[derive(Clone, Copy, Debug)]
-struct Awaiting {
-    wr_id: u64,
-    end: Psn,
-    signaled: bool,
-}
-
 /// Firmware counters of one QP.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -111,13 +103,17 @@ pub struct FwQpCounters {
     pub probes_sent: u64,
     pub probe_replies_ok: u64,
     pub probe_replies_stale: u64,
+    /// `Complete` entries the firmware wrote (errors and received immediates).
     pub completions: u64,
+    /// Send work requests whose completion the firmware ordered (`CompleteSends`, signaled or
+    /// not).
+    pub sends_completed: u64,
     pub flushed: u64,
     pub imm_completions: u64,
     /// Reports for a QP in a state that does not take them (late after ERROR or RESET).
     pub events_ignored: u64,
-    /// Work requests sent with no room to await them, none at the queue's front being due
-    /// (a datapath bug: it holds at most as many unacknowledged).
+    /// Flushed work requests with no room to wait for their error completion (a datapath
+    /// bug: it flushes at most the queue it holds).
     pub awaiting_overflow: u64,
 }
 
@@ -129,7 +125,8 @@ pub struct FwQpView {
     pub cwnd_bytes: u64,
     /// Oldest unacknowledged PSN as the last ACK summary said.
     pub una: Psn,
-    /// Work requests sent, waiting for their acknowledgement.
+    /// Send work requests waiting for the firmware's completion: retired by ACKs and not
+    /// ordered completed yet, or flushed in ERROR.
     pub awaiting: usize,
     /// EVs `Good` or `Skip`.
     pub active_evs: u16,
@@ -164,7 +161,10 @@ pub struct FwQp<const EVS: usize, const SQ: usize, const RQ: usize> {
     /// The datapath has PSNs outstanding (its last word: a TxStart or an ACK summary).
     outstanding: bool,
     una: Psn,
-    awaiting: Ring<Awaiting, SQ>,
+    /// Send work requests ACK summaries retired whose completion is not ordered yet.
+    sends_retired: u32,
+    /// Sends the datapath reported flushed, to complete in order.
+    send_flushed: Ring<u64, SQ>,
     send_cause: Option<CompletionError>,
     /// Receives the datapath reported flushed, to complete in order.
     recv_flushed: Ring<u64, RQ>,
@@ -284,7 +284,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
         self.tlp_out = false;
         self.outstanding = false;
         self.una = Psn::new(0);
-        self.awaiting.clear();
+        self.sends_retired = 0;
+        self.send_flushed.clear();
         self.send_cause = None;
         self.recv_flushed.clear();
         self.recv_cause = None;
@@ -305,6 +306,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
             return;
         }
         self.state = QpState::Error;
+        // (the datapath flushes every send not completed, these too)
+        self.sends_retired = 0;
         self.send_cause = Some(send_cause);
         self.recv_cause = Some(recv_cause);
         self.tlp_deadline_ns = None;
@@ -353,66 +356,44 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
         w
     }
 
+    /// Whether a completion waits: an order for retired sends, or in ERROR a flushed work
+    /// request's error completion.
     fn completions_waiting(&self) -> bool {
-        match self.state {
-            QpState::Error => !self.awaiting.is_empty() || !self.recv_flushed.is_empty(),
-            _ => self
-                .awaiting
-                .front()
-                .is_some_and(|a| self.una.distance_from(a.end) >= 0),
-        }
+        self.sends_retired > 0 || !self.send_flushed.is_empty() || !self.recv_flushed.is_empty()
     }
 
-    /// The next completion due, taken off its queue (work requests sent unsignaled leave
-    /// their queue without one); `None` when none is due.
-    fn take_completion(&mut self) -> Option<Completion> {
-        while self.completions_waiting() {
-            let qpn = self.qpn;
-            if let Some(a) = self.awaiting.pop_front() {
-                if self.state != QpState::Error {
-                    if !a.signaled {
-                        continue;
-                    }
-                    return Some(Completion {
-                        qpn,
-                        wr_id: a.wr_id,
-                        kind: CompletionKind::Send,
-                        status: Ok(()),
-                    });
-                }
-                return Some(Completion {
-                    qpn,
-                    wr_id: a.wr_id,
-                    kind: CompletionKind::Send,
-                    status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
-                });
+    /// The next completion order or error completion into `cmds` (room for one is the
+    /// caller's); `false` when none waits.
+    fn push_completion(&mut self, cmds: &mut Out<'_>) -> bool {
+        if self.sends_retired > 0 {
+            let n = self.sends_retired.min(u32::from(csr::COMPLETE_SENDS_MAX));
+            self.sends_retired -= n;
+            self.counters.sends_completed += u64::from(n);
+            cmds.push(CsrEvent::CompleteSends(CompleteSends::new(
+                self.qpn, n as u16,
+            )));
+            return true;
+        }
+        let c = if let Some(wr_id) = self.send_flushed.pop_front() {
+            Completion {
+                qpn: self.qpn,
+                wr_id,
+                kind: CompletionKind::Send,
+                status: Err(self.send_cause.take().unwrap_or(CompletionError::Flushed)),
             }
-            let wr_id = self.recv_flushed.pop_front()?;
-            return Some(Completion {
-                qpn,
+        } else if let Some(wr_id) = self.recv_flushed.pop_front() {
+            Completion {
+                qpn: self.qpn,
                 wr_id,
                 kind: CompletionKind::Recv,
                 status: Err(self.recv_cause.take().unwrap_or(CompletionError::Flushed)),
-            });
-        }
-        None
-    }
-
-    /// Room in a full queue of work requests awaiting completion for one more: the due ones
-    /// at its front complete now rather than at the next poll. The datapath frees a send
-    /// queue slot when the ACK that covers its work request arrives and reports that ACK
-    /// before anything sent from the slot, so by then the front is due; but the lazy pass
-    /// that completes it runs only when the commands are polled, and a burst of reports (or
-    /// a loop short of FW->DP room) can bring the next `TxDone` first. Needs room for one
-    /// command (the caller's [`EVENT_CMDS`]).
-    fn make_awaiting_room(&mut self, cmds: &mut Cmds) {
-        while self.awaiting.is_full() && cmds.room() > 0 {
-            let Some(c) = self.take_completion() else {
-                return;
-            };
-            let e = self.complete(c);
-            cmds.push_entry(e);
-        }
+            }
+        } else {
+            return false;
+        };
+        let e = self.complete(c);
+        cmds.push_entry(e);
+        true
     }
 
     fn complete(&mut self, c: Completion) -> mrc_abi::device::csr::CsrEntry {
@@ -440,6 +421,9 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
             rtt,
         );
         self.outstanding = a.has(csr::ACK_OUTSTANDING);
+        self.sends_retired = self
+            .sends_retired
+            .saturating_add(u32::from(a.retired.get()));
         if a.has(csr::ACK_PROGRESS) {
             self.una = a.una();
             self.retry.on_progress(now_ns, self.outstanding);
@@ -507,11 +491,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             tlp_out: false,
             outstanding: false,
             una: Psn::new(0),
-            awaiting: Ring::new(Awaiting {
-                wr_id: 0,
-                end: Psn::new(0),
-                signaled: false,
-            }),
+            sends_retired: 0,
+            send_flushed: Ring::new(0),
             send_cause: None,
             recv_flushed: Ring::new(0),
             recv_cause: None,
@@ -633,21 +614,6 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 self.outstanding = true;
                 self.arm_tlp(now_ns);
             }
-            CsrKind::TxDone if rts || self.state == QpState::Error => {
-                let d = e.view::<csr::TxDone>();
-                let a = Awaiting {
-                    wr_id: d.wr_id.get(),
-                    end: d.end_psn(),
-                    signaled: d.flags & csr::TXD_SIGNALED != 0,
-                };
-                self.make_awaiting_room(cmds);
-                if self.awaiting.push_back(a).is_err() {
-                    self.counters.awaiting_overflow += 1;
-                }
-                if rts {
-                    self.arm_tlp(now_ns);
-                }
-            }
             CsrKind::WimmPlaced if live => {
                 let w = e.view::<csr::WimmPlaced>();
                 self.counters.imm_completions += 1;
@@ -695,18 +661,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     if self.recv_flushed.push_back(f.wr_id.get()).is_err() {
                         self.counters.awaiting_overflow += 1;
                     }
-                } else {
-                    // Behind the work requests already waiting (they were posted earlier):
-                    // the lazy pass completes them all in order, with errors.
-                    let a = Awaiting {
-                        wr_id: f.wr_id.get(),
-                        end: self.una,
-                        signaled: f.flags & csr::FLUSH_SIGNALED != 0,
-                    };
-                    self.make_awaiting_room(cmds);
-                    if self.awaiting.push_back(a).is_err() {
-                        self.counters.awaiting_overflow += 1;
-                    }
+                } else if self.send_flushed.push_back(f.wr_id.get()).is_err() {
+                    self.counters.awaiting_overflow += 1;
                 }
             }
             CsrKind::EvDeliveries => {
@@ -826,13 +782,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 self.cwnd_sent,
             )));
         }
-        while cmds.room() > 0 {
-            let Some(c) = self.take_completion() else {
-                break;
-            };
-            let e = self.complete(c);
-            cmds.push_entry(e);
-        }
+        while cmds.room() > 0 && self.push_completion(cmds) {}
         while cmds.room() > 0 {
             let Some((ev, id)) = self.host_probes.poll_send() else {
                 break;
@@ -951,7 +901,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             state: self.state,
             cwnd_bytes: self.cc.cwnd_bytes(),
             una: self.una,
-            awaiting: self.awaiting.len(),
+            awaiting: self.sends_retired as usize + self.send_flushed.len(),
             active_evs: self.ev.active(),
             ev_counters: self.ev.counters(),
             counters: self.counters,

@@ -58,17 +58,16 @@ const fn u(kind: CsrKind, name: &'static str) -> EventCost {
 }
 
 /// Charge of a DP->FW kind fw-cost does not measure: the loss event's, the dearest measured.
-pub const UNMEASURED_EVENT: u32 = 944;
+pub const UNMEASURED_EVENT: u32 = 950;
 
 /// Guest instructions per DP->FW entry, by kind (`just fw-cost`, `events.*.instructions_per_event`).
-pub const EVENTS: [EventCost; 13] = [
-    m(CsrKind::AckSummary, "ack_summary", 598),
-    m(CsrKind::Loss, "loss", 944),
+pub const EVENTS: [EventCost; 12] = [
+    m(CsrKind::AckSummary, "ack_summary", 613),
+    m(CsrKind::Loss, "loss", 950),
     u(CsrKind::Nack, "nack"),
-    m(CsrKind::TxStart, "tx_start", 375),
-    m(CsrKind::TxDone, "tx_done", 280),
+    m(CsrKind::TxStart, "tx_start", 381),
     u(CsrKind::WimmPlaced, "wimm_placed"),
-    m(CsrKind::ProbeReply, "probe_reply", 421),
+    m(CsrKind::ProbeReply, "probe_reply", 428),
     u(CsrKind::PortEvent, "port_event"),
     u(CsrKind::RxDrops, "rx_drops"),
     u(CsrKind::RxFatal, "rx_fatal"),
@@ -79,10 +78,10 @@ pub const EVENTS: [EventCost; 13] = [
 
 /// Guest instructions per timer the engine fires (`timer.instructions_per_timer`: a timer run
 /// that acted, re-arming included).
-pub const TIMER_FIRED: u32 = 1396;
+pub const TIMER_FIRED: u32 = 1433;
 
 /// Guest instructions per FW->DP entry the loop writes (`commands.instructions_per_command`).
-pub const COMMAND: u32 = 156;
+pub const COMMAND: u32 = 237;
 
 /// Guest instructions of a step's timer check of one engine that finds nothing due
 /// (`timer.instructions_per_idle_call`): every step checks each engine on its core.
@@ -91,19 +90,22 @@ pub const TIMER_CHECK: u32 = 30;
 /// Guest instructions of a DP->FW entry of kind code `code`.
 #[inline]
 pub fn event(code: u8) -> u32 {
-    // (kind codes 0x01..=0x0D index the table in order)
-    match EVENTS.get(usize::from(code).wrapping_sub(1)) {
-        Some(e) => e.instructions,
+    match BY_CODE.get(usize::from(code)) {
+        Some(&c) => c,
         None => UNMEASURED_EVENT,
     }
 }
 
-const _: () = {
+/// [`EVENTS`] by kind code (DP->FW codes are below 0x80), [`UNMEASURED_EVENT`] elsewhere.
+const BY_CODE: [u32; 0x80] = {
+    let mut t = [UNMEASURED_EVENT; 0x80];
     let mut i = 0;
     while i < EVENTS.len() {
-        assert!(EVENTS[i].kind as usize == i + 1);
+        assert!(EVENTS[i].kind.is_event());
+        t[EVENTS[i].kind as usize] = EVENTS[i].instructions;
         i += 1;
     }
+    t
 };
 
 #[cfg(test)]

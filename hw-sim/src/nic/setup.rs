@@ -41,7 +41,7 @@ pub(crate) fn add_tx(t: &mut TxCounters, c: &TxCounters) {
     add_fields!(TxCounters, t, c; posted, post_refused, data_sent, retransmits, acks, acks_stale,
         losses_inferred, tail_probes, tail_probes_quiet, timeouts, nacks_trimmed,
         nacks_out_of_window, nacks_too_many_wimm, nacks_fatal, nacks_stale, orders_stale, orders_bad_ev, flushed,
-        stall_window, stall_cc, stall_wimm, stall_no_ev, credits_saturated);
+        completed, completions_refused, stall_window, stall_cc, stall_wimm, stall_no_ev, credits_saturated);
 }
 
 /// The unloaded round trip a sample sees on an idle fabric: the fabric's

@@ -121,8 +121,12 @@ csr_entry!(
         sacked: U16,
         /// Plane of the data packet that triggered the ACK.
         ack_plane: u8,
+        /// Send work requests the ACK retired: the cumulative PSN passed their last packet.
+        /// They hold their send queue slots until the firmware completes them
+        /// ([`CompleteSends`]).
+        retired: U16,
         /// Reserved (0).
-        rsvd: [u8; 7],
+        rsvd: [u8; 5],
     }
 );
 
@@ -192,32 +196,6 @@ csr_entry!(
         psn: U32,
         /// Reserved (0).
         rsvd2: [u8; 20],
-    }
-);
-
-/// [`TxDone::flags`]: the work request asked for a completion.
-pub const TXD_SIGNALED: u8 = 1 << 0;
-/// [`TxDone::flags`]: a Write-with-Immediate.
-pub const TXD_IMM: u8 = 1 << 1;
-
-csr_entry!(
-    /// DP->FW: every packet of a send work request was transmitted once; it completes once the
-    /// cumulative PSN passes `end_psn`.
-    TxDone {
-        /// `TXD_*` flags.
-        flags: u8,
-        /// Reserved (0).
-        rsvd: U16,
-        /// QPN.
-        qpn: U32,
-        /// The PSN after the work request's last packet.
-        end_psn: U32,
-        /// Reserved (0).
-        rsvd2: U32,
-        /// Work request id.
-        wr_id: U64,
-        /// Reserved (0).
-        rsvd3: [u8; 8],
     }
 );
 
@@ -325,9 +303,9 @@ pub const FLUSH_SIGNALED: u8 = 1 << 0;
 pub const FLUSH_RECV: u8 = 1 << 1;
 
 csr_entry!(
-    /// DP->FW: after the QP moved to ERROR, a work request the datapath held: a send whose
-    /// packets had not all been sent (no [`TxDone`] was reported for it), or a receive no
-    /// immediate consumed; in posting order.
+    /// DP->FW: after the QP moved to ERROR, a work request the datapath held: a send not
+    /// completed ([`CompleteSends`] had not ordered it, whether or not it was sent or
+    /// acknowledged), or a receive no immediate consumed; in posting order.
     Flushed {
         /// `FLUSH_*` flags.
         flags: u8,
@@ -533,6 +511,36 @@ pub mod opcode {
     /// A receive flushed (status is an error).
     pub const RECV: u8 = 2;
 }
+
+csr_entry!(
+    /// FW->DP: complete the `count` oldest send work requests of QP `qpn` that ACKs retired
+    /// ([`AckSummary::retired`]) and no earlier `CompleteSends` completed. The datapath frees
+    /// their send queue slots and, for each one that asked for a completion, in posting order,
+    /// writes for the host a [`Complete`] (status OK, opcode SEND), or with [`CS_POST_CQE`] a
+    /// [`PostCqe`] (success, WRITE) on CQ `cqn` whose `wqe_index` is the low 16 bits of the
+    /// work request id. `count` is at most [`COMPLETE_SENDS_MAX`], so the host-interface queue
+    /// always has room for one command's completions once it drains; the datapath completes
+    /// no more than are retired and counts the rest as refused.
+    CompleteSends {
+        /// `CS_*` flags.
+        flags: u8,
+        /// Work requests to complete (`1..=COMPLETE_SENDS_MAX`).
+        count: U16,
+        /// QPN.
+        qpn: U32,
+        /// The send CQ (with [`CS_POST_CQE`]; else 0).
+        cqn: U32,
+        /// Reserved (0).
+        rsvd: [u8; 20],
+    }
+);
+
+/// [`CompleteSends::flags`]: write `PostCqe`s on CQ `cqn` (the NIC firmware's host interface
+/// fills this in from its QP table); without it, `Complete`s.
+pub const CS_POST_CQE: u8 = 1 << 0;
+
+/// Most work requests one [`CompleteSends`] completes.
+pub const COMPLETE_SENDS_MAX: u16 = 32;
 
 csr_entry!(
     /// FW->DP: a work request completed (the host interface writes its CQE to the QP's CQ).
@@ -763,6 +771,7 @@ impl AckSummary {
         sacked: u16,
         ack_ev: u16,
         ack_plane: u8,
+        retired: u16,
     ) -> Self {
         AckSummary {
             kind: CsrKind::AckSummary as u8,
@@ -775,7 +784,8 @@ impl AckSummary {
             delivered: U16::new(delivered),
             sacked: U16::new(sacked),
             ack_plane,
-            rsvd: [0; 7],
+            retired: U16::new(retired),
+            rsvd: [0; 5],
         }
     }
     /// Oldest unacknowledged PSN after the ACK.
@@ -865,26 +875,6 @@ impl TxStart {
             psn: w24(psn.value()),
             rsvd2: [0; 20],
         }
-    }
-}
-
-impl TxDone {
-    /// A work request sent once (`end_psn`: the PSN after its last packet).
-    pub fn new(qpn: u32, wr_id: u64, end_psn: Psn, flags: u8) -> Self {
-        TxDone {
-            kind: CsrKind::TxDone as u8,
-            flags,
-            rsvd: U16::new(0),
-            qpn: w24(qpn),
-            end_psn: w24(end_psn.value()),
-            rsvd2: U32::new(0),
-            wr_id: U64::new(wr_id),
-            rsvd3: [0; 8],
-        }
-    }
-    /// The PSN after the work request's last packet.
-    pub fn end_psn(&self) -> Psn {
-        Psn::new(self.end_psn.get())
     }
 }
 
@@ -1055,6 +1045,48 @@ impl SendProbe {
             qpn: w24(qpn),
             probe_id: U32::new(probe_id),
             rsvd: [0; 20],
+        }
+    }
+}
+
+impl CompleteSends {
+    /// Complete the `count` oldest retired sends of `qpn` (as `Complete`s).
+    pub fn new(qpn: u32, count: u16) -> Self {
+        CompleteSends {
+            kind: CsrKind::CompleteSends as u8,
+            flags: 0,
+            count: U16::new(count),
+            qpn: w24(qpn),
+            cqn: U32::new(0),
+            rsvd: [0; 20],
+        }
+    }
+
+    /// The same order with its completions as `PostCqe`s on CQ `cqn`.
+    pub fn with_cq(mut self, cqn: u32) -> Self {
+        self.flags |= CS_POST_CQE;
+        self.cqn = U32::new(cqn);
+        self
+    }
+}
+
+impl PostCqe {
+    /// A CQE of `status` and `opcode` (their `cqe` codes) for the WQE at `wqe_index` of QP
+    /// `qpn` (its low 24 bits) on CQ `cqn`: no flags, no length, no syndrome.
+    pub fn new(status: u8, opcode: u8, cqn: u32, qpn: u32, wqe_index: u16, imm: u32) -> Self {
+        PostCqe {
+            kind: CsrKind::PostCqe as u8,
+            status,
+            opcode,
+            flags: 0,
+            cqn: U32::new(cqn),
+            qpn: w24(qpn),
+            wqe_index: U16::new(wqe_index),
+            rsvd: U16::new(0),
+            byte_len: U32::new(0),
+            imm: U32::new(imm),
+            syndrome: U32::new(0),
+            rsvd2: [0; 4],
         }
     }
 }

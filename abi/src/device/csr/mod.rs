@@ -156,8 +156,8 @@ pub enum CsrKind {
     Nack = 0x03,
     /// [`TxStart`].
     TxStart = 0x04,
-    /// [`TxDone`].
-    TxDone = 0x05,
+    // (0x05 was `TxDone`, a send work request sent once; completions now follow
+    // `AckSummary::retired`)
     /// [`WimmPlaced`].
     WimmPlaced = 0x06,
     /// [`ProbeReply`].
@@ -210,6 +210,8 @@ pub enum CsrKind {
     RegionWrite = 0x91,
     /// [`ProbeResult`].
     ProbeResult = 0x92,
+    /// [`CompleteSends`].
+    CompleteSends = 0x93,
 }
 
 impl CsrKind {
@@ -219,7 +221,6 @@ impl CsrKind {
         Self::Loss,
         Self::Nack,
         Self::TxStart,
-        Self::TxDone,
         Self::WimmPlaced,
         Self::ProbeReply,
         Self::PortEvent,
@@ -246,6 +247,7 @@ impl CsrKind {
         Self::QpState,
         Self::RegionWrite,
         Self::ProbeResult,
+        Self::CompleteSends,
     ];
     /// The kind with code `v`, if any.
     #[inline]
@@ -274,7 +276,7 @@ const _: () = {
     assert!(size_of::<CsrEntry>() == 32);
     assert!(offset_of!(AckSummary, qpn) == 4);
     assert!(offset_of!(AckSummary, una) == 8);
-    assert!(offset_of!(TxDone, wr_id) == 16);
+    assert!(offset_of!(CompleteSends, qpn) == 4);
     assert!(offset_of!(Complete, wr_id) == 16);
     assert!(offset_of!(PostCqe, cqn) == 4);
     assert!(offset_of!(PostCqe, syndrome) == 24);
@@ -303,7 +305,6 @@ pub enum CsrEvent {
     Loss(LossEntry),
     Nack(NackEntry),
     TxStart(TxStart),
-    TxDone(TxDone),
     WimmPlaced(WimmPlaced),
     ProbeReply(ProbeReply),
     PortEvent(PortEventEntry),
@@ -330,6 +331,7 @@ pub enum CsrEvent {
     QpState(QpStateEntry),
     RegionWrite(RegionWrite),
     ProbeResult(ProbeResult),
+    CompleteSends(CompleteSends),
 }
 
 /// `$m!(Variant)` for every variant (one list for encode and kind).
@@ -340,7 +342,6 @@ macro_rules! each_variant {
             CsrEvent::Loss($e) => $body,
             CsrEvent::Nack($e) => $body,
             CsrEvent::TxStart($e) => $body,
-            CsrEvent::TxDone($e) => $body,
             CsrEvent::WimmPlaced($e) => $body,
             CsrEvent::ProbeReply($e) => $body,
             CsrEvent::PortEvent($e) => $body,
@@ -367,6 +368,7 @@ macro_rules! each_variant {
             CsrEvent::QpState($e) => $body,
             CsrEvent::RegionWrite($e) => $body,
             CsrEvent::ProbeResult($e) => $body,
+            CsrEvent::CompleteSends($e) => $body,
         }
     };
 }
@@ -430,7 +432,6 @@ impl CsrEvent {
             CsrEvent::Loss(_) => CsrKind::Loss,
             CsrEvent::Nack(_) => CsrKind::Nack,
             CsrEvent::TxStart(_) => CsrKind::TxStart,
-            CsrEvent::TxDone(_) => CsrKind::TxDone,
             CsrEvent::WimmPlaced(_) => CsrKind::WimmPlaced,
             CsrEvent::ProbeReply(_) => CsrKind::ProbeReply,
             CsrEvent::PortEvent(_) => CsrKind::PortEvent,
@@ -457,6 +458,7 @@ impl CsrEvent {
             CsrEvent::QpState(_) => CsrKind::QpState,
             CsrEvent::RegionWrite(_) => CsrKind::RegionWrite,
             CsrEvent::ProbeResult(_) => CsrKind::ProbeResult,
+            CsrEvent::CompleteSends(_) => CsrKind::CompleteSends,
         }
     }
 
@@ -467,7 +469,6 @@ impl CsrEvent {
             CsrEvent::Loss(e) => e.qpn,
             CsrEvent::Nack(e) => e.qpn,
             CsrEvent::TxStart(e) => e.qpn,
-            CsrEvent::TxDone(e) => e.qpn,
             CsrEvent::WimmPlaced(e) => e.qpn,
             CsrEvent::ProbeReply(e) => e.qpn,
             CsrEvent::RxFatal(e) => e.qpn,
@@ -489,6 +490,7 @@ impl CsrEvent {
             CsrEvent::QpRts(e) => e.qpn,
             CsrEvent::QpState(e) => e.qpn,
             CsrEvent::ProbeResult(e) => e.qpn,
+            CsrEvent::CompleteSends(e) => e.qpn,
             CsrEvent::PortEvent(_)
             | CsrEvent::RxDrops(_)
             | CsrEvent::PostEvent(_)
@@ -530,7 +532,6 @@ impl CsrEvent {
             K::Loss => E::Loss(v(e)),
             K::Nack => E::Nack(v(e)),
             K::TxStart => E::TxStart(v(e)),
-            K::TxDone => E::TxDone(v(e)),
             K::WimmPlaced => E::WimmPlaced(v(e)),
             K::ProbeReply => E::ProbeReply(v(e)),
             K::PortEvent => E::PortEvent(v(e)),
@@ -557,6 +558,7 @@ impl CsrEvent {
             K::QpState => E::QpState(v(e)),
             K::RegionWrite => E::RegionWrite(v(e)),
             K::ProbeResult => E::ProbeResult(v(e)),
+            K::CompleteSends => E::CompleteSends(v(e)),
         }
     }
 }
@@ -612,14 +614,6 @@ impl CsrEntry {
                 check24(e.psn, 8)?;
                 reserved(entry, &TxStart::RESERVED)?;
                 CsrKind::TxStart
-            }
-            CsrKind::TxDone => {
-                let e = TxDone::of(entry);
-                zero(&[e.flags & !(TXD_SIGNALED | TXD_IMM)])?;
-                check24(e.qpn, 4)?;
-                check24(e.end_psn, 8)?;
-                reserved(entry, &TxDone::RESERVED)?;
-                CsrKind::TxDone
             }
             CsrKind::WimmPlaced => {
                 let e = WimmPlaced::of(entry);
@@ -756,6 +750,19 @@ impl CsrEntry {
                 }
                 reserved(entry, &Complete::RESERVED)?;
                 CsrKind::Complete
+            }
+            CsrKind::CompleteSends => {
+                let e = CompleteSends::of(entry);
+                zero(&[e.flags & !CS_POST_CQE])?;
+                if !(1..=COMPLETE_SENDS_MAX).contains(&e.count.get()) {
+                    return Err(CsrError::BadValue(2));
+                }
+                check24(e.qpn, 4)?;
+                if e.flags & CS_POST_CQE == 0 && e.cqn.get() != 0 {
+                    return Err(CsrError::ReservedSet);
+                }
+                reserved(entry, &CompleteSends::RESERVED)?;
+                CsrKind::CompleteSends
             }
             CsrKind::ProbeResult => {
                 let e = ProbeResult::of(entry);

@@ -13,7 +13,6 @@ impl CsrKind {
         CsrKind::Loss,
         CsrKind::Nack,
         CsrKind::TxStart,
-        CsrKind::TxDone,
         CsrKind::WimmPlaced,
         CsrKind::ProbeReply,
         CsrKind::RxFatal,
@@ -34,6 +33,7 @@ impl CsrKind {
         CsrKind::QpRts,
         CsrKind::QpState,
         CsrKind::ProbeResult,
+        CsrKind::CompleteSends,
     ];
 
     /// Whether entries of kind code `code` (any byte: unknown codes are `false`) carry a QPN
@@ -77,7 +77,7 @@ const _: () = {
     assert!(offset_of!(LossEntry, qpn) == 4);
     assert!(offset_of!(NackEntry, qpn) == 4);
     assert!(offset_of!(TxStart, qpn) == 4);
-    assert!(offset_of!(TxDone, qpn) == 4);
+    assert!(offset_of!(CompleteSends, qpn) == 4);
     assert!(offset_of!(WimmPlaced, qpn) == 4);
     assert!(offset_of!(ProbeReply, qpn) == 4);
     assert!(offset_of!(RxFatal, qpn) == 4);

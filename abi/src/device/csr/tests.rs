@@ -18,13 +18,14 @@ fn byte_literal_ack_summary() {
         3,
         0x0304,
         2,
+        0x0506,
     );
     let b = CsrEvent::AckSummary(e).encode();
     assert_eq!(
         b.0,
         [
             1, 0x09, 4, 3, 7, 0, 0, 0, 0x10, 0, 0, 0, 4, 3, 2, 1, 0xDD, 0xCC, 0xBB, 0xAA, 9, 0, 3,
-            0, 2, 0, 0, 0, 0, 0, 0, 0
+            0, 2, 6, 5, 0, 0, 0, 0, 0
         ]
     );
     assert_eq!(b.decode(), Ok(CsrEvent::AckSummary(e)));
@@ -196,13 +197,12 @@ fn dp_event() -> impl Strategy<Value = CsrEvent> {
             any::<u16>(),
             any::<u16>(),
             any::<u16>(),
-            any::<u8>()
+            any::<u8>(),
+            any::<u16>()
         )
-            .prop_map(
-                |(q, u, f, b, r, d, s, e, p)| CsrEvent::AckSummary(AckSummary::new(
-                    q, u, f, b, r, d, s, e, p
-                ))
-            ),
+            .prop_map(|(q, u, f, b, r, d, s, e, p, n)| CsrEvent::AckSummary(
+                AckSummary::new(q, u, f, b, r, d, s, e, p, n)
+            )),
         (
             p24(),
             psn(),
@@ -227,8 +227,6 @@ fn dp_event() -> impl Strategy<Value = CsrEvent> {
                 q, s, r, e, p, l, d, f
             ))),
         (p24(), psn()).prop_map(|(q, s)| CsrEvent::TxStart(TxStart::new(q, s))),
-        (p24(), any::<u64>(), psn(), 0u8..=3)
-            .prop_map(|(q, w, e, f)| CsrEvent::TxDone(TxDone::new(q, w, e, f))),
         (
             p24(),
             any::<u16>(),
@@ -279,6 +277,15 @@ fn fw_command() -> impl Strategy<Value = CsrEvent> {
         (p24(), any::<u16>(), any::<u8>(), any::<u32>())
             .prop_map(|(q, e, p, id)| CsrEvent::SendProbe(SendProbe::new(q, e, p, id))),
         (p24(), any::<u64>()).prop_map(|(q, w)| CsrEvent::WindowUpdate(WindowUpdate::new(q, w))),
+        (
+            p24(),
+            1..=COMPLETE_SENDS_MAX,
+            proptest::option::of(any::<u32>())
+        )
+            .prop_map(|(q, n, cq)| {
+                let c = CompleteSends::new(q, n);
+                CsrEvent::CompleteSends(cq.map_or(c, |cq| c.with_cq(cq)))
+            }),
         (
             0u8..13,
             1u8..=3,
@@ -398,8 +405,8 @@ proptest! {
         if let Ok(CsrEvent::AckSummary(a)) = decoded {
             prop_assert_eq!(*b.view::<AckSummary>(), a);
         }
-        if let Ok(CsrEvent::TxDone(t)) = decoded {
-            prop_assert_eq!(*b.view::<TxDone>(), t);
+        if let Ok(CsrEvent::CompleteSends(c)) = decoded {
+            prop_assert_eq!(*b.view::<CompleteSends>(), c);
         }
     }
 
@@ -443,13 +450,13 @@ proptest! {
 
 #[test]
 fn reserved_masks_cover_the_rsvd_fields() {
-    // TxDone: rsvd (U16) at 2..4, rsvd2 (U32) at 12..16, rsvd3 ([u8; 8]) at 24..32.
+    // Flushed: rsvd (U16) at 2..4, rsvd2 ([u8; 8]) at 8..16, rsvd3 ([u8; 8]) at 24..32.
     assert_eq!(
-        TxDone::RESERVED,
+        Flushed::RESERVED,
         [
             0xFFFF_0000,
             0,
-            0,
+            0xFFFF_FFFF,
             0xFFFF_FFFF,
             0,
             0,
@@ -457,6 +464,8 @@ fn reserved_masks_cover_the_rsvd_fields() {
             0xFFFF_FFFF
         ]
     );
+    // CompleteSends: rsvd ([u8; 20]) at 12..32.
+    assert_eq!(CompleteSends::RESERVED, [0, 0, 0, !0, !0, !0, !0, !0]);
     // PlaneDown: everything after the kind and the plane.
     assert_eq!(
         PlaneDown::RESERVED,
@@ -464,7 +473,8 @@ fn reserved_masks_cover_the_rsvd_fields() {
     );
     // Every reserved byte of a valid entry of every kind is checked.
     let samples = [
-        CsrEvent::TxDone(TxDone::new(3, 9, Psn::new(4), TXD_SIGNALED)),
+        CsrEvent::Flushed(Flushed::new(3, 9, FLUSH_SIGNALED)),
+        CsrEvent::CompleteSends(CompleteSends::new(3, COMPLETE_SENDS_MAX)),
         CsrEvent::PlaneDown(PlaneDown::new(1)),
         CsrEvent::RegionWrite(RegionWrite::add(1, 2, 3, REGION_REMOTE_WRITE)),
         CsrEvent::QpRts(QpRtsCtx::new(1, Psn::new(0), 512, 1, 8, 0)),
@@ -473,7 +483,8 @@ fn reserved_masks_cover_the_rsvd_fields() {
         let e = s.encode();
         assert!(e.check().is_ok());
         let mask = match s {
-            CsrEvent::TxDone(_) => TxDone::RESERVED,
+            CsrEvent::Flushed(_) => Flushed::RESERVED,
+            CsrEvent::CompleteSends(_) => CompleteSends::RESERVED,
             CsrEvent::PlaneDown(_) => PlaneDown::RESERVED,
             CsrEvent::RegionWrite(_) => RegionWrite::RESERVED,
             _ => QpRtsCtx::RESERVED,

@@ -3,7 +3,9 @@
 
 use mrc_abi::device::admin::QpState;
 use mrc_abi::device::cqe::{CqeOpcode, CqeStatus, CQE_SOLICITED};
-use mrc_abi::device::csr::{CsrEntry, CsrEvent, CsrKind, PostCqe, PostEvent, ProbeResult};
+use mrc_abi::device::csr::{
+    CompleteSends, CsrEntry, CsrEvent, CsrKind, PostCqe, PostEvent, ProbeResult,
+};
 use mrc_abi::device::event::Event;
 use mrc_abi::wire::NackReason;
 use mrc_firmware::capacity::Capacity;
@@ -13,6 +15,7 @@ use mrc_firmware::engine::{Completion, CompletionError, CompletionKind};
 use crate::{Fw, LoopCounters, NicAdmin, LOOP_QUEUE};
 
 const COMPLETE: u8 = CsrKind::Complete as u8;
+const COMPLETE_SENDS: u8 = CsrKind::CompleteSends as u8;
 const EV_EVENT: u8 = CsrKind::EvEvent as u8;
 const PROBE_RESULT: u8 = CsrKind::ProbeResult as u8;
 
@@ -68,6 +71,9 @@ impl<C: Capacity> Fw<C> {
         if kind == PROBE_RESULT {
             return self.probe_result(&e, admin);
         }
+        if kind == COMPLETE_SENDS {
+            return self.complete_sends(&e, admin);
+        }
         if CsrKind::has_qpn_word(kind) {
             match self.map.device(e.qpn_word()) {
                 Some(d) => e.set_qpn_word(d),
@@ -116,6 +122,22 @@ impl<C: Capacity> Fw<C> {
         }
         self.counters.cqes += 1;
         Some(CsrEvent::PostCqe(cqe).encode())
+    }
+
+    /// An order to complete retired sends, for the device QP and with its send CQ: the
+    /// datapath writes their CQEs.
+    fn complete_sends(&mut self, e: &CsrEntry, admin: &NicAdmin) -> Option<CsrEntry> {
+        let c = e.view::<CompleteSends>();
+        let Some((qpn, q)) = self
+            .map
+            .device(c.qpn.get())
+            .and_then(|d| Some((d, admin.qps.get(&d)?)))
+        else {
+            self.counters.unknown_qpn += 1;
+            return None;
+        };
+        let order = CompleteSends::new(qpn, c.count.get()).with_cq(q.send_cq);
+        Some(CsrEvent::CompleteSends(order).encode())
     }
 
     /// The `EV_PROBE_RESULT` event of a host probe the engine finished.

@@ -1,11 +1,10 @@
 //! Step 1: DP->FW entries into the engine, and what the loop keeps of them.
 
-use mrc_abi::device::csr::{CsrEntry, CsrKind, PortEventEntry, RxDrops, TxDone, WimmPlaced};
+use mrc_abi::device::csr::{CsrEntry, CsrKind, PortEventEntry, RxDrops, WimmPlaced};
 use mrc_firmware::capacity::Capacity;
 
 use crate::{Fw, NicAdmin, WimmNote, BUDGET};
 
-const TX_DONE: u8 = CsrKind::TxDone as u8;
 const WIMM_PLACED: u8 = CsrKind::WimmPlaced as u8;
 const PORT_EVENT: u8 = CsrKind::PortEvent as u8;
 const RX_DROPS: u8 = CsrKind::RxDrops as u8;
@@ -68,17 +67,6 @@ impl<C: Capacity> Fw<C> {
     /// a malformed one, which is skipped here).
     fn note(&mut self, e: &CsrEntry, admin: Option<&mut NicAdmin>) {
         match e.kind_code() {
-            TX_DONE => {
-                self.counters.tx_done += 1;
-                if let Some(a) = admin.filter(|_| e.check().is_ok()) {
-                    // The send PSN QUERY_QP reports follows every work request sent.
-                    let t = e.view::<TxDone>();
-                    let dev = self.map.device(t.qpn.get());
-                    if let Some(q) = dev.and_then(|d| a.qps.get_mut(&d)) {
-                        q.sq_psn = t.end_psn().value();
-                    }
-                }
-            }
             WIMM_PLACED => {
                 self.counters.wimm_placed += 1;
                 if admin.is_none() || e.check().is_err() {

@@ -17,9 +17,8 @@
 //!    stay in the ring for a later step ([`Datapath::consume_events`] releases only what it
 //!    took; counted in `events_held`). With the admin tables the loop keeps what the
 //!    host-facing side needs from the entries it handed over: port link states (`PortEvent`,
-//!    for QUERY_PORT), receive drop sums (`RxDrops`), the send PSN QUERY_QP reports
-//!    (`TxDone`), and the length and solicited bit of each placed Write-with-Immediate
-//!    (`WimmPlaced`) for its CQE.
+//!    for QUERY_PORT), receive drop sums (`RxDrops`), and the length and solicited bit of
+//!    each placed Write-with-Immediate (`WimmPlaced`) for its CQE.
 //! 2. **Timers.** [`Engine::handle_timeout`] when [`Engine::poll_timeout`] is due.
 //! 3. **Commands out.** At most as many FW->DP entries as the ring has room for
 //!    ([`Datapath::orders_room`]): first what the loop made itself (host events of admin
@@ -44,6 +43,8 @@
 //! solicited bit its `WimmPlaced` reported; `wqe_index` is the low 16 bits of `wr_id`, the
 //! host interface posts work requests with `wr_id` = WQE index); a failed work request (not a
 //! flush) also moves the device QP to ERROR and posts `QP_FATAL` after its CQE. The engine's
+//! `CompleteSends` orders (successful sends, counted from ACK summaries) get the QP's send CQ,
+//! and the datapath writes their `PostCqe`s from its send queue. The engine's
 //! `EvEvent`s become `EV_STATE_CHANGE` events when the QP's EV profile asks for them
 //! (`EVENT_MASK_EV_BAD`, `EVENT_MASK_EV_GOOD`; controller denials are reported by the admin
 //! executor itself). Without the tables ([`NicLoop::step`]) entries pass unchanged: device
@@ -60,7 +61,7 @@
 //! ## Work requests never pass through the firmware
 //! The host interface fetches WQEs on doorbells and hands them to the datapath, which
 //! segments, sends and, at the other end, consumes receives; the firmware hears of them only
-//! through `TxDone`, `WimmPlaced` and `Flushed` reports.
+//! through the counts of retired sends in ACK summaries, `WimmPlaced` and `Flushed` reports.
 //!
 //! ## Limits, stated rather than invented
 //! - A send CQE's `byte_len` is 0 and its opcode is WRITE (the engine's completion carries
@@ -241,8 +242,6 @@ pub struct LoopCounters {
     pub events_held: u64,
     /// Entries naming a QP the admin tables do not have (dropped).
     pub unknown_qpn: u64,
-    /// `TxDone` entries (with the admin tables).
-    pub tx_done: u64,
     /// `WimmPlaced` entries (with the admin tables).
     pub wimm_placed: u64,
     /// `WimmPlaced` reports dropped unmatched ([`WIMM_NOTES`] newer ones came first): their

@@ -284,10 +284,13 @@ fn qp_lifecycle_through_admin_commands_moves_a_write_between_two_nics() {
         .iter()
         .any(|e| matches!(e, CsrEvent::Complete(_))));
 
-    // TxDone moved the send PSN QUERY_QP reports past the 4 packets sent.
+    // The ACK summaries moved the send PSN QUERY_QP reports past the 4 packets sent, and
+    // the datapath wrote both send CQEs on the firmware's orders.
     let q = a.ok(AdminCommand::QueryQp(id(qp_a)));
     assert_eq!(q[1] >> 32, 4);
-    assert_eq!(a.lp.counters().tx_done, 2);
+    let e = a.admin.qps.get(&qp_a).unwrap().engine_qpn().unwrap();
+    assert_eq!(a.lp.engine().qp(e).unwrap().counters.sends_completed, 2);
+    assert_eq!(a.lp.counters().cqes, 0, "no send CQE made by the loop");
 
     // Teardown: objects in use are refused, then everything goes in order.
     b.refused(AdminCommand::DestroyCq(id(cq_b)), AdminStatus::InUse, 0);

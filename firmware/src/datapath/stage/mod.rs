@@ -29,9 +29,10 @@ mod tx;
 
 use core::marker::PhantomData;
 
+use mrc_abi::device::cqe::{CqeOpcode, CqeStatus};
 use mrc_abi::device::csr::{
-    CsrEntry, CsrEvent, CsrKind, PlaneDown, RegionWrite, REGION_ADD, REGION_REMOTE_READ,
-    REGION_REMOTE_WRITE,
+    self, Complete, CompleteSends, CsrEntry, CsrEvent, CsrKind, PlaneDown, PostCqe, RegionWrite,
+    REGION_ADD, REGION_REMOTE_READ, REGION_REMOTE_WRITE,
 };
 use mrc_abi::wire::EvFormat;
 
@@ -186,8 +187,8 @@ enum Retx {
     Held,
 }
 
-/// Events one data packet may report: TxStart, TxDone, served skips.
-const TX_EVENTS: usize = 2 + 16;
+/// Events one data packet may report: TxStart, served skips.
+const TX_EVENTS: usize = 1 + 16;
 /// Events one received packet may report.
 const RX_EVENTS: usize = tx::ACK_EVENTS + 1;
 
@@ -364,6 +365,13 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
                     self.host.push_entry(*e);
                     self.counters.host_writes += 1;
                 }
+                CsrKind::CompleteSends => {
+                    let c = e.view::<CompleteSends>();
+                    if self.host.room() < usize::from(c.count.get()) {
+                        return i;
+                    }
+                    self.complete_sends(c);
+                }
                 CsrKind::PlaneDown => {
                     self.counters.plane_downs += 1;
                     let plane = e.view::<PlaneDown>().plane;
@@ -396,6 +404,41 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             self.counters.commands += 1;
         }
         cmds.len()
+    }
+
+    /// The firmware's order to complete retired sends: their completions go to the host
+    /// queue (room for `count` is the caller's to check).
+    fn complete_sends(&mut self, c: &CompleteSends) {
+        let (qpn, count) = (c.qpn.get(), c.count.get());
+        let Some(qp) = self.qps.as_mut().get_mut(qpn as usize) else {
+            self.counters.commands_unknown_qp += 1;
+            return;
+        };
+        let (host, writes) = (&mut self.host, &mut self.counters.host_writes);
+        let cq = (c.flags & csr::CS_POST_CQE != 0).then(|| c.cqn.get());
+        qp.complete_sends(count, |wr_id| {
+            let e = match cq {
+                Some(cqn) => CsrEvent::PostCqe(PostCqe::new(
+                    CqeStatus::Success as u8,
+                    CqeOpcode::Write as u8,
+                    cqn,
+                    qpn,
+                    wr_id as u16,
+                    0,
+                )),
+                None => CsrEvent::Complete(Complete::new(
+                    qpn,
+                    wr_id,
+                    csr::opcode::SEND,
+                    csr::status::OK,
+                    0,
+                    0,
+                    0,
+                )),
+            };
+            host.push(e);
+            *writes += 1;
+        });
     }
 
     /// A firmware write of the region table (refusals are counted by the table).

@@ -128,6 +128,10 @@ pub trait QpContext {
     /// # Errors
     /// [`PostError::NotSending`] before RTR or in ERROR, [`PostError::QueueFull`].
     fn post_recv(&mut self, wr_id: u64) -> Result<(), PostError>;
+    /// The firmware's `CompleteSends` order: the `count` oldest retired send work requests
+    /// complete (their slots freed); `signaled` gets the id of each that asked for a
+    /// completion, in posting order.
+    fn complete_sends(&mut self, count: u16, signaled: impl FnMut(u64));
     /// One firmware command addressed to this QP (see the module docs of `stage`).
     fn handle_command(
         &mut self,
@@ -671,6 +675,10 @@ impl<
 
     fn post_recv(&mut self, wr_id: u64) -> Result<(), PostError> {
         self.rx.post_recv(wr_id)
+    }
+
+    fn complete_sends(&mut self, count: u16, signaled: impl FnMut(u64)) {
+        self.tx.complete_sends(count, signaled);
     }
 
     fn handle_command(

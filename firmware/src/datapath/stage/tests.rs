@@ -128,6 +128,12 @@ fn ack(cum: u32, bitmap: u64, ev: u16) -> Packet {
     p
 }
 
+fn host_writes(dp: &mut Datapath<Small>) -> Vec<CsrEvent> {
+    let mut buf = [CsrEntry::ZERO; HOST_CAP];
+    let n = dp.poll_host_writes(&mut buf);
+    buf[..n].iter().map(|e| e.decode().unwrap()).collect()
+}
+
 #[test]
 fn a_message_is_segmented_sprayed_and_reported_once_sent() {
     let mut dp = stage(3);
@@ -145,16 +151,112 @@ fn a_message_is_segmented_sprayed_and_reported_once_sent() {
     }
     // Sprayed: consecutive packets alternate planes.
     assert_ne!(pkts[0].evx.plane, pkts[1].evx.plane);
+    // The firmware hears of the start only: nothing per work request sent.
     let ev = events(&mut dp);
     assert!(matches!(ev[0], CsrEvent::TxStart(s) if s.psn.get() == 0));
-    let CsrEvent::TxDone(d) = ev[1] else {
-        panic!("{ev:?}")
+    assert_eq!(ev.len(), 1);
+}
+
+/// A work request the cumulative PSN passes is retired (counted in the ACK's summary) and
+/// keeps its slot until the firmware orders its completion; the completion goes to the host
+/// only for work requests that asked for one, as a `Complete` or, on a CQ, a `PostCqe`.
+#[test]
+fn retired_sends_hold_their_slots_until_the_firmware_completes_them() {
+    let mut dp = stage(3);
+    let room = dp.send_queue_room(0);
+    let mut quiet = wr(5, 100);
+    quiet.signaled = false;
+    for w in [wr(4, 150), quiet, wr(6, 100)] {
+        dp.post_send(0, w).unwrap();
+    }
+    assert_eq!(send_all(&mut dp, 5).len(), 4);
+    events(&mut dp);
+    let mut v = [RxVerdict::Consumed];
+    // PSN 0..3: the first two work requests (PSNs 0-1 and 2) retire, the third (3) not.
+    assert_eq!(dp.handle_packets(10, &[ack(3, 0, 0)], &mut v), 1);
+    let sums: Vec<u16> = events(&mut dp)
+        .iter()
+        .filter_map(|e| match e {
+            CsrEvent::AckSummary(a) => Some(a.retired.get()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sums, [2]);
+    assert_eq!(
+        dp.send_queue_room(0),
+        room - 3,
+        "retired ones hold their slots"
+    );
+    assert!(
+        host_writes(&mut dp).is_empty(),
+        "no completion before the order"
+    );
+    // An order for more than are retired completes those and counts the rest.
+    let order = cmd(CsrEvent::CompleteSends(CompleteSends::new(0, 3)));
+    assert_eq!(dp.handle_commands(20, &[order]), 1);
+    let w = host_writes(&mut dp);
+    assert_eq!(w.len(), 1, "the unsignaled one completes silently: {w:?}");
+    let CsrEvent::Complete(c) = w[0] else {
+        panic!("{w:?}")
     };
     assert_eq!(
-        (d.wr_id.get(), d.end_psn(), d.flags),
-        (9, Psn::new(3), TXD_SIGNALED)
+        (c.qpn.get(), c.wr_id.get(), c.opcode, c.status),
+        (0, 4, opcode::SEND, status::OK)
     );
-    assert_eq!(ev.len(), 2);
+    assert_eq!(dp.send_queue_room(0), room - 1);
+    let tx = dp.qp(0).unwrap().tx;
+    assert_eq!((tx.completed, tx.completions_refused), (2, 1));
+    // The last one, on CQ 33: a PostCqe with the work request id as its WQE index.
+    assert_eq!(dp.handle_packets(30, &[ack(4, 0, 0)], &mut v), 1);
+    events(&mut dp);
+    let order = cmd(CsrEvent::CompleteSends(
+        CompleteSends::new(0, 1).with_cq(33),
+    ));
+    assert_eq!(dp.handle_commands(40, &[order]), 1);
+    let w = host_writes(&mut dp);
+    let [CsrEvent::PostCqe(q)] = w[..] else {
+        panic!("{w:?}")
+    };
+    assert_eq!(
+        (
+            q.cqn.get(),
+            q.qpn.get(),
+            q.wqe_index.get(),
+            q.status,
+            q.opcode
+        ),
+        (33, 0, 6, CqeStatus::Success as u8, CqeOpcode::Write as u8)
+    );
+    assert_eq!(dp.send_queue_room(0), room);
+}
+
+/// ERROR flushes every send not completed, retired or not, in posting order.
+#[test]
+fn error_flushes_retired_sends_not_yet_completed() {
+    let mut dp = stage(3);
+    for i in 0..3 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    // Two sent and retired, none completed; the third never sent.
+    let mut out = [Packet::FILL; 2];
+    assert_eq!(dp.poll_packets(5, &mut out), 2);
+    let mut v = [RxVerdict::Consumed];
+    assert_eq!(dp.handle_packets(10, &[ack(2, 0, 0)], &mut v), 1);
+    events(&mut dp);
+    let err = cmd(CsrEvent::QpState(QpStateEntry::new(0, QP_ERROR)));
+    assert_eq!(dp.handle_commands(20, &[err]), 1);
+    let flushed: Vec<u64> = events(&mut dp)
+        .iter()
+        .filter_map(|e| match e {
+            CsrEvent::Flushed(f) => Some(f.wr_id.get()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(flushed, [0, 1, 2]);
+    // A late order finds nothing retired.
+    let order = cmd(CsrEvent::CompleteSends(CompleteSends::new(0, 2)));
+    assert_eq!(dp.handle_commands(30, &[order]), 1);
+    assert!(host_writes(&mut dp).is_empty());
 }
 
 #[test]
@@ -330,7 +432,7 @@ fn bad_commands_are_counted_and_change_nothing() {
 #[test]
 fn a_full_event_queue_holds_packets_back() {
     let mut dp = stage(3);
-    // 8 messages of one packet: each reports TxStart/TxDone; ACK them one by one without
+    // Messages of one packet: each reports TxStart and an ACK summary; ACK them one by one without
     // draining the events until the stage stops taking ACKs.
     let mut taken = 0;
     let mut v = [RxVerdict::Consumed];
@@ -341,6 +443,10 @@ fn a_full_event_queue_holds_packets_back() {
         if taken < round as usize + 1 {
             break;
         }
+        // (the firmware's completion frees the slot)
+        let order = cmd(CsrEvent::CompleteSends(CompleteSends::new(0, 1)));
+        assert_eq!(dp.handle_commands(u64::from(round), &[order]), 1);
+        host_writes(&mut dp);
     }
     assert!(taken < 200, "never held back");
     assert!(dp.counters().backpressure > 0);
@@ -366,11 +472,15 @@ fn events_are_read_in_place_and_consumed_by_count() {
             dp.post_send(0, wr(i, 50)).unwrap();
         }
         assert_eq!(send_all(dp, 5).len(), 4);
+        let mut v = [RxVerdict::Consumed];
+        for psn in 1..=4 {
+            assert_eq!(dp.handle_packets(10, &[ack(psn, 0, 0)], &mut v), 1);
+        }
     }
     let mut buf = [CsrEntry::ZERO; 64];
     let n = b.poll_events(&mut buf);
     let want = &buf[..n];
-    // (a TxStart and a TxDone per work request)
+    // (a TxStart, then an ACK summary per work request)
     assert_eq!(n, 5);
     let (x, y) = a.events();
     assert_eq!(x.iter().chain(y).copied().collect::<Vec<_>>(), want);

@@ -3,9 +3,10 @@
 //!
 //! # State
 //! - The send queue of posted work requests with their PSN ranges (PSNs are assigned at post
-//!   time, so packets leave in PSN order). A work request leaves the queue once the cumulative
-//!   PSN passes its last packet; when its last packet leaves for the first time the firmware
-//!   hears of it ([`TxDone`]) and completes it on the ACK that passes it.
+//!   time, so packets leave in PSN order). A work request is **retired** once the cumulative
+//!   PSN passes its last packet: the ACK's [`AckSummary`] counts it (`retired`), and it keeps
+//!   its slot until the firmware completes it ([`CompleteSends`]), when its CQE goes to the
+//!   host if it asked for one. The firmware hears nothing per work request sent.
 //! - One slot per PSN of the window `[una, nxt)`: the EV and plane it last left on, its payload
 //!   length, its transmission number and send time, and its state: in flight, acknowledged,
 //!   reported lost (waiting for the firmware's order), or queued for retransmission.
@@ -29,10 +30,10 @@
 //!   [`RetransmitUnacked`] requeues every unacknowledged PSN in PSN order and opens the loss
 //!   window (only the oldest leaves until the peer answers); [`TailProbe`] resends the newest PSN
 //!   in flight; a plane going down requeues what was in flight on it.
-//! - **ERROR**: nothing more leaves; the work requests whose packets had not all left come back
-//!   to the firmware as [`Flushed`], in posting order.
+//! - **ERROR**: nothing more leaves; the work requests not completed (sent or not, retired or
+//!   not) come back to the firmware as [`Flushed`], in posting order.
 //!
-//! [`TxDone`]: mrc_abi::device::csr::TxDone
+//! [`CompleteSends`]: mrc_abi::device::csr::CompleteSends
 //! [`LossEntry`]: mrc_abi::device::csr::LossEntry
 //! [`AckSummary`]: mrc_abi::device::csr::AckSummary
 //! [`NackEntry`]: mrc_abi::device::csr::NackEntry
@@ -41,7 +42,7 @@
 //! [`TailProbe`]: mrc_abi::device::csr::TailProbe
 //! [`Flushed`]: mrc_abi::device::csr::Flushed
 
-use mrc_abi::device::csr::{self, CsrEvent, TxDone, TxStart, EV_ANY};
+use mrc_abi::device::csr::{CsrEvent, TxStart, EV_ANY};
 use mrc_abi::wire::{EvxRepr, RethRepr, Segment};
 use mrc_abi::Psn;
 
@@ -201,6 +202,10 @@ pub struct TxCounters {
     /// Ordered EVs this QP does not have (sent on the sprayer's pick instead).
     pub orders_bad_ev: u64,
     pub flushed: u64,
+    /// Work requests retired by ACKs and completed by the firmware's order.
+    pub completed: u64,
+    /// Completions ordered beyond the work requests retired (not done).
+    pub completions_refused: u64,
     /// Transmit attempts that found the window, the congestion window, the immediate limit or
     /// the EV table in the way.
     pub stall_window: u64,
@@ -236,7 +241,11 @@ enum Mode {
 /// The send side of one QP: send queue of `SQ` work requests, a window of `WIN` PSNs.
 pub(crate) struct TxSide<const WIN: usize, const SQ: usize> {
     sq: Ring<SendWqe, SQ>,
-    /// Index in `sq` of the work request whose packets are being sent for the first time.
+    /// The first `retired` work requests of `sq` are retired (acknowledged) and wait for the
+    /// firmware's completion order.
+    retired: usize,
+    /// Index in `sq` of the work request whose packets are being sent for the first time
+    /// (at least `retired`).
     send_idx: usize,
     next_post_psn: Psn,
     next_msn: u16,
@@ -277,6 +286,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
 
     pub(crate) const OFF: Self = TxSide {
         sq: Ring::new(SendWqe::FILL),
+        retired: 0,
         send_idx: 0,
         next_post_psn: Psn::new(0),
         next_msn: 0,
@@ -326,6 +336,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             orders_stale: 0,
             orders_bad_ev: 0,
             flushed: 0,
+            completed: 0,
+            completions_refused: 0,
             stall_window: 0,
             stall_cc: 0,
             stall_wimm: 0,
@@ -340,6 +352,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let () = Self::CAPACITY_OK;
         self.sq.clear();
         self.retx.clear();
+        self.retired = 0;
         self.send_idx = 0;
         self.inflight_bytes = 0;
         self.wimm_inflight = 0;
@@ -407,7 +420,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.cwnd_bytes
     }
 
-    /// Work requests held (not yet acknowledged).
+    /// Work requests held (not yet completed).
     pub(crate) fn queued(&self) -> usize {
         self.sq.len()
     }
@@ -502,8 +515,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     /// The next data packet (a retransmission first), built into `out`, on the EV the
-    /// sprayer picks (or the one the firmware ordered). Emits [`TxStart`] and [`TxDone`]
-    /// (room for two events is the caller's to check).
+    /// sprayer picks (or the one the firmware ordered). Emits [`TxStart`] (room for one
+    /// event is the caller's to check).
     pub(crate) fn poll<const E: usize, const P: usize>(
         &mut self,
         now_ns: u64,
@@ -658,17 +671,6 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.record_sent(psn, ev, out.payload_len, now_ns);
         if index + 1 >= w.npkts {
             self.send_idx += 1;
-            let mut flags = 0;
-            if w.wr.signaled {
-                flags |= csr::TXD_SIGNALED;
-            }
-            if w.wr.imm.is_some() {
-                flags |= csr::TXD_IMM;
-            }
-            let end = w.start_psn.add(w.npkts);
-            events.push(CsrEvent::TxDone(TxDone::new(
-                hdr.qpn, w.wr.wr_id, end, flags,
-            )));
         }
         Ok(())
     }

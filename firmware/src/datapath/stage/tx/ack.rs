@@ -282,6 +282,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 flags |= csr::ACK_ECN_EV;
             }
         }
+        let retired = self.retire_acked();
         events.push(CsrEvent::AckSummary(AckSummary::new(
             qpn,
             self.una,
@@ -292,9 +293,9 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             t.credited_u16() - cum_credited,
             a.ev_index,
             a.plane,
+            retired,
         )));
         self.rto = RtoWindow::Open;
-        self.retire_acked();
     }
 
     /// The credits of the EVs whose counters reached half range, reported on their own
@@ -362,19 +363,25 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         }
     }
 
-    /// Work requests the cumulative PSN passed leave the queue.
+    /// Work requests the cumulative PSN passed are retired (they wait for the firmware's
+    /// completion order in their slots). Returns how many.
     #[inline(never)]
-    fn retire_acked(&mut self) {
-        while let Some(w) = self.sq.front() {
-            if self.send_idx == 0 || self.una.offset_from(w.start_psn) < w.npkts {
-                return;
+    fn retire_acked(&mut self) -> u16 {
+        let mut n = 0u16;
+        while self.retired < self.send_idx {
+            let Some(w) = self.sq.get(self.retired) else {
+                break;
+            };
+            if self.una.offset_from(w.start_psn) < w.npkts {
+                break;
             }
             if w.wr.imm.is_some() {
                 self.wimm_inflight = self.wimm_inflight.saturating_sub(1);
             }
-            self.sq.pop_front();
-            self.send_idx -= 1;
+            self.retired += 1;
+            n = n.saturating_add(1);
         }
+        n
     }
 
     /// `psn` (in flight) is lost: out of flight, waiting for an order.

@@ -106,15 +106,32 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         }
     }
 
-    /// ERROR: nothing more leaves; [`Self::poll_flush`] reports the unsent work requests.
+    /// The firmware's order to complete the `count` oldest retired work requests: their
+    /// slots are freed, and `signaled` gets the id of each that asked for a completion, in
+    /// posting order. Orders beyond the retired work requests are counted and not done.
+    pub(crate) fn complete_sends(&mut self, count: u16, mut signaled: impl FnMut(u64)) {
+        let n = usize::from(count).min(self.retired);
+        for _ in 0..n {
+            let Some(w) = self.sq.pop_front() else {
+                break;
+            };
+            if w.wr.signaled {
+                signaled(w.wr.wr_id);
+            }
+        }
+        self.retired -= n;
+        self.send_idx -= n;
+        self.counters.completed += n as u64;
+        self.counters.completions_refused += u64::from(count) - n as u64;
+    }
+
+    /// ERROR: nothing more leaves; [`Self::poll_flush`] reports every work request not
+    /// completed.
     pub(crate) fn enter_error(&mut self) {
         if self.mode == Mode::Live {
             self.mode = Mode::Error;
             self.retx.clear();
-            // The work requests the firmware heard of (all packets sent) are its to flush.
-            for _ in 0..self.send_idx {
-                self.sq.pop_front();
-            }
+            self.retired = 0;
             self.send_idx = 0;
         } else if self.mode == Mode::Off {
             self.mode = Mode::Error;

@@ -1,7 +1,7 @@
 //! The transmit run: many new packets of one work request in one call, with the effects of as
 //! many single-packet polls ([`TxSide::poll`]) but the per-packet checks decided once.
 
-use mrc_abi::device::csr::{self, CsrEvent, TxDone, TxStart};
+use mrc_abi::device::csr::{CsrEvent, TxStart};
 use mrc_abi::wire::{EvxRepr, RethRepr, Segment};
 use mrc_abi::Psn;
 
@@ -14,7 +14,7 @@ use crate::datapath::stage::Hdr;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// New packets of the work requests being sent, into the front of `out`: the packets and
-    /// every effect (TX slots, counters, [`TxStart`], [`TxDone`], the sprayer's picks) of as
+    /// every effect (TX slots, counters, [`TxStart`], the sprayer's picks) of as
     /// many [`Self::poll`] calls, each of which would have sent a new packet. `min_room`: the
     /// event queue room a poll needs (the caller checked it before the first packet; the run
     /// keeps it before each packet).
@@ -308,17 +308,6 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         }
         if done {
             self.send_idx += 1;
-            let mut flags = 0;
-            if w.wr.signaled {
-                flags |= csr::TXD_SIGNALED;
-            }
-            if w.wr.imm.is_some() {
-                flags |= csr::TXD_IMM;
-            }
-            let end = w.start_psn.add(w.npkts);
-            events.push(CsrEvent::TxDone(TxDone::new(
-                hdr.qpn, w.wr.wr_id, end, flags,
-            )));
         }
         // (a served skip flag ends the run: `k_end` stopped after its packet)
         let skip_served = sprayer.counters().skips != skips0;
