@@ -16,7 +16,7 @@
 //!
 //! `just engine-cost` runs the stream a second time with 32 packets per message: the
 //! difference between the two runs is the cost of a message (the work request's post, its
-//! first packet, its TX done report and its completion: half the messages for the same
+//! first packet, its completion order and CQE: half the messages for the same
 //! packets), and what is left of the first figure without it is the cost of a packet.
 //!
 //! The JSON is deterministic: a change that should not alter behaviour must leave it byte for

@@ -7,12 +7,15 @@
 
 use mrc_abi::device::csr::{self, AckSummary, CsrEntry, CsrEvent, COMPLETE_SENDS_MAX};
 use mrc_abi::Psn;
+use mrc_firmware::capacity::Capacity;
 use mrc_firmware::engine::ev_state::EvConfig;
 use mrc_firmware::engine::{
     CcProfile, Completion, CompletionError, CompletionKind, Engine, EngineConfig, EvProfile,
     QpAttrs, QpState,
 };
 use mrc_firmware::testkit::TestKit;
+
+const SQ: usize = TestKit::SEND_QUEUE;
 
 fn attrs() -> QpAttrs {
     QpAttrs::connect(
@@ -81,25 +84,26 @@ fn orders(e: &mut Engine<TestKit>) -> Vec<(u32, u16)> {
 }
 
 #[test]
-fn a_batch_of_retired_sends_becomes_few_orders_and_loses_none() {
+fn a_batch_of_retired_sends_becomes_one_order_and_loses_none() {
     let mut e = engine();
-    // Three summaries, a send queue and more retired in all, taken before any poll.
-    let batch = [ack_on(0, 40, 5), ack_on(0, 41, 0), ack_on(0, 90, 40)];
+    // Three summaries, taken before any poll.
+    let batch = [ack_on(0, 40, 5), ack_on(0, 41, 0), ack_on(0, 90, 20)];
     assert_eq!(e.handle_events(10_000, &batch), batch.len());
-    assert_eq!(e.qp(0).unwrap().awaiting, 45);
-    let got = orders(&mut e);
-    let max = COMPLETE_SENDS_MAX;
-    assert_eq!(
-        got,
-        [(0, max), (0, 45 - max)],
-        "as few orders as the limit allows"
-    );
+    assert_eq!(e.qp(0).unwrap().awaiting, 25);
+    assert_eq!(orders(&mut e), [(0, 25)]);
     let view = e.qp(0).unwrap();
-    assert_eq!(view.counters.sends_completed, 45);
+    assert_eq!(view.counters.sends_completed, 25);
     assert_eq!(view.awaiting, 0);
     // Nothing retired: nothing to order.
     assert_eq!(e.handle_events(11_000, &[ack_on(0, 91, 0)]), 1);
     assert!(orders(&mut e).is_empty());
+    // A count beyond what the datapath can hold (a send queue) is taken as a send queue's
+    // worth, ordered in commands of at most COMPLETE_SENDS_MAX.
+    assert_eq!(e.handle_events(12_000, &[ack_on(0, 92, 1_000)]), 1);
+    assert_eq!(e.qp(0).unwrap().awaiting, SQ);
+    let got = orders(&mut e);
+    assert!(got.iter().all(|&(q, n)| q == 0 && n <= COMPLETE_SENDS_MAX));
+    assert_eq!(got.iter().map(|&(_, n)| usize::from(n)).sum::<usize>(), SQ);
 }
 
 /// Work requests retired but not ordered completed when the QP fails come back from the

@@ -71,6 +71,7 @@ package mrc_abi_pkg;
   localparam logic [31:0] ABI_MAX_SEND_SGE = 32'h00000002; // SGEs in a send WQE.
   localparam logic [31:0] ABI_DOORBELL_PAGE_BYTES = 32'h00001000; // Doorbell page size.
   localparam logic [31:0] ABI_CSR_ENTRY_BYTES = 32'h00000020; // CSR queue entry size.
+  localparam logic [31:0] ABI_COMPLETE_SENDS_MAX = 32'h00000020; // CompleteSends: most work requests one command completes.
   localparam logic [31:0] ABI_ADMIN_BODY_BYTES = 32'h00000038; // Admin command body size.
   localparam logic [31:0] ABI_FW_IMAGE_MAGIC = 32'h4643524D; // Firmware image magic ("MRCF").
   localparam logic [31:0] ABI_RETRY_FOREVER = 32'h00000019; // Retry count meaning retry forever.
@@ -90,8 +91,8 @@ package mrc_abi_pkg;
   // csr_nack_flag
   localparam logic [31:0] CSR_NACK_FLAG_IN_FLIGHT = 32'h00000001; // Nack: the PSN was in flight.
 
-  // csr
-  localparam logic [31:0] CSR_COMPLETE_SENDS_MAX = 32'h00000020; // CompleteSends: most work requests one command completes.
+  // csr_cs_flag
+  localparam logic [31:0] CSR_CS_FLAG_POST_CQE = 32'h00000001; // CompleteSends: PostCqe entries on CQ cqn.
 
   // csr_flush_flag
   localparam logic [31:0] CSR_FLUSH_FLAG_SIGNALED = 32'h00000001; // Flushed: completion requested.
@@ -1100,13 +1101,14 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } complete_t;
 
-  // CompleteSends (32 bytes, little-endian): FW->DP: complete the `count` oldest send work requests of QP `qpn` that ACKs retired (`AckSummary::retired`) and no earlier `CompleteSends` completed. The datapath frees their send queue slots and writes a `Complete` (status OK, opcode SEND) for the host for each one that asked for a completion, in posting order. `count` is at most `COMPLETE_SENDS_MAX`, so the host-interface queue always has room for one command's completions once it drains; the datapath completes no more than are retired and counts the rest as refused.
+  // CompleteSends (32 bytes, little-endian): FW->DP: complete the `count` oldest send work requests of QP `qpn` that ACKs retired (`AckSummary::retired`) and no earlier `CompleteSends` completed. The datapath frees their send queue slots and, for each one that asked for a completion, in posting order, writes for the host a `Complete` (status OK, opcode SEND), or with `CS_POST_CQE` a `PostCqe` (success, WRITE) on CQ `cqn` whose `wqe_index` is the low 16 bits of the work request id. `count` is at most `COMPLETE_SENDS_MAX`, so the host-interface queue always has room for one command's completions once it drains; the datapath completes no more than are retired and counts the rest as refused.
   localparam logic [31:0] COMPLETE_SENDS_BYTES = 32'd32;
   typedef struct packed {
-    logic [191:0] rsvd2; // Reserved (0).
+    logic [159:0] rsvd; // Reserved (0).
+    logic [31:0] cqn; // The send CQ (with `CS_POST_CQE`; else 0).
     logic [31:0] qpn; // QPN.
     logic [15:0] count; // Work requests to complete (`1..=COMPLETE_SENDS_MAX`).
-    logic [7:0] rsvd; // Reserved (0).
+    logic [7:0] flags; // `CS_*` flags.
     logic [7:0] kind; // `CsrKind` code.
   } complete_sends_t;
 

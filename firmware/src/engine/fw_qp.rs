@@ -421,9 +421,11 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
             rtt,
         );
         self.outstanding = a.has(csr::ACK_OUTSTANDING);
+        // (the datapath holds at most `SQ` work requests: a larger count is malformed)
         self.sends_retired = self
             .sends_retired
-            .saturating_add(u32::from(a.retired.get()));
+            .saturating_add(u32::from(a.retired.get()))
+            .min(SQ as u32);
         if a.has(csr::ACK_PROGRESS) {
             self.una = a.una();
             self.retry.on_progress(now_ns, self.outstanding);

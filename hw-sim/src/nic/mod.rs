@@ -17,10 +17,11 @@
 //!   QPN).
 //! - **Stage and firmware**: the stage does every packet's work (segmentation, the EV pick,
 //!   ACK generation and application, placement checks); the engine runs on the stage's
-//!   coalesced reports (ACK summaries, losses, NACKs, sends) and steers it with commands
-//!   (retransmission orders, EV table writes, windows, QP contexts). Completions and EV state
-//!   changes reach the NIC model as the `Complete` / `EvEvent` entries the engine writes for
-//!   the host.
+//!   coalesced reports (ACK summaries with the sends they retired, losses, NACKs) and steers it
+//!   with commands (retransmission orders, completion orders, EV table writes, windows, QP
+//!   contexts). Completions and EV state changes reach the NIC model as host writes: the
+//!   `Complete` entries the stage writes on the engine's completion orders (the engine's own
+//!   for errors and received immediates) and the engine's `EvEvent` entries.
 //! - **Flows** (the `flows` host model, [`crate::run::HostModel`]; with the `driver` model the NIC
 //!   is [`Nic::for_driver`]'s and its host's application posts the flows,
 //!   [`crate::apps::workload`]): the NIC keeps the flows whose source is its host. A flow is

@@ -184,7 +184,7 @@ fn engine_rows(o: &Outputs) -> Result<Vec<Row>, String> {
             same_run("engine instructions per delivered packet", total / packets),
         )
         .note(format!(
-            "{} instructions per message (post, first packet, TX done report, completion): the difference to a run with 32 packets per message; {} per packet without it",
+            "{} instructions per message (post, first packet, completion order and CQE): the difference to a run with 32 packets per message; {} per packet without it",
             number(per_msg, 0),
             number(total / packets - msg_part, 1)
         )),
