@@ -252,10 +252,11 @@ rtl-sim scenario="default":
 rtl-report:
     fpga-rtl/scripts/synth.sh
 
-# Every benchmark, each figure next to its baseline: writes BENCHMARKS.md, target/bench.json and
+# Every benchmark, each figure next to its baseline: writes BENCHMARKS.md, BENCHMARKS.json and
 # the README's figures table. `just bench --only engine-cost driver` reruns some steps (the
-# others keep their section from target/bench.json, measured on this machine; without one the
-# run refuses, unless --drop-others); `cargo run -q -p mrc-bench-report -- list` lists the steps.
+# others keep their section from BENCHMARKS.json when it was measured on this kind of machine;
+# without one the run refuses, unless --drop-others); `cargo run -q -p mrc-bench-report -- list`
+# lists the steps.
 bench *ARGS:
     cargo run -q --release -p mrc-bench-report -- run {{ARGS}}
 

@@ -1,5 +1,6 @@
 //! `mrc-bench-report`: runs every benchmark of the project (`just bench`) and writes
-//! `target/bench.json`, `BENCHMARKS.md` and the figures table of `README.md`.
+//! `BENCHMARKS.json`, `BENCHMARKS.md` and the figures table of `README.md` (all three are
+//! committed: a clone has the sections a partial run keeps).
 //!
 //! ```text
 //! mrc-bench-report run [--only STEP...] [--skip STEP...]   # measure, then write all three
@@ -11,7 +12,7 @@
 //! with their output shown and kept in `target/bench/STEP.log`. A step whose command fails, or
 //! whose output cannot be read, is reported as failed with the reason; the other steps still
 //! run. With `--only`/`--skip`, the steps not run keep their section from the previous
-//! `target/bench.json` when it was measured on the same machine (each section says when and at
+//! `BENCHMARKS.json` when it was measured on the same machine (each section says when and at
 //! which commit it was measured); a step not run without such a section makes the run refuse
 //! before measuring (its section would vanish from BENCHMARKS.md), unless `--drop-others`.
 //!
@@ -48,7 +49,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run the steps, then write target/bench.json, BENCHMARKS.md and the README's table.
+    /// Run the steps, then write BENCHMARKS.json, BENCHMARKS.md and the README's table.
     Run {
         /// Run only these steps (the others keep their previous section, if any).
         #[arg(long, value_name = "STEP", num_args = 1..)]
@@ -61,7 +62,7 @@ enum Cmd {
         #[arg(long)]
         drop_others: bool,
     },
-    /// Write BENCHMARKS.md and the README's table from target/bench.json.
+    /// Write BENCHMARKS.md and the README's table from BENCHMARKS.json.
     Render,
     /// List the steps and their commands.
     List,
@@ -103,7 +104,7 @@ fn main() -> ExitCode {
 }
 
 fn json_path(root: &Path) -> PathBuf {
-    root.join("target/bench.json")
+    root.join("BENCHMARKS.json")
 }
 
 fn read_report(root: &Path) -> Result<Report, String> {
@@ -118,7 +119,6 @@ fn write_outputs(root: &Path, report: &Report) -> Result<(), String> {
         std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
     };
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(root.join("target")).map_err(|e| e.to_string())?;
     write(json_path(root), json + "\n")?;
     write(root.join("BENCHMARKS.md"), report::markdown(report) + "\n")?;
     let readme = root.join("README.md");
@@ -127,7 +127,7 @@ fn write_outputs(root: &Path, report: &Report) -> Result<(), String> {
     let text = report::splice(&text, &report::headline_table(report))
         .map_err(|e| format!("{}: {e}", readme.display()))?;
     write(readme, text)?;
-    eprintln!("wrote target/bench.json, BENCHMARKS.md and the figures table of README.md");
+    eprintln!("wrote BENCHMARKS.json, BENCHMARKS.md and the figures table of README.md");
     Ok(())
 }
 
@@ -162,7 +162,7 @@ fn run(root: &Path, only: &[String], skip: &[String], drop_others: bool) -> Resu
     if !lost.is_empty() && !drop_others {
         return Err(format!(
             "{} has no section from this machine for {}: BENCHMARKS.md and the README's table \
-             would lose them. Run every step (`just bench`), put back the target/bench.json \
+             would lose them. Run every step (`just bench`), put back the BENCHMARKS.json \
              they were written from, or pass --drop-others",
             json_path(root).display(),
             lost.join(", ")
@@ -275,6 +275,23 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The committed BENCHMARKS.md and the README's figures table are what `render` writes
+    /// from the committed BENCHMARKS.json: neither was edited by hand, nor is the JSON behind.
+    #[test]
+    fn the_committed_report_is_rendered_from_the_committed_json() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let report = read_report(&root).unwrap();
+        let md = std::fs::read_to_string(root.join("BENCHMARKS.md")).unwrap();
+        assert!(
+            md == report::markdown(&report) + "\n",
+            "BENCHMARKS.md differs from what BENCHMARKS.json renders \
+             (cargo run -q -p mrc-bench-report -- render)"
+        );
+        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        let table = report::headline_table(&report);
+        assert_eq!(report::splice(&readme, &table).unwrap(), readme);
+    }
 
     /// A partial run with no previous report refuses before measuring anything, naming the
     /// sections it would drop; an unknown step is refused first.

@@ -1,4 +1,4 @@
-//! The report: what one `just bench` measured, as JSON (`target/bench.json`) and as Markdown
+//! The report: what one `just bench` measured, as JSON (`BENCHMARKS.json`) and as Markdown
 //! (`BENCHMARKS.md`, and the figures table of the README).
 //!
 //! Every row is a figure, its baseline and their ratio (`value / baseline`). A baseline is
@@ -240,7 +240,7 @@ pub fn markdown(report: &Report) -> String {
          states, each next to a baseline and their ratio (figure / baseline). A baseline marked\n\
          *same run* was measured (or computed from the same scenario) in the same run as its\n\
          figure; *budget* and *capacity* are the fixed limits a figure is held to. The machine-\n\
-         readable form is `target/bench.json`.\n"
+         readable form is `BENCHMARKS.json`.\n"
     );
     let _ = writeln!(
         out,
