@@ -1,7 +1,7 @@
 //! Swarm testing (see `mrc_tests::swarm`): random topologies, workloads and fault mixes on
 //! simulated hosts running the real engine, driven through the driver's public API.
 //!
-//! - `ci_fixed_seeds`: the fixed set CI runs (seeds 0..50, debug build), and
+//! - `ci_fixed_seeds`: the fixed set CI runs (seeds 0..200, debug build), and
 //!   `found_seeds_stay_fixed`: the seeds a longer run once failed.
 //! - `replay`: one seed, `SWARM_SEED=N cargo test -p mrc-tests --release --test swarm --
 //!   replay --nocapture` (what a failure prints; `SWARM_PLANTED_BUG=1` adds the planted bug).
@@ -15,7 +15,7 @@ use mrc_tests::swarm::cycle::{run_cycle_seed, CycleReport};
 use mrc_tests::swarm::{run_seed, Totals};
 
 /// Seeds CI runs.
-const CI_SEEDS: u64 = 50;
+const CI_SEEDS: u64 = 200;
 /// Seeds beyond the fixed set that once failed, run by CI too: each names what it found.
 const FOUND_SEEDS: [(u64, &str); 1] = [(
     4536,
