@@ -206,6 +206,11 @@ fn retired_sends_hold_their_slots_until_the_firmware_completes_them() {
     assert_eq!(dp.send_queue_room(0), room - 1);
     let tx = dp.qp(0).unwrap().tx;
     assert_eq!((tx.completed, tx.completions_refused), (2, 1));
+    // An order for a QP the stage does not have is counted and writes nothing.
+    let stray = cmd(CsrEvent::CompleteSends(CompleteSends::new(9, 1)));
+    assert_eq!(dp.handle_commands(25, &[stray]), 1);
+    assert_eq!(dp.counters().commands_unknown_qp, 1);
+    assert!(host_writes(&mut dp).is_empty());
     // The last one, on CQ 33: a PostCqe with the work request id as its WQE index.
     assert_eq!(dp.handle_packets(30, &[ack(4, 0, 0)], &mut v), 1);
     events(&mut dp);
@@ -228,6 +233,48 @@ fn retired_sends_hold_their_slots_until_the_firmware_completes_them() {
         (33, 0, 6, CqeStatus::Success as u8, CqeOpcode::Write as u8)
     );
     assert_eq!(dp.send_queue_room(0), room);
+}
+
+/// A completion order waits while the host-interface queue lacks room for all of its
+/// completions, and goes through once the host drained it.
+#[test]
+fn a_completion_order_waits_for_host_queue_room() {
+    let mut dp = stage(3);
+    for i in 0..2 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    assert_eq!(send_all(&mut dp, 5).len(), 2);
+    let mut v = [RxVerdict::Consumed];
+    assert_eq!(dp.handle_packets(10, &[ack(2, 0, 0)], &mut v), 1);
+    events(&mut dp);
+    let fill: Vec<CsrEntry> = (0..HOST_CAP - 1)
+        .map(|i| {
+            cmd(CsrEvent::EvEvent(EvEventEntry::new(
+                0,
+                i as u16 % 8,
+                EvState::Good,
+                EvState::AssumedBad,
+                1,
+            )))
+        })
+        .collect();
+    assert_eq!(dp.handle_commands(20, &fill), fill.len());
+    let order = [cmd(CsrEvent::CompleteSends(CompleteSends::new(0, 2)))];
+    assert_eq!(
+        dp.handle_commands(30, &order),
+        0,
+        "one slot for two completions"
+    );
+    assert_eq!(host_writes(&mut dp).len(), HOST_CAP - 1);
+    assert_eq!(dp.handle_commands(40, &order), 1);
+    let ids: Vec<u64> = host_writes(&mut dp)
+        .iter()
+        .filter_map(|e| match e {
+            CsrEvent::Complete(c) => Some(c.wr_id.get()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, [0, 1]);
 }
 
 /// ERROR flushes every send not completed, retired or not, in posting order.
