@@ -2,11 +2,12 @@
 //! events.
 //!
 //! The engine never handles a data packet. It takes the datapath stage's reports (DP->FW
-//! `mrc_abi::device::csr` entries: ACK summaries, losses, NACKs, sends, placed immediates,
-//! probe replies, port events, ...) with [`Engine::handle_events`], runs its timers with
-//! [`Engine::handle_timeout`], and answers with commands (FW->DP entries: retransmission
-//! orders, EV table writes and plane weights, windows, probes, QP contexts, receive credits,
-//! completions and EV events for the host) from [`Engine::poll_commands`]. It is sans-IO and
+//! `mrc_abi::device::csr` entries: ACK summaries with the sends they retired, losses, NACKs,
+//! placed immediates, probe replies, port events, ...) with [`Engine::handle_events`], runs its
+//! timers with [`Engine::handle_timeout`], and answers with commands (FW->DP entries:
+//! retransmission orders, EV table writes and plane weights, windows, probes, QP contexts,
+//! receive credits, completion orders for retired sends, and error and receive completions and
+//! EV events for the host) from [`Engine::poll_commands`]. It is sans-IO and
 //! never reads a clock: every input carries `now_ns`. Everything is integer or fixed point (the
 //! NIC cores have no FPU), bounded (capacities from a [`Capacity`] profile, no allocation, no
 //! recursion) and deterministic (randomness only from [`rng::Rng`] with a seed). No input

@@ -7,10 +7,10 @@
 //!
 //! | side | job |
 //! |---|---|
-//! | host | send and receive work requests posted ([`Datapath::post_send`], [`Datapath::post_recv`]); completions and events the firmware writes to the host, passed on ([`Datapath::poll_host_writes`]) |
+//! | host | send and receive work requests posted ([`Datapath::post_send`], [`Datapath::post_recv`]); the CQEs of the sends the firmware orders completed, written from the send queue, and the completions and events the firmware writes itself, passed on ([`Datapath::poll_host_writes`]) |
 //! | transmit | segmentation, the EV pick per packet from the QP's EV table, header fields, the per-PSN send state; retransmissions the firmware orders go first; control packets (ACKs, NACKs, probes, replies) before both ([`Datapath::poll_packets`]) |
 //! | receive | header checks, the receive PSN bitmap, rkey and bounds checks and placement by RETH, coalesced SACK / NACK generation; at the sender, ACK and NACK application to the per-PSN state ([`Datapath::handle_packets`]) |
-//! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context, region table and retransmission commands in ([`Datapath::handle_commands`]) |
+//! | firmware | summaries and reports out ([`Datapath::poll_events`]); EV table, window, QP context, region table, retransmission and completion commands in ([`Datapath::handle_commands`]) |
 //!
 //! The firmware never sees a data packet: it hears of what packets changed through the
 //! `mrc_abi::device::csr` entries the stage reports, and steers the stage with the ones it
