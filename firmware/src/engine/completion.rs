@@ -1,5 +1,8 @@
 //! Completions: what the firmware tells the host about its work requests, as values and as the
-//! `Complete` CSR entries the host interface turns into CQEs.
+//! `Complete` CSR entries the host interface turns into CQEs. The firmware writes these for
+//! errors (flushes, fatal NACKs, retry exhaustion) and received immediates; a successful send
+//! is completed by the datapath from its send queue on the firmware's `CompleteSends` order,
+//! as the same entry (or as a `PostCqe`, when the NIC loop gave the order the QP's CQ).
 
 use mrc_abi::device::csr::{self, Complete, CsrEntry, CsrEvent};
 use mrc_abi::wire::NackReason;
