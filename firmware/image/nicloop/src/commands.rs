@@ -218,18 +218,12 @@ pub fn post_cqe(c: &Completion, qpn: u32, cqn: u32) -> PostCqe {
         CompletionKind::RecvImm { imm, .. } if c.status.is_ok() => (CqeOpcode::RecvWriteImm, imm),
         CompletionKind::RecvImm { .. } | CompletionKind::Recv => (CqeOpcode::RecvWriteImm, 0),
     };
-    PostCqe {
-        kind: CsrKind::PostCqe as u8,
-        status: cqe_status(c.status) as u8,
-        opcode: opcode as u8,
-        flags: 0,
-        cqn: cqn.into(),
-        qpn: (qpn & (mrc_abi::device::QPN_LIMIT - 1)).into(),
-        wqe_index: (c.wr_id as u16).into(),
-        rsvd: 0.into(),
-        byte_len: 0.into(),
-        imm: imm.into(),
-        syndrome: 0.into(),
-        rsvd2: [0; 4],
-    }
+    PostCqe::new(
+        cqe_status(c.status) as u8,
+        opcode as u8,
+        cqn,
+        qpn,
+        c.wr_id as u16,
+        imm,
+    )
 }
