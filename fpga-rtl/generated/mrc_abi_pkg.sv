@@ -1142,7 +1142,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } tail_probe_t;
 
-  // PlaneDown (32 bytes, little-endian): FW->DP: a plane (port) went down: every PSN of every QP in flight on it is queued for retransmission, on EVs the sprayer picks (not the one it left on).
+  // PlaneDown (32 bytes, little-endian): FW->DP: a plane (port) went down: the plane's weight becomes 0 in the sprayer of every QP past RESET (no packet is sprayed on it from this entry on, before any EV table write; the firmware writes the weight again after the plane comes back), and every PSN of every QP in flight on it is queued for retransmission, on EVs the sprayer picks (not the one it left on).
   localparam logic [31:0] PLANE_DOWN_BYTES = 32'd32;
   typedef struct packed {
     logic [239:0] rsvd; // Reserved (0).

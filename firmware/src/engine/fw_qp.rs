@@ -337,7 +337,8 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
 
     /// Capacity-weighted plane balance: plane weight proportional to its `Good` EVs, rounded
     /// to the nearest of `1..=WEIGHT_MAX` (rounding up would give a plane with 56 of 64 EVs
-    /// 14/15 of the others' weight, 0.933, where its capacity is 0.875; 13/15 is 0.867).
+    /// 14/15 of the others' weight, 0.933, where its capacity is 0.875; 13/15 is 0.867); 0
+    /// for a plane that is down (the datapath's `PlaneDown` set it so).
     fn plane_weights(&self) -> [u8; MAX_PLANES] {
         let caps = self.ev.plane_capacities();
         let max = caps.iter().copied().max().unwrap_or(0);
@@ -350,7 +351,11 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> FwQp<EVS, SQ, RQ> {
             let (cap, max) = (u32::from(cap), u32::from(max));
             let x = (2 * u32::from(WEIGHT_MAX) * cap + max) / (2 * max);
             if let Some(slot) = w.get_mut(p) {
-                *slot = x.clamp(1, u32::from(WEIGHT_MAX)) as u8;
+                *slot = if self.ev.plane_is_down(p as u8) {
+                    0
+                } else {
+                    x.clamp(1, u32::from(WEIGHT_MAX)) as u8
+                };
             }
         }
         w
@@ -856,14 +861,20 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
     }
 
     fn plane_down(&mut self, plane: u8) {
-        if self.init.is_some() {
-            let _ = self.ev.plane_down(plane);
+        if self.init.is_some() && self.ev.plane_down(plane).is_ok() {
+            // (the datapath's `PlaneDown`, queued ahead of this QP's commands, sets the
+            // weight 0 in its sprayer)
+            if let Some(w) = self.weights.get_mut(usize::from(plane)) {
+                *w = 0;
+            }
         }
     }
 
     fn plane_up(&mut self, now_ns: u64, plane: u8) {
-        if self.init.is_some() {
-            let _ = self.ev.plane_up(plane, now_ns);
+        if self.init.is_some() && self.ev.plane_up(plane, now_ns).is_ok() {
+            // (its weight is written again after the EV table writes of its retirement: its
+            // EVs are retired in the sprayer before it is sprayed on again)
+            self.weights_pending = true;
         }
     }
 

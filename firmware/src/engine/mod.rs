@@ -558,8 +558,10 @@ impl<C: Capacity> Engine<C> {
         acted
     }
 
-    /// Plane (NIC port) `plane` went down: every QP retires its EVs there, and the datapath
-    /// resends what was in flight on it.
+    /// Plane (NIC port) `plane` went down: the datapath takes it out of every QP's sprayer at
+    /// once and resends what was in flight on it (one `PlaneDown` order, ahead of anything
+    /// else this queues), and every QP retires its EVs there (their EV table writes follow,
+    /// off the failover's path).
     pub fn handle_plane_down(&mut self, now_ns: u64, plane: u8) {
         self.counters.plane_downs += 1;
         self.cmds.push(CsrEvent::PlaneDown(PlaneDown::new(plane)));

@@ -632,8 +632,11 @@ csr_entry!(
 );
 
 csr_entry!(
-    /// FW->DP: a plane (port) went down: every PSN of every QP in flight on it is queued for
-    /// retransmission, on EVs the sprayer picks (not the one it left on).
+    /// FW->DP: a plane (port) went down: the plane's weight becomes 0 in the sprayer of every
+    /// QP past RESET (no packet is sprayed on it from this entry on, before any EV table
+    /// write; the firmware writes the weight again after the plane comes back), and every PSN
+    /// of every QP in flight on it is queued for retransmission, on EVs the sprayer picks
+    /// (not the one it left on).
     PlaneDown {
         /// Plane.
         plane: u8,

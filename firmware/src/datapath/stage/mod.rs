@@ -376,7 +376,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
                     self.counters.plane_downs += 1;
                     let plane = e.view::<PlaneDown>().plane;
                     for qp in self.qps.as_mut() {
-                        qp.plane_down(plane);
+                        qp.plane_down(plane, &mut self.blocks);
                     }
                 }
                 CsrKind::RegionWrite => self.region_write(e.view()),

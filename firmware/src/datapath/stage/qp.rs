@@ -219,8 +219,9 @@ pub trait QpContext {
     fn ack_deadline_ns(&self) -> Option<u64>;
     /// The coalescing timer fired: the ACK, if one is due, into `ctrl`.
     fn handle_timeout(&mut self, now_ns: u64, ctrl: &mut Ctrl, blocks: &mut dyn Blocks) -> bool;
-    /// Plane `plane` went down.
-    fn plane_down(&mut self, plane: u8);
+    /// Plane `plane` went down: its weight 0 in the sprayer (past RESET), what was in flight
+    /// on it queued again (in RTS).
+    fn plane_down(&mut self, plane: u8, blocks: &mut dyn Blocks);
     /// Reports waiting outside any input (flushed work requests, placed immediates) while
     /// `events` has room.
     fn poll_reports(&mut self, events: &mut Events);
@@ -957,7 +958,16 @@ impl<
         }
     }
 
-    fn plane_down(&mut self, plane: u8) {
+    fn plane_down(&mut self, plane: u8, blocks: &mut dyn Blocks) {
+        if self.state == DpState::Reset {
+            return;
+        }
+        // (the plane leaves the sprayer now, not as the firmware's EV table writes arrive: a
+        // QP may have hundreds of EVs on it; the firmware counts the weight 0 too, and writes
+        // it again once the plane is back)
+        let _ = self
+            .sprayer_port(blocks)
+            .write(SprayerCmd::PlaneWeight(plane, 0));
         if self.state == DpState::Rts {
             self.tx.plane_down(plane);
         }

@@ -352,6 +352,51 @@ fn an_ack_reports_progress_and_a_hole_past_the_threshold_is_a_loss() {
     );
 }
 
+/// A plane going down leaves the sprayers at once: after the order no packet takes it, before
+/// any EV table write; what was in flight on it leaves again on the other plane; the weight
+/// the firmware writes once the plane is back brings it back.
+#[test]
+fn a_plane_down_order_takes_the_plane_out_of_the_sprayer_at_once() {
+    let mut dp = stage(3);
+    dp.post_send(0, wr(1, 4 * MTU)).unwrap();
+    let first = send_all(&mut dp, 0);
+    assert_eq!(first.len(), 4);
+    let on_1: Vec<Psn> = first
+        .iter()
+        .filter(|p| p.evx.plane == 1)
+        .map(|p| p.psn)
+        .collect();
+    assert_eq!(on_1.len(), 2, "sprayed over both planes");
+    let down = [cmd(CsrEvent::PlaneDown(PlaneDown::new(1)))];
+    assert_eq!(dp.handle_commands(10, &down), 1);
+    dp.post_send(0, wr(2, 4 * MTU)).unwrap();
+    let next = send_all(&mut dp, 20);
+    let resent: Vec<Psn> = next
+        .iter()
+        .filter(|p| p.retransmit)
+        .map(|p| p.psn)
+        .collect();
+    assert_eq!(resent, on_1);
+    assert!(next.len() > on_1.len(), "new packets left too");
+    assert!(
+        next.iter().all(|p| p.evx.plane == 0),
+        "{:?}",
+        next.iter()
+            .map(|p| (p.psn, p.evx.plane))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(dp.counters().plane_downs, 1);
+    // The plane back (the firmware writes its weight again): sprayed on both planes.
+    let up = [cmd(CsrEvent::PlaneWeight(PlaneWeight::new(0, 1, 1)))];
+    assert_eq!(dp.handle_commands(30, &up), 1);
+    let mut v = [RxVerdict::Consumed];
+    dp.handle_packets(40, &[ack(8, 0, 0)], &mut v);
+    dp.post_send(0, wr(3, 4 * MTU)).unwrap();
+    let after = send_all(&mut dp, 50);
+    assert_eq!(after.len(), 4);
+    assert!(after.iter().any(|p| p.evx.plane == 1));
+}
+
 #[test]
 fn the_loss_window_sends_only_una_until_the_peer_answers() {
     let mut dp = stage(3);
