@@ -100,7 +100,7 @@ package mrc_abi_pkg;
 
   // csr_retx
   localparam logic [31:0] CSR_RETX_EV_ANY = 32'h0000FFFF; // Retransmit: the sprayer picks the EV.
-  localparam logic [31:0] CSR_RETX_AVOID_LAST = 32'h00000001; // Retransmit: not on the EV the PSN last took.
+  localparam logic [31:0] CSR_RETX_AVOID_LAST = 32'h00000001; // Retransmit: away from where the PSN last left (another plane, else another EV).
 
   // csr_qp_state
   localparam logic [31:0] CSR_QP_STATE_RESET = 32'h00000000; // QpState: back to RESET.
@@ -1124,7 +1124,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } ev_event_entry_t;
 
-  // RetransmitUnacked (32 bytes, little-endian): FW->DP: after an ACK timeout, queue every unacknowledged PSN of the QP for retransmission in PSN order (on EVs the sprayer picks, each not on the EV it last left on), but send only the oldest until the peer answers (an ACK or NACK).
+  // RetransmitUnacked (32 bytes, little-endian): FW->DP: after an ACK timeout, queue every unacknowledged PSN of the QP for retransmission in PSN order (on EVs the sprayer picks, each away from where it last left, as with `RETX_AVOID_LAST`), but send only the oldest until the peer answers (an ACK or NACK).
   localparam logic [31:0] RETRANSMIT_UNACKED_BYTES = 32'd32;
   typedef struct packed {
     logic [191:0] rsvd2; // Reserved (0).
@@ -1133,7 +1133,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } retransmit_unacked_t;
 
-  // TailProbe (32 bytes, little-endian): FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks, not the one it last left on), unless the QP transmitted within two reorder windows (its RTS `reorder_ns`): that transmission's ACK answers sooner.
+  // TailProbe (32 bytes, little-endian): FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks, away from where it last left, as with `RETX_AVOID_LAST`), unless the QP transmitted within two reorder windows (its RTS `reorder_ns`): that transmission's ACK answers sooner.
   localparam logic [31:0] TAIL_PROBE_BYTES = 32'd32;
   typedef struct packed {
     logic [191:0] rsvd2; // Reserved (0).
@@ -1142,7 +1142,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } tail_probe_t;
 
-  // PlaneDown (32 bytes, little-endian): FW->DP: a plane (port) went down: the plane's weight becomes 0 in the sprayer of every QP past RESET (no packet is sprayed on it from this entry on, before any EV table write; the firmware writes the weight again after the plane comes back), and every PSN of every QP in flight on it is queued for retransmission, on EVs the sprayer picks (not the one it left on).
+  // PlaneDown (32 bytes, little-endian): FW->DP: a plane (port) went down: the plane's weight becomes 0 in the sprayer of every QP past RESET (no packet is sprayed on it from this entry on, before any EV table write; the firmware writes the weight again after the plane comes back), and every PSN of every QP in flight on it is queued for retransmission, on EVs the sprayer picks (on the other planes).
   localparam logic [31:0] PLANE_DOWN_BYTES = 32'd32;
   typedef struct packed {
     logic [239:0] rsvd; // Reserved (0).

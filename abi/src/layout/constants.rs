@@ -107,7 +107,7 @@ pub const CONSTANTS: &[Constant] = &[
     c!("csr_flush_flag", "SIGNALED", csr::FLUSH_SIGNALED, "Flushed: completion requested."),
     c!("csr_flush_flag", "RECV", csr::FLUSH_RECV, "Flushed: a receive work request."),
     c!("csr_retx", "EV_ANY", csr::EV_ANY, "Retransmit: the sprayer picks the EV."),
-    c!("csr_retx", "AVOID_LAST", csr::RETX_AVOID_LAST, "Retransmit: not on the EV the PSN last took."),
+    c!("csr_retx", "AVOID_LAST", csr::RETX_AVOID_LAST, "Retransmit: away from where the PSN last left (another plane, else another EV)."),
     c!("csr_qp_state", "RESET", csr::QP_RESET, "QpState: back to RESET."),
     c!("csr_qp_state", "ERROR", csr::QP_ERROR, "QpState: to ERROR."),
     c!("csr_region_op", "REMOVE", csr::REGION_REMOVE, "RegionWrite: remove the region of rkey."),

@@ -360,7 +360,9 @@ csr_entry!(
 
 /// [`Retransmit::ev`]: the sprayer picks the EV.
 pub const EV_ANY: u16 = u16::MAX;
-/// [`Retransmit::flags`]: with [`EV_ANY`], not on the EV the PSN last left on.
+/// [`Retransmit::flags`]: with [`EV_ANY`], away from where the PSN last left: on another
+/// plane (the sprayer's next pick on one within a turn of its plane scan: a failed link, port
+/// or switch takes out a plane's paths together, not one EV), else on another EV.
 pub const RETX_AVOID_LAST: u8 = 1 << 0;
 
 csr_entry!(
@@ -605,8 +607,9 @@ csr_entry!(
 
 csr_entry!(
     /// FW->DP: after an ACK timeout, queue every unacknowledged PSN of the QP for
-    /// retransmission in PSN order (on EVs the sprayer picks, each not on the EV it last left
-    /// on), but send only the oldest until the peer answers (an ACK or NACK).
+    /// retransmission in PSN order (on EVs the sprayer picks, each away from where it last
+    /// left, as with [`RETX_AVOID_LAST`]), but send only the oldest until the peer answers (an
+    /// ACK or NACK).
     RetransmitUnacked {
         /// Reserved (0).
         rsvd: [u8; 3],
@@ -619,7 +622,8 @@ csr_entry!(
 
 csr_entry!(
     /// FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks,
-    /// not the one it last left on), unless the QP transmitted within two reorder windows
+    /// away from where it last left, as with [`RETX_AVOID_LAST`]), unless the QP transmitted
+    /// within two reorder windows
     /// (its RTS `reorder_ns`): that transmission's ACK answers sooner.
     TailProbe {
         /// Reserved (0).
@@ -636,7 +640,7 @@ csr_entry!(
     /// QP past RESET (no packet is sprayed on it from this entry on, before any EV table
     /// write; the firmware writes the weight again after the plane comes back), and every PSN
     /// of every QP in flight on it is queued for retransmission, on EVs the sprayer picks
-    /// (not the one it left on).
+    /// (on the other planes).
     PlaneDown {
         /// Plane.
         plane: u8,

@@ -397,6 +397,35 @@ fn a_plane_down_order_takes_the_plane_out_of_the_sprayer_at_once() {
     assert!(after.iter().any(|p| p.evx.plane == 1));
 }
 
+/// A retransmission after an ACK timeout leaves on another plane than the one the packet was
+/// lost on (a failed link or port takes a plane's paths out together).
+#[test]
+fn a_packet_lost_to_a_timeout_is_resent_on_another_plane() {
+    let mut dp = stage(3);
+    for i in 0..4 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    let sent = send_all(&mut dp, 0);
+    assert_eq!(sent.len(), 4);
+    let mut resent = Vec::new();
+    for k in 0..4u64 {
+        dp.handle_commands(
+            100 * (k + 1),
+            &[cmd(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(0)))],
+        );
+        let r = send_all(&mut dp, 100 * (k + 1));
+        assert_eq!(r.len(), 1);
+        resent.push(r[0]);
+    }
+    assert_eq!(resent[0].psn, Psn::new(0));
+    // Each try on the other plane than the one before, so never on the same EV twice.
+    let mut last = sent[0].evx.plane;
+    for p in &resent {
+        assert_ne!(p.evx.plane, last, "{resent:?}");
+        last = p.evx.plane;
+    }
+}
+
 #[test]
 fn the_loss_window_sends_only_una_until_the_peer_answers() {
     let mut dp = stage(3);

@@ -65,7 +65,7 @@ const F_INFLIGHT: u8 = 1;
 const F_ACKED: u8 = 2;
 /// Queued for retransmission.
 const F_PENDING: u8 = 4;
-/// With [`EV_ANY`]: not on the EV it last left on.
+/// With [`EV_ANY`]: away from the plane (else the EV) it last left on (`TxSide::pick`).
 const F_AVOID: u8 = 8;
 /// Reported lost; waits for the firmware's order.
 const F_LOST: u8 = 16;
@@ -550,16 +550,29 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.poll_new(now_ns, hdr, sprayer, events, out)
     }
 
-    /// The sprayer's next EV, picked once more when it is `avoid`.
+    /// The sprayer's next EV; with `avoid`, the (EV, plane) a lost packet left on, the next
+    /// pick on another plane within one turn of the sprayer's plane scan (a failed link, port
+    /// or switch takes out the paths of a plane together, not one EV), else the next pick
+    /// that is not the EV itself.
     #[inline]
     fn pick<const E: usize, const P: usize>(
         sprayer: &mut SprayerPort<'_, E, P>,
-        avoid: Option<u16>,
+        avoid: Option<(u16, u8)>,
     ) -> Option<EvPick> {
-        let p = sprayer.next_ev()?;
-        match avoid {
-            Some(a) if a == p.index => Some(sprayer.next_ev().unwrap_or(p)),
-            _ => Some(p),
+        let mut p = sprayer.next_ev()?;
+        let Some((ev, plane)) = avoid else {
+            return Some(p);
+        };
+        for _ in 1..P {
+            if p.plane != plane {
+                return Some(p);
+            }
+            p = sprayer.next_ev().unwrap_or(p);
+        }
+        if p.plane != plane || p.index != ev {
+            Some(p)
+        } else {
+            Some(sprayer.next_ev().unwrap_or(p))
         }
     }
 
@@ -589,7 +602,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             };
             let ev = match s.retx_ev {
                 EV_ANY => {
-                    let avoid = (s.flags & F_AVOID != 0).then_some(s.ev);
+                    let avoid = (s.flags & F_AVOID != 0).then_some((s.ev, s.plane));
                     match Self::pick(sprayer, avoid) {
                         Some(ev) => ev,
                         None => {

@@ -10,7 +10,7 @@ use crate::datapath::stage::events::Events;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// The firmware orders `psn` resent on `ev` ([`EV_ANY`]: the sprayer's pick, `avoid`ing
-    /// the EV it last left on).
+    /// the plane, else the EV, it last left on).
     pub(crate) fn order_retransmit(&mut self, psn: Psn, ev: u16, avoid: bool) {
         let s = self.slot(psn);
         if self.mode != Mode::Live
@@ -36,8 +36,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     /// After an ACK timeout: every unacknowledged PSN of `[una, nxt)` is queued for
-    /// retransmission in PSN order, the oldest first, each once, not on the EV it last took;
-    /// only the oldest leaves until the peer answers.
+    /// retransmission in PSN order, the oldest first, each once, away from the plane (else
+    /// the EV) it last took; only the oldest leaves until the peer answers.
     ///
     /// The queue is rebuilt rather than appended to: PSNs already waiting would otherwise keep
     /// their old place while the ones just lost again go behind them, and `una` could wait
@@ -62,7 +62,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.rto = RtoWindow::One;
     }
 
-    /// A tail loss probe: the newest PSN in flight is resent on another EV, unless the QP
+    /// A tail loss probe: the newest PSN in flight is resent away from the plane (else the
+    /// EV) it last took, unless the QP
     /// transmitted within the probe timeout ([`TLP_REORDER_WINDOWS`] reorder windows): the
     /// firmware times the probe from the last send or ACK it heard of, and hears of a burst's
     /// first packet and of each work request's last, not of every packet (RACK-TLP times it
