@@ -25,7 +25,7 @@ use crate::engine::host_probe::{HostProbes, Outcome, HOST_PROBE};
 use crate::engine::qp::{transition_allowed, InitParams, QpAttrs, QpError, QpState};
 use crate::engine::retry::{AckTimeout, RetryDecision, RetryPolicy, RetryState};
 use crate::engine::timer_wheel::TimerHandle;
-use crate::engine::EngineConfig;
+use crate::engine::{EngineConfig, REORDER_NS_BASE_RTT};
 use crate::ring::Ring;
 
 /// Timer kinds per QP: the ACK timeout with the tail loss probe, and EV probes (the EV
@@ -578,7 +578,13 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             QpState::Rts => {
                 let p = attrs.rts_params(limits.window_psns, limits.send_queue)?;
                 self.retry = p.retry;
-                self.reorder_ns = cfg.reorder_ns;
+                self.reorder_ns = match cfg.reorder_ns {
+                    REORDER_NS_BASE_RTT => self
+                        .cc
+                        .base_rtt_ns()
+                        .map_or(0, |r| u32::try_from(r).unwrap_or(u32::MAX - 1)),
+                    ns => ns,
+                };
                 self.una = p.sq_psn;
                 self.cwnd_sent = u64::MAX;
                 self.state = QpState::Rts;
@@ -589,7 +595,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                     p.mpr_psns,
                     p.max_wimm,
                     reorder_tx,
-                    cfg.reorder_ns,
+                    self.reorder_ns,
                 )));
             }
             QpState::Error => {

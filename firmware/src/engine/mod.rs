@@ -75,11 +75,18 @@ pub struct EngineConfig {
     /// while it is inside the ACK's 64-bit SACK bitmap.
     pub reorder_tx: u32,
     /// ... and once the newest acknowledged transmission left at least this many ns after the
-    /// hole's (RACK's reordering window, about one unloaded RTT; 0 = the count alone decides).
-    /// Also the tail loss probe's unit: a probe goes two windows after the last send or ACK
-    /// with PSNs outstanding.
+    /// hole's (RACK's reordering window, about one unloaded RTT; 0 = the count alone decides;
+    /// [`REORDER_NS_BASE_RTT`]: each QP's CC profile's base RTT). Also the tail loss probe's
+    /// unit: a probe goes two windows after the last send or ACK with PSNs outstanding (none
+    /// without a window).
     pub reorder_ns: u32,
 }
+
+/// [`EngineConfig::reorder_ns`]: each QP's reordering window is the base RTT of its CC
+/// profile (NSCC's, which the controller sets for the fabric; a fixed window has none: the
+/// count alone decides, no tail loss probe), for firmware that cannot know the fabric's RTT
+/// when it is built.
+pub const REORDER_NS_BASE_RTT: u32 = u32::MAX;
 
 impl Default for EngineConfig {
     fn default() -> Self {

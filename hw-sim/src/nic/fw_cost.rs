@@ -58,16 +58,16 @@ const fn u(kind: CsrKind, name: &'static str) -> EventCost {
 }
 
 /// Charge of a DP->FW kind fw-cost does not measure: the loss event's, the dearest measured.
-pub const UNMEASURED_EVENT: u32 = 950;
+pub const UNMEASURED_EVENT: u32 = 991;
 
 /// Guest instructions per DP->FW entry, by kind (`just fw-cost`, `events.*.instructions_per_event`).
 pub const EVENTS: [EventCost; 12] = [
-    m(CsrKind::AckSummary, "ack_summary", 613),
-    m(CsrKind::Loss, "loss", 950),
+    m(CsrKind::AckSummary, "ack_summary", 619),
+    m(CsrKind::Loss, "loss", 991),
     u(CsrKind::Nack, "nack"),
-    m(CsrKind::TxStart, "tx_start", 381),
+    m(CsrKind::TxStart, "tx_start", 305),
     u(CsrKind::WimmPlaced, "wimm_placed"),
-    m(CsrKind::ProbeReply, "probe_reply", 428),
+    m(CsrKind::ProbeReply, "probe_reply", 434),
     u(CsrKind::PortEvent, "port_event"),
     u(CsrKind::RxDrops, "rx_drops"),
     u(CsrKind::RxFatal, "rx_fatal"),
@@ -78,14 +78,14 @@ pub const EVENTS: [EventCost; 12] = [
 
 /// Guest instructions per timer the engine fires (`timer.instructions_per_timer`: a timer run
 /// that acted, re-arming included).
-pub const TIMER_FIRED: u32 = 1433;
+pub const TIMER_FIRED: u32 = 1333;
 
 /// Guest instructions per FW->DP entry the loop writes (`commands.instructions_per_command`).
-pub const COMMAND: u32 = 237;
+pub const COMMAND: u32 = 252;
 
 /// Guest instructions of a step's timer check of one engine that finds nothing due
 /// (`timer.instructions_per_idle_call`): every step checks each engine on its core.
-pub const TIMER_CHECK: u32 = 30;
+pub const TIMER_CHECK: u32 = 64;
 
 /// Guest instructions of a DP->FW entry of kind code `code`.
 #[inline]

@@ -94,7 +94,7 @@ use mrc_abi::device::regs::{caps, DeviceParams};
 use mrc_firmware::admin::Admin;
 use mrc_firmware::capacity::Capacity;
 use mrc_firmware::csr_queue::CsrQueue;
-use mrc_firmware::engine::{Engine, EngineConfig, EngineError};
+use mrc_firmware::engine::{Engine, EngineConfig, EngineError, REORDER_NS_BASE_RTT};
 
 pub use admin::{Firmware, NoFirmware};
 use qpn::QpnMap;
@@ -312,9 +312,14 @@ pub struct LoopConfig {
 }
 
 impl LoopConfig {
-    /// The engine's defaults, 4096-byte packets.
+    /// The engine's defaults but each QP's reordering window (RACK's time rule, the tail
+    /// loss probe's unit) its CC profile's base RTT, which the controller sets for the
+    /// fabric; 4096-byte packets.
     pub const DEFAULT: LoopConfig = LoopConfig {
-        engine: EngineConfig::DEFAULT,
+        engine: EngineConfig {
+            reorder_ns: REORDER_NS_BASE_RTT,
+            ..EngineConfig::DEFAULT
+        },
         mtu_payload: 4096,
     };
 }

@@ -58,6 +58,17 @@ pub enum Cc {
     Fixed(FixedWindow),
 }
 
+impl Cc {
+    /// The unloaded round trip the profile was made for (NSCC's configured base RTT), `None`
+    /// for a fixed window.
+    pub fn base_rtt_ns(&self) -> Option<u64> {
+        match self {
+            Cc::Nscc(c) => Some(c.params().base_rtt_ns),
+            Cc::Fixed(_) => None,
+        }
+    }
+}
+
 impl Controller for Cc {
     #[inline]
     fn on_ack(&mut self, now_ns: u64, acked_bytes: u64, ecn_marked: bool, rtt_ns: u64) {

@@ -1,0 +1,104 @@
+//! The reordering window a QP's datapath context gets at RTS (RACK's time rule, the tail loss
+//! probe's unit): the engine's, or with `REORDER_NS_BASE_RTT` the base RTT of the QP's CC
+//! profile, as the NIC image's loop configures it.
+
+use mrc_abi::device::csr::{CsrEntry, CsrEvent, TxStart};
+use mrc_abi::Psn;
+use mrc_firmware::engine::cc::NsccParams;
+use mrc_firmware::engine::ev_state::EvConfig;
+use mrc_firmware::engine::{
+    CcProfile, Engine, EngineConfig, EvProfile, QpAttrs, QpState, REORDER_NS_BASE_RTT,
+};
+use mrc_firmware::testkit::TestKit;
+
+const BASE_RTT_NS: u64 = 7_000;
+
+fn commands(fw: &mut Engine<TestKit>) -> Vec<CsrEvent> {
+    let mut buf = vec![CsrEntry::ZERO; 64];
+    let mut all = Vec::new();
+    loop {
+        let n = fw.poll_commands(&mut buf);
+        if n == 0 {
+            return all;
+        }
+        all.extend(buf[..n].iter().map(|e| e.decode().unwrap()));
+    }
+}
+
+/// An engine with `reorder_ns`, one QP on `cc` taken to RTS: the window its RTS context
+/// carries.
+fn rts_window(reorder_ns: u32, cc: CcProfile) -> (Engine<TestKit>, u32) {
+    let mut fw = Engine::<TestKit>::new(EngineConfig {
+        reorder_ns,
+        ..EngineConfig::DEFAULT
+    })
+    .unwrap();
+    let q = fw.create_qp().unwrap();
+    let attrs = QpAttrs::connect(EvProfile::udp(EvConfig::new(8, 2)), cc, 1);
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        fw.modify_qp(q, s, &attrs, 0).unwrap();
+    }
+    let windows: Vec<u32> = commands(&mut fw)
+        .iter()
+        .filter_map(|c| match c {
+            CsrEvent::QpRts(r) => Some(r.reorder_ns.get()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(windows.len(), 1);
+    (fw, windows[0])
+}
+
+fn nscc() -> CcProfile {
+    CcProfile::Nscc(NsccParams::for_link(100_000_000_000, BASE_RTT_NS, 4_096).unwrap())
+}
+
+const FIXED: CcProfile = CcProfile::Fixed {
+    cwnd_bytes: 1 << 20,
+};
+
+#[test]
+fn the_window_is_the_engines_or_the_cc_profiles_base_rtt() {
+    assert_eq!(rts_window(0, nscc()).1, 0);
+    assert_eq!(rts_window(5_000, nscc()).1, 5_000);
+    assert_eq!(rts_window(5_000, FIXED).1, 5_000);
+    assert_eq!(
+        rts_window(REORDER_NS_BASE_RTT, nscc()).1,
+        BASE_RTT_NS as u32
+    );
+    // A fixed window has no base RTT: the count alone decides.
+    assert_eq!(rts_window(REORDER_NS_BASE_RTT, FIXED).1, 0);
+}
+
+/// With a window, a QP with PSNs outstanding and nothing heard for two windows orders a tail
+/// loss probe; without one, it waits for the ACK timeout.
+#[test]
+fn the_base_rtt_window_times_the_tail_loss_probe() {
+    for (reorder_ns, probe_at) in [(REORDER_NS_BASE_RTT, Some(2 * BASE_RTT_NS)), (0, None)] {
+        let (mut fw, _) = rts_window(reorder_ns, nscc());
+        let start = [CsrEvent::TxStart(TxStart::new(0, Psn::new(0))).encode()];
+        assert_eq!(fw.handle_events(1_000, &start), 1);
+        commands(&mut fw);
+        let mut probe = None;
+        let mut now = 1_000;
+        while now < 1_000 + 4 * BASE_RTT_NS {
+            now += 100;
+            if fw.handle_timeout(now)
+                && commands(&mut fw)
+                    .iter()
+                    .any(|c| matches!(c, CsrEvent::TailProbe(_)))
+            {
+                probe = Some(now - 1_000);
+                break;
+            }
+        }
+        match probe_at {
+            // (the timer wheel's tick: within 0.5 us)
+            Some(at) => {
+                let p = probe.expect("a tail probe");
+                assert!(p >= at && p <= at + 500, "{p} ns after the start");
+            }
+            None => assert_eq!(probe, None),
+        }
+    }
+}
