@@ -680,29 +680,37 @@ impl World {
     /// NIC it is for (returned, for deeper prefetches).
     #[inline]
     fn prefetch_direct(&self, m: &Msg) -> Option<&Nic> {
+        let host = self.host_of(m);
         if m.target == FABRIC {
             self.fabric.prefetch(m.kind, m.data);
-            if self.fabric.delivery_host(m.kind, m.data).is_some() {
+            if host.is_some() {
                 // A delivery: the packet's headers wait in the slot's entry (`take_hdr`).
                 if let Some(h) = self.hdrs.get(m.data as u32 as usize) {
                     crate::core::sys::prefetch(h);
                 }
             }
         }
-        let n = self.nic_of(m)?;
+        let n = self.nics.get(host?.wrapping_sub(self.nic_base) as usize)?;
         crate::core::sys::prefetch(n);
         Some(n)
     }
 
-    /// The NIC event `m` is for, when the event alone tells (a NIC event, a delivery).
+    /// The host whose NIC event `m` is for, when the event alone tells (a NIC event, a
+    /// delivery).
     #[inline]
-    fn nic_of(&self, m: &Msg) -> Option<&Nic> {
-        let host = match m.target {
+    fn host_of(&self, m: &Msg) -> Option<u32> {
+        match m.target {
             FABRIC => self.fabric.delivery_host(m.kind, m.data),
             NICS => Some(m.data as u32),
             _ => None,
-        };
-        self.nics.get(host?.wrapping_sub(self.nic_base) as usize)
+        }
+    }
+
+    /// The NIC event `m` is for, when the event alone tells ([`World::host_of`]).
+    #[inline]
+    fn nic_of(&self, m: &Msg) -> Option<&Nic> {
+        self.nics
+            .get(self.host_of(m)?.wrapping_sub(self.nic_base) as usize)
     }
 
     /// The headers of the packet delivered from `slot`.
