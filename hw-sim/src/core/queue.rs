@@ -302,17 +302,7 @@ impl<P: Copy> EventQueue<P> {
     /// Removes and returns the earliest event (smallest `(time, seq)`).
     #[inline]
     pub fn pop(&mut self) -> Option<Scheduled<P>> {
-        if self.front_is_empty() && !self.refill() {
-            return None;
-        }
-        let e = self.pop_front()?;
-        self.last_pop_ps = e.time;
-        self.after_pop();
-        Some(Scheduled {
-            time: Time::from_ps(e.time),
-            seq: e.seq,
-            payload: e.payload,
-        })
+        self.pop_at_or_before(Time::MAX)
     }
 
     /// Removes and returns the earliest event if its time is `<= limit`.
@@ -321,10 +311,31 @@ impl<P: Copy> EventQueue<P> {
         if self.front_is_empty() && !self.refill() {
             return None;
         }
-        if self.front()?.time > limit.as_ps() {
-            return None;
-        }
-        self.pop()
+        // The front's earliest: `run`'s last, unless `late` holds an earlier one.
+        let from_late = match (self.run.last(), self.late.peek()) {
+            (Some(r), Some(l)) => l.key() < r.key(),
+            (r, _) => r.is_none(),
+        };
+        let e = if from_late {
+            let e = self.late.peek()?;
+            if e.time > limit.as_ps() {
+                return None;
+            }
+            self.late.pop()?
+        } else {
+            let e = self.run.last()?;
+            if e.time > limit.as_ps() {
+                return None;
+            }
+            self.run.pop()?
+        };
+        self.last_pop_ps = e.time;
+        self.after_pop();
+        Some(Scheduled {
+            time: Time::from_ps(e.time),
+            seq: e.seq,
+            payload: e.payload,
+        })
     }
 
     /// The payload of the event [`EventQueue::pop`] would return next, when that is known
@@ -358,15 +369,6 @@ impl<P: Copy> EventQueue<P> {
         match (self.run.last(), self.late.peek()) {
             (Some(r), Some(l)) => Some(if l.key() < r.key() { l } else { r }),
             (r, l) => r.or(l),
-        }
-    }
-
-    #[inline]
-    fn pop_front(&mut self) -> Option<Entry<P>> {
-        match (self.run.last(), self.late.peek()) {
-            (Some(r), Some(l)) if l.key() < r.key() => self.late.pop(),
-            (Some(_), _) => self.run.pop(),
-            (None, _) => self.late.pop(),
         }
     }
 
@@ -405,7 +407,7 @@ impl<P: Copy> EventQueue<P> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn put_in_ring(&mut self, tick: u64, e: Entry<P>) {
         let i = (tick & self.mask()) as usize;
         let b = &mut self.buckets[i];

@@ -51,7 +51,15 @@ fn prefetch_lines<T>(r: &T, size: usize) {
 /// of a buffer a handler is about to read. A hint, like [`prefetch`].
 #[inline(always)]
 pub fn prefetch_start<T>(slice: &[T]) {
-    if let Some(x) = slice.first() {
+    prefetch_head(slice.first());
+}
+
+/// Starts loading the cache line where `*x` begins (nothing for `None`): the head of a queue
+/// a handler is about to read (`VecDeque::front`, cheaper than its `as_slices`). A hint, like
+/// [`prefetch`].
+#[inline(always)]
+pub fn prefetch_head<T>(x: Option<&T>) {
+    if let Some(x) = x {
         line((x as *const T).cast::<u8>());
     }
 }
