@@ -395,7 +395,7 @@ impl<P: Copy> EventQueue<P> {
     }
 
     /// Puts `e` where the layout invariant wants it (does not touch `len`).
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, e: Entry<P>) {
         let tick = e.time >> self.shift;
         if tick < self.cur {
