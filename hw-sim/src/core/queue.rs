@@ -192,7 +192,10 @@ pub struct EventQueue<P: Copy> {
     pop_width_ps: Option<u64>,
     /// Allocations of loaded buckets, for the next buckets to be filled.
     spares: Vec<Vec<Entry<P>>>,
+    /// Room for a rebuild's events, and the other half of a bucket's merge sort.
     scratch: Vec<Entry<P>>,
+    /// Where the ascending runs of the bucket being sorted end.
+    run_ends: Vec<usize>,
     stats: QueueStats,
 }
 
@@ -234,6 +237,7 @@ impl<P: Copy> EventQueue<P> {
             pop_width_ps: None,
             spares: Vec::new(),
             scratch: Vec::new(),
+            run_ends: Vec::new(),
             stats: QueueStats::default(),
         };
         q.set_ring(nb);
@@ -298,17 +302,7 @@ impl<P: Copy> EventQueue<P> {
     /// Removes and returns the earliest event (smallest `(time, seq)`).
     #[inline]
     pub fn pop(&mut self) -> Option<Scheduled<P>> {
-        if self.front_is_empty() && !self.refill() {
-            return None;
-        }
-        let e = self.pop_front()?;
-        self.last_pop_ps = e.time;
-        self.after_pop();
-        Some(Scheduled {
-            time: Time::from_ps(e.time),
-            seq: e.seq,
-            payload: e.payload,
-        })
+        self.pop_at_or_before(Time::MAX)
     }
 
     /// Removes and returns the earliest event if its time is `<= limit`.
@@ -317,10 +311,31 @@ impl<P: Copy> EventQueue<P> {
         if self.front_is_empty() && !self.refill() {
             return None;
         }
-        if self.front()?.time > limit.as_ps() {
-            return None;
-        }
-        self.pop()
+        // The front's earliest: `run`'s last, unless `late` holds an earlier one.
+        let from_late = match (self.run.last(), self.late.peek()) {
+            (Some(r), Some(l)) => l.key() < r.key(),
+            (r, _) => r.is_none(),
+        };
+        let e = if from_late {
+            let e = self.late.peek()?;
+            if e.time > limit.as_ps() {
+                return None;
+            }
+            self.late.pop()?
+        } else {
+            let e = self.run.last()?;
+            if e.time > limit.as_ps() {
+                return None;
+            }
+            self.run.pop()?
+        };
+        self.last_pop_ps = e.time;
+        self.after_pop();
+        Some(Scheduled {
+            time: Time::from_ps(e.time),
+            seq: e.seq,
+            payload: e.payload,
+        })
     }
 
     /// The payload of the event [`EventQueue::pop`] would return next, when that is known
@@ -357,15 +372,6 @@ impl<P: Copy> EventQueue<P> {
         }
     }
 
-    #[inline]
-    fn pop_front(&mut self) -> Option<Entry<P>> {
-        match (self.run.last(), self.late.peek()) {
-            (Some(r), Some(l)) if l.key() < r.key() => self.late.pop(),
-            (Some(_), _) => self.run.pop(),
-            (None, _) => self.late.pop(),
-        }
-    }
-
     /// Time of the earliest pending event, without removing it. Read-only, so when the front
     /// heap is empty it scans the next bucket (O(bucket)); loops should use
     /// [`EventQueue::pop_at_or_before`] instead.
@@ -389,7 +395,7 @@ impl<P: Copy> EventQueue<P> {
     }
 
     /// Puts `e` where the layout invariant wants it (does not touch `len`).
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, e: Entry<P>) {
         let tick = e.time >> self.shift;
         if tick < self.cur {
@@ -401,7 +407,7 @@ impl<P: Copy> EventQueue<P> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn put_in_ring(&mut self, tick: u64, e: Entry<P>) {
         let i = (tick & self.mask()) as usize;
         let b = &mut self.buckets[i];
@@ -470,11 +476,7 @@ impl<P: Copy> EventQueue<P> {
         let mut bucket = std::mem::take(&mut self.buckets[idx]);
         self.occupied[idx >> 6] &= !(1u64 << (idx & 63));
         self.wheel_len -= bucket.len();
-        // Decreasing `(time, seq)`: `Entry`'s order is reversed (for the heaps). Keys are
-        // unique, so any sort gives the one order. A symmetric workload's events come in
-        // bursts at one picosecond (a hundred or more in a bucket, pushed partly in order),
-        // whose runs the stable sort detects and keeps.
-        bucket.sort();
+        sort_bucket(&mut bucket, &mut self.scratch, &mut self.run_ends);
         self.run = bucket;
         // Saturates only for the very last tick of time, whose events are then all in front
         // or (pushed later, so with larger seq) in the ring: the order stays right.
@@ -586,6 +588,81 @@ impl<P: Copy> EventQueue<P> {
         self.check_every = n.max(MIN_REBUILD_LEN) as u64;
         self.reset_tuning();
     }
+}
+
+/// Buckets of at most this many events are sorted by insertion (the standard library's stable
+/// sort at this size); larger ones by merging their runs.
+const INSERTION_SORT_MAX: usize = 20;
+
+/// Sorts a loaded bucket `v` into `run`'s order: decreasing `(time, seq)`, the next event last.
+/// `buf` and `ends` are scratch space (`v` and `buf` may swap allocations).
+///
+/// A bucket of a symmetric workload holds bursts of events at one picosecond (up to a few
+/// thousand) pushed as a few dozen ascending runs: the events one handler scheduled come in
+/// key order, and handlers run in key order. The runs are found in one pass and merged
+/// pairwise, about `n log2(runs)` comparisons, where a general sort does `n log2(n)` (runs of a
+/// dozen events are too short for the standard library's sorts to keep). Keys are unique, so
+/// any correct sort gives the one order.
+fn sort_bucket<P: Copy>(v: &mut Vec<Entry<P>>, buf: &mut Vec<Entry<P>>, ends: &mut Vec<usize>) {
+    let n = v.len();
+    if n <= INSERTION_SORT_MAX {
+        // (`Entry`'s order is reversed, for the heaps: ascending in it is decreasing keys)
+        v.sort();
+        return;
+    }
+    ends.clear();
+    for i in 1..n {
+        if v[i].key() < v[i - 1].key() {
+            ends.push(i);
+        }
+    }
+    ends.push(n);
+    buf.clear();
+    buf.extend_from_slice(v);
+    // Whether the latest pass wrote into `buf`.
+    let mut in_buf = false;
+    while ends.len() > 1 {
+        let (src, dst) = if in_buf {
+            (&buf[..], &mut v[..])
+        } else {
+            (&v[..], &mut buf[..])
+        };
+        let (mut start, mut kept, mut i) = (0, 0, 0);
+        while i < ends.len() {
+            let mid = ends[i];
+            let end = ends.get(i + 1).copied().unwrap_or(mid);
+            merge(&src[start..mid], &src[mid..end], &mut dst[start..end]);
+            ends[kept] = end;
+            kept += 1;
+            start = end;
+            i += 2;
+        }
+        ends.truncate(kept);
+        in_buf = !in_buf;
+    }
+    if in_buf {
+        std::mem::swap(v, buf);
+    }
+    v.reverse();
+}
+
+/// Merges the ascending runs `a` and `b` into `out` (`a.len() + b.len()` long), ascending.
+#[inline]
+fn merge<P: Copy>(a: &[Entry<P>], b: &[Entry<P>], out: &mut [Entry<P>]) {
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        if b[j].key() < a[i].key() {
+            out[k] = b[j];
+            j += 1;
+        } else {
+            out[k] = a[i];
+            i += 1;
+        }
+        k += 1;
+    }
+    let rest_a = a.len() - i;
+    out[k..k + rest_a].copy_from_slice(&a[i..]);
+    out[k + rest_a..].copy_from_slice(&b[j..]);
 }
 
 /// Tick width (log2 ps) and ring size (buckets) for the pending events `all` (earliest at
@@ -888,6 +965,33 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// `sort_bucket` orders like a sort of the keys, for buckets of any length made of
+        /// ascending runs of any length (unique keys: a time and a distinct seq each).
+        #[test]
+        fn sort_bucket_orders_by_decreasing_key(
+            runs in proptest::collection::vec(
+                proptest::collection::vec((0u64..4, 0u64..1_000), 0..40),
+                0..60,
+            ),
+        ) {
+            let mut v: Vec<Entry<u32>> = Vec::new();
+            for run in &runs {
+                let mut r: Vec<(u64, u64)> = run.clone();
+                r.sort_unstable();
+                for (time, s) in r {
+                    let seq = (s << 16) | v.len() as u64;
+                    v.push(Entry { time, seq, payload: v.len() as u32 });
+                }
+            }
+            let mut want: Vec<(u64, u64, u32)> =
+                v.iter().map(|e| (e.time, e.seq, e.payload)).collect();
+            want.sort_unstable_by(|a, b| b.cmp(a));
+            let (mut buf, mut ends) = (Vec::new(), Vec::new());
+            sort_bucket(&mut v, &mut buf, &mut ends);
+            let got: Vec<(u64, u64, u32)> = v.iter().map(|e| (e.time, e.seq, e.payload)).collect();
+            prop_assert_eq!(got, want);
+        }
 
         #[test]
         fn same_order_as_binary_heap(

@@ -17,21 +17,31 @@ const LINE: usize = 64;
 /// targets without a prefetch instruction).
 #[inline(always)]
 pub fn prefetch<T>(r: &T) {
-    let first = (r as *const T).cast::<u8>();
-    let size = core::mem::size_of::<T>().max(1);
-    let lines = ((first as usize % LINE) + size).div_ceil(LINE);
-    for i in 0..lines {
-        line(first.wrapping_add(i * LINE));
-    }
+    prefetch_lines::<T>(r, core::mem::size_of::<T>());
 }
 
 /// Starts loading the cache lines of the first `bytes` bytes of `*r` (at most its size): for
 /// a large value whose hot fields come first. A hint, like [`prefetch`].
 #[inline(always)]
 pub fn prefetch_prefix<T>(r: &T, bytes: usize) {
+    prefetch_lines::<T>(r, core::mem::size_of::<T>().min(bytes));
+}
+
+/// Prefetches the lines of the first `size` bytes at `r`. The count of lines does not depend
+/// on where `r` lies within its line, so that it is a constant for a constant `size` and the
+/// loop unrolls into bare prefetches: `size` bytes span at most `(size + LINE - 2) / LINE + 1`
+/// lines (one more than they fill when they straddle a boundary; the last prefetch may then
+/// name the line just past `*r`, which is harmless: see `line`), exactly `size / LINE` when `T`
+/// is line-aligned and `size` a multiple of the line.
+#[inline(always)]
+fn prefetch_lines<T>(r: &T, size: usize) {
     let first = (r as *const T).cast::<u8>();
-    let size = core::mem::size_of::<T>().min(bytes).max(1);
-    let lines = ((first as usize % LINE) + size).div_ceil(LINE);
+    let size = size.max(1);
+    let lines = if core::mem::align_of::<T>().is_multiple_of(LINE) {
+        size.div_ceil(LINE)
+    } else {
+        (size + LINE - 2) / LINE + 1
+    };
     for i in 0..lines {
         line(first.wrapping_add(i * LINE));
     }
@@ -41,7 +51,15 @@ pub fn prefetch_prefix<T>(r: &T, bytes: usize) {
 /// of a buffer a handler is about to read. A hint, like [`prefetch`].
 #[inline(always)]
 pub fn prefetch_start<T>(slice: &[T]) {
-    if let Some(x) = slice.first() {
+    prefetch_head(slice.first());
+}
+
+/// Starts loading the cache line where `*x` begins (nothing for `None`): the head of a queue
+/// a handler is about to read (`VecDeque::front`, cheaper than its `as_slices`). A hint, like
+/// [`prefetch`].
+#[inline(always)]
+pub fn prefetch_head<T>(x: Option<&T>) {
+    if let Some(x) = x {
         line((x as *const T).cast::<u8>());
     }
 }
@@ -50,8 +68,8 @@ pub fn prefetch_start<T>(slice: &[T]) {
 fn line(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `prefetcht0` only hints the cache: it does not access memory architecturally
-    // and never faults, whatever the address (here one inside or just past a live
-    // reference). SSE, which provides it, is part of the x86_64 baseline.
+    // and never faults, whatever the address (here one inside a live reference, or in the
+    // line just past it). SSE, which provides it, is part of the x86_64 baseline.
     unsafe {
         core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
     }

@@ -212,11 +212,7 @@ impl DpClock {
     }
 
     pub(super) fn next_due(&self) -> Option<Time> {
-        let tx = self.tx_wait.front().map(|w| w.0);
-        match (tx, self.rx_due()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        super::earliest(self.tx_wait.front().map(|w| w.0), self.rx_due())
     }
 }
 

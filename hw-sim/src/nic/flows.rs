@@ -129,10 +129,16 @@ impl FlowTable {
 
     /// The next flow that finished by `now`.
     pub fn poll_finished(&mut self, now: Time) -> Option<(u32, bool)> {
-        if self.finished.front().is_some_and(|f| f.0 <= now) {
+        if self.has_finished(now) {
             return self.finished.pop_front().map(|f| (f.1, f.2));
         }
         None
+    }
+
+    /// Whether [`FlowTable::poll_finished`] at `now` has a flow to return.
+    #[inline]
+    pub fn has_finished(&self, now: Time) -> bool {
+        self.finished.front().is_some_and(|f| f.0 <= now)
     }
 
     /// When the host learns of the next finished flow.

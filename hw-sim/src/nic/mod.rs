@@ -585,6 +585,12 @@ impl Nic {
         self.flows.poll_finished(self.now)
     }
 
+    /// Whether [`Nic::poll_finished`] has a flow to return.
+    #[inline]
+    pub fn has_finished(&self) -> bool {
+        self.flows.has_finished(self.now)
+    }
+
     /// True when a send completed in error.
     pub fn failed(&self) -> bool {
         self.counters.completion_errors > 0
@@ -818,17 +824,11 @@ impl Nic {
     /// Arms [`ev::DMA`] for the earliest read still to complete, or completion the host has
     /// yet to see.
     pub(super) fn arm_dma(&mut self, s: &mut Scheduler<'_>, me: ComponentId) {
-        let next = [
-            self.dma.next_ready(),
-            self.hostq.next_ready(),
-            self.flows.next_finish(),
-            self.driver
-                .as_ref()
-                .and_then(|d| d.next_due_after(self.now)),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let mut next = earliest(self.dma.next_ready(), self.hostq.next_ready());
+        next = earliest(next, self.flows.next_finish());
+        if let Some(d) = self.driver.as_ref() {
+            next = earliest(next, d.next_due_after(self.now));
+        }
         if let Some(t) = next {
             if self.dma_armed.is_none_or(|a| a > t)
                 && s.at(t, me, ev::DMA, u64::from(self.host)).is_ok()
@@ -879,6 +879,15 @@ impl Nic {
         {
             self.timer_armed = Some(t);
         }
+    }
+}
+
+/// The earlier of two optional times (`None` when both are).
+#[inline]
+pub(super) fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -570,6 +570,21 @@ impl World {
         }
     }
 
+    /// [`World::settle`] for host `h`, after an event touched it; skipped when it has
+    /// nothing to settle (an MRC NIC with no finished flow to report, in a world without
+    /// driver reports to note), which is most events.
+    #[inline]
+    fn settle_host(&mut self, h: u32, now: Time, s: &mut Scheduler<'_>) {
+        let hi = h.wrapping_sub(self.nic_base) as usize;
+        let quiet = self.due_flag.is_empty()
+            && self.drain.is_empty()
+            && self.nics.get(hi).is_some_and(|n| !n.has_finished());
+        if !quiet {
+            self.drain.push(h);
+            self.settle(now, s);
+        }
+    }
+
     /// Every flow (main, then background) and what became of it, by id.
     pub fn flow_results(&self) -> Vec<FlowResult> {
         let mut out: Vec<FlowResult> = self.flow_results_unordered().collect();
@@ -680,29 +695,37 @@ impl World {
     /// NIC it is for (returned, for deeper prefetches).
     #[inline]
     fn prefetch_direct(&self, m: &Msg) -> Option<&Nic> {
+        let host = self.host_of(m);
         if m.target == FABRIC {
             self.fabric.prefetch(m.kind, m.data);
-            if self.fabric.delivery_host(m.kind, m.data).is_some() {
+            if host.is_some() {
                 // A delivery: the packet's headers wait in the slot's entry (`take_hdr`).
                 if let Some(h) = self.hdrs.get(m.data as u32 as usize) {
                     crate::core::sys::prefetch(h);
                 }
             }
         }
-        let n = self.nic_of(m)?;
+        let n = self.nics.get(host?.wrapping_sub(self.nic_base) as usize)?;
         crate::core::sys::prefetch(n);
         Some(n)
     }
 
-    /// The NIC event `m` is for, when the event alone tells (a NIC event, a delivery).
+    /// The host whose NIC event `m` is for, when the event alone tells (a NIC event, a
+    /// delivery).
     #[inline]
-    fn nic_of(&self, m: &Msg) -> Option<&Nic> {
-        let host = match m.target {
+    fn host_of(&self, m: &Msg) -> Option<u32> {
+        match m.target {
             FABRIC => self.fabric.delivery_host(m.kind, m.data),
             NICS => Some(m.data as u32),
             _ => None,
-        };
-        self.nics.get(host?.wrapping_sub(self.nic_base) as usize)
+        }
+    }
+
+    /// The NIC event `m` is for, when the event alone tells ([`World::host_of`]).
+    #[inline]
+    fn nic_of(&self, m: &Msg) -> Option<&Nic> {
+        self.nics
+            .get(self.host_of(m)?.wrapping_sub(self.nic_base) as usize)
     }
 
     /// The headers of the packet delivered from `slot`.
@@ -788,8 +811,7 @@ impl World {
                         };
                         n.receive(now, &d.packet, hdr, &mut self.fabric, s, NICS);
                     }
-                    self.drain.push(d.host);
-                    self.settle(now, s);
+                    self.settle_host(d.host, now, s);
                 }
             }
             NICS => {
@@ -825,8 +847,7 @@ impl World {
                     self.bad_events += 1;
                     return;
                 }
-                self.drain.push(h);
-                self.settle(now, s);
+                self.settle_host(h, now, s);
             }
             _ => self.bad_events += 1,
         }

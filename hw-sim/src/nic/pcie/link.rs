@@ -424,9 +424,9 @@ impl PcieLink {
     /// [`crate::core::sys::prefetch`].
     #[inline]
     pub fn prefetch(&self) {
-        crate::core::sys::prefetch_start(self.rx.wire.busy.as_slices().0);
-        crate::core::sys::prefetch_start(self.tx.wire.busy.as_slices().0);
-        crate::core::sys::prefetch_start(self.tags.as_slices().0);
+        crate::core::sys::prefetch_head(self.rx.wire.busy.front());
+        crate::core::sys::prefetch_head(self.tx.wire.busy.front());
+        crate::core::sys::prefetch_head(self.tags.front());
     }
 
     /// Forgets what ended before `now` (call with the simulation's time, never decreasing).
