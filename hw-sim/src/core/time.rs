@@ -129,6 +129,15 @@ fn fmt_ps(ps: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(f, "{ps} ps")
 }
 
+/// The earlier of two optional times or deadlines (`None` when both are).
+#[inline]
+pub(crate) fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl Time {
     /// `self + d`, or `None` on overflow.
     #[inline]

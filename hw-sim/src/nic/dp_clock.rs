@@ -212,7 +212,7 @@ impl DpClock {
     }
 
     pub(super) fn next_due(&self) -> Option<Time> {
-        super::earliest(self.tx_wait.front().map(|w| w.0), self.rx_due())
+        crate::core::time::earliest(self.tx_wait.front().map(|w| w.0), self.rx_due())
     }
 }
 

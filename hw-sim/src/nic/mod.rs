@@ -129,7 +129,7 @@ use mrc_firmware::engine::{EngineCounters, FwQpView, QpState};
 
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
-use crate::core::time::{Duration, Time, PS_PER_NS};
+use crate::core::time::{earliest, Duration, Time, PS_PER_NS};
 use crate::fabric::{Fabric, PortId};
 use crate::workload::{Flow, FlowResult};
 use cores::Core;
@@ -879,15 +879,6 @@ impl Nic {
         {
             self.timer_armed = Some(t);
         }
-    }
-}
-
-/// The earlier of two optional times (`None` when both are).
-#[inline]
-pub(super) fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

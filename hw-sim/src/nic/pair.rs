@@ -321,10 +321,8 @@ impl<C: Capacity> Pair<C> {
 
     /// The earlier of both halves' next deadlines (may be early, never late).
     pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
-        match (self.dp.poll_timeout(), self.poll_fw_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let dp = self.dp.poll_timeout();
+        crate::core::time::earliest(dp, self.poll_fw_deadline())
     }
 }
 

@@ -218,10 +218,7 @@ impl Shard {
     #[inline]
     pub(crate) fn poll_timeout(&mut self) -> Option<u64> {
         on!(self, e => e.poll_timeout(), i => {
-            match (i.dp.poll_timeout(), i.fw_deadline()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
+            crate::core::time::earliest(i.dp.poll_timeout(), i.fw_deadline())
         })
     }
     /// Both halves' timers due at `now_ns` (the engine's commands reach the stage).

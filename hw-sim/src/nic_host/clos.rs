@@ -225,10 +225,7 @@ impl Clos {
     /// at its exact time), and that edge.
     fn next_due(&self) -> (Option<Time>, Option<Time>) {
         let edge = self.windows.next_edge().map(Time::from_ns);
-        let next = match (self.sim.next_event_time(), edge) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let next = crate::core::time::earliest(self.sim.next_event_time(), edge);
         (next, edge)
     }
 
