@@ -18,8 +18,9 @@ fn poll_all(fw: &mut Engine<TestKit>, len: usize) -> Vec<Vec<CsrEvent>> {
     }
 }
 
-#[test]
-fn a_weight_change_is_written_when_ev_updates_filled_the_buffer() {
+/// An engine with one QP in RTS (64 EVs over 2 planes, a fixed window), its setup commands
+/// polled.
+fn connected() -> (Engine<TestKit>, u32) {
     let mut fw = Engine::<TestKit>::new(EngineConfig::default()).unwrap();
     let q = fw.create_qp().unwrap();
     let ev = EvProfile::udp(EvConfig::new(64, 2));
@@ -34,6 +35,12 @@ fn a_weight_change_is_written_when_ev_updates_filled_the_buffer() {
         fw.modify_qp(q, s, &attrs, 0).unwrap();
     }
     poll_all(&mut fw, 64);
+    (fw, q)
+}
+
+#[test]
+fn a_weight_change_is_written_when_ev_updates_filled_the_buffer() {
+    let (mut fw, q) = connected();
     // Four EVs of plane 0 retire: their EvUpdate + EvEvent pairs fill a buffer of 8 exactly.
     for e in [0u16, 2, 4, 6] {
         fw.handle_shared_loss(0, q, e).unwrap();
@@ -64,20 +71,7 @@ fn a_weight_change_is_written_when_ev_updates_filled_the_buffer() {
 /// EV table writes that retired its EVs.
 #[test]
 fn a_down_planes_weight_is_the_datapaths_zero_until_it_is_up_again() {
-    let mut fw = Engine::<TestKit>::new(EngineConfig::default()).unwrap();
-    let q = fw.create_qp().unwrap();
-    let ev = EvProfile::udp(EvConfig::new(64, 2));
-    let attrs = QpAttrs::connect(
-        ev,
-        CcProfile::Fixed {
-            cwnd_bytes: 1 << 20,
-        },
-        1,
-    );
-    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        fw.modify_qp(q, s, &attrs, 0).unwrap();
-    }
-    poll_all(&mut fw, 64);
+    let (mut fw, _) = connected();
     fw.handle_plane_down(10, 1);
     let down: Vec<CsrEvent> = poll_all(&mut fw, 8).into_iter().flatten().collect();
     assert!(
