@@ -578,6 +578,7 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
             QpState::Rts => {
                 let p = attrs.rts_params(limits.window_psns, limits.send_queue)?;
                 self.retry = p.retry;
+                // (a base RTT past 4.29 s, absurd, is capped short of the sentinel)
                 self.reorder_ns = match cfg.reorder_ns {
                     REORDER_NS_BASE_RTT => self
                         .cc

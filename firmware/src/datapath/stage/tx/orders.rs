@@ -63,12 +63,11 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     /// A tail loss probe: the newest PSN in flight is resent away from the plane (else the
-    /// EV) it last took, unless the QP
-    /// transmitted within the probe timeout ([`TLP_REORDER_WINDOWS`] reorder windows): the
-    /// firmware times the probe from the last send or ACK it heard of, and hears of a burst's
-    /// first packet and of each work request's last, not of every packet (RACK-TLP times it
-    /// from every transmission; a transmission that recent will draw an ACK, which re-arms the
-    /// firmware's probe).
+    /// EV) it last took, unless the QP transmitted within the probe timeout
+    /// ([`TLP_REORDER_WINDOWS`] reorder windows): the firmware times the probe from the last
+    /// send or ACK it heard of, and hears of a burst's first packet and of each work request's
+    /// last, not of every packet (RACK-TLP times it from every transmission; a transmission
+    /// that recent will draw an ACK, which re-arms the firmware's probe).
     pub(crate) fn tail_probe(&mut self, now_ns: u64) {
         if self.mode != Mode::Live {
             return;
