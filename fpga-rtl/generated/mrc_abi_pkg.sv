@@ -1175,7 +1175,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } qp_rtr_ctx_t;
 
-  // QpRtsCtx (32 bytes, little-endian): FW->DP: a QP moved to RTS: it sends from `sq_psn`; a SACK hole is lost once at least `reorder_tx` later transmissions were acknowledged and the newest left at least `reorder_ns` after it.
+  // QpRtsCtx (32 bytes, little-endian): FW->DP: a QP moved to RTS: it sends from `sq_psn`; a SACK hole is lost once at least `reorder_tx` later transmissions were acknowledged and the newest left at least `reorder_ns` after it, or (`reorder_ns` not 0) once the newest left at least two `reorder_ns` after it, whatever the count (where a tail probe would have gone).
   localparam logic [31:0] QP_RTS_CTX_BYTES = 32'd32;
   typedef struct packed {
     logic [95:0] rsvd; // Reserved (0).

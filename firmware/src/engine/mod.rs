@@ -76,9 +76,11 @@ pub struct EngineConfig {
     pub reorder_tx: u32,
     /// ... and once the newest acknowledged transmission left at least this many ns after the
     /// hole's (RACK's reordering window, about one unloaded RTT; 0 = the count alone decides;
-    /// [`REORDER_NS_BASE_RTT`]: each QP's CC profile's base RTT). Also the tail loss probe's
-    /// unit: a probe goes two windows after the last send or ACK with PSNs outstanding (none
-    /// without a window).
+    /// [`REORDER_NS_BASE_RTT`]: each QP's CC profile's base RTT). A hole two windows older
+    /// than the newest acknowledged transmission is lost whatever the count: a short burst
+    /// (a few packets per message) never has `reorder_tx` later transmissions, and its holes
+    /// would otherwise wait for the ACK timeout. Also the tail loss probe's unit: a probe goes
+    /// two windows after the last send or ACK with PSNs outstanding (none without a window).
     pub reorder_ns: u32,
 }
 

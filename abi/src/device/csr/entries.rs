@@ -691,7 +691,8 @@ csr_entry!(
 csr_entry!(
     /// FW->DP: a QP moved to RTS: it sends from `sq_psn`; a SACK hole is lost once at least
     /// `reorder_tx` later transmissions were acknowledged and the newest left at least
-    /// `reorder_ns` after it.
+    /// `reorder_ns` after it, or (`reorder_ns` not 0) once the newest left at least two
+    /// `reorder_ns` after it, whatever the count (where a tail probe would have gone).
     QpRtsCtx {
         /// Later transmissions acknowledged before a hole is lost (1..=63).
         reorder_tx: u8,

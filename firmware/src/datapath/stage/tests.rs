@@ -717,3 +717,36 @@ fn a_tail_probe_waits_for_two_quiet_reorder_windows() {
     assert!(r[0].retransmit && r[0].psn == Psn::new(3));
     assert_eq!(dp.qp(0).unwrap().tx.tail_probes, 1);
 }
+
+/// A burst too short for the count rule: a hole is lost once a transmission two reorder
+/// windows younger is acknowledged, not at one window; without a window only the count decides.
+#[test]
+fn a_hole_two_windows_older_than_an_acked_send_is_lost_whatever_the_count() {
+    let losses = |reorder_ns: u32| {
+        // At most 8 later transmissions would be needed; the burst has 3 packets.
+        let mut dp = stage_reorder(8, reorder_ns);
+        for (i, now) in [0, 1_000, 2_000].into_iter().enumerate() {
+            dp.post_send(0, wr(i as u64, 100)).unwrap();
+            assert_eq!(send_all(&mut dp, now).len(), 1);
+        }
+        events(&mut dp);
+        let mut v = [RxVerdict::Consumed];
+        let mut lost = Vec::new();
+        // PSN 1 (one window after PSN 0) SACKed, then PSN 2 (two windows after) too.
+        for (now, bits) in [(3_000, 0b10), (3_100, 0b110)] {
+            assert_eq!(dp.handle_packets(now, &[ack(0, bits, 0)], &mut v), 1);
+            let found: Vec<u32> = events(&mut dp)
+                .iter()
+                .filter_map(|e| match e {
+                    CsrEvent::Loss(l) => Some(l.psn().value()),
+                    _ => None,
+                })
+                .collect();
+            lost.push(found);
+        }
+        lost
+    };
+    let none: &[u32] = &[];
+    assert_eq!(losses(1_000), [none, &[0]]);
+    assert_eq!(losses(0), [none, none]);
+}

@@ -114,9 +114,10 @@ enum RtoWindow {
     Wait,
 }
 
-/// When a SACK hole counts as lost: the newest acknowledged transmission left at least `tx`
-/// transmissions **and** at least `ns` nanoseconds after the hole's (the time rule is RACK's,
-/// RFC 8985). Written by the firmware with the QP's RTS context.
+/// When a SACK hole counts as lost ([`Reorder::lost`]): the newest acknowledged transmission
+/// left at least `tx` transmissions **and** at least `ns` nanoseconds after the hole's (the
+/// time rule is RACK's, RFC 8985), or, with a window, at least [`TLP_REORDER_WINDOWS`]
+/// windows after it whatever the count. Written by the firmware with the QP's RTS context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Reorder {
@@ -125,6 +126,21 @@ pub struct Reorder {
     pub tx: u32,
     /// Send-time gap in ns (0: the count alone decides).
     pub ns: u32,
+}
+
+impl Reorder {
+    /// Whether a hole is lost when the newest acknowledged transmission left `age`
+    /// transmissions and `gap_ns` nanoseconds after it: both rules hold, or (with a window)
+    /// the gap is [`TLP_REORDER_WINDOWS`] windows. The count guards against the reordering of
+    /// spraying, which the window already bounds in time; a burst shorter than `tx` packets
+    /// never meets it, and its holes would wait for the ACK timeout. Two windows is where a
+    /// tail probe would have gone: a hole that old is lost by the tail probe's own reasoning.
+    #[inline]
+    pub fn lost(self, age: i32, gap_ns: i32) -> bool {
+        let gap = i64::from(gap_ns);
+        (age >= self.tx as i32 && gap >= i64::from(self.ns))
+            || (self.ns > 0 && gap >= i64::from(self.ns) * i64::from(TLP_REORDER_WINDOWS))
+    }
 }
 
 /// A tail loss probe goes this many reorder windows (`Reorder::ns`) after the last

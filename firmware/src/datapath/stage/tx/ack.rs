@@ -246,10 +246,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 let s = self.slot(psn);
                 let age = self.max_acked_seq.wrapping_sub(s.tx_seq) as i32;
                 let gap_ns = self.max_acked_sent_ns.wrapping_sub(s.sent_ns) as i32;
-                if s.flags & F_INFLIGHT != 0
-                    && age >= self.reorder.tx as i32
-                    && i64::from(gap_ns) >= i64::from(self.reorder.ns)
-                {
+                if s.flags & F_INFLIGHT != 0 && self.reorder.lost(age, gap_ns) {
                     self.mark_lost(psn);
                     self.counters.losses_inferred += 1;
                     let delivered = credits.take(s.ev);
