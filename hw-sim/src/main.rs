@@ -614,7 +614,7 @@ fn print_header(spec: &ScenarioSpec, base: &Scenario) {
         base.mtu_payload
     );
     println!(
-        "  engine: 256 EVs, NSCC, loss inferred after {} later transmissions are SACKed, ACK timeout 1.024 us * 2^{}",
+        "  engine: 256 EVs, NSCC, loss inferred once {} later transmissions are SACKed and a base RTT passed (or two base RTTs whatever the count), ACK timeout 1.024 us * 2^{}",
         base.reorder_tx, base.timeout_exp
     );
     if base.datapath.level == DatapathLevel::Rtl {
