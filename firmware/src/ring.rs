@@ -125,6 +125,27 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         }
     }
 
+    /// Put `v` ahead of every queued value (it is the next [`Self::pop_front`]).
+    ///
+    /// # Errors
+    /// `v` back when the ring is full.
+    pub fn push_front(&mut self, v: T) -> Result<(), T> {
+        if self.len >= N {
+            return Err(v);
+        }
+        // (`head < N`: `head + N - 1 < 2 * N`, one wrap)
+        let i = Self::wrap(self.head + N - 1);
+        match self.buf.get_mut(i) {
+            Some(s) => {
+                *s = v;
+                self.head = i;
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(v),
+        }
+    }
+
     /// Remove and return the oldest value.
     #[inline]
     pub fn pop_front(&mut self) -> Option<T> {
@@ -234,6 +255,15 @@ mod tests {
                     }
                 }
                 2 => prop_assert_eq!(r.pop_front(), m.pop_front()),
+                3 if v % 7 == 2 => {
+                    let want = if m.len() < N {
+                        m.push_front(v);
+                        Ok(())
+                    } else {
+                        Err(v)
+                    };
+                    prop_assert_eq!(r.push_front(v), want);
+                }
                 3 if v % 7 == 1 => {
                     let n = usize::from(v >> 8) % (N + 2);
                     r.drop_front(n);

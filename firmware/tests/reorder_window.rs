@@ -102,3 +102,52 @@ fn the_base_rtt_window_times_the_tail_loss_probe() {
         }
     }
 }
+
+/// An ACK timeout's one retransmission gets a tail probe of its own, two windows after the
+/// timeout: when it or its ACK is lost on its path, the oldest PSN leaves again long before the
+/// doubled timeout.
+#[test]
+fn a_timeout_is_followed_by_a_tail_probe_two_windows_later() {
+    let mut fw = Engine::<TestKit>::new(EngineConfig {
+        reorder_ns: REORDER_NS_BASE_RTT,
+        ..EngineConfig::DEFAULT
+    })
+    .unwrap();
+    let q = fw.create_qp().unwrap();
+    // ACK timeout 1.024 us * 2^4 = 16.4 us.
+    let attrs = QpAttrs {
+        timeout: Some(4),
+        ..QpAttrs::connect(EvProfile::udp(EvConfig::new(8, 2)), nscc(), 1)
+    };
+    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        fw.modify_qp(q, s, &attrs, 0).unwrap();
+    }
+    commands(&mut fw);
+    let start = [CsrEvent::TxStart(TxStart::new(0, Psn::new(0))).encode()];
+    assert_eq!(fw.handle_events(0, &start), 1);
+    let mut seen = Vec::new();
+    let mut now = 0;
+    while now < 48_000 {
+        now += 100;
+        if fw.handle_timeout(now) {
+            for c in commands(&mut fw) {
+                match c {
+                    CsrEvent::TailProbe(_) => seen.push(("probe", now)),
+                    CsrEvent::RetransmitUnacked(_) => seen.push(("timeout", now)),
+                    _ => {}
+                }
+            }
+        }
+    }
+    // (the timer wheel's tick: within 0.5 us)
+    let near = |t: u64, at: u64| t >= at && t <= at + 500;
+    let kinds: Vec<&str> = seen.iter().map(|s| s.0).collect();
+    // The first probe two windows after the start, then each timeout (retries 1..=7 at the
+    // same interval) followed by a probe two windows later.
+    assert_eq!(kinds, ["probe", "timeout", "probe", "timeout", "probe"], "{seen:?}");
+    assert!(near(seen[0].1, 2 * BASE_RTT_NS), "{seen:?}");
+    assert!(near(seen[1].1, 16_384), "{seen:?}");
+    for pair in [(1, 2), (3, 4)] {
+        assert!(near(seen[pair.1].1, seen[pair.0].1 + 2 * BASE_RTT_NS), "{seen:?}");
+    }
+}

@@ -1133,7 +1133,7 @@ package mrc_abi_pkg;
     logic [7:0] kind; // `CsrKind` code.
   } retransmit_unacked_t;
 
-  // TailProbe (32 bytes, little-endian): FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks, away from where it last left, as with `RETX_AVOID_LAST`), unless the QP transmitted within two reorder windows (its RTS `reorder_ns`): that transmission's ACK answers sooner.
+  // TailProbe (32 bytes, little-endian): FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks, away from where it last left, as with `RETX_AVOID_LAST`), unless the QP transmitted within two reorder windows (its RTS `reorder_ns`): that transmission's ACK answers sooner. After a `RetransmitUnacked`, while its one retransmission of the oldest PSN waits for an answer, resend that PSN again (the same way), whatever the time.
   localparam logic [31:0] TAIL_PROBE_BYTES = 32'd32;
   typedef struct packed {
     logic [191:0] rsvd2; // Reserved (0).

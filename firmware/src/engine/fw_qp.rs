@@ -775,6 +775,11 @@ impl<const EVS: usize, const SQ: usize, const RQ: usize> QpContext for FwQp<EVS,
                 cmds.push(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(
                     self.qpn,
                 )));
+                // The timeout's one retransmission gets a tail probe of its own: when it or
+                // its ACK is lost on its path, `una` leaves again on another plane two
+                // windows later, not after the doubled timeout.
+                self.tlp_out = false;
+                self.arm_tlp(now_ns);
             }
             RetryDecision::GiveUp { .. } => {
                 self.counters.give_ups += 1;

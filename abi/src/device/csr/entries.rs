@@ -623,8 +623,9 @@ csr_entry!(
 csr_entry!(
     /// FW->DP: a tail loss probe: resend the newest PSN in flight (on an EV the sprayer picks,
     /// away from where it last left, as with [`RETX_AVOID_LAST`]), unless the QP transmitted
-    /// within two reorder windows
-    /// (its RTS `reorder_ns`): that transmission's ACK answers sooner.
+    /// within two reorder windows (its RTS `reorder_ns`): that transmission's ACK answers
+    /// sooner. After a [`RetransmitUnacked`], while its one retransmission of the oldest
+    /// PSN waits for an answer, resend that PSN again (the same way), whatever the time.
     TailProbe {
         /// Reserved (0).
         rsvd: [u8; 3],

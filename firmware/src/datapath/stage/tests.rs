@@ -448,6 +448,33 @@ fn the_loss_window_sends_only_una_until_the_peer_answers() {
     assert_eq!(dp.qp(0).unwrap().tx.retransmits, 2);
 }
 
+/// A tail probe while an ACK timeout's one retransmission waits for an answer resends that
+/// PSN (`una`) on another plane, ahead of the rest of the queue; the window stays one packet.
+#[test]
+fn a_tail_probe_after_a_timeout_resends_una_on_another_plane() {
+    let mut dp = stage_reorder(3, 1_000);
+    for i in 0..4 {
+        dp.post_send(0, wr(i, 100)).unwrap();
+    }
+    assert_eq!(send_all(&mut dp, 0).len(), 4);
+    dp.handle_commands(
+        100,
+        &[cmd(CsrEvent::RetransmitUnacked(RetransmitUnacked::new(0)))],
+    );
+    let first = send_all(&mut dp, 100);
+    assert_eq!(first.iter().map(|p| p.psn.value()).collect::<Vec<_>>(), [0]);
+    // Nothing more leaves while the window waits, until the probe (no quiet test).
+    assert!(send_all(&mut dp, 500).is_empty());
+    let probe = cmd(CsrEvent::TailProbe(TailProbe::new(0)));
+    dp.handle_commands(600, &[probe]);
+    let again = send_all(&mut dp, 600);
+    assert_eq!(again.iter().map(|p| p.psn.value()).collect::<Vec<_>>(), [0]);
+    assert!(again[0].retransmit);
+    assert_ne!(again[0].evx.plane, first[0].evx.plane);
+    assert!(send_all(&mut dp, 700).is_empty());
+    assert_eq!(dp.qp(0).unwrap().tx.tail_probes, 1);
+}
+
 #[test]
 fn a_trim_nack_is_reported_with_the_evs_delivery_credits() {
     let mut dp = stage(3);

@@ -67,9 +67,33 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// ([`TLP_REORDER_WINDOWS`] reorder windows): the firmware times the probe from the last
     /// send or ACK it heard of, and hears of a burst's first packet and of each work request's
     /// last, not of every packet (RACK-TLP times it from every transmission; a transmission
-    /// that recent will draw an ACK, which re-arms the firmware's probe).
+    /// that recent will draw an ACK, which re-arms the firmware's probe). After an ACK
+    /// timeout, while its one retransmission waits for an answer, the probe resends `una`
+    /// ahead of the rebuilt queue instead.
     pub(crate) fn tail_probe(&mut self, now_ns: u64) {
         if self.mode != Mode::Live {
+            return;
+        }
+        if self.rto == RtoWindow::Wait {
+            // The ACK timeout's one retransmission (of `una`) drew no answer: it or its ACK
+            // was lost on its path. `una` leaves again, away from where it last left, ahead
+            // of the queue the timeout rebuilt (the window stays one packet). (No quiet
+            // test: the firmware timed this probe from its timeout order, and that
+            // retransmission left right after the order.)
+            let una = self.una;
+            if self.retx.is_full() {
+                return;
+            }
+            let Some(s) = self.slot_mut(una).filter(|s| s.flags & F_INFLIGHT != 0) else {
+                return;
+            };
+            let len = s.len;
+            s.flags = F_PENDING | F_AVOID;
+            s.retx_ev = EV_ANY;
+            let _ = self.retx.push_front(una);
+            self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(len));
+            self.rto = RtoWindow::One;
+            self.counters.tail_probes += 1;
             return;
         }
         let quiet = (now_ns as u32).wrapping_sub(self.last_sent_ns);
