@@ -116,7 +116,12 @@ pub(crate) const ACK_EVENTS: usize = 64 + 8 + 1;
 const HALF_CREDITS: u16 = 1 << 15;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
-    /// Slot `s` is acknowledged (nothing when it already was).
+    /// Slot `s` is acknowledged (nothing when it already was). The newest transmission is
+    /// tracked here only for a slot whose transmission may be out of PSN order (one that left
+    /// again, or is lost or queued to): the transmission numbers of first transmissions rise
+    /// with their PSNs, and a PSN resent left after every first transmission below it, so
+    /// the caller compares the highest PSN it acknowledges ([`Self::newest`]) and has the
+    /// newest of them all.
     #[inline(always)]
     fn take(
         t: &mut AckTally,
@@ -127,18 +132,42 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let flags = s.flags;
         let len = u64::from(s.len);
         if flags == F_INFLIGHT {
-            // (the common case: in flight, on one compare)
-            t.freed += len;
-            t.credited += 1;
-            if credits.credit(s.ev) {
-                let _ = crossed.push(s.ev);
-            }
+            // (the common case: in flight, sent once, on one compare)
+            Self::free(t, s, len, credits, crossed);
         } else if flags & F_ACKED != 0 {
             return;
         } else {
-            t.other += len;
+            if flags & F_INFLIGHT != 0 {
+                Self::free(t, s, len, credits, crossed);
+            } else {
+                t.other += len;
+            }
+            Self::newest(t, s);
         }
         s.flags = F_ACKED;
+    }
+
+    /// Slot `s` (in flight, `len` bytes) is freed and its EV credited.
+    #[inline(always)]
+    fn free(
+        t: &mut AckTally,
+        s: &TxSlot,
+        len: u64,
+        credits: &mut Credits<'_>,
+        crossed: &mut heapless::Vec<u16, 8>,
+    ) {
+        t.freed += len;
+        t.credited += 1;
+        if credits.credit(s.ev) {
+            let _ = crossed.push(s.ev);
+        }
+    }
+
+    /// The transmission of slot `s` was acknowledged: the newest so far when it is newer.
+    /// (A slot acknowledged before left no later than the newest then: comparing it changes
+    /// nothing.)
+    #[inline(always)]
+    fn newest(t: &mut AckTally, s: &TxSlot) {
         if (s.tx_seq.wrapping_sub(t.max_seq) as i32) > 0 {
             t.max_seq = s.tx_seq;
             t.max_sent = s.sent_ns;
@@ -189,6 +218,10 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 }
                 self.take_range(&mut t, self.una.add(m as u32), n - m, credits, &mut crossed);
             }
+            // (the highest PSN acknowledged cumulatively: see `take`)
+            if let Some(last) = n.checked_sub(1) {
+                Self::newest(&mut t, &self.slot(self.una.add(last as u32)));
+            }
             self.una = a.cum_psn;
         } else {
             self.counters.acks_stale += 1;
@@ -216,15 +249,20 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         self.sack_done_base = a.sack_base;
         self.sack_done_bits = a.sack_bitmap & below_nxt;
         let mut bits = a.sack_bitmap & !seen & in_flight;
-        while bits != 0 {
-            let i = bits.trailing_zeros();
-            bits &= bits - 1;
-            if let Some(s) = self
-                .slots
-                .get_mut(a.sack_base.add(i).value() as usize % WIN)
-            {
-                Self::take(&mut t, s, credits, &mut crossed);
+        if bits != 0 {
+            // (the highest PSN acknowledged by these bits: see `take`)
+            let hi = a.sack_base.add(63 - bits.leading_zeros());
+            while bits != 0 {
+                let i = bits.trailing_zeros();
+                bits &= bits - 1;
+                if let Some(s) = self
+                    .slots
+                    .get_mut(a.sack_base.add(i).value() as usize % WIN)
+                {
+                    Self::take(&mut t, s, credits, &mut crossed);
+                }
             }
+            Self::newest(&mut t, &self.slot(hi));
         }
         self.max_acked_seq = t.max_seq;
         self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, t.max_sent);
