@@ -252,15 +252,19 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         if bits != 0 {
             // (the highest PSN acknowledged by these bits: see `take`)
             let hi = a.sack_base.add(63 - bits.leading_zeros());
+            // (a run of set bits at a time: the slots of consecutive PSNs, as a range)
             while bits != 0 {
                 let i = bits.trailing_zeros();
-                bits &= bits - 1;
-                if let Some(s) = self
-                    .slots
-                    .get_mut(a.sack_base.add(i).value() as usize % WIN)
-                {
-                    Self::take(&mut t, s, credits, &mut crossed);
-                }
+                // (`1..=64 - i` bits set from `i` on)
+                let run = (!(bits >> i)).trailing_zeros();
+                self.take_range(
+                    &mut t,
+                    a.sack_base.add(i),
+                    run as usize,
+                    credits,
+                    &mut crossed,
+                );
+                bits &= !low_bits((i + run) as usize);
             }
             Self::newest(&mut t, &self.slot(hi));
         }
