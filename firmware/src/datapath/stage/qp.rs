@@ -350,6 +350,16 @@ impl<
         *out = self.ack_on(now_ns, a, evx);
     }
 
+    /// RESET: a fresh context (and the blocks' state of the QP). Out of line: the context
+    /// is built whole on the stack, which no other command needs room for.
+    #[cold]
+    #[inline(never)]
+    fn reset(&mut self, blocks: &mut dyn Blocks) {
+        *self = Self::new(self.hdr.qpn);
+        blocks.sprayer_reset(self.hdr.qpn);
+        blocks.rx_tracker_reset(self.hdr.qpn);
+    }
+
     /// This QP's sprayer behind the stage's block port.
     fn sprayer_port<'a>(&'a mut self, blocks: &'a mut dyn Blocks) -> SprayerPort<'a, EVS, P> {
         SprayerPort {
@@ -732,11 +742,7 @@ impl<
                 self.state = DpState::Rts;
             }
             CsrEvent::QpState(c) => match c.state {
-                csr::QP_RESET => {
-                    *self = Self::new(self.hdr.qpn);
-                    blocks.sprayer_reset(self.hdr.qpn);
-                    blocks.rx_tracker_reset(self.hdr.qpn);
-                }
+                csr::QP_RESET => self.reset(blocks),
                 _ => {
                     self.state = DpState::Error;
                     self.tx.enter_error();
