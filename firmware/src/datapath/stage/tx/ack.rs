@@ -116,7 +116,9 @@ pub(crate) const ACK_EVENTS: usize = 64 + 8 + 1;
 const HALF_CREDITS: u16 = 1 << 15;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
-    /// Slot `s` is acknowledged (nothing when it already was). The newest transmission is
+    /// Slot `s` is acknowledged (nothing when it already was); the caller counted it
+    /// credited (`AckTally::credited`), taken back here when it was not in flight. The newest
+    /// transmission is
     /// tracked here only for a slot whose transmission may be out of PSN order (one that left
     /// again, or is lost or queued to): the transmission numbers of first transmissions rise
     /// with their PSNs, and a PSN resent left after every first transmission below it, so
@@ -135,11 +137,13 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             // (the common case: in flight, sent once, on one compare)
             Self::free(t, s, len, credits, crossed);
         } else if flags & F_ACKED != 0 {
+            t.credited -= 1;
             return;
         } else {
             if flags & F_INFLIGHT != 0 {
                 Self::free(t, s, len, credits, crossed);
             } else {
+                t.credited -= 1;
                 t.other += len;
             }
             Self::newest(t, s);
@@ -157,7 +161,6 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         crossed: &mut heapless::Vec<u16, 8>,
     ) {
         t.freed += len;
-        t.credited += 1;
         if credits.credit(s.ev) {
             let _ = crossed.push(s.ev);
         }
@@ -209,6 +212,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 self.take_range(&mut t, self.una, n, credits, &mut crossed);
             } else {
                 let mut todo = !skip & low_bits(m);
+                t.credited += todo.count_ones();
                 while todo != 0 {
                     let j = todo.trailing_zeros();
                     todo &= todo - 1;
@@ -367,6 +371,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         credits: &mut Credits<'_>,
         crossed: &mut heapless::Vec<u16, 8>,
     ) {
+        // (each slot counted credited, taken back by `take` when it was not in flight)
+        t.credited = t.credited.wrapping_add(n as u32);
         if WIN.is_power_of_two() {
             // (`WIN` divides the PSN space: the slots are the ring from `from`'s slot on, as
             // one or two slices)
