@@ -89,6 +89,8 @@ pub struct DpQp<
     skip_marks: Vec<u16, EVS>,
     skips_served: usize,
     credits: [u16; EVS],
+    /// At least every counter of `credits` (see `Credits::bound`).
+    credits_bound: u16,
     tx: TxSide<WIN, SQ>,
     rx: RxSide<WORDS, RQ>,
 }
@@ -390,6 +392,7 @@ impl<
         self.skip_marks.clear();
         self.skips_served = 0;
         self.credits = [0; EVS];
+        self.credits_bound = 0;
     }
 
     /// The firmware wrote EV `ev`'s state and plane.
@@ -643,6 +646,7 @@ impl<
             skip_marks: Vec::new(),
             skips_served: 0,
             credits: [0; EVS],
+            credits_bound: 0,
             tx: TxSide::OFF,
             rx: RxSide::OFF,
         }
@@ -804,6 +808,7 @@ impl<
         let mut saturated = 0;
         let mut credits = Credits {
             counts: &mut self.credits,
+            bound: &mut self.credits_bound,
             saturated: &mut saturated,
         };
         self.tx
@@ -831,6 +836,7 @@ impl<
                 let mut saturated = 0;
                 let mut credits = Credits {
                     counts: &mut self.credits,
+                    bound: &mut self.credits_bound,
                     saturated: &mut saturated,
                 };
                 self.tx

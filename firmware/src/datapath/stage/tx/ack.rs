@@ -64,14 +64,25 @@ impl AckTally {
 /// PSN, handed over with the EV's next loss or NACK report, or on their own past half range.
 pub(crate) struct Credits<'a> {
     pub counts: &'a mut [u16],
+    /// At least every counter of `counts` (kept by [`TxSide::handle_ack`]: while an ACK
+    /// cannot take it to half range, its slots are credited with no test for a crossing).
+    pub bound: &'a mut u16,
     /// Credits lost to a full counter with no room to report it.
     pub saturated: &'a mut u64,
 }
 
 impl Credits<'_> {
     /// One delivery for `ev`; `true` when its counter reached [`HALF_CREDITS`] (to report).
+    /// Without `CHECK`, the caller knows no counter can reach it (`bound`).
     #[inline(always)]
-    fn credit(&mut self, ev: u16) -> bool {
+    fn credit<const CHECK: bool>(&mut self, ev: u16) -> bool {
+        if !CHECK {
+            if let Some(c) = self.counts.get_mut(usize::from(ev)) {
+                // (below half range: no wrap)
+                *c = c.wrapping_add(1);
+            }
+            return false;
+        }
         match self.counts.get_mut(usize::from(ev)) {
             // (the common case: well below half range, no crossing and no saturation)
             Some(c) if *c < HALF_CREDITS - 1 => {
@@ -116,6 +127,12 @@ pub(crate) const ACK_EVENTS: usize = 64 + 8 + 1;
 const HALF_CREDITS: u16 = 1 << 15;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
+    /// The most slots one ACK credits: its cumulative range (at most the window) and its
+    /// SACK bits.
+    const MOST_TAKEN: usize = WIN + 64;
+}
+
+impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// Slot `s` is acknowledged (nothing when it already was); the caller counted it
     /// credited (`AckTally::credited`), taken back here when it was not in flight. The newest
     /// transmission is
@@ -125,7 +142,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// the caller compares the highest PSN it acknowledges ([`Self::newest`]) and has the
     /// newest of them all.
     #[inline(always)]
-    fn take(
+    fn take<const CHECK: bool>(
         t: &mut AckTally,
         s: &mut TxSlot,
         credits: &mut Credits<'_>,
@@ -135,13 +152,13 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let len = u64::from(s.len);
         if flags == F_INFLIGHT {
             // (the common case: in flight, sent once, on one compare)
-            Self::free(t, s, len, credits, crossed);
+            Self::free::<CHECK>(t, s, len, credits, crossed);
         } else if flags & F_ACKED != 0 {
             t.credited -= 1;
             return;
         } else {
             if flags & F_INFLIGHT != 0 {
-                Self::free(t, s, len, credits, crossed);
+                Self::free::<CHECK>(t, s, len, credits, crossed);
             } else {
                 t.credited -= 1;
                 t.other += len;
@@ -153,7 +170,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
 
     /// Slot `s` (in flight, `len` bytes) is freed and its EV credited.
     #[inline(always)]
-    fn free(
+    fn free<const CHECK: bool>(
         t: &mut AckTally,
         s: &TxSlot,
         len: u64,
@@ -161,7 +178,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         crossed: &mut heapless::Vec<u16, 8>,
     ) {
         t.freed += len;
-        if credits.credit(s.ev) {
+        if credits.credit::<CHECK>(s.ev) {
             let _ = crossed.push(s.ev);
         }
     }
@@ -199,6 +216,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             credited: 0,
         };
         let mut crossed = heapless::Vec::<u16, 8>::new();
+        // (no counter can reach half range in this ACK: its slots are credited untested)
+        let check = usize::from(*credits.bound) + Self::MOST_TAKEN >= usize::from(HALF_CREDITS);
         let start = self.una;
         let mut flags = 0;
         let cum_ok = a.cum_psn.offset_from(self.una) <= self.nxt.offset_from(self.una);
@@ -209,7 +228,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             let m = n.min(64);
             let skip = self.sacked_from_una() & low_bits(m);
             if skip == 0 {
-                self.take_range(&mut t, self.una, n, credits, &mut crossed);
+                self.take_range_as(check, &mut t, self.una, n, credits, &mut crossed);
             } else {
                 let mut todo = !skip & low_bits(m);
                 t.credited += todo.count_ones();
@@ -217,10 +236,11 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                     let j = todo.trailing_zeros();
                     todo &= todo - 1;
                     if let Some(s) = self.slots.get_mut(self.una.add(j).value() as usize % WIN) {
-                        Self::take(&mut t, s, credits, &mut crossed);
+                        Self::take::<true>(&mut t, s, credits, &mut crossed);
                     }
                 }
-                self.take_range(&mut t, self.una.add(m as u32), n - m, credits, &mut crossed);
+                let rest = self.una.add(m as u32);
+                self.take_range::<true>(&mut t, rest, n - m, credits, &mut crossed);
             }
             // (the highest PSN acknowledged cumulatively: see `take`)
             if let Some(last) = n.checked_sub(1) {
@@ -261,7 +281,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 let i = bits.trailing_zeros();
                 // (`1..=64 - i` bits set from `i` on)
                 let run = (!(bits >> i)).trailing_zeros();
-                self.take_range(
+                self.take_range_as(
+                    check,
                     &mut t,
                     a.sack_base.add(i),
                     run as usize,
@@ -310,6 +331,13 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                     )));
                 }
             }
+        }
+        // (every counter grew by at most the slots credited; exact again near half range)
+        if check {
+            *credits.bound = credits.counts.iter().copied().max().unwrap_or(0);
+        } else {
+            // (at most `MOST_TAKEN`: below half range)
+            *credits.bound += t.credited as u16;
         }
         if !crossed.is_empty() {
             Self::report_crossed(qpn, &crossed, credits, events);
@@ -361,9 +389,27 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         }
     }
 
+    /// [`Self::take_range`] with the crossing test (`check`) or without.
+    #[inline(always)]
+    fn take_range_as(
+        &mut self,
+        check: bool,
+        t: &mut AckTally,
+        from: Psn,
+        n: usize,
+        credits: &mut Credits<'_>,
+        crossed: &mut heapless::Vec<u16, 8>,
+    ) {
+        if check {
+            self.take_range::<true>(t, from, n, credits, crossed);
+        } else {
+            self.take_range::<false>(t, from, n, credits, crossed);
+        }
+    }
+
     /// The slots of the `n` PSNs from `from`, taken in PSN order.
     #[inline(always)]
-    fn take_range(
+    fn take_range<const CHECK: bool>(
         &mut self,
         t: &mut AckTally,
         from: Psn,
@@ -383,16 +429,16 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             let tail = tail.get_mut(..first).unwrap_or_default();
             let head = head.get_mut(..n - first).unwrap_or_default();
             for s in tail {
-                Self::take(t, s, credits, crossed);
+                Self::take::<CHECK>(t, s, credits, crossed);
             }
             for s in head {
-                Self::take(t, s, credits, crossed);
+                Self::take::<CHECK>(t, s, credits, crossed);
             }
         } else {
             let mut psn = from;
             for _ in 0..n {
                 if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                    Self::take(t, s, credits, crossed);
+                    Self::take::<CHECK>(t, s, credits, crossed);
                 }
                 psn = psn.add(1);
             }
@@ -512,16 +558,18 @@ mod tests {
     fn a_counter_at_its_limit_counts_what_it_cannot_hold() {
         let mut counts = [HALF_CREDITS - 2, u16::MAX - 1, 0];
         let mut lost = 0;
+        let mut bound = u16::MAX;
         let mut c = Credits {
             counts: &mut counts,
+            bound: &mut bound,
             saturated: &mut lost,
         };
-        assert!(!c.credit(0));
-        assert!(c.credit(0), "half range reached: to report");
-        assert!(!c.credit(1), "the last value a counter holds");
-        assert!(!c.credit(1), "one more: lost, and counted");
-        assert!(!c.credit(1));
-        assert!(!c.credit(9), "an EV the QP does not have: ignored");
+        assert!(!c.credit::<true>(0));
+        assert!(c.credit::<true>(0), "half range reached: to report");
+        assert!(!c.credit::<true>(1), "the last value a counter holds");
+        assert!(!c.credit::<true>(1), "one more: lost, and counted");
+        assert!(!c.credit::<true>(1));
+        assert!(!c.credit::<true>(9), "an EV the QP does not have: ignored");
         assert_eq!(c.take(0), HALF_CREDITS);
         assert_eq!(c.take(0), 0);
         assert_eq!(c.take(1), u16::MAX);
