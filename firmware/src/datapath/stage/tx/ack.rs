@@ -252,47 +252,55 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             flags |= csr::ACK_STALE;
         }
         let cum_credited = t.credited_u16();
-        // SACK bits, skipping those an earlier ACK already applied.
-        let shift = a.sack_base.offset_from(self.sack_done_base);
-        let seen = if shift < 64 {
-            self.sack_done_bits >> shift
-        } else {
+        // SACK bits, skipping those an earlier ACK already applied. (An ACK with none, as
+        // most in-order ones, needs none of the masks: it leaves no bit applied.)
+        let in_flight = if a.sack_bitmap == 0 {
+            self.sack_done_base = a.sack_base;
+            self.sack_done_bits = 0;
             0
-        };
-        let in_flight = self.in_flight_mask(a.sack_base);
-        // (with the base in flight, the bits below `nxt` are the bits in flight)
-        let below_nxt = if self.in_flight_range(a.sack_base) {
-            in_flight
         } else {
-            match self.nxt.distance_from(a.sack_base) {
-                d if d >= 64 => u64::MAX,
-                d if d <= 0 => 0,
-                d => (1u64 << d) - 1,
+            let shift = a.sack_base.offset_from(self.sack_done_base);
+            let seen = if shift < 64 {
+                self.sack_done_bits >> shift
+            } else {
+                0
+            };
+            let in_flight = self.in_flight_mask(a.sack_base);
+            // (with the base in flight, the bits below `nxt` are the bits in flight)
+            let below_nxt = if self.in_flight_range(a.sack_base) {
+                in_flight
+            } else {
+                match self.nxt.distance_from(a.sack_base) {
+                    d if d >= 64 => u64::MAX,
+                    d if d <= 0 => 0,
+                    d => (1u64 << d) - 1,
+                }
+            };
+            self.sack_done_base = a.sack_base;
+            self.sack_done_bits = a.sack_bitmap & below_nxt;
+            let mut bits = a.sack_bitmap & !seen & in_flight;
+            if bits != 0 {
+                // (the highest PSN acknowledged by these bits: see `take`)
+                let hi = a.sack_base.add(63 - bits.leading_zeros());
+                // (a run of set bits at a time: the slots of consecutive PSNs, as a range)
+                while bits != 0 {
+                    let i = bits.trailing_zeros();
+                    // (`1..=64 - i` bits set from `i` on)
+                    let run = (!(bits >> i)).trailing_zeros();
+                    self.take_range_as(
+                        check,
+                        &mut t,
+                        a.sack_base.add(i),
+                        run as usize,
+                        credits,
+                        &mut crossed,
+                    );
+                    bits &= !low_bits((i + run) as usize);
+                }
+                Self::newest(&mut t, &self.slot(hi));
             }
+            in_flight
         };
-        self.sack_done_base = a.sack_base;
-        self.sack_done_bits = a.sack_bitmap & below_nxt;
-        let mut bits = a.sack_bitmap & !seen & in_flight;
-        if bits != 0 {
-            // (the highest PSN acknowledged by these bits: see `take`)
-            let hi = a.sack_base.add(63 - bits.leading_zeros());
-            // (a run of set bits at a time: the slots of consecutive PSNs, as a range)
-            while bits != 0 {
-                let i = bits.trailing_zeros();
-                // (`1..=64 - i` bits set from `i` on)
-                let run = (!(bits >> i)).trailing_zeros();
-                self.take_range_as(
-                    check,
-                    &mut t,
-                    a.sack_base.add(i),
-                    run as usize,
-                    credits,
-                    &mut crossed,
-                );
-                bits &= !low_bits((i + run) as usize);
-            }
-            Self::newest(&mut t, &self.slot(hi));
-        }
         self.max_acked_seq = t.max_seq;
         self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, t.max_sent);
         self.inflight_bytes = self.inflight_bytes.saturating_sub(t.freed);
@@ -356,7 +364,12 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 flags |= csr::ACK_ECN_EV;
             }
         }
-        let retired = self.retire_acked();
+        // (only a cumulative PSN that moved passes another work request's last packet)
+        let retired = if self.una != start {
+            self.retire_acked()
+        } else {
+            0
+        };
         events.push(CsrEvent::AckSummary(AckSummary::new(
             qpn,
             self.una,
