@@ -516,7 +516,10 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
                 self.note_ack_deadline(d);
             }
             verdicts.set(i, v);
-            self.count_verdict(&v);
+            // (an ACK, NACK or probe is consumed: nothing to count)
+            if v != RxVerdict::Consumed {
+                self.count_verdict(&v);
+            }
             i += 1;
         }
         n
@@ -538,12 +541,8 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
         at: usize,
     ) -> usize {
         let Some(first) = pkts.first() else { return 0 };
-        let Some(qp) = self
-            .qps
-            .as_mut()
-            .get_mut(first.dest_qpn as usize)
-            .filter(|q| q.state() != DpState::Reset)
-        else {
+        // (a QP that is not receiving, RESET among them, takes no run)
+        let Some(qp) = self.qps.as_mut().get_mut(first.dest_qpn as usize) else {
             return 0;
         };
         let (k, deadline) = qp.handle_write_run(

@@ -170,7 +170,8 @@ pub trait QpContext {
     /// Returns how many were taken and the coalescing deadline they leave for the caller to
     /// note, as it notes one after each packet (`None`: nothing to note); `(0, None)`:
     /// nothing changed, take the first packet with [`Self::handle_packet`]. A context without
-    /// runs takes none.
+    /// runs takes none, and so does one that is not receiving (RESET among the states: the
+    /// stage does not look first).
     fn handle_write_run<R: Regions, V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
