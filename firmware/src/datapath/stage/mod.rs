@@ -561,7 +561,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             return 0;
         }
         // (a plain write run can make a waiting immediate reportable; it cannot fail the QP)
-        if qp.reports_pending() {
+        if qp.imm_reports_pending() {
             self.reports = true;
         }
         if let Some(d) = deadline {

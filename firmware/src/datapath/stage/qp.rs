@@ -230,6 +230,11 @@ pub trait QpContext {
     fn poll_reports(&mut self, events: &mut Events);
     /// Whether [`Self::poll_reports`] has something to report.
     fn reports_pending(&self) -> bool;
+    /// The part of [`Self::reports_pending`] a run of plain writes can change: a placed
+    /// immediate now ready to report (a flush was pending, and noted by the stage, before).
+    fn imm_reports_pending(&self) -> bool {
+        self.reports_pending()
+    }
 }
 
 impl<
@@ -997,8 +1002,10 @@ impl<
     }
 
     fn reports_pending(&self) -> bool {
-        self.tx.flush_pending()
-            || self.rx.flush_pending()
-            || (self.rx_live() && self.rx.imm_ready())
+        self.tx.flush_pending() || self.rx.flush_pending() || self.imm_reports_pending()
+    }
+
+    fn imm_reports_pending(&self) -> bool {
+        self.rx_live() && self.rx.imm_ready()
     }
 }
