@@ -462,6 +462,10 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// its bits at or above `una`; each names a slot taken then, or a PSN below `una`).
     #[inline]
     fn sacked_from_una(&self) -> u64 {
+        // (most ACKs follow one with no SACK bit: nothing to place)
+        if self.sack_done_bits == 0 {
+            return 0;
+        }
         match self.una.distance_from(self.sack_done_base) {
             0 => self.sack_done_bits,
             d @ 1..64 => self.sack_done_bits >> d,
