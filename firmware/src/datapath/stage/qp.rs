@@ -230,8 +230,9 @@ pub trait QpContext {
     fn poll_reports(&mut self, events: &mut Events);
     /// Whether [`Self::poll_reports`] has something to report.
     fn reports_pending(&self) -> bool;
-    /// The part of [`Self::reports_pending`] a run of plain writes can change: a placed
-    /// immediate now ready to report (a flush was pending, and noted by the stage, before).
+    /// After a run of plain writes this QP took (so receiving), the part of
+    /// [`Self::reports_pending`] the run can change: a placed immediate now ready to report
+    /// (a flush was pending, and noted by the stage, before).
     fn imm_reports_pending(&self) -> bool {
         self.reports_pending()
     }
@@ -1002,10 +1003,13 @@ impl<
     }
 
     fn reports_pending(&self) -> bool {
-        self.tx.flush_pending() || self.rx.flush_pending() || self.imm_reports_pending()
+        self.tx.flush_pending()
+            || self.rx.flush_pending()
+            || (self.rx_live() && self.rx.imm_ready())
     }
 
     fn imm_reports_pending(&self) -> bool {
-        self.rx_live() && self.rx.imm_ready()
+        // (receiving: the run's own test)
+        self.rx.imm_ready()
     }
 }
