@@ -943,10 +943,12 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
         let mut any = false;
         let mut next: Option<u64> = None;
         for qp in self.qps.as_mut() {
-            if qp.ack_deadline_ns().is_some_and(|d| d <= now_ns) {
+            let mut deadline = qp.ack_deadline_ns();
+            if deadline.is_some_and(|d| d <= now_ns) {
                 any |= qp.handle_timeout(now_ns, &mut self.ctrl, &mut self.blocks);
+                deadline = qp.ack_deadline_ns();
             }
-            if let Some(d) = qp.ack_deadline_ns() {
+            if let Some(d) = deadline {
                 next = Some(next.map_or(d, |a| a.min(d)));
             }
         }

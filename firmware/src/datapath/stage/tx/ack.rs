@@ -476,7 +476,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
 
     /// Work requests the cumulative PSN passed are retired (they wait for the firmware's
     /// completion order in their slots). Returns how many.
-    #[inline(never)]
+    #[inline]
     fn retire_acked(&mut self) -> u16 {
         let mut n = 0u16;
         while self.retired < self.send_idx {
