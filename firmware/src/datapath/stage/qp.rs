@@ -15,7 +15,7 @@ use crate::datapath::ack_gen::{AckEvent, AckSummary, RxPacket, TrimMark};
 use crate::datapath::blocks::{Blocks, SprayerCmd, SprayerPort};
 use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
-use crate::datapath::sprayer::{EvPick, EvSlot, Sprayer, SprayerCounters};
+use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
 
 mod rx_run;
 mod tracker;
@@ -255,24 +255,26 @@ impl<
     fn ack_travel_ev(&mut self, ev: u16, plane: u8, blocks: &mut dyn Blocks) -> EvxRepr {
         let mut port = self.sprayer_port(blocks);
         let pick = port.has_usable().then(|| port.next_ev()).flatten();
-        self.ack_evx(pick, ev, plane)
+        self.ack_evx(pick.map_or((ev, plane), |p| (p.index, p.plane)))
     }
 
     /// [`Self::ack_travel_ev`] with every block its model (the receive run's: a stage with
     /// a stand-in takes no runs), the sprayer asked directly rather than through the port.
-    fn ack_travel_ev_model(&mut self, ev: u16, plane: u8) -> EvxRepr {
+    /// The fallback `(ev, plane)` is read only when no EV is usable.
+    #[inline(always)]
+    fn ack_travel_ev_model(&mut self, fallback: impl FnOnce() -> (u16, u8)) -> EvxRepr {
         let pick = self
             .sprayer
             .has_usable()
             .then(|| self.sprayer.next_ev())
             .flatten();
-        self.ack_evx(pick, ev, plane)
+        let pick = pick.map(|p| (p.index, p.plane)).unwrap_or_else(fallback);
+        self.ack_evx(pick)
     }
 
-    /// The EVX of an ACK or NACK on `pick` (`None`: on the acknowledged packet's `ev`).
+    /// The EVX of an ACK or NACK on EV `ev_index` of `plane` (the pick, or the fallback).
     #[inline(always)]
-    fn ack_evx(&mut self, pick: Option<EvPick>, ev: u16, plane: u8) -> EvxRepr {
-        let (ev_index, plane) = pick.map_or((ev, plane), |p| (p.index, p.plane));
+    fn ack_evx(&mut self, (ev_index, plane): (u16, u8)) -> EvxRepr {
         self.note_served();
         EvxRepr {
             ev_index,
@@ -355,7 +357,7 @@ impl<
     /// [`Self::ack_packet`] of ACK `a` with every block its model (see
     /// [`Self::ack_travel_ev_model`]), written to `out`.
     pub(super) fn ack_packet_model(&mut self, now_ns: u64, a: &AckSummary, out: &mut Packet) {
-        let evx = self.ack_travel_ev_model(a.ev_index, a.plane);
+        let evx = self.ack_travel_ev_model(|| (a.ev_index, a.plane));
         *out = self.ack_on(now_ns, a, evx);
     }
 
