@@ -516,7 +516,10 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
                 self.note_ack_deadline(d);
             }
             verdicts.set(i, v);
-            self.count_verdict(&v);
+            // (an ACK, NACK or probe is consumed: nothing to count)
+            if v != RxVerdict::Consumed {
+                self.count_verdict(&v);
+            }
             i += 1;
         }
         n
@@ -538,12 +541,8 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
         at: usize,
     ) -> usize {
         let Some(first) = pkts.first() else { return 0 };
-        let Some(qp) = self
-            .qps
-            .as_mut()
-            .get_mut(first.dest_qpn as usize)
-            .filter(|q| q.state() != DpState::Reset)
-        else {
+        // (a QP that is not receiving, RESET among them, takes no run)
+        let Some(qp) = self.qps.as_mut().get_mut(first.dest_qpn as usize) else {
             return 0;
         };
         let (k, deadline) = qp.handle_write_run(
@@ -562,7 +561,7 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
             return 0;
         }
         // (a plain write run can make a waiting immediate reportable; it cannot fail the QP)
-        if qp.reports_pending() {
+        if qp.imm_reports_pending() {
             self.reports = true;
         }
         if let Some(d) = deadline {
@@ -944,10 +943,12 @@ impl<C: Capacity, B: Blocks> Datapath<C, B> {
         let mut any = false;
         let mut next: Option<u64> = None;
         for qp in self.qps.as_mut() {
-            if qp.ack_deadline_ns().is_some_and(|d| d <= now_ns) {
+            let mut deadline = qp.ack_deadline_ns();
+            if deadline.is_some_and(|d| d <= now_ns) {
                 any |= qp.handle_timeout(now_ns, &mut self.ctrl, &mut self.blocks);
+                deadline = qp.ack_deadline_ns();
             }
-            if let Some(d) = qp.ack_deadline_ns() {
+            if let Some(d) = deadline {
                 next = Some(next.map_or(d, |a| a.min(d)));
             }
         }

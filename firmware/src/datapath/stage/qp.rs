@@ -15,7 +15,7 @@ use crate::datapath::ack_gen::{AckEvent, AckSummary, RxPacket, TrimMark};
 use crate::datapath::blocks::{Blocks, SprayerCmd, SprayerPort};
 use crate::datapath::packet::{DropReason, Packet, PacketBody, RxVerdict, SendWr, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
-use crate::datapath::sprayer::{EvPick, EvSlot, Sprayer, SprayerCounters};
+use crate::datapath::sprayer::{EvSlot, Sprayer, SprayerCounters};
 
 mod rx_run;
 mod tracker;
@@ -89,6 +89,8 @@ pub struct DpQp<
     skip_marks: Vec<u16, EVS>,
     skips_served: usize,
     credits: [u16; EVS],
+    /// At least every counter of `credits` (see `Credits::bound`).
+    credits_bound: u16,
     tx: TxSide<WIN, SQ>,
     rx: RxSide<WORDS, RQ>,
 }
@@ -168,7 +170,8 @@ pub trait QpContext {
     /// Returns how many were taken and the coalescing deadline they leave for the caller to
     /// note, as it notes one after each packet (`None`: nothing to note); `(0, None)`:
     /// nothing changed, take the first packet with [`Self::handle_packet`]. A context without
-    /// runs takes none.
+    /// runs takes none, and so does one that is not receiving (RESET among the states: the
+    /// stage does not look first).
     fn handle_write_run<R: Regions, V: VerdictSink + ?Sized>(
         &mut self,
         now_ns: u64,
@@ -227,6 +230,12 @@ pub trait QpContext {
     fn poll_reports(&mut self, events: &mut Events);
     /// Whether [`Self::poll_reports`] has something to report.
     fn reports_pending(&self) -> bool;
+    /// After a run of plain writes this QP took (so receiving), the part of
+    /// [`Self::reports_pending`] the run can change: a placed immediate now ready to report
+    /// (a flush was pending, and noted by the stage, before).
+    fn imm_reports_pending(&self) -> bool {
+        self.reports_pending()
+    }
 }
 
 impl<
@@ -246,24 +255,26 @@ impl<
     fn ack_travel_ev(&mut self, ev: u16, plane: u8, blocks: &mut dyn Blocks) -> EvxRepr {
         let mut port = self.sprayer_port(blocks);
         let pick = port.has_usable().then(|| port.next_ev()).flatten();
-        self.ack_evx(pick, ev, plane)
+        self.ack_evx(pick.map_or((ev, plane), |p| (p.index, p.plane)))
     }
 
     /// [`Self::ack_travel_ev`] with every block its model (the receive run's: a stage with
     /// a stand-in takes no runs), the sprayer asked directly rather than through the port.
-    fn ack_travel_ev_model(&mut self, ev: u16, plane: u8) -> EvxRepr {
+    /// The fallback `(ev, plane)` is read only when no EV is usable.
+    #[inline(always)]
+    fn ack_travel_ev_model(&mut self, fallback: impl FnOnce() -> (u16, u8)) -> EvxRepr {
         let pick = self
             .sprayer
             .has_usable()
             .then(|| self.sprayer.next_ev())
             .flatten();
-        self.ack_evx(pick, ev, plane)
+        let pick = pick.map(|p| (p.index, p.plane)).unwrap_or_else(fallback);
+        self.ack_evx(pick)
     }
 
-    /// The EVX of an ACK or NACK on `pick` (`None`: on the acknowledged packet's `ev`).
+    /// The EVX of an ACK or NACK on EV `ev_index` of `plane` (the pick, or the fallback).
     #[inline(always)]
-    fn ack_evx(&mut self, pick: Option<EvPick>, ev: u16, plane: u8) -> EvxRepr {
-        let (ev_index, plane) = pick.map_or((ev, plane), |p| (p.index, p.plane));
+    fn ack_evx(&mut self, (ev_index, plane): (u16, u8)) -> EvxRepr {
         self.note_served();
         EvxRepr {
             ev_index,
@@ -346,8 +357,18 @@ impl<
     /// [`Self::ack_packet`] of ACK `a` with every block its model (see
     /// [`Self::ack_travel_ev_model`]), written to `out`.
     pub(super) fn ack_packet_model(&mut self, now_ns: u64, a: &AckSummary, out: &mut Packet) {
-        let evx = self.ack_travel_ev_model(a.ev_index, a.plane);
+        let evx = self.ack_travel_ev_model(|| (a.ev_index, a.plane));
         *out = self.ack_on(now_ns, a, evx);
+    }
+
+    /// RESET: a fresh context (and the blocks' state of the QP). Out of line: the context
+    /// is built whole on the stack, which no other command needs room for.
+    #[cold]
+    #[inline(never)]
+    fn reset(&mut self, blocks: &mut dyn Blocks) {
+        *self = Self::new(self.hdr.qpn);
+        blocks.sprayer_reset(self.hdr.qpn);
+        blocks.rx_tracker_reset(self.hdr.qpn);
     }
 
     /// This QP's sprayer behind the stage's block port.
@@ -380,6 +401,7 @@ impl<
         self.skip_marks.clear();
         self.skips_served = 0;
         self.credits = [0; EVS];
+        self.credits_bound = 0;
     }
 
     /// The firmware wrote EV `ev`'s state and plane.
@@ -633,6 +655,7 @@ impl<
             skip_marks: Vec::new(),
             skips_served: 0,
             credits: [0; EVS],
+            credits_bound: 0,
             tx: TxSide::OFF,
             rx: RxSide::OFF,
         }
@@ -732,11 +755,7 @@ impl<
                 self.state = DpState::Rts;
             }
             CsrEvent::QpState(c) => match c.state {
-                csr::QP_RESET => {
-                    *self = Self::new(self.hdr.qpn);
-                    blocks.sprayer_reset(self.hdr.qpn);
-                    blocks.rx_tracker_reset(self.hdr.qpn);
-                }
+                csr::QP_RESET => self.reset(blocks),
                 _ => {
                     self.state = DpState::Error;
                     self.tx.enter_error();
@@ -798,6 +817,7 @@ impl<
         let mut saturated = 0;
         let mut credits = Credits {
             counts: &mut self.credits,
+            bound: &mut self.credits_bound,
             saturated: &mut saturated,
         };
         self.tx
@@ -825,6 +845,7 @@ impl<
                 let mut saturated = 0;
                 let mut credits = Credits {
                     counts: &mut self.credits,
+                    bound: &mut self.credits_bound,
                     saturated: &mut saturated,
                 };
                 self.tx
@@ -987,5 +1008,10 @@ impl<
         self.tx.flush_pending()
             || self.rx.flush_pending()
             || (self.rx_live() && self.rx.imm_ready())
+    }
+
+    fn imm_reports_pending(&self) -> bool {
+        // (receiving: the run's own test)
+        self.rx.imm_ready()
     }
 }

@@ -69,6 +69,9 @@ const F_PENDING: u8 = 4;
 const F_AVOID: u8 = 8;
 /// Reported lost; waits for the firmware's order.
 const F_LOST: u8 = 16;
+/// With [`F_INFLIGHT`]: the PSN left more than once (its transmission number is not in PSN
+/// order with the first transmissions around it: `TxSide::handle_ack` compares it alone).
+const F_RESENT: u8 = 32;
 
 /// Per-PSN send state (16 bytes).
 #[derive(Clone, Copy, Debug, Default)]
@@ -654,6 +657,9 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 self.rto = RtoWindow::Wait;
             }
             self.record_sent(psn, ev, out.payload_len, now_ns);
+            if let Some(s) = self.slot_mut(psn) {
+                s.flags = F_INFLIGHT | F_RESENT;
+            }
             return Ok(true);
         }
         Ok(false)

@@ -8,6 +8,9 @@ use crate::datapath::ack_gen::{RxPacket, TrimMark};
 use crate::datapath::packet::{Packet, PacketBody, VerdictSink};
 use crate::datapath::placement::{Placement, Regions};
 
+// (the run's test for a trim mark reads the mark as its discriminant)
+const _: () = assert!(TrimMark::None as u8 == 0);
+
 impl<
         const EVS: usize,
         const P: usize,
@@ -74,9 +77,9 @@ impl<
                     | Segment::Only { imm: None }
             );
             // (the run ends at the PSN space's wrap: PSNs compared without it)
+            // (`TrimMark::None` is 0: a mark or a CE bit makes the byte or non-zero)
             if !plain
-                || p.trim != TrimMark::None
-                || p.ce
+                || (p.trim as u8 | u8::from(p.ce)) != 0
                 || p.dest_qpn != first.dest_qpn
                 || p.psn.value() != psn_i
                 || reth.rkey != rkey0

@@ -64,14 +64,25 @@ impl AckTally {
 /// PSN, handed over with the EV's next loss or NACK report, or on their own past half range.
 pub(crate) struct Credits<'a> {
     pub counts: &'a mut [u16],
+    /// At least every counter of `counts` (kept by [`TxSide::handle_ack`]: while an ACK
+    /// cannot take it to half range, its slots are credited with no test for a crossing).
+    pub bound: &'a mut u16,
     /// Credits lost to a full counter with no room to report it.
     pub saturated: &'a mut u64,
 }
 
 impl Credits<'_> {
     /// One delivery for `ev`; `true` when its counter reached [`HALF_CREDITS`] (to report).
+    /// Without `CHECK`, the caller knows no counter can reach it (`bound`).
     #[inline(always)]
-    fn credit(&mut self, ev: u16) -> bool {
+    fn credit<const CHECK: bool>(&mut self, ev: u16) -> bool {
+        if !CHECK {
+            if let Some(c) = self.counts.get_mut(usize::from(ev)) {
+                // (below half range: no wrap)
+                *c = c.wrapping_add(1);
+            }
+            return false;
+        }
         match self.counts.get_mut(usize::from(ev)) {
             // (the common case: well below half range, no crossing and no saturation)
             Some(c) if *c < HALF_CREDITS - 1 => {
@@ -116,9 +127,22 @@ pub(crate) const ACK_EVENTS: usize = 64 + 8 + 1;
 const HALF_CREDITS: u16 = 1 << 15;
 
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
-    /// Slot `s` is acknowledged (nothing when it already was).
+    /// The most slots one ACK credits: its cumulative range (at most the window) and its
+    /// SACK bits.
+    const MOST_TAKEN: usize = WIN + 64;
+}
+
+impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
+    /// Slot `s` is acknowledged (nothing when it already was); the caller counted it
+    /// credited (`AckTally::credited`), taken back here when it was not in flight. The newest
+    /// transmission is
+    /// tracked here only for a slot whose transmission may be out of PSN order (one that left
+    /// again, or is lost or queued to): the transmission numbers of first transmissions rise
+    /// with their PSNs, and a PSN resent left after every first transmission below it, so
+    /// the caller compares the highest PSN it acknowledges ([`Self::newest`]) and has the
+    /// newest of them all.
     #[inline(always)]
-    fn take(
+    fn take<const CHECK: bool>(
         t: &mut AckTally,
         s: &mut TxSlot,
         credits: &mut Credits<'_>,
@@ -127,18 +151,43 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         let flags = s.flags;
         let len = u64::from(s.len);
         if flags == F_INFLIGHT {
-            // (the common case: in flight, on one compare)
-            t.freed += len;
-            t.credited += 1;
-            if credits.credit(s.ev) {
-                let _ = crossed.push(s.ev);
-            }
+            // (the common case: in flight, sent once, on one compare)
+            Self::free::<CHECK>(t, s, len, credits, crossed);
         } else if flags & F_ACKED != 0 {
+            t.credited -= 1;
             return;
         } else {
-            t.other += len;
+            if flags & F_INFLIGHT != 0 {
+                Self::free::<CHECK>(t, s, len, credits, crossed);
+            } else {
+                t.credited -= 1;
+                t.other += len;
+            }
+            Self::newest(t, s);
         }
         s.flags = F_ACKED;
+    }
+
+    /// Slot `s` (in flight, `len` bytes) is freed and its EV credited.
+    #[inline(always)]
+    fn free<const CHECK: bool>(
+        t: &mut AckTally,
+        s: &TxSlot,
+        len: u64,
+        credits: &mut Credits<'_>,
+        crossed: &mut heapless::Vec<u16, 8>,
+    ) {
+        t.freed += len;
+        if credits.credit::<CHECK>(s.ev) {
+            let _ = crossed.push(s.ev);
+        }
+    }
+
+    /// The transmission of slot `s` was acknowledged: the newest so far when it is newer.
+    /// (A slot acknowledged before left no later than the newest then: comparing it changes
+    /// nothing.)
+    #[inline(always)]
+    fn newest(t: &mut AckTally, s: &TxSlot) {
         if (s.tx_seq.wrapping_sub(t.max_seq) as i32) > 0 {
             t.max_seq = s.tx_seq;
             t.max_sent = s.sent_ns;
@@ -167,6 +216,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             credited: 0,
         };
         let mut crossed = heapless::Vec::<u16, 8>::new();
+        // (no counter can reach half range in this ACK: its slots are credited untested)
+        let check = usize::from(*credits.bound) + Self::MOST_TAKEN >= usize::from(HALF_CREDITS);
         let start = self.una;
         let mut flags = 0;
         let cum_ok = a.cum_psn.offset_from(self.una) <= self.nxt.offset_from(self.una);
@@ -177,17 +228,23 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             let m = n.min(64);
             let skip = self.sacked_from_una() & low_bits(m);
             if skip == 0 {
-                self.take_range(&mut t, self.una, n, credits, &mut crossed);
+                self.take_range_as(check, &mut t, self.una, n, credits, &mut crossed);
             } else {
                 let mut todo = !skip & low_bits(m);
+                t.credited += todo.count_ones();
                 while todo != 0 {
                     let j = todo.trailing_zeros();
                     todo &= todo - 1;
                     if let Some(s) = self.slots.get_mut(self.una.add(j).value() as usize % WIN) {
-                        Self::take(&mut t, s, credits, &mut crossed);
+                        Self::take::<true>(&mut t, s, credits, &mut crossed);
                     }
                 }
-                self.take_range(&mut t, self.una.add(m as u32), n - m, credits, &mut crossed);
+                let rest = self.una.add(m as u32);
+                self.take_range::<true>(&mut t, rest, n - m, credits, &mut crossed);
+            }
+            // (the highest PSN acknowledged cumulatively: see `take`)
+            if let Some(last) = n.checked_sub(1) {
+                Self::newest(&mut t, &self.slot(self.una.add(last as u32)));
             }
             self.una = a.cum_psn;
         } else {
@@ -195,37 +252,55 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             flags |= csr::ACK_STALE;
         }
         let cum_credited = t.credited_u16();
-        // SACK bits, skipping those an earlier ACK already applied.
-        let shift = a.sack_base.offset_from(self.sack_done_base);
-        let seen = if shift < 64 {
-            self.sack_done_bits >> shift
-        } else {
+        // SACK bits, skipping those an earlier ACK already applied. (An ACK with none, as
+        // most in-order ones, needs none of the masks: it leaves no bit applied.)
+        let in_flight = if a.sack_bitmap == 0 {
+            self.sack_done_base = a.sack_base;
+            self.sack_done_bits = 0;
             0
-        };
-        let in_flight = self.in_flight_mask(a.sack_base);
-        // (with the base in flight, the bits below `nxt` are the bits in flight)
-        let below_nxt = if self.in_flight_range(a.sack_base) {
-            in_flight
         } else {
-            match self.nxt.distance_from(a.sack_base) {
-                d if d >= 64 => u64::MAX,
-                d if d <= 0 => 0,
-                d => (1u64 << d) - 1,
+            let shift = a.sack_base.offset_from(self.sack_done_base);
+            let seen = if shift < 64 {
+                self.sack_done_bits >> shift
+            } else {
+                0
+            };
+            let in_flight = self.in_flight_mask(a.sack_base);
+            // (with the base in flight, the bits below `nxt` are the bits in flight)
+            let below_nxt = if self.in_flight_range(a.sack_base) {
+                in_flight
+            } else {
+                match self.nxt.distance_from(a.sack_base) {
+                    d if d >= 64 => u64::MAX,
+                    d if d <= 0 => 0,
+                    d => (1u64 << d) - 1,
+                }
+            };
+            self.sack_done_base = a.sack_base;
+            self.sack_done_bits = a.sack_bitmap & below_nxt;
+            let mut bits = a.sack_bitmap & !seen & in_flight;
+            if bits != 0 {
+                // (the highest PSN acknowledged by these bits: see `take`)
+                let hi = a.sack_base.add(63 - bits.leading_zeros());
+                // (a run of set bits at a time: the slots of consecutive PSNs, as a range)
+                while bits != 0 {
+                    let i = bits.trailing_zeros();
+                    // (`1..=64 - i` bits set from `i` on)
+                    let run = (!(bits >> i)).trailing_zeros();
+                    self.take_range_as(
+                        check,
+                        &mut t,
+                        a.sack_base.add(i),
+                        run as usize,
+                        credits,
+                        &mut crossed,
+                    );
+                    bits &= !low_bits((i + run) as usize);
+                }
+                Self::newest(&mut t, &self.slot(hi));
             }
+            in_flight
         };
-        self.sack_done_base = a.sack_base;
-        self.sack_done_bits = a.sack_bitmap & below_nxt;
-        let mut bits = a.sack_bitmap & !seen & in_flight;
-        while bits != 0 {
-            let i = bits.trailing_zeros();
-            bits &= bits - 1;
-            if let Some(s) = self
-                .slots
-                .get_mut(a.sack_base.add(i).value() as usize % WIN)
-            {
-                Self::take(&mut t, s, credits, &mut crossed);
-            }
-        }
         self.max_acked_seq = t.max_seq;
         self.max_acked_sent_ns = later_ns(self.max_acked_sent_ns, t.max_sent);
         self.inflight_bytes = self.inflight_bytes.saturating_sub(t.freed);
@@ -262,6 +337,13 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 }
             }
         }
+        // (every counter grew by at most the slots credited; exact again near half range)
+        if check {
+            *credits.bound = credits.counts.iter().copied().max().unwrap_or(0);
+        } else {
+            // (at most `MOST_TAKEN`: below half range)
+            *credits.bound += t.credited as u16;
+        }
         if !crossed.is_empty() {
             Self::report_crossed(qpn, &crossed, credits, events);
         }
@@ -279,7 +361,12 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
                 flags |= csr::ACK_ECN_EV;
             }
         }
-        let retired = self.retire_acked();
+        // (only a cumulative PSN that moved passes another work request's last packet)
+        let retired = if self.una != start {
+            self.retire_acked()
+        } else {
+            0
+        };
         events.push(CsrEvent::AckSummary(AckSummary::new(
             qpn,
             self.una,
@@ -312,9 +399,27 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         }
     }
 
+    /// [`Self::take_range`] with the crossing test (`check`) or without.
+    #[inline(always)]
+    fn take_range_as(
+        &mut self,
+        check: bool,
+        t: &mut AckTally,
+        from: Psn,
+        n: usize,
+        credits: &mut Credits<'_>,
+        crossed: &mut heapless::Vec<u16, 8>,
+    ) {
+        if check {
+            self.take_range::<true>(t, from, n, credits, crossed);
+        } else {
+            self.take_range::<false>(t, from, n, credits, crossed);
+        }
+    }
+
     /// The slots of the `n` PSNs from `from`, taken in PSN order.
     #[inline(always)]
-    fn take_range(
+    fn take_range<const CHECK: bool>(
         &mut self,
         t: &mut AckTally,
         from: Psn,
@@ -322,6 +427,8 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
         credits: &mut Credits<'_>,
         crossed: &mut heapless::Vec<u16, 8>,
     ) {
+        // (each slot counted credited, taken back by `take` when it was not in flight)
+        t.credited = t.credited.wrapping_add(n as u32);
         if WIN.is_power_of_two() {
             // (`WIN` divides the PSN space: the slots are the ring from `from`'s slot on, as
             // one or two slices)
@@ -332,16 +439,16 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             let tail = tail.get_mut(..first).unwrap_or_default();
             let head = head.get_mut(..n - first).unwrap_or_default();
             for s in tail {
-                Self::take(t, s, credits, crossed);
+                Self::take::<CHECK>(t, s, credits, crossed);
             }
             for s in head {
-                Self::take(t, s, credits, crossed);
+                Self::take::<CHECK>(t, s, credits, crossed);
             }
         } else {
             let mut psn = from;
             for _ in 0..n {
                 if let Some(s) = self.slots.get_mut(psn.value() as usize % WIN) {
-                    Self::take(t, s, credits, crossed);
+                    Self::take::<CHECK>(t, s, credits, crossed);
                 }
                 psn = psn.add(1);
             }
@@ -352,6 +459,10 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// its bits at or above `una`; each names a slot taken then, or a PSN below `una`).
     #[inline]
     fn sacked_from_una(&self) -> u64 {
+        // (most ACKs follow one with no SACK bit: nothing to place)
+        if self.sack_done_bits == 0 {
+            return 0;
+        }
         match self.una.distance_from(self.sack_done_base) {
             0 => self.sack_done_bits,
             d @ 1..64 => self.sack_done_bits >> d,
@@ -362,7 +473,7 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
 
     /// Work requests the cumulative PSN passed are retired (they wait for the firmware's
     /// completion order in their slots). Returns how many.
-    #[inline(never)]
+    #[inline]
     fn retire_acked(&mut self) -> u16 {
         let mut n = 0u16;
         while self.retired < self.send_idx {
@@ -461,16 +572,18 @@ mod tests {
     fn a_counter_at_its_limit_counts_what_it_cannot_hold() {
         let mut counts = [HALF_CREDITS - 2, u16::MAX - 1, 0];
         let mut lost = 0;
+        let mut bound = u16::MAX;
         let mut c = Credits {
             counts: &mut counts,
+            bound: &mut bound,
             saturated: &mut lost,
         };
-        assert!(!c.credit(0));
-        assert!(c.credit(0), "half range reached: to report");
-        assert!(!c.credit(1), "the last value a counter holds");
-        assert!(!c.credit(1), "one more: lost, and counted");
-        assert!(!c.credit(1));
-        assert!(!c.credit(9), "an EV the QP does not have: ignored");
+        assert!(!c.credit::<true>(0));
+        assert!(c.credit::<true>(0), "half range reached: to report");
+        assert!(!c.credit::<true>(1), "the last value a counter holds");
+        assert!(!c.credit::<true>(1), "one more: lost, and counted");
+        assert!(!c.credit::<true>(1));
+        assert!(!c.credit::<true>(9), "an EV the QP does not have: ignored");
         assert_eq!(c.take(0), HALF_CREDITS);
         assert_eq!(c.take(0), 0);
         assert_eq!(c.take(1), u16::MAX);
