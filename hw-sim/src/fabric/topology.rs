@@ -37,7 +37,7 @@
 //! fabric with more than 4095 switches in a tier has no uSID plan (a fat tree past k = 90): its
 //! uSID routes are [`RouteError::NoUsidPlan`] (ECMP still routes it).
 
-use mrc_abi::wire::usid::clos::{Carrier, Clos, ClosError, Hop, Node};
+use mrc_abi::wire::usid::clos::{Carrier, Clos, ClosError, Hop, Node, PairPaths};
 use mrc_abi::wire::usid::DEFAULT_BLOCK;
 
 use super::config::{ConfigError, FabricConfig, Shape};
@@ -388,6 +388,16 @@ impl Topology {
     /// # Errors
     /// [`RouteError`] for an unknown host, `src == dst` or a fabric without a uSID plan.
     pub fn usid_route(&self, src: u32, dst: u32, path: u32) -> Result<UsidRoute, RouteError> {
+        usid_route_of(&self.usid_paths(src, dst)?, path)
+    }
+
+    /// The uSID paths from `src` to `dst` ([`Clos::paths`]), for a sender that routes many
+    /// packets of the pair: [`usid_route_of`] of them and a path index is
+    /// [`Topology::usid_route`], and their [`PairPaths::count`] is [`Topology::path_count`].
+    ///
+    /// # Errors
+    /// [`RouteError`] for an unknown host, `src == dst` or a fabric without a uSID plan.
+    pub fn usid_paths(&self, src: u32, dst: u32) -> Result<PairPaths, RouteError> {
         for host in [src, dst] {
             if host >= self.hosts {
                 return Err(RouteError::NoSuchHost { host });
@@ -397,13 +407,11 @@ impl Topology {
             return Err(RouteError::SameHost);
         }
         let clos = self.clos().map_err(|_| RouteError::NoUsidPlan)?;
-        let p = clos.path(src, dst, path).map_err(|e| match e {
+        clos.paths(src, dst).map_err(|e| match e {
             ClosError::SameHost => RouteError::SameHost,
             ClosError::NoSuchHost(host) => RouteError::NoSuchHost { host },
             _ => RouteError::NoUsidPlan,
-        })?;
-        // At most six uSIDs, none zero: always a valid route.
-        UsidRoute::new(p.usids()).map_err(|_| RouteError::NoUsidPlan)
+        })
     }
 
     /// Switch `sw` (global id) forwards a packet carrying `route` ([`Clos::forward`]): consumes
@@ -430,4 +438,14 @@ impl Topology {
             _ => return None,
         })
     }
+}
+
+/// The uSID route of path `path` (taken modulo their count) of a pair's `paths`
+/// ([`Topology::usid_paths`]).
+///
+/// # Errors
+/// [`RouteError::NoUsidPlan`] for a route that does not fit a [`UsidRoute`] (a checked plan's
+/// never: at most six uSIDs, none zero).
+pub fn usid_route_of(paths: &PairPaths, path: u32) -> Result<UsidRoute, RouteError> {
+    UsidRoute::new(paths.path(path).usids()).map_err(|_| RouteError::NoUsidPlan)
 }

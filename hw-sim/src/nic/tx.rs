@@ -14,7 +14,9 @@ use super::{
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::{Duration, Time, PS_PER_S};
-use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, Route, TransportKind};
+use crate::fabric::{
+    flags, usid_route_of, Ecn, Fabric, Packet, Payload, Route, TransportKind,
+};
 
 impl Nic {
     /// Posts the released messages of QP `qpn` while its send queue takes them. The host
@@ -295,7 +297,7 @@ impl Nic {
         s: &mut Scheduler<'_>,
     ) {
         let qpn = qpn_in(&self.qpn_at, shard, self.width, tx.src_qpn);
-        let Some(conn) = self.conns.get(qpn as usize) else {
+        let Some(conn) = self.conns.get_mut(qpn as usize) else {
             self.counters.inject_errors += 1;
             return;
         };
@@ -316,15 +318,22 @@ impl Nic {
                 },
             ),
             Transport::Mrc => {
-                let topo = fab.topology();
-                let n = topo.path_count(self.host, dst).max(1);
+                let paths = match conn.paths {
+                    Some(p) => Ok(p),
+                    None => fab.topology().usid_paths(self.host, dst),
+                };
+                let Ok(paths) = paths else {
+                    self.counters.inject_errors += 1;
+                    return;
+                };
+                conn.paths = Some(paths);
                 let path = ev_path(
                     u32::from(tx.evx.ev_index),
                     u32::from(self.cfg.planes),
-                    n,
+                    paths.count(),
                     conn.path_base,
                 );
-                match topo.usid_route(self.host, dst, path) {
+                match usid_route_of(&paths, path) {
                     Ok(r) => (u32::from(tx.evx.plane), Route::Usid(r)),
                     Err(_) => {
                         self.counters.inject_errors += 1;

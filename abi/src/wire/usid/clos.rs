@@ -230,6 +230,80 @@ impl Path {
     }
 }
 
+/// A switch's uSID (`0` for one outside the plan, which a checked description never names).
+fn node_usid(tier: u8, index: u16) -> u16 {
+    Node { tier, index }.usid().unwrap_or(0)
+}
+
+/// Which switches a pair's paths turn at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Via {
+    /// Both hosts on one leaf: one path, through the leaf.
+    Leaf,
+    /// Two tiers, or one pod: path `i` turns at spine (aggregation) `i`.
+    Spine,
+    /// Three tiers between pods: path `i` turns at core `i / spines` of group `i % spines`.
+    Core,
+}
+
+/// The paths between one pair of hosts of a checked [`Clos`] ([`Clos::paths`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PairPaths {
+    via: Via,
+    count: u32,
+    leaf_s: u16,
+    leaf_d: u16,
+    /// The destination's local uSID.
+    host: u16,
+    /// Index of the source's and the destination's pod's first spine (aggregation) switch.
+    spine_s: u16,
+    spine_d: u16,
+    spines: u16,
+    /// Core switches per group.
+    group: u16,
+}
+
+impl PairPaths {
+    /// Distinct paths ([`Clos::path_count`]): at least 1.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Path `index`, taken modulo [`PairPaths::count`] ([`Clos::path`]).
+    pub fn path(&self, index: u32) -> Path {
+        // (`count` is at least 1; `max` keeps a hand-made zero from dividing)
+        let i = index % self.count.max(1);
+        let mut usids = [0u16; MAX_USIDS];
+        let list: &[u16] = match self.via {
+            Via::Leaf => &[self.leaf_s, self.host],
+            // i < spines here.
+            Via::Spine => &[
+                self.leaf_s,
+                node_usid(TIER_SPINE, self.spine_s + i as u16),
+                self.leaf_d,
+                self.host,
+            ],
+            Via::Core => {
+                let spines = u32::from(self.spines);
+                let (a, c) = ((i % spines) as u16, (i / spines) as u16);
+                &[
+                    self.leaf_s,
+                    node_usid(TIER_SPINE, self.spine_s + a),
+                    node_usid(TIER_CORE, a * self.group + c),
+                    node_usid(TIER_SPINE, self.spine_d + a),
+                    self.leaf_d,
+                    self.host,
+                ]
+            }
+        };
+        usids[..list.len()].copy_from_slice(list);
+        Path {
+            usids,
+            len: list.len() as u8,
+        }
+    }
+}
+
 /// A multi-plane Clos as the controller describes it (every plane the same).
 ///
 /// Two tiers: `leaves` leaves, each cabled to all `spines` spines. Three tiers: `pods` pods of
@@ -357,20 +431,45 @@ impl Clos {
         Ok(((src / hpl) as u16, (dst / hpl) as u16))
     }
 
+    /// The paths from `src` to `dst`, worked out once: [`PairPaths::count`] and
+    /// [`PairPaths::path`] answer as [`Clos::path_count`] and [`Clos::path`] do, without
+    /// checking the description and the pair again (a sender that routes every packet of a
+    /// connection keeps one per connection).
+    ///
+    /// # Errors
+    /// [`ClosError`]: a bad description, an unknown host, `src == dst`.
+    pub fn paths(&self, src: u32, dst: u32) -> Result<PairPaths, ClosError> {
+        let (ls, ld) = self.pair(src, dst)?;
+        // check() bounds every index below MAX_PER_TIER: the uSIDs below exist.
+        let host = local_usid((dst % u32::from(self.hosts_per_leaf)) as u16).unwrap_or(0);
+        let per_pod = self.per_pod();
+        let (ps, pd) = (ls / per_pod, ld / per_pod);
+        let (via, count) = if ls == ld {
+            (Via::Leaf, 1)
+        } else if self.tiers == 2 || ps == pd {
+            (Via::Spine, u32::from(self.spines))
+        } else {
+            (Via::Core, u32::from(self.spines) * u32::from(self.group()))
+        };
+        Ok(PairPaths {
+            via,
+            count,
+            leaf_s: node_usid(TIER_LEAF, ls),
+            leaf_d: node_usid(TIER_LEAF, ld),
+            host,
+            spine_s: ps * self.spines,
+            spine_d: pd * self.spines,
+            spines: self.spines,
+            group: self.group(),
+        })
+    }
+
     /// Distinct paths from `src` to `dst`.
     ///
     /// # Errors
     /// [`ClosError`]: a bad description, an unknown host, `src == dst`.
     pub fn path_count(&self, src: u32, dst: u32) -> Result<u32, ClosError> {
-        let (ls, ld) = self.pair(src, dst)?;
-        let per_pod = self.per_pod();
-        Ok(if ls == ld {
-            1
-        } else if self.tiers == 2 || ls / per_pod == ld / per_pod {
-            u32::from(self.spines)
-        } else {
-            u32::from(self.spines) * u32::from(self.group())
-        })
+        Ok(self.paths(src, dst)?.count())
     }
 
     /// Path `index` (modulo [`Clos::path_count`]) from `src` to `dst` (see the module docs).
@@ -378,41 +477,7 @@ impl Clos {
     /// # Errors
     /// [`ClosError`]: a bad description, an unknown host, `src == dst`.
     pub fn path(&self, src: u32, dst: u32, index: u32) -> Result<Path, ClosError> {
-        let (ls, ld) = self.pair(src, dst)?;
-        let n = self.path_count(src, dst)?;
-        let i = index % n;
-        // check() bounds every index below MAX_PER_TIER: the uSIDs below exist.
-        let node = |tier: u8, index: u16| Node { tier, index }.usid().unwrap_or(0);
-        let host = local_usid((dst % u32::from(self.hosts_per_leaf)) as u16).unwrap_or(0);
-        let (leaf_s, leaf_d) = (node(TIER_LEAF, ls), node(TIER_LEAF, ld));
-        let mut usids = [0u16; MAX_USIDS];
-        let list: &[u16] = if ls == ld {
-            &[leaf_s, host]
-        } else {
-            let per_pod = self.per_pod();
-            let (ps, pd) = (ls / per_pod, ld / per_pod);
-            if self.tiers == 2 || ps == pd {
-                // i < spines here.
-                let spine = node(TIER_SPINE, ps * self.spines + i as u16);
-                &[leaf_s, spine, leaf_d, host]
-            } else {
-                let spines = u32::from(self.spines);
-                let (a, c) = ((i % spines) as u16, (i / spines) as u16);
-                &[
-                    leaf_s,
-                    node(TIER_SPINE, ps * self.spines + a),
-                    node(TIER_CORE, a * self.group() + c),
-                    node(TIER_SPINE, pd * self.spines + a),
-                    leaf_d,
-                    host,
-                ]
-            }
-        };
-        usids[..list.len()].copy_from_slice(list);
-        Ok(Path {
-            usids,
-            len: list.len() as u8,
-        })
+        Ok(self.paths(src, dst)?.path(index))
     }
 
     /// EV `ev` of a QP from `src` to `dst`: its plane and carrier (see the module docs).
