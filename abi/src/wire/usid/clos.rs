@@ -505,7 +505,7 @@ impl Clos {
     /// simulator's route): consumes what the rules in the module docs say and returns the
     /// neighbour to send it to. The block is not checked (a fabric routes one block). Meant for
     /// a checked description ([`Clos::check`]); an unchecked one gives wrong answers, never a
-    /// panic.
+    /// panic. A switch that forwards many packets keeps its [`Clos::switch_table`] instead.
     ///
     /// # Errors
     /// [`ClosError::NoSuchNode`] when `at` is not a switch of this fabric;
@@ -516,15 +516,175 @@ impl Clos {
         at: Node,
         carrier: &mut C,
     ) -> Result<Hop, ClosError> {
+        self.switch_table(at)?.forward(carrier)
+    }
+
+    /// The static routing table of switch `at` (module docs, "How a switch forwards"), built
+    /// once: [`SwitchTable::forward`] answers as [`Clos::forward`] at `at` does.
+    ///
+    /// # Errors
+    /// [`ClosError::NoSuchNode`] when `at` is not a switch of this fabric.
+    pub fn switch_table(&self, at: Node) -> Result<SwitchTable, ClosError> {
         let own = at.usid().ok_or(ClosError::NoSuchNode)?;
         if self.spines == 0 || u32::from(at.index) >= self.switches(at.tier) {
+            return Err(ClosError::NoSuchNode);
+        }
+        let s = u32::from(self.spines.max(1));
+        let per_pod = u32::from(self.per_pod().max(1));
+        let group = u32::from(self.group().max(1));
+        let x = u32::from(at.index);
+        // Indices `lo..hi` (a neighbour's index divided by `width` is `q`), within `below`.
+        let block = |q: u32, width: u32, below: u32| Reach::Range {
+            lo: clamp16(q * width),
+            hi: clamp16((q * width + width).min(below)),
+        };
+        let mut reach = [(Reach::None, Dir::Up); 4];
+        match at.tier {
+            TIER_LEAF => {
+                reach[KIND_LOCAL] = (
+                    block(0, u32::from(self.hosts_per_leaf), u32::MAX),
+                    Dir::Host,
+                );
+                let pod = if self.tiers == 2 { 0 } else { x / per_pod };
+                reach[KIND_SPINE] = (block(pod, s, u32::MAX), Dir::Up);
+            }
+            TIER_SPINE => {
+                let leaves = u32::from(self.leaves);
+                reach[KIND_LEAF] = if self.tiers == 2 {
+                    (block(0, leaves, leaves), Dir::Down)
+                } else {
+                    (block(x / s, per_pod, leaves), Dir::Down)
+                };
+                if self.tiers == 3 {
+                    reach[KIND_CORE] = (block(x % s, group, u32::from(self.cores)), Dir::Up);
+                }
+            }
+            _ => {
+                reach[KIND_SPINE] = (
+                    Reach::Stride {
+                        below: clamp16(self.switches(TIER_SPINE)),
+                        modulus: clamp16(s),
+                        rem: clamp16(x / group),
+                    },
+                    Dir::Down,
+                );
+            }
+        }
+        Ok(SwitchTable { own, reach })
+    }
+}
+
+/// `v`, or `u16::MAX` when it does not fit (indices are below [`MAX_PER_TIER`]).
+fn clamp16(v: u32) -> u16 {
+    u16::try_from(v).unwrap_or(u16::MAX)
+}
+
+/// [`SwitchTable`]'s row of switch uSIDs of tier 1, 2 and 3 ([`KIND_LEAF`] + tier - 1).
+const KIND_LEAF: usize = 0;
+/// [`SwitchTable`]'s row of spine (aggregation) uSIDs.
+const KIND_SPINE: usize = 1;
+/// [`SwitchTable`]'s row of core uSIDs.
+const KIND_CORE: usize = 2;
+/// [`SwitchTable`]'s row of local (host) uSIDs.
+const KIND_LOCAL: usize = 3;
+
+/// Which indices of one kind of uSID a switch has a route for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Reach {
+    /// None.
+    None,
+    /// `lo..hi`.
+    Range { lo: u16, hi: u16 },
+    /// Those below `below` that leave `rem` modulo `modulus` (at least 1).
+    Stride { below: u16, modulus: u16, rem: u16 },
+}
+
+/// Where a routed uSID sends the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Dir {
+    Up,
+    Down,
+    Host,
+}
+
+/// One switch's static routing table ([`Clos::switch_table`]): its own uSID and, per kind of
+/// uSID (switches of each tier, local host uSIDs), the indices it holds as neighbours and the
+/// direction they lie in. Forwarding is then a decode and a comparison or two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SwitchTable {
+    own: u16,
+    reach: [(Reach, Dir); 4],
+}
+
+impl SwitchTable {
+    /// [`Clos::forward`] at this table's switch.
+    ///
+    /// # Errors
+    /// [`ClosError::NoRoute`] with the active uSID when the switch has no route for it (the
+    /// carrier is then left as it was after consuming the switch's own uSID).
+    #[inline]
+    pub fn forward<C: Carrier + ?Sized>(&self, carrier: &mut C) -> Result<Hop, ClosError> {
+        if carrier.active() == self.own {
+            carrier.consume();
+        }
+        let u = carrier.active();
+        let hop = self.neighbour(u).ok_or(ClosError::NoRoute(u))?;
+        if let Hop::Host(_) = hop {
+            carrier.consume();
+        }
+        Ok(hop)
+    }
+
+    /// The neighbour uSID `u` names, if the switch holds it ([`decode`]'s reading of `u`).
+    #[inline]
+    fn neighbour(&self, u: u16) -> Option<Hop> {
+        let low = u & 0x0FFF;
+        let kind = match u >> 12 {
+            t @ 1..=3 => usize::from(t) - 1 + KIND_LEAF,
+            0xF => KIND_LOCAL,
+            _ => return None,
+        };
+        // (0 is no uSID: `wrapping_sub` makes it 0xFFFF, beyond every reach)
+        let i = low.wrapping_sub(1);
+        let (reach, dir) = self.reach[kind];
+        let held = match reach {
+            Reach::None => false,
+            Reach::Range { lo, hi } => lo <= i && i < hi,
+            Reach::Stride {
+                below,
+                modulus,
+                rem,
+            } => i < below && i % modulus == rem,
+        };
+        held.then_some(match dir {
+            Dir::Up => Hop::Up(i),
+            Dir::Down => Hop::Down(i),
+            Dir::Host => Hop::Host(i),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::DEFAULT_BLOCK;
+    use super::*;
+
+    /// The routing rules as the module docs state them, uSID by uSID: the model
+    /// [`SwitchTable`] is held to.
+    fn forward_plain<C: Carrier + ?Sized>(
+        c: &Clos,
+        at: Node,
+        carrier: &mut C,
+    ) -> Result<Hop, ClosError> {
+        let own = at.usid().ok_or(ClosError::NoSuchNode)?;
+        if c.spines == 0 || u32::from(at.index) >= c.switches(at.tier) {
             return Err(ClosError::NoSuchNode);
         }
         if carrier.active() == own {
             carrier.consume();
         }
         let u = carrier.active();
-        let hop = self.neighbour(at, u).ok_or(ClosError::NoRoute(u))?;
+        let hop = neighbour_plain(c, at, u).ok_or(ClosError::NoRoute(u))?;
         if let Hop::Host(_) = hop {
             carrier.consume();
         }
@@ -533,43 +693,32 @@ impl Clos {
 
     /// The static routing table of switch `at` (already checked): the neighbour uSID `u`
     /// names, if any.
-    fn neighbour(&self, at: Node, u: u16) -> Option<Hop> {
-        let s = self.spines.max(1);
-        let per_pod = self.per_pod().max(1);
-        let group = self.group().max(1);
+    fn neighbour_plain(c: &Clos, at: Node, u: u16) -> Option<Hop> {
+        let s = c.spines.max(1);
+        let per_pod = c.per_pod().max(1);
+        let group = c.group().max(1);
         match (at.tier, decode(u)?) {
             (TIER_LEAF, Sid::Local { port }) => {
-                (port < self.hosts_per_leaf).then_some(Hop::Host(port))
+                (port < c.hosts_per_leaf).then_some(Hop::Host(port))
             }
             (TIER_LEAF, Sid::Node(n)) if n.tier == TIER_SPINE => {
-                let pod = if self.tiers == 2 {
-                    0
-                } else {
-                    at.index / per_pod
-                };
+                let pod = if c.tiers == 2 { 0 } else { at.index / per_pod };
                 (n.index / s == pod).then_some(Hop::Up(n.index))
             }
-            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_LEAF && n.index < self.leaves => {
-                let pod = if self.tiers == 2 { 0 } else { at.index / s };
-                (self.tiers == 2 || n.index / per_pod == pod).then_some(Hop::Down(n.index))
+            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_LEAF && n.index < c.leaves => {
+                let pod = if c.tiers == 2 { 0 } else { at.index / s };
+                (c.tiers == 2 || n.index / per_pod == pod).then_some(Hop::Down(n.index))
             }
-            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_CORE && self.tiers == 3 => {
-                (n.index < self.cores && n.index / group == at.index % s)
-                    .then_some(Hop::Up(n.index))
+            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_CORE && c.tiers == 3 => {
+                (n.index < c.cores && n.index / group == at.index % s).then_some(Hop::Up(n.index))
             }
             (TIER_CORE, Sid::Node(n)) if n.tier == TIER_SPINE => {
-                (u32::from(n.index) < self.switches(TIER_SPINE) && n.index % s == at.index / group)
+                (u32::from(n.index) < c.switches(TIER_SPINE) && n.index % s == at.index / group)
                     .then_some(Hop::Down(n.index))
             }
             _ => None,
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::DEFAULT_BLOCK;
-    use super::*;
 
     /// Walks a path through [`Clos::forward`]: the switches it crosses and the host it reaches.
     fn walk(c: &Clos, src: u32, path: &Path) -> Result<([Node; 6], usize, u32), ClosError> {
@@ -601,6 +750,82 @@ mod tests {
             at = next;
         }
         Err(ClosError::NoRoute(0))
+    }
+
+    /// A carrier of three uSIDs for the table tests.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Three([u16; 3], usize);
+
+    impl Carrier for Three {
+        fn active(&self) -> u16 {
+            self.0.get(self.1).copied().unwrap_or(0)
+        }
+        fn consume(&mut self) {
+            self.1 += 1;
+        }
+    }
+
+    /// A uSID near the plan's: a switch of some tier or a local uSID, small indices (and now
+    /// and then anything at all).
+    fn some_usid() -> impl proptest::strategy::Strategy<Value = u16> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (
+                prop::sample::select(&[0u16, 1, 2, 3, 4, 0xE, 0xF][..]),
+                0u16..40
+            )
+                .prop_map(|(t, low)| t << 12 | low),
+            any::<u16>(),
+        ]
+    }
+
+    proptest::proptest! {
+        /// A switch's table forwards as the rules do, uSID by uSID: the same hop or error,
+        /// the carrier consumed alike.
+        #[test]
+        fn switch_tables_forward_as_the_rules(
+            three in proptest::bool::ANY,
+            per_pod in 1u16..6,
+            pods in 1u16..4,
+            spines in 1u16..5,
+            group in 1u16..4,
+            hpl in 1u16..5,
+            tier in 0u8..=4,
+            index in 0u16..40,
+            own_first in proptest::bool::ANY,
+            usids in proptest::array::uniform3(some_usid()),
+        ) {
+            let c = if three {
+                Clos {
+                    planes: 1,
+                    tiers: 3,
+                    leaves: per_pod * pods,
+                    spines,
+                    pods,
+                    cores: spines * group,
+                    hosts_per_leaf: hpl,
+                    block: DEFAULT_BLOCK,
+                }
+            } else {
+                Clos::two_tier(1, per_pod * pods, spines, hpl, DEFAULT_BLOCK)
+            };
+            proptest::prop_assume!(c.check().is_ok());
+            let at = Node { tier, index };
+            let mut u = usids;
+            if own_first {
+                u[0] = at.usid().unwrap_or(0);
+            }
+            let (mut a, mut b) = (Three(u, 0), Three(u, 0));
+            let table = c.switch_table(at);
+            let plain = forward_plain(&c, at, &mut b);
+            match table {
+                Ok(t) => proptest::prop_assert_eq!(t.forward(&mut a), plain),
+                Err(e) => proptest::prop_assert_eq!(Err(e), plain),
+            }
+            if table.is_ok() {
+                proptest::prop_assert_eq!(a, b);
+            }
+        }
     }
 
     fn every_path_arrives(c: Clos) {
