@@ -34,11 +34,13 @@
 //! than the rest of the queue.
 //!
 //! A loaded bucket's allocation goes to a small pool of spares (`MAX_SPARES` vectors of at
-//! most `KEEP_CAPACITY` events; a larger one is freed) from which the next bucket to be
-//! filled takes one: the idle capacity stays a few times the events pending instead of every
-//! bucket keeping its high-water mark (which, at 16,384 hosts of the two-tier bench, would be
-//! 1.7 GB of idle capacity for ~1 M pending events). Otherwise, in steady state no operation
-//! allocates.
+//! most `KEEP_CAPACITY` events) from which the next bucket to be filled takes one: the idle
+//! capacity stays a few times the events pending instead of every bucket keeping its
+//! high-water mark (which, at 16,384 hosts of the two-tier bench, would be 1.7 GB of idle
+//! capacity for ~1 M pending events). A larger allocation (a burst's bucket) goes to a pool
+//! of `MAX_BIG_SPARES`, from which a bucket that outgrows `KEEP_CAPACITY` takes one at once
+//! instead of doubling through a reallocation and copy per step. Otherwise, in steady state no
+//! operation allocates.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -148,6 +150,11 @@ const POPS_PER_TICK: usize = 8;
 const KEEP_CAPACITY: usize = 4 * TARGET_PER_BUCKET;
 /// Spare bucket allocations kept for buckets about to be filled.
 const MAX_SPARES: usize = 64;
+/// Spare allocations of more than `KEEP_CAPACITY` events kept for buckets that outgrow theirs
+/// (bursts of events at one time), each of at most `BIG_CAPACITY` events (2 MiB).
+const MAX_BIG_SPARES: usize = 4;
+/// Largest allocation kept among the big spares (events).
+const BIG_CAPACITY: usize = 1 << 16;
 /// The ring narrowed to the pop rate grows to at most this many times the buckets the pending
 /// population alone asks for.
 const MAX_RING_GROWTH: usize = 16;
@@ -192,6 +199,8 @@ pub struct EventQueue<P: Copy> {
     pop_width_ps: Option<u64>,
     /// Allocations of loaded buckets, for the next buckets to be filled.
     spares: Vec<Vec<Entry<P>>>,
+    /// Larger allocations of loaded buckets, for buckets that outgrow theirs.
+    big_spares: Vec<Vec<Entry<P>>>,
     /// Room for a rebuild's events, and the other half of a bucket's merge sort.
     scratch: Vec<Entry<P>>,
     /// Where the ascending runs of the bucket being sorted end.
@@ -236,6 +245,7 @@ impl<P: Copy> EventQueue<P> {
             tuned_from_ps: 0,
             pop_width_ps: None,
             spares: Vec::new(),
+            big_spares: Vec::new(),
             scratch: Vec::new(),
             run_ends: Vec::new(),
             stats: QueueStats::default(),
@@ -410,18 +420,59 @@ impl<P: Copy> EventQueue<P> {
     #[inline(always)]
     fn put_in_ring(&mut self, tick: u64, e: Entry<P>) {
         let i = (tick & self.mask()) as usize;
+        let b = &self.buckets[i];
+        if b.len() == b.capacity() {
+            self.make_room(i);
+        }
+        self.buckets[i].push(e);
+        self.occupied[i >> 6] |= 1u64 << (i & 63);
+        self.wheel_len += 1;
+    }
+
+    /// Bucket `i` is full (or has no allocation): gives it room for one more event. An empty
+    /// bucket takes a spare allocation, or one for a bucket's usual load at once, instead of
+    /// growing one through 4, 8 and 16 (each step a reallocation and a copy); a bucket that
+    /// outgrows `KEEP_CAPACITY` moves into a big spare if one has room; else it doubles.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, i: usize) {
         let b = &mut self.buckets[i];
         if b.capacity() == 0 {
-            // A loaded bucket's allocation, or one for a bucket's usual load at once, instead
-            // of growing one through 4, 8 and 16 (each step a reallocation and a copy).
             *b = self
                 .spares
                 .pop()
                 .unwrap_or_else(|| Vec::with_capacity(TARGET_PER_BUCKET));
+            return;
         }
-        b.push(e);
-        self.occupied[i >> 6] |= 1u64 << (i & 63);
-        self.wheel_len += 1;
+        if b.capacity() >= KEEP_CAPACITY {
+            if let Some(mut big) = self.big_spares.pop() {
+                if big.capacity() > b.len() {
+                    big.extend_from_slice(b);
+                    let small = std::mem::replace(b, big);
+                    self.keep_spare(small);
+                    return;
+                }
+                self.big_spares.push(big);
+            }
+        }
+        b.reserve(1);
+    }
+
+    /// Keeps a loaded bucket's allocation `v` (emptied) for a bucket to be filled, if the pool
+    /// of its size has room; frees it otherwise.
+    fn keep_spare(&mut self, mut v: Vec<Entry<P>>) {
+        v.clear();
+        let c = v.capacity();
+        if c == 0 {
+            return;
+        }
+        if c <= KEEP_CAPACITY {
+            if self.spares.len() < MAX_SPARES {
+                self.spares.push(v);
+            }
+        } else if c <= BIG_CAPACITY && self.big_spares.len() < MAX_BIG_SPARES {
+            self.big_spares.push(v);
+        }
     }
 
     #[inline]
@@ -467,12 +518,7 @@ impl<P: Copy> EventQueue<P> {
         let idx = self.find_occupied(start);
         let tick = self.cur + ((idx as u64).wrapping_sub(start as u64) & mask);
         let spare = std::mem::take(&mut self.run);
-        if spare.capacity() != 0
-            && spare.capacity() <= KEEP_CAPACITY
-            && self.spares.len() < MAX_SPARES
-        {
-            self.spares.push(spare);
-        }
+        self.keep_spare(spare);
         let mut bucket = std::mem::take(&mut self.buckets[idx]);
         self.occupied[idx >> 6] &= !(1u64 << (idx & 63));
         self.wheel_len -= bucket.len();
@@ -746,6 +792,12 @@ mod tests {
             "{cap} events of idle capacity in {} buckets",
             q.buckets.len()
         );
+        // The bursts' allocations wait in the big spares (the next burst's bucket moves into
+        // one instead of doubling), a bounded few.
+        assert!(!q.big_spares.is_empty());
+        assert!(q.big_spares.len() <= MAX_BIG_SPARES);
+        assert!(q.big_spares.iter().all(|v| v.is_empty() && v.capacity() <= BIG_CAPACITY));
+        assert!(q.spares.iter().all(|v| v.capacity() <= KEEP_CAPACITY));
         // And the order is untouched: a mixed population still leaves sorted.
         for i in 0..5000u64 {
             q.push(Time::from_ps((i * 7919) % 100_000), 0);
