@@ -268,8 +268,9 @@ pub struct Nic {
     now: Time,
     /// Scratch: a batch of work requests being posted.
     wr_buf: Vec<SendWr>,
-    /// An idle link's read time of a full packet's payload.
-    read_latency: Duration,
+    /// Payload read bytes in flight the pump does not count as backlog
+    /// ([`tx::read_cover_bytes`]).
+    read_cover: u64,
     dma_armed: Option<Time>,
     /// The firmware cores (firmware time on; module `cores`).
     cores: Vec<Core>,
@@ -516,7 +517,7 @@ impl Nic {
             hostq: pcie::HostQueues::new(peers.len()),
             now: Time::ZERO,
             wr_buf: Vec::new(),
-            read_latency: cfg.pcie.packet_delay(cfg.mtu_payload),
+            read_cover: tx::read_cover_bytes(&cfg),
             dma_armed: None,
             rkey,
             iteration: image::Iteration::default(),
