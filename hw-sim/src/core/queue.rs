@@ -10,13 +10,14 @@
 //! # Structure
 //! Time is cut into ticks of `2^shift` ps. With `cur` the current tick:
 //! - the front, every event whose tick is `< cur`: `run`, the bucket being consumed (tens to
-//!   thousands of events, in cache), sorted once when it is loaded and popped from its end,
-//!   plus `late`, a binary heap of what was pushed into the past or the present since;
+//!   thousands of events, in cache), sorted once when it is loaded and popped from the front
+//!   (a cursor, `run_next`), plus `late`, a binary heap of what was pushed into the past or the
+//!   present since;
 //! - `buckets`: a ring of `nb` unsorted vectors, bucket `t % nb` holding the events of tick `t`
 //!   for `cur <= t < cur + nb`, and a bitmap of the non-empty ones;
 //! - `overflow`: a binary heap of the events at ticks `>= cur + nb`.
 //!
-//! `pop` takes the earlier of `run`'s last and `late`'s top; when both are empty the next
+//! `pop` takes the earlier of `run`'s next and `late`'s top; when both are empty the next
 //! non-empty bucket (found through the bitmap) is sorted into `run` in place (the two vectors
 //! swap allocations), `cur` moves past it, and overflow events that came into the horizon
 //! migrate into the ring. Every event is therefore touched O(1) times plus its share of one
@@ -172,8 +173,11 @@ const MAX_RING_GROWTH: usize = 16;
 /// assert_eq!(order, ['a', 'b', 'c']);
 /// ```
 pub struct EventQueue<P: Copy> {
-    /// The loaded bucket, sorted by decreasing `(time, seq)` (the next event last).
+    /// The loaded bucket, sorted by increasing `(time, seq)`; those before `run_next` are
+    /// popped already.
     run: Vec<Entry<P>>,
+    /// Index in `run` of the next event.
+    run_next: usize,
     /// Events pushed at a tick `< cur` since the bucket was loaded.
     late: BinaryHeap<Entry<P>>,
     buckets: Vec<Vec<Entry<P>>>,
@@ -226,6 +230,7 @@ impl<P: Copy> EventQueue<P> {
         let nb = buckets.clamp(MIN_BUCKETS, MAX_BUCKETS).next_power_of_two();
         let mut q = EventQueue {
             run: Vec::new(),
+            run_next: 0,
             late: BinaryHeap::new(),
             buckets: Vec::new(),
             occupied: Vec::new(),
@@ -321,8 +326,8 @@ impl<P: Copy> EventQueue<P> {
         if self.front_is_empty() && !self.refill() {
             return None;
         }
-        // The front's earliest: `run`'s last, unless `late` holds an earlier one.
-        let from_late = match (self.run.last(), self.late.peek()) {
+        // The front's earliest: `run`'s next, unless `late` holds an earlier one.
+        let from_late = match (self.run.get(self.run_next), self.late.peek()) {
             (Some(r), Some(l)) => l.key() < r.key(),
             (r, _) => r.is_none(),
         };
@@ -333,11 +338,12 @@ impl<P: Copy> EventQueue<P> {
             }
             self.late.pop()?
         } else {
-            let e = self.run.last()?;
+            let e = *self.run.get(self.run_next)?;
             if e.time > limit.as_ps() {
                 return None;
             }
-            self.run.pop()?
+            self.run_next += 1;
+            e
         };
         self.last_pop_ps = e.time;
         self.after_pop();
@@ -364,19 +370,18 @@ impl<P: Copy> EventQueue<P> {
         if !self.late.is_empty() {
             return None;
         }
-        let n = self.run.len();
-        n.checked_sub(2).map(|i| &self.run[i].payload)
+        self.run.get(self.run_next + 1).map(|e| &e.payload)
     }
 
     #[inline]
     fn front_is_empty(&self) -> bool {
-        self.run.is_empty() && self.late.is_empty()
+        self.run_next == self.run.len() && self.late.is_empty()
     }
 
-    /// The earliest event of the front (`run`'s last or `late`'s top).
+    /// The earliest event of the front (`run`'s next or `late`'s top).
     #[inline]
     fn front(&self) -> Option<&Entry<P>> {
-        match (self.run.last(), self.late.peek()) {
+        match (self.run.get(self.run_next), self.late.peek()) {
             (Some(r), Some(l)) => Some(if l.key() < r.key() { l } else { r }),
             (r, l) => r.or(l),
         }
@@ -524,6 +529,7 @@ impl<P: Copy> EventQueue<P> {
         self.wheel_len -= bucket.len();
         sort_bucket(&mut bucket, &mut self.scratch, &mut self.run_ends);
         self.run = bucket;
+        self.run_next = 0;
         // Saturates only for the very last tick of time, whose events are then all in front
         // or (pushed later, so with larger seq) in the ring: the order stays right.
         self.cur = tick.saturating_add(1);
@@ -600,7 +606,9 @@ impl<P: Copy> EventQueue<P> {
         self.stats.rebuilds += 1;
         let mut all = std::mem::take(&mut self.scratch);
         all.clear();
-        all.append(&mut self.run);
+        all.extend_from_slice(&self.run[self.run_next..]);
+        self.run.clear();
+        self.run_next = 0;
         all.extend(self.late.drain());
         let mut w = 0;
         while w < self.occupied.len() {
@@ -640,7 +648,7 @@ impl<P: Copy> EventQueue<P> {
 /// sort at this size); larger ones by merging their runs.
 const INSERTION_SORT_MAX: usize = 20;
 
-/// Sorts a loaded bucket `v` into `run`'s order: decreasing `(time, seq)`, the next event last.
+/// Sorts a loaded bucket `v` into `run`'s order: increasing `(time, seq)`.
 /// `buf` and `ends` are scratch space (`v` and `buf` may swap allocations).
 ///
 /// A bucket of a symmetric workload holds bursts of events at one picosecond (up to a few
@@ -652,8 +660,8 @@ const INSERTION_SORT_MAX: usize = 20;
 fn sort_bucket<P: Copy>(v: &mut Vec<Entry<P>>, buf: &mut Vec<Entry<P>>, ends: &mut Vec<usize>) {
     let n = v.len();
     if n <= INSERTION_SORT_MAX {
-        // (`Entry`'s order is reversed, for the heaps: ascending in it is decreasing keys)
-        v.sort();
+        // (by key: `Entry`'s own order is reversed, for the heaps)
+        v.sort_by(|a, b| a.key().cmp(&b.key()));
         return;
     }
     ends.clear();
@@ -689,7 +697,6 @@ fn sort_bucket<P: Copy>(v: &mut Vec<Entry<P>>, buf: &mut Vec<Entry<P>>, ends: &m
     if in_buf {
         std::mem::swap(v, buf);
     }
-    v.reverse();
 }
 
 /// Merges the ascending runs `a` and `b` into `out` (`a.len() + b.len()` long), ascending.
@@ -1021,7 +1028,7 @@ mod tests {
         /// `sort_bucket` orders like a sort of the keys, for buckets of any length made of
         /// ascending runs of any length (unique keys: a time and a distinct seq each).
         #[test]
-        fn sort_bucket_orders_by_decreasing_key(
+        fn sort_bucket_orders_by_increasing_key(
             runs in proptest::collection::vec(
                 proptest::collection::vec((0u64..4, 0u64..1_000), 0..40),
                 0..60,
@@ -1038,7 +1045,7 @@ mod tests {
             }
             let mut want: Vec<(u64, u64, u32)> =
                 v.iter().map(|e| (e.time, e.seq, e.payload)).collect();
-            want.sort_unstable_by(|a, b| b.cmp(a));
+            want.sort_unstable();
             let (mut buf, mut ends) = (Vec::new(), Vec::new());
             sort_bucket(&mut v, &mut buf, &mut ends);
             let got: Vec<(u64, u64, u32)> = v.iter().map(|e| (e.time, e.seq, e.payload)).collect();
