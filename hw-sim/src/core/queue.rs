@@ -10,13 +10,14 @@
 //! # Structure
 //! Time is cut into ticks of `2^shift` ps. With `cur` the current tick:
 //! - the front, every event whose tick is `< cur`: `run`, the bucket being consumed (tens to
-//!   thousands of events, in cache), sorted once when it is loaded and popped from its end,
-//!   plus `late`, a binary heap of what was pushed into the past or the present since;
+//!   thousands of events, in cache), sorted once when it is loaded and popped from the front
+//!   (a cursor, `run_next`), plus `late`, a binary heap of what was pushed into the past or the
+//!   present since;
 //! - `buckets`: a ring of `nb` unsorted vectors, bucket `t % nb` holding the events of tick `t`
 //!   for `cur <= t < cur + nb`, and a bitmap of the non-empty ones;
 //! - `overflow`: a binary heap of the events at ticks `>= cur + nb`.
 //!
-//! `pop` takes the earlier of `run`'s last and `late`'s top; when both are empty the next
+//! `pop` takes the earlier of `run`'s next and `late`'s top; when both are empty the next
 //! non-empty bucket (found through the bitmap) is sorted into `run` in place (the two vectors
 //! swap allocations), `cur` moves past it, and overflow events that came into the horizon
 //! migrate into the ring. Every event is therefore touched O(1) times plus its share of one
@@ -34,11 +35,13 @@
 //! than the rest of the queue.
 //!
 //! A loaded bucket's allocation goes to a small pool of spares (`MAX_SPARES` vectors of at
-//! most `KEEP_CAPACITY` events; a larger one is freed) from which the next bucket to be
-//! filled takes one: the idle capacity stays a few times the events pending instead of every
-//! bucket keeping its high-water mark (which, at 16,384 hosts of the two-tier bench, would be
-//! 1.7 GB of idle capacity for ~1 M pending events). Otherwise, in steady state no operation
-//! allocates.
+//! most `KEEP_CAPACITY` events) from which the next bucket to be filled takes one: the idle
+//! capacity stays a few times the events pending instead of every bucket keeping its
+//! high-water mark (which, at 16,384 hosts of the two-tier bench, would be 1.7 GB of idle
+//! capacity for ~1 M pending events). A larger allocation (a burst's bucket) goes to a pool
+//! of `MAX_BIG_SPARES`, from which a bucket that outgrows `KEEP_CAPACITY` takes one at once
+//! instead of doubling through a reallocation and copy per step. Otherwise, in steady state no
+//! operation allocates.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -148,6 +151,11 @@ const POPS_PER_TICK: usize = 8;
 const KEEP_CAPACITY: usize = 4 * TARGET_PER_BUCKET;
 /// Spare bucket allocations kept for buckets about to be filled.
 const MAX_SPARES: usize = 64;
+/// Spare allocations of more than `KEEP_CAPACITY` events kept for buckets that outgrow theirs
+/// (bursts of events at one time), each of at most `BIG_CAPACITY` events (2 MiB).
+const MAX_BIG_SPARES: usize = 4;
+/// Largest allocation kept among the big spares (events).
+const BIG_CAPACITY: usize = 1 << 16;
 /// The ring narrowed to the pop rate grows to at most this many times the buckets the pending
 /// population alone asks for.
 const MAX_RING_GROWTH: usize = 16;
@@ -165,8 +173,11 @@ const MAX_RING_GROWTH: usize = 16;
 /// assert_eq!(order, ['a', 'b', 'c']);
 /// ```
 pub struct EventQueue<P: Copy> {
-    /// The loaded bucket, sorted by decreasing `(time, seq)` (the next event last).
+    /// The loaded bucket, sorted by increasing `(time, seq)`; those before `run_next` are
+    /// popped already.
     run: Vec<Entry<P>>,
+    /// Index in `run` of the next event.
+    run_next: usize,
     /// Events pushed at a tick `< cur` since the bucket was loaded.
     late: BinaryHeap<Entry<P>>,
     buckets: Vec<Vec<Entry<P>>>,
@@ -192,6 +203,8 @@ pub struct EventQueue<P: Copy> {
     pop_width_ps: Option<u64>,
     /// Allocations of loaded buckets, for the next buckets to be filled.
     spares: Vec<Vec<Entry<P>>>,
+    /// Larger allocations of loaded buckets, for buckets that outgrow theirs.
+    big_spares: Vec<Vec<Entry<P>>>,
     /// Room for a rebuild's events, and the other half of a bucket's merge sort.
     scratch: Vec<Entry<P>>,
     /// Where the ascending runs of the bucket being sorted end.
@@ -217,6 +230,7 @@ impl<P: Copy> EventQueue<P> {
         let nb = buckets.clamp(MIN_BUCKETS, MAX_BUCKETS).next_power_of_two();
         let mut q = EventQueue {
             run: Vec::new(),
+            run_next: 0,
             late: BinaryHeap::new(),
             buckets: Vec::new(),
             occupied: Vec::new(),
@@ -236,6 +250,7 @@ impl<P: Copy> EventQueue<P> {
             tuned_from_ps: 0,
             pop_width_ps: None,
             spares: Vec::new(),
+            big_spares: Vec::new(),
             scratch: Vec::new(),
             run_ends: Vec::new(),
             stats: QueueStats::default(),
@@ -311,8 +326,8 @@ impl<P: Copy> EventQueue<P> {
         if self.front_is_empty() && !self.refill() {
             return None;
         }
-        // The front's earliest: `run`'s last, unless `late` holds an earlier one.
-        let from_late = match (self.run.last(), self.late.peek()) {
+        // The front's earliest: `run`'s next, unless `late` holds an earlier one.
+        let from_late = match (self.run.get(self.run_next), self.late.peek()) {
             (Some(r), Some(l)) => l.key() < r.key(),
             (r, _) => r.is_none(),
         };
@@ -323,11 +338,12 @@ impl<P: Copy> EventQueue<P> {
             }
             self.late.pop()?
         } else {
-            let e = self.run.last()?;
+            let e = *self.run.get(self.run_next)?;
             if e.time > limit.as_ps() {
                 return None;
             }
-            self.run.pop()?
+            self.run_next += 1;
+            e
         };
         self.last_pop_ps = e.time;
         self.after_pop();
@@ -354,19 +370,18 @@ impl<P: Copy> EventQueue<P> {
         if !self.late.is_empty() {
             return None;
         }
-        let n = self.run.len();
-        n.checked_sub(2).map(|i| &self.run[i].payload)
+        self.run.get(self.run_next + 1).map(|e| &e.payload)
     }
 
     #[inline]
     fn front_is_empty(&self) -> bool {
-        self.run.is_empty() && self.late.is_empty()
+        self.run_next == self.run.len() && self.late.is_empty()
     }
 
-    /// The earliest event of the front (`run`'s last or `late`'s top).
+    /// The earliest event of the front (`run`'s next or `late`'s top).
     #[inline]
     fn front(&self) -> Option<&Entry<P>> {
-        match (self.run.last(), self.late.peek()) {
+        match (self.run.get(self.run_next), self.late.peek()) {
             (Some(r), Some(l)) => Some(if l.key() < r.key() { l } else { r }),
             (r, l) => r.or(l),
         }
@@ -410,18 +425,59 @@ impl<P: Copy> EventQueue<P> {
     #[inline(always)]
     fn put_in_ring(&mut self, tick: u64, e: Entry<P>) {
         let i = (tick & self.mask()) as usize;
+        let b = &self.buckets[i];
+        if b.len() == b.capacity() {
+            self.make_room(i);
+        }
+        self.buckets[i].push(e);
+        self.occupied[i >> 6] |= 1u64 << (i & 63);
+        self.wheel_len += 1;
+    }
+
+    /// Bucket `i` is full (or has no allocation): gives it room for one more event. An empty
+    /// bucket takes a spare allocation, or one for a bucket's usual load at once, instead of
+    /// growing one through 4, 8 and 16 (each step a reallocation and a copy); a bucket that
+    /// outgrows `KEEP_CAPACITY` moves into a big spare if one has room; else it doubles.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, i: usize) {
         let b = &mut self.buckets[i];
         if b.capacity() == 0 {
-            // A loaded bucket's allocation, or one for a bucket's usual load at once, instead
-            // of growing one through 4, 8 and 16 (each step a reallocation and a copy).
             *b = self
                 .spares
                 .pop()
                 .unwrap_or_else(|| Vec::with_capacity(TARGET_PER_BUCKET));
+            return;
         }
-        b.push(e);
-        self.occupied[i >> 6] |= 1u64 << (i & 63);
-        self.wheel_len += 1;
+        if b.capacity() >= KEEP_CAPACITY {
+            if let Some(mut big) = self.big_spares.pop() {
+                if big.capacity() > b.len() {
+                    big.extend_from_slice(b);
+                    let small = std::mem::replace(b, big);
+                    self.keep_spare(small);
+                    return;
+                }
+                self.big_spares.push(big);
+            }
+        }
+        b.reserve(1);
+    }
+
+    /// Keeps a loaded bucket's allocation `v` (emptied) for a bucket to be filled, if the pool
+    /// of its size has room; frees it otherwise.
+    fn keep_spare(&mut self, mut v: Vec<Entry<P>>) {
+        v.clear();
+        let c = v.capacity();
+        if c == 0 {
+            return;
+        }
+        if c <= KEEP_CAPACITY {
+            if self.spares.len() < MAX_SPARES {
+                self.spares.push(v);
+            }
+        } else if c <= BIG_CAPACITY && self.big_spares.len() < MAX_BIG_SPARES {
+            self.big_spares.push(v);
+        }
     }
 
     #[inline]
@@ -467,17 +523,13 @@ impl<P: Copy> EventQueue<P> {
         let idx = self.find_occupied(start);
         let tick = self.cur + ((idx as u64).wrapping_sub(start as u64) & mask);
         let spare = std::mem::take(&mut self.run);
-        if spare.capacity() != 0
-            && spare.capacity() <= KEEP_CAPACITY
-            && self.spares.len() < MAX_SPARES
-        {
-            self.spares.push(spare);
-        }
+        self.keep_spare(spare);
         let mut bucket = std::mem::take(&mut self.buckets[idx]);
         self.occupied[idx >> 6] &= !(1u64 << (idx & 63));
         self.wheel_len -= bucket.len();
         sort_bucket(&mut bucket, &mut self.scratch, &mut self.run_ends);
         self.run = bucket;
+        self.run_next = 0;
         // Saturates only for the very last tick of time, whose events are then all in front
         // or (pushed later, so with larger seq) in the ring: the order stays right.
         self.cur = tick.saturating_add(1);
@@ -554,7 +606,9 @@ impl<P: Copy> EventQueue<P> {
         self.stats.rebuilds += 1;
         let mut all = std::mem::take(&mut self.scratch);
         all.clear();
-        all.append(&mut self.run);
+        all.extend_from_slice(&self.run[self.run_next..]);
+        self.run.clear();
+        self.run_next = 0;
         all.extend(self.late.drain());
         let mut w = 0;
         while w < self.occupied.len() {
@@ -594,7 +648,7 @@ impl<P: Copy> EventQueue<P> {
 /// sort at this size); larger ones by merging their runs.
 const INSERTION_SORT_MAX: usize = 20;
 
-/// Sorts a loaded bucket `v` into `run`'s order: decreasing `(time, seq)`, the next event last.
+/// Sorts a loaded bucket `v` into `run`'s order: increasing `(time, seq)`.
 /// `buf` and `ends` are scratch space (`v` and `buf` may swap allocations).
 ///
 /// A bucket of a symmetric workload holds bursts of events at one picosecond (up to a few
@@ -606,8 +660,8 @@ const INSERTION_SORT_MAX: usize = 20;
 fn sort_bucket<P: Copy>(v: &mut Vec<Entry<P>>, buf: &mut Vec<Entry<P>>, ends: &mut Vec<usize>) {
     let n = v.len();
     if n <= INSERTION_SORT_MAX {
-        // (`Entry`'s order is reversed, for the heaps: ascending in it is decreasing keys)
-        v.sort();
+        // (by key: `Entry`'s own order is reversed, for the heaps)
+        v.sort_by(|a, b| a.key().cmp(&b.key()));
         return;
     }
     ends.clear();
@@ -643,7 +697,6 @@ fn sort_bucket<P: Copy>(v: &mut Vec<Entry<P>>, buf: &mut Vec<Entry<P>>, ends: &m
     if in_buf {
         std::mem::swap(v, buf);
     }
-    v.reverse();
 }
 
 /// Merges the ascending runs `a` and `b` into `out` (`a.len() + b.len()` long), ascending.
@@ -746,6 +799,12 @@ mod tests {
             "{cap} events of idle capacity in {} buckets",
             q.buckets.len()
         );
+        // The bursts' allocations wait in the big spares (the next burst's bucket moves into
+        // one instead of doubling), a bounded few.
+        assert!(!q.big_spares.is_empty());
+        assert!(q.big_spares.len() <= MAX_BIG_SPARES);
+        assert!(q.big_spares.iter().all(|v| v.is_empty() && v.capacity() <= BIG_CAPACITY));
+        assert!(q.spares.iter().all(|v| v.capacity() <= KEEP_CAPACITY));
         // And the order is untouched: a mixed population still leaves sorted.
         for i in 0..5000u64 {
             q.push(Time::from_ps((i * 7919) % 100_000), 0);
@@ -969,7 +1028,7 @@ mod tests {
         /// `sort_bucket` orders like a sort of the keys, for buckets of any length made of
         /// ascending runs of any length (unique keys: a time and a distinct seq each).
         #[test]
-        fn sort_bucket_orders_by_decreasing_key(
+        fn sort_bucket_orders_by_increasing_key(
             runs in proptest::collection::vec(
                 proptest::collection::vec((0u64..4, 0u64..1_000), 0..40),
                 0..60,
@@ -986,7 +1045,7 @@ mod tests {
             }
             let mut want: Vec<(u64, u64, u32)> =
                 v.iter().map(|e| (e.time, e.seq, e.payload)).collect();
-            want.sort_unstable_by(|a, b| b.cmp(a));
+            want.sort_unstable();
             let (mut buf, mut ends) = (Vec::new(), Vec::new());
             sort_bucket(&mut v, &mut buf, &mut ends);
             let got: Vec<(u64, u64, u32)> = v.iter().map(|e| (e.time, e.seq, e.payload)).collect();

@@ -68,5 +68,5 @@ pub use packet::{
     DEFAULT_TRIM_BYTES,
 };
 pub use topology::{
-    LinkId, LinkSpec, PortId, PortOwner, RouteError, SwitchId, SwitchInfo, Topology,
+    usid_route_of, LinkId, LinkSpec, PortId, PortOwner, RouteError, SwitchId, SwitchInfo, Topology,
 };

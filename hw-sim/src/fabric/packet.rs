@@ -95,13 +95,13 @@ pub fn pattern_checksum(pattern: u32, len: u32) -> u32 {
 /// "output port `u - 1`" ([`crate::fabric::Topology::usid_route`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct UsidRoute {
-    usids: [[u16; MAX_USIDS]; 2],
-    /// Index of the active uSID in the current carrier.
+    /// The hops in travel order, zero after the last: the outer carrier's six, then the
+    /// second carrier's. Both are filled from the front, so the active uSID is simply the
+    /// next one, and loading the second carrier is moving on past the first's sixth.
+    usids: [u16; 2 * MAX_USIDS],
+    /// Index of the active uSID.
     pos: u8,
-    /// Current carrier (0 or 1).
-    carrier: u8,
 }
-
 /// Why a uSID route could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UsidRouteError {
@@ -134,44 +134,30 @@ impl UsidRoute {
             return Err(UsidRouteError::ZeroUsid { at });
         }
         let mut r = UsidRoute::default();
-        for (i, u) in hops.iter().enumerate() {
-            r.usids[i / MAX_USIDS][i % MAX_USIDS] = *u;
-        }
+        r.usids[..hops.len()].copy_from_slice(hops);
         Ok(r)
     }
 
     /// The active uSID; 0 when the route is used up.
     #[inline]
     pub fn active(&self) -> u16 {
-        let c = self.carrier as usize;
-        let p = self.pos as usize;
-        if c < 2 && p < MAX_USIDS {
-            self.usids[c][p]
-        } else {
-            0
-        }
+        self.usids.get(usize::from(self.pos)).copied().unwrap_or(0)
     }
 
     /// Consumes the active uSID (shift), loading the second carrier when the first is used up.
     #[inline]
     pub fn advance(&mut self) {
-        if self.active() == 0 {
-            return;
-        }
-        self.pos += 1;
-        if self.carrier == 0 && self.active() == 0 && self.usids[1][0] != 0 {
-            self.carrier = 1;
-            self.pos = 0;
+        if self.active() != 0 {
+            self.pos += 1;
         }
     }
 
     /// The uSIDs not yet consumed, in travel order.
     pub fn remaining(&self) -> impl Iterator<Item = u16> + '_ {
-        let c = self.carrier as usize;
-        let p = self.pos as usize;
-        let first = self.usids[c.min(1)][p.min(MAX_USIDS)..].iter();
-        let second = if c == 0 { &self.usids[1][..] } else { &[][..] };
-        first.chain(second.iter()).copied().take_while(|u| *u != 0)
+        self.usids[usize::from(self.pos).min(self.usids.len())..]
+            .iter()
+            .copied()
+            .take_while(|u| *u != 0)
     }
 
     /// Hops left.
@@ -181,12 +167,15 @@ impl UsidRoute {
 
     /// True when a second carrier (an SRH segment) is present or in use.
     pub fn has_second_carrier(&self) -> bool {
-        self.usids[1][0] != 0
+        self.usids[MAX_USIDS] != 0
     }
 
     /// The two carriers as they were built (unconsumed form), for encoding to real headers.
-    pub fn carriers(&self) -> &[[u16; MAX_USIDS]; 2] {
-        &self.usids
+    pub fn carriers(&self) -> [[u16; MAX_USIDS]; 2] {
+        let mut c = [[0; MAX_USIDS]; 2];
+        c[0].copy_from_slice(&self.usids[..MAX_USIDS]);
+        c[1].copy_from_slice(&self.usids[MAX_USIDS..]);
+        c
     }
 }
 

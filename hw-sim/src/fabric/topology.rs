@@ -37,7 +37,7 @@
 //! fabric with more than 4095 switches in a tier has no uSID plan (a fat tree past k = 90): its
 //! uSID routes are [`RouteError::NoUsidPlan`] (ECMP still routes it).
 
-use mrc_abi::wire::usid::clos::{Carrier, Clos, ClosError, Hop, Node};
+use mrc_abi::wire::usid::clos::{Carrier, Clos, ClosError, Hop, Node, PairPaths, SwitchTable};
 use mrc_abi::wire::usid::DEFAULT_BLOCK;
 
 use super::config::{ConfigError, FabricConfig, Shape};
@@ -130,6 +130,9 @@ pub struct Topology {
     sw_ports: Vec<u32>,
     sw_tier: Vec<u8>,
     sw_index: Vec<u32>,
+    /// Per plane-local switch: its uSID routing table ([`Clos::switch_table`]); `None` without
+    /// a uSID plan.
+    sw_usid: Vec<Option<SwitchTable>>,
     /// The uSID plan of one plane, when the fabric has one.
     clos: Result<Clos, ClosError>,
 }
@@ -189,6 +192,7 @@ impl Topology {
             sw_ports: Vec::new(),
             sw_tier: Vec::new(),
             sw_index: Vec::new(),
+            sw_usid: Vec::new(),
         };
         let mut next = 0u32;
         for (tier, count, ports) in tiers {
@@ -202,6 +206,15 @@ impl Topology {
         }
         t.switches_per_plane = t.sw_base.len() as u32;
         t.ports_per_plane = hosts + next;
+        t.sw_usid = (t.sw_tier.iter().zip(&t.sw_index))
+            .map(|(&tier, &index)| {
+                let node = Node {
+                    tier: tier + 1,
+                    index: u16::try_from(index).ok()?,
+                };
+                t.clos.as_ref().ok()?.switch_table(node).ok()
+            })
+            .collect();
         Ok(t)
     }
 
@@ -388,6 +401,16 @@ impl Topology {
     /// # Errors
     /// [`RouteError`] for an unknown host, `src == dst` or a fabric without a uSID plan.
     pub fn usid_route(&self, src: u32, dst: u32, path: u32) -> Result<UsidRoute, RouteError> {
+        usid_route_of(&self.usid_paths(src, dst)?, path)
+    }
+
+    /// The uSID paths from `src` to `dst` ([`Clos::paths`]), for a sender that routes many
+    /// packets of the pair: [`usid_route_of`] of them and a path index is
+    /// [`Topology::usid_route`], and their [`PairPaths::count`] is [`Topology::path_count`].
+    ///
+    /// # Errors
+    /// [`RouteError`] for an unknown host, `src == dst` or a fabric without a uSID plan.
+    pub fn usid_paths(&self, src: u32, dst: u32) -> Result<PairPaths, RouteError> {
         for host in [src, dst] {
             if host >= self.hosts {
                 return Err(RouteError::NoSuchHost { host });
@@ -397,13 +420,11 @@ impl Topology {
             return Err(RouteError::SameHost);
         }
         let clos = self.clos().map_err(|_| RouteError::NoUsidPlan)?;
-        let p = clos.path(src, dst, path).map_err(|e| match e {
+        clos.paths(src, dst).map_err(|e| match e {
             ClosError::SameHost => RouteError::SameHost,
             ClosError::NoSuchHost(host) => RouteError::NoSuchHost { host },
             _ => RouteError::NoUsidPlan,
-        })?;
-        // At most six uSIDs, none zero: always a valid route.
-        UsidRoute::new(p.usids()).map_err(|_| RouteError::NoUsidPlan)
+        })
     }
 
     /// Switch `sw` (global id) forwards a packet carrying `route` ([`Clos::forward`]): consumes
@@ -411,14 +432,9 @@ impl Topology {
     /// the route names, or `None` when the switch has no route for it.
     #[inline]
     pub fn usid_hop<C: Carrier>(&self, sw: SwitchId, route: &mut C) -> Option<u32> {
-        let clos = self.clos.as_ref().ok()?;
         let l = (sw.0 % self.switches_per_plane) as usize;
-        let (tier, index) = (*self.sw_tier.get(l)?, *self.sw_index.get(l)?);
-        let node = Node {
-            tier: tier + 1,
-            index: u16::try_from(index).ok()?,
-        };
-        let hop = clos.forward(node, route).ok()?;
+        let (table, tier) = (self.sw_usid.get(l)?.as_ref()?, *self.sw_tier.get(l)?);
+        let hop = table.forward(route).ok()?;
         Some(match (self.dims, tier, hop) {
             (_, 0, Hop::Host(port)) => u32::from(port),
             (Dims::LeafSpine { hpl, .. }, 0, Hop::Up(s)) => hpl + u32::from(s),
@@ -430,4 +446,14 @@ impl Topology {
             _ => return None,
         })
     }
+}
+
+/// The uSID route of path `path` (taken modulo their count) of a pair's `paths`
+/// ([`Topology::usid_paths`]).
+///
+/// # Errors
+/// [`RouteError::NoUsidPlan`] for a route that does not fit a [`UsidRoute`] (a checked plan's
+/// never: at most six uSIDs, none zero).
+pub fn usid_route_of(paths: &PairPaths, path: u32) -> Result<UsidRoute, RouteError> {
+    UsidRoute::new(paths.path(path).usids()).map_err(|_| RouteError::NoUsidPlan)
 }

@@ -119,6 +119,7 @@ use shard::Shard;
 pub use shard::{NarrowShard, WideShard, EVS, MAX_PLANES, NARROW_QPS, SHARD_QPS, WIN};
 use side::SideTable;
 
+use mrc_abi::wire::usid::clos::PairPaths;
 use mrc_abi::wire::EvFormat;
 pub use mrc_firmware::datapath::packet::Packet as StagePacket;
 use mrc_firmware::datapath::packet::SendWr;
@@ -185,6 +186,9 @@ struct Conn {
     /// `mrc`: the path of EV index 0 on each plane (the QP's EVs name paths from here on), so
     /// the QPs of a NIC, whose sprayers all start at EV 0, do not all begin on one spine.
     path_base: u32,
+    /// `mrc` over SRv6: the uSID paths to `peer`, worked out at the first packet sent (the
+    /// topology never changes; a connection to a new peer is a new `Conn`).
+    paths: Option<PairPaths>,
     /// Remote address of the next posted message.
     next_va: u64,
     last_una: u32,
@@ -207,6 +211,7 @@ impl Conn {
             peer,
             flow_hash: splitmix64(&mut h),
             path_base: (splitmix64(&mut pair) >> 32) as u32,
+            paths: None,
             next_va: REGION_VA,
             last_una: 0,
             last_progress: Time::ZERO,
@@ -263,8 +268,9 @@ pub struct Nic {
     now: Time,
     /// Scratch: a batch of work requests being posted.
     wr_buf: Vec<SendWr>,
-    /// An idle link's read time of a full packet's payload.
-    read_latency: Duration,
+    /// Payload read bytes in flight the pump does not count as backlog
+    /// ([`tx::read_cover_bytes`]).
+    read_cover: u64,
     dma_armed: Option<Time>,
     /// The firmware cores (firmware time on; module `cores`).
     cores: Vec<Core>,
@@ -511,7 +517,7 @@ impl Nic {
             hostq: pcie::HostQueues::new(peers.len()),
             now: Time::ZERO,
             wr_buf: Vec::new(),
-            read_latency: cfg.pcie.packet_delay(cfg.mtu_payload),
+            read_cover: tx::read_cover_bytes(&cfg),
             dma_armed: None,
             rkey,
             iteration: image::Iteration::default(),

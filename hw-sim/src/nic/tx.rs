@@ -14,7 +14,9 @@ use super::{
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::{Duration, Time, PS_PER_S};
-use crate::fabric::{flags, Ecn, Fabric, Packet, Payload, Route, TransportKind};
+use crate::fabric::{
+    flags, usid_route_of, Ecn, Fabric, Packet, Payload, Route, TransportKind,
+};
 
 impl Nic {
     /// Posts the released messages of QP `qpn` while its send queue takes them. The host
@@ -153,14 +155,7 @@ impl Nic {
         let planes = usize::from(self.cfg.planes);
         let full = u64::from(self.cfg.mtu_payload + HEADER_BYTES);
         // Reads in flight count as backlog beyond what covers the read latency at line rate.
-        let nic_bps = self.cfg.port_bps.saturating_mul(planes as u64);
-        let read_cover = if self.cfg.pcie.ideal {
-            0
-        } else {
-            let bytes = u128::from(nic_bps) * u128::from(self.read_latency.as_ps())
-                / (8 * u128::from(PS_PER_S));
-            (bytes as u64).div_ceil(full).saturating_add(1) * full
-        };
+        let read_cover = self.read_cover;
         let limit = PUMP_BACKLOG_PKTS * full * planes as u64;
         for (p, port) in self.ports.iter_mut().enumerate().take(planes) {
             *port = fab.topology().host_port(self.host, p as u32);
@@ -295,7 +290,7 @@ impl Nic {
         s: &mut Scheduler<'_>,
     ) {
         let qpn = qpn_in(&self.qpn_at, shard, self.width, tx.src_qpn);
-        let Some(conn) = self.conns.get(qpn as usize) else {
+        let Some(conn) = self.conns.get_mut(qpn as usize) else {
             self.counters.inject_errors += 1;
             return;
         };
@@ -316,15 +311,22 @@ impl Nic {
                 },
             ),
             Transport::Mrc => {
-                let topo = fab.topology();
-                let n = topo.path_count(self.host, dst).max(1);
+                let paths = match conn.paths {
+                    Some(p) => Ok(p),
+                    None => fab.topology().usid_paths(self.host, dst),
+                };
+                let Ok(paths) = paths else {
+                    self.counters.inject_errors += 1;
+                    return;
+                };
+                conn.paths = Some(paths);
                 let path = ev_path(
                     u32::from(tx.evx.ev_index),
                     u32::from(self.cfg.planes),
-                    n,
+                    paths.count(),
                     conn.path_base,
                 );
-                match topo.usid_route(self.host, dst, path) {
+                match usid_route_of(&paths, path) {
                     Ok(r) => (u32::from(tx.evx.plane), Route::Usid(r)),
                     Err(_) => {
                         self.counters.inject_errors += 1;
@@ -388,6 +390,20 @@ impl Nic {
             Err(_) => self.counters.inject_errors += 1,
         }
     }
+}
+
+/// The payload reads in flight (bytes) that [`Nic::pump`] does not count as backlog: what
+/// covers an idle link's full-packet read latency at the NIC's line rate, in whole packets,
+/// plus one (0 without host interface time). Fixed by the configuration: worked out once.
+pub(super) fn read_cover_bytes(cfg: &super::NicConfig) -> u64 {
+    if cfg.pcie.ideal {
+        return 0;
+    }
+    let full = u64::from(cfg.mtu_payload + HEADER_BYTES);
+    let nic_bps = cfg.port_bps.saturating_mul(u64::from(cfg.planes));
+    let latency = cfg.pcie.packet_delay(cfg.mtu_payload);
+    let bytes = u128::from(nic_bps) * u128::from(latency.as_ps()) / (8 * u128::from(PS_PER_S));
+    (bytes as u64).div_ceil(full).saturating_add(1) * full
 }
 
 /// The flow hash ECMP switches compute for a packet of the connection whose fixed fields

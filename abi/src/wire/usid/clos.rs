@@ -230,6 +230,80 @@ impl Path {
     }
 }
 
+/// A switch's uSID (`0` for one outside the plan, which a checked description never names).
+fn node_usid(tier: u8, index: u16) -> u16 {
+    Node { tier, index }.usid().unwrap_or(0)
+}
+
+/// Which switches a pair's paths turn at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Via {
+    /// Both hosts on one leaf: one path, through the leaf.
+    Leaf,
+    /// Two tiers, or one pod: path `i` turns at spine (aggregation) `i`.
+    Spine,
+    /// Three tiers between pods: path `i` turns at core `i / spines` of group `i % spines`.
+    Core,
+}
+
+/// The paths between one pair of hosts of a checked [`Clos`] ([`Clos::paths`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PairPaths {
+    via: Via,
+    count: u32,
+    leaf_s: u16,
+    leaf_d: u16,
+    /// The destination's local uSID.
+    host: u16,
+    /// Index of the source's and the destination's pod's first spine (aggregation) switch.
+    spine_s: u16,
+    spine_d: u16,
+    spines: u16,
+    /// Core switches per group.
+    group: u16,
+}
+
+impl PairPaths {
+    /// Distinct paths ([`Clos::path_count`]): at least 1.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Path `index`, taken modulo [`PairPaths::count`] ([`Clos::path`]).
+    pub fn path(&self, index: u32) -> Path {
+        // (`count` is at least 1; `max` keeps a hand-made zero from dividing)
+        let i = index % self.count.max(1);
+        let mut usids = [0u16; MAX_USIDS];
+        let list: &[u16] = match self.via {
+            Via::Leaf => &[self.leaf_s, self.host],
+            // i < spines here.
+            Via::Spine => &[
+                self.leaf_s,
+                node_usid(TIER_SPINE, self.spine_s + i as u16),
+                self.leaf_d,
+                self.host,
+            ],
+            Via::Core => {
+                let spines = u32::from(self.spines);
+                let (a, c) = ((i % spines) as u16, (i / spines) as u16);
+                &[
+                    self.leaf_s,
+                    node_usid(TIER_SPINE, self.spine_s + a),
+                    node_usid(TIER_CORE, a * self.group + c),
+                    node_usid(TIER_SPINE, self.spine_d + a),
+                    self.leaf_d,
+                    self.host,
+                ]
+            }
+        };
+        usids[..list.len()].copy_from_slice(list);
+        Path {
+            usids,
+            len: list.len() as u8,
+        }
+    }
+}
+
 /// A multi-plane Clos as the controller describes it (every plane the same).
 ///
 /// Two tiers: `leaves` leaves, each cabled to all `spines` spines. Three tiers: `pods` pods of
@@ -357,20 +431,45 @@ impl Clos {
         Ok(((src / hpl) as u16, (dst / hpl) as u16))
     }
 
+    /// The paths from `src` to `dst`, worked out once: [`PairPaths::count`] and
+    /// [`PairPaths::path`] answer as [`Clos::path_count`] and [`Clos::path`] do, without
+    /// checking the description and the pair again (a sender that routes every packet of a
+    /// connection keeps one per connection).
+    ///
+    /// # Errors
+    /// [`ClosError`]: a bad description, an unknown host, `src == dst`.
+    pub fn paths(&self, src: u32, dst: u32) -> Result<PairPaths, ClosError> {
+        let (ls, ld) = self.pair(src, dst)?;
+        // check() bounds every index below MAX_PER_TIER: the uSIDs below exist.
+        let host = local_usid((dst % u32::from(self.hosts_per_leaf)) as u16).unwrap_or(0);
+        let per_pod = self.per_pod();
+        let (ps, pd) = (ls / per_pod, ld / per_pod);
+        let (via, count) = if ls == ld {
+            (Via::Leaf, 1)
+        } else if self.tiers == 2 || ps == pd {
+            (Via::Spine, u32::from(self.spines))
+        } else {
+            (Via::Core, u32::from(self.spines) * u32::from(self.group()))
+        };
+        Ok(PairPaths {
+            via,
+            count,
+            leaf_s: node_usid(TIER_LEAF, ls),
+            leaf_d: node_usid(TIER_LEAF, ld),
+            host,
+            spine_s: ps * self.spines,
+            spine_d: pd * self.spines,
+            spines: self.spines,
+            group: self.group(),
+        })
+    }
+
     /// Distinct paths from `src` to `dst`.
     ///
     /// # Errors
     /// [`ClosError`]: a bad description, an unknown host, `src == dst`.
     pub fn path_count(&self, src: u32, dst: u32) -> Result<u32, ClosError> {
-        let (ls, ld) = self.pair(src, dst)?;
-        let per_pod = self.per_pod();
-        Ok(if ls == ld {
-            1
-        } else if self.tiers == 2 || ls / per_pod == ld / per_pod {
-            u32::from(self.spines)
-        } else {
-            u32::from(self.spines) * u32::from(self.group())
-        })
+        Ok(self.paths(src, dst)?.count())
     }
 
     /// Path `index` (modulo [`Clos::path_count`]) from `src` to `dst` (see the module docs).
@@ -378,41 +477,7 @@ impl Clos {
     /// # Errors
     /// [`ClosError`]: a bad description, an unknown host, `src == dst`.
     pub fn path(&self, src: u32, dst: u32, index: u32) -> Result<Path, ClosError> {
-        let (ls, ld) = self.pair(src, dst)?;
-        let n = self.path_count(src, dst)?;
-        let i = index % n;
-        // check() bounds every index below MAX_PER_TIER: the uSIDs below exist.
-        let node = |tier: u8, index: u16| Node { tier, index }.usid().unwrap_or(0);
-        let host = local_usid((dst % u32::from(self.hosts_per_leaf)) as u16).unwrap_or(0);
-        let (leaf_s, leaf_d) = (node(TIER_LEAF, ls), node(TIER_LEAF, ld));
-        let mut usids = [0u16; MAX_USIDS];
-        let list: &[u16] = if ls == ld {
-            &[leaf_s, host]
-        } else {
-            let per_pod = self.per_pod();
-            let (ps, pd) = (ls / per_pod, ld / per_pod);
-            if self.tiers == 2 || ps == pd {
-                // i < spines here.
-                let spine = node(TIER_SPINE, ps * self.spines + i as u16);
-                &[leaf_s, spine, leaf_d, host]
-            } else {
-                let spines = u32::from(self.spines);
-                let (a, c) = ((i % spines) as u16, (i / spines) as u16);
-                &[
-                    leaf_s,
-                    node(TIER_SPINE, ps * self.spines + a),
-                    node(TIER_CORE, a * self.group() + c),
-                    node(TIER_SPINE, pd * self.spines + a),
-                    leaf_d,
-                    host,
-                ]
-            }
-        };
-        usids[..list.len()].copy_from_slice(list);
-        Ok(Path {
-            usids,
-            len: list.len() as u8,
-        })
+        Ok(self.paths(src, dst)?.path(index))
     }
 
     /// EV `ev` of a QP from `src` to `dst`: its plane and carrier (see the module docs).
@@ -440,7 +505,7 @@ impl Clos {
     /// simulator's route): consumes what the rules in the module docs say and returns the
     /// neighbour to send it to. The block is not checked (a fabric routes one block). Meant for
     /// a checked description ([`Clos::check`]); an unchecked one gives wrong answers, never a
-    /// panic.
+    /// panic. A switch that forwards many packets keeps its [`Clos::switch_table`] instead.
     ///
     /// # Errors
     /// [`ClosError::NoSuchNode`] when `at` is not a switch of this fabric;
@@ -451,15 +516,175 @@ impl Clos {
         at: Node,
         carrier: &mut C,
     ) -> Result<Hop, ClosError> {
+        self.switch_table(at)?.forward(carrier)
+    }
+
+    /// The static routing table of switch `at` (module docs, "How a switch forwards"), built
+    /// once: [`SwitchTable::forward`] answers as [`Clos::forward`] at `at` does.
+    ///
+    /// # Errors
+    /// [`ClosError::NoSuchNode`] when `at` is not a switch of this fabric.
+    pub fn switch_table(&self, at: Node) -> Result<SwitchTable, ClosError> {
         let own = at.usid().ok_or(ClosError::NoSuchNode)?;
         if self.spines == 0 || u32::from(at.index) >= self.switches(at.tier) {
+            return Err(ClosError::NoSuchNode);
+        }
+        let s = u32::from(self.spines.max(1));
+        let per_pod = u32::from(self.per_pod().max(1));
+        let group = u32::from(self.group().max(1));
+        let x = u32::from(at.index);
+        // Indices `lo..hi` (a neighbour's index divided by `width` is `q`), within `below`.
+        let block = |q: u32, width: u32, below: u32| Reach::Range {
+            lo: clamp16(q * width),
+            hi: clamp16((q * width + width).min(below)),
+        };
+        let mut reach = [(Reach::None, Dir::Up); 4];
+        match at.tier {
+            TIER_LEAF => {
+                reach[KIND_LOCAL] = (
+                    block(0, u32::from(self.hosts_per_leaf), u32::MAX),
+                    Dir::Host,
+                );
+                let pod = if self.tiers == 2 { 0 } else { x / per_pod };
+                reach[KIND_SPINE] = (block(pod, s, u32::MAX), Dir::Up);
+            }
+            TIER_SPINE => {
+                let leaves = u32::from(self.leaves);
+                reach[KIND_LEAF] = if self.tiers == 2 {
+                    (block(0, leaves, leaves), Dir::Down)
+                } else {
+                    (block(x / s, per_pod, leaves), Dir::Down)
+                };
+                if self.tiers == 3 {
+                    reach[KIND_CORE] = (block(x % s, group, u32::from(self.cores)), Dir::Up);
+                }
+            }
+            _ => {
+                reach[KIND_SPINE] = (
+                    Reach::Stride {
+                        below: clamp16(self.switches(TIER_SPINE)),
+                        modulus: clamp16(s),
+                        rem: clamp16(x / group),
+                    },
+                    Dir::Down,
+                );
+            }
+        }
+        Ok(SwitchTable { own, reach })
+    }
+}
+
+/// `v`, or `u16::MAX` when it does not fit (indices are below [`MAX_PER_TIER`]).
+fn clamp16(v: u32) -> u16 {
+    u16::try_from(v).unwrap_or(u16::MAX)
+}
+
+/// [`SwitchTable`]'s row of switch uSIDs of tier 1, 2 and 3 ([`KIND_LEAF`] + tier - 1).
+const KIND_LEAF: usize = 0;
+/// [`SwitchTable`]'s row of spine (aggregation) uSIDs.
+const KIND_SPINE: usize = 1;
+/// [`SwitchTable`]'s row of core uSIDs.
+const KIND_CORE: usize = 2;
+/// [`SwitchTable`]'s row of local (host) uSIDs.
+const KIND_LOCAL: usize = 3;
+
+/// Which indices of one kind of uSID a switch has a route for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Reach {
+    /// None.
+    None,
+    /// `lo..hi`.
+    Range { lo: u16, hi: u16 },
+    /// Those below `below` that leave `rem` modulo `modulus` (at least 1).
+    Stride { below: u16, modulus: u16, rem: u16 },
+}
+
+/// Where a routed uSID sends the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Dir {
+    Up,
+    Down,
+    Host,
+}
+
+/// One switch's static routing table ([`Clos::switch_table`]): its own uSID and, per kind of
+/// uSID (switches of each tier, local host uSIDs), the indices it holds as neighbours and the
+/// direction they lie in. Forwarding is then a decode and a comparison or two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SwitchTable {
+    own: u16,
+    reach: [(Reach, Dir); 4],
+}
+
+impl SwitchTable {
+    /// [`Clos::forward`] at this table's switch.
+    ///
+    /// # Errors
+    /// [`ClosError::NoRoute`] with the active uSID when the switch has no route for it (the
+    /// carrier is then left as it was after consuming the switch's own uSID).
+    #[inline]
+    pub fn forward<C: Carrier + ?Sized>(&self, carrier: &mut C) -> Result<Hop, ClosError> {
+        if carrier.active() == self.own {
+            carrier.consume();
+        }
+        let u = carrier.active();
+        let hop = self.neighbour(u).ok_or(ClosError::NoRoute(u))?;
+        if let Hop::Host(_) = hop {
+            carrier.consume();
+        }
+        Ok(hop)
+    }
+
+    /// The neighbour uSID `u` names, if the switch holds it ([`decode`]'s reading of `u`).
+    #[inline]
+    fn neighbour(&self, u: u16) -> Option<Hop> {
+        let low = u & 0x0FFF;
+        let kind = match u >> 12 {
+            t @ 1..=3 => usize::from(t) - 1 + KIND_LEAF,
+            0xF => KIND_LOCAL,
+            _ => return None,
+        };
+        // (0 is no uSID: `wrapping_sub` makes it 0xFFFF, beyond every reach)
+        let i = low.wrapping_sub(1);
+        let (reach, dir) = self.reach[kind];
+        let held = match reach {
+            Reach::None => false,
+            Reach::Range { lo, hi } => lo <= i && i < hi,
+            Reach::Stride {
+                below,
+                modulus,
+                rem,
+            } => i < below && i % modulus == rem,
+        };
+        held.then_some(match dir {
+            Dir::Up => Hop::Up(i),
+            Dir::Down => Hop::Down(i),
+            Dir::Host => Hop::Host(i),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::DEFAULT_BLOCK;
+    use super::*;
+
+    /// The routing rules as the module docs state them, uSID by uSID: the model
+    /// [`SwitchTable`] is held to.
+    fn forward_plain<C: Carrier + ?Sized>(
+        c: &Clos,
+        at: Node,
+        carrier: &mut C,
+    ) -> Result<Hop, ClosError> {
+        let own = at.usid().ok_or(ClosError::NoSuchNode)?;
+        if c.spines == 0 || u32::from(at.index) >= c.switches(at.tier) {
             return Err(ClosError::NoSuchNode);
         }
         if carrier.active() == own {
             carrier.consume();
         }
         let u = carrier.active();
-        let hop = self.neighbour(at, u).ok_or(ClosError::NoRoute(u))?;
+        let hop = neighbour_plain(c, at, u).ok_or(ClosError::NoRoute(u))?;
         if let Hop::Host(_) = hop {
             carrier.consume();
         }
@@ -468,43 +693,32 @@ impl Clos {
 
     /// The static routing table of switch `at` (already checked): the neighbour uSID `u`
     /// names, if any.
-    fn neighbour(&self, at: Node, u: u16) -> Option<Hop> {
-        let s = self.spines.max(1);
-        let per_pod = self.per_pod().max(1);
-        let group = self.group().max(1);
+    fn neighbour_plain(c: &Clos, at: Node, u: u16) -> Option<Hop> {
+        let s = c.spines.max(1);
+        let per_pod = c.per_pod().max(1);
+        let group = c.group().max(1);
         match (at.tier, decode(u)?) {
             (TIER_LEAF, Sid::Local { port }) => {
-                (port < self.hosts_per_leaf).then_some(Hop::Host(port))
+                (port < c.hosts_per_leaf).then_some(Hop::Host(port))
             }
             (TIER_LEAF, Sid::Node(n)) if n.tier == TIER_SPINE => {
-                let pod = if self.tiers == 2 {
-                    0
-                } else {
-                    at.index / per_pod
-                };
+                let pod = if c.tiers == 2 { 0 } else { at.index / per_pod };
                 (n.index / s == pod).then_some(Hop::Up(n.index))
             }
-            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_LEAF && n.index < self.leaves => {
-                let pod = if self.tiers == 2 { 0 } else { at.index / s };
-                (self.tiers == 2 || n.index / per_pod == pod).then_some(Hop::Down(n.index))
+            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_LEAF && n.index < c.leaves => {
+                let pod = if c.tiers == 2 { 0 } else { at.index / s };
+                (c.tiers == 2 || n.index / per_pod == pod).then_some(Hop::Down(n.index))
             }
-            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_CORE && self.tiers == 3 => {
-                (n.index < self.cores && n.index / group == at.index % s)
-                    .then_some(Hop::Up(n.index))
+            (TIER_SPINE, Sid::Node(n)) if n.tier == TIER_CORE && c.tiers == 3 => {
+                (n.index < c.cores && n.index / group == at.index % s).then_some(Hop::Up(n.index))
             }
             (TIER_CORE, Sid::Node(n)) if n.tier == TIER_SPINE => {
-                (u32::from(n.index) < self.switches(TIER_SPINE) && n.index % s == at.index / group)
+                (u32::from(n.index) < c.switches(TIER_SPINE) && n.index % s == at.index / group)
                     .then_some(Hop::Down(n.index))
             }
             _ => None,
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::DEFAULT_BLOCK;
-    use super::*;
 
     /// Walks a path through [`Clos::forward`]: the switches it crosses and the host it reaches.
     fn walk(c: &Clos, src: u32, path: &Path) -> Result<([Node; 6], usize, u32), ClosError> {
@@ -536,6 +750,82 @@ mod tests {
             at = next;
         }
         Err(ClosError::NoRoute(0))
+    }
+
+    /// A carrier of three uSIDs for the table tests.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Three([u16; 3], usize);
+
+    impl Carrier for Three {
+        fn active(&self) -> u16 {
+            self.0.get(self.1).copied().unwrap_or(0)
+        }
+        fn consume(&mut self) {
+            self.1 += 1;
+        }
+    }
+
+    /// A uSID near the plan's: a switch of some tier or a local uSID, small indices (and now
+    /// and then anything at all).
+    fn some_usid() -> impl proptest::strategy::Strategy<Value = u16> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (
+                prop::sample::select(&[0u16, 1, 2, 3, 4, 0xE, 0xF][..]),
+                0u16..40
+            )
+                .prop_map(|(t, low)| t << 12 | low),
+            any::<u16>(),
+        ]
+    }
+
+    proptest::proptest! {
+        /// A switch's table forwards as the rules do, uSID by uSID: the same hop or error,
+        /// the carrier consumed alike.
+        #[test]
+        fn switch_tables_forward_as_the_rules(
+            three in proptest::bool::ANY,
+            per_pod in 1u16..6,
+            pods in 1u16..4,
+            spines in 1u16..5,
+            group in 1u16..4,
+            hpl in 1u16..5,
+            tier in 0u8..=4,
+            index in 0u16..40,
+            own_first in proptest::bool::ANY,
+            usids in proptest::array::uniform3(some_usid()),
+        ) {
+            let c = if three {
+                Clos {
+                    planes: 1,
+                    tiers: 3,
+                    leaves: per_pod * pods,
+                    spines,
+                    pods,
+                    cores: spines * group,
+                    hosts_per_leaf: hpl,
+                    block: DEFAULT_BLOCK,
+                }
+            } else {
+                Clos::two_tier(1, per_pod * pods, spines, hpl, DEFAULT_BLOCK)
+            };
+            proptest::prop_assume!(c.check().is_ok());
+            let at = Node { tier, index };
+            let mut u = usids;
+            if own_first {
+                u[0] = at.usid().unwrap_or(0);
+            }
+            let (mut a, mut b) = (Three(u, 0), Three(u, 0));
+            let table = c.switch_table(at);
+            let plain = forward_plain(&c, at, &mut b);
+            match table {
+                Ok(t) => proptest::prop_assert_eq!(t.forward(&mut a), plain),
+                Err(e) => proptest::prop_assert_eq!(Err(e), plain),
+            }
+            if table.is_ok() {
+                proptest::prop_assert_eq!(a, b);
+            }
+        }
     }
 
     fn every_path_arrives(c: Clos) {

@@ -236,6 +236,11 @@ pub(crate) enum TlpKind {
     Completion,
 }
 
+impl TlpKind {
+    /// Every kind, in declaration order (`kind as usize` indexes tables built from it).
+    pub(crate) const ALL: [TlpKind; 3] = [TlpKind::MemWrite, TlpKind::MemRead, TlpKind::Completion];
+}
+
 /// A preset by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -232,12 +232,12 @@ impl Train {
         self.add_n(t, kind, data, 1);
     }
 
-    /// Adds the TLPs of `o` after these.
-    fn append(&mut self, o: &Train) {
-        self.tlps += o.tlps;
-        self.credits += o.credits;
-        self.dur += o.dur;
-        self.payload += o.payload;
+    /// Adds `n` copies of the TLPs of `o` after these.
+    fn append_n(&mut self, o: &Train, n: u32) {
+        self.tlps += n * o.tlps;
+        self.credits += n * o.credits;
+        self.dur += u64::from(n) * o.dur;
+        self.payload += u64::from(n) * o.payload;
     }
 
     /// Adds `n` TLPs of `kind` carrying `data` bytes each.
@@ -248,23 +248,21 @@ impl Train {
         self.payload += u64::from(n) * u64::from(data);
     }
 
-    /// Adds the TLPs of `kind` that carry `[addr, addr + len)` cut as [`cut_runs`] cuts it:
-    /// what [`Train::add`] of each piece gives, in a few steps rather than one per TLP.
-    fn add_cut(
-        &mut self,
-        t: &Timing,
-        kind: TlpKind,
-        addr: u64,
-        len: u32,
-        first_end: u64,
-        step: u32,
-    ) {
-        let (first, full, last) = cut_runs(addr, len, first_end, step);
+    /// Adds the TLPs of `kind` that carry `[addr, addr + len)` cut as [`cut_runs`] cuts it
+    /// into MPS-sized pieces after the first (ending at `first_end`): what [`Train::add`] of
+    /// each piece gives, in a few steps rather than one per TLP.
+    fn add_cut(&mut self, t: &Timing, kind: TlpKind, addr: u64, len: u32, first_end: u64) {
+        let mps = u32::from(t.cfg.mps);
+        let (first, full, last) = cut_runs(addr, len, first_end, mps);
         if first != 0 {
             self.add(t, kind, first);
         }
         if full != 0 {
-            self.add_n(t, kind, step, full);
+            // (`add_n` of MPS-sized TLPs, their wire time looked up)
+            self.tlps += full;
+            self.credits += full * mps.div_ceil(CREDIT_BYTES);
+            self.dur += u64::from(full) * t.mps_tlp[kind as usize];
+            self.payload += u64::from(full) * u64::from(mps);
         }
         if last != 0 {
             self.add(t, kind, last);
@@ -277,6 +275,13 @@ impl Train {
 struct Timing {
     cfg: PcieConfig,
     fs_per_byte: u64,
+    /// Per [`TlpKind`]: header and framing bytes ([`PcieConfig::tlp_overhead`]).
+    overhead: [u32; 3],
+    /// Per [`TlpKind`]: wire time of a TLP carrying MPS bytes (ps).
+    mps_tlp: [u64; 3],
+    /// The completions of a read request of MRRS bytes from an RCB boundary (most requests
+    /// of a long read: [`request_runs`]).
+    aligned_request: Train,
     /// One-way latency (ps).
     latency: u64,
     /// Host memory (ps).
@@ -284,9 +289,42 @@ struct Timing {
 }
 
 impl Timing {
+    /// The timing of a link configured as `cfg`.
+    fn new(cfg: PcieConfig) -> Timing {
+        let mut t = Timing {
+            cfg,
+            fs_per_byte: cfg.fs_per_byte(),
+            overhead: TlpKind::ALL.map(|k| cfg.tlp_overhead(k)),
+            mps_tlp: [0; 3],
+            aligned_request: Train::default(),
+            latency: cfg.latency_ns * PS_PER_NS,
+            completer: cfg.completer_ns * PS_PER_NS,
+        };
+        t.mps_tlp = TlpKind::ALL.map(|k| t.tlp(k, u32::from(cfg.mps)));
+        t.aligned_request = t.completions(0, u32::from(cfg.mrrs));
+        t
+    }
+
+    /// The completions of a read request of `len` bytes at `addr`, summed: at most MPS bytes
+    /// each, every one but the last ending on an RCB boundary ([`completions`]).
+    fn request_train(&self, addr: u64, len: u32) -> Train {
+        if len == u32::from(self.cfg.mrrs) && addr % u64::from(self.cfg.rcb) == 0 {
+            return self.aligned_request;
+        }
+        self.completions(addr, len)
+    }
+
+    /// [`Timing::request_train`], worked out.
+    fn completions(&self, addr: u64, len: u32) -> Train {
+        let (mps, rcb) = (u32::from(self.cfg.mps), u32::from(self.cfg.rcb));
+        let mut tr = Train::default();
+        tr.add_cut(self, TlpKind::Completion, addr, len, completion_end(addr, mps, rcb));
+        tr
+    }
+
     /// Wire time of one TLP of `kind` carrying `data` bytes (ps).
     fn tlp(&self, kind: TlpKind, data: u32) -> u64 {
-        (u64::from(self.cfg.tlp_overhead(kind) + data) * self.fs_per_byte).div_ceil(1_000)
+        (u64::from(self.overhead[kind as usize] + data) * self.fs_per_byte).div_ceil(1_000)
     }
 
     /// Sends one TLP of `kind` carrying `data` payload bytes on `dir` no earlier than `at`;
@@ -341,6 +379,80 @@ impl Timing {
     }
 }
 
+/// The read tags in use: when each comes back, in issue order, as runs of tags that come
+/// back a fixed interval apart (a read's requests of one shape are answered one completion
+/// train after another), so that a read of nine requests is at most four entries.
+#[derive(Debug, Default)]
+pub(super) struct Tags {
+    runs: VecDeque<TagRun>,
+    /// Tags in all runs.
+    len: usize,
+}
+
+/// `count` tags, coming back at `next`, `next + step`, ...
+#[derive(Clone, Copy, Debug)]
+struct TagRun {
+    next: u64,
+    step: u64,
+    count: u32,
+}
+
+impl Tags {
+    /// Tags in use.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Frees the oldest tags while they come back at or before `t` (the first that comes back
+    /// later stops it, as a queue's head would).
+    pub(super) fn release_through(&mut self, t: u64) {
+        while let Some(r) = self.runs.front_mut() {
+            if r.next > t {
+                return;
+            }
+            // Tags of the run back by `t` (all of them when they come back together).
+            let back = match (t - r.next).checked_div(r.step) {
+                Some(k) => u32::try_from(k.saturating_add(1)).unwrap_or(u32::MAX),
+                None => r.count,
+            };
+            if back < r.count {
+                r.next += u64::from(back) * r.step;
+                r.count -= back;
+                self.len -= back as usize;
+                return;
+            }
+            self.len -= r.count as usize;
+            self.runs.pop_front();
+        }
+    }
+
+    /// Takes the oldest tag; returns when it comes back.
+    pub(super) fn pop_oldest(&mut self) -> Option<u64> {
+        let r = self.runs.front_mut()?;
+        let t = r.next;
+        r.next += r.step;
+        r.count -= 1;
+        if r.count == 0 {
+            self.runs.pop_front();
+        }
+        self.len -= 1;
+        Some(t)
+    }
+
+    /// Takes `count` tags (none when 0) that come back at `first`, `first + step`, ...
+    pub(super) fn push_run(&mut self, first: u64, step: u64, count: u32) {
+        if count == 0 {
+            return;
+        }
+        self.runs.push_back(TagRun {
+            next: first,
+            step,
+            count,
+        });
+        self.len += count as usize;
+    }
+}
+
 /// The NIC's PCIe link. "rx" is host -> NIC, "tx" NIC -> host.
 #[derive(Debug)]
 pub(crate) struct PcieLink {
@@ -351,53 +463,15 @@ pub(crate) struct PcieLink {
     pub tx: Direction,
     /// When each outstanding read request's tag comes back (its last completion), in issue
     /// order (completions return in order).
-    tags: VecDeque<u64>,
+    tags: Tags,
     /// Payload bytes moved by DMA (reads and writes).
     pub dma_bytes: u64,
-    /// Scratch: where each request's completions end in a read's completion train (ps).
-    ends: Vec<u64>,
-    /// The completion trains of the last requests.
-    completions: CompletionMemo,
-}
-
-/// The completions of the last two read requests' shapes, summed. A request's completions
-/// depend only on its offset from an RCB boundary and its length. Within a read, every request
-/// has MRRS bytes except those a page boundary or the read's end cuts, and every request
-/// starts at the read's offset from an RCB boundary except the one after a page boundary
-/// (offset 0): two shapes serve most requests.
-#[derive(Debug, Default)]
-struct CompletionMemo {
-    /// `((addr % rcb, len), train)`, the latest first.
-    last: [Option<((u64, u32), Train)>; 2],
-}
-
-impl CompletionMemo {
-    /// The completions of a request of `len` bytes at `addr`, summed.
-    fn train(&mut self, t: &Timing, addr: u64, len: u32) -> Train {
-        let (mps, rcb) = (u32::from(t.cfg.mps), u32::from(t.cfg.rcb));
-        let key = (addr % u64::from(rcb), len);
-        for (k, tr) in self.last.iter().flatten() {
-            if *k == key {
-                return *tr;
-            }
-        }
-        let mut tr = Train::default();
-        let first_end = completion_end(addr, mps, rcb);
-        tr.add_cut(t, TlpKind::Completion, addr, len, first_end, mps);
-        self.last = [Some((key, tr)), self.last[0]];
-        tr
-    }
 }
 
 impl PcieLink {
     pub fn new(cfg: PcieConfig) -> PcieLink {
         PcieLink {
-            t: Timing {
-                cfg,
-                fs_per_byte: cfg.fs_per_byte(),
-                latency: cfg.latency_ns * PS_PER_NS,
-                completer: cfg.completer_ns * PS_PER_NS,
-            },
+            t: Timing::new(cfg),
             rx: Direction {
                 credits: Credits::new(&cfg.nic_credits),
                 ..Direction::default()
@@ -406,10 +480,8 @@ impl PcieLink {
                 credits: Credits::new(&cfg.host_credits),
                 ..Direction::default()
             },
-            tags: VecDeque::new(),
+            tags: Tags::default(),
             dma_bytes: 0,
-            ends: Vec::new(),
-            completions: CompletionMemo::default(),
         }
     }
 
@@ -426,7 +498,7 @@ impl PcieLink {
     pub fn prefetch(&self) {
         crate::core::sys::prefetch_head(self.rx.wire.busy.front());
         crate::core::sys::prefetch_head(self.tx.wire.busy.front());
-        crate::core::sys::prefetch_head(self.tags.front());
+        crate::core::sys::prefetch_head(self.tags.runs.front());
     }
 
     /// Forgets what ended before `now` (call with the simulation's time, never decreasing).
@@ -458,11 +530,9 @@ impl PcieLink {
         let mut t = at.as_ps();
         for (a, n) in requests(addr, len, mrrs) {
             // A tag: the oldest request's when all are out.
-            while self.tags.front().is_some_and(|&r| r <= t) {
-                self.tags.pop_front();
-            }
+            self.tags.release_through(t);
             if self.tags.len() >= usize::from(c.read_tags) {
-                if let Some(free) = self.tags.pop_front() {
+                if let Some(free) = self.tags.pop_oldest() {
                     t = t.max(free);
                 }
             }
@@ -474,7 +544,7 @@ impl PcieLink {
                 last = self.t.send(&mut self.rx, next, TlpKind::Completion, n);
                 next = last - self.t.latency;
             }
-            self.tags.push_back(last);
+            self.tags.push_run(last, 0, 1);
             done = done.max(last);
         }
         Time::from_ps(done)
@@ -485,33 +555,42 @@ impl PcieLink {
     /// when the first request was answered. Each request's completions take at least as long
     /// as a request, so none leaves before its request arrived. `None` (nothing booked) when
     /// something would wait: the TLPs then go one by one.
+    ///
+    /// The requests are summed run by run ([`request_runs`]: at most four shapes per read),
+    /// not one by one; each request's tag comes back when its last completion arrived.
     fn read_train(&mut self, at: u64, addr: u64, len: u32) -> Option<u64> {
         let c = self.t.cfg;
         let (mrrs, mps, rcb) = (u32::from(c.mrrs), u32::from(c.mps), u32::from(c.rcb));
-        if mps % rcb != 0 || c.nic_credits.completion_hdr != 0 || c.nic_credits.completion_data != 0
+        if mps % rcb != 0
+            || PAGE % u64::from(mrrs) != 0
+            || c.nic_credits.completion_hdr != 0
+            || c.nic_credits.completion_data != 0
         {
             return None;
         }
-        while self.tags.front().is_some_and(|&r| r <= at) {
-            self.tags.pop_front();
-        }
+        self.tags.release_through(at);
+        let runs = request_runs(addr, len, mrrs);
+        let mut trains = [Train::default(); 4];
         let mut cpl = Train::default();
-        self.ends.clear();
-        for (a, k) in requests(addr, len, mrrs) {
+        let mut n = 0u32;
+        for (run, tr) in runs.iter().zip(&mut trains) {
+            if run.count == 0 {
+                continue;
+            }
             // A request of 4 bytes or more is answered by completions of at least 16 bytes on
             // the wire, as long as the 16-byte request.
-            if k < 4 {
+            if run.len < 4 {
                 return None;
             }
-            cpl.append(&self.completions.train(&self.t, a, k));
-            self.ends.push(cpl.dur);
+            *tr = self.t.request_train(run.addr, run.len);
+            cpl.append_n(tr, run.count);
+            n += run.count;
         }
-        let n = self.ends.len();
-        if n == 0 || self.tags.len() + n > usize::from(c.read_tags) {
+        if n == 0 || self.tags.len() + n as usize > usize::from(c.read_tags) {
             return None;
         }
         let mut req = Train::default();
-        req.add_n(&self.t, TlpKind::MemRead, 0, n as u32);
+        req.add_n(&self.t, TlpKind::MemRead, 0, n);
         let rd = self.t.tlp(TlpKind::MemRead, 0);
         let (mstart, _) = self.t.book(&mut self.tx, at, TlpKind::MemRead, &req)?;
         let first = mstart + rd + self.t.latency + self.t.completer;
@@ -519,8 +598,13 @@ impl PcieLink {
         let (cstart, cdur) = self
             .t
             .book(&mut self.rx, first, TlpKind::Completion, &cpl)?;
-        for &e in &self.ends {
-            self.tags.push_back(cstart + e + self.t.latency);
+        // Each request's tag: when its last completion arrives, a run's one train apart.
+        let mut end = cstart + self.t.latency;
+        for (run, tr) in runs.iter().zip(&trains) {
+            if run.count != 0 {
+                self.tags.push_run(end + tr.dur, tr.dur, run.count);
+                end += u64::from(run.count) * tr.dur;
+            }
         }
         Some(cstart + cdur + self.t.latency)
     }
@@ -533,7 +617,7 @@ impl PcieLink {
         let at = at.as_ps();
         let mut train = Train::default();
         let first_end = write_end(addr, mps);
-        train.add_cut(&self.t, TlpKind::MemWrite, addr, len, first_end, mps);
+        train.add_cut(&self.t, TlpKind::MemWrite, addr, len, first_end);
         if let Some((start, dur)) = self.t.book(&mut self.tx, at, TlpKind::MemWrite, &train) {
             return Time::from_ps(start + dur + self.t.latency);
         }
@@ -566,6 +650,46 @@ fn cut(addr: u64, len: u32, next: impl Fn(u64) -> u64) -> impl Iterator<Item = (
         a = e;
         Some(piece)
     })
+}
+
+/// `count` read requests of `len` bytes each, back to back from `addr`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RequestRun {
+    pub addr: u64,
+    pub len: u32,
+    pub count: u32,
+}
+
+/// The read requests of `[addr, addr + len)` ([`requests`]) as runs of equal requests, in
+/// order: the MRRS-sized requests before the first page boundary, the one the boundary cuts
+/// short, the MRRS-sized ones after it, the last one the read's end cuts short (empty runs
+/// have `count == 0`). Requires `mrrs` to divide the 4 KiB page (a power of two up to 4096,
+/// as the configuration checks): after the first boundary, MRRS cuts fall on page boundaries.
+pub(crate) fn request_runs(addr: u64, len: u32, mrrs: u32) -> [RequestRun; 4] {
+    let m = u64::from(mrrs);
+    let end = addr + u64::from(len);
+    let page_end = (addr / PAGE + 1) * PAGE;
+    // The pieces of [from, to) cut every `mrrs` bytes from `from`: full ones, then the rest.
+    let split = |from: u64, to: u64| {
+        let n = to.saturating_sub(from);
+        let full = n / m;
+        let rest = (n % m) as u32;
+        [
+            RequestRun {
+                addr: from,
+                len: mrrs,
+                count: full as u32,
+            },
+            RequestRun {
+                addr: from + full * m,
+                len: rest,
+                count: u32::from(rest != 0),
+            },
+        ]
+    };
+    let [a, b] = split(addr, end.min(page_end));
+    let [c, d] = split(page_end, end);
+    [a, b, c, d]
 }
 
 /// Read requests: at most `mrrs` bytes, never crossing a 4 KiB boundary.

@@ -2,7 +2,10 @@
 //! gap filling, rates and the scenario file's `[nic.pcie]`.
 
 use super::config::{FcCredits, PcieConfig};
-use super::link::{completion_end, completions, cut_runs, requests, write_end, writes, PcieLink};
+use super::link::{
+    completion_end, completions, cut_runs, request_runs, requests, write_end, writes, PcieLink,
+    Tags,
+};
 use crate::core::time::{Duration, Time};
 
 fn sizes(v: impl Iterator<Item = (u64, u32)>) -> Vec<u32> {
@@ -39,6 +42,69 @@ proptest::proptest! {
             expand(cut_runs(addr, len, first_end, mps), mps),
             sizes(writes(addr, len, mps))
         );
+    }
+}
+
+proptest::proptest! {
+    /// A read's train is summed from `request_runs`: expanded, the runs must be the requests
+    /// `requests` cuts, one by one, address and length.
+    #[test]
+    fn request_runs_are_the_requests(
+        addr in 0u64..1 << 20,
+        len in 0u32..40_000,
+        mrrs_log in 7u32..=12,
+    ) {
+        let mrrs = 1 << mrrs_log;
+        let expanded: Vec<(u64, u32)> = request_runs(addr, len, mrrs)
+            .iter()
+            .flat_map(|r| (0..u64::from(r.count)).map(move |i| (r.addr + i * u64::from(r.len), r.len)))
+            .collect();
+        proptest::prop_assert_eq!(expanded, requests(addr, len, mrrs).collect::<Vec<_>>());
+    }
+}
+
+/// An operation on the read tags.
+#[derive(Clone, Debug)]
+enum TagOp {
+    /// `push_run(first, step, count)`.
+    Push(u64, u64, u32),
+    /// `release_through(t)`.
+    Release(u64),
+    /// `pop_oldest()`.
+    Pop,
+}
+
+fn tag_op() -> impl proptest::strategy::Strategy<Value = TagOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0u64..10_000, 0u64..500, 0u32..6).prop_map(|(f, s, c)| TagOp::Push(f, s, c)),
+        (0u64..12_000).prop_map(TagOp::Release),
+        Just(TagOp::Pop),
+    ]
+}
+
+proptest::proptest! {
+    /// The tags kept as runs behave as a queue of every tag's time (the plain model).
+    #[test]
+    fn tag_runs_are_a_queue_of_times(ops in proptest::collection::vec(tag_op(), 0..60)) {
+        let mut tags = Tags::default();
+        let mut model = std::collections::VecDeque::<u64>::new();
+        for op in ops {
+            match op {
+                TagOp::Push(first, step, count) => {
+                    tags.push_run(first, step, count);
+                    model.extend((0..u64::from(count)).map(|i| first + i * step));
+                }
+                TagOp::Release(t) => {
+                    tags.release_through(t);
+                    while model.front().is_some_and(|&r| r <= t) {
+                        model.pop_front();
+                    }
+                }
+                TagOp::Pop => proptest::prop_assert_eq!(tags.pop_oldest(), model.pop_front()),
+            }
+            proptest::prop_assert_eq!(tags.len(), model.len());
+        }
     }
 }
 
