@@ -661,7 +661,7 @@ fn sort_bucket<P: Copy>(v: &mut Vec<Entry<P>>, buf: &mut Vec<Entry<P>>, ends: &m
     let n = v.len();
     if n <= INSERTION_SORT_MAX {
         // (by key: `Entry`'s own order is reversed, for the heaps)
-        v.sort_by(|a, b| a.key().cmp(&b.key()));
+        v.sort_by_key(Entry::key);
         return;
     }
     ends.clear();

@@ -308,7 +308,7 @@ impl Timing {
     /// The completions of a read request of `len` bytes at `addr`, summed: at most MPS bytes
     /// each, every one but the last ending on an RCB boundary ([`completions`]).
     fn request_train(&self, addr: u64, len: u32) -> Train {
-        if len == u32::from(self.cfg.mrrs) && addr % u64::from(self.cfg.rcb) == 0 {
+        if len == u32::from(self.cfg.mrrs) && addr.is_multiple_of(u64::from(self.cfg.rcb)) {
             return self.aligned_request;
         }
         self.completions(addr, len)
@@ -562,7 +562,7 @@ impl PcieLink {
         let c = self.t.cfg;
         let (mrrs, mps, rcb) = (u32::from(c.mrrs), u32::from(c.mps), u32::from(c.rcb));
         if mps % rcb != 0
-            || PAGE % u64::from(mrrs) != 0
+            || !PAGE.is_multiple_of(u64::from(mrrs))
             || c.nic_credits.completion_hdr != 0
             || c.nic_credits.completion_data != 0
         {
