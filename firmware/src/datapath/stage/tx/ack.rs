@@ -135,12 +135,11 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
 impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     /// Slot `s` is acknowledged (nothing when it already was); the caller counted it
     /// credited (`AckTally::credited`), taken back here when it was not in flight. The newest
-    /// transmission is
-    /// tracked here only for a slot whose transmission may be out of PSN order (one that left
-    /// again, or is lost or queued to): the transmission numbers of first transmissions rise
-    /// with their PSNs, and a PSN resent left after every first transmission below it, so
-    /// the caller compares the highest PSN it acknowledges ([`Self::newest`]) and has the
-    /// newest of them all.
+    /// transmission is tracked here only for a slot whose transmission may be out of PSN order
+    /// (one that left again, or is lost or queued to): the transmission numbers of first
+    /// transmissions rise with their PSNs, and a PSN resent left after every first
+    /// transmission below it, so the caller compares the highest PSN it acknowledges
+    /// ([`Self::newest`]) and has the newest of them all.
     #[inline(always)]
     fn take<const CHECK: bool>(
         t: &mut AckTally,
