@@ -803,7 +803,10 @@ mod tests {
         // one instead of doubling), a bounded few.
         assert!(!q.big_spares.is_empty());
         assert!(q.big_spares.len() <= MAX_BIG_SPARES);
-        assert!(q.big_spares.iter().all(|v| v.is_empty() && v.capacity() <= BIG_CAPACITY));
+        assert!(q
+            .big_spares
+            .iter()
+            .all(|v| v.is_empty() && v.capacity() <= BIG_CAPACITY));
         assert!(q.spares.iter().all(|v| v.capacity() <= KEEP_CAPACITY));
         // And the order is untouched: a mixed population still leaves sorted.
         for i in 0..5000u64 {

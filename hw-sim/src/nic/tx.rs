@@ -14,9 +14,7 @@ use super::{
 use crate::core::rng::splitmix64;
 use crate::core::sim::{ComponentId, Scheduler};
 use crate::core::time::{Duration, Time, PS_PER_S};
-use crate::fabric::{
-    flags, usid_route_of, Ecn, Fabric, Packet, Payload, Route, TransportKind,
-};
+use crate::fabric::{flags, usid_route_of, Ecn, Fabric, Packet, Payload, Route, TransportKind};
 
 impl Nic {
     /// Posts the released messages of QP `qpn` while its send queue takes them. The host

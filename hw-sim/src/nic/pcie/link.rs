@@ -318,7 +318,13 @@ impl Timing {
     fn completions(&self, addr: u64, len: u32) -> Train {
         let (mps, rcb) = (u32::from(self.cfg.mps), u32::from(self.cfg.rcb));
         let mut tr = Train::default();
-        tr.add_cut(self, TlpKind::Completion, addr, len, completion_end(addr, mps, rcb));
+        tr.add_cut(
+            self,
+            TlpKind::Completion,
+            addr,
+            len,
+            completion_end(addr, mps, rcb),
+        );
         tr
     }
 
