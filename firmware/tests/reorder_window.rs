@@ -25,19 +25,29 @@ fn commands(fw: &mut Engine<TestKit>) -> Vec<CsrEvent> {
     }
 }
 
-/// An engine with `reorder_ns`, one QP on `cc` taken to RTS: the window its RTS context
-/// carries.
-fn rts_window(reorder_ns: u32, cc: CcProfile) -> (Engine<TestKit>, u32) {
+/// An engine with `reorder_ns` and one QP taken to RTS with `attrs`.
+fn at_rts(reorder_ns: u32, attrs: &QpAttrs) -> Engine<TestKit> {
     let mut fw = Engine::<TestKit>::new(EngineConfig {
         reorder_ns,
         ..EngineConfig::DEFAULT
     })
     .unwrap();
     let q = fw.create_qp().unwrap();
-    let attrs = QpAttrs::connect(EvProfile::udp(EvConfig::new(8, 2)), cc, 1);
     for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        fw.modify_qp(q, s, &attrs, 0).unwrap();
+        fw.modify_qp(q, s, attrs, 0).unwrap();
     }
+    fw
+}
+
+/// The attributes of the QP the tests connect: 8 EVs over 2 planes, on `cc`.
+fn attrs(cc: CcProfile) -> QpAttrs {
+    QpAttrs::connect(EvProfile::udp(EvConfig::new(8, 2)), cc, 1)
+}
+
+/// An engine with `reorder_ns`, one QP on `cc` taken to RTS: the window its RTS context
+/// carries.
+fn rts_window(reorder_ns: u32, cc: CcProfile) -> (Engine<TestKit>, u32) {
+    let mut fw = at_rts(reorder_ns, &attrs(cc));
     let windows: Vec<u32> = commands(&mut fw)
         .iter()
         .filter_map(|c| match c {
@@ -108,20 +118,12 @@ fn the_base_rtt_window_times_the_tail_loss_probe() {
 /// doubled timeout.
 #[test]
 fn a_timeout_is_followed_by_a_tail_probe_two_windows_later() {
-    let mut fw = Engine::<TestKit>::new(EngineConfig {
-        reorder_ns: REORDER_NS_BASE_RTT,
-        ..EngineConfig::DEFAULT
-    })
-    .unwrap();
-    let q = fw.create_qp().unwrap();
     // ACK timeout 1.024 us * 2^4 = 16.4 us.
-    let attrs = QpAttrs {
+    let timeout = QpAttrs {
         timeout: Some(4),
-        ..QpAttrs::connect(EvProfile::udp(EvConfig::new(8, 2)), nscc(), 1)
+        ..attrs(nscc())
     };
-    for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        fw.modify_qp(q, s, &attrs, 0).unwrap();
-    }
+    let mut fw = at_rts(REORDER_NS_BASE_RTT, &timeout);
     commands(&mut fw);
     let start = [CsrEvent::TxStart(TxStart::new(0, Psn::new(0))).encode()];
     assert_eq!(fw.handle_events(0, &start), 1);
@@ -144,10 +146,17 @@ fn a_timeout_is_followed_by_a_tail_probe_two_windows_later() {
     let kinds: Vec<&str> = seen.iter().map(|s| s.0).collect();
     // The first probe two windows after the start, then each timeout (retries 1..=7 at the
     // same interval) followed by a probe two windows later.
-    assert_eq!(kinds, ["probe", "timeout", "probe", "timeout", "probe"], "{seen:?}");
+    assert_eq!(
+        kinds,
+        ["probe", "timeout", "probe", "timeout", "probe"],
+        "{seen:?}"
+    );
     assert!(near(seen[0].1, 2 * BASE_RTT_NS), "{seen:?}");
     assert!(near(seen[1].1, 16_384), "{seen:?}");
     for pair in [(1, 2), (3, 4)] {
-        assert!(near(seen[pair.1].1, seen[pair.0].1 + 2 * BASE_RTT_NS), "{seen:?}");
+        assert!(
+            near(seen[pair.1].1, seen[pair.0].1 + 2 * BASE_RTT_NS),
+            "{seen:?}"
+        );
     }
 }

@@ -27,12 +27,22 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
     }
 
     fn queue_retx(&mut self, psn: Psn, ev: u16, avoid: bool) {
-        if let Some(s) = self.slot_mut(psn) {
-            s.flags = F_PENDING | if avoid { F_AVOID } else { 0 };
-            s.retx_ev = ev;
+        if self.mark_pending(psn, ev, avoid) {
             // Cannot overflow: each PSN of the window is queued at most once.
             let _ = self.retx.push_back(psn);
         }
+    }
+
+    /// Slot `psn` waits to be resent on `ev` (with `avoid`, away from where it last left);
+    /// `false` when the PSN has no slot. The caller queues it.
+    #[inline]
+    fn mark_pending(&mut self, psn: Psn, ev: u16, avoid: bool) -> bool {
+        let Some(s) = self.slot_mut(psn) else {
+            return false;
+        };
+        s.flags = F_PENDING | if avoid { F_AVOID } else { 0 };
+        s.retx_ev = ev;
+        true
     }
 
     /// After an ACK timeout: every unacknowledged PSN of `[una, nxt)` is queued for
@@ -81,17 +91,14 @@ impl<const WIN: usize, const SQ: usize> TxSide<WIN, SQ> {
             // test: the firmware timed this probe from its timeout order, and that
             // retransmission left right after the order.)
             let una = self.una;
-            if self.retx.is_full() {
+            let s = self.slot(una);
+            if s.flags & F_INFLIGHT == 0 || self.retx.is_full() {
                 return;
             }
-            let Some(s) = self.slot_mut(una).filter(|s| s.flags & F_INFLIGHT != 0) else {
-                return;
-            };
-            let len = s.len;
-            s.flags = F_PENDING | F_AVOID;
-            s.retx_ev = EV_ANY;
-            let _ = self.retx.push_front(una);
-            self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(len));
+            self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.len));
+            if self.mark_pending(una, EV_ANY, true) {
+                let _ = self.retx.push_front(una);
+            }
             self.rto = RtoWindow::One;
             self.counters.tail_probes += 1;
             return;
